@@ -1,0 +1,81 @@
+/**
+ * What a run prints on stdout: the automation lines, or a readable line per event.
+ *
+ * Automation mode prints exactly the lines of MassGen's automation guide and
+ * nothing else: `LOG_DIR:`, `STATUS:`, `QUESTION:`, the in-progress line, and at
+ * the end `WINNER:`, `ANSWER_FILE:`, `DURATION:`, `ANSWER_PREVIEW:` (when there is
+ * an answer) and `COMPLETED:`. A preview is one line: white space is folded.
+ * The plain display prints one line per coordination event and the final answer.
+ */
+import { join } from "node:path"
+import type { Event } from "../domain/events.ts"
+import type { State } from "../domain/state.ts"
+
+export const IN_PROGRESS = "[Coordination in progress - monitor status.json for real-time updates]"
+
+export const automationHeader = (logDir: string, question: string): ReadonlyArray<string> => [
+  `LOG_DIR: ${logDir}`,
+  `STATUS: ${join(logDir, "status.json")}`,
+  `QUESTION: ${oneLine(question)}`,
+  IN_PROGRESS,
+]
+
+export const oneLine = (text: string): string => text.replace(/\s+/g, " ").trim()
+
+export const preview = (text: string, max = 200): string => {
+  const flat = oneLine(text)
+  return flat.length > max ? `${flat.slice(0, max)}...` : flat
+}
+
+const duration = (state: State): string => {
+  const start = state.run?.startTime ?? 0
+  const end = state.finished?.time ?? start
+  return `${((end - start) / 1000).toFixed(1)}s`
+}
+
+export const automationFooter = (state: State): ReadonlyArray<string> => {
+  const lines: Array<string> = []
+  const final = state.final
+  const logDir = state.run?.logDir ?? ""
+  if (final !== null) {
+    lines.push(`WINNER: ${final.agent}`)
+    lines.push(`ANSWER_FILE: ${join(logDir, "final", final.agent, "answer.txt")}`)
+    lines.push(`DURATION: ${duration(state)}`)
+    lines.push(`ANSWER_PREVIEW: ${preview(final.content)}`)
+  }
+  lines.push(`COMPLETED: ${state.agents.length} agents, ${duration(state)} total`)
+  return lines
+}
+
+/** A readable line for an event, or null for events a person does not need to see. */
+export const plainLine = (event: Event, state: State): string | null => {
+  switch (event._tag) {
+    case "run_started":
+      return `Run ${event.run_id}: ${event.agents.length} agents on "${preview(event.question, 80)}" (logs: ${event.log_dir})`
+    case "round_started":
+      return `[${event.agent}] round ${event.round}${event.restart ? " (restart)" : ""}: ${event.shown.length} answer(s) shown${event.vote_only ? ", vote only" : ""}`
+    case "round_cancelled":
+      return `[${event.agent}] round ${event.round} stopped: a new answer arrived`
+    case "reply_rejected":
+      return `[${event.agent}] reply rejected (attempt ${event.attempt}): ${event.message}`
+    case "answer_submitted":
+      return `[${event.agent}] answer ${event.label}: ${preview(event.content, 100)}`
+    case "vote_cast":
+      return `[${event.agent}] votes for ${event.target} (${event.target_label}): ${preview(event.reason, 100)}`
+    case "vote_ignored":
+      return `[${event.agent}] vote for ${event.target} ignored (${event.reason})`
+    case "call_retried":
+      return `[${event.agent}] call failed, retry ${event.retry} in ${event.delay_seconds.toFixed(1)}s: ${event.error}`
+    case "agent_failed":
+      return `[${event.agent}] out (${event.kind}): ${event.message}`
+    case "presentation_started":
+      return `Winner: ${event.agent} (${Object.entries(event.votes).map(([l, n]) => `${l}: ${n}`).join(", ")})${event.is_tie ? ", tie broken by config order" : ""}`
+    case "final_answer":
+      return `Final answer (${event.agent}, ${event.source.replace("_", " ")}):\n${event.content}`
+    case "run_finished":
+      return `Run ${event.reason} in ${duration(state)}: ${event.message}`
+    case "call_start":
+    case "call_end":
+      return null
+  }
+}

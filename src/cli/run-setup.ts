@@ -1,0 +1,82 @@
+/**
+ * Everything a run needs before its first event: the environment, the config, the backends.
+ *
+ * `resolveRunConfig` loads `.env` from the working directory under the
+ * environment (the environment wins), then the `--config` file, or builds a
+ * config from `--model`/`--models` (one agent per model, the backend inferred
+ * from the model name unless `--backend` names it). `makeBackends` builds every
+ * agent's backend and stops at the first missing API key, before any call.
+ * `priceOf` prices a call from the built-in table and the config's `pricing:`.
+ */
+import { Effect, Either } from "effect"
+import type { Config } from "../domain/config.ts"
+import { BACKEND_TYPES } from "../domain/config.ts"
+import type { TokenUsage } from "../domain/llm.ts"
+import { inferBackendType } from "../domain/presets.ts"
+import { costOf, priceFor } from "../domain/pricing.ts"
+import type { Backend } from "../services/backend.ts"
+import { makeBackend } from "../services/backend-factory.ts"
+import { type Env, loadDotEnv } from "../services/backends/keys.ts"
+import type { RunArgs } from "./args.ts"
+import { ConfigError, decodeDocument, loadConfigFile } from "./load-config.ts"
+
+export interface RunConfig {
+  readonly config: Config
+  readonly raw: unknown
+  readonly path: string | null
+  readonly env: Env
+}
+
+const quickStartDocument = (args: RunArgs): Either.Either<unknown, ConfigError> => {
+  const agents: Array<unknown> = []
+  for (const [i, model] of args.models.entries()) {
+    const type = args.backend ?? inferBackendType(model)
+    if (type === null) {
+      return Either.left(
+        new ConfigError({
+          reason: "invalid",
+          path: "--models",
+          problems: [{ path: "", message: `cannot tell the backend of model ${JSON.stringify(model)}: add --backend (one of ${BACKEND_TYPES.join(", ")})` }],
+        }),
+      )
+    }
+    agents.push({
+      id: args.models.length === 1 ? "agent_a" : `agent_${String.fromCharCode(97 + (i % 26))}${i >= 26 ? Math.floor(i / 26) : ""}`,
+      ...(args.systemMessage !== null ? { system_message: args.systemMessage } : {}),
+      backend: { type, model, ...(args.baseUrl !== null ? { base_url: args.baseUrl } : {}) },
+    })
+  }
+  return Either.right({ agents })
+}
+
+export const resolveRunConfig = (args: RunArgs, baseEnv: Env, cwd: string) =>
+  Effect.gen(function* () {
+    const env = yield* loadDotEnv(cwd, baseEnv).pipe(
+      Effect.mapError((e) => new ConfigError({ reason: "unreadable", path: e.path, problems: [{ path: "", message: e.message }] })),
+    )
+    const loaded =
+      args.configPath !== null
+        ? yield* loadConfigFile(args.configPath, env)
+        : yield* Effect.gen(function* () {
+            const raw = yield* quickStartDocument(args)
+            return { raw, path: null, config: yield* decodeDocument(raw, "--models", env) }
+          })
+    const config: Config =
+      args.orchestratorTimeout === null
+        ? loaded.config
+        : { ...loaded.config, settings: { ...loaded.config.settings, orchestrator_timeout_seconds: args.orchestratorTimeout } }
+    return { config, raw: loaded.raw, path: loaded.path, env } satisfies RunConfig
+  })
+
+export const makeBackends = (config: Config, env: Env) =>
+  Effect.forEach(config.agents, (agent) =>
+    Either.map(makeBackend(agent, env), (backend) => [agent.id, backend] as const),
+  ).pipe(Effect.map((entries) => new Map<string, Backend>(entries)))
+
+export const priceOf =
+  (config: Config) =>
+  (model: string | null, usage: TokenUsage): number | null => {
+    if (model === null) return null
+    const price = priceFor(model, config.pricing)
+    return price === null ? null : costOf(usage, price)
+  }

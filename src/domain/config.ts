@@ -1,0 +1,268 @@
+/**
+ * The run configuration: MassGen's YAML keys, decoded with Effect Schema.
+ *
+ * `decodeConfig(raw, env)` takes the parsed YAML document and the environment,
+ * expands `${VAR}` in every string, and returns either a `Config` or the list of
+ * `ConfigProblem`s, each naming the key's path (`agents[1].backend.type`), what
+ * was expected and what was found. It is pure: the environment comes in as a map.
+ * `maskSecrets(raw)` gives the document as it may be written to a log
+ * (`execution_metadata.yaml`): secret-looking keys hold `***` unless they only
+ * name an environment variable.
+ *
+ * Words: an *agent* entry has an `id`, an optional `system_message` and a
+ * `backend`; the `orchestrator` section holds the coordination settings and
+ * `timeout_settings` the two timeouts.
+ */
+import { Either, ParseResult, Schema } from "effect"
+import type { RunSettings } from "./events.ts"
+
+/** Backend types the config accepts; each is built by `services/backend-factory.ts`. */
+export const BACKEND_TYPES = [
+  "scripted",
+  "openai",
+  "chatcompletion",
+  "claude",
+  "grok",
+  "groq",
+  "together",
+  "openrouter",
+  "cerebras",
+  "fireworks",
+  "gemini",
+  "ollama",
+  "lmstudio",
+  "vllm",
+  "sglang",
+] as const
+export type BackendType = (typeof BACKEND_TYPES)[number]
+
+const opt = <S extends Schema.Schema.All>(schema: S) => Schema.optionalWith(schema, { exact: true })
+
+/** A closed set of strings whose error lists the choices and the value found. */
+const oneOf = <const L extends ReadonlyArray<string>>(...values: L) =>
+  Schema.Literal(...values).annotations({
+    message: (issue) => ({
+      message: `Expected one of ${values.join(", ")}, found ${JSON.stringify(issue.actual)}`,
+      override: true,
+    }),
+  })
+
+const PositiveNumber = Schema.Number.pipe(Schema.positive({ message: () => "Expected a number above 0" }))
+const NonNegativeInt = Schema.Number.pipe(
+  Schema.int({ message: () => "Expected a whole number" }),
+  Schema.nonNegative({ message: () => "Expected a number of 0 or more" }),
+)
+const PositiveInt = Schema.Number.pipe(
+  Schema.int({ message: () => "Expected a whole number" }),
+  Schema.positive({ message: () => "Expected a number of 1 or more" }),
+)
+
+/** One scripted reply, used in order before the `answer`/`vote` rules apply. */
+export const ScriptStep = Schema.Union(
+  Schema.Struct({ new_answer: Schema.String }),
+  Schema.Struct({ vote: Schema.String, reason: opt(Schema.String) }),
+  Schema.Struct({ text: Schema.String }),
+  Schema.Struct({ fail: Schema.String }),
+).annotations({
+  message: () => ({ message: "Expected one of {new_answer}, {vote, reason}, {text} or {fail}", override: true }),
+})
+export type ScriptStep = typeof ScriptStep.Type
+
+export const BackendConfig = Schema.Struct({
+  type: oneOf(...BACKEND_TYPES),
+  model: opt(Schema.String),
+  base_url: opt(Schema.String),
+  api_key: opt(Schema.String),
+  temperature: opt(Schema.Number.pipe(Schema.between(0, 2))),
+  max_tokens: opt(PositiveInt),
+  max_retries: opt(NonNegativeInt),
+  call_timeout_seconds: opt(PositiveNumber),
+  // scripted backend
+  answer: opt(Schema.String),
+  vote: opt(Schema.String.pipe(Schema.pattern(/^agent\d+$/, { message: () => "Expected agentN" }))),
+  reason: opt(Schema.String),
+  final: opt(Schema.String),
+  delay_seconds: opt(Schema.Number.pipe(Schema.nonNegative())),
+  fail_calls: opt(NonNegativeInt),
+  hang: opt(Schema.Boolean),
+  keep_answering: opt(Schema.Boolean),
+  script: opt(Schema.Array(ScriptStep)),
+  input_tokens: opt(NonNegativeInt),
+  output_tokens: opt(NonNegativeInt),
+}).annotations({ identifier: "a backend mapping" })
+export type BackendConfig = typeof BackendConfig.Type
+
+export const AgentConfig = Schema.Struct({
+  id: opt(Schema.String.pipe(Schema.minLength(1), Schema.pattern(/^[A-Za-z0-9_.-]+$/, {
+    message: () => "Expected an id of letters, digits, '_', '.' or '-'",
+  }))),
+  system_message: opt(Schema.String),
+  backend: BackendConfig,
+}).annotations({ identifier: "an agent mapping" })
+
+export const Price = Schema.Struct({
+  input: Schema.Number.pipe(Schema.nonNegative()),
+  cached_input: opt(Schema.Number.pipe(Schema.nonNegative())),
+  output: Schema.Number.pipe(Schema.nonNegative()),
+})
+export type Price = typeof Price.Type
+
+const OrchestratorConfig = Schema.Struct({
+  max_new_answers_per_agent: opt(Schema.NullOr(PositiveInt)),
+  skip_final_presentation: opt(Schema.Boolean),
+  final_answer_strategy: opt(oneOf("winner_present", "winner_reuse", "synthesize")),
+  budget_usd: opt(Schema.NullOr(PositiveNumber)),
+})
+
+const TimeoutSettings = Schema.Struct({
+  orchestrator_timeout_seconds: opt(PositiveNumber),
+  agent_timeout_seconds: opt(PositiveNumber),
+})
+
+const ConfigFile = Schema.Struct({
+  agents: opt(Schema.Array(AgentConfig).annotations({ identifier: "a list of agents" }).pipe(Schema.minItems(1, { message: () => "Expected at least one agent" }))),
+  agent: opt(AgentConfig),
+  orchestrator: opt(OrchestratorConfig),
+  timeout_settings: opt(TimeoutSettings),
+  pricing: opt(Schema.Record({ key: Schema.String, value: Price })),
+})
+
+export interface Agent {
+  readonly id: string
+  readonly anonId: string
+  readonly systemMessage: string | null
+  readonly backend: BackendConfig
+}
+
+export interface Config {
+  readonly agents: ReadonlyArray<Agent>
+  readonly settings: RunSettings
+  readonly pricing: Readonly<Record<string, Price>>
+}
+
+export interface ConfigProblem {
+  /** Dotted path of the key, `agents[0].backend.type`; empty for the whole document. */
+  readonly path: string
+  readonly message: string
+}
+
+export const formatProblem = (p: ConfigProblem): string => (p.path === "" ? p.message : `${p.path}: ${p.message}`)
+
+const formatPath = (path: ReadonlyArray<PropertyKey>): string =>
+  path.reduce<string>(
+    (acc, key) => (typeof key === "number" ? `${acc}[${key}]` : acc === "" ? String(key) : `${acc}.${String(key)}`),
+    "",
+  )
+
+const ENV_REF = /\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g
+
+/** Expands `${VAR}` in every string of `value`, noting each variable that is not set. */
+export const expandEnv = (
+  value: unknown,
+  env: Readonly<Record<string, string | undefined>>,
+  problems: Array<ConfigProblem>,
+  path: ReadonlyArray<PropertyKey> = [],
+): unknown => {
+  if (typeof value === "string") {
+    return value.replace(ENV_REF, (_, name: string) => {
+      const found = env[name]
+      if (found === undefined) {
+        problems.push({ path: formatPath(path), message: `environment variable ${name} is not set` })
+        return ""
+      }
+      return found
+    })
+  }
+  if (Array.isArray(value)) return value.map((v, i) => expandEnv(v, env, problems, [...path, i]))
+  if (value !== null && typeof value === "object") {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, expandEnv(v, env, problems, [...path, k])]))
+  }
+  return value
+}
+
+const decodeFile = Schema.decodeUnknownEither(ConfigFile, { errors: "all", onExcessProperty: "ignore" })
+
+/** Decodes a parsed YAML document into a `Config`, or every problem found in it. */
+export const decodeConfig = (
+  raw: unknown,
+  env: Readonly<Record<string, string | undefined>>,
+): Either.Either<Config, ReadonlyArray<ConfigProblem>> => {
+  if (raw === null || typeof raw !== "object" || Array.isArray(raw)) {
+    return Either.left([{ path: "", message: `Expected a mapping with an agents list, found ${describe(raw)}` }])
+  }
+  const problems: Array<ConfigProblem> = []
+  const expanded = expandEnv(raw, env, problems)
+  const decoded = decodeFile(expanded)
+  if (Either.isLeft(decoded)) {
+    const issues = ParseResult.ArrayFormatter.formatErrorSync(decoded.left).map((issue) => ({
+      path: formatPath(issue.path),
+      message: issue.message.replace(/, actual /, ", found "),
+    }))
+    // A union reports one issue per member, and its parent the same failure again:
+    // keep the first issue of each path, and no path that holds a deeper one.
+    const byPath = new Map<string, string>()
+    for (const issue of issues) if (!byPath.has(issue.path)) byPath.set(issue.path, issue.message)
+    const paths = [...byPath.keys()]
+    for (const [path, message] of byPath) {
+      const hasDeeper = paths.some((other) => other !== path && (path === "" || other.startsWith(`${path}.`) || other.startsWith(`${path}[`)))
+      if (!hasDeeper) problems.push({ path, message })
+    }
+    return Either.left(problems)
+  }
+  const file = decoded.right
+  const entries = file.agents ?? (file.agent ? [file.agent] : [])
+  if (entries.length === 0) problems.push({ path: "agents", message: "Expected a list of at least one agent, found none" })
+  if (file.agents && file.agent) problems.push({ path: "agent", message: "Expected either agents or agent, found both" })
+  const agents = entries.map((entry, i): Agent => ({
+    id: entry.id ?? `agent${i + 1}`,
+    anonId: `agent${i + 1}`,
+    systemMessage: entry.system_message ?? null,
+    backend: entry.backend,
+  }))
+  const seen = new Set<string>()
+  agents.forEach((agent, i) => {
+    if (seen.has(agent.id)) problems.push({ path: `agents[${i}].id`, message: `Expected a unique id, found ${JSON.stringify(agent.id)} again` })
+    seen.add(agent.id)
+    const vote = agent.backend.vote
+    if (vote !== undefined && Number(vote.slice(5)) > agents.length) {
+      problems.push({
+        path: `agents[${i}].backend.vote`,
+        message: `Expected agent1..agent${agents.length}, found ${JSON.stringify(vote)}`,
+      })
+    }
+    if (agent.backend.type === "chatcompletion" && agent.backend.base_url === undefined) {
+      problems.push({ path: `agents[${i}].backend.base_url`, message: "Expected a base_url for type chatcompletion, found none" })
+    }
+  })
+  if (problems.length > 0) return Either.left(problems)
+  const o = file.orchestrator ?? {}
+  const skip = o.skip_final_presentation ?? false
+  return Either.right({
+    agents,
+    settings: {
+      max_new_answers_per_agent: o.max_new_answers_per_agent ?? null,
+      skip_final_presentation: skip,
+      final_answer_strategy: o.final_answer_strategy ?? (skip ? "winner_reuse" : "winner_present"),
+      orchestrator_timeout_seconds: file.timeout_settings?.orchestrator_timeout_seconds ?? 1800,
+      agent_timeout_seconds: file.timeout_settings?.agent_timeout_seconds ?? 600,
+      budget_usd: o.budget_usd ?? null,
+    },
+    pricing: file.pricing ?? {},
+  })
+}
+
+const describe = (value: unknown): string =>
+  value === null || value === undefined ? "an empty document" : Array.isArray(value) ? "a list" : `${typeof value} ${JSON.stringify(value)}`
+
+const SECRET_KEY = /(api_?key|token|secret|password)/i
+const ONLY_ENV_REF = /^\$\{[A-Za-z_][A-Za-z0-9_]*\}$/
+
+/** The raw config as it may be logged: literal secrets become `***`; `${VAR}` references stay. */
+export const maskSecrets = (value: unknown, key = ""): unknown => {
+  if (typeof value === "string") return SECRET_KEY.test(key) && !ONLY_ENV_REF.test(value) ? "***" : value
+  if (Array.isArray(value)) return value.map((v) => maskSecrets(v, key))
+  if (value !== null && typeof value === "object") {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, maskSecrets(v, k)]))
+  }
+  return value
+}

@@ -1,0 +1,270 @@
+/**
+ * The decider: what the orchestrator does next, from the state alone.
+ *
+ * `decide(state)` returns the commands the state calls for now; after the
+ * orchestrator has turned them into events and folded those, `decide` asks for
+ * nothing more until another event arrives. `judgeReply` turns what a round or
+ * a presentation returned into the events it causes, checked against the state
+ * at the moment it arrives (a round may have been shown answers that are no
+ * longer the latest). `stopRun` gives the events of a run stopped from outside
+ * (orchestrator timeout, budget, signal). All three are pure: times come in as
+ * ISO strings.
+ *
+ * MassGen's rules: a new answer clears every vote and makes every other agent
+ * look again (an agent still on its first answer is not interrupted); a round
+ * whose agent reached `max_new_answers_per_agent` offers only `vote`; the run
+ * is decided when every live agent has voted; the most-voted agent wins, a tie
+ * going to the earliest agent in config order.
+ */
+import type { Event, FinalAnswerStrategy, FinishReason } from "./events.ts"
+import {
+  type AgentState,
+  type State,
+  agentByAnonId,
+  agentIndex,
+  isLive,
+  latestLabels,
+  sameLabels,
+} from "./state.ts"
+
+export type Command =
+  | {
+      readonly _tag: "StartRound"
+      readonly agent: string
+      readonly round: number
+      readonly shown: ReadonlyArray<string>
+      readonly voteOnly: boolean
+      readonly restart: boolean
+    }
+  | { readonly _tag: "CancelRound"; readonly agent: string; readonly round: number }
+  | {
+      readonly _tag: "StartPresentation"
+      readonly agent: string
+      readonly label: string
+      readonly votes: Readonly<Record<string, number>>
+      readonly isTie: boolean
+      readonly strategy: FinalAnswerStrategy
+      readonly callsModel: boolean
+    }
+  | { readonly _tag: "UseStoredAnswer"; readonly agent: string; readonly label: string; readonly content: string }
+  | { readonly _tag: "FinishRun"; readonly reason: FinishReason; readonly winner: string | null; readonly message: string }
+
+/** What a round or a presentation came back with. */
+export type Reply =
+  | { readonly _tag: "answered"; readonly agent: string; readonly round: number; readonly content: string }
+  | { readonly _tag: "voted"; readonly agent: string; readonly round: number; readonly targetAnonId: string; readonly reason: string }
+  | { readonly _tag: "failed"; readonly agent: string; readonly round: number; readonly kind: "error" | "timeout"; readonly message: string }
+  | { readonly _tag: "presented"; readonly agent: string; readonly content: string }
+  | { readonly _tag: "presentation_failed"; readonly agent: string; readonly message: string }
+
+export interface Tally {
+  readonly winner: string
+  /** Votes by answer label, every latest label listed (0 when none). */
+  readonly votes: Readonly<Record<string, number>>
+  readonly isTie: boolean
+}
+
+/** Votes counted by the agent voted for; the winner is the most-voted, ties to config order. */
+export const tally = (state: State): Tally | null => {
+  const byAgent = new Map<string, number>()
+  const votes: Record<string, number> = {}
+  for (const label of latestLabels(state)) votes[label] = 0
+  for (const a of state.agents) {
+    if (a.vote === null || !isLive(a)) continue
+    byAgent.set(a.vote.target, (byAgent.get(a.vote.target) ?? 0) + 1)
+    votes[a.vote.targetLabel] = (votes[a.vote.targetLabel] ?? 0) + 1
+  }
+  if (byAgent.size === 0) return null
+  const top = Math.max(...byAgent.values())
+  const leaders = state.agents.filter((a) => byAgent.get(a.info.id) === top)
+  const winner = leaders[0]
+  return winner ? { winner: winner.info.id, votes, isTie: leaders.length > 1 } : null
+}
+
+const latestLabel = (a: AgentState): string | undefined => a.answers[a.answers.length - 1]
+
+const atCap = (state: State, a: AgentState): boolean => {
+  const cap = state.run?.settings.max_new_answers_per_agent ?? null
+  return cap !== null && a.answers.length >= cap
+}
+
+export const decide = (state: State): ReadonlyArray<Command> => {
+  const run = state.run
+  if (run === null || state.finished !== null) return []
+  if (state.final !== null) {
+    return [{ _tag: "FinishRun", reason: "completed", winner: state.final.agent, message: "every live agent voted" }]
+  }
+  if (state.presentation !== null) {
+    const p = state.presentation
+    const content = state.answers[p.label]?.content ?? ""
+    return p.callsModel ? [] : [{ _tag: "UseStoredAnswer", agent: p.agent, label: p.label, content }]
+  }
+  const live = state.agents.filter(isLive)
+  if (live.length === 0) {
+    return [{ _tag: "FinishRun", reason: "error", winner: null, message: "every agent failed" }]
+  }
+  const shown = latestLabels(state)
+  const commands: Array<Command> = []
+  for (const a of live) {
+    // First-answer protection: an agent without an answer finishes its round undisturbed.
+    if (a.inFlight !== null && a.answers.length > 0 && !sameLabels(a.inFlight.shown, shown)) {
+      commands.push({ _tag: "CancelRound", agent: a.info.id, round: a.inFlight.round })
+    }
+  }
+  if (commands.length > 0) return commands
+  if (live.every((a) => a.vote !== null && a.inFlight === null)) {
+    const t = tally(state)
+    const winner = t ? state.agents[agentIndex(state, t.winner)] : undefined
+    const label = winner ? latestLabel(winner) : undefined
+    if (t && winner && label) {
+      const callsModel =
+        isLive(winner) && !run.settings.skip_final_presentation && run.settings.final_answer_strategy !== "winner_reuse"
+      const strategy = run.settings.final_answer_strategy
+      return [{ _tag: "StartPresentation", agent: t.winner, label, votes: t.votes, isTie: t.isTie, strategy, callsModel }]
+    }
+  }
+  for (const a of live) {
+    if (a.inFlight !== null || a.vote !== null) continue
+    commands.push({
+      _tag: "StartRound",
+      agent: a.info.id,
+      round: a.rounds + 1,
+      shown,
+      voteOnly: atCap(state, a),
+      restart: a.restartPending,
+    })
+  }
+  return commands
+}
+
+/** The events caused by a reply, judged against the state it arrives in. */
+export const judgeReply = (state: State, reply: Reply, time: string): ReadonlyArray<Event> => {
+  if (state.run === null || state.finished !== null) return []
+  const i = agentIndex(state, reply.agent)
+  const agent = state.agents[i]
+  if (agent === undefined || !isLive(agent)) return []
+  switch (reply._tag) {
+    case "presented":
+    case "presentation_failed": {
+      const p = state.presentation
+      if (p === null || p.agent !== reply.agent || state.final !== null) return []
+      const stored = state.answers[p.label]?.content ?? ""
+      const presented = reply._tag === "presented" && reply.content.trim() !== ""
+      return [
+        {
+          _tag: "final_answer",
+          time,
+          agent: p.agent,
+          label: p.label,
+          source: presented ? "presentation" : "stored_answer",
+          content: presented ? reply.content : stored,
+        },
+      ]
+    }
+    default:
+      break
+  }
+  if (agent.inFlight === null || agent.inFlight.round !== reply.round) return []
+  const round = reply.round
+  switch (reply._tag) {
+    case "failed":
+      return [{ _tag: "agent_failed", time, agent: agent.info.id, round, kind: reply.kind, message: reply.message }]
+    case "answered":
+      return [
+        {
+          _tag: "answer_submitted",
+          time,
+          agent: agent.info.id,
+          round,
+          label: `${agent.info.anon_id}.${agent.answers.length + 1}`,
+          content: reply.content,
+        },
+      ]
+    case "voted": {
+      const target = agentByAnonId(state, reply.targetAnonId)
+      // The label the voter saw for its target: the one in its round's shown list.
+      const seen = agent.inFlight.shown.find((label) => label.startsWith(`${reply.targetAnonId}.`))
+      if (target === undefined || seen === undefined) {
+        return [{ _tag: "vote_ignored", time, agent: agent.info.id, round, target: reply.targetAnonId, reason: "invalid_target" }]
+      }
+      if (!sameLabels(agent.inFlight.shown, latestLabels(state))) {
+        return [{ _tag: "vote_ignored", time, agent: agent.info.id, round, target: target.info.id, reason: "stale" }]
+      }
+      return [
+        { _tag: "vote_cast", time, agent: agent.info.id, round, target: target.info.id, target_label: seen, reason: reply.reason },
+      ]
+    }
+  }
+}
+
+/** The answer a stopped run leaves: the most-voted, else the latest answer of a live agent, else any latest answer. */
+export const salvage = (state: State): { readonly agent: string; readonly label: string; readonly content: string } | null => {
+  const t = tally(state)
+  const byVotes = t ? state.agents[agentIndex(state, t.winner)] : undefined
+  const votedLabel = byVotes ? latestLabel(byVotes) : undefined
+  if (byVotes && votedLabel) {
+    return { agent: byVotes.info.id, label: votedLabel, content: state.answers[votedLabel]?.content ?? "" }
+  }
+  const answers = Object.values(state.answers)
+  const pick = (live: boolean) =>
+    answers
+      .filter((ans) => {
+        const owner = state.agents[agentIndex(state, ans.agent)]
+        return owner !== undefined && (!live || isLive(owner)) && latestLabel(owner) === ans.label
+      })
+      .reduce<(typeof answers)[number] | undefined>((best, ans) => (best === undefined || ans.time >= best.time ? ans : best), undefined)
+  const latest = pick(true) ?? pick(false)
+  return latest ? { agent: latest.agent, label: latest.label, content: latest.content } : null
+}
+
+/** The events that stop a run from outside: the final answer salvaged (when asked and possible), then the stop. */
+export const stopRun = (
+  state: State,
+  reason: Exclude<FinishReason, "completed">,
+  message: string,
+  time: string,
+  withAnswer: boolean,
+): ReadonlyArray<Event> => {
+  if (state.run === null || state.finished !== null) return []
+  const existing = state.final
+  const saved = existing ?? (withAnswer ? salvage(state) : null)
+  const events: Array<Event> = []
+  if (existing === null && saved !== null) {
+    events.push({ _tag: "final_answer", time, agent: saved.agent, label: saved.label, source: "salvaged", content: saved.content })
+  }
+  events.push({ _tag: "run_finished", time, reason, winner: saved?.agent ?? null, message })
+  return events
+}
+
+/** The event a command is recorded as, before the orchestrator carries it out. */
+export const commandEvent = (command: Command, time: string): Event => {
+  switch (command._tag) {
+    case "StartRound":
+      return {
+        _tag: "round_started",
+        time,
+        agent: command.agent,
+        round: command.round,
+        shown: command.shown,
+        vote_only: command.voteOnly,
+        restart: command.restart,
+      }
+    case "CancelRound":
+      return { _tag: "round_cancelled", time, agent: command.agent, round: command.round, reason: "new_answer" }
+    case "StartPresentation":
+      return {
+        _tag: "presentation_started",
+        time,
+        agent: command.agent,
+        label: command.label,
+        votes: command.votes,
+        is_tie: command.isTie,
+        strategy: command.strategy,
+        calls_model: command.callsModel,
+      }
+    case "UseStoredAnswer":
+      return { _tag: "final_answer", time, agent: command.agent, label: command.label, source: "stored_answer", content: command.content }
+    case "FinishRun":
+      return { _tag: "run_finished", time, reason: command.reason, winner: command.winner, message: command.message }
+  }
+}

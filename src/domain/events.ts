@@ -1,0 +1,238 @@
+/**
+ * The events of a run: what happened, defined once, in the order it happened.
+ *
+ * A run appends one event per line to `events.jsonl` in its log directory (see
+ * `services/event-log.ts`): a JSON object with the file's schema version
+ * (`schema`), the event's wire name (`type`), the moment it happened (`time`,
+ * UTC, ISO 8601) and the event's own fields. The file is the source of truth:
+ * the run's state is the fold of its events (`state.ts`), and `status.json`,
+ * `coordination_events.json` and `snapshot_mappings.json` are projections of it.
+ *
+ * Every event type is a past-tense fact with a snake_case wire name. The
+ * registry (`EVENT_TYPES`) is derived from the definitions below; it is never
+ * kept by hand. `docs/events.md` lists every type and field.
+ *
+ * Words: an *agent* is named by its config id (`agent_a`) and, to the other
+ * agents, by its anonymous id (`agent1`, its 1-based place in the config);
+ * an *answer label* is `agentN.M`, the M-th answer of agentN; a *round* is one
+ * piece of work of one agent (numbered per agent from 1) that ends in an answer,
+ * a vote, a failure or a cancellation.
+ */
+import { Schema } from "effect"
+
+/** The version of the events file's format: it changes when an event loses or changes a field. */
+export const SCHEMA_VERSION = 1
+
+const Time = Schema.String.annotations({ description: "UTC, ISO 8601" })
+const AgentId = Schema.String
+const Label = Schema.String
+
+/** An event type: its wire name, the time it happened, and its own fields. */
+const defineEvent = <Tag extends string, Fields extends Schema.Struct.Fields>(tag: Tag, fields: Fields) =>
+  Schema.Struct({ _tag: Schema.Literal(tag), time: Time, ...fields })
+
+export const FinalAnswerStrategy = Schema.Literal("winner_present", "winner_reuse", "synthesize")
+export type FinalAnswerStrategy = typeof FinalAnswerStrategy.Type
+
+/** The settings of a run that its fold needs; the whole config is in execution_metadata.yaml. */
+export const RunSettings = Schema.Struct({
+  max_new_answers_per_agent: Schema.NullOr(Schema.JsonNumber),
+  skip_final_presentation: Schema.Boolean,
+  final_answer_strategy: FinalAnswerStrategy,
+  orchestrator_timeout_seconds: Schema.JsonNumber,
+  agent_timeout_seconds: Schema.JsonNumber,
+  budget_usd: Schema.optionalWith(Schema.NullOr(Schema.JsonNumber), { default: () => null }),
+})
+export type RunSettings = typeof RunSettings.Type
+
+export const AgentInfo = Schema.Struct({
+  id: AgentId,
+  anon_id: Schema.String,
+  backend: Schema.String,
+  model: Schema.NullOr(Schema.String),
+})
+export type AgentInfo = typeof AgentInfo.Type
+
+export const RunStarted = defineEvent("run_started", {
+  run_id: Schema.String,
+  question: Schema.String,
+  log_dir: Schema.String,
+  agents: Schema.Array(AgentInfo),
+  settings: RunSettings,
+  version: Schema.String,
+  pid: Schema.JsonNumber,
+})
+
+/** A round was given to an agent: which answer labels it shows, and whether only `vote` is offered. */
+export const RoundStarted = defineEvent("round_started", {
+  agent: AgentId,
+  round: Schema.JsonNumber,
+  shown: Schema.Array(Label),
+  vote_only: Schema.Boolean,
+  /** True when a new answer from another agent made this agent start over. */
+  restart: Schema.Boolean,
+})
+
+/** A round in flight was stopped because a new answer made what it was shown stale. */
+export const RoundCancelled = defineEvent("round_cancelled", {
+  agent: AgentId,
+  round: Schema.JsonNumber,
+  reason: Schema.Literal("new_answer"),
+})
+
+export const RejectionReason = Schema.Literal(
+  "no_tool_call",
+  "both_tools",
+  "unknown_tool",
+  "bad_arguments",
+  "invalid_vote_target",
+  "answer_limit",
+  "empty_answer",
+)
+export type RejectionReason = typeof RejectionReason.Type
+
+/** A reply of an agent called neither tool correctly; it is asked again while attempts remain. */
+export const ReplyRejected = defineEvent("reply_rejected", {
+  agent: AgentId,
+  round: Schema.JsonNumber,
+  attempt: Schema.JsonNumber,
+  reason: RejectionReason,
+  message: Schema.String,
+})
+
+export const AnswerSubmitted = defineEvent("answer_submitted", {
+  agent: AgentId,
+  round: Schema.JsonNumber,
+  label: Label,
+  content: Schema.String,
+})
+
+export const VoteCast = defineEvent("vote_cast", {
+  agent: AgentId,
+  round: Schema.JsonNumber,
+  target: AgentId,
+  target_label: Label,
+  reason: Schema.String,
+})
+
+/**
+ * A vote that does not count: its round was shown answers that are no longer the
+ * latest (`stale`), or it named an agent whose answer the round did not show.
+ */
+export const VoteIgnored = defineEvent("vote_ignored", {
+  agent: AgentId,
+  round: Schema.JsonNumber,
+  target: AgentId,
+  reason: Schema.Literal("stale", "invalid_target"),
+})
+
+export const CallRole = Schema.Literal("round", "presentation")
+export type CallRole = typeof CallRole.Type
+
+/** An LLM call was sent. `call` numbers the calls of a run from 1. */
+export const CallStarted = defineEvent("call_start", {
+  call: Schema.JsonNumber,
+  agent: AgentId,
+  round: Schema.JsonNumber,
+  role: CallRole,
+  model: Schema.NullOr(Schema.String),
+  attempt: Schema.JsonNumber,
+})
+
+/**
+ * An LLM call came back or failed. Token counts are the provider's, null where
+ * its reply does not report them; `cost` is null when the model has no price.
+ */
+export const CallEnded = defineEvent("call_end", {
+  call: Schema.JsonNumber,
+  agent: AgentId,
+  round: Schema.JsonNumber,
+  role: CallRole,
+  model: Schema.NullOr(Schema.String),
+  seconds: Schema.JsonNumber,
+  input_tokens: Schema.NullOr(Schema.JsonNumber),
+  cached_input_tokens: Schema.NullOr(Schema.JsonNumber),
+  output_tokens: Schema.NullOr(Schema.JsonNumber),
+  reasoning_tokens: Schema.NullOr(Schema.JsonNumber),
+  truncated: Schema.NullOr(Schema.Boolean),
+  cost: Schema.NullOr(Schema.JsonNumber),
+  error: Schema.NullOr(Schema.String),
+})
+
+/** A failed call is tried again after `delay_seconds`. */
+export const CallRetried = defineEvent("call_retried", {
+  call: Schema.JsonNumber,
+  agent: AgentId,
+  round: Schema.JsonNumber,
+  retry: Schema.JsonNumber,
+  delay_seconds: Schema.JsonNumber,
+  error: Schema.String,
+})
+
+export const FailureKind = Schema.Literal("error", "timeout")
+export type FailureKind = typeof FailureKind.Type
+
+/** An agent is out of the run: its calls failed, its replies stayed invalid, or it passed its timeout. */
+export const AgentFailed = defineEvent("agent_failed", {
+  agent: AgentId,
+  round: Schema.JsonNumber,
+  kind: FailureKind,
+  message: Schema.String,
+})
+
+/** Every live agent voted: the winner was chosen and presents (or its stored answer is used). */
+export const PresentationStarted = defineEvent("presentation_started", {
+  agent: AgentId,
+  label: Label,
+  votes: Schema.Record({ key: Label, value: Schema.JsonNumber }),
+  is_tie: Schema.Boolean,
+  strategy: FinalAnswerStrategy,
+  /** False when the stored answer is used with no presentation call. */
+  calls_model: Schema.Boolean,
+})
+
+export const FinalSource = Schema.Literal("presentation", "stored_answer", "salvaged")
+export type FinalSource = typeof FinalSource.Type
+
+/** The final answer is known: presented, reused from the winner's stored answer, or salvaged at a stop. */
+export const FinalAnswerChosen = defineEvent("final_answer", {
+  agent: AgentId,
+  label: Label,
+  source: FinalSource,
+  content: Schema.String,
+})
+
+export const FinishReason = Schema.Literal("completed", "timeout", "error", "interrupted", "budget")
+export type FinishReason = typeof FinishReason.Type
+
+/** The run stopped, for `reason`; `winner` is null when no answer could be given. */
+export const RunFinished = defineEvent("run_finished", {
+  reason: FinishReason,
+  winner: Schema.NullOr(AgentId),
+  message: Schema.String,
+})
+
+/** Every event type, decoded by its `type` field on the wire. */
+export const Event = Schema.Union(
+  RunStarted,
+  RoundStarted,
+  RoundCancelled,
+  ReplyRejected,
+  AnswerSubmitted,
+  VoteCast,
+  VoteIgnored,
+  CallStarted,
+  CallEnded,
+  CallRetried,
+  AgentFailed,
+  PresentationStarted,
+  FinalAnswerChosen,
+  RunFinished,
+)
+export type Event = typeof Event.Type
+
+/** Wire names of every event type, derived from the union. */
+export const EVENT_TYPES: ReadonlyArray<Event["_tag"]> = Event.members.map((m) => m.fields._tag.literals[0])
+
+/** The payload of an event of a given tag, without its tag (what a constructor takes). */
+export type EventFields<T extends Event["_tag"]> = Omit<Extract<Event, { _tag: T }>, "_tag">

@@ -1,0 +1,94 @@
+/**
+ * The provider-neutral shape of one LLM call: what is asked and what comes back.
+ *
+ * The orchestrator builds an `LlmRequest` from a round's context (`prompts.ts`);
+ * a backend (`services/backends/*`) turns it into its provider's wire format,
+ * streams `LlmChunk`s while the reply arrives, and ends with exactly one
+ * `done` chunk that carries the whole reply. Nothing here does I/O.
+ *
+ * Words: a *tool* is one of the workflow tools (`new_answer`, `vote`) offered
+ * to the model as a JSON-schema function; a *tool call* is the model's use of
+ * one, with its arguments as the raw JSON text the model produced.
+ */
+
+export interface ToolSpec {
+  readonly name: string
+  readonly description: string
+  /** JSON Schema of the arguments (an object schema). */
+  readonly parameters: {
+    readonly type: "object"
+    readonly properties: Record<string, unknown>
+    readonly required: ReadonlyArray<string>
+    readonly additionalProperties?: boolean
+  }
+}
+
+export type LlmMessage =
+  | { readonly role: "user"; readonly content: string }
+  | { readonly role: "assistant"; readonly content: string; readonly toolCalls?: ReadonlyArray<ToolCall> }
+  | { readonly role: "tool"; readonly toolCallId: string; readonly name: string; readonly content: string }
+
+/** What an answer round showed, for backends that act on structure (the scripted one) rather than text. */
+export interface ShownAnswer {
+  readonly label: string
+  readonly anonId: string
+  readonly content: string
+}
+
+export interface RoundContext {
+  readonly kind: "round"
+  readonly selfAnonId: string
+  readonly shown: ReadonlyArray<ShownAnswer>
+  readonly voteOnly: boolean
+}
+
+export interface PresentationContext {
+  readonly kind: "presentation"
+  readonly selfAnonId: string
+  readonly shown: ReadonlyArray<ShownAnswer>
+}
+
+export interface LlmRequest {
+  readonly agentId: string
+  readonly system: string
+  readonly messages: ReadonlyArray<LlmMessage>
+  readonly tools: ReadonlyArray<ToolSpec>
+  readonly context: RoundContext | PresentationContext
+}
+
+export interface ToolCall {
+  readonly id: string
+  readonly name: string
+  /** The arguments as the model wrote them (JSON text, possibly invalid). */
+  readonly arguments: string
+}
+
+export interface TokenUsage {
+  readonly inputTokens: number | null
+  readonly cachedInputTokens: number | null
+  readonly outputTokens: number | null
+  readonly reasoningTokens: number | null
+}
+
+export interface LlmReply {
+  readonly text: string
+  readonly reasoning: string
+  readonly toolCalls: ReadonlyArray<ToolCall>
+  readonly usage: TokenUsage
+  /** True when the reply was cut off at the output limit, null when the provider does not say. */
+  readonly truncated: boolean | null
+  /** The provider's raw reply (or what was assembled from its stream), kept for the call log. */
+  readonly raw: unknown
+}
+
+export type LlmChunk =
+  | { readonly _tag: "text"; readonly text: string }
+  | { readonly _tag: "reasoning"; readonly text: string }
+  | { readonly _tag: "done"; readonly reply: LlmReply }
+
+export const noUsage: TokenUsage = {
+  inputTokens: null,
+  cachedInputTokens: null,
+  outputTokens: null,
+  reasoningTokens: null,
+}

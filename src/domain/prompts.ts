@@ -1,0 +1,155 @@
+/**
+ * What an agent is asked: the messages and workflow tools of a round or a presentation.
+ *
+ * `roundRequest` builds an answer round: the question and the latest answer of
+ * every agent under its anonymous label, with `new_answer` (unless the agent
+ * reached its answer cap) and `vote` (limited to agents whose answer is shown).
+ * `presentationRequest` builds the winner's final call: every answer by agent,
+ * the votes and their reasons, and what the strategy asks for. `retryMessage`
+ * is what a reply that used no valid tool gets back. Pure: the same state gives
+ * the same request, which replay relies on.
+ *
+ * Words: the *original message* is the user's question; *current answers* are
+ * the latest labelled answers a round shows.
+ */
+import type { FinalAnswerStrategy } from "./events.ts"
+import type { LlmMessage, LlmRequest, ShownAnswer, ToolSpec } from "./llm.ts"
+
+export const newAnswerTool: ToolSpec = {
+  name: "new_answer",
+  description: "Submit a new and improved answer to the original message",
+  parameters: {
+    type: "object",
+    properties: {
+      content: { type: "string", description: "Your complete improved answer; it replaces your previous one." },
+    },
+    required: ["content"],
+    additionalProperties: false,
+  },
+}
+
+export const voteTool = (validIds: ReadonlyArray<string>): ToolSpec => ({
+  name: "vote",
+  description: "Vote for the agent whose answer is best, to present the final answer",
+  parameters: {
+    type: "object",
+    properties: {
+      agent_id: {
+        type: "string",
+        enum: [...validIds],
+        description: `Anonymous id of the agent to vote for (one of ${validIds.join(", ")})`,
+      },
+      reason: { type: "string", description: "Brief reason why this agent has the best answer" },
+    },
+    required: ["agent_id", "reason"],
+    additionalProperties: false,
+  },
+})
+
+const coordinationSystem = (voteOnly: boolean): string =>
+  [
+    "You are one of several agents answering the same message. You see the other agents' current answers under anonymous ids.",
+    "Judge them as a critic, not as a collaborator. If the best current answer fully addresses the original message, call `vote` for its agent.",
+    voteOnly
+      ? "You have reached your limit of answers: you must call `vote`."
+      : "Otherwise write a better answer yourself and call `new_answer` with it. Call exactly one of the two tools.",
+  ].join("\n")
+
+const withAgentMessage = (base: string, systemMessage: string | null): string =>
+  systemMessage === null || systemMessage.trim() === "" ? base : `${systemMessage.trim()}\n\n${base}`
+
+const answersBlock = (shown: ReadonlyArray<ShownAnswer>): string =>
+  shown.length === 0
+    ? "(no answers available yet)"
+    : shown.map((a) => `<${a.label}>\n${a.content}\n<end of ${a.label}>`).join("\n")
+
+export const roundUserMessage = (question: string, shown: ReadonlyArray<ShownAnswer>): string =>
+  [
+    `<ORIGINAL MESSAGE>\n${question}\n<END OF ORIGINAL MESSAGE>`,
+    `<CURRENT ANSWERS from the agents>\n${answersBlock(shown)}\n<END OF CURRENT ANSWERS>`,
+  ].join("\n\n")
+
+/** The anonymous ids a vote may name: the agents whose answer the round shows. */
+export const votableIds = (shown: ReadonlyArray<ShownAnswer>): ReadonlyArray<string> => [...new Set(shown.map((a) => a.anonId))]
+
+export const roundRequest = (input: {
+  readonly agentId: string
+  readonly selfAnonId: string
+  readonly systemMessage: string | null
+  readonly question: string
+  readonly shown: ReadonlyArray<ShownAnswer>
+  readonly voteOnly: boolean
+}): LlmRequest => {
+  const ids = votableIds(input.shown)
+  const tools: Array<ToolSpec> = []
+  if (!input.voteOnly) tools.push(newAnswerTool)
+  if (ids.length > 0) tools.push(voteTool(ids))
+  return {
+    agentId: input.agentId,
+    system: withAgentMessage(coordinationSystem(input.voteOnly), input.systemMessage),
+    messages: [{ role: "user", content: roundUserMessage(input.question, input.shown) }],
+    tools,
+    context: { kind: "round", selfAnonId: input.selfAnonId, shown: input.shown, voteOnly: input.voteOnly },
+  }
+}
+
+/** What a reply that used no valid tool gets back, with what it said kept in view. */
+export const retryMessages = (replyText: string, problem: string): ReadonlyArray<LlmMessage> => [
+  { role: "assistant", content: replyText === "" ? "(no text)" : replyText },
+  {
+    role: "user",
+    content: `${problem}\nFinish your work above by calling \`vote\` or \`new_answer\`. Make sure you actually call the tool.`,
+  },
+]
+
+const strategySentence: Record<FinalAnswerStrategy, string> = {
+  winner_present: "Use your own answer as the primary basis, improve it with anything valuable from the others, and present the final answer.",
+  synthesize: "Combine the strongest parts of all answers into one final answer.",
+  winner_reuse: "Present the selected answer as it stands.",
+}
+
+export interface PresentationAnswer {
+  readonly agentId: string
+  readonly label: string
+  readonly content: string
+  readonly own: boolean
+}
+
+export const presentationRequest = (input: {
+  readonly agentId: string
+  readonly selfAnonId: string
+  readonly systemMessage: string | null
+  readonly question: string
+  readonly answers: ReadonlyArray<PresentationAnswer>
+  readonly shown: ReadonlyArray<ShownAnswer>
+  readonly voteReasons: ReadonlyArray<string>
+  readonly isTie: boolean
+  readonly strategy: FinalAnswerStrategy
+}): LlmRequest => {
+  const votes = `You received ${input.voteReasons.length} vote(s)${input.voteReasons.length > 0 ? ` with feedback: ${input.voteReasons.join("; ")}` : ""}${input.isTie ? " (tie broken by config order)" : ""}.`
+  const answers = input.answers.map((a) => `${a.agentId}${a.own ? " (YOUR ANSWER)" : ""}: ${JSON.stringify(a.content)}`).join("\n")
+  const user = [
+    `<ORIGINAL MESSAGE>\n${input.question}\n<END OF ORIGINAL MESSAGE>`,
+    `VOTING RESULTS:\n${votes}`,
+    `All answers provided during coordination:\n${answers}`,
+    strategySentence[input.strategy],
+    "Reply with the final answer itself, addressed to the user, with nothing before or after it.",
+  ].join("\n\n")
+  return {
+    agentId: input.agentId,
+    system: withAgentMessage("You were selected by the other agents to present the final answer.", input.systemMessage),
+    messages: [{ role: "user", content: user }],
+    tools: [],
+    context: { kind: "presentation", selfAnonId: input.selfAnonId, shown: input.shown },
+  }
+}
+
+/** The request as plain text, for `final/<winner>/context.txt` and the call log. */
+export const requestText = (request: LlmRequest): string =>
+  [
+    `[system]\n${request.system}`,
+    ...request.messages.map((m) => `[${m.role}]\n${m.content}`),
+    request.tools.length > 0 ? `[tools]\n${request.tools.map((t) => t.name).join(", ")}` : "",
+  ]
+    .filter((s) => s !== "")
+    .join("\n\n")

@@ -1,0 +1,292 @@
+/**
+ * The state of a run, and `evolve`, the fold of its events.
+ *
+ * `evolve(state, event)` never throws and never does I/O: an event that does
+ * not fit the state (a vote from an unknown agent, a second run_started) leaves
+ * the state as it was, so a log that a crash or a newer writer left odd can
+ * still be folded. The state holds only what decisions and projections need:
+ * the orchestrator (`services/orchestrator.ts`) folds every event it appends,
+ * `decide.ts` reads the result, and `status.ts` projects it into status.json.
+ *
+ * Words: an agent is *live* until it fails; a round is *in flight* from its
+ * round_started until its answer, vote, cancellation or the agent's failure;
+ * the *latest labels* are the newest answer label of every agent that has one,
+ * in config order, which is what a new round shows.
+ */
+import type { AgentInfo, Event, FailureKind, FinalSource, FinishReason, RunSettings } from "./events.ts"
+
+export interface Usage {
+  readonly inputTokens: number
+  readonly outputTokens: number
+  readonly reasoningTokens: number
+  readonly cachedInputTokens: number
+  /** Null until a call of a priced model is counted; unpriced calls add nothing. */
+  readonly cost: number | null
+  readonly unpricedCalls: number
+}
+
+export const emptyUsage: Usage = {
+  inputTokens: 0,
+  outputTokens: 0,
+  reasoningTokens: 0,
+  cachedInputTokens: 0,
+  cost: null,
+  unpricedCalls: 0,
+}
+
+export interface InFlight {
+  readonly round: number
+  readonly shown: ReadonlyArray<string>
+  readonly voteOnly: boolean
+}
+
+export interface Vote {
+  readonly target: string
+  readonly targetLabel: string
+  readonly reason: string
+  readonly time: number
+}
+
+export interface AgentState {
+  readonly info: AgentInfo
+  /** The number of the last round started; 0 before the first. */
+  readonly rounds: number
+  readonly inFlight: InFlight | null
+  /** Labels of this agent's answers, oldest first. */
+  readonly answers: ReadonlyArray<string>
+  readonly vote: Vote | null
+  readonly failure: { readonly kind: FailureKind; readonly message: string; readonly time: number } | null
+  /** A new answer from another agent undid this agent's work; its next round is a restart. */
+  readonly restartPending: boolean
+  readonly timesRestarted: number
+  readonly lastActivity: number
+  readonly usage: Usage
+}
+
+export interface Answer {
+  readonly label: string
+  readonly agent: string
+  readonly round: number
+  readonly content: string
+  readonly time: number
+}
+
+export interface Presentation {
+  readonly agent: string
+  readonly label: string
+  readonly votes: Readonly<Record<string, number>>
+  readonly isTie: boolean
+  readonly callsModel: boolean
+  readonly time: number
+}
+
+export interface FinalAnswer {
+  readonly agent: string
+  readonly label: string
+  readonly source: FinalSource
+  readonly content: string
+}
+
+export interface RunInfo {
+  readonly runId: string
+  readonly question: string
+  readonly logDir: string
+  readonly settings: RunSettings
+  readonly startTime: number
+  readonly version: string
+}
+
+export interface State {
+  readonly run: RunInfo | null
+  readonly agents: ReadonlyArray<AgentState>
+  readonly answers: Readonly<Record<string, Answer>>
+  readonly presentation: Presentation | null
+  readonly final: FinalAnswer | null
+  readonly finished: { readonly reason: FinishReason; readonly winner: string | null; readonly message: string; readonly time: number } | null
+  readonly usage: Usage
+  /** Time of the newest event folded, ms since the epoch. */
+  readonly lastTime: number
+  readonly eventCount: number
+  /** Calls started and not yet ended, by call number. */
+  readonly openCalls: number
+}
+
+export const initialState: State = {
+  run: null,
+  agents: [],
+  answers: {},
+  presentation: null,
+  final: null,
+  finished: null,
+  usage: emptyUsage,
+  lastTime: 0,
+  eventCount: 0,
+  openCalls: 0,
+}
+
+export const isLive = (agent: AgentState): boolean => agent.failure === null
+
+export const agentIndex = (state: State, id: string): number => state.agents.findIndex((a) => a.info.id === id)
+
+export const agentByAnonId = (state: State, anonId: string): AgentState | undefined =>
+  state.agents.find((a) => a.info.anon_id === anonId)
+
+/** The newest answer label of every agent that has one, in config order. */
+export const latestLabels = (state: State): ReadonlyArray<string> =>
+  state.agents.flatMap((a) => (a.answers.length > 0 ? [a.answers[a.answers.length - 1]!] : []))
+
+export const sameLabels = (a: ReadonlyArray<string>, b: ReadonlyArray<string>): boolean =>
+  a.length === b.length && a.every((label, i) => label === b[i])
+
+const addUsage = (u: Usage, e: Extract<Event, { _tag: "call_end" }>): Usage => ({
+  inputTokens: u.inputTokens + (e.input_tokens ?? 0),
+  outputTokens: u.outputTokens + (e.output_tokens ?? 0),
+  reasoningTokens: u.reasoningTokens + (e.reasoning_tokens ?? 0),
+  cachedInputTokens: u.cachedInputTokens + (e.cached_input_tokens ?? 0),
+  cost: e.cost === null ? u.cost : (u.cost ?? 0) + e.cost,
+  unpricedCalls: u.unpricedCalls + (e.cost === null && e.error === null ? 1 : 0),
+})
+
+const updateAgent = (state: State, id: string, f: (a: AgentState) => AgentState): State => {
+  const i = agentIndex(state, id)
+  if (i < 0) return state
+  const agents = state.agents.slice()
+  agents[i] = f(agents[i]!)
+  return { ...state, agents }
+}
+
+/** Folds one event into the state. Total: an event that does not apply leaves the state unchanged. */
+export const evolve = (state: State, event: Event): State => {
+  const time = Date.parse(event.time)
+  const t = Number.isNaN(time) ? state.lastTime : time
+  const next = applyEvent(state, event, t)
+  return next === state ? state : { ...next, lastTime: Math.max(next.lastTime, t), eventCount: state.eventCount + 1 }
+}
+
+const applyEvent = (state: State, event: Event, t: number): State => {
+  if (state.run === null && event._tag !== "run_started") return state
+  if (state.finished !== null) return state
+  switch (event._tag) {
+    case "run_started":
+      if (state.run !== null) return state
+      return {
+        ...state,
+        run: {
+          runId: event.run_id,
+          question: event.question,
+          logDir: event.log_dir,
+          settings: event.settings,
+          startTime: t,
+          version: event.version,
+        },
+        agents: event.agents.map((info) => ({
+          info,
+          rounds: 0,
+          inFlight: null,
+          answers: [],
+          vote: null,
+          failure: null,
+          restartPending: false,
+          timesRestarted: 0,
+          lastActivity: t,
+          usage: emptyUsage,
+        })),
+      }
+    case "round_started":
+      return updateAgent(state, event.agent, (a) =>
+        a.failure !== null || a.inFlight !== null
+          ? a
+          : {
+              ...a,
+              rounds: event.round,
+              inFlight: { round: event.round, shown: event.shown, voteOnly: event.vote_only },
+              vote: null,
+              restartPending: false,
+              timesRestarted: a.timesRestarted + (event.restart ? 1 : 0),
+              lastActivity: t,
+            },
+      )
+    case "round_cancelled":
+      return updateAgent(state, event.agent, (a) =>
+        a.inFlight?.round === event.round ? { ...a, inFlight: null, restartPending: true, lastActivity: t } : a,
+      )
+    case "answer_submitted": {
+      const i = agentIndex(state, event.agent)
+      if (i < 0 || state.answers[event.label] !== undefined) return state
+      const answer: Answer = { label: event.label, agent: event.agent, round: event.round, content: event.content, time: t }
+      // A new answer clears every vote: everyone must look again.
+      const agents = state.agents.map((a, j): AgentState => {
+        if (j === i) return { ...a, inFlight: null, answers: [...a.answers, event.label], vote: null, lastActivity: t }
+        if (a.failure !== null) return a
+        const undone = a.vote !== null || (a.inFlight !== null && a.answers.length > 0)
+        return { ...a, vote: null, restartPending: a.restartPending || undone }
+      })
+      return { ...state, agents, answers: { ...state.answers, [event.label]: answer } }
+    }
+    case "vote_cast":
+      return updateAgent(state, event.agent, (a) => ({
+        ...a,
+        inFlight: null,
+        vote: { target: event.target, targetLabel: event.target_label, reason: event.reason, time: t },
+        lastActivity: t,
+      }))
+    case "vote_ignored":
+      return updateAgent(state, event.agent, (a) => ({ ...a, inFlight: null, restartPending: true, lastActivity: t }))
+    case "reply_rejected":
+    case "call_start":
+    case "call_retried":
+      return updateAgent(
+        event._tag === "call_start" ? { ...state, openCalls: state.openCalls + 1 } : state,
+        event.agent,
+        (a) => ({ ...a, lastActivity: t }),
+      )
+    case "call_end":
+      return updateAgent(
+        { ...state, usage: addUsage(state.usage, event), openCalls: Math.max(0, state.openCalls - 1) },
+        event.agent,
+        (a) => ({ ...a, usage: addUsage(a.usage, event), lastActivity: t }),
+      )
+    case "agent_failed":
+      return updateAgent(state, event.agent, (a) =>
+        a.failure !== null
+          ? a
+          : { ...a, inFlight: null, vote: null, failure: { kind: event.kind, message: event.message, time: t }, lastActivity: t },
+      )
+    case "presentation_started":
+      if (state.presentation !== null) return state
+      return updateAgent(
+        {
+          ...state,
+          presentation: {
+            agent: event.agent,
+            label: event.label,
+            votes: event.votes,
+            isTie: event.is_tie,
+            callsModel: event.calls_model,
+            time: t,
+          },
+        },
+        event.agent,
+        (a) => ({ ...a, lastActivity: t }),
+      )
+    case "final_answer":
+      if (state.final !== null) return state
+      return {
+        ...state,
+        final: { agent: event.agent, label: event.label, source: event.source, content: event.content },
+      }
+    case "run_finished":
+      return {
+        ...state,
+        agents: state.agents.map((a) => (a.inFlight === null ? a : { ...a, inFlight: null })),
+        finished: { reason: event.reason, winner: event.winner, message: event.message, time: t },
+      }
+  }
+}
+
+/** Folds a whole sequence of events from the initial state. */
+export const foldEvents = (events: Iterable<Event>, from: State = initialState): State => {
+  let state = from
+  for (const event of events) state = evolve(state, event)
+  return state
+}

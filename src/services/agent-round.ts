@@ -1,0 +1,228 @@
+/**
+ * One round of one agent, or the winner's presentation: calls, retries, checks.
+ *
+ * `runRound` calls the agent's backend until its reply uses exactly one
+ * workflow tool correctly, up to 3 attempts; every rejected reply is a
+ * `reply_rejected` event and is answered with a message saying what was wrong.
+ * Each call is a `call_start`/`call_end` pair, and a retryable failure is tried
+ * again (`call_retried`) after the provider's `retry-after` or an exponential
+ * backoff with jitter, up to the backend's `maxRetries`. A call that runs past
+ * the backend's `callTimeoutSeconds` fails with reason `timeout`; a round that
+ * runs past `agent_timeout_seconds` ends the agent with kind `timeout`. The
+ * result is always a `Reply`: a round never fails as an Effect.
+ *
+ * Streamed text goes to `onText` as it arrives (the agent's output file and the
+ * live display); the full request and reply of each call go to `logCall`.
+ */
+import { Duration, Effect, Random, Stream } from "effect"
+import type { Reply } from "../domain/decide.ts"
+import type { CallRole, Event, RejectionReason } from "../domain/events.ts"
+import type { LlmMessage, LlmReply, LlmRequest, TokenUsage } from "../domain/llm.ts"
+import { retryMessages, votableIds } from "../domain/prompts.ts"
+import { type Backend, BackendError } from "./backend.ts"
+
+export const MAX_ATTEMPTS = 3
+
+export interface RoundDeps {
+  readonly emit: (event: Event) => Effect.Effect<void>
+  readonly now: Effect.Effect<string>
+  readonly nextCallNumber: Effect.Effect<number>
+  readonly onText: (agent: string, text: string) => Effect.Effect<void>
+  readonly logCall: (call: number, record: unknown) => Effect.Effect<void>
+  /** USD of a call's usage for a model; null when the model has no price. */
+  readonly priceOf: (model: string | null, usage: TokenUsage) => number | null
+  /** False once the budget is spent: no new call starts. */
+  readonly mayCall: Effect.Effect<boolean>
+}
+
+export interface RoundInput {
+  readonly agent: string
+  readonly round: number
+  readonly backend: Backend
+  readonly request: LlmRequest
+  readonly agentTimeoutSeconds: number
+}
+
+type Outcome = { readonly _tag: "reply"; readonly reply: LlmReply } | { readonly _tag: "error"; readonly message: string }
+
+const backoffSeconds = (retry: number) =>
+  Random.nextRange(0.8, 1.2).pipe(Effect.map((jitter) => Math.min(30, 2 ** (retry - 1)) * jitter))
+
+/** One call with its retries; `attempt` is the reply attempt it serves. */
+const callWithRetries = (
+  deps: RoundDeps,
+  input: RoundInput,
+  role: CallRole,
+  request: LlmRequest,
+  attempt: number,
+): Effect.Effect<Outcome> =>
+  Effect.gen(function* () {
+    const { backend, agent, round } = input
+    for (let retry = 0; ; retry++) {
+      if (!(yield* deps.mayCall)) return { _tag: "error", message: "budget spent" } as const
+      const call = yield* deps.nextCallNumber
+      const started = yield* Effect.clockWith((c) => c.currentTimeMillis)
+      yield* deps.emit({ _tag: "call_start", time: yield* deps.now, call, agent, round, role, model: backend.model, attempt })
+      let stream = backend.stream(request).pipe(
+        Stream.tap((chunk) => (chunk._tag === "text" ? deps.onText(agent, chunk.text) : Effect.void)),
+        Stream.runFold(null as LlmReply | null, (acc, chunk) => (chunk._tag === "done" ? chunk.reply : acc)),
+        Effect.flatMap((reply) =>
+          reply === null
+            ? Effect.fail(new BackendError({ reason: "stream_cut", detail: "the stream ended without a reply", retryable: true, retryAfterSeconds: null }))
+            : Effect.succeed(reply),
+        ),
+      )
+      if (backend.callTimeoutSeconds !== null) {
+        const seconds = backend.callTimeoutSeconds
+        stream = stream.pipe(
+          Effect.timeoutFail({
+            duration: Duration.seconds(seconds),
+            onTimeout: () => new BackendError({ reason: "timeout", detail: `no reply after ${seconds}s`, retryable: true, retryAfterSeconds: null }),
+          }),
+        )
+      }
+      const result = yield* Effect.either(stream)
+      const ended = yield* Effect.clockWith((c) => c.currentTimeMillis)
+      const reply = result._tag === "Right" ? result.right : null
+      const error = result._tag === "Left" ? result.left.message : null
+      const usage = reply?.usage
+      yield* deps.emit({
+        _tag: "call_end",
+        time: yield* deps.now,
+        call,
+        agent,
+        round,
+        role,
+        model: backend.model,
+        seconds: (ended - started) / 1000,
+        input_tokens: usage?.inputTokens ?? null,
+        cached_input_tokens: usage?.cachedInputTokens ?? null,
+        output_tokens: usage?.outputTokens ?? null,
+        reasoning_tokens: usage?.reasoningTokens ?? null,
+        truncated: reply?.truncated ?? null,
+        cost: usage ? deps.priceOf(backend.model, usage) : null,
+        error,
+      })
+      yield* deps.logCall(call, { call, agent, round, role, model: backend.model, attempt, request, reply, error })
+      if (result._tag === "Right") return { _tag: "reply", reply: result.right } as const
+      const failure = result.left
+      if (!failure.retryable || retry >= backend.maxRetries) return { _tag: "error", message: failure.message } as const
+      const delay = failure.retryAfterSeconds ?? (yield* backoffSeconds(retry + 1))
+      yield* deps.emit({
+        _tag: "call_retried",
+        time: yield* deps.now,
+        call,
+        agent,
+        round,
+        retry: retry + 1,
+        delay_seconds: delay,
+        error: failure.message,
+      })
+      yield* Effect.sleep(Duration.seconds(delay))
+    }
+  })
+
+type Checked =
+  | { readonly ok: true; readonly reply: Reply }
+  | { readonly ok: false; readonly reason: RejectionReason; readonly message: string }
+
+const parseArgs = (text: string): Record<string, unknown> | null => {
+  try {
+    const value: unknown = JSON.parse(text === "" ? "{}" : text)
+    return value !== null && typeof value === "object" && !Array.isArray(value) ? (value as Record<string, unknown>) : null
+  } catch {
+    return null
+  }
+}
+
+/** Whether a reply used exactly one workflow tool, correctly, for this round. */
+export const checkReply = (input: RoundInput, reply: LlmReply): Checked => {
+  const ctx = input.request.context
+  const calls = reply.toolCalls
+  const known = calls.filter((c) => c.name === "new_answer" || c.name === "vote")
+  const reject = (reason: RejectionReason, message: string): Checked => ({ ok: false, reason, message })
+  if (known.length === 0) {
+    return calls.length === 0
+      ? reject("no_tool_call", "Your reply called no tool.")
+      : reject("unknown_tool", `Unknown tool ${calls.map((c) => c.name).join(", ")}: only new_answer and vote exist.`)
+  }
+  if (new Set(known.map((c) => c.name)).size > 1) return reject("both_tools", "Call either new_answer or vote, not both.")
+  const first = known[0]!
+  const args = parseArgs(first.arguments)
+  if (args === null) return reject("bad_arguments", `The arguments of ${first.name} are not a JSON object.`)
+  if (first.name === "new_answer") {
+    if (ctx.kind === "round" && ctx.voteOnly) {
+      return reject("answer_limit", "You reached your limit of answers: call vote.")
+    }
+    if (typeof args.content !== "string") return reject("bad_arguments", "new_answer needs a content string.")
+    if (args.content.trim() === "") return reject("empty_answer", "new_answer needs a non-empty content.")
+    return { ok: true, reply: { _tag: "answered", agent: input.agent, round: input.round, content: args.content } }
+  }
+  const valid = votableIds(ctx.shown)
+  if (valid.length === 0) return reject("invalid_vote_target", "Cannot vote when no answers exist. Use new_answer.")
+  if (typeof args.agent_id !== "string" || !valid.includes(args.agent_id)) {
+    return reject("invalid_vote_target", `Invalid agent_id ${JSON.stringify(args.agent_id)}. Valid agents: ${valid.join(", ")}.`)
+  }
+  const reason = typeof args.reason === "string" ? args.reason : ""
+  return { ok: true, reply: { _tag: "voted", agent: input.agent, round: input.round, targetAnonId: args.agent_id, reason } }
+}
+
+const withTimeout = (input: RoundInput, body: Effect.Effect<Reply>, onTimeout: (message: string) => Reply): Effect.Effect<Reply> =>
+  body.pipe(
+    Effect.timeoutTo({
+      duration: Duration.seconds(input.agentTimeoutSeconds),
+      onSuccess: (reply): Reply => reply,
+      onTimeout: () => onTimeout(`Agent timeout after ${input.agentTimeoutSeconds}s`),
+    }),
+  )
+
+/** An answer round: up to 3 attempts at a valid tool call. */
+export const runRound = (deps: RoundDeps, input: RoundInput): Effect.Effect<Reply> =>
+  withTimeout(
+    input,
+    Effect.gen(function* () {
+      let messages: ReadonlyArray<LlmMessage> = input.request.messages
+      let last = ""
+      for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
+        const outcome = yield* callWithRetries(deps, input, "round", { ...input.request, messages }, attempt)
+        if (outcome._tag === "error") {
+          return { _tag: "failed", agent: input.agent, round: input.round, kind: "error", message: outcome.message } as const
+        }
+        const checked = checkReply(input, outcome.reply)
+        if (checked.ok) return checked.reply
+        last = checked.message
+        yield* deps.emit({
+          _tag: "reply_rejected",
+          time: yield* deps.now,
+          agent: input.agent,
+          round: input.round,
+          attempt,
+          reason: checked.reason,
+          message: checked.message,
+        })
+        messages = [...messages, ...retryMessages(outcome.reply.text, checked.message)]
+      }
+      return {
+        _tag: "failed",
+        agent: input.agent,
+        round: input.round,
+        kind: "error",
+        message: `no valid tool call after ${MAX_ATTEMPTS} attempts: ${last}`,
+      } as const
+    }),
+    (message) => ({ _tag: "failed", agent: input.agent, round: input.round, kind: "timeout", message }),
+  )
+
+/** The winner's presentation: one call (with its retries); its text is the final answer. */
+export const runPresentation = (deps: RoundDeps, input: RoundInput): Effect.Effect<Reply> =>
+  withTimeout(
+    input,
+    callWithRetries(deps, input, "presentation", input.request, 1).pipe(
+      Effect.map((outcome): Reply =>
+        outcome._tag === "reply"
+          ? { _tag: "presented", agent: input.agent, content: outcome.reply.text }
+          : { _tag: "presentation_failed", agent: input.agent, message: outcome.message },
+      ),
+    ),
+    (message) => ({ _tag: "presentation_failed", agent: input.agent, message }),
+  )

@@ -1,0 +1,227 @@
+/**
+ * The Anthropic Messages backend: type `claude`.
+ *
+ * `makeAnthropicMessagesBackend(opts)` streams `POST {baseURL}/v1/messages` with the
+ * system prompt at top level, the conversation as content blocks (tool results go
+ * back in a user message, and consecutive messages of one role are merged), and the
+ * workflow tools as `{name, description, input_schema}` with `tool_choice: {type:
+ * "any"}` (none when the request has none). `text_delta` becomes `text` chunks,
+ * `thinking_delta` `reasoning` chunks; `input_json_delta` fragments are joined per
+ * content block. The terminal event is `message_stop`; without it the call is a
+ * `stream_cut`. Input tokens are `input_tokens` plus both cache counts.
+ */
+import Anthropic from "@anthropic-ai/sdk"
+import type { LlmChunk, LlmMessage, LlmReply, LlmRequest, TokenUsage } from "../../domain/llm.ts"
+import type { Backend } from "../backend.ts"
+import { type Assembly, backendFields, fail, type SdkBackendOptions, sdkStream } from "./sdk-stream.ts"
+
+type Params = Anthropic.Messages.MessageCreateParamsStreaming
+type Event = Anthropic.Messages.RawMessageStreamEvent
+type Block = Anthropic.Messages.ContentBlockParam
+
+/** Anthropic requires `max_tokens`; this is used when the config sets none. */
+export const DEFAULT_ANTHROPIC_MAX_TOKENS = 8192
+
+const parseInput = (args: string): unknown => {
+  try {
+    const value: unknown = JSON.parse(args)
+    return value !== null && typeof value === "object" && !Array.isArray(value) ? value : {}
+  } catch {
+    return {}
+  }
+}
+
+const toTurn = (m: LlmMessage): { role: "user" | "assistant"; blocks: Array<Block> } => {
+  switch (m.role) {
+    case "user":
+      return { role: "user", blocks: m.content === "" ? [] : [{ type: "text", text: m.content }] }
+    case "assistant":
+      return {
+        role: "assistant",
+        blocks: [
+          ...(m.content === "" ? [] : [{ type: "text" as const, text: m.content }]),
+          ...(m.toolCalls ?? []).map((c) => ({ type: "tool_use" as const, id: c.id, name: c.name, input: parseInput(c.arguments) })),
+        ],
+      }
+    case "tool":
+      return { role: "user", blocks: [{ type: "tool_result", tool_use_id: m.toolCallId, content: m.content }] }
+  }
+}
+
+/** Merges consecutive turns of one role and drops empty ones (the API rejects empty text). */
+export const toAnthropicMessages = (messages: ReadonlyArray<LlmMessage>): Array<Anthropic.Messages.MessageParam> => {
+  const out: Array<{ role: "user" | "assistant"; content: Array<Block> }> = []
+  for (const turn of messages.map(toTurn)) {
+    if (turn.blocks.length === 0) continue
+    const last = out[out.length - 1]
+    if (last !== undefined && last.role === turn.role) last.content.push(...turn.blocks)
+    else out.push({ role: turn.role, content: [...turn.blocks] })
+  }
+  return out
+}
+
+/** The request body for one call (without the transport options). */
+export const anthropicParams = (request: LlmRequest, opts: SdkBackendOptions): Params => ({
+  model: opts.model,
+  max_tokens: opts.maxTokens ?? DEFAULT_ANTHROPIC_MAX_TOKENS,
+  stream: true,
+  ...(request.system === "" ? {} : { system: request.system }),
+  messages: toAnthropicMessages(request.messages),
+  ...(request.tools.length > 0
+    ? {
+        tools: request.tools.map((t) => ({
+          name: t.name,
+          description: t.description,
+          input_schema: { ...t.parameters, required: [...t.parameters.required] },
+        })),
+        tool_choice: { type: "any" as const },
+      }
+    : {}),
+  // The Messages API accepts 0..1 where the config allows 0..2.
+  ...(opts.temperature !== undefined ? { temperature: Math.min(1, opts.temperature) } : {}),
+})
+
+interface BlockState {
+  type: string
+  text: string
+  json: string
+  id?: string
+  name?: string
+  input?: unknown
+}
+
+interface UsageState {
+  input: number | null
+  cacheRead: number | null
+  cacheWrite: number | null
+  output: number | null
+  thinking: number | null
+}
+
+const toUsage = (u: UsageState): TokenUsage => ({
+  inputTokens: u.input === null ? null : u.input + (u.cacheRead ?? 0) + (u.cacheWrite ?? 0),
+  cachedInputTokens: u.cacheRead,
+  outputTokens: u.output,
+  reasoningTokens: u.thinking,
+})
+
+const mergeUsage = (into: UsageState, u: Partial<Anthropic.Messages.MessageDeltaUsage> | null | undefined): void => {
+  if (u == null) return
+  if (typeof u.input_tokens === "number") into.input = u.input_tokens
+  if (typeof u.cache_read_input_tokens === "number") into.cacheRead = u.cache_read_input_tokens
+  if (typeof u.cache_creation_input_tokens === "number") into.cacheWrite = u.cache_creation_input_tokens
+  if (typeof u.output_tokens === "number") into.output = u.output_tokens
+  if (typeof u.output_tokens_details?.thinking_tokens === "number") into.thinking = u.output_tokens_details.thinking_tokens
+}
+
+/** Accumulates the events of one streamed message. */
+export const anthropicAssembly = (): Assembly<Event> => {
+  let id = ""
+  let model = ""
+  let stopReason: string | null = null
+  let stopped = false
+  const usage: UsageState = { input: null, cacheRead: null, cacheWrite: null, output: null, thinking: null }
+  const blocks = new Map<number, BlockState>()
+
+  return {
+    push: (event) => {
+      const out: Array<LlmChunk> = []
+      switch (event.type) {
+        case "message_start":
+          id = event.message.id
+          model = event.message.model
+          mergeUsage(usage, event.message.usage)
+          break
+        case "content_block_start": {
+          const cb = event.content_block
+          const state: BlockState = { type: cb.type, text: "", json: "" }
+          if (cb.type === "text" && cb.text !== "") {
+            state.text = cb.text
+            out.push({ _tag: "text", text: cb.text })
+          }
+          if (cb.type === "tool_use") Object.assign(state, { id: cb.id, name: cb.name, input: cb.input })
+          blocks.set(event.index, state)
+          break
+        }
+        case "content_block_delta": {
+          const block = blocks.get(event.index)
+          const d = event.delta
+          if (d.type === "text_delta") {
+            if (block !== undefined) block.text += d.text
+            out.push({ _tag: "text", text: d.text })
+          } else if (d.type === "thinking_delta") {
+            if (block !== undefined) block.text += d.thinking
+            out.push({ _tag: "reasoning", text: d.thinking })
+          } else if (d.type === "input_json_delta") {
+            if (block?.type !== "tool_use") fail("bad_reply", `input_json_delta for content block ${event.index}, which is not a tool_use`)
+            else block.json += d.partial_json
+          }
+          break
+        }
+        case "message_delta":
+          stopReason = event.delta.stop_reason ?? stopReason
+          mergeUsage(usage, event.usage)
+          break
+        case "message_stop":
+          stopped = true
+          break
+      }
+      return out
+    },
+    finish: (): LlmReply => {
+      if (!stopped) fail("stream_cut", "message stream ended without message_stop")
+      const ordered = [...blocks.entries()].sort(([a], [b]) => a - b).map(([, b]) => b)
+      const toolCalls = ordered
+        .filter((b) => b.type === "tool_use")
+        .map((b) => ({ id: b.id ?? "", name: b.name ?? "", arguments: b.json !== "" ? b.json : JSON.stringify(b.input ?? {}) }))
+      const content = ordered.map((b) =>
+        b.type === "tool_use"
+          ? { type: "tool_use", id: b.id, name: b.name, input: b.json !== "" ? parseInput(b.json) : (b.input ?? {}) }
+          : b.type === "thinking"
+            ? { type: "thinking", thinking: b.text }
+            : { type: b.type, text: b.text },
+      )
+      return {
+        text: ordered.filter((b) => b.type === "text").map((b) => b.text).join(""),
+        reasoning: ordered.filter((b) => b.type === "thinking").map((b) => b.text).join(""),
+        toolCalls,
+        usage: toUsage(usage),
+        truncated: stopReason === null ? null : stopReason === "max_tokens" || stopReason === "model_context_window_exceeded",
+        raw: {
+          id,
+          type: "message",
+          role: "assistant",
+          model,
+          content,
+          stop_reason: stopReason,
+          usage: {
+            input_tokens: usage.input,
+            cache_read_input_tokens: usage.cacheRead,
+            cache_creation_input_tokens: usage.cacheWrite,
+            output_tokens: usage.output,
+          },
+        },
+      }
+    },
+  }
+}
+
+export const makeAnthropicMessagesBackend = (opts: SdkBackendOptions): Backend => {
+  const client = new Anthropic({
+    apiKey: opts.apiKey,
+    authToken: null,
+    baseURL: opts.baseURL,
+    maxRetries: 0,
+    logLevel: "off",
+  })
+  const secrets = opts.apiKey === null ? [] : [opts.apiKey]
+  return {
+    ...backendFields(opts),
+    stream: (request) =>
+      sdkStream({
+        open: (signal) => client.messages.create(anthropicParams(request, opts), { signal }),
+        assemble: anthropicAssembly,
+        secrets,
+      }),
+  }
+}

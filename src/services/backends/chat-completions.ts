@@ -1,0 +1,177 @@
+/**
+ * The Chat Completions backend: type `chatcompletion` and the OpenAI-compatible presets.
+ *
+ * `makeChatCompletionsBackend(opts)` streams `POST {baseURL}/chat/completions` with
+ * `stream_options.include_usage`, offering the workflow tools as `function` tools with
+ * `tool_choice: "required"` (no tools at all when the request has none). Content
+ * deltas become `text` chunks, `reasoning_content`/`reasoning` deltas (sent by
+ * DeepSeek, vLLM, Groq, OpenRouter, Ollama) `reasoning` chunks; tool-call fragments
+ * are joined by index. The SDK swallows `[DONE]`, so the terminal mark is the
+ * choice's `finish_reason`: a stream that ends without one is a `stream_cut`.
+ */
+import OpenAI from "openai"
+import type { LlmChunk, LlmMessage, LlmReply, LlmRequest, TokenUsage } from "../../domain/llm.ts"
+import { noUsage } from "../../domain/llm.ts"
+import type { Backend } from "../backend.ts"
+import { type Assembly, backendFields, fail, type SdkBackendOptions, sdkStream } from "./sdk-stream.ts"
+
+type Params = OpenAI.Chat.ChatCompletionCreateParamsStreaming
+type Chunk = OpenAI.Chat.ChatCompletionChunk
+
+const toMessage = (m: LlmMessage): OpenAI.Chat.ChatCompletionMessageParam => {
+  switch (m.role) {
+    case "user":
+      return { role: "user", content: m.content }
+    case "assistant":
+      return m.toolCalls !== undefined && m.toolCalls.length > 0
+        ? {
+            role: "assistant",
+            content: m.content === "" ? null : m.content,
+            tool_calls: m.toolCalls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: c.arguments } })),
+          }
+        : { role: "assistant", content: m.content }
+    case "tool":
+      return { role: "tool", tool_call_id: m.toolCallId, content: m.content }
+  }
+}
+
+/** The request body for one call (without the transport options). */
+export const chatParams = (request: LlmRequest, opts: SdkBackendOptions): Params => ({
+  model: opts.model,
+  stream: true,
+  stream_options: { include_usage: true },
+  messages: [
+    ...(request.system === "" ? [] : [{ role: "system" as const, content: request.system }]),
+    ...request.messages.map(toMessage),
+  ],
+  ...(request.tools.length > 0
+    ? {
+        tools: request.tools.map((t) => ({
+          type: "function" as const,
+          function: { name: t.name, description: t.description, parameters: { ...t.parameters } },
+        })),
+        tool_choice: "required" as const,
+      }
+    : {}),
+  ...(opts.temperature !== undefined ? { temperature: opts.temperature } : {}),
+  ...(opts.maxTokens !== undefined ? { max_tokens: opts.maxTokens } : {}),
+})
+
+interface PartialCall {
+  id: string | undefined
+  name: string | undefined
+  args: string
+}
+
+const toUsage = (u: OpenAI.CompletionUsage | null | undefined): TokenUsage =>
+  u == null
+    ? noUsage
+    : {
+        inputTokens: u.prompt_tokens ?? null,
+        cachedInputTokens: u.prompt_tokens_details?.cached_tokens ?? null,
+        outputTokens: u.completion_tokens ?? null,
+        reasoningTokens: u.completion_tokens_details?.reasoning_tokens ?? null,
+      }
+
+/** Accumulates the chunks of one streamed chat completion. */
+export const chatAssembly = (): Assembly<Chunk> => {
+  let id = ""
+  let model = ""
+  let text = ""
+  let reasoning = ""
+  let finishReason: string | null = null
+  let usage: OpenAI.CompletionUsage | null = null
+  const calls = new Map<number, PartialCall>()
+
+  const slotFor = (index: number | undefined, callId: string | undefined): number => {
+    if (index !== undefined) return index
+    for (const [i, c] of calls) if (callId !== undefined && c.id === callId) return i
+    return callId !== undefined || calls.size === 0 ? calls.size : calls.size - 1
+  }
+
+  return {
+    push: (chunk) => {
+      const out: Array<LlmChunk> = []
+      if (chunk.id) id = chunk.id
+      if (chunk.model) model = chunk.model
+      if (chunk.usage) usage = chunk.usage
+      const choice = chunk.choices?.[0]
+      if (choice === undefined) return out
+      const delta = (choice.delta ?? {}) as OpenAI.Chat.ChatCompletionChunk.Choice.Delta & { reasoning_content?: unknown; reasoning?: unknown }
+      const thought = typeof delta.reasoning_content === "string" ? delta.reasoning_content : delta.reasoning
+      if (typeof thought === "string" && thought !== "") {
+        reasoning += thought
+        out.push({ _tag: "reasoning", text: thought })
+      }
+      if (typeof delta.content === "string" && delta.content !== "") {
+        text += delta.content
+        out.push({ _tag: "text", text: delta.content })
+      }
+      for (const tc of delta.tool_calls ?? []) {
+        const slot = slotFor(tc.index as number | undefined, tc.id ?? undefined)
+        const call = calls.get(slot) ?? { id: undefined, name: undefined, args: "" }
+        calls.set(slot, call)
+        if (tc.id) call.id = tc.id
+        if (tc.function?.name) call.name = tc.function.name
+        call.args += tc.function?.arguments ?? ""
+      }
+      if (choice.finish_reason) finishReason = choice.finish_reason
+      return out
+    },
+    finish: (): LlmReply => {
+      if (finishReason === null) fail("stream_cut", "chat completion stream ended before a finish_reason")
+      const toolCalls = [...calls.entries()]
+        .sort(([a], [b]) => a - b)
+        .map(([index, c]) => ({
+          id: c.id ?? `call_${index}`,
+          name: c.name ?? fail("bad_reply", `tool call at index ${index} has arguments but no name`),
+          arguments: c.args,
+        }))
+      return {
+        text,
+        reasoning,
+        toolCalls,
+        usage: toUsage(usage),
+        truncated: finishReason === "length",
+        raw: {
+          id,
+          object: "chat.completion",
+          model,
+          choices: [
+            {
+              index: 0,
+              message: {
+                role: "assistant",
+                content: text === "" ? null : text,
+                ...(reasoning === "" ? {} : { reasoning_content: reasoning }),
+                ...(toolCalls.length === 0
+                  ? {}
+                  : { tool_calls: toolCalls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: c.arguments } })) }),
+              },
+              finish_reason: finishReason,
+            },
+          ],
+          usage,
+        },
+      }
+    },
+  }
+}
+
+/** A keyless server still gets a placeholder: the OpenAI client refuses to start without a key. */
+export const openAiClient = (opts: SdkBackendOptions): OpenAI =>
+  new OpenAI({ apiKey: opts.apiKey ?? "no-key", baseURL: opts.baseURL, maxRetries: 0, logLevel: "off" })
+
+export const makeChatCompletionsBackend = (opts: SdkBackendOptions): Backend => {
+  const client = openAiClient(opts)
+  const secrets = opts.apiKey === null ? [] : [opts.apiKey]
+  return {
+    ...backendFields(opts),
+    stream: (request) =>
+      sdkStream({
+        open: (signal) => client.chat.completions.create(chatParams(request, opts), { signal }),
+        assemble: chatAssembly,
+        secrets,
+      }),
+  }
+}

@@ -1,0 +1,113 @@
+/**
+ * Turns whatever an SDK call throws into a `BackendError`, with secrets scrubbed.
+ *
+ * `toBackendError(e, phase, secrets)` classifies by HTTP status when there is one
+ * (429 rate_limited, 5xx server_error, 401/403 auth, other 4xx bad_request), by
+ * SDK error class otherwise, and by *phase*: a transport failure while the reply
+ * is being read is a `stream_cut`, before the reply started a `network` error.
+ * Every detail passes through `scrubSecrets`, so no key reaches a log.
+ *
+ * Words: *phase* `open` is up to the response headers, `read` is the SSE body.
+ */
+import Anthropic from "@anthropic-ai/sdk"
+import type { APIError as AnthropicApiError } from "@anthropic-ai/sdk/core/error"
+import OpenAI from "openai"
+import type { APIError as OpenAiApiError } from "openai/core/error"
+import { BackendError, type BackendErrorReason } from "../backend.ts"
+
+export type Phase = "open" | "read"
+
+const MAX_DETAIL = 600
+
+const SECRET_PATTERNS: ReadonlyArray<RegExp> = [
+  /Bearer\s+[^\s"',;]+/gi,
+  /\bsk-[A-Za-z0-9_-]{6,}/g,
+  /\bgsk_[A-Za-z0-9]{6,}/g,
+  /\bxai-[A-Za-z0-9]{6,}/g,
+  /\bAIza[A-Za-z0-9_-]{10,}/g,
+  /((?:x-api-key|api[_-]?key|authorization)["']?\s*[:=]\s*["']?)[^\s"',;}]+/gi,
+]
+
+/** Removes every occurrence of the given secrets and anything shaped like an API key or bearer token. */
+export const scrubSecrets = (text: string, secrets: ReadonlyArray<string>): string => {
+  let out = text
+  for (const secret of secrets) if (secret.length > 0) out = out.split(secret).join("***")
+  for (const pattern of SECRET_PATTERNS) {
+    out = out.replace(pattern, (match, prefix?: unknown) =>
+      typeof prefix === "string" && match.startsWith(prefix) ? `${prefix}***` : match.startsWith("Bearer") || match.startsWith("bearer") ? "Bearer ***" : "***",
+    )
+  }
+  return out
+}
+
+/**
+ * Seconds to wait from `retry-after-ms`, or `retry-after` as seconds or an HTTP date;
+ * null when absent or unreadable. `nowMs` is the current time for the date form.
+ */
+export const parseRetryAfter = (headers: Headers | undefined, nowMs: number): number | null => {
+  if (headers === undefined) return null
+  const ms = headers.get("retry-after-ms")
+  if (ms !== null && ms.trim() !== "" && Number.isFinite(Number(ms))) return Math.max(0, Number(ms) / 1000)
+  const value = headers.get("retry-after")?.trim()
+  if (value === undefined || value === "") return null
+  if (/^\d+(\.\d+)?$/.test(value)) return Number(value)
+  const at = Date.parse(value)
+  return Number.isNaN(at) ? null : Math.max(0, Math.round((at - nowMs) / 1000))
+}
+
+const make = (reason: BackendErrorReason, detail: string, retryable: boolean, retryAfterSeconds: number | null = null) =>
+  new BackendError({ reason, detail, retryable, retryAfterSeconds })
+
+const byStatus = (status: number): { reason: BackendErrorReason; retryable: boolean } => {
+  if (status === 429) return { reason: "rate_limited", retryable: true }
+  if (status === 408) return { reason: "timeout", retryable: true }
+  if (status === 409 || status >= 500) return { reason: "server_error", retryable: true }
+  if (status === 401 || status === 403) return { reason: "auth", retryable: false }
+  return { reason: "bad_request", retryable: false }
+}
+
+/** A provider error sent inside the stream (no status): classify by its type or code text. */
+const byErrorType = (body: unknown): { reason: BackendErrorReason; retryable: boolean } => {
+  const text = JSON.stringify(body ?? "").toLowerCase()
+  if (text.includes("rate_limit")) return { reason: "rate_limited", retryable: true }
+  if (text.includes("authentication") || text.includes("permission")) return { reason: "auth", retryable: false }
+  if (text.includes("invalid_request") || text.includes("invalid_prompt")) return { reason: "bad_request", retryable: false }
+  return { reason: "server_error", retryable: true }
+}
+
+const isAbort = (e: unknown) => e instanceof OpenAI.APIUserAbortError || e instanceof Anthropic.APIUserAbortError
+const isTimeout = (e: unknown) =>
+  e instanceof OpenAI.APIConnectionTimeoutError || e instanceof Anthropic.APIConnectionTimeoutError
+const isConnection = (e: unknown) => e instanceof OpenAI.APIConnectionError || e instanceof Anthropic.APIConnectionError
+const apiError = (e: unknown) =>
+  e instanceof OpenAI.APIError || e instanceof Anthropic.APIError ? (e as OpenAiApiError | AnthropicApiError) : null
+
+const messageOf = (e: unknown): string => {
+  if (e instanceof Error) {
+    const code = (e as { code?: unknown }).code
+    return typeof code === "string" && !e.message.includes(code) ? `${e.message} (${code})` : e.message
+  }
+  return String(e)
+}
+
+/** The `BackendError` for anything thrown by an SDK call or a stream assembler. */
+export const toBackendError = (e: unknown, phase: Phase, secrets: ReadonlyArray<string>): BackendError => {
+  if (e instanceof BackendError) return make(e.reason, scrubSecrets(e.detail, secrets), e.retryable, e.retryAfterSeconds)
+  const detail = (prefix: string) => scrubSecrets(`${prefix}${messageOf(e)}`, secrets).slice(0, MAX_DETAIL)
+  if (isAbort(e)) return make("network", detail("request aborted: "), true)
+  if (isTimeout(e)) return make("timeout", detail("request timed out: "), true)
+  if (isConnection(e)) return phase === "read" ? make("stream_cut", detail("stream broke: "), true) : make("network", detail(""), true)
+  const api = apiError(e)
+  if (api !== null) {
+    if (typeof api.status === "number") {
+      const { reason, retryable } = byStatus(api.status)
+      const retryAfter = api.status === 429 ? parseRetryAfter(api.headers, Date.now()) : null
+      return make(reason, detail(api.message.startsWith(String(api.status)) ? "HTTP " : `HTTP ${api.status}: `), retryable, retryAfter)
+    }
+    const { reason, retryable } = byErrorType(api.error)
+    return make(reason, detail("error event in stream: "), retryable)
+  }
+  if (e instanceof SyntaxError) return make("bad_reply", detail("unreadable reply: "), true)
+  if (phase === "read") return make("stream_cut", detail("stream broke: "), true)
+  return make("network", detail(""), true)
+}

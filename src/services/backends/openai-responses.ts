@@ -1,0 +1,173 @@
+/**
+ * The OpenAI Responses backend: type `openai`.
+ *
+ * `makeOpenAiResponsesBackend(opts)` streams `POST {baseURL}/responses` with the
+ * system prompt as `instructions`, the conversation as input items, and the workflow
+ * tools as non-strict `function` tools with `tool_choice: "required"` (none when the
+ * request has none). `response.output_text.delta` becomes `text` chunks and
+ * `response.reasoning_summary_text.delta` / `response.reasoning_text.delta`
+ * `reasoning` chunks. Function-call arguments are joined from their deltas, and the
+ * `...arguments.done` / `output_item.done` events, when sent, give the final text.
+ * The terminal event is `response.completed` or `response.incomplete`; a stream
+ * without one is a `stream_cut`, and `response.failed` fails with the provider's code.
+ */
+import type OpenAI from "openai"
+import type { LlmChunk, LlmMessage, LlmReply, LlmRequest, TokenUsage } from "../../domain/llm.ts"
+import { noUsage } from "../../domain/llm.ts"
+import type { Backend } from "../backend.ts"
+import { openAiClient } from "./chat-completions.ts"
+import { type Assembly, backendFields, fail, type SdkBackendOptions, sdkStream } from "./sdk-stream.ts"
+
+type Params = OpenAI.Responses.ResponseCreateParamsStreaming
+type Event = OpenAI.Responses.ResponseStreamEvent
+type Response = OpenAI.Responses.Response
+
+const toItems = (m: LlmMessage): Array<OpenAI.Responses.ResponseInputItem> => {
+  switch (m.role) {
+    case "user":
+      return [{ role: "user", content: m.content }]
+    case "assistant":
+      return [
+        ...(m.content === "" ? [] : [{ role: "assistant" as const, content: m.content }]),
+        ...(m.toolCalls ?? []).map((c) => ({ type: "function_call" as const, call_id: c.id, name: c.name, arguments: c.arguments })),
+      ]
+    case "tool":
+      return [{ type: "function_call_output", call_id: m.toolCallId, output: m.content }]
+  }
+}
+
+/** The request body for one call (without the transport options). */
+export const responsesParams = (request: LlmRequest, opts: SdkBackendOptions): Params => ({
+  model: opts.model,
+  stream: true,
+  ...(request.system === "" ? {} : { instructions: request.system }),
+  input: request.messages.flatMap(toItems),
+  ...(request.tools.length > 0
+    ? {
+        tools: request.tools.map((t) => ({
+          type: "function" as const,
+          name: t.name,
+          description: t.description,
+          parameters: { ...t.parameters },
+          strict: false,
+        })),
+        tool_choice: "required" as const,
+      }
+    : {}),
+  ...(opts.temperature !== undefined ? { temperature: opts.temperature } : {}),
+  ...(opts.maxTokens !== undefined ? { max_output_tokens: opts.maxTokens } : {}),
+})
+
+interface PartialCall {
+  id: string | undefined
+  name: string | undefined
+  args: string
+}
+
+const toUsage = (u: OpenAI.Responses.ResponseUsage | null | undefined): TokenUsage =>
+  u == null
+    ? noUsage
+    : {
+        inputTokens: u.input_tokens ?? null,
+        cachedInputTokens: u.input_tokens_details?.cached_tokens ?? null,
+        outputTokens: u.output_tokens ?? null,
+        reasoningTokens: u.output_tokens_details?.reasoning_tokens ?? null,
+      }
+
+const failed = (response: Response): never => {
+  const code = response.error?.code ?? "unknown"
+  const detail = `response failed: ${code}: ${response.error?.message ?? "no message"}`
+  if (code.includes("rate_limit")) return fail("rate_limited", detail)
+  if (code.startsWith("invalid")) return fail("bad_request", detail, false)
+  return fail("server_error", detail)
+}
+
+/** Accumulates the events of one streamed response. */
+export const responsesAssembly = (): Assembly<Event> => {
+  let text = ""
+  let reasoning = ""
+  let final: Response | null = null
+  const calls = new Map<number, PartialCall>()
+  const callAt = (index: number): PartialCall => {
+    const call = calls.get(index) ?? { id: undefined, name: undefined, args: "" }
+    calls.set(index, call)
+    return call
+  }
+
+  return {
+    push: (event) => {
+      const out: Array<LlmChunk> = []
+      switch (event.type) {
+        case "response.output_text.delta":
+        case "response.refusal.delta":
+          text += event.delta
+          out.push({ _tag: "text", text: event.delta })
+          break
+        case "response.reasoning_summary_text.delta":
+        case "response.reasoning_text.delta":
+          reasoning += event.delta
+          out.push({ _tag: "reasoning", text: event.delta })
+          break
+        case "response.output_item.added":
+        case "response.output_item.done":
+          if (event.item.type === "function_call") {
+            const call = callAt(event.output_index)
+            call.id = event.item.call_id
+            call.name = event.item.name
+            if (event.type === "response.output_item.done" || call.args === "") call.args = event.item.arguments ?? call.args
+          }
+          break
+        case "response.function_call_arguments.delta":
+          callAt(event.output_index).args += event.delta
+          break
+        case "response.function_call_arguments.done":
+          callAt(event.output_index).args = event.arguments
+          break
+        case "response.completed":
+        case "response.incomplete":
+          final = event.response
+          break
+        case "response.failed":
+          failed(event.response)
+          break
+      }
+      return out
+    },
+    finish: (): LlmReply => {
+      const response = final ?? fail("stream_cut", "responses stream ended without response.completed")
+      const fromOutput = (response.output ?? []).flatMap((item, index) =>
+        item.type === "function_call" ? [[index, { id: item.call_id, name: item.name, args: item.arguments }] as const] : [],
+      )
+      const entries = calls.size > 0 ? [...calls.entries()] : fromOutput
+      const toolCalls = [...entries]
+        .sort(([a], [b]) => a - b)
+        .map(([index, c]) => ({
+          id: c.id ?? `call_${index}`,
+          name: c.name ?? fail("bad_reply", `function call at output ${index} has arguments but no name`),
+          arguments: c.args,
+        }))
+      return {
+        text: text === "" ? (response.output_text ?? "") : text,
+        reasoning,
+        toolCalls,
+        usage: toUsage(response.usage),
+        truncated: response.status === "incomplete" ? response.incomplete_details?.reason === "max_output_tokens" : false,
+        raw: response,
+      }
+    },
+  }
+}
+
+export const makeOpenAiResponsesBackend = (opts: SdkBackendOptions): Backend => {
+  const client = openAiClient(opts)
+  const secrets = opts.apiKey === null ? [] : [opts.apiKey]
+  return {
+    ...backendFields(opts),
+    stream: (request) =>
+      sdkStream({
+        open: (signal) => client.responses.create(responsesParams(request, opts), { signal }),
+        assemble: responsesAssembly,
+        secrets,
+      }),
+  }
+}

@@ -1,0 +1,94 @@
+/**
+ * The status writer service: writes a run's `status.json`, whole or not at all.
+ *
+ * Contract: `write` serializes the status as JSON with a 2-space indent and a
+ * final newline, and replaces the file atomically: a reader (a viewer, a
+ * script polling the log directory) sees the previous status or the new one,
+ * never a mix or a partial file. `writeFileAtomic` does the same for any text
+ * file (final answer files, `coordination_events.json`).
+ *
+ * How: the text goes to a temporary file in the target's directory, named
+ * `<target>.<pid>.<counter>.tmp` so that no two writers (fibers or processes)
+ * share one, which is then renamed over the target; a rename within one
+ * directory is atomic. A failed write removes its temporary file.
+ *
+ * Layers: `StatusWriter.live(path)` on disk; `StatusWriter.memory(written)`
+ * keeps every status written, as a reader of the file would parse it.
+ */
+import * as fs from "node:fs"
+import * as nodePath from "node:path"
+import { Context, Effect, Layer, Schema } from "effect"
+
+export const StatusWriteErrorReason = Schema.Literal("not_serializable", "write_failed")
+export type StatusWriteErrorReason = typeof StatusWriteErrorReason.Type
+
+/** A file of the log directory could not be written; the previous content, if any, is unchanged. */
+export class StatusWriteError extends Schema.TaggedError<StatusWriteError>()("StatusWriteError", {
+  reason: StatusWriteErrorReason,
+  path: Schema.String,
+  detail: Schema.String,
+}) {
+  override get message(): string {
+    const what = { not_serializable: "cannot serialize as JSON for", write_failed: "cannot write" }
+    return `${what[this.reason]} ${this.path}: ${this.detail}`
+  }
+}
+
+const detailOf = (cause: unknown): string => (cause instanceof Error ? cause.message : String(cause))
+
+let tempCounter = 0
+
+/** Replaces the file at `path` with `text` atomically, creating its directory if missing. */
+export const writeFileAtomic = (path: string, text: string): Effect.Effect<void, StatusWriteError> =>
+  Effect.suspend(() => {
+    tempCounter += 1
+    const temp = `${path}.${process.pid}.${tempCounter}.tmp`
+    return Effect.tryPromise({
+      try: async () => {
+        try {
+          await fs.promises.mkdir(nodePath.dirname(path), { recursive: true })
+          await fs.promises.writeFile(temp, text, "utf8")
+          await fs.promises.rename(temp, path)
+        } catch (cause) {
+          await fs.promises.rm(temp, { force: true }).catch(() => undefined)
+          throw cause
+        }
+      },
+      catch: (cause) => new StatusWriteError({ reason: "write_failed", path, detail: detailOf(cause) }),
+    })
+  })
+
+/** The status as `status.json` holds it. */
+export const statusText = (path: string, status: unknown): Effect.Effect<string, StatusWriteError> =>
+  Effect.try({
+    try: () => {
+      // Bun takes seconds to reject a cyclic value when indenting, milliseconds when not.
+      if (JSON.stringify(status) === undefined) throw new Error(`a ${typeof status} has no JSON form`)
+      return `${JSON.stringify(status, null, 2)}\n`
+    },
+    catch: (cause) => new StatusWriteError({ reason: "not_serializable", path, detail: detailOf(cause) }),
+  })
+
+export interface StatusWriterService {
+  readonly path: string
+  readonly write: (status: unknown) => Effect.Effect<void, StatusWriteError>
+}
+
+export class StatusWriter extends Context.Tag("massgen/StatusWriter")<StatusWriter, StatusWriterService>() {
+  /** Writes `status.json` at `path`. */
+  static live = (path: string): Layer.Layer<StatusWriter> =>
+    Layer.succeed(StatusWriter, {
+      path,
+      write: (status) => Effect.flatMap(statusText(path, status), (text) => writeFileAtomic(path, text)),
+    })
+
+  /** Appends every status written to `written`, parsed back from its JSON text; the last is the current one. */
+  static memory = (written: Array<unknown> = [], path = "status.json"): Layer.Layer<StatusWriter> =>
+    Layer.succeed(StatusWriter, {
+      path,
+      write: (status) =>
+        Effect.map(statusText(path, status), (text) => {
+          written.push(JSON.parse(text))
+        }),
+    })
+}

@@ -1,0 +1,174 @@
+/**
+ * The wire format of events.jsonl: round trip, key order, schema versions, and never throwing.
+ */
+import { describe, expect, test } from "bun:test"
+import { Arbitrary, FastCheck } from "effect"
+import fc from "fast-check"
+import { decodeEventLine, encodeEventLine, readEventsText } from "../src/domain/event-codec.ts"
+import { EVENT_TYPES, Event, SCHEMA_VERSION } from "../src/domain/events.ts"
+
+const TIME = "2025-06-01T12:00:00.000Z"
+
+const answer: Event = {
+  _tag: "answer_submitted",
+  time: TIME,
+  agent: "agent_a",
+  round: 1,
+  label: "agent1.1",
+  content: "Practice daily.\nShip small projects.",
+}
+
+/** `value` as JSON holds numbers: NaN and infinities have no JSON form and -0 reads back as 0. */
+const jsonNumbers = (value: unknown): unknown => {
+  if (typeof value === "number") return Number.isFinite(value) ? value + 0 : 0
+  if (Array.isArray(value)) return value.map(jsonNumbers)
+  if (typeof value === "object" && value !== null) {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, jsonNumbers(v)]))
+  }
+  return value
+}
+
+const events = Arbitrary.make(Event).map((e) => jsonNumbers(e) as Event)
+
+describe("encodeEventLine / decodeEventLine", () => {
+  test("decoding an encoded event gives it back, for every event type", () => {
+    const seen = new Set<string>()
+    FastCheck.assert(
+      FastCheck.property(events, (event) => {
+        seen.add(event._tag)
+        const line = encodeEventLine(event)
+        expect(line).not.toContain("\n")
+        expect(decodeEventLine(line)).toEqual({ _tag: "event", event })
+      }),
+      { numRuns: 200 },
+    )
+    expect(seen.size).toBe(EVENT_TYPES.length)
+  })
+
+  test("schema, type and time come first on the wire", () => {
+    const keys = Object.keys(JSON.parse(encodeEventLine(answer)))
+    expect(keys).toEqual(["schema", "type", "time", "agent", "round", "label", "content"])
+    expect(JSON.parse(encodeEventLine(answer))).toMatchObject({ schema: SCHEMA_VERSION, type: "answer_submitted" })
+  })
+
+  test("no event has a field named like a wire key", () => {
+    for (const member of Event.members) {
+      expect(Object.keys(member.fields).filter((k) => k === "schema" || k === "type")).toEqual([])
+    }
+  })
+
+  const wire = (patch: Record<string, unknown>) => JSON.stringify({ ...JSON.parse(encodeEventLine(answer)), ...patch })
+
+  test("a line of a newer schema is skipped as newer_schema, an older one is decoded", () => {
+    expect(decodeEventLine(wire({ schema: SCHEMA_VERSION + 1 }))).toEqual({ _tag: "skipped", cause: "newer_schema" })
+    expect(decodeEventLine(wire({ schema: SCHEMA_VERSION + 1, type: "from_the_future" }))).toEqual({
+      _tag: "skipped",
+      cause: "newer_schema",
+    })
+    expect(decodeEventLine(wire({ schema: SCHEMA_VERSION - 1 }))).toEqual({ _tag: "event", event: answer })
+  })
+
+  test("unknown fields are ignored", () => {
+    expect(decodeEventLine(wire({ extra: [1, 2], _tag: "run_finished" }))).toEqual({ _tag: "event", event: answer })
+  })
+
+  test("each cause of a skipped line", () => {
+    const cause = (line: string) => {
+      const decoded = decodeEventLine(line)
+      return decoded._tag === "skipped" ? decoded.cause : "event"
+    }
+    expect(cause("")).toBe("blank")
+    expect(cause(" \t\r")).toBe("blank")
+    expect(cause('{"schema":1,"type":"answer_sub')).toBe("not_json")
+    expect(cause("[1,2]")).toBe("not_an_object")
+    expect(cause("null")).toBe("not_an_object")
+    expect(cause('"text"')).toBe("not_an_object")
+    expect(cause(wire({ type: "agent_danced" }))).toBe("unknown_type")
+    expect(cause(wire({ type: undefined }))).toBe("unknown_type")
+    expect(cause(wire({ round: "one" }))).toBe("invalid_fields")
+    expect(cause(wire({ content: undefined }))).toBe("invalid_fields")
+    expect(cause(wire({ schema: "1" }))).toBe("invalid_fields")
+    expect(cause(`${wire({})}\r`)).toBe("event")
+  })
+
+  test("a number with no JSON form is written as null", () => {
+    const ended: Event = {
+      _tag: "call_end", time: TIME, call: 1, agent: "agent_a", round: 1, role: "round", model: null,
+      seconds: 2, input_tokens: null, cached_input_tokens: null, output_tokens: null, reasoning_tokens: null,
+      truncated: null, cost: Number.NaN, error: null,
+    }
+    expect(decodeEventLine(encodeEventLine(ended))).toEqual({ _tag: "event", event: { ...ended, cost: null } })
+    expect(decodeEventLine(encodeEventLine({ ...ended, seconds: Infinity }))).toEqual({
+      _tag: "skipped",
+      cause: "invalid_fields",
+    })
+  })
+
+  test("never throws on any string", () => {
+    const someLine = fc.oneof(
+      fc.string(),
+      fc.string({ unit: "binary" }),
+      fc.json(),
+      fc
+        .record({
+          schema: fc.oneof(fc.constant(SCHEMA_VERSION), fc.jsonValue()),
+          type: fc.oneof(fc.constantFrom(...EVENT_TYPES), fc.jsonValue()),
+          time: fc.oneof(fc.constant(TIME), fc.jsonValue()),
+          agent: fc.jsonValue(),
+          round: fc.jsonValue(),
+        })
+        .map((o) => JSON.stringify(o)),
+    )
+    fc.assert(
+      fc.property(someLine, (line) => {
+        expect(["event", "skipped"]).toContain(decodeEventLine(line)._tag)
+      }),
+      { numRuns: 1000 },
+    )
+  })
+
+  test("every strict prefix of an encoded line is skipped, not thrown on", () => {
+    FastCheck.assert(
+      FastCheck.property(events, (event) => {
+        const line = encodeEventLine(event)
+        for (let end = 0; end < line.length; end++) {
+          const decoded = decodeEventLine(line.slice(0, end))
+          expect(decoded._tag).toBe("skipped")
+        }
+      }),
+      { numRuns: 50 },
+    )
+  })
+})
+
+describe("readEventsText", () => {
+  test("decodes every line, counts the skipped ones by cause, ignores blank lines", () => {
+    const line = encodeEventLine(answer)
+    const read = readEventsText([line, "", "garbage", "  ", "[]", line, ""].join("\n"))
+    expect(read.events).toEqual([answer, answer])
+    expect(read.skipped).toBe(2)
+    expect(read.skippedByCause).toEqual({
+      not_json: 1, not_an_object: 1, newer_schema: 0, unknown_type: 0, invalid_fields: 0,
+    })
+    expect(read.tornTail).toBe(false)
+  })
+
+  test("a cut last line is skipped and marks the tail torn; a line missing only its newline is kept", () => {
+    const line = encodeEventLine(answer)
+    const cut = readEventsText(`${line}\n${line.slice(0, 20)}`)
+    expect(cut).toMatchObject({ events: [answer], skipped: 1, tornTail: true })
+    expect(readEventsText(`${line}\n${line}`)).toMatchObject({ events: [answer, answer], skipped: 0, tornTail: true })
+    expect(readEventsText("")).toMatchObject({ events: [], skipped: 0, tornTail: false })
+  })
+
+  test("100k events read in well under a second", () => {
+    const lines: string[] = []
+    for (let i = 0; i < 100_000; i++) lines.push(encodeEventLine({ ...answer, round: i }))
+    const text = `${lines.join("\n")}\n`
+    const started = performance.now()
+    const read = readEventsText(text)
+    const ms = performance.now() - started
+    expect(read.events.length).toBe(100_000)
+    expect(ms).toBeLessThan(1000)
+  })
+})

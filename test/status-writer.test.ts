@@ -1,0 +1,110 @@
+/**
+ * The status writer, one suite run against the live layer (a temp dir) and the memory layer,
+ * and atomic replacement on disk under a concurrent reader.
+ */
+import { afterAll, describe, expect, test } from "bun:test"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as nodePath from "node:path"
+import { Effect, type Layer } from "effect"
+import { StatusWriter, writeFileAtomic } from "../src/services/status-writer.ts"
+
+const tempRoot = fs.mkdtempSync(nodePath.join(os.tmpdir(), "status-writer-test-"))
+afterAll(() => fs.rmSync(tempRoot, { recursive: true, force: true }))
+let fixtures = 0
+
+interface Fixture {
+  readonly layer: Layer.Layer<StatusWriter>
+  /** The current status, as a reader parses it; undefined before the first write. */
+  readonly current: () => unknown
+}
+
+const liveFixture = (): Fixture => {
+  fixtures += 1
+  const path = nodePath.join(tempRoot, `run${fixtures}`, "status.json")
+  return {
+    layer: StatusWriter.live(path),
+    current: () => (fs.existsSync(path) ? JSON.parse(fs.readFileSync(path, "utf8")) : undefined),
+  }
+}
+
+const memoryFixture = (): Fixture => {
+  const written: unknown[] = []
+  return { layer: StatusWriter.memory(written), current: () => written.at(-1) }
+}
+
+const withWriter = <A, E>(f: Fixture, body: (w: typeof StatusWriter.Service) => Effect.Effect<A, E>) =>
+  Effect.runPromise(Effect.flatMap(StatusWriter, body).pipe(Effect.provide(f.layer)))
+
+const suite = (name: string, makeFixture: () => Fixture) =>
+  describe(`StatusWriter (${name})`, () => {
+    test("the last status written is the current one", async () => {
+      const f = makeFixture()
+      expect(f.current()).toBeUndefined()
+      await withWriter(f, (w) => w.write({ phase: "coordinating", agents: { agent_a: "answering" } }))
+      await withWriter(f, (w) => w.write({ phase: "done", winner: null }))
+      expect(f.current()).toEqual({ phase: "done", winner: null })
+    })
+
+    test("a status with no JSON form fails with not_serializable and leaves the current one", async () => {
+      const f = makeFixture()
+      await withWriter(f, (w) => w.write({ phase: "one" }))
+      const cyclic: Record<string, unknown> = {}
+      cyclic.self = cyclic
+      for (const bad of [cyclic, undefined, 10n]) {
+        const error = await withWriter(f, (w) => Effect.flip(w.write(bad)))
+        expect(error.reason).toBe("not_serializable")
+      }
+      expect(f.current()).toEqual({ phase: "one" })
+    })
+  })
+
+suite("live", liveFixture)
+suite("memory", memoryFixture)
+
+describe("StatusWriter (live) on disk", () => {
+  test("writes pretty JSON with a 2-space indent and leaves no temporary file", async () => {
+    const dir = nodePath.join(tempRoot, "pretty")
+    const path = nodePath.join(dir, "status.json")
+    await Effect.runPromise(
+      Effect.flatMap(StatusWriter, (w) => w.write({ a: [1] })).pipe(Effect.provide(StatusWriter.live(path))),
+    )
+    expect(fs.readFileSync(path, "utf8")).toBe('{\n  "a": [\n    1\n  ]\n}\n')
+    expect(fs.readdirSync(dir)).toEqual(["status.json"])
+  })
+
+  test("a concurrent reader always parses a whole status while 200 writes replace it", async () => {
+    const path = nodePath.join(tempRoot, "concurrent", "status.json")
+    const status = (i: number) => ({ write: i, filler: "x".repeat(((i * 7919) % 200) * 1000) })
+    const writes = 200
+    const layer = StatusWriter.live(path)
+    await Effect.runPromise(Effect.flatMap(StatusWriter, (w) => w.write(status(0))).pipe(Effect.provide(layer)))
+    const writer = Effect.flatMap(StatusWriter, (w) =>
+      Effect.forEach(Array.from({ length: writes }, (_, i) => i + 1), (i) => w.write(status(i)), { discard: true }),
+    ).pipe(Effect.provide(layer))
+    const reader = Effect.promise(async () => {
+      const seen: number[] = []
+      for (let n = 0; n < 200; n++) {
+        const parsed = JSON.parse(await fs.promises.readFile(path, "utf8")) as ReturnType<typeof status>
+        expect(parsed.filler).toBe(status(parsed.write).filler)
+        seen.push(parsed.write)
+      }
+      return seen
+    })
+    const [, seen] = await Effect.runPromise(Effect.all([writer, reader], { concurrency: "unbounded" }))
+    expect(seen).toHaveLength(200)
+    expect(seen).toEqual([...seen].sort((a, b) => a - b))
+    expect(JSON.parse(fs.readFileSync(path, "utf8")).write).toBe(writes)
+    expect(fs.readdirSync(nodePath.dirname(path))).toEqual(["status.json"])
+  })
+
+  test("writeFileAtomic replaces any text file, and fails with write_failed where it cannot write", async () => {
+    const path = nodePath.join(tempRoot, "answers", "final_answer.txt")
+    await Effect.runPromise(writeFileAtomic(path, "first"))
+    await Effect.runPromise(writeFileAtomic(path, "second"))
+    expect(fs.readFileSync(path, "utf8")).toBe("second")
+    const error = await Effect.runPromise(Effect.flip(writeFileAtomic(nodePath.join(path, "inside"), "x")))
+    expect(error.reason).toBe("write_failed")
+    expect(fs.readdirSync(nodePath.dirname(path))).toEqual(["final_answer.txt"])
+  })
+})

@@ -1,0 +1,215 @@
+/**
+ * SSE frames for a scripted reply, in each provider's wire format.
+ *
+ * `renderFrames(protocol, spec)` gives the frames (`event:`/`data:` text, one per
+ * element) of a whole reply as the real API streams it: Chat Completions chunks
+ * ending in a usage chunk and `[DONE]`; Responses events from `response.created`
+ * to `response.completed` (or `response.incomplete`); Anthropic events from
+ * `message_start` to `message_stop`. Tool-call arguments are split into `chunks`
+ * pieces. Used by `fake-llm.ts`; cutting a stream short is slicing this list.
+ *
+ * Words: a *frame* is one SSE event including its blank-line terminator.
+ */
+
+export type Protocol = "chat" | "responses" | "anthropic"
+
+export interface FakeToolCall {
+  readonly name: string
+  /** An object is sent as its JSON text; a string is sent as is (may be invalid JSON). */
+  readonly args: string | object
+  /** Number of pieces the argument text is split into (default 1). */
+  readonly chunks?: number
+  readonly id?: string
+}
+
+export interface FakeUsage {
+  /** All input tokens, cached ones included. */
+  readonly input: number
+  readonly cached?: number
+  /** All output tokens, reasoning included. */
+  readonly output: number
+  readonly reasoning?: number
+}
+
+export interface ReplySpec {
+  /** Text pieces, each sent as its own delta. */
+  readonly text?: string | ReadonlyArray<string>
+  readonly reasoning?: ReadonlyArray<string>
+  readonly toolCalls?: ReadonlyArray<FakeToolCall>
+  readonly usage?: FakeUsage
+  readonly truncated?: boolean
+  /** Responses only: send function-call arguments in deltas only, without the `*.done` events. */
+  readonly deltasOnly?: boolean
+}
+
+const DEFAULT_USAGE: FakeUsage = { input: 10, output: 5 }
+
+const frame = (data: unknown, event?: string): string =>
+  `${event === undefined ? "" : `event: ${event}\n`}data: ${typeof data === "string" ? data : JSON.stringify(data)}\n\n`
+
+/** Splits `text` into `n` pieces of near-equal length (some may be empty when n > length). */
+export const split = (text: string, n: number): Array<string> => {
+  const count = Math.max(1, n)
+  const size = Math.ceil(text.length / count)
+  return Array.from({ length: count }, (_, i) => text.slice(i * size, (i + 1) * size))
+}
+
+interface Normal {
+  readonly text: ReadonlyArray<string>
+  readonly reasoning: ReadonlyArray<string>
+  readonly calls: ReadonlyArray<{ id: string; name: string; args: string; pieces: Array<string> }>
+  readonly usage: FakeUsage
+  readonly truncated: boolean
+}
+
+const normalise = (spec: ReplySpec, idPrefix: string): Normal => ({
+  text: spec.text === undefined ? [] : typeof spec.text === "string" ? [spec.text] : spec.text,
+  reasoning: spec.reasoning ?? [],
+  calls: (spec.toolCalls ?? []).map((c, i) => {
+    const args = typeof c.args === "string" ? c.args : JSON.stringify(c.args)
+    return { id: c.id ?? `${idPrefix}${i + 1}`, name: c.name, args, pieces: split(args, c.chunks ?? 1) }
+  }),
+  usage: spec.usage ?? DEFAULT_USAGE,
+  truncated: spec.truncated ?? false,
+})
+
+const chatFrames = (spec: ReplySpec): Array<string> => {
+  const r = normalise(spec, "call_")
+  const chunk = (delta: object, finish_reason: string | null = null) =>
+    frame({ id: "chatcmpl-1", object: "chat.completion.chunk", created: 0, model: "fake", choices: [{ index: 0, delta, finish_reason }] })
+  const finish = r.truncated ? "length" : r.calls.length > 0 ? "tool_calls" : "stop"
+  return [
+    chunk({ role: "assistant", content: "" }),
+    ...r.reasoning.map((t) => chunk({ reasoning_content: t })),
+    ...r.text.map((t) => chunk({ content: t })),
+    ...r.calls.flatMap((c, index) => [
+      chunk({ tool_calls: [{ index, id: c.id, type: "function", function: { name: c.name, arguments: "" } }] }),
+      ...c.pieces.map((piece) => chunk({ tool_calls: [{ index, function: { arguments: piece } }] })),
+    ]),
+    chunk({}, finish),
+    frame({
+      id: "chatcmpl-1",
+      object: "chat.completion.chunk",
+      created: 0,
+      model: "fake",
+      choices: [],
+      usage: {
+        prompt_tokens: r.usage.input,
+        completion_tokens: r.usage.output,
+        total_tokens: r.usage.input + r.usage.output,
+        prompt_tokens_details: { cached_tokens: r.usage.cached ?? 0 },
+        completion_tokens_details: { reasoning_tokens: r.usage.reasoning ?? 0 },
+      },
+    }),
+    frame("[DONE]"),
+  ]
+}
+
+const responsesFrames = (spec: ReplySpec): Array<string> => {
+  const r = normalise(spec, "call_")
+  let seq = 0
+  const ev = (type: string, body: object) => frame({ type, sequence_number: seq++, ...body }, type)
+  const items: Array<{ item: Record<string, unknown>; frames: () => Array<string> }> = []
+  const fnItem = (c: Normal["calls"][number], i: number, status: string, args: string) =>
+    ({ type: "function_call", id: `fc_${i}`, call_id: c.id, name: c.name, arguments: args, status })
+  if (r.reasoning.length > 0) {
+    const summary = r.reasoning.join("")
+    items.push({
+      item: { type: "reasoning", id: "rs_1", summary: [{ type: "summary_text", text: summary }] },
+      frames: () => r.reasoning.map((delta) => ev("response.reasoning_summary_text.delta", { item_id: "rs_1", output_index: 0, summary_index: 0, delta })),
+    })
+  }
+  if (r.text.length > 0) {
+    const text = r.text.join("")
+    const index = items.length
+    items.push({
+      item: { type: "message", id: "msg_1", role: "assistant", status: "completed", content: [{ type: "output_text", text, annotations: [] }] },
+      frames: () => r.text.map((delta) => ev("response.output_text.delta", { item_id: "msg_1", output_index: index, content_index: 0, delta })),
+    })
+  }
+  r.calls.forEach((c, i) => {
+    const index = items.length
+    items.push({
+      item: fnItem(c, i, "completed", c.args),
+      frames: () => [
+        ev("response.output_item.added", { output_index: index, item: fnItem(c, i, "in_progress", "") }),
+        ...c.pieces.map((delta) => ev("response.function_call_arguments.delta", { item_id: `fc_${i}`, output_index: index, delta })),
+        ...(spec.deltasOnly
+          ? []
+          : [
+              ev("response.function_call_arguments.done", { item_id: `fc_${i}`, output_index: index, arguments: c.args }),
+              ev("response.output_item.done", { output_index: index, item: fnItem(c, i, "completed", c.args) }),
+            ]),
+      ],
+    })
+  })
+  const response = (status: string) => ({
+    id: "resp_1",
+    object: "response",
+    created_at: 0,
+    status,
+    model: "fake",
+    output: status === "in_progress" ? [] : items.map((x) => x.item),
+    incomplete_details: status === "incomplete" ? { reason: "max_output_tokens" } : null,
+    usage:
+      status === "in_progress"
+        ? null
+        : {
+            input_tokens: r.usage.input,
+            input_tokens_details: { cached_tokens: r.usage.cached ?? 0 },
+            output_tokens: r.usage.output,
+            output_tokens_details: { reasoning_tokens: r.usage.reasoning ?? 0 },
+            total_tokens: r.usage.input + r.usage.output,
+          },
+  })
+  const created = ev("response.created", { response: response("in_progress") })
+  const body = items.flatMap((x) => x.frames())
+  const end = r.truncated ? "incomplete" : "completed"
+  return [created, ...body, ev(`response.${end}`, { response: response(end) })]
+}
+
+const anthropicFrames = (spec: ReplySpec): Array<string> => {
+  const r = normalise(spec, "toolu_")
+  const ev = (type: string, body: object) => frame({ type, ...body }, type)
+  const blocks: Array<Array<string>> = []
+  const block = (start: object, deltas: Array<object>) => {
+    const index = blocks.length
+    blocks.push([
+      ev("content_block_start", { index, content_block: start }),
+      ...deltas.map((delta) => ev("content_block_delta", { index, delta })),
+      ev("content_block_stop", { index }),
+    ])
+  }
+  if (r.reasoning.length > 0) {
+    block({ type: "thinking", thinking: "", signature: "" }, [
+      ...r.reasoning.map((thinking) => ({ type: "thinking_delta", thinking })),
+      { type: "signature_delta", signature: "sig" },
+    ])
+  }
+  if (r.text.length > 0) block({ type: "text", text: "" }, r.text.map((text) => ({ type: "text_delta", text })))
+  for (const c of r.calls) {
+    block({ type: "tool_use", id: c.id, name: c.name, input: {} }, c.pieces.map((partial_json) => ({ type: "input_json_delta", partial_json })))
+  }
+  const cached = r.usage.cached ?? 0
+  const stop = r.truncated ? "max_tokens" : r.calls.length > 0 ? "tool_use" : "end_turn"
+  return [
+    ev("message_start", {
+      message: {
+        id: "msg_1",
+        type: "message",
+        role: "assistant",
+        model: "fake",
+        content: [],
+        stop_reason: null,
+        stop_sequence: null,
+        usage: { input_tokens: r.usage.input - cached, cache_read_input_tokens: cached, cache_creation_input_tokens: 0, output_tokens: 1 },
+      },
+    }),
+    ...blocks.flat(),
+    ev("message_delta", { delta: { stop_reason: stop, stop_sequence: null }, usage: { output_tokens: r.usage.output } }),
+    ev("message_stop", {}),
+  ]
+}
+
+export const renderFrames = (protocol: Protocol, spec: ReplySpec): Array<string> =>
+  protocol === "chat" ? chatFrames(spec) : protocol === "responses" ? responsesFrames(spec) : anthropicFrames(spec)

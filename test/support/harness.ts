@@ -1,0 +1,54 @@
+/**
+ * Runs a whole coordination in memory: scripted backends, memory event log,
+ * status writer and run files. Returns the events, the statuses written, the
+ * files and the final state. Time is whatever clock the caller provides
+ * (TestClock under the `effect` helper).
+ */
+import { Effect, Either, Layer } from "effect"
+import { type Config, decodeConfig } from "../../src/domain/config.ts"
+import { type Event } from "../../src/domain/events.ts"
+import { readEventsText } from "../../src/domain/event-codec.ts"
+import { Backends } from "../../src/services/backend.ts"
+import { EventLog } from "../../src/services/event-log.ts"
+import { type RunOutcome, runCoordination } from "../../src/services/orchestrator.ts"
+import { memoryRunFiles } from "../../src/services/run-files.ts"
+import { makeScriptedBackend } from "../../src/services/scripted-backend.ts"
+import { StatusWriter } from "../../src/services/status-writer.ts"
+
+export const configOf = (doc: unknown): Config => {
+  const decoded = decodeConfig(doc, {})
+  if (Either.isLeft(decoded)) throw new Error(JSON.stringify(decoded.left))
+  return decoded.right
+}
+
+export interface MemoryRun extends RunOutcome {
+  readonly events: ReadonlyArray<Event>
+  readonly statuses: ReadonlyArray<any>
+  readonly files: Map<string, string>
+}
+
+export const runInMemory = (doc: unknown, options: { question?: string; interrupt?: Effect.Effect<string> } = {}) =>
+  Effect.gen(function* () {
+    const config = configOf(doc)
+    const logFiles = new Map<string, string>()
+    const statuses: Array<unknown> = []
+    const runFiles = memoryRunFiles()
+    const backends = new Map(config.agents.map((a) => [a.id, makeScriptedBackend(a)]))
+    const layer = Layer.mergeAll(
+      EventLog.memory(logFiles),
+      StatusWriter.memory(statuses),
+      runFiles.layer,
+      Layer.succeed(Backends, { forAgent: (id: string) => backends.get(id)! }),
+    )
+    const outcome = yield* runCoordination({
+      config,
+      question: options.question ?? "What is 2+2?",
+      logDir: "/tmp/massgen-test/log_x",
+      runId: "log_x",
+      version: "test",
+      pid: 1,
+      interrupt: options.interrupt ?? Effect.never,
+    }).pipe(Effect.scoped, Effect.provide(layer))
+    const events = readEventsText(logFiles.get("events.jsonl") ?? "").events
+    return { ...outcome, events, statuses, files: runFiles.files } satisfies MemoryRun
+  })
