@@ -16,18 +16,22 @@
  */
 import { Duration, Effect, Random, Stream } from "effect"
 import type { Reply } from "../domain/decide.ts"
-import type { CallRole, Event, RejectionReason } from "../domain/events.ts"
+import type { CallRole, Event } from "../domain/events.ts"
 import type { LlmMessage, LlmReply, LlmRequest, TokenUsage } from "../domain/llm.ts"
-import { retryMessages, votableIds } from "../domain/prompts.ts"
+import { retryMessages } from "../domain/prompts.ts"
+import { checkReply, MAX_ATTEMPTS } from "../domain/reply-check.ts"
+
+export { checkReply, MAX_ATTEMPTS }
 import { type Backend, BackendError } from "./backend.ts"
 
-export const MAX_ATTEMPTS = 3
 
 export interface RoundDeps {
   readonly emit: (event: Event) => Effect.Effect<void>
   readonly now: Effect.Effect<string>
   readonly nextCallNumber: Effect.Effect<number>
   readonly onText: (agent: string, text: string) => Effect.Effect<void>
+  /** Reasoning summaries, kept apart from the answer text. */
+  readonly onReasoning: (agent: string, text: string) => Effect.Effect<void>
   readonly logCall: (call: number, record: unknown) => Effect.Effect<void>
   /** USD of a call's usage for a model; null when the model has no price. */
   readonly priceOf: (model: string | null, usage: TokenUsage) => number | null
@@ -64,7 +68,9 @@ const callWithRetries = (
       const started = yield* Effect.clockWith((c) => c.currentTimeMillis)
       yield* deps.emit({ _tag: "call_start", time: yield* deps.now, call, agent, round, role, model: backend.model, attempt })
       let stream = backend.stream(request).pipe(
-        Stream.tap((chunk) => (chunk._tag === "text" ? deps.onText(agent, chunk.text) : Effect.void)),
+        Stream.tap((chunk) =>
+          chunk._tag === "text" ? deps.onText(agent, chunk.text) : chunk._tag === "reasoning" ? deps.onReasoning(agent, chunk.text) : Effect.void,
+        ),
         Stream.runFold(null as LlmReply | null, (acc, chunk) => (chunk._tag === "done" ? chunk.reply : acc)),
         Effect.flatMap((reply) =>
           reply === null
@@ -121,51 +127,6 @@ const callWithRetries = (
       yield* Effect.sleep(Duration.seconds(delay))
     }
   })
-
-type Checked =
-  | { readonly ok: true; readonly reply: Reply }
-  | { readonly ok: false; readonly reason: RejectionReason; readonly message: string }
-
-const parseArgs = (text: string): Record<string, unknown> | null => {
-  try {
-    const value: unknown = JSON.parse(text === "" ? "{}" : text)
-    return value !== null && typeof value === "object" && !Array.isArray(value) ? (value as Record<string, unknown>) : null
-  } catch {
-    return null
-  }
-}
-
-/** Whether a reply used exactly one workflow tool, correctly, for this round. */
-export const checkReply = (input: RoundInput, reply: LlmReply): Checked => {
-  const ctx = input.request.context
-  const calls = reply.toolCalls
-  const known = calls.filter((c) => c.name === "new_answer" || c.name === "vote")
-  const reject = (reason: RejectionReason, message: string): Checked => ({ ok: false, reason, message })
-  if (known.length === 0) {
-    return calls.length === 0
-      ? reject("no_tool_call", "Your reply called no tool.")
-      : reject("unknown_tool", `Unknown tool ${calls.map((c) => c.name).join(", ")}: only new_answer and vote exist.`)
-  }
-  if (new Set(known.map((c) => c.name)).size > 1) return reject("both_tools", "Call either new_answer or vote, not both.")
-  const first = known[0]!
-  const args = parseArgs(first.arguments)
-  if (args === null) return reject("bad_arguments", `The arguments of ${first.name} are not a JSON object.`)
-  if (first.name === "new_answer") {
-    if (ctx.kind === "round" && ctx.voteOnly) {
-      return reject("answer_limit", "You reached your limit of answers: call vote.")
-    }
-    if (typeof args.content !== "string") return reject("bad_arguments", "new_answer needs a content string.")
-    if (args.content.trim() === "") return reject("empty_answer", "new_answer needs a non-empty content.")
-    return { ok: true, reply: { _tag: "answered", agent: input.agent, round: input.round, content: args.content } }
-  }
-  const valid = votableIds(ctx.shown)
-  if (valid.length === 0) return reject("invalid_vote_target", "Cannot vote when no answers exist. Use new_answer.")
-  if (typeof args.agent_id !== "string" || !valid.includes(args.agent_id)) {
-    return reject("invalid_vote_target", `Invalid agent_id ${JSON.stringify(args.agent_id)}. Valid agents: ${valid.join(", ")}.`)
-  }
-  const reason = typeof args.reason === "string" ? args.reason : ""
-  return { ok: true, reply: { _tag: "voted", agent: input.agent, round: input.round, targetAnonId: args.agent_id, reason } }
-}
 
 const withTimeout = (input: RoundInput, body: Effect.Effect<Reply>, onTimeout: (message: string) => Reply): Effect.Effect<Reply> =>
   body.pipe(

@@ -107,6 +107,7 @@ export const runCoordination = (input: RunInput) =>
       nextCallNumber: Ref.updateAndGet(callCounter, (n) => n + 1),
       onText: (agent, text) =>
         Effect.zipRight(files.appendOutput(agent, text), observe ? observe.onText(agent, text) : Effect.void),
+      onReasoning: (agent, text) => files.appendOutput(`${agent}.reasoning`, text),
       logCall: (call, record) => files.write(`llm_log/${call}.json`, `${JSON.stringify(record, null, 2)}\n`),
       priceOf: input.priceOf ?? (() => null),
       mayCall: budgetLeft,

@@ -206,7 +206,13 @@ const anthropicFrames = (spec: ReplySpec): Array<string> => {
       },
     }),
     ...blocks.flat(),
-    ev("message_delta", { delta: { stop_reason: stop, stop_sequence: null }, usage: { output_tokens: r.usage.output } }),
+    ev("message_delta", {
+      delta: { stop_reason: stop, stop_sequence: null },
+      usage: {
+        output_tokens: r.usage.output,
+        ...(r.usage.reasoning === undefined ? {} : { output_tokens_details: { thinking_tokens: r.usage.reasoning } }),
+      },
+    }),
     ev("message_stop", {}),
   ]
 }

@@ -19,24 +19,20 @@ export type Phase = "open" | "read"
 
 const MAX_DETAIL = 600
 
-const SECRET_PATTERNS: ReadonlyArray<RegExp> = [
-  /Bearer\s+[^\s"',;]+/gi,
-  /\bsk-[A-Za-z0-9_-]{6,}/g,
-  /\bgsk_[A-Za-z0-9]{6,}/g,
-  /\bxai-[A-Za-z0-9]{6,}/g,
-  /\bAIza[A-Za-z0-9_-]{10,}/g,
-  /((?:x-api-key|api[_-]?key|authorization)["']?\s*[:=]\s*["']?)[^\s"',;}]+/gi,
+const TOKEN_PATTERNS: ReadonlyArray<readonly [RegExp, string]> = [
+  [/Bearer\s+[^\s"',;]+/gi, "Bearer ***"],
+  [/\bsk-[A-Za-z0-9_-]{6,}/g, "***"],
+  [/\bgsk_[A-Za-z0-9]{6,}/g, "***"],
+  [/\bxai-[A-Za-z0-9]{6,}/g, "***"],
+  [/\bAIza[A-Za-z0-9_-]{10,}/g, "***"],
+  [/((?:x-api-key|api[_-]?key|authorization)["']?\s*[:=]\s*["']?)[^\s"',;}]+/gi, "$1***"],
 ]
 
 /** Removes every occurrence of the given secrets and anything shaped like an API key or bearer token. */
 export const scrubSecrets = (text: string, secrets: ReadonlyArray<string>): string => {
   let out = text
   for (const secret of secrets) if (secret.length > 0) out = out.split(secret).join("***")
-  for (const pattern of SECRET_PATTERNS) {
-    out = out.replace(pattern, (match, prefix?: unknown) =>
-      typeof prefix === "string" && match.startsWith(prefix) ? `${prefix}***` : match.startsWith("Bearer") || match.startsWith("bearer") ? "Bearer ***" : "***",
-    )
-  }
+  for (const [pattern, replacement] of TOKEN_PATTERNS) out = out.replace(pattern, replacement)
   return out
 }
 

@@ -1,0 +1,107 @@
+import { afterEach, beforeEach, describe, expect, test } from "bun:test"
+import { makeChatCompletionsBackend } from "../src/services/backends/chat-completions.ts"
+import type { SdkBackendOptions } from "../src/services/backends/sdk-stream.ts"
+import { backendSuite, collect, failureOf, replyOf, TEST_KEY } from "./support/backend-suite.ts"
+import { type FakeLlm, raw, reply, startFakeLlm } from "./support/fake-llm.ts"
+import { followUpMessages, presentationRequest, roundRequest } from "./support/llm-requests.ts"
+
+backendSuite("chat", makeChatCompletionsBackend)
+
+const sse = (...chunks: ReadonlyArray<object | string>) =>
+  chunks.map((c) => `data: ${typeof c === "string" ? c : JSON.stringify(c)}\n\n`).join("")
+const chunk = (delta: object, finish_reason: string | null = null) => ({
+  id: "c1",
+  object: "chat.completion.chunk",
+  created: 0,
+  model: "m",
+  choices: [{ index: 0, delta, finish_reason }],
+})
+
+describe("chat: wire format", () => {
+  let fake: FakeLlm
+  beforeEach(async () => {
+    fake = await startFakeLlm()
+  })
+  afterEach(() => fake.stop())
+  const backend = (over: Partial<SdkBackendOptions> = {}) =>
+    makeChatCompletionsBackend({ type: "groq", model: "llama-x", baseURL: fake.openAiBaseUrl, apiKey: TEST_KEY, ...over })
+
+  test("the request has the system message, function tools with the vote enum, tool_choice required and usage on", async () => {
+    fake.enqueue("chat", reply({ text: "ok" }))
+    await collect(backend({ temperature: 0.3, maxTokens: 500 }))
+    const req = fake.requests[0]
+    expect(req?.path).toBe("/v1/chat/completions")
+    expect(req?.body).toMatchObject({
+      model: "llama-x",
+      stream: true,
+      stream_options: { include_usage: true },
+      tool_choice: "required",
+      temperature: 0.3,
+      max_tokens: 500,
+      messages: [
+        { role: "system", content: "You are agent_a." },
+        { role: "user", content: "What is 2+2?" },
+      ],
+    })
+    expect(req?.body.tools.map((t: { type: string; function: { name: string } }) => [t.type, t.function.name])).toEqual([
+      ["function", "new_answer"],
+      ["function", "vote"],
+    ])
+    expect(req?.body.tools[1].function.parameters.properties.agent_id.enum).toEqual(["agent1", "agent2", "agent3"])
+    expect(req?.body.tools[1].function.description).toBe("Vote for the best agent to present final answer")
+  })
+
+  test("a presentation request with no tools sends neither tools nor tool_choice, nor unset options", async () => {
+    fake.enqueue("chat", reply({ text: "final" }))
+    expect(replyOf(await collect(backend(), presentationRequest())).text).toBe("final")
+    const body = fake.requests[0]?.body
+    expect(body.tools).toBeUndefined()
+    expect(body.tool_choice).toBeUndefined()
+    expect(body.temperature).toBeUndefined()
+    expect(body.max_tokens).toBeUndefined()
+  })
+
+  test("earlier tool calls and their results are sent as tool_calls and tool messages", async () => {
+    fake.enqueue("chat", reply({ text: "ok" }))
+    await collect(backend(), roundRequest(followUpMessages))
+    expect(fake.requests[0]?.body.messages.slice(1)).toEqual([
+      { role: "user", content: "What is 2+2?" },
+      {
+        role: "assistant",
+        content: "Let me answer.",
+        tool_calls: [{ id: "call_9", type: "function", function: { name: "new_answer", arguments: '{"content":"4"}' } }],
+      },
+      { role: "tool", tool_call_id: "call_9", content: "recorded" },
+      { role: "user", content: "Now vote." },
+    ])
+  })
+
+  test("`reasoning` deltas (OpenRouter/Groq style) and tool calls without an index (Gemini style) are read", async () => {
+    fake.enqueue(
+      "chat",
+      raw(
+        sse(
+          chunk({ reasoning: "hmm" }),
+          chunk({ tool_calls: [{ id: "g1", type: "function", function: { name: "vote", arguments: '{"agent_id":"agent3",' } }] }),
+          chunk({ tool_calls: [{ function: { arguments: '"reason":"r"}' } }] }),
+          chunk({}, "tool_calls"),
+          "[DONE]",
+        ),
+      ),
+    )
+    const r = replyOf(await collect(backend()))
+    expect(r.reasoning).toBe("hmm")
+    expect(r.toolCalls).toEqual([{ id: "g1", name: "vote", arguments: '{"agent_id":"agent3","reason":"r"}' }])
+    expect(r.usage).toEqual({ inputTokens: null, cachedInputTokens: null, outputTokens: null, reasoningTokens: null })
+  })
+
+  test("tool-call fragments that never get a name give bad_reply", async () => {
+    fake.enqueue("chat", raw(sse(chunk({ tool_calls: [{ index: 0, function: { arguments: "{}" } }] }), chunk({}, "tool_calls"), "[DONE]")))
+    expect(await failureOf(backend())).toMatchObject({ reason: "bad_reply", retryable: true })
+  })
+
+  test("an error object inside the stream fails the call instead of being skipped", async () => {
+    fake.enqueue("chat", raw(sse(chunk({ content: "a" }), { error: { message: "overloaded", type: "server_error" } })))
+    expect(await failureOf(backend())).toMatchObject({ reason: "server_error", retryable: true })
+  })
+})

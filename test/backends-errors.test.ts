@@ -1,0 +1,55 @@
+import { describe, expect, test } from "bun:test"
+import OpenAI from "openai"
+import { parseRetryAfter, scrubSecrets, toBackendError } from "../src/services/backends/errors.ts"
+
+describe("retry-after", () => {
+  const now = Date.parse("2026-01-01T00:00:00Z")
+  const h = (entries: Record<string, string>) => new Headers(entries)
+
+  test("seconds, milliseconds and HTTP dates are read; absent or unreadable gives null", () => {
+    expect(parseRetryAfter(h({ "retry-after": "12" }), now)).toBe(12)
+    expect(parseRetryAfter(h({ "retry-after": "1.5" }), now)).toBe(1.5)
+    expect(parseRetryAfter(h({ "retry-after-ms": "2500", "retry-after": "9" }), now)).toBe(2.5)
+    expect(parseRetryAfter(h({ "retry-after": "Thu, 01 Jan 2026 00:00:30 GMT" }), now)).toBe(30)
+    expect(parseRetryAfter(h({ "retry-after": "Wed, 31 Dec 2025 23:00:00 GMT" }), now)).toBe(0)
+    expect(parseRetryAfter(h({ "retry-after": "soon" }), now)).toBeNull()
+    expect(parseRetryAfter(h({}), now)).toBeNull()
+    expect(parseRetryAfter(undefined, now)).toBeNull()
+  })
+})
+
+describe("scrubbing", () => {
+  test("the key itself, sk-/gsk_/xai-/AIza keys, bearer tokens and key headers are removed", () => {
+    const key = "my-very-own-secret-key"
+    const text = [
+      `key ${key} echoed`,
+      "Authorization: Bearer abc.def-123",
+      "sk-proj-ABCDEF123456 and sk-ant-api03-XYZXYZXYZ",
+      "gsk_abcdefghijk xai-abcdefghij AIzaSyA1234567890abcdef",
+      '{"x-api-key":"zzz-plain-zzz"}',
+    ].join("\n")
+    const out = scrubSecrets(text, [key])
+    for (const secret of [key, "abc.def-123", "sk-proj-ABCDEF123456", "sk-ant-api03-XYZXYZXYZ", "gsk_abcdefghijk", "xai-abcdefghij", "AIzaSyA1234567890abcdef", "zzz-plain-zzz"]) {
+      expect(out).not.toContain(secret)
+    }
+    expect(out).toContain("echoed")
+  })
+
+  test("a BackendError built from an SDK error never carries the key", () => {
+    const key = "sk-live-0000111122223333"
+    const error = new OpenAI.AuthenticationError(401, { message: `bad key ${key}` }, undefined, new Headers())
+    const mapped = toBackendError(error, "open", [key])
+    expect(mapped).toMatchObject({ reason: "auth", retryable: false })
+    expect(mapped.message).not.toContain(key)
+  })
+
+  test("timeouts, 408 and 409 are retryable; other 4xx are not", () => {
+    expect(toBackendError(new OpenAI.APIConnectionTimeoutError(), "open", [])).toMatchObject({ reason: "timeout", retryable: true })
+    const status = (s: number) => toBackendError(OpenAI.APIError.generate(s, { message: "x" }, undefined, new Headers()), "open", [])
+    expect(status(408)).toMatchObject({ reason: "timeout", retryable: true })
+    expect(status(409)).toMatchObject({ reason: "server_error", retryable: true })
+    expect(status(529)).toMatchObject({ reason: "server_error", retryable: true })
+    expect(status(404)).toMatchObject({ reason: "bad_request", retryable: false })
+    expect(status(422)).toMatchObject({ reason: "bad_request", retryable: false })
+  })
+})

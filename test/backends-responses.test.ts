@@ -1,0 +1,75 @@
+import { afterEach, beforeEach, describe, expect, test } from "bun:test"
+import { makeOpenAiResponsesBackend } from "../src/services/backends/openai-responses.ts"
+import type { SdkBackendOptions } from "../src/services/backends/sdk-stream.ts"
+import { backendSuite, collect, failureOf, replyOf, TEST_KEY } from "./support/backend-suite.ts"
+import { type FakeLlm, raw, reply, startFakeLlm } from "./support/fake-llm.ts"
+import { followUpMessages, presentationRequest, roundRequest } from "./support/llm-requests.ts"
+
+backendSuite("responses", makeOpenAiResponsesBackend)
+
+const event = (type: string, body: object) => `event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: 0, ...body })}\n\n`
+
+describe("responses: wire format", () => {
+  let fake: FakeLlm
+  beforeEach(async () => {
+    fake = await startFakeLlm()
+  })
+  afterEach(() => fake.stop())
+  const backend = (over: Partial<SdkBackendOptions> = {}) =>
+    makeOpenAiResponsesBackend({ type: "openai", model: "gpt-x", baseURL: fake.openAiBaseUrl, apiKey: TEST_KEY, ...over })
+
+  test("the request has instructions, input items, non-strict function tools with the vote enum and tool_choice required", async () => {
+    fake.enqueue("responses", reply({ text: "ok" }))
+    await collect(backend({ temperature: 1, maxTokens: 900 }))
+    const req = fake.requests[0]
+    expect(req?.path).toBe("/v1/responses")
+    expect(req?.body).toMatchObject({
+      model: "gpt-x",
+      stream: true,
+      instructions: "You are agent_a.",
+      input: [{ role: "user", content: "What is 2+2?" }],
+      tool_choice: "required",
+      temperature: 1,
+      max_output_tokens: 900,
+    })
+    const [answer, vote] = req?.body.tools
+    expect(answer).toMatchObject({ type: "function", name: "new_answer", strict: false })
+    expect(vote).toMatchObject({ type: "function", name: "vote", strict: false, description: "Vote for the best agent to present final answer" })
+    expect(vote.parameters.properties.agent_id.enum).toEqual(["agent1", "agent2", "agent3"])
+  })
+
+  test("a presentation request with no tools sends neither tools nor tool_choice", async () => {
+    fake.enqueue("responses", reply({ text: "final" }))
+    expect(replyOf(await collect(backend(), presentationRequest())).text).toBe("final")
+    expect(fake.requests[0]?.body.tools).toBeUndefined()
+    expect(fake.requests[0]?.body.tool_choice).toBeUndefined()
+    expect(fake.requests[0]?.body.max_output_tokens).toBeUndefined()
+  })
+
+  test("earlier tool calls and their results become function_call and function_call_output items", async () => {
+    fake.enqueue("responses", reply({ text: "ok" }))
+    await collect(backend(), roundRequest(followUpMessages))
+    expect(fake.requests[0]?.body.input).toEqual([
+      { role: "user", content: "What is 2+2?" },
+      { role: "assistant", content: "Let me answer." },
+      { type: "function_call", call_id: "call_9", name: "new_answer", arguments: '{"content":"4"}' },
+      { type: "function_call_output", call_id: "call_9", output: "recorded" },
+      { role: "user", content: "Now vote." },
+    ])
+  })
+
+  test("arguments sent only as deltas (no *.done events) are reassembled", async () => {
+    fake.enqueue("responses", reply({ toolCalls: [{ name: "new_answer", args: { content: "x".repeat(300) }, chunks: 50 }], deltasOnly: true }))
+    const r = replyOf(await collect(backend()))
+    expect(r.toolCalls).toEqual([{ id: "call_1", name: "new_answer", arguments: JSON.stringify({ content: "x".repeat(300) }) }])
+  })
+
+  test("response.failed fails with the provider's code", async () => {
+    const failed = (code: string) =>
+      raw(event("response.failed", { response: { id: "r", object: "response", status: "failed", output: [], error: { code, message: "nope" } } }))
+    fake.enqueue("responses", failed("server_error"), failed("rate_limit_exceeded"), failed("invalid_prompt"))
+    expect(await failureOf(backend())).toMatchObject({ reason: "server_error", retryable: true })
+    expect(await failureOf(backend())).toMatchObject({ reason: "rate_limited", retryable: true })
+    expect(await failureOf(backend())).toMatchObject({ reason: "bad_request", retryable: false })
+  })
+})
