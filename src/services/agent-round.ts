@@ -87,7 +87,31 @@ const callWithRetries = (
           }),
         )
       }
-      const result = yield* Effect.either(stream)
+      // A call cut off by a cancelled round, a timeout or the run's end still gets its call_end.
+      const result = yield* Effect.either(stream).pipe(
+        Effect.onInterrupt(() =>
+          Effect.gen(function* () {
+            const ended = yield* Effect.clockWith((c) => c.currentTimeMillis)
+            yield* deps.emit({
+              _tag: "call_end",
+              time: yield* deps.now,
+              call,
+              agent,
+              round,
+              role,
+              model: backend.model,
+              seconds: (ended - started) / 1000,
+              input_tokens: null,
+              cached_input_tokens: null,
+              output_tokens: null,
+              reasoning_tokens: null,
+              truncated: null,
+              cost: null,
+              error: "cancelled",
+            })
+          }),
+        ),
+      )
       const ended = yield* Effect.clockWith((c) => c.currentTimeMillis)
       const reply = result._tag === "Right" ? result.right : null
       const error = result._tag === "Left" ? result.left.message : null

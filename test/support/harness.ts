@@ -27,11 +27,19 @@ export interface MemoryRun extends RunOutcome {
   readonly files: Map<string, string>
 }
 
-export const runInMemory = (doc: unknown, options: { question?: string; interrupt?: Effect.Effect<string> } = {}) =>
+export const runInMemory = (
+  doc: unknown,
+  options: {
+    question?: string
+    interrupt?: Effect.Effect<string>
+    /** Where the statuses written go, to watch them while the run goes on. */
+    statuses?: Array<unknown>
+  } = {},
+) =>
   Effect.gen(function* () {
     const config = configOf(doc)
     const logFiles = new Map<string, string>()
-    const statuses: Array<unknown> = []
+    const statuses: Array<unknown> = options.statuses ?? []
     const runFiles = memoryRunFiles()
     const backends = new Map(config.agents.map((a) => [a.id, makeScriptedBackend(a)]))
     const layer = Layer.mergeAll(

@@ -1,0 +1,429 @@
+/**
+ * One round of one agent: `checkReply` on every kind of bad reply, and `runRound`
+ * against a fake backend under the TestClock (retries, backoff, retry-after, timeouts).
+ */
+import { describe, expect, test } from "bun:test"
+import { Clock, Effect, Fiber, Option, Stream, TestClock } from "effect"
+import type { Event } from "../src/domain/events.ts"
+import type { LlmReply, LlmRequest, ShownAnswer, ToolCall } from "../src/domain/llm.ts"
+import { presentationRequest, roundRequest } from "../src/domain/prompts.ts"
+import { MAX_ATTEMPTS, type RoundDeps, type RoundInput, checkReply, runPresentation, runRound } from "../src/services/agent-round.ts"
+import { type Backend, BackendError } from "../src/services/backend.ts"
+import { effect } from "./support/effect-test.ts"
+
+// ---------------------------------------------------------------- fixtures
+
+const shownOf = (...labels: ReadonlyArray<string>): ReadonlyArray<ShownAnswer> =>
+  labels.map((label) => ({ label, anonId: label.split(".")[0]!, content: `content of ${label}` }))
+
+const request = (shown: ReadonlyArray<ShownAnswer> = [], voteOnly = false): LlmRequest =>
+  roundRequest({ agentId: "a", selfAnonId: "agent1", systemMessage: null, question: "What is 2+2?", shown, voteOnly })
+
+const reply = (text: string, toolCalls: ReadonlyArray<ToolCall> = []): LlmReply => ({
+  text,
+  reasoning: "",
+  toolCalls,
+  usage: { inputTokens: 10, cachedInputTokens: 0, outputTokens: 5, reasoningTokens: 0 },
+  truncated: false,
+  raw: null,
+})
+
+let callIds = 0
+const tool = (name: string, args: unknown): ToolCall => ({
+  id: `call_${++callIds}`,
+  name,
+  arguments: typeof args === "string" ? args : JSON.stringify(args),
+})
+const newAnswer = (content: unknown) => reply("", [tool("new_answer", { content })])
+const voteFor = (agent_id: unknown, reason?: string) => reply("", [tool("vote", reason === undefined ? { agent_id } : { agent_id, reason })])
+const textOnly = (text: string) => reply(text)
+
+type Step =
+  | { readonly _tag: "reply"; readonly reply: LlmReply }
+  | { readonly _tag: "error"; readonly error: BackendError }
+  | { readonly _tag: "hang" }
+
+const ok = (r: LlmReply): Step => ({ _tag: "reply", reply: r })
+const fail = (options: { retryable?: boolean; retryAfterSeconds?: number | null; detail?: string } = {}): Step => ({
+  _tag: "error",
+  error: new BackendError({
+    reason: options.retryable === false ? "bad_request" : "server_error",
+    detail: options.detail ?? "HTTP 503",
+    retryable: options.retryable ?? true,
+    retryAfterSeconds: options.retryAfterSeconds ?? null,
+  }),
+})
+const hang: Step = { _tag: "hang" }
+
+interface FakeBackend extends Backend {
+  readonly requests: Array<LlmRequest>
+}
+
+/** A backend that plays `steps` one per call; the last step repeats. */
+const fakeBackend = (steps: ReadonlyArray<Step>, options: { maxRetries?: number; callTimeoutSeconds?: number | null } = {}): FakeBackend => {
+  const requests: Array<LlmRequest> = []
+  return {
+    type: "fake",
+    model: "fake-model",
+    maxRetries: options.maxRetries ?? 0,
+    callTimeoutSeconds: options.callTimeoutSeconds ?? null,
+    requests,
+    stream: (req) =>
+      Stream.unwrap(
+        Effect.sync(() => {
+          const step = steps[Math.min(requests.length, steps.length - 1)]!
+          requests.push(req)
+          switch (step._tag) {
+            case "reply":
+              return Stream.make(
+                ...(step.reply.text === "" ? [] : [{ _tag: "text" as const, text: step.reply.text }]),
+                { _tag: "done" as const, reply: step.reply },
+              )
+            case "error":
+              return Stream.fail(step.error)
+            case "hang":
+              return Stream.fromEffect(Effect.never)
+          }
+        }),
+      ),
+  }
+}
+
+const makeDeps = (options: { mayCall?: boolean } = {}) => {
+  const events: Array<Event> = []
+  const texts: Array<string> = []
+  let calls = 0
+  const deps: RoundDeps = {
+    emit: (event) => Effect.sync(() => void events.push(event)),
+    now: Clock.currentTimeMillis.pipe(Effect.map((ms) => new Date(ms).toISOString())),
+    nextCallNumber: Effect.sync(() => ++calls),
+    onText: (_agent, text) => Effect.sync(() => void texts.push(text)),
+    onReasoning: () => Effect.void,
+    logCall: () => Effect.void,
+    priceOf: () => null,
+    mayCall: Effect.succeed(options.mayCall ?? true),
+  }
+  return { deps, events, texts }
+}
+
+const roundInput = (backend: Backend, options: { shown?: ReadonlyArray<ShownAnswer>; voteOnly?: boolean; agentTimeoutSeconds?: number } = {}): RoundInput => ({
+  agent: "a",
+  round: 1,
+  backend,
+  request: request(options.shown ?? [], options.voteOnly ?? false),
+  agentTimeoutSeconds: options.agentTimeoutSeconds ?? 600,
+})
+
+const tags = (events: ReadonlyArray<Event>) => events.map((e) => e._tag)
+const ofTag = <T extends Event["_tag"]>(events: ReadonlyArray<Event>, tag: T) =>
+  events.filter((e): e is Extract<Event, { _tag: T }> => e._tag === tag)
+
+/** Whether a forked fiber has finished. */
+const isDone = <A, E>(fiber: Fiber.Fiber<A, E>) => Effect.map(Fiber.poll(fiber), Option.isSome)
+
+// ---------------------------------------------------------------- checkReply
+
+describe("checkReply", () => {
+  const input = (shown: ReadonlyArray<ShownAnswer> = [], voteOnly = false) => roundInput(fakeBackend([hang]), { shown, voteOnly })
+  const rejection = (r: ReturnType<typeof checkReply>) => (r.ok ? "ok" : r.reason)
+
+  test("a reply with no tool call is rejected as no_tool_call", () => {
+    expect(rejection(checkReply(input(), textOnly("I think 4.")))).toBe("no_tool_call")
+  })
+
+  test("a reply calling both tools is rejected as both_tools", () => {
+    const both = reply("", [tool("new_answer", { content: "4" }), tool("vote", { agent_id: "agent1" })])
+    expect(rejection(checkReply(input(shownOf("agent1.1")), both))).toBe("both_tools")
+  })
+
+  test("a reply calling only an unknown tool is rejected as unknown_tool, naming it", () => {
+    const r = checkReply(input(), reply("", [tool("web_search", { q: "2+2" })]))
+    expect(r).toEqual({ ok: false, reason: "unknown_tool", message: expect.stringContaining("web_search") })
+  })
+
+  test("arguments that are not a JSON object are rejected as bad_arguments", () => {
+    expect(rejection(checkReply(input(), reply("", [tool("new_answer", "{content: 4")])))).toBe("bad_arguments")
+    expect(rejection(checkReply(input(), reply("", [tool("new_answer", "[1,2]")])))).toBe("bad_arguments")
+    expect(rejection(checkReply(input(), reply("", [tool("new_answer", "null")])))).toBe("bad_arguments")
+  })
+
+  test("new_answer without a content string is rejected as bad_arguments", () => {
+    expect(rejection(checkReply(input(), newAnswer(4)))).toBe("bad_arguments")
+    expect(rejection(checkReply(input(), reply("", [tool("new_answer", "")])))).toBe("bad_arguments")
+  })
+
+  test("new_answer in a vote-only round is rejected as answer_limit", () => {
+    expect(rejection(checkReply(input(shownOf("agent1.1"), true), newAnswer("4")))).toBe("answer_limit")
+  })
+
+  test("new_answer with blank content is rejected as empty_answer", () => {
+    expect(rejection(checkReply(input(), newAnswer("")))).toBe("empty_answer")
+    expect(rejection(checkReply(input(), newAnswer("  \n\t")))).toBe("empty_answer")
+  })
+
+  test("a vote for an id the round did not show is rejected as invalid_vote_target, listing the valid ones", () => {
+    const r = checkReply(input(shownOf("agent1.1", "agent2.1")), voteFor("agent3"))
+    expect(r).toEqual({ ok: false, reason: "invalid_vote_target", message: expect.stringContaining("agent1, agent2") })
+    expect(rejection(checkReply(input(shownOf("agent1.1")), voteFor(1)))).toBe("invalid_vote_target")
+    expect(rejection(checkReply(input(shownOf("agent1.1")), reply("", [tool("vote", {})])))).toBe("invalid_vote_target")
+  })
+
+  test("a vote when no answer is shown is rejected as invalid_vote_target", () => {
+    expect(rejection(checkReply(input(), voteFor("agent1")))).toBe("invalid_vote_target")
+  })
+
+  test("a valid new_answer becomes an answered reply", () => {
+    expect(checkReply(input(), newAnswer("4"))).toEqual({ ok: true, reply: { _tag: "answered", agent: "a", round: 1, content: "4" } })
+  })
+
+  test("a valid vote becomes a voted reply; a missing reason is empty", () => {
+    expect(checkReply(input(shownOf("agent1.1", "agent2.1")), voteFor("agent2", "clearer"))).toEqual({
+      ok: true,
+      reply: { _tag: "voted", agent: "a", round: 1, targetAnonId: "agent2", reason: "clearer" },
+    })
+    expect(checkReply(input(shownOf("agent1.1")), voteFor("agent1"))).toMatchObject({ ok: true, reply: { reason: "" } })
+  })
+
+  test("an unknown tool next to a workflow tool is ignored", () => {
+    const r = checkReply(input(), reply("", [tool("web_search", {}), tool("new_answer", { content: "4" })]))
+    expect(r).toMatchObject({ ok: true, reply: { _tag: "answered", content: "4" } })
+  })
+})
+
+// ---------------------------------------------------------------- runRound
+
+describe("runRound", () => {
+  effect("a reply with no tool call, then a tool call on the 2nd attempt: the answer, and one reply_rejected", () =>
+    Effect.gen(function* () {
+      const { deps, events, texts } = makeDeps()
+      const backend = fakeBackend([ok(textOnly("Let me think.")), ok(newAnswer("4"))])
+      const result = yield* runRound(deps, roundInput(backend))
+      expect(result).toEqual({ _tag: "answered", agent: "a", round: 1, content: "4" })
+      expect(tags(events)).toEqual(["call_start", "call_end", "reply_rejected", "call_start", "call_end"])
+      expect(ofTag(events, "reply_rejected")).toEqual([
+        expect.objectContaining({ agent: "a", round: 1, attempt: 1, reason: "no_tool_call" }),
+      ])
+      expect(ofTag(events, "call_start").map((e) => [e.call, e.attempt, e.role])).toEqual([
+        [1, 1, "round"],
+        [2, 2, "round"],
+      ])
+      // The second call is told what was wrong, with the first reply kept in view.
+      const second = backend.requests[1]!
+      expect(second.messages.map((m) => m.role)).toEqual(["user", "assistant", "user"])
+      expect(second.messages[1]!.content).toBe("Let me think.")
+      expect(second.messages[2]!.content).toContain("Your reply called no tool.")
+      expect(texts).toEqual(["Let me think."])
+    }),
+  )
+
+  effect(`${MAX_ATTEMPTS} invalid replies fail the round`, () =>
+    Effect.gen(function* () {
+      const { deps, events } = makeDeps()
+      const backend = fakeBackend([ok(textOnly("hmm")), ok(newAnswer("")), ok(voteFor("agent7"))])
+      const result = yield* runRound(deps, roundInput(backend))
+      expect(result).toMatchObject({ _tag: "failed", agent: "a", round: 1, kind: "error" })
+      expect(result._tag === "failed" && result.message).toContain(`no valid tool call after ${MAX_ATTEMPTS} attempts`)
+      expect(ofTag(events, "reply_rejected").map((e) => [e.attempt, e.reason])).toEqual([
+        [1, "no_tool_call"],
+        [2, "empty_answer"],
+        [3, "invalid_vote_target"],
+      ])
+      expect(backend.requests).toHaveLength(MAX_ATTEMPTS)
+    }),
+  )
+
+  effect("a vote-only round rejects new_answer as answer_limit and accepts the vote that follows", () =>
+    Effect.gen(function* () {
+      const { deps, events } = makeDeps()
+      const backend = fakeBackend([ok(newAnswer("more")), ok(voteFor("agent2", "good"))])
+      const result = yield* runRound(deps, roundInput(backend, { shown: shownOf("agent1.2", "agent2.1"), voteOnly: true }))
+      expect(result).toEqual({ _tag: "voted", agent: "a", round: 1, targetAnonId: "agent2", reason: "good" })
+      expect(ofTag(events, "reply_rejected").map((e) => e.reason)).toEqual(["answer_limit"])
+      expect(backend.requests[0]!.tools.map((t) => t.name)).toEqual(["vote"])
+    }),
+  )
+
+  effect("a retryable failure is tried again after a backoff of 0.8–1.2 s (call_retried), then succeeds", () =>
+    Effect.gen(function* () {
+      const { deps, events } = makeDeps()
+      const backend = fakeBackend([fail(), ok(newAnswer("4"))], { maxRetries: 1 })
+      const fiber = yield* Effect.fork(runRound(deps, roundInput(backend)))
+      yield* TestClock.adjust("790 millis")
+      expect(yield* isDone(fiber)).toBe(false)
+      expect(backend.requests).toHaveLength(1)
+      yield* TestClock.adjust("410 millis")
+      expect(yield* Fiber.join(fiber)).toEqual({ _tag: "answered", agent: "a", round: 1, content: "4" })
+      const [retried] = ofTag(events, "call_retried")
+      expect(retried).toMatchObject({ call: 1, agent: "a", round: 1, retry: 1, error: "server error: HTTP 503" })
+      expect(retried!.delay_seconds).toBeGreaterThanOrEqual(0.8)
+      expect(retried!.delay_seconds).toBeLessThanOrEqual(1.2)
+      expect(tags(events)).toEqual(["call_start", "call_end", "call_retried", "call_start", "call_end"])
+      expect(ofTag(events, "call_end").map((e) => e.error)).toEqual(["server error: HTTP 503", null])
+      // A retry serves the same reply attempt.
+      expect(ofTag(events, "call_start").map((e) => e.attempt)).toEqual([1, 1])
+      expect(ofTag(events, "reply_rejected")).toEqual([])
+    }),
+  )
+
+  effect("the backoff doubles: the second retry waits 1.6–2.4 s", () =>
+    Effect.gen(function* () {
+      const { deps, events } = makeDeps()
+      const backend = fakeBackend([fail(), fail(), ok(newAnswer("4"))], { maxRetries: 2 })
+      const fiber = yield* Effect.fork(runRound(deps, roundInput(backend)))
+      yield* TestClock.adjust("4 seconds")
+      expect(yield* Fiber.join(fiber)).toMatchObject({ _tag: "answered" })
+      const delays = ofTag(events, "call_retried").map((e) => e.delay_seconds)
+      expect(delays).toHaveLength(2)
+      expect(delays[1]!).toBeGreaterThanOrEqual(1.6)
+      expect(delays[1]!).toBeLessThanOrEqual(2.4)
+    }),
+  )
+
+  effect("the retry-after of the error is honoured exactly", () =>
+    Effect.gen(function* () {
+      const { deps, events } = makeDeps()
+      const backend = fakeBackend([fail({ retryAfterSeconds: 7 }), ok(newAnswer("4"))], { maxRetries: 3 })
+      const fiber = yield* Effect.fork(runRound(deps, roundInput(backend)))
+      yield* TestClock.adjust("6999 millis")
+      expect(yield* isDone(fiber)).toBe(false)
+      expect(ofTag(events, "call_retried").map((e) => e.delay_seconds)).toEqual([7])
+      yield* TestClock.adjust("1 millis")
+      expect(yield* Fiber.join(fiber)).toMatchObject({ _tag: "answered", content: "4" })
+      expect(ofTag(events, "call_start").map((e) => e.time)).toEqual([new Date(0).toISOString(), new Date(7000).toISOString()])
+    }),
+  )
+
+  effect("a retryable failure with no retries left fails the round", () =>
+    Effect.gen(function* () {
+      const { deps, events } = makeDeps()
+      const backend = fakeBackend([fail(), fail(), ok(newAnswer("4"))], { maxRetries: 1 })
+      const fiber = yield* Effect.fork(runRound(deps, roundInput(backend)))
+      yield* TestClock.adjust("2 seconds")
+      expect(yield* Fiber.join(fiber)).toEqual({ _tag: "failed", agent: "a", round: 1, kind: "error", message: "server error: HTTP 503" })
+      expect(ofTag(events, "call_retried")).toHaveLength(1)
+      expect(backend.requests).toHaveLength(2)
+    }),
+  )
+
+  effect("a failure that is not retryable fails the round at once", () =>
+    Effect.gen(function* () {
+      const { deps, events } = makeDeps()
+      const backend = fakeBackend([fail({ retryable: false, detail: "HTTP 400" }), ok(newAnswer("4"))], { maxRetries: 5 })
+      const result = yield* runRound(deps, roundInput(backend))
+      expect(result).toEqual({ _tag: "failed", agent: "a", round: 1, kind: "error", message: "bad request: HTTP 400" })
+      expect(ofTag(events, "call_retried")).toEqual([])
+    }),
+  )
+
+  effect("the per-call timeout fires on a hanging backend", () =>
+    Effect.gen(function* () {
+      const { deps, events } = makeDeps()
+      const backend = fakeBackend([hang], { callTimeoutSeconds: 5 })
+      const fiber = yield* Effect.fork(runRound(deps, roundInput(backend)))
+      yield* TestClock.adjust("4999 millis")
+      expect(yield* isDone(fiber)).toBe(false)
+      yield* TestClock.adjust("1 millis")
+      expect(yield* Fiber.join(fiber)).toEqual({ _tag: "failed", agent: "a", round: 1, kind: "error", message: "timeout: no reply after 5s" })
+      expect(ofTag(events, "call_end")).toEqual([expect.objectContaining({ seconds: 5, error: "timeout: no reply after 5s" })])
+    }),
+  )
+
+  effect("a call timeout is retryable: the next call can succeed", () =>
+    Effect.gen(function* () {
+      const { deps, events } = makeDeps()
+      const backend = fakeBackend([hang, ok(newAnswer("4"))], { callTimeoutSeconds: 5, maxRetries: 1 })
+      const fiber = yield* Effect.fork(runRound(deps, roundInput(backend)))
+      yield* TestClock.adjust("7 seconds")
+      expect(yield* Fiber.join(fiber)).toMatchObject({ _tag: "answered", content: "4" })
+      expect(ofTag(events, "call_retried").map((e) => e.error)).toEqual(["timeout: no reply after 5s"])
+    }),
+  )
+
+  effect("the agent timeout ends a hanging round with kind timeout", () =>
+    Effect.gen(function* () {
+      const { deps } = makeDeps()
+      const backend = fakeBackend([hang])
+      const fiber = yield* Effect.fork(runRound(deps, roundInput(backend, { agentTimeoutSeconds: 30 })))
+      yield* TestClock.adjust("29 seconds")
+      expect(yield* isDone(fiber)).toBe(false)
+      yield* TestClock.adjust("1 second")
+      expect(yield* Fiber.join(fiber)).toEqual({ _tag: "failed", agent: "a", round: 1, kind: "timeout", message: "Agent timeout after 30s" })
+    }),
+  )
+
+  effect("the agent timeout covers the retries of a round, not each call", () =>
+    Effect.gen(function* () {
+      const { deps } = makeDeps()
+      const backend = fakeBackend([fail({ retryAfterSeconds: 20 })], { maxRetries: 10 })
+      const fiber = yield* Effect.fork(runRound(deps, roundInput(backend, { agentTimeoutSeconds: 30 })))
+      yield* TestClock.adjust("30 seconds")
+      expect(yield* Fiber.join(fiber)).toMatchObject({ _tag: "failed", kind: "timeout" })
+      expect(backend.requests).toHaveLength(2)
+    }),
+  )
+
+  effect("with the budget spent no call starts", () =>
+    Effect.gen(function* () {
+      const { deps, events } = makeDeps({ mayCall: false })
+      const backend = fakeBackend([ok(newAnswer("4"))])
+      expect(yield* runRound(deps, roundInput(backend))).toEqual({ _tag: "failed", agent: "a", round: 1, kind: "error", message: "budget spent" })
+      expect(events).toEqual([])
+      expect(backend.requests).toEqual([])
+    }),
+  )
+
+  effect("a stream that ends without a done chunk is a retryable stream_cut", () =>
+    Effect.gen(function* () {
+      const { deps, events } = makeDeps()
+      let calls = 0
+      const backend: Backend = {
+        type: "fake",
+        model: null,
+        maxRetries: 1,
+        callTimeoutSeconds: null,
+        stream: () => (++calls === 1 ? Stream.make({ _tag: "text" as const, text: "par" }) : Stream.make({ _tag: "done" as const, reply: newAnswer("4") })),
+      }
+      const fiber = yield* Effect.fork(runRound(deps, roundInput(backend)))
+      yield* TestClock.adjust("2 seconds")
+      expect(yield* Fiber.join(fiber)).toMatchObject({ _tag: "answered" })
+      expect(ofTag(events, "call_retried").map((e) => e.error)).toEqual(["stream cut: the stream ended without a reply"])
+    }),
+  )
+})
+
+describe("runPresentation", () => {
+  const presentation = (backend: Backend): RoundInput => ({
+    agent: "b",
+    round: 4,
+    backend,
+    request: presentationRequest({
+      agentId: "b",
+      selfAnonId: "agent2",
+      systemMessage: null,
+      question: "What is 2+2?",
+      answers: [{ agentId: "b", label: "agent2.1", content: "4", own: true }],
+      shown: shownOf("agent2.1"),
+      voteReasons: ["right"],
+      isTie: false,
+      strategy: "winner_present",
+    }),
+    agentTimeoutSeconds: 600,
+  })
+
+  effect("the presentation's text is presented, in one call with role presentation", () =>
+    Effect.gen(function* () {
+      const { deps, events } = makeDeps()
+      const result = yield* runPresentation(deps, presentation(fakeBackend([ok(textOnly("The answer is 4."))])))
+      expect(result).toEqual({ _tag: "presented", agent: "b", content: "The answer is 4." })
+      expect(ofTag(events, "call_start").map((e) => [e.role, e.round])).toEqual([["presentation", 4]])
+    }),
+  )
+
+  effect("a failed presentation call is presentation_failed", () =>
+    Effect.gen(function* () {
+      const { deps } = makeDeps()
+      const result = yield* runPresentation(deps, presentation(fakeBackend([fail({ retryable: false, detail: "HTTP 401" })])))
+      expect(result).toEqual({ _tag: "presentation_failed", agent: "b", message: "bad request: HTTP 401" })
+    }),
+  )
+})

@@ -1,0 +1,444 @@
+/**
+ * Properties of the fold, the decider and the projection, over runs made by a pure simulator.
+ *
+ * The simulator is the orchestrator without effects: it applies `decide` until it asks
+ * for nothing more (recording each command as its event), then picks a round in flight
+ * (or the presentation) and a reply for it, judges it with `judgeReply`, folds the
+ * events, and sometimes stops the run from outside. After a random phase it only gives
+ * valid replies, so every run must end.
+ */
+import { describe, expect, test } from "bun:test"
+import { Arbitrary, FastCheck } from "effect"
+import fc from "fast-check"
+import { type Command, type Reply, commandEvent, decide, judgeReply, stopRun } from "../src/domain/decide.ts"
+import { decodeEventLine, encodeEventLine, readEventsText } from "../src/domain/event-codec.ts"
+import { Event, type FinishReason, type RunSettings } from "../src/domain/events.ts"
+import { type State, evolve, foldEvents, initialState, isLive, latestLabels, sameLabels } from "../src/domain/state.ts"
+import { project } from "../src/domain/status.ts"
+import { at, runStarted } from "./support/given.ts"
+
+// ---------------------------------------------------------------- helpers
+
+const deepFreeze = <T>(value: T): T => {
+  if (value !== null && typeof value === "object" && !Object.isFrozen(value)) {
+    Object.freeze(value)
+    for (const v of Object.values(value)) deepFreeze(v)
+  }
+  return value
+}
+
+/** The invariants every state of a simulated run keeps. Throws (via expect) when one breaks. */
+const checkInvariants = (state: State): void => {
+  const live = state.agents.filter(isLive)
+  // Labels: agentN.1, agentN.2, ... per agent, unique over the run.
+  let labels = 0
+  for (const a of state.agents) {
+    expect(a.answers).toEqual(a.answers.map((_, i) => `${a.info.anon_id}.${i + 1}`))
+    for (const label of a.answers) expect(state.answers[label]?.agent).toBe(a.info.id)
+    labels += a.answers.length
+  }
+  expect(Object.keys(state.answers)).toHaveLength(labels)
+  // Votes: only live agents vote, so never more than the live agents.
+  const votes = state.agents.filter((a) => a.vote !== null)
+  expect(votes.length).toBeLessThanOrEqual(live.length)
+  expect(votes.every(isLive)).toBe(true)
+  // A vote names an answer that is still the latest of its agent.
+  for (const a of votes) {
+    const target = state.agents.find((t) => t.info.id === a.vote!.target)!
+    expect(target.answers.at(-1)).toBe(a.vote!.targetLabel)
+  }
+  // The cap holds (the simulator, like checkReply, answers only in rounds that offer new_answer).
+  const cap = state.run?.settings.max_new_answers_per_agent ?? null
+  if (cap !== null) for (const a of state.agents) expect(a.answers.length).toBeLessThanOrEqual(cap)
+  // A presentation, a final answer or a winner only when every live agent voted, or the run was stopped.
+  const allVoted = live.length > 0 && live.every((a) => a.vote !== null)
+  if (state.presentation !== null) expect(allVoted).toBe(true)
+  if (state.final !== null && state.final.source !== "salvaged") expect(allVoted).toBe(true)
+  if (state.finished !== null && state.finished.reason === "completed") expect(allVoted && state.final !== null).toBe(true)
+  if (state.finished?.winner != null) expect(state.final?.agent).toBe(state.finished.winner)
+  // No round in flight once finished; at most one per agent by construction.
+  if (state.finished !== null) expect(state.agents.every((a) => a.inFlight === null)).toBe(true)
+  // completion_percentage is 100 iff finished.
+  const status = project(state, state.lastTime)
+  expect(status.coordination.completion_percentage === 100).toBe(state.finished !== null)
+  expect(status.is_complete).toBe(state.finished !== null)
+  expect(status.coordination.completion_percentage).toBeGreaterThanOrEqual(0)
+}
+
+/** The rules each event of a simulated run obeys, judged against the state before it. */
+const checkTransition = (prev: State, event: Event): void => {
+  const agentOf = (id: string) => prev.agents.find((a) => a.info.id === id)!
+  switch (event._tag) {
+    case "round_started": {
+      // A round shows the latest answers; it is vote-only exactly when its agent is at the cap.
+      const a = agentOf(event.agent)
+      const cap = prev.run!.settings.max_new_answers_per_agent
+      expect(event.shown).toEqual(latestLabels(prev))
+      expect(event.vote_only).toBe(cap !== null && a.answers.length >= cap)
+      expect(event.round).toBe(a.rounds + 1)
+      expect(event.restart).toBe(a.restartPending)
+      break
+    }
+    case "round_cancelled": {
+      // Only an agent that has an answer is cancelled, and only when its round is stale.
+      const a = agentOf(event.agent)
+      expect(a.answers.length).toBeGreaterThan(0)
+      expect(a.inFlight?.round).toBe(event.round)
+      expect(sameLabels(a.inFlight!.shown, latestLabels(prev))).toBe(false)
+      break
+    }
+    case "vote_cast": {
+      // A vote counts only when its round showed the latest answers, the target's among them.
+      const a = agentOf(event.agent)
+      expect(sameLabels(a.inFlight!.shown, latestLabels(prev))).toBe(true)
+      expect(a.inFlight!.shown).toContain(event.target_label)
+      expect(agentOf(event.target).answers.at(-1)).toBe(event.target_label)
+      break
+    }
+    case "answer_submitted":
+      expect(agentOf(event.agent).inFlight?.voteOnly).toBe(false)
+      break
+    case "presentation_started": {
+      // The most-voted agent wins; a tie goes to the earliest in config order.
+      const counts = new Map<string, number>()
+      for (const a of prev.agents) if (a.vote !== null) counts.set(a.vote.target, (counts.get(a.vote.target) ?? 0) + 1)
+      const top = Math.max(...counts.values())
+      const leaders = prev.agents.filter((a) => counts.get(a.info.id) === top).map((a) => a.info.id)
+      expect(event.agent).toBe(leaders[0]!)
+      expect(event.is_tie).toBe(leaders.length > 1)
+      expect(event.label).toBe(agentOf(event.agent).answers.at(-1)!)
+      expect(Object.values(event.votes).reduce((x, y) => x + y, 0)).toBe(prev.agents.filter((a) => a.vote !== null).length)
+      break
+    }
+    default:
+      break
+  }
+}
+
+// ---------------------------------------------------------------- the simulator
+
+interface Sim {
+  state: State
+  readonly events: Array<Event>
+  /** The state after each event, as the simulator held it. */
+  readonly states: Array<State>
+  /** Rounds that were cancelled: a late reply for one must be ignored. */
+  readonly cancelled: Array<{ readonly agent: string; readonly round: number }>
+  readonly commands: Array<Command>
+}
+
+const now = (sim: Sim): string => at(sim.events.length)
+
+const append = (sim: Sim, event: Event): void => {
+  checkTransition(sim.state, event)
+  sim.state = deepFreeze(evolve(sim.state, event))
+  sim.events.push(event)
+  sim.states.push(sim.state)
+  checkInvariants(sim.state)
+}
+
+/** Runs the decider until it asks for nothing more, as the orchestrator's `drive` does. */
+const drive = (sim: Sim): void => {
+  for (let i = 0; i < 20; i++) {
+    const commands = decide(sim.state)
+    if (commands.length === 0) return
+    for (const command of commands) {
+      sim.commands.push(command)
+      if (command._tag === "CancelRound") sim.cancelled.push({ agent: command.agent, round: command.round })
+      append(sim, commandEvent(command, now(sim)))
+    }
+  }
+  throw new Error("decide never settled")
+}
+
+type Pick = <T>(arb: fc.Arbitrary<T>) => T
+
+type Work = { readonly _tag: "round"; readonly agent: string; readonly round: number; readonly shown: ReadonlyArray<string>; readonly voteOnly: boolean } | { readonly _tag: "presentation"; readonly agent: string }
+
+const pendingWork = (state: State): ReadonlyArray<Work> => {
+  const work: Array<Work> = state.agents.flatMap((a): Array<Work> =>
+    a.inFlight === null ? [] : [{ _tag: "round", agent: a.info.id, round: a.inFlight.round, shown: a.inFlight.shown, voteOnly: a.inFlight.voteOnly }],
+  )
+  const p = state.presentation
+  if (p !== null && p.callsModel && state.final === null) work.push({ _tag: "presentation", agent: p.agent })
+  return work
+}
+
+const anonOf = (label: string): string => label.split(".")[0]!
+
+/** A percentage roll, unbiased (fast-check otherwise favours the bounds). */
+const percent = (pick: Pick): number => pick(fc.noBias(fc.integer({ min: 1, max: 100 })))
+
+/** A valid reply: an answer where the round offers it and shows nothing to vote for, else a vote for a shown agent. */
+const validReply = (pick: Pick, w: Work, sim: Sim, answerChance: number): Reply => {
+  if (w._tag === "presentation") return { _tag: "presented", agent: w.agent, content: percent(pick) <= 70 ? "Final." : pick(fc.constantFrom("", "  \n")) }
+  const mayAnswer = !w.voteOnly
+  if (w.shown.length === 0 || (mayAnswer && percent(pick) <= answerChance)) {
+    return { _tag: "answered", agent: w.agent, round: w.round, content: `answer ${sim.events.length}` }
+  }
+  const target = anonOf(pick(fc.constantFrom(...w.shown)))
+  return { _tag: "voted", agent: w.agent, round: w.round, targetAnonId: target, reason: "because" }
+}
+
+/** Any reply a round may come back with, valid or not. */
+const anyReply = (pick: Pick, w: Work, sim: Sim): Reply => {
+  const kind = percent(pick)
+  if (w._tag === "presentation") {
+    return kind <= 15 ? { _tag: "presentation_failed", agent: w.agent, message: "boom" } : validReply(pick, w, sim, 0)
+  }
+  if (kind <= 4) return { _tag: "failed", agent: w.agent, round: w.round, kind: pick(fc.constantFrom("error", "timeout")), message: "boom" }
+  if (kind <= 12) {
+    const n = sim.state.agents.length
+    return { _tag: "voted", agent: w.agent, round: w.round, targetAnonId: `agent${pick(fc.integer({ min: 1, max: n + 2 }))}`, reason: "any" }
+  }
+  return validReply(pick, w, sim, 45)
+}
+
+const settingsArb: fc.Arbitrary<Partial<RunSettings>> = fc.record({
+  max_new_answers_per_agent: fc.option(fc.integer({ min: 1, max: 3 }), { nil: null }),
+  skip_final_presentation: fc.boolean(),
+  final_answer_strategy: fc.constantFrom("winner_present", "winner_reuse", "synthesize"),
+})
+
+const STOP_REASONS: ReadonlyArray<Exclude<FinishReason, "completed">> = ["timeout", "budget", "interrupted", "error"]
+
+interface SimResult extends Sim {
+  readonly steps: number
+}
+
+/**
+ * One run: `randomSteps` steps of any replies (with late replies for cancelled rounds), then
+ * valid replies only until the run finishes; stopped from outside at `stop.at` if still going.
+ * Fails if it does not finish in `maxSteps`.
+ */
+const simulate = (
+  pick: Pick,
+  options: {
+    readonly agents: number
+    readonly settings: Partial<RunSettings>
+    readonly randomSteps: number
+    /** Stop the run from outside at this step, if it is still going. */
+    readonly stop: { readonly at: number; readonly reason: Exclude<FinishReason, "completed"> } | null
+  },
+): SimResult => {
+  const ids = Array.from({ length: options.agents }, (_, i) => `ag_${i}`)
+  const sim: Sim = { state: initialState, events: [], states: [], cancelled: [], commands: [] }
+  append(sim, { ...runStarted(ids, options.settings), time: now(sim) })
+  drive(sim)
+  const maxSteps = options.randomSteps + 40 * options.agents + 20
+  let steps = 0
+  for (; sim.state.finished === null; steps++) {
+    if (steps >= maxSteps) throw new Error(`run did not finish in ${maxSteps} steps`)
+    const random = steps < options.randomSteps
+    const roll = percent(pick)
+    if (options.stop !== null && steps === options.stop.at) {
+      const reason = options.stop.reason
+      for (const e of stopRun(sim.state, reason, `stopped: ${reason}`, now(sim), reason !== "interrupted")) append(sim, e)
+      const stopped: State = sim.state
+      expect(stopped.finished?.reason).toBe(reason)
+      if (reason === "interrupted") expect(stopped.final === null || stopped.final.source !== "salvaged").toBe(true)
+      break
+    }
+    if (random && roll <= 8 && sim.cancelled.length > 0) {
+      // A late reply for a cancelled round changes nothing.
+      const c = pick(fc.constantFrom(...sim.cancelled))
+      const late: Reply = pick(
+        fc.constantFrom<Reply>(
+          { _tag: "answered", agent: c.agent, round: c.round, content: "late" },
+          { _tag: "voted", agent: c.agent, round: c.round, targetAnonId: "agent1", reason: "late" },
+          { _tag: "failed", agent: c.agent, round: c.round, kind: "error", message: "late" },
+        ),
+      )
+      expect(judgeReply(sim.state, late, now(sim))).toEqual([])
+      continue
+    }
+    const work = pendingWork(sim.state)
+    // Liveness: an unfinished run always waits for something.
+    expect(work.length).toBeGreaterThan(0)
+    const w = pick(fc.constantFrom(...work))
+    const reply = random ? anyReply(pick, w, sim) : validReply(pick, w, sim, 0)
+    const events = judgeReply(sim.state, reply, now(sim))
+    // A reply to work in flight is never silently dropped.
+    expect(events.length).toBeGreaterThan(0)
+    for (const e of events) append(sim, e)
+    drive(sim)
+  }
+  // Once finished, nothing more is decided or judged.
+  expect(decide(sim.state)).toEqual([])
+  return { ...sim, steps }
+}
+
+const runArb = fc.record({
+  agents: fc.integer({ min: 1, max: 6 }),
+  settings: settingsArb,
+  randomSteps: fc.integer({ min: 0, max: 60 }),
+  stop: fc.option(fc.record({ at: fc.integer({ min: 0, max: 30 }), reason: fc.constantFrom(...STOP_REASONS) }), { nil: null }),
+})
+
+/** A property of simulated runs. */
+const simulated = (property: (run: SimResult) => void) =>
+  fc.property(runArb, fc.gen(), (input, g) => {
+    const pick: Pick = (arb) => g(() => arb)
+    property(simulate(pick, input))
+  })
+
+// ---------------------------------------------------------------- properties
+
+/**
+ * Shrinking a whole simulated run can take minutes; a failure is reported with the
+ * counterexample shrunk so far once this much time has passed.
+ */
+const SHRINK_LIMIT = { interruptAfterTimeLimit: 5_000, markInterruptAsFailure: false }
+
+describe("simulated runs", () => {
+  test("every run terminates with run_finished, and the invariants hold after every event", () => {
+    const reasons = new Set<string>()
+    fc.assert(
+      simulated((run) => {
+        expect(run.events.at(-1)?._tag).toBe("run_finished")
+        expect(run.events.filter((e) => e._tag === "run_finished")).toHaveLength(1)
+        expect(run.state.finished).not.toBeNull()
+        reasons.add(run.state.finished!.reason)
+      }),
+      { numRuns: 150, ...SHRINK_LIMIT },
+    )
+    // The generator reaches every way a run ends.
+    expect([...reasons].sort()).toEqual(["budget", "completed", "error", "interrupted", "timeout"])
+  })
+
+  test("with valid replies only and no stops, every run completes with a final answer", () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 6 }), settingsArb, fc.gen(), (agents, settings, g) => {
+        const run = simulate((arb) => g(() => arb), { agents, settings, randomSteps: 0, stop: null })
+        expect(run.state.finished?.reason).toBe("completed")
+        expect(run.state.final).not.toBeNull()
+        const callsModel = !settings.skip_final_presentation && settings.final_answer_strategy !== "winner_reuse"
+        expect(run.state.presentation?.callsModel).toBe(callsModel)
+        if (!callsModel) expect(run.state.final?.source).toBe("stored_answer")
+      }),
+      { numRuns: 100, ...SHRINK_LIMIT },
+    )
+  })
+
+  test("the fold of every prefix equals the state the simulator held at that point", () => {
+    fc.assert(
+      simulated((run) => {
+        let state = initialState
+        run.events.forEach((event, i) => {
+          expect(foldEvents(run.events.slice(0, i + 1))).toEqual(run.states[i]!)
+          state = evolve(state, event)
+        })
+        expect(state).toEqual(run.state)
+      }),
+      { numRuns: 40, ...SHRINK_LIMIT },
+    )
+  })
+
+  test("decide asks for nothing more once its commands are folded", () => {
+    fc.assert(
+      simulated((run) => {
+        // Every state right after a reply was driven to rest: re-deciding there gives nothing new.
+        expect(decide(run.state)).toEqual([])
+        for (const s of run.states) {
+          const commands = decide(s)
+          const folded = foldEvents(commands.map((c) => commandEvent(c, at(0))), s)
+          // Cancellations come alone; after them, rounds (or the presentation) follow.
+          if (commands.some((c) => c._tag === "CancelRound")) expect(commands.every((c) => c._tag === "CancelRound")).toBe(true)
+          else expect(decide(folded).filter((c) => c._tag === "StartRound" || c._tag === "CancelRound")).toEqual([])
+        }
+      }),
+      { numRuns: 40, ...SHRINK_LIMIT },
+    )
+  })
+
+  test("encode then decode gives every generated event back, and a torn file decodes its whole lines", () => {
+    fc.assert(
+      fc.property(runArb, fc.gen(), fc.double({ min: 0, max: 1, noNaN: true }), (input, g, cut) => {
+        const run = simulate((arb) => g(() => arb), input)
+        const lines = run.events.map(encodeEventLine)
+        for (const [i, line] of lines.entries()) expect(decodeEventLine(line)).toEqual({ _tag: "event", event: run.events[i]! })
+        const text = lines.map((l) => `${l}\n`).join("")
+        const torn = text.slice(0, Math.floor(cut * text.length))
+        const read = readEventsText(torn)
+        const whole = torn.split("\n").length - 1
+        expect(read.events.slice(0, whole)).toEqual(run.events.slice(0, whole))
+        expect(read.events.length - whole).toBeLessThanOrEqual(1)
+        expect(foldEvents(read.events)).toEqual(read.events.length === 0 ? initialState : run.states[read.events.length - 1]!)
+      }),
+      { numRuns: 40, ...SHRINK_LIMIT },
+    )
+  })
+
+  test("project is pure: same state and time give deep-equal output, and the state is not mutated", () => {
+    fc.assert(
+      fc.property(runArb, fc.gen(), fc.integer({ min: 0, max: 10_000_000 }), (input, g, dt) => {
+        const run = simulate((arb) => g(() => arb), input)
+        // The simulator deep-froze every state: a write to one would have thrown.
+        for (const state of run.states) {
+          const before = structuredClone(state)
+          const t = state.lastTime + dt
+          const a = project(state, t)
+          const b = project(state, t)
+          expect(a).toEqual(b)
+          expect(state).toEqual(before)
+          expect(JSON.parse(JSON.stringify(a))).toEqual(a)
+        }
+      }),
+      { numRuns: 30, ...SHRINK_LIMIT },
+    )
+  })
+})
+
+// ---------------------------------------------------------------- arbitrary events
+
+/** Arbitrary events, mostly about agents a, b and c so that many of them apply. */
+const agentIds = ["a", "b", "c"] as const
+const looseEvents = FastCheck.array(
+  FastCheck.tuple(Arbitrary.make(Event), FastCheck.constantFrom(...agentIds), FastCheck.boolean()).map(([event, agent, retarget]) =>
+    retarget && "agent" in event ? ({ ...event, agent } as Event) : event,
+  ),
+  { maxLength: 40 },
+)
+
+describe("arbitrary event sequences", () => {
+  test("folding never throws, and decide, judgeReply, stopRun and project never throw on the result", () => {
+    const start = { ...runStarted([...agentIds]), time: at(0) }
+    FastCheck.assert(
+      FastCheck.property(looseEvents, FastCheck.boolean(), (events, started) => {
+        const state = foldEvents(started ? [start, ...events] : events)
+        expect(state.eventCount).toBeLessThanOrEqual(events.length + 1)
+        decide(state)
+        project(state, state.lastTime)
+        stopRun(state, "timeout", "t", at(1), true)
+        for (const a of agentIds) {
+          judgeReply(state, { _tag: "answered", agent: a, round: 1, content: "x" }, at(1))
+          judgeReply(state, { _tag: "voted", agent: a, round: 1, targetAnonId: "agent1", reason: "" }, at(1))
+          judgeReply(state, { _tag: "presented", agent: a, content: "x" }, at(1))
+        }
+      }),
+      { numRuns: 300 },
+    )
+  })
+
+  test("folding ignores every event before run_started", () => {
+    FastCheck.assert(
+      FastCheck.property(looseEvents, (events) => {
+        const before = events.filter((e) => e._tag !== "run_started")
+        expect(foldEvents(before)).toBe(initialState)
+      }),
+      { numRuns: 100 },
+    )
+  })
+
+  test("nothing changes the state after run_finished", () => {
+    const start = { ...runStarted([...agentIds]), time: at(0) }
+    const end: Event = { _tag: "run_finished", time: at(1), reason: "timeout", winner: null, message: "t" }
+    FastCheck.assert(
+      FastCheck.property(looseEvents, (events) => {
+        const finished = foldEvents([start, end])
+        expect(foldEvents(events, finished)).toBe(finished)
+      }),
+      { numRuns: 100 },
+    )
+  })
+})
