@@ -6,17 +6,22 @@
  * config, a missing API key), 2 for execution errors; a finished run returns
  * its own code (`run-command.ts`). SIGINT and SIGTERM stop a run cleanly: the
  * first asks the orchestrator to stop (final status.json, a stop event, exit
- * 4); a second one exits at once with 4.
+ * 4); a second one exits at once with 4. `massgen viewer` stops on the first
+ * one and exits 0; a missing or foreign log directory is an error (exit 1).
  */
 import { Effect, Either } from "effect"
 import pkg from "../package.json" with { type: "json" }
 import { HELP, parseInvocation } from "./cli/args.ts"
 import { runCommand } from "./cli/run-command.ts"
 import { validateCommand } from "./cli/validate-command.ts"
+import { replayCommand } from "./cli/replay-command.ts"
+import { resumeCommand } from "./cli/resume-command.ts"
+import { statusCommand } from "./cli/status-command.ts"
+import { readStdinLine, viewerCommand } from "./cli/viewer-command.ts"
 
 const VERSION = pkg.version
 
-const CONFIG_ERRORS = new Set(["UsageError", "ConfigError", "MissingKeyError", "DotEnvError"])
+const CONFIG_ERRORS = new Set(["UsageError", "ConfigError", "MissingKeyError", "DotEnvError", "ViewerError", "RunDirError", "RunLockError"])
 
 const stopSignal = new Promise<string>((resolve) => {
   let seen = 0
@@ -45,6 +50,7 @@ const main = (argv: ReadonlyArray<string>): Effect.Effect<number> => {
   const invocation = parsed.right
   const env = process.env
   const cwd = process.cwd()
+  const cli = { env, cwd, argv, version: VERSION, interrupt: Effect.promise(() => stopSignal), print, printError }
   const program: Effect.Effect<number, { readonly _tag: string; readonly message: string }> = (() => {
     switch (invocation._tag) {
       case "help":
@@ -53,16 +59,23 @@ const main = (argv: ReadonlyArray<string>): Effect.Effect<number> => {
         return Effect.sync(() => (print(`massgen ${VERSION}`), 0))
       case "validate":
         return validateCommand(invocation.path, invocation.json, env, cwd, print)
-      case "run":
-        return runCommand(invocation, {
+      case "viewer":
+        return viewerCommand(invocation, {
           env,
           cwd,
-          argv,
-          version: VERSION,
           interrupt: Effect.promise(() => stopSignal),
           print,
           printError,
+          readLine: readStdinLine,
         })
+      case "run":
+        return runCommand(invocation, cli)
+      case "resume":
+        return resumeCommand(invocation, cli)
+      case "replay":
+        return replayCommand(invocation, cli)
+      case "status":
+        return statusCommand(invocation.logDir, invocation.json, print)
     }
   })()
   return program.pipe(

@@ -2,7 +2,8 @@
  * The command line: argv in, a typed `Invocation` out, or a `UsageError`.
  *
  * `massgen [options] "question"` runs a coordination; `--validate FILE` checks
- * a config; `--version` and `--help` print and exit. A usage error names the
+ * a config; `massgen viewer ...` watches or replays a run (`ViewerArgs`);
+ * `--version` and `--help` print and exit. A usage error names the
  * flag or argument at fault and exits 1 (a configuration error) in `main.ts`.
  * The help text lives here so that every flag is listed where it is parsed.
  */
@@ -31,8 +32,23 @@ export interface RunArgs {
   readonly orchestratorTimeout: number | null
 }
 
+export interface ViewerArgs {
+  readonly _tag: "viewer"
+  readonly logDir: string | null
+  readonly pick: boolean
+  /** 0: replay at once; X: recorded gaps divided by X. */
+  readonly replaySpeed: number
+  readonly web: boolean
+  readonly port: number
+  readonly openBrowser: boolean
+}
+
 export type Invocation =
   | RunArgs
+  | ViewerArgs
+  | { readonly _tag: "resume"; readonly logDir: string; readonly automation: boolean }
+  | { readonly _tag: "replay"; readonly logDir: string; readonly check: boolean; readonly outDir: string | null }
+  | { readonly _tag: "status"; readonly logDir: string; readonly json: boolean }
   | { readonly _tag: "validate"; readonly path: string; readonly json: boolean }
   | { readonly _tag: "version" }
   | { readonly _tag: "help" }
@@ -44,6 +60,15 @@ Usage:
   massgen --model MODEL "question"            one agent, backend inferred from the model
   massgen --models M1,M2,M3 "question"        one agent per model
   massgen --validate FILE [--json]            check a config and print its problems, or "valid"
+  massgen resume LOG_DIR [--automation]      continue a run whose process stopped (crash, kill, Ctrl+C)
+  massgen replay LOG_DIR [--check] [--out DIR]
+                                              make a recorded run's decisions again offline, from llm_log/;
+                                              --check: exit 0 if the same, else 2 and the first difference
+  massgen status LOG_DIR [--json]            rebuild status.json from events.jsonl and summarise the run
+  massgen viewer [LOG_DIR] [--pick] [--replay-speed X] [--web [--port N] [--no-browser]]
+                                              watch a run live, or replay a finished one (read-only);
+                                              without LOG_DIR the newest run; --pick lists recent runs;
+                                              --web serves the view on http://127.0.0.1:8000
 
 Options:
   -c, --config FILE             YAML config (agents, orchestrator, timeout_settings)
@@ -80,7 +105,73 @@ const options = {
 
 const usage = (reason: UsageError["reason"], detail: string) => Either.left(new UsageError({ reason, detail }))
 
+const viewerOptions = {
+  pick: { type: "boolean" },
+  "replay-speed": { type: "string" },
+  web: { type: "boolean" },
+  port: { type: "string" },
+  "no-browser": { type: "boolean" },
+  help: { type: "boolean", short: "h" },
+} as const
+
+const parseViewer = (argv: ReadonlyArray<string>): Either.Either<Invocation, UsageError> => {
+  let parsed
+  try {
+    parsed = parseArgs({ args: [...argv], options: viewerOptions, allowPositionals: true, strict: true })
+  } catch (e) {
+    const text = e instanceof Error ? e.message : String(e)
+    return usage((e as { code?: string }).code === "ERR_PARSE_ARGS_INVALID_OPTION_VALUE" ? "missing_value" : "unknown_option", text.split("\n")[0] ?? text)
+  }
+  const v = parsed.values
+  if (v.help) return Either.right({ _tag: "help" })
+  if (parsed.positionals.length > 1) return usage("conflict", `viewer takes one LOG_DIR, found ${parsed.positionals.length}`)
+  const logDir = parsed.positionals[0] ?? null
+  if (logDir !== null && v.pick) return usage("conflict", "use either LOG_DIR or --pick")
+  const speed = v["replay-speed"] === undefined ? 0 : Number(v["replay-speed"])
+  if (!Number.isFinite(speed) || speed < 0) return usage("bad_value", `--replay-speed: expected a number of 0 or more, found ${JSON.stringify(v["replay-speed"])}`)
+  const port = v.port === undefined ? 8000 : Number(v.port)
+  if (!Number.isInteger(port) || port < 0 || port > 65535) return usage("bad_value", `--port: expected a port number, found ${JSON.stringify(v.port)}`)
+  if (!v.web && (v.port !== undefined || v["no-browser"])) return usage("conflict", "--port and --no-browser go with --web")
+  return Either.right({ _tag: "viewer", logDir, pick: v.pick === true, replaySpeed: speed, web: v.web === true, port, openBrowser: v["no-browser"] !== true })
+}
+
+const logDirOptions = {
+  automation: { type: "boolean" },
+  check: { type: "boolean" },
+  out: { type: "string" },
+  json: { type: "boolean" },
+  help: { type: "boolean", short: "h" },
+} as const
+
+/** `resume`, `replay` and `status`: one LOG_DIR and their own flags. */
+const parseLogDirCommand = (command: "resume" | "replay" | "status", argv: ReadonlyArray<string>): Either.Either<Invocation, UsageError> => {
+  let parsed
+  try {
+    parsed = parseArgs({ args: [...argv], options: logDirOptions, allowPositionals: true, strict: true })
+  } catch (e) {
+    const text = e instanceof Error ? e.message : String(e)
+    return usage("unknown_option", text.split("\n")[0] ?? text)
+  }
+  const v = parsed.values
+  if (v.help) return Either.right({ _tag: "help" })
+  const allowed = { resume: ["automation"], replay: ["check", "out"], status: ["json"] }[command]
+  const extra = Object.keys(v).find((k) => !allowed.includes(k))
+  if (extra !== undefined) return usage("unknown_option", `${command} does not take --${extra}`)
+  if (parsed.positionals.length !== 1) return usage("missing_value", `${command} takes one LOG_DIR, found ${parsed.positionals.length}`)
+  const logDir = parsed.positionals[0]!
+  switch (command) {
+    case "resume":
+      return Either.right({ _tag: "resume", logDir, automation: v.automation === true })
+    case "replay":
+      return Either.right({ _tag: "replay", logDir, check: v.check === true, outDir: v.out ?? null })
+    case "status":
+      return Either.right({ _tag: "status", logDir, json: v.json === true })
+  }
+}
+
 export const parseInvocation = (argv: ReadonlyArray<string>): Either.Either<Invocation, UsageError> => {
+  if (argv[0] === "viewer") return parseViewer(argv.slice(1))
+  if (argv[0] === "resume" || argv[0] === "replay" || argv[0] === "status") return parseLogDirCommand(argv[0], argv.slice(1))
   let parsed
   try {
     parsed = parseArgs({ args: [...argv], options, allowPositionals: true, strict: true })

@@ -52,6 +52,8 @@ export const plainLine = (event: Event, state: State): string | null => {
   switch (event._tag) {
     case "run_started":
       return `Run ${event.run_id}: ${event.agents.length} agents on "${preview(event.question, 80)}" (logs: ${event.log_dir})`
+    case "run_resumed":
+      return `Resumed by process ${event.pid}: ${event.restarted_rounds.length} round(s) start again${event.dropped_lines > 0 ? `, ${event.dropped_lines} unreadable line(s) dropped` : ""}`
     case "round_started":
       return `[${event.agent}] round ${event.round}${event.restart ? " (restart)" : ""}: ${event.shown.length} answer(s) shown${event.vote_only ? ", vote only" : ""}`
     case "round_cancelled":

@@ -3,34 +3,20 @@
  *
  * It loads the config (or builds one from `--model`/`--models`), makes every
  * backend (a missing API key stops here, before any call or file), creates the
- * log directory, records `execution_metadata.yaml`, runs the orchestrator with
- * the live layers, writes the files derived from the events, prints the
- * automation lines or the plain display, and returns the exit code: 0
- * completed, 2 every agent failed, 3 timeout or budget, 4 interrupted.
+ * log directory, records `execution_metadata.yaml` (secrets masked), prints the
+ * automation header, and hands over to `runSession`, which runs the orchestrator
+ * with the run's display and returns the exit code.
  */
-import { join } from "node:path"
-import { Effect, Layer } from "effect"
+import { Effect } from "effect"
 import { stringify as toYaml } from "yaml"
 import { maskSecrets } from "../domain/config.ts"
-import { coordinationEvents, snapshots } from "../domain/derived-logs.ts"
-import type { FinishReason } from "../domain/events.ts"
-import { Backends } from "../services/backend.ts"
-import { EventLog } from "../services/event-log.ts"
 import { createLogDir, logBaseDir } from "../services/log-dir.ts"
-import { type Observer, runCoordination } from "../services/orchestrator.ts"
 import { RunFiles, liveRunFiles } from "../services/run-files.ts"
-import { StatusWriter } from "../services/status-writer.ts"
 import type { RunArgs } from "./args.ts"
-import { automationFooter, automationHeader, plainLine } from "./automation-output.ts"
-import { makeBackends, priceOf, resolveRunConfig } from "./run-setup.ts"
-
-export const EXIT_CODES: Record<FinishReason, number> = {
-  completed: 0,
-  error: 2,
-  timeout: 3,
-  budget: 3,
-  interrupted: 4,
-}
+import { automationHeader } from "./automation-output.ts"
+import { runDisplay } from "./display.ts"
+import { makeBackends, resolveRunConfig } from "./run-setup.ts"
+import { runSession } from "./run-session.ts"
 
 export interface CliContext {
   readonly env: Readonly<Record<string, string | undefined>>
@@ -47,8 +33,6 @@ export const runCommand = (args: RunArgs, ctx: CliContext) =>
     const loaded = yield* resolveRunConfig(args, ctx.env, ctx.cwd)
     const backends = yield* makeBackends(loaded.config, loaded.env)
     const logDir = yield* createLogDir(logBaseDir(ctx.env, ctx.cwd))
-    const runId = logDir.split(/[/\\]/).pop() ?? logDir
-    const files = liveRunFiles(logDir)
 
     const metadata = {
       question: args.question,
@@ -61,53 +45,19 @@ export const runCommand = (args: RunArgs, ctx: CliContext) =>
       working_directory: ctx.cwd,
       log_dir: logDir,
     }
-    yield* Effect.flatMap(RunFiles, (f) => f.write("execution_metadata.yaml", toYaml(metadata))).pipe(Effect.provide(files))
+    yield* Effect.flatMap(RunFiles, (f) => f.write("execution_metadata.yaml", toYaml(metadata))).pipe(Effect.provide(liveRunFiles(logDir)))
 
     if (args.automation) for (const line of automationHeader(logDir, args.question)) ctx.print(line)
-    const observe: Observer | undefined = args.automation
-      ? undefined
-      : {
-          onEvent: (event, state) =>
-            Effect.sync(() => {
-              const line = plainLine(event, state)
-              if (line !== null) ctx.print(line)
-            }),
-          onText: () => Effect.void,
-        }
-
-    const layer = Layer.mergeAll(
-      EventLog.live(join(logDir, "events.jsonl")),
-      StatusWriter.live(join(logDir, "status.json")),
-      files,
-      Layer.succeed(Backends, { forAgent: (id: string) => backends.get(id)! }),
-    )
-    const outcome = yield* Effect.gen(function* () {
-      const result = yield* runCoordination({
-        config: loaded.config,
-        question: args.question,
-        logDir,
-        runId,
-        version: ctx.version,
-        pid: process.pid,
-        interrupt: ctx.interrupt,
-        priceOf: priceOf(loaded.config),
-        ...(observe ? { observe } : {}),
-      })
-      const log = yield* EventLog
-      const read = yield* log.read(log.path)
-      const runFiles = yield* RunFiles
-      yield* runFiles.write("coordination_events.json", `${JSON.stringify(coordinationEvents(read.events), null, 2)}\n`)
-      const snaps = snapshots(read.events)
-      yield* runFiles.write("snapshot_mappings.json", `${JSON.stringify(snaps.mappings, null, 2)}\n`)
-      for (const file of snaps.files) yield* runFiles.write(file.path, file.text)
-      return result
-    }).pipe(Effect.scoped, Effect.provide(layer))
-
-    const state = outcome.state
-    if (args.automation) for (const line of automationFooter(state)) ctx.print(line)
-    if (outcome.reason !== "completed") {
-      const failures = state.agents.filter((a) => a.failure !== null).map((a) => `${a.info.id}: ${a.failure!.message}`)
-      ctx.printError(`massgen: run ${outcome.reason}: ${state.finished?.message ?? ""}${failures.length > 0 ? ` (${failures.join("; ")})` : ""}`)
-    }
-    return EXIT_CODES[outcome.reason]
+    return yield* runSession({
+      logDir,
+      config: loaded.config,
+      backends,
+      question: args.question,
+      version: ctx.version,
+      interrupt: ctx.interrupt,
+      automation: args.automation,
+      display: runDisplay(args, ctx.print),
+      print: ctx.print,
+      printError: ctx.printError,
+    })
   })

@@ -63,6 +63,21 @@ export const RunStarted = defineEvent("run_started", {
   pid: Schema.JsonNumber,
 })
 
+/**
+ * A run was taken up again by `massgen resume` after its process stopped. The
+ * rounds (and a presentation) that were in flight start again with new round
+ * numbers; `dropped_lines` lines of the log could not be read (a line a crash
+ * cut short is one) and stay in the file, skipped.
+ */
+export const RunResumed = defineEvent("run_resumed", {
+  pid: Schema.JsonNumber,
+  version: Schema.String,
+  dropped_lines: Schema.JsonNumber,
+  torn_tail: Schema.Boolean,
+  restarted_rounds: Schema.Array(Schema.Struct({ agent: AgentId, round: Schema.JsonNumber })),
+  presentation_restarted: Schema.Boolean,
+})
+
 /** A round was given to an agent: which answer labels it shows, and whether only `vote` is offered. */
 export const RoundStarted = defineEvent("round_started", {
   agent: AgentId,
@@ -215,6 +230,7 @@ export const RunFinished = defineEvent("run_finished", {
 /** Every event type, decoded by its `type` field on the wire. */
 export const Event = Schema.Union(
   RunStarted,
+  RunResumed,
   RoundStarted,
   RoundCancelled,
   ReplyRejected,

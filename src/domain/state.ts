@@ -155,6 +155,22 @@ const updateAgent = (state: State, id: string, f: (a: AgentState) => AgentState)
   return { ...state, agents }
 }
 
+/**
+ * A resumed run: nothing is in flight any more (its rounds and an unfinished
+ * presentation start again), and a run stopped by a signal is open again.
+ */
+const resumed = (state: State): State => {
+  if (state.finished !== null && state.finished.reason !== "interrupted") return state
+  const presentation = state.final === null ? null : state.presentation
+  return {
+    ...state,
+    agents: state.agents.map((a) => (a.inFlight === null ? a : { ...a, inFlight: null })),
+    presentation,
+    finished: null,
+    openCalls: 0,
+  }
+}
+
 /** Folds one event into the state. Total: an event that does not apply leaves the state unchanged. */
 export const evolve = (state: State, event: Event): State => {
   const time = Date.parse(event.time)
@@ -164,6 +180,7 @@ export const evolve = (state: State, event: Event): State => {
 }
 
 const applyEvent = (state: State, event: Event, t: number): State => {
+  if (event._tag === "run_resumed") return state.run === null ? state : resumed(state)
   if (state.run === null && event._tag !== "run_started") return state
   if (state.finished !== null) return state
   switch (event._tag) {

@@ -19,7 +19,7 @@ import { type Command, type Reply, commandEvent, decide, judgeReply, stopRun } f
 import type { Event, FinishReason } from "../domain/events.ts"
 import type { ShownAnswer, TokenUsage } from "../domain/llm.ts"
 import { presentationRequest, requestText, roundRequest } from "../domain/prompts.ts"
-import { type State, evolve, initialState } from "../domain/state.ts"
+import { type State, evolve, foldEvents, initialState } from "../domain/state.ts"
 import { project } from "../domain/status.ts"
 import { type RoundDeps, runPresentation, runRound } from "./agent-round.ts"
 import { Backends } from "./backend.ts"
@@ -38,6 +38,14 @@ export interface RunInput {
   readonly interrupt: Effect.Effect<string>
   readonly observe?: Observer
   readonly priceOf?: (model: string | null, usage: TokenUsage) => number | null
+  /** Take up a recorded run instead of starting one: its events, and what the reader skipped. */
+  readonly resume?: ResumeInput
+}
+
+export interface ResumeInput {
+  readonly events: ReadonlyArray<Event>
+  readonly skipped: number
+  readonly tornTail: boolean
 }
 
 export interface Observer {
@@ -61,12 +69,16 @@ export const runCoordination = (input: RunInput) =>
     const files = yield* RunFiles
     const backends = yield* Backends
     const { config } = input
-    const settings = config.settings
+    const recorded = input.resume ? foldEvents(input.resume.events) : null
+    // A resumed run keeps the settings it was started with.
+    const settings = recorded?.run?.settings ?? config.settings
     const stateRef = yield* Ref.make<State>(initialState)
     const emitLock = yield* Effect.makeSemaphore(1)
     const inbox = yield* Queue.unbounded<Input>()
     const fibers = new Map<string, Fiber.RuntimeFiber<void>>()
-    const callCounter = yield* Ref.make(0)
+    const callCounter = yield* Ref.make(
+      input.resume?.events.reduce((n, e) => (e._tag === "call_start" ? Math.max(n, e.call) : n), 0) ?? 0,
+    )
     const contexts = new Map<string, string>()
     const agentById = new Map(config.agents.map((a) => [a.id, a]))
     const observe = input.observe
@@ -76,10 +88,23 @@ export const runCoordination = (input: RunInput) =>
       yield* status.write(project(yield* Ref.get(stateRef), now)).pipe(Effect.catchAll((e) => Effect.logWarning(e.message)))
     })
 
-    /** Appends an event, then folds it: the log holds every fact the state knows. */
+    /**
+     * Appends an event, then folds it: the log holds every fact the state knows.
+     * Nothing is appended after `run_finished`: a call still in flight when the
+     * run stopped (budget, timeout, signal) ends unrecorded while it is interrupted.
+     */
+    const withinBudget = (s: State) => settings.budget_usd === null || (s.usage.cost ?? 0) < settings.budget_usd
+    /** Calls refused at their call_start: the budget was spent (or the run ended) after their round asked `mayCall`. */
+    const refusedCalls = new Set<number>()
+
     const emit = (event: Event): Effect.Effect<void> =>
       emitLock.withPermits(1)(
         Effect.gen(function* () {
+          const current = yield* Ref.get(stateRef)
+          // Checked under the lock: another call may have spent the budget since this one's round asked `mayCall`.
+          if (event._tag === "call_start" && (current.finished !== null || !withinBudget(current))) return void refusedCalls.add(event.call)
+          // run_resumed is the one event that re-opens a run a signal stopped.
+          if (current.finished !== null && event._tag !== "run_resumed") return
           if (event._tag === "final_answer") {
             yield* files.write(`final/${event.agent}/answer.txt`, event.content)
             const round = (yield* Ref.get(stateRef)).answers[event.label]?.round
@@ -93,12 +118,14 @@ export const runCoordination = (input: RunInput) =>
         }),
       )
 
-    const budgetLeft = Effect.map(Ref.get(stateRef), (s) => settings.budget_usd === null || (s.usage.cost ?? 0) < settings.budget_usd)
+    const budgetLeft = Effect.map(Ref.get(stateRef), withinBudget)
 
     const deps: RoundDeps = {
       emit: (event) =>
         Effect.gen(function* () {
           yield* emit(event)
+          // A refused call never starts: the run is stopping, so its round ends here.
+          if (event._tag === "call_start" && refusedCalls.has(event.call)) return yield* Effect.interrupt
           if (event._tag === "call_end" && !(yield* budgetLeft)) {
             yield* Queue.offer(inbox, { _tag: "stop", reason: "budget", message: `budget of $${settings.budget_usd} spent` })
           }
@@ -126,8 +153,22 @@ export const runCoordination = (input: RunInput) =>
         fibers.set(key, fiber)
       })
 
+    const stopAll = Effect.gen(function* () {
+      const all = [...fibers.values()]
+      fibers.clear()
+      yield* Effect.forEach(all, (f) => Fiber.interrupt(f), { discard: true })
+    })
+
     const execute = (command: Command) =>
       Effect.gen(function* () {
+        // Work being stopped ends (and records its last call) before the event that stops it.
+        if (command._tag === "CancelRound") {
+          const key = `${command.agent}#${command.round}`
+          const fiber = fibers.get(key)
+          fibers.delete(key)
+          if (fiber) yield* Fiber.interrupt(fiber)
+        }
+        if (command._tag === "FinishRun") yield* stopAll
         yield* emit(commandEvent(command, yield* isoNow))
         const state = yield* Ref.get(stateRef)
         const run = state.run!
@@ -152,13 +193,8 @@ export const runCoordination = (input: RunInput) =>
             })
             return yield* spawn(`${agent.id}#${command.round}`, work)
           }
-          case "CancelRound": {
-            const key = `${command.agent}#${command.round}`
-            const fiber = fibers.get(key)
-            fibers.delete(key)
-            if (fiber) yield* Fiber.interrupt(fiber)
+          case "CancelRound":
             return
-          }
           case "StartPresentation": {
             if (!command.callsModel) return
             const agent = agentById.get(command.agent)!
@@ -204,23 +240,48 @@ export const runCoordination = (input: RunInput) =>
       }
     })
 
-    yield* emit({
-      _tag: "run_started",
-      time: yield* isoNow,
-      run_id: input.runId,
-      question: input.question,
-      log_dir: input.logDir,
-      agents: config.agents.map((a) => ({ id: a.id, anon_id: a.anonId, backend: a.backend.type, model: a.backend.model ?? null })),
-      settings,
-      version: input.version,
-      pid: input.pid,
-    })
+    if (recorded !== null && input.resume) {
+      if (observe) {
+        // The display shows the whole run, from its first event.
+        let replayed = initialState
+        for (const event of input.resume.events) {
+          replayed = evolve(replayed, event)
+          yield* observe.onEvent(event, replayed)
+        }
+      }
+      yield* Ref.set(stateRef, recorded)
+      yield* emit({
+        _tag: "run_resumed",
+        time: yield* isoNow,
+        pid: input.pid,
+        version: input.version,
+        dropped_lines: input.resume.skipped,
+        torn_tail: input.resume.tornTail,
+        restarted_rounds: recorded.agents.flatMap((a) => (a.inFlight ? [{ agent: a.info.id, round: a.inFlight.round }] : [])),
+        presentation_restarted: recorded.presentation !== null && recorded.final === null && recorded.presentation.callsModel,
+      })
+    } else {
+      yield* emit({
+        _tag: "run_started",
+        time: yield* isoNow,
+        run_id: input.runId,
+        question: input.question,
+        log_dir: input.logDir,
+        agents: config.agents.map((a) => ({ id: a.id, anon_id: a.anonId, backend: a.backend.type, model: a.backend.model ?? null })),
+        settings,
+        version: input.version,
+        pid: input.pid,
+      })
+    }
     yield* writeStatus
+    // A resumed run has the time its first process had not used yet.
+    const used = recorded?.run ? Math.max(0, (recorded.lastTime - recorded.run.startTime) / 1000) : 0
+    const timeLeft = Math.max(0, settings.orchestrator_timeout_seconds - used)
     yield* Effect.forkScoped(Effect.repeat(Effect.delay(writeStatus, Duration.seconds(2)), Schedule.forever))
     yield* Effect.forkScoped(
       Effect.delay(
         Queue.offer(inbox, { _tag: "stop", reason: "timeout", message: `orchestrator timeout after ${settings.orchestrator_timeout_seconds}s` }),
-        Duration.seconds(settings.orchestrator_timeout_seconds),
+        Duration.seconds(timeLeft),
       ),
     )
     yield* Effect.forkScoped(Effect.flatMap(input.interrupt, (why) => Queue.offer(inbox, { _tag: "stop", reason: "interrupted", message: why })))
@@ -236,11 +297,11 @@ export const runCoordination = (input: RunInput) =>
         const r = next.reply
         fibers.delete("round" in r ? `${r.agent}#${r.round}` : `${r.agent}#present`)
       }
+      if (events.some((e) => e._tag === "run_finished")) yield* stopAll
       for (const event of events) yield* emit(event)
       yield* drive
     }
-    yield* Effect.forEach([...fibers.values()], (f) => Fiber.interrupt(f), { discard: true })
-    fibers.clear()
+    yield* stopAll
     const final = yield* Ref.get(stateRef)
     yield* writeStatus
     return { state: final, reason: final.finished!.reason } satisfies RunOutcome

@@ -1,0 +1,57 @@
+/**
+ * Displays: what shows a run to a person while its events arrive, for a run and for the viewer.
+ *
+ * Contract: a `Display` takes every event of a run, in order, and the text the
+ * agents stream (`onText`). `plainDisplay` prints a readable line per event
+ * (`plainLine`), for pipes, `--no-display` and logs; the terminal view
+ * (`terminal-view/live.ts`) and the web view (`web/server.ts`) redraw from the
+ * view model. `runDisplay` picks the display of a run: none with
+ * `--automation`, the terminal view when stdout is a terminal and
+ * `--no-display` is not given, else the plain lines. A display that holds the
+ * terminal lives in a scope: closing it restores the terminal.
+ */
+import { Effect, type Scope } from "effect"
+import type { Event } from "../domain/events.ts"
+import { type State, evolve, initialState } from "../domain/state.ts"
+import type { Observer } from "../services/orchestrator.ts"
+import type { RunArgs } from "./args.ts"
+import { plainLine } from "./automation-output.ts"
+import { terminalDisplay } from "./terminal-view/live.ts"
+
+export interface Display {
+  readonly onEvent: (event: Event) => Effect.Effect<void>
+  readonly onText: (agent: string, text: string) => Effect.Effect<void>
+}
+
+/** One readable line per event worth one; the state is folded here for the lines that need it. */
+export const plainDisplay = (print: (line: string) => void): Display => {
+  let state: State = initialState
+  return {
+    onEvent: (event) =>
+      Effect.sync(() => {
+        state = evolve(state, event)
+        const line = plainLine(event, state)
+        if (line !== null) print(line)
+      }),
+    onText: () => Effect.void,
+  }
+}
+
+export const observerOf = (display: Display): Observer => ({
+  onEvent: (event) => display.onEvent(event),
+  onText: display.onText,
+})
+
+export const wantsTerminalView = (noDisplay: boolean, stdout: { readonly isTTY?: boolean } = process.stdout): boolean =>
+  !noDisplay && stdout.isTTY === true
+
+/** The observer of a run started from the command line, or none in automation mode. */
+export const runDisplay = (
+  args: Pick<RunArgs, "automation" | "noDisplay">,
+  print: (line: string) => void,
+): Effect.Effect<Observer | undefined, never, Scope.Scope> =>
+  args.automation
+    ? Effect.succeed(undefined)
+    : wantsTerminalView(args.noDisplay)
+      ? Effect.map(terminalDisplay({ out: process.stdout, clock: "wall" }), observerOf)
+      : Effect.succeed(observerOf(plainDisplay(print)))

@@ -1,0 +1,54 @@
+/**
+ * `massgen replay LOG_DIR [--check]`: make a recorded run's decisions again, offline.
+ *
+ * It replays the run from the replies recorded in `llm_log/` on a virtual clock
+ * (`domain/replay.ts`): no model is called and nothing costs anything. The
+ * replayed events, `status.json` and the final answer are written to a new log
+ * directory. `--check` compares with the original: exit 0 when every event is
+ * the same (wall-clock fields aside), else exit 2 naming the first event that
+ * differs. A missing recorded reply or a request this code builds differently
+ * is such a difference, not a crash.
+ */
+import { join } from "node:path"
+import { Effect } from "effect"
+import { encodeEventLine } from "../domain/event-codec.ts"
+import type { Event } from "../domain/events.ts"
+import { replayRun } from "../domain/replay.ts"
+import { project } from "../domain/status.ts"
+import { createLogDir } from "../services/log-dir.ts"
+import { writeFileAtomic } from "../services/status-writer.ts"
+import { loadDotEnv } from "../services/backends/keys.ts"
+import { openRunDir, recordedCall, runDirConfig } from "./run-dir.ts"
+import type { CliContext } from "./run-command.ts"
+
+const describe = (event: Event | null): string =>
+  event === null ? "nothing" : JSON.stringify(event, (k, v) => (k === "content" && typeof v === "string" && v.length > 120 ? `${v.slice(0, 120)}...` : v))
+
+export const replayCommand = (args: { readonly logDir: string; readonly check: boolean; readonly outDir: string | null }, ctx: CliContext) =>
+  Effect.gen(function* () {
+    const dir = yield* openRunDir(args.logDir)
+    const env = yield* loadDotEnv(ctx.cwd, ctx.env).pipe(Effect.orElseSucceed(() => ctx.env))
+    // Keys are not needed to replay: an unset ${VAR} reads as empty.
+    const permissive = new Proxy(env, { get: (target, key) => (typeof key === "string" ? (target[key] ?? "") : undefined) })
+    const { config } = yield* runDirConfig(dir.path, permissive)
+    const result = replayRun(dir.read.events, config.agents, recordedCall(dir.path))
+    const parent = args.outDir ?? join(dir.path, "..")
+    const out = yield* createLogDir(parent)
+    yield* writeFileAtomic(join(out, "events.jsonl"), result.events.map((e) => `${encodeEventLine(e)}\n`).join(""))
+    const status = project({ ...result.state, run: result.state.run ? { ...result.state.run, logDir: out } : null }, result.state.lastTime)
+    yield* writeFileAtomic(join(out, "status.json"), `${JSON.stringify(status, null, 2)}\n`)
+    const final = result.state.final
+    if (final !== null) yield* writeFileAtomic(join(out, "final", final.agent, "answer.txt"), final.content)
+    ctx.print(`REPLAY_DIR: ${out}`)
+    ctx.print(`EVENTS: ${result.events.length} of ${dir.read.events.length} replayed`)
+    if (final !== null) ctx.print(`WINNER: ${final.agent}`)
+    const d = result.divergence
+    if (d === null) {
+      ctx.print("SAME: every event matches the recorded run")
+      return 0
+    }
+    ctx.print(`DIVERGED at event ${d.index + 1}: ${d.reason}`)
+    ctx.print(`  recorded: ${describe(d.recorded)}`)
+    ctx.print(`  replayed: ${describe(d.replayed)}`)
+    return args.check ? 2 : 0
+  })

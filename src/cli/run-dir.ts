@@ -1,0 +1,116 @@
+/**
+ * Opening an existing log directory: its events, its config, its recorded calls.
+ *
+ * `openRunDir(dir)` reads `events.jsonl` with the tolerant reader and checks it
+ * is a run (its first event is `run_started`); `runDirConfig` decodes the config
+ * recorded in `execution_metadata.yaml`, or failing that the config file it
+ * names; `recordedCall(dir)` looks up `llm_log/<n>.json`. Nothing here writes.
+ * A directory that is not a run is a `RunDirError` (exit 1).
+ */
+import { existsSync, readFileSync, statSync } from "node:fs"
+import { join, resolve } from "node:path"
+import { Effect, Either, Schema } from "effect"
+import { parse as parseYaml } from "yaml"
+import type { Config } from "../domain/config.ts"
+import { decodeConfig } from "../domain/config.ts"
+import { type EventsRead, readEventsText } from "../domain/event-codec.ts"
+import type { RecordedCall } from "../domain/replay.ts"
+import type { Env } from "../services/backends/keys.ts"
+
+export class RunDirError extends Schema.TaggedError<RunDirError>()("RunDirError", {
+  reason: Schema.Literal("missing", "not_a_run", "unreadable", "bad_config", "busy"),
+  path: Schema.String,
+  detail: Schema.String,
+}) {
+  override get message(): string {
+    const what = {
+      missing: "no such log directory",
+      not_a_run: "not a massgen run",
+      unreadable: "cannot read",
+      bad_config: "cannot read the run's config",
+      busy: "already being run",
+    }[this.reason]
+    return `${what}: ${this.path}${this.detail === "" ? "" : ` (${this.detail})`}`
+  }
+}
+
+export interface RunDir {
+  readonly path: string
+  readonly read: EventsRead
+  /** The byte length of events.jsonl when it was read. */
+  readonly bytes: number
+}
+
+export const openRunDir = (dir: string): Effect.Effect<RunDir, RunDirError> =>
+  Effect.suspend(() => {
+    const path = resolve(dir)
+    if (!existsSync(path) || !statSync(path).isDirectory()) return Effect.fail(new RunDirError({ reason: "missing", path, detail: "" }))
+    const file = join(path, "events.jsonl")
+    if (!existsSync(file)) return Effect.fail(new RunDirError({ reason: "not_a_run", path, detail: "it has no events.jsonl" }))
+    let text: string
+    try {
+      text = readFileSync(file, "utf8")
+    } catch (e) {
+      return Effect.fail(new RunDirError({ reason: "unreadable", path: file, detail: e instanceof Error ? e.message : String(e) }))
+    }
+    const read = readEventsText(text)
+    if (read.events[0]?._tag !== "run_started") {
+      return Effect.fail(new RunDirError({ reason: "not_a_run", path, detail: "its events.jsonl does not start with run_started" }))
+    }
+    return Effect.succeed({ path, read, bytes: Buffer.byteLength(text) })
+  })
+
+export interface RecordedConfig {
+  readonly config: Config
+  readonly raw: unknown
+  readonly configPath: string | null
+}
+
+const decodeWith = (raw: unknown, env: Env): Either.Either<Config, string> =>
+  Either.mapLeft(decodeConfig(raw, env), (problems) => problems.map((p) => `${p.path}: ${p.message}`).join("; "))
+
+const hasMasked = (value: unknown): boolean =>
+  value === "***" || (typeof value === "object" && value !== null && Object.values(value).some(hasMasked))
+
+/**
+ * The run's config: the copy in execution_metadata.yaml, or the file it was
+ * read from when the copy had a secret masked out of it.
+ */
+export const runDirConfig = (dir: string, env: Env): Effect.Effect<RecordedConfig, RunDirError> =>
+  Effect.suspend(() => {
+    const fail = (detail: string) => Effect.fail(new RunDirError({ reason: "bad_config", path: dir, detail }))
+    let meta: { config?: unknown; config_path?: unknown }
+    try {
+      meta = (parseYaml(readFileSync(join(dir, "execution_metadata.yaml"), "utf8")) ?? {}) as typeof meta
+    } catch (e) {
+      return fail(`execution_metadata.yaml: ${e instanceof Error ? e.message.split("\n")[0] : String(e)}`)
+    }
+    const configPath = typeof meta.config_path === "string" ? meta.config_path : null
+    if (!hasMasked(meta.config)) {
+      const decoded = decodeWith(meta.config, env)
+      return Either.isRight(decoded) ? Effect.succeed({ config: decoded.right, raw: meta.config, configPath }) : fail(decoded.left)
+    }
+    if (configPath === null || !existsSync(configPath)) {
+      return fail("its recorded config has a masked secret and the original config file is gone; use api_key: ${VAR} in configs")
+    }
+    let raw: unknown
+    try {
+      raw = parseYaml(readFileSync(configPath, "utf8"))
+    } catch (e) {
+      return fail(`${configPath}: ${e instanceof Error ? e.message.split("\n")[0] : String(e)}`)
+    }
+    const decoded = decodeWith(raw, env)
+    return Either.isRight(decoded) ? Effect.succeed({ config: decoded.right, raw, configPath }) : fail(decoded.left)
+  })
+
+/** The recorded request and reply of call `n`, if `llm_log/<n>.json` holds them. */
+export const recordedCall =
+  (dir: string) =>
+  (n: number): RecordedCall | undefined => {
+    try {
+      const record = JSON.parse(readFileSync(join(dir, "llm_log", `${n}.json`), "utf8")) as Partial<RecordedCall>
+      return { request: record.request ?? null, reply: record.reply ?? null, error: record.error ?? null }
+    } catch {
+      return undefined
+    }
+  }

@@ -1,0 +1,90 @@
+/**
+ * Running the orchestrator on a log directory with the live layers, for a new run or a resumed one.
+ *
+ * `runSession` holds the directory's lock for the whole run, runs the
+ * coordination, writes the files derived from the events at the end
+ * (`coordination_events.json`, `snapshot_mappings.json`, `snapshots/`), prints
+ * the automation footer when asked, reports a run that did not complete on
+ * stderr, and returns the exit code of its finish reason.
+ */
+import { join } from "node:path"
+import { Effect, Layer, type Scope } from "effect"
+import type { Config } from "../domain/config.ts"
+import { coordinationEvents, snapshots } from "../domain/derived-logs.ts"
+import type { FinishReason } from "../domain/events.ts"
+import type { State } from "../domain/state.ts"
+import { type Backend, Backends } from "../services/backend.ts"
+import { EventLog } from "../services/event-log.ts"
+import { type Observer, type ResumeInput, runCoordination } from "../services/orchestrator.ts"
+import { RunFiles, liveRunFiles } from "../services/run-files.ts"
+import { acquireRunLock } from "../services/run-lock.ts"
+import { StatusWriter } from "../services/status-writer.ts"
+import { automationFooter } from "./automation-output.ts"
+import { priceOf } from "./run-setup.ts"
+
+export const EXIT_CODES: Record<FinishReason, number> = {
+  completed: 0,
+  error: 2,
+  timeout: 3,
+  budget: 3,
+  interrupted: 4,
+}
+
+export interface SessionInput {
+  readonly logDir: string
+  readonly config: Config
+  readonly backends: ReadonlyMap<string, Backend>
+  readonly question: string
+  readonly version: string
+  readonly interrupt: Effect.Effect<string>
+  readonly automation: boolean
+  /** The display of the run, alive for the run's scope (the terminal view restores the terminal when it closes). */
+  readonly display: Effect.Effect<Observer | undefined, never, Scope.Scope>
+  readonly resume?: ResumeInput
+  readonly print: (line: string) => void
+  readonly printError: (line: string) => void
+}
+
+/** The one-line account of a run that did not complete, for stderr. */
+export const unfinishedMessage = (state: State): string => {
+  const failures = state.agents.filter((a) => a.failure !== null).map((a) => `${a.info.id}: ${a.failure!.message}`)
+  return `massgen: run ${state.finished?.reason ?? "stopped"}: ${state.finished?.message ?? ""}${failures.length > 0 ? ` (${failures.join("; ")})` : ""}`
+}
+
+export const runSession = (input: SessionInput) =>
+  Effect.gen(function* () {
+    const { logDir } = input
+    const layer = Layer.mergeAll(
+      EventLog.live(join(logDir, "events.jsonl")),
+      StatusWriter.live(join(logDir, "status.json")),
+      liveRunFiles(logDir),
+      Layer.succeed(Backends, { forAgent: (id: string) => input.backends.get(id)! }),
+    )
+    const outcome = yield* Effect.gen(function* () {
+      yield* acquireRunLock(logDir)
+      const observe = yield* input.display
+      const result = yield* runCoordination({
+        config: input.config,
+        question: input.question,
+        logDir,
+        runId: logDir.split(/[/\\]/).pop() ?? logDir,
+        version: input.version,
+        pid: process.pid,
+        interrupt: input.interrupt,
+        priceOf: priceOf(input.config),
+        ...(observe ? { observe } : {}),
+        ...(input.resume ? { resume: input.resume } : {}),
+      })
+      const log = yield* EventLog
+      const read = yield* log.read(log.path)
+      const files = yield* RunFiles
+      yield* files.write("coordination_events.json", `${JSON.stringify(coordinationEvents(read.events), null, 2)}\n`)
+      const snaps = snapshots(read.events)
+      yield* files.write("snapshot_mappings.json", `${JSON.stringify(snaps.mappings, null, 2)}\n`)
+      for (const file of snaps.files) yield* files.write(file.path, file.text)
+      return result
+    }).pipe(Effect.scoped, Effect.provide(layer))
+    if (input.automation) for (const line of automationFooter(outcome.state)) input.print(line)
+    if (outcome.reason !== "completed") input.printError(unfinishedMessage(outcome.state))
+    return EXIT_CODES[outcome.reason]
+  })

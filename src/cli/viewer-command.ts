@@ -1,0 +1,135 @@
+/**
+ * `massgen viewer [LOG_DIR] [--pick] [--replay-speed X] [--web [--port N] [--no-browser]]`: watch or replay a run, read-only.
+ *
+ * It resolves the run (LOG_DIR; else the newest run under the log base; with
+ * `--pick`, the run whose number the user types from the list of recent
+ * runs), then feeds its events to a display: the web view with `--web`, the
+ * terminal view when stdout is a terminal, else plain lines. A complete run
+ * is replayed (`--replay-speed`); a run still going is followed until it
+ * completes. With `--web` the page stays served after the feed ends, until
+ * Ctrl+C; a replay at a given speed waits for the first page. Ctrl+C stops the viewer at any time, restoring the terminal; the
+ * viewer returns 0. A bad directory or choice is a `ViewerError` (exit 1).
+ */
+import * as fs from "node:fs"
+import * as nodePath from "node:path"
+import { Effect } from "effect"
+import { logBaseDir } from "../services/log-dir.ts"
+import { type RunSummary, ViewerError, checkRunDir, isComplete, latestRun, listRuns, summarize } from "../services/run-catalog.ts"
+import { type FeedItem, follow, replay } from "../services/run-feed.ts"
+import { readEventsText } from "../domain/event-codec.ts"
+import type { ViewerArgs } from "./args.ts"
+import { type Display, plainDisplay, wantsTerminalView } from "./display.ts"
+import { terminalDisplay } from "./terminal-view/live.ts"
+import { ellipsis } from "./terminal-view/text.ts"
+import { openBrowser, webDisplay } from "./web/server.ts"
+
+export interface ViewerContext {
+  readonly env: Readonly<Record<string, string | undefined>>
+  readonly cwd: string
+  readonly interrupt: Effect.Effect<string>
+  readonly print: (line: string) => void
+  readonly printError: (line: string) => void
+  /** One line typed by the user, or null at the end of input. */
+  readonly readLine: Effect.Effect<string | null>
+}
+
+export const pickLine = (n: number, run: RunSummary): string =>
+  `${String(n).padStart(2)}. ${run.complete ? "[DONE]" : "[LIVE]"} ${run.name}  ${run.agents} agent${run.agents === 1 ? "" : "s"}  ${ellipsis(run.question.replace(/\s+/g, " ").trim(), 60)}`
+
+const pick = (base: string, ctx: ViewerContext) =>
+  Effect.gen(function* () {
+    const runs = yield* listRuns(base, 20)
+    if (runs.length === 0) return yield* new ViewerError({ reason: "no_runs", path: base, detail: "" })
+    ctx.print(`Recent runs under ${base} (newest first):`)
+    runs.forEach((run, i) => ctx.print(pickLine(i + 1, run)))
+    ctx.print(`Which run? [1-${runs.length}, Enter for 1]`)
+    const answer = yield* ctx.readLine
+    if (answer === null) return yield* new ViewerError({ reason: "bad_choice", path: base, detail: "no input" })
+    const n = answer.trim() === "" ? 1 : Number(answer.trim())
+    const run = Number.isInteger(n) ? runs[n - 1] : undefined
+    if (run === undefined) {
+      return yield* new ViewerError({ reason: "bad_choice", path: base, detail: `expected a number from 1 to ${runs.length}, found ${JSON.stringify(answer.trim())}` })
+    }
+    return run.dir
+  })
+
+const feedTo = (display: Display) => (item: FeedItem) =>
+  item._tag === "event" ? display.onEvent(item.event) : display.onText(item.agent, item.text)
+
+export const viewerCommand = (args: ViewerArgs, ctx: ViewerContext) =>
+  Effect.gen(function* () {
+    const base = logBaseDir(ctx.env, ctx.cwd)
+    const dir =
+      args.logDir !== null ? yield* checkRunDir(nodePath.resolve(ctx.cwd, args.logDir)) : args.pick ? yield* pick(base, ctx) : yield* latestRun(base)
+    const live = !isComplete(dir)
+    const clock = live ? "wall" : "events"
+    const feed = (display: Display, before: Effect.Effect<void> = Effect.void) =>
+      live
+        ? Effect.map(follow(dir, feedTo(display)), (end) =>
+            end === "process_gone" ? ctx.printError(`massgen: the run's process is gone; it stopped without finishing: ${dir}`) : undefined,
+          )
+        : Effect.zipRight(
+            before,
+            Effect.flatMap(
+              Effect.sync(() => readEventsText(fs.readFileSync(nodePath.join(dir, "events.jsonl"), "utf8")).events),
+              (events) => replay(events, args.replaySpeed, feedTo(display)),
+            ),
+          )
+    const untilInterrupted = <A, E, R>(work: Effect.Effect<A, E, R>) => Effect.raceFirst(Effect.asVoid(work), Effect.asVoid(ctx.interrupt))
+
+    if (args.web) {
+      return yield* Effect.scoped(
+        Effect.gen(function* () {
+          const web = yield* webDisplay({ port: args.port, clock })
+          const summary = summarize(dir)
+          ctx.print(`Serving the ${live ? "live run" : "replay"} of ${summary.name} at ${web.url} (Ctrl+C to stop)`)
+          if (args.openBrowser && !openBrowser(web.url)) ctx.print(`Open ${web.url} in a browser.`)
+          if (!live && args.replaySpeed > 0) ctx.print("The replay starts when a page connects.")
+          const plain = plainDisplay(ctx.print)
+          const both: Display = {
+            onEvent: (e) => Effect.zipRight(web.onEvent(e), plain.onEvent(e)),
+            onText: web.onText,
+          }
+          yield* untilInterrupted(
+            Effect.zipRight(
+              feed(both, args.replaySpeed > 0 ? web.firstClient : Effect.void),
+              Effect.zipRight(Effect.sync(() => ctx.print("The run is complete; still serving (Ctrl+C to stop).")), Effect.never),
+            ),
+          )
+          return 0
+        }),
+      )
+    }
+    if (wantsTerminalView(false)) {
+      return yield* Effect.scoped(
+        Effect.flatMap(terminalDisplay({ out: process.stdout, clock }), (display) => Effect.as(untilInterrupted(feed(display)), 0)),
+      )
+    }
+    yield* untilInterrupted(feed(plainDisplay(ctx.print)))
+    return 0
+  })
+
+/** One line from stdin (without its newline), or null when stdin ends first with nothing typed. */
+export const readStdinLine: Effect.Effect<string | null> = Effect.async<string | null>((resume) => {
+  const stdin = process.stdin
+  let buffer = ""
+  const cleanup = () => {
+    stdin.off("data", onData)
+    stdin.off("end", onEnd)
+    stdin.pause()
+  }
+  const finish = (line: string | null) => {
+    cleanup()
+    resume(Effect.succeed(line))
+  }
+  const onData = (chunk: Buffer | string) => {
+    buffer += chunk.toString()
+    const nl = buffer.indexOf("\n")
+    if (nl >= 0) finish(buffer.slice(0, nl).replace(/\r$/, ""))
+  }
+  const onEnd = () => finish(buffer === "" ? null : buffer)
+  stdin.on("data", onData)
+  stdin.on("end", onEnd)
+  stdin.resume()
+  return Effect.sync(cleanup)
+})

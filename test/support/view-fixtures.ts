@@ -1,0 +1,79 @@
+/**
+ * Fixtures for the views: a scripted three-agent run played on the TestClock,
+ * its events written to a log directory on disk, and helpers to write such
+ * directories line by line (to follow a run while it is "being written").
+ *
+ * - `COUNCIL`: the config (three scripted agents with models, small delays, one
+ *   winner: `researcher`, the final answer in Markdown).
+ * - `playCouncil()`: runs it in memory under the TestClock (time moves in
+ *   100 ms steps), so event times carry realistic gaps; returns the `MemoryRun`.
+ * - `writeRunDir(dir, events, opts)`: a log directory with `events.jsonl`
+ *   (and a status.json when `complete`), as a finished run leaves it.
+ */
+import * as fs from "node:fs"
+import * as nodePath from "node:path"
+import { Effect, Fiber, TestClock, TestContext } from "effect"
+import { encodeEventLine } from "../../src/domain/event-codec.ts"
+import type { Event } from "../../src/domain/events.ts"
+import { foldEvents } from "../../src/domain/state.ts"
+import { project } from "../../src/domain/status.ts"
+import { type MemoryRun, runInMemory } from "./harness.ts"
+
+export const FINAL_MD = "## Learn by building\n\nStart a **small project** at once and read `idiomatic` code.\n\n- official tutorial\n- code review\n\n<script>alert(1)</script>"
+
+export const COUNCIL = {
+  agents: [
+    {
+      id: "planner",
+      backend: { type: "scripted", model: "gpt-4o-mini", answer: "Build a small project in the first week.", vote: "agent2", delay_seconds: 1 },
+    },
+    {
+      id: "researcher",
+      backend: {
+        type: "scripted",
+        model: "claude-sonnet-4",
+        answer: "1. Official tutorial.\n2. A real project.\n3. Code review.",
+        vote: "agent2",
+        reason: "the most complete plan",
+        final: FINAL_MD,
+        delay_seconds: 1.5,
+      },
+    },
+    {
+      id: "critic",
+      backend: { type: "scripted", model: "gemini-2.5-flash", answer: "Read one good book and do every exercise.", vote: "agent2", delay_seconds: 2 },
+    },
+  ],
+  orchestrator: { max_new_answers_per_agent: 2 },
+  timeout_settings: { orchestrator_timeout_seconds: 120, agent_timeout_seconds: 30 },
+}
+
+export const QUESTION = "How should I learn a new programming language?"
+
+export const playCouncil = (doc: unknown = COUNCIL): Promise<MemoryRun> =>
+  Effect.runPromise(
+    Effect.gen(function* () {
+      const fiber = yield* Effect.fork(runInMemory(doc, { question: QUESTION }))
+      for (let i = 0; i < 10_000 && fiber.unsafePoll() === null; i++) yield* TestClock.adjust("100 millis")
+      return yield* Fiber.join(fiber)
+    }).pipe(Effect.provide(TestContext.TestContext)),
+  )
+
+/** Events shifted so the run starts at `start` (ms since the epoch), keeping their gaps. */
+export const shiftEvents = (events: ReadonlyArray<Event>, start: number): Array<Event> => {
+  const first = Date.parse(events[0]!.time)
+  return events.map((e) => ({ ...e, time: new Date(start + Date.parse(e.time) - first).toISOString() }))
+}
+
+export const eventLines = (events: ReadonlyArray<Event>): string => events.map((e) => `${encodeEventLine(e)}\n`).join("")
+
+/** A log directory holding `events`; with `complete`, also the status.json a finished run writes. */
+export const writeRunDir = (dir: string, events: ReadonlyArray<Event>, options: { complete?: boolean } = {}): string => {
+  fs.mkdirSync(dir, { recursive: true })
+  fs.writeFileSync(nodePath.join(dir, "events.jsonl"), eventLines(events))
+  if (options.complete) {
+    const state = foldEvents(events)
+    fs.writeFileSync(nodePath.join(dir, "status.json"), JSON.stringify(project(state, state.lastTime)))
+  }
+  return dir
+}

@@ -1,0 +1,103 @@
+/**
+ * The terminal view end to end: the compiled binary in a real terminal (tmux,
+ * 120x40, on a tmux server of its own), read back with `capture-pane`. A
+ * scripted run with small delays shows its agent panels while it goes on and
+ * the votes table and final answer at the end; Ctrl+C stops it with exit 4
+ * and the cursor shown again; `massgen viewer` replays the run in the same view.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import * as nodePath from "node:path"
+import { BINARY, cleanupSandboxes, ensureBinary, sandbox, writeConfig } from "./support/cli.ts"
+import { COUNCIL, QUESTION } from "./support/view-fixtures.ts"
+
+const SOCKET = `massgen-test-${process.pid}`
+let sessions = 0
+
+const tmux = (...args: ReadonlyArray<string>): string => {
+  const result = Bun.spawnSync(["tmux", "-L", SOCKET, ...args], { stdout: "pipe", stderr: "pipe" })
+  if (result.exitCode !== 0) throw new Error(`tmux ${args.join(" ")}: ${result.stderr.toString()}`)
+  return result.stdout.toString()
+}
+
+const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`
+
+/** Starts `argv` in a new 120x40 tmux session in `cwd`; the shell prints EXIT=<code> when it ends. */
+const startInTmux = (cwd: string, argv: ReadonlyArray<string>): string => {
+  const name = `s${++sessions}`
+  const script = `cd ${quote(cwd)} && env -u MASSGEN_LOG_BASE_DIR ${argv.map(quote).join(" ")}; echo EXIT=$?; sleep 600`
+  tmux("new-session", "-d", "-s", name, "-x", "120", "-y", "40", script)
+  return name
+}
+
+const screen = (name: string) => tmux("capture-pane", "-p", "-t", name)
+
+/** Polls the screen until `check` holds (bounded); returns that screen. */
+const waitForScreen = async (name: string, check: (s: string) => boolean, what: string, timeoutMs = 20_000) => {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const s = screen(name)
+    if (check(s)) return s
+    if (Date.now() > deadline) throw new Error(`screen never showed ${what}:\n${s}`)
+    await Bun.sleep(20)
+  }
+}
+
+const withDelays = (delays: ReadonlyArray<number>) => ({
+  ...COUNCIL,
+  agents: COUNCIL.agents.map((a, i) => ({ ...a, backend: { ...a.backend, delay_seconds: delays[i] } })),
+})
+
+beforeAll(async () => {
+  await ensureBinary()
+})
+
+afterAll(() => {
+  try {
+    tmux("kill-server")
+  } catch {
+    // no server left
+  }
+  cleanupSandboxes()
+})
+
+describe("the terminal view in tmux (compiled binary)", () => {
+  test("panels while the run goes on, then the votes and the final answer", async () => {
+    const dir = sandbox()
+    writeConfig(dir, withDelays([0.6, 1, 1.3]))
+    const name = startInTmux(dir, [BINARY, "--config", "config.yaml", QUESTION])
+    const live = await waitForScreen(name, (s) => s.includes("┌─ critic · gemini-2.5-flash"), "the agent panels")
+    expect(live).toContain("┌─ planner · gpt-4o-mini")
+    expect(live).toContain("┌─ researcher · claude-sonnet-4")
+    expect(live).toContain(`Q: ${QUESTION}`)
+    // Three panels side by side at 120 columns.
+    expect(live.split("\n").some((l) => l.includes("planner") && l.includes("researcher") && l.includes("critic"))).toBe(true)
+    expect(tmux("display", "-p", "-t", name, "#{cursor_flag}").trim()).toBe("0")
+
+    const end = await waitForScreen(name, (s) => s.includes("EXIT="), "the end of the run")
+    expect(end).toContain("EXIT=0")
+    expect(end).toMatch(/MassGen\s+completed\s+█+ 100%/)
+    for (const id of ["planner", "researcher", "critic"]) expect(end).toMatch(new RegExp(`  ${id}\\s+→ researcher \\(agent2\\.1\\)`))
+    expect(end).toContain("Final answer · researcher (agent2.1, presentation)")
+    expect(end).toContain("Start a **small project** at once and read `idiomatic` code.")
+    expect(tmux("display", "-p", "-t", name, "#{cursor_flag}").trim()).toBe("1")
+
+    // The viewer replays that run in the same view, from the binary too.
+    const viewer = startInTmux(dir, [BINARY, "viewer", "--replay-speed", "20"])
+    const replayed = await waitForScreen(viewer, (s) => s.includes("EXIT="), "the end of the replay")
+    expect(replayed).toContain("EXIT=0")
+    expect(replayed).toContain("Final answer · researcher (agent2.1, presentation)")
+  }, 60_000)
+
+  test("Ctrl+C stops the run with exit 4 and gives the cursor back", async () => {
+    const dir = sandbox()
+    writeConfig(dir, withDelays([30, 30, 30]))
+    const name = startInTmux(dir, [BINARY, "--config", nodePath.join(dir, "config.yaml"), QUESTION])
+    await waitForScreen(name, (s) => s.includes("● streaming"), "streaming agents")
+    tmux("send-keys", "-t", name, "C-c")
+    const end = await waitForScreen(name, (s) => s.includes("EXIT="), "the end of the run")
+    expect(end).toContain("EXIT=4")
+    expect(end).toMatch(/MassGen\s+interrupted/)
+    expect(end).toContain("massgen: run interrupted")
+    expect(tmux("display", "-p", "-t", name, "#{cursor_flag}").trim()).toBe("1")
+  }, 60_000)
+})

@@ -1,0 +1,74 @@
+/**
+ * The view model: a fold of the events (through `evolve`) and the streamed
+ * text into what every view shows, with the same numbers as status.json.
+ */
+import { beforeAll, expect, test } from "bun:test"
+import { foldEvents } from "../src/domain/state.ts"
+import { project } from "../src/domain/status.ts"
+import { TAIL_LIMIT, TIMELINE_LIMIT, applyEvent, applyText, foldView, viewOf } from "../src/domain/view-model.ts"
+import type { MemoryRun } from "./support/harness.ts"
+import { FINAL_MD, QUESTION, playCouncil } from "./support/view-fixtures.ts"
+
+let run: MemoryRun
+beforeAll(async () => {
+  run = await playCouncil()
+})
+
+test("every prefix of a run agrees with the state and status.json", () => {
+  for (let n = 0; n <= run.events.length; n++) {
+    const model = foldView(run.events.slice(0, n))
+    const state = foldEvents(run.events.slice(0, n))
+    expect(model.state).toEqual(state)
+    const view = viewOf(model, state.lastTime)
+    const status = project(state, state.lastTime)
+    expect(view.phase).toBe(status.coordination.phase)
+    expect(view.completion).toBe(status.coordination.completion_percentage)
+    expect(view.agents.map((a) => a.status)).toEqual(Object.values(status.agents).map((a) => a.status))
+    expect(view.tally).toEqual(status.results.votes)
+  }
+})
+
+test("the finished view: question, answers, votes, winner and final answer", () => {
+  const view = viewOf(foldView(run.events), 0)
+  expect(view.question).toBe(QUESTION)
+  expect(view.finished).toEqual({ reason: "completed", message: expect.any(String) })
+  expect(view.agents.map((a) => [a.id, a.model, a.answers])).toEqual([
+    ["planner", "gpt-4o-mini", ["agent1.1"]],
+    ["researcher", "claude-sonnet-4", ["agent2.1"]],
+    ["critic", "gemini-2.5-flash", ["agent3.1"]],
+  ])
+  expect(view.votes.map((v) => [v.voter, v.target, v.label])).toEqual([
+    ["planner", "researcher", "agent2.1"],
+    ["researcher", "researcher", "agent2.1"],
+    ["critic", "researcher", "agent2.1"],
+  ])
+  expect(view.votes[1]!.reason).toBe("the most complete plan")
+  expect(view.winner).toBe("researcher")
+  expect(view.final).toMatchObject({ agent: "researcher", label: "agent2.1", source: "presentation", content: FINAL_MD })
+  expect(view.inputTokens + view.outputTokens).toBe(view.agents.reduce((n, a) => n + a.tokens, 0))
+  expect(view.elapsedSeconds).toBeGreaterThan(0)
+  expect(view.timeline.at(-1)).toMatchObject({ kind: "run_finished", agent: null, text: "run completed, winner researcher" })
+  expect(view.timeline.some((e) => e.kind === "call_start" || e.kind === "call_end")).toBe(false)
+})
+
+test("streamed text: kept per agent, bounded, cleared when the agent's next round starts", () => {
+  const started = run.events.findIndex((e) => e._tag === "round_started" && e.agent === "planner")
+  let model = foldView(run.events.slice(0, started + 1))
+  model = applyText(applyText(model, "planner", "Hello "), "planner", "world")
+  expect(viewOf(model, 0).agents[0]).toMatchObject({ tail: "Hello world", tailIsAnswer: false })
+  model = applyText(model, "planner", "x".repeat(TAIL_LIMIT + 10))
+  expect(model.tails.planner!.length).toBe(TAIL_LIMIT)
+  const nextRound = run.events.findIndex((e, i) => i > started && e._tag === "round_started" && e.agent === "planner")
+  model = foldView(run.events.slice(started + 1, nextRound + 1), model)
+  // Nothing streamed in the new round: the panel shows the agent's latest answer.
+  expect(viewOf(model, 0).agents[0]).toMatchObject({ tail: "Build a small project in the first week.", tailIsAnswer: true })
+})
+
+test("the timeline keeps the newest entries; events that change nothing are not added", () => {
+  const started = run.events.find((e) => e._tag === "round_started")!
+  let model = foldView(run.events.slice(0, 1))
+  for (let i = 0; i < TIMELINE_LIMIT + 50; i++) model = applyEvent(model, { ...started, round: i + 1 } as typeof started)
+  expect(model.timeline.length).toBeLessThanOrEqual(TIMELINE_LIMIT)
+  const before = foldView(run.events)
+  expect(applyEvent(before, run.events[3]!)).toBe(before)
+})

@@ -1,0 +1,233 @@
+/**
+ * `massgen viewer`: following a run still being written, replaying a finished
+ * one (order, and speed through the TestClock), `--pick` from stdin, and bad
+ * directories. The CLI runs from source with stdout piped, so it prints the
+ * plain lines; the feed itself is also driven in-process.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import * as fs from "node:fs"
+import * as nodePath from "node:path"
+import { Effect, Fiber, TestClock } from "effect"
+import { parseInvocation } from "../src/cli/args.ts"
+import type { Event } from "../src/domain/events.ts"
+import { listRuns } from "../src/services/run-catalog.ts"
+import { type FeedItem, MAX_GAP_MS, follow, replay, replayDelayMs } from "../src/services/run-feed.ts"
+import { effect } from "./support/effect-test.ts"
+import { SOURCE_MAIN, cleanupSandboxes, runCli, sandbox, startCli } from "./support/cli.ts"
+import type { MemoryRun } from "./support/harness.ts"
+import { QUESTION, eventLines, playCouncil, shiftEvents, writeRunDir } from "./support/view-fixtures.ts"
+
+let run: MemoryRun
+let events: Array<Event>
+beforeAll(async () => {
+  run = await playCouncil()
+  events = shiftEvents(run.events, Date.now()).map((e) => (e._tag === "run_started" ? { ...e, pid: process.pid } : e))
+})
+afterAll(cleanupSandboxes)
+
+/** Resolves once `check()` holds; polls a condition (not a timing guess), bounded. */
+const until = async (check: () => boolean, what: string, timeoutMs = 10_000) => {
+  const deadline = Date.now() + timeoutMs
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await Bun.sleep(5)
+  }
+}
+
+describe("replay", () => {
+  test("gaps are divided by the speed and capped at 2 s; speed 0 means no wait", () => {
+    expect(replayDelayMs("2026-01-01T00:00:00.000Z", "2026-01-01T00:00:01.000Z", 0)).toBe(0)
+    expect(replayDelayMs("2026-01-01T00:00:00.000Z", "2026-01-01T00:00:01.000Z", 4)).toBe(250)
+    expect(replayDelayMs("2026-01-01T00:00:00.000Z", "2026-01-01T00:01:00.000Z", 1)).toBe(MAX_GAP_MS)
+    expect(replayDelayMs("2026-01-01T00:00:05.000Z", "2026-01-01T00:00:01.000Z", 1)).toBe(0)
+  })
+
+  const timed = (offsets: ReadonlyArray<number>) => offsets.map((ms, i) => ({ ...events[i]!, time: new Date(1_000_000 + ms).toISOString() }))
+
+  effect("events come in file order, each after its scaled gap (TestClock)", () =>
+    Effect.gen(function* () {
+      const recorded = timed([0, 1000, 1500, 6000, 6000])
+      const seen: Array<string> = []
+      const fiber = yield* Effect.fork(replay(recorded, 2, (item) => Effect.sync(() => item._tag === "event" && seen.push(item.event.time))))
+      yield* TestClock.adjust("0 millis")
+      expect(seen.length).toBe(1)
+      yield* TestClock.adjust("499 millis")
+      expect(seen.length).toBe(1)
+      yield* TestClock.adjust("1 millis") // 1000 ms / 2
+      expect(seen.length).toBe(2)
+      yield* TestClock.adjust("250 millis") // 500 ms / 2
+      expect(seen.length).toBe(3)
+      yield* TestClock.adjust("1999 millis") // 4500 ms / 2 = 2250, capped at 2000
+      expect(seen.length).toBe(3)
+      yield* TestClock.adjust("1 millis")
+      expect(seen.length).toBe(5) // the same time: no wait
+      yield* Fiber.join(fiber)
+      expect(seen).toEqual(recorded.map((e) => e.time))
+    }),
+  )
+
+  effect("at speed 0 a whole run is delivered at once, in order", () =>
+    Effect.gen(function* () {
+      const seen: Array<Event> = []
+      yield* replay(events, 0, (item) => Effect.sync(() => item._tag === "event" && seen.push(item.event)))
+      expect(seen).toEqual(events)
+    }),
+  )
+
+  test("the CLI replays a finished run from its directory and exits 0", async () => {
+    const dir = writeRunDir(nodePath.join(sandbox(), "log_20260101_000000_000000"), events, { complete: true })
+    const result = await runCli("source", ["viewer", dir])
+    expect(result.exitCode).toBe(0)
+    expect(result.lines[0]).toStartWith("Run ")
+    expect(result.stdout).toContain("[planner] answer agent1.1: Build a small project")
+    expect(result.stdout).toContain("Final answer (researcher, presentation):")
+    expect(result.lines.at(-1)).toStartWith("Run completed")
+  })
+})
+
+describe("follow", () => {
+  const split = (name: string) => {
+    const dir = nodePath.join(sandbox(), name)
+    const cut = events.findIndex((e) => e._tag === "answer_submitted")
+    writeRunDir(dir, events.slice(0, cut))
+    return { dir, path: nodePath.join(dir, "events.jsonl"), rest: events.slice(cut) }
+  }
+
+  test("in-process: a torn last line waits for its newline; stops at run_finished", async () => {
+    const { dir, path, rest } = split("log_follow")
+    const items: Array<FeedItem> = []
+    let polls = 0
+    const done = Effect.runPromise(
+      follow(dir, (item) => Effect.sync(() => void items.push(item)), { pollMs: 20, alive: () => (polls++, true) }),
+    )
+    await until(() => items.length === events.indexOf(rest[0]!), "the events already written")
+    const line = eventLines([rest[0]!])
+    fs.appendFileSync(path, line.slice(0, 25))
+    const before = polls
+    await until(() => polls > before + 1, "two polls after the torn write")
+    expect(items.length).toBe(events.indexOf(rest[0]!))
+    fs.appendFileSync(path, line.slice(25))
+    await until(() => items.length === events.indexOf(rest[0]!) + 1, "the completed line")
+    fs.mkdirSync(nodePath.join(dir, "agent_outputs"), { recursive: true })
+    fs.appendFileSync(nodePath.join(dir, "agent_outputs", "critic.txt"), "Reading the answers…")
+    await until(() => items.some((i) => i._tag === "text"), "streamed text")
+    fs.appendFileSync(path, eventLines(rest.slice(1)))
+    expect(await done).toBe("finished")
+    expect(items.filter((i) => i._tag === "event").map((i) => (i as { event: Event }).event)).toEqual(events)
+    expect(items.find((i) => i._tag === "text")).toEqual({ _tag: "text", agent: "critic", text: "Reading the answers…" })
+  })
+
+  test("in-process: stops when status.json says is_complete, or when the run's process is gone", async () => {
+    const a = split("log_complete")
+    fs.writeFileSync(nodePath.join(a.dir, "status.json"), JSON.stringify({ is_complete: true }))
+    expect(await Effect.runPromise(follow(a.dir, () => Effect.void, { pollMs: 20 }))).toBe("complete")
+    const b = split("log_gone")
+    expect(await Effect.runPromise(follow(b.dir, () => Effect.void, { pollMs: 20, alive: () => false }))).toBe("process_gone")
+  })
+
+  test("the CLI shows lines as they are appended and exits 0 at run_finished", async () => {
+    const { dir, path, rest } = split("log_20260101_000000_000001")
+    const viewer = await startCli("source", ["viewer", dir])
+    await viewer.waitForLine("[critic] round 1")
+    const answers = rest.filter((e) => e._tag === "answer_submitted")
+    for (const e of rest) {
+      fs.appendFileSync(path, eventLines([e]))
+      if (e === answers[0]) await viewer.waitForLine("[planner] answer agent1.1")
+      if (e._tag === "vote_cast") await viewer.waitForLine(`[${e.agent}] votes for`)
+    }
+    const result = await viewer.done
+    expect(result.exitCode).toBe(0)
+    expect(result.stdout).toContain("Final answer (researcher, presentation):")
+    expect(result.lines.at(-1)).toStartWith("Run completed")
+  })
+})
+
+describe("choosing a run", () => {
+  const base = () => {
+    const root = sandbox()
+    const logs = nodePath.join(root, "logs")
+    writeRunDir(nodePath.join(logs, "log_20260101_000000_000000"), events, { complete: true })
+    const live = events.slice(0, 4).map((e) => (e._tag === "run_started" ? { ...e, question: "A second question, still going" } : e))
+    writeRunDir(nodePath.join(logs, "log_20260102_000000_000000"), live)
+    fs.mkdirSync(nodePath.join(logs, "not_a_run"))
+    return { root, logs }
+  }
+
+  test("listRuns: newest first, LIVE or DONE, agents and question", async () => {
+    const runs = await Effect.runPromise(listRuns(base().logs))
+    expect(runs.map((r) => [r.name, r.complete, r.agents, r.question])).toEqual([
+      ["log_20260102_000000_000000", false, 3, "A second question, still going"],
+      ["log_20260101_000000_000000", true, 3, QUESTION],
+    ])
+  })
+
+  const pick = async (input: string) => {
+    const { root, logs } = base()
+    const proc = Bun.spawn([process.execPath, SOURCE_MAIN, "viewer", "--pick"], {
+      cwd: root,
+      env: { ...process.env, MASSGEN_LOG_BASE_DIR: logs },
+      stdin: "pipe",
+      stdout: "pipe",
+      stderr: "pipe",
+    })
+    proc.stdin.write(input)
+    await proc.stdin.end()
+    const killer = setTimeout(() => proc.kill("SIGKILL"), 20_000)
+    const [code, stdout, stderr] = await Promise.all([proc.exited, new Response(proc.stdout).text(), new Response(proc.stderr).text()])
+    clearTimeout(killer)
+    return { code, stdout, stderr }
+  }
+
+  test("--pick lists recent runs and shows the one whose number is typed", async () => {
+    const { code, stdout } = await pick("2\n")
+    expect(code).toBe(0)
+    const lines = stdout.split("\n")
+    expect(lines[1]).toMatch(/^ 1\. \[LIVE\] log_20260102_000000_000000  3 agents  A second question, still going$/)
+    expect(lines[2]).toMatch(/^ 2\. \[DONE\] log_20260101_000000_000000  3 agents  How should I learn/)
+    expect(lines[3]).toStartWith("Which run?")
+    expect(stdout).toContain("Final answer (researcher, presentation):")
+  })
+
+  test("--pick with a number out of range: one line, exit 1", async () => {
+    const { code, stderr } = await pick("7\n")
+    expect(code).toBe(1)
+    expect(stderr.trimEnd().split("\n")).toEqual([expect.stringMatching(/^massgen: no run chosen: .*expected a number from 1 to 2, found "7"/)])
+  })
+
+  test("without LOG_DIR the newest run is shown", async () => {
+    const { root, logs } = base()
+    fs.appendFileSync(nodePath.join(logs, "log_20260102_000000_000000", "events.jsonl"), eventLines(events.slice(4)))
+    const result = await runCli("source", ["viewer"], { cwd: root, env: { MASSGEN_LOG_BASE_DIR: logs } })
+    expect(result.exitCode).toBe(0)
+    expect(result.lines[0]).toContain("A second question, still going")
+  })
+})
+
+describe("bad directories", () => {
+  const oneLineError = async (args: ReadonlyArray<string>, pattern: RegExp, env = {}) => {
+    const result = await runCli("source", args, { env })
+    expect(result.exitCode).toBe(1)
+    expect(result.stdout).toBe("")
+    expect(result.stderr.trimEnd().split("\n")).toEqual([expect.stringMatching(pattern)])
+  }
+
+  test("a missing directory", () => oneLineError(["viewer", "/no/such/run"], /^massgen: no such log directory: \/no\/such\/run$/))
+
+  test("a directory that is not a run", () => {
+    const dir = sandbox()
+    return oneLineError(["viewer", dir], /^massgen: not a run's log directory \(no events\.jsonl\): /)
+  })
+
+  test("no runs at all under the log base", () =>
+    oneLineError(["viewer"], /^massgen: no runs to view under: .*logs/, { MASSGEN_LOG_BASE_DIR: nodePath.join(sandbox(), "logs") }))
+
+  test("bad flags are usage errors", () => {
+    expect(parseInvocation(["viewer", "--replay-speed", "fast"])).toMatchObject({ left: { reason: "bad_value" } })
+    expect(parseInvocation(["viewer", "--port", "99999", "--web"])).toMatchObject({ left: { reason: "bad_value" } })
+    expect(parseInvocation(["viewer", "x", "--pick"])).toMatchObject({ left: { reason: "conflict" } })
+    expect(parseInvocation(["viewer", "--no-browser"])).toMatchObject({ left: { reason: "conflict" } })
+    expect(parseInvocation(["viewer", "d", "--web", "--port", "0", "--no-browser", "--replay-speed", "2.5"])).toMatchObject({
+      right: { _tag: "viewer", logDir: "d", web: true, port: 0, openBrowser: false, replaySpeed: 2.5, pick: false },
+    })
+  })
+})
