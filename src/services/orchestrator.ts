@@ -267,7 +267,7 @@ export const runCoordination = (input: RunInput) =>
         run_id: input.runId,
         question: input.question,
         log_dir: input.logDir,
-        agents: config.agents.map((a) => ({ id: a.id, anon_id: a.anonId, backend: a.backend.type, model: a.backend.model ?? null })),
+        agents: config.agents.map((a) => ({ id: a.id, anon_id: a.anonId, backend: a.backend.type, model: backends.forAgent(a.id).model })),
         settings,
         version: input.version,
         pid: input.pid,

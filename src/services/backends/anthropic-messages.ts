@@ -207,8 +207,9 @@ export const anthropicAssembly = (): Assembly<Event> => {
 }
 
 export const makeAnthropicMessagesBackend = (opts: SdkBackendOptions): Backend => {
+  // A keyless endpoint (a local proxy) still gets a placeholder: without any key the SDK refuses to send.
   const client = new Anthropic({
-    apiKey: opts.apiKey,
+    apiKey: opts.apiKey ?? "no-key",
     authToken: null,
     baseURL: opts.baseURL,
     maxRetries: 0,
