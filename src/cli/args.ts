@@ -172,9 +172,11 @@ const parseLogDirCommand = (command: "resume" | "replay" | "status", argv: Reado
 export const parseInvocation = (argv: ReadonlyArray<string>): Either.Either<Invocation, UsageError> => {
   if (argv[0] === "viewer") return parseViewer(argv.slice(1))
   if (argv[0] === "resume" || argv[0] === "replay" || argv[0] === "status") return parseLogDirCommand(argv[0], argv.slice(1))
+  // `--validate --config FILE` (the automation guide's form): --validate then takes its file from --config.
+  const args = argv.map((a, i) => (a === "--validate" && (argv[i + 1] === undefined || argv[i + 1]!.startsWith("-")) ? "--validate=" : a))
   let parsed
   try {
-    parsed = parseArgs({ args: [...argv], options, allowPositionals: true, strict: true })
+    parsed = parseArgs({ args, options, allowPositionals: true, strict: true })
   } catch (e) {
     const text = e instanceof Error ? e.message : String(e)
     const code = (e as { code?: string }).code
@@ -183,7 +185,11 @@ export const parseInvocation = (argv: ReadonlyArray<string>): Either.Either<Invo
   const v = parsed.values
   if (v.help) return Either.right({ _tag: "help" })
   if (v.version) return Either.right({ _tag: "version" })
-  if (v.validate !== undefined) return Either.right({ _tag: "validate", path: v.validate, json: v.json === true })
+  if (v.validate !== undefined) {
+    const path = v.validate !== "" ? v.validate : v.config
+    if (path === undefined) return usage("missing_config", "--validate needs a config file: --validate FILE or --validate --config FILE")
+    return Either.right({ _tag: "validate", path, json: v.json === true })
+  }
   const sources = [v.config, v.model, v.models].filter((x) => x !== undefined).length
   if (sources > 1) return usage("conflict", "use only one of --config, --model and --models")
   if (sources === 0) return usage("missing_config", "a config is required: --config FILE, --model MODEL or --models M1,M2")
