@@ -20,3 +20,20 @@ describe("docs/events.md", () => {
     }
   })
 })
+
+describe("README.md", () => {
+  const readme = readFileSync(new URL("../README.md", import.meta.url), "utf8")
+  test("documents every flag and subcommand the help text lists", async () => {
+    const { HELP } = await import("../src/cli/args.ts")
+    const flags = [...new Set(HELP.match(/--[a-z][a-z-]+/g) ?? [])]
+    expect(flags.length).toBeGreaterThan(10)
+    expect(flags.filter((f) => !readme.includes(f))).toEqual([])
+    for (const sub of ["resume", "replay", "status", "viewer"]) expect(readme).toContain(`massgen ${sub}`)
+  })
+  test("documents every top-level and orchestrator config key", () => {
+    for (const key of ["agents:", "system_message", "orchestrator:", "max_new_answers_per_agent", "skip_final_presentation",
+      "final_answer_strategy", "budget_usd", "timeout_settings:", "orchestrator_timeout_seconds", "agent_timeout_seconds", "pricing:", "MASSGEN_LOG_BASE_DIR"]) {
+      expect(readme).toContain(key)
+    }
+  })
+})

@@ -11,10 +11,10 @@
  * a directory that is not a run, or whose config cannot be read, is exit 1.
  */
 import { Effect } from "effect"
-import { foldEvents } from "../domain/state.ts"
+import { type State, foldEvents } from "../domain/state.ts"
 import { makeBackends } from "./run-setup.ts"
 import { loadDotEnv } from "../services/backends/keys.ts"
-import { holder } from "../services/run-lock.ts"
+import { acquireRunLock, holder } from "../services/run-lock.ts"
 import { automationFooter, automationHeader } from "./automation-output.ts"
 import { RunDirError, openRunDir, runDirConfig } from "./run-dir.ts"
 import type { CliContext } from "./run-command.ts"
@@ -28,24 +28,37 @@ export interface ResumeArgs {
 
 export const resumeCommand = (args: ResumeArgs, ctx: CliContext) =>
   Effect.gen(function* () {
+    const reportFinished = (path: string, state: State): number => {
+      const finished = state.finished!
+      if (args.automation) {
+        for (const line of [...automationHeader(path, state.run!.question), ...automationFooter(state)]) ctx.print(line)
+      } else {
+        ctx.print(`The run in ${path} already finished (${finished.reason}); nothing to resume.`)
+      }
+      return EXIT_CODES[finished.reason]
+    }
     const dir = yield* openRunDir(args.logDir)
     const state = foldEvents(dir.read.events)
     const run = state.run!
-    if (state.finished !== null && state.finished.reason !== "interrupted") {
-      if (args.automation) {
-        for (const line of [...automationHeader(dir.path, run.question), ...automationFooter(state)]) ctx.print(line)
-      } else {
-        ctx.print(`The run in ${dir.path} already finished (${state.finished.reason}); nothing to resume.`)
-      }
-      return EXIT_CODES[state.finished.reason]
-    }
+    if (state.finished !== null && state.finished.reason !== "interrupted") return reportFinished(dir.path, state)
     const live = holder(dir.path)
     if (live !== null) {
       return yield* new RunDirError({ reason: "busy", path: dir.path, detail: `process ${live} is running it` })
     }
     const env = yield* loadDotEnv(ctx.cwd, ctx.env).pipe(Effect.orElseSucceed(() => ctx.env))
     const { config } = yield* runDirConfig(dir.path, env)
+    const recordedIds = state.agents.map((a) => a.info.id).join(", ")
+    const configIds = config.agents.map((a) => a.id).join(", ")
+    if (configIds !== recordedIds) {
+      return yield* new RunDirError({ reason: "bad_config", path: dir.path, detail: `its config has agents ${configIds}, the run has ${recordedIds}` })
+    }
     const backends = yield* makeBackends(config, env)
+    // Under the lock, read the log again: another resume may have taken the run
+    // further (or finished it) between the read above and now.
+    yield* acquireRunLock(dir.path)
+    const now = yield* openRunDir(dir.path)
+    const current = foldEvents(now.read.events)
+    if (current.finished !== null && current.finished.reason !== "interrupted") return reportFinished(now.path, current)
     if (args.automation) for (const line of automationHeader(dir.path, run.question)) ctx.print(line)
     return yield* runSession({
       logDir: dir.path,
@@ -56,8 +69,8 @@ export const resumeCommand = (args: ResumeArgs, ctx: CliContext) =>
       interrupt: ctx.interrupt,
       automation: args.automation,
       display: runDisplay({ automation: args.automation, noDisplay: false }, ctx.print),
-      resume: { events: dir.read.events, skipped: dir.read.skipped, tornTail: dir.read.tornTail },
+      resume: { events: now.read.events, skipped: now.read.skipped, tornTail: now.read.tornTail },
       print: ctx.print,
       printError: ctx.printError,
     })
-  })
+  }).pipe(Effect.scoped)

@@ -257,7 +257,9 @@ export const runCoordination = (input: RunInput) =>
         version: input.version,
         dropped_lines: input.resume.skipped,
         torn_tail: input.resume.tornTail,
-        restarted_rounds: recorded.agents.flatMap((a) => (a.inFlight ? [{ agent: a.info.id, round: a.inFlight.round }] : [])),
+        // A signal's run_finished closed the rounds it stopped: they are the ones that start again.
+        restarted_rounds: foldEvents(input.resume.events.filter((e) => !(e._tag === "run_finished" && e.reason === "interrupted")))
+          .agents.flatMap((a) => (a.inFlight ? [{ agent: a.info.id, round: a.inFlight.round }] : [])),
         presentation_restarted: recorded.presentation !== null && recorded.final === null && recorded.presentation.callsModel,
       })
     } else {

@@ -46,6 +46,14 @@ export const isAlive = (pid: number): boolean => {
   }
 }
 
+const lockPid = (path: string): number | null => {
+  try {
+    return Number(readFileSync(path, "utf8").trim())
+  } catch {
+    return null
+  }
+}
+
 /** The pid holding the lock of `logDir` if it is alive, else null. */
 export const holder = (logDir: string): number | null => {
   try {
@@ -86,5 +94,6 @@ export const acquireRunLock = (logDir: string) =>
       },
       catch: (e) => new RunLockError({ reason: "unwritable", path: logDir, pid: null, detail: e instanceof Error ? e.message : String(e) }),
     }).pipe(Effect.flatMap((r) => (r instanceof RunLockError ? Effect.fail(r) : Effect.succeed(r)))),
-    (path) => Effect.sync(() => rmSync(path, { force: true })),
+    // Removed only while it is still ours: a lock taken over meanwhile stays.
+    (path) => Effect.sync(() => (lockPid(path) === process.pid ? rmSync(path, { force: true }) : undefined)),
   )

@@ -1,0 +1,584 @@
+/**
+ * Issue 4: deterministic replay of recorded runs (`domain/replay.ts`, `massgen replay`).
+ *
+ * In memory: scripted runs (consensus, a restart after a late answer, a reply
+ * with no tool call, a failing agent, a retried call, an agent timeout, an
+ * orchestrator timeout, the answer cap, a signal, a skipped presentation, a
+ * crash and a resume) are replayed from their events and `llm_log/` files: no
+ * divergence, the same events (wall-clock fields aside), the same final answer.
+ * A changed recorded reply, a missing one, or a request built differently is a
+ * divergence naming the event, never a crash.
+ *
+ * Through the command line: `massgen replay LOG_DIR --check` on real run
+ * directories (scripted, and each real-backend protocol through the fake
+ * server) exits 0; after a recorded reply is edited it exits 2 and prints the
+ * diverging event.
+ */
+import { afterAll, describe, expect, test } from "bun:test"
+import * as fs from "node:fs"
+import * as nodePath from "node:path"
+import { Deferred, Effect, Fiber, Layer, Option, TestClock, TestContext } from "effect"
+import fc from "fast-check"
+import { encodeEventLine, readEventsText } from "../src/domain/event-codec.ts"
+import type { Event } from "../src/domain/events.ts"
+import { type RecordedCall, type ReplayResult, replayRun, sameDecision } from "../src/domain/replay.ts"
+import { Backends } from "../src/services/backend.ts"
+import { EventLog } from "../src/services/event-log.ts"
+import { runCoordination } from "../src/services/orchestrator.ts"
+import { memoryRunFiles } from "../src/services/run-files.ts"
+import { makeScriptedBackend } from "../src/services/scripted-backend.ts"
+import { StatusWriter } from "../src/services/status-writer.ts"
+import { cleanupSandboxes, runCli, sandbox, writeConfig } from "./support/cli.ts"
+import { effect, live } from "./support/effect-test.ts"
+import { type FakeLlm, type FakeRequest, offeredTools, promptText, reply, startFakeLlm } from "./support/fake-llm.ts"
+import { configOf, runInMemory } from "./support/harness.ts"
+import { recordedCall } from "../src/cli/run-dir.ts"
+
+afterAll(() => cleanupSandboxes())
+
+type Backend = Record<string, unknown>
+const scripted = (backend: Backend = {}) => ({ type: "scripted", ...backend })
+const agents = (...backends: ReadonlyArray<Backend>) => backends.map((b, i) => ({ id: `agent_${"abcdef"[i]}`, backend: scripted(b) }))
+
+const ofTag = <T extends Event["_tag"]>(events: ReadonlyArray<Event>, tag: T) =>
+  events.filter((e): e is Extract<Event, { _tag: T }> => e._tag === tag)
+
+/** The recorded call `n` of a run's files, as `massgen replay` reads `llm_log/<n>.json`. */
+const callsOf =
+  (files: ReadonlyMap<string, string>) =>
+  (n: number): RecordedCall | undefined => {
+    const text = files.get(`llm_log/${n}.json`)
+    if (text === undefined) return undefined
+    const record = JSON.parse(text)
+    return { request: record.request ?? null, reply: record.reply ?? null, error: record.error ?? null }
+  }
+
+const replayOf = (doc: unknown, events: ReadonlyArray<Event>, files: ReadonlyMap<string, string>): ReplayResult =>
+  replayRun(events, configOf(doc).agents, callsOf(files))
+
+/** Fields that say when and where, not what. */
+const WALL_CLOCK = new Set(["time", "seconds", "pid", "version", "log_dir", "run_id"])
+const decisions = (events: ReadonlyArray<Event>) =>
+  events.map((e) => Object.fromEntries(Object.entries(e).filter(([k]) => !WALL_CLOCK.has(k))))
+
+/** Replay gives back the recorded run: no divergence, the same events, the same final answer. */
+const expectSameRun = (doc: unknown, run: { readonly events: ReadonlyArray<Event>; readonly files: ReadonlyMap<string, string> }) => {
+  const result = replayOf(doc, run.events, run.files)
+  expect(result.divergence).toBeNull()
+  expect(decisions(result.events)).toEqual(decisions(run.events))
+  expect(result.events.every((e, i) => sameDecision(e, run.events[i]!))).toBe(true)
+  const recordedFinal = ofTag(run.events, "final_answer")[0] ?? null
+  expect(result.state.final?.content ?? null).toBe(recordedFinal?.content ?? null)
+  expect(result.state.finished?.reason).toBe(ofTag(run.events, "run_finished").at(-1)!.reason)
+  return result
+}
+
+const isDone = <A, E>(fiber: Fiber.Fiber<A, E>) => Effect.map(Fiber.poll(fiber), Option.isSome)
+
+/** Moves the TestClock a second at a time until the forked run ends (bounded). */
+const untilDone = <A, E>(fiber: Fiber.Fiber<A, E>, maxSeconds = 600) =>
+  Effect.gen(function* () {
+    for (let s = 0; s < maxSeconds && !(yield* isDone(fiber)); s += 5) yield* TestClock.adjust("5 seconds")
+    return yield* Fiber.join(fiber)
+  })
+
+const CONSENSUS = {
+  agents: agents(
+    { answer: "Four.", vote: "agent1", final: "The answer is 4." },
+    { answer: "4", vote: "agent1" },
+    { answer: "2+2=4", vote: "agent1" },
+  ),
+}
+
+describe("replay of recorded in-memory runs", () => {
+  live("consensus", () =>
+    Effect.gen(function* () {
+      const run = yield* runInMemory(CONSENSUS)
+      expect(run.reason).toBe("completed")
+      const result = expectSameRun(CONSENSUS, run)
+      expect(result.state.final?.content).toBe("The answer is 4.")
+    }),
+  )
+
+  effect("a restart after a late answer (delays under the TestClock)", () =>
+    Effect.gen(function* () {
+      const doc = {
+        agents: agents({ answer: "A", vote: "agent1", delay_seconds: 1 }, { answer: "B", vote: "agent1", delay_seconds: 2 }, { answer: "C", vote: "agent1", delay_seconds: 10 }),
+      }
+      const run = yield* untilDone(yield* Effect.fork(runInMemory(doc)))
+      expect(run.reason).toBe("completed")
+      expect(ofTag(run.events, "round_cancelled").length + ofTag(run.events, "round_started").filter((e) => e.restart).length).toBeGreaterThan(0)
+      expectSameRun(doc, run)
+    }),
+  )
+
+  live("a restart after a late answer (scripted order)", () =>
+    Effect.gen(function* () {
+      const doc = {
+        agents: agents(
+          { script: [{ new_answer: "A1" }, { vote: "agent1" }, { new_answer: "A2" }] , vote: "agent1" },
+          { answer: "B", vote: "agent1" },
+        ),
+      }
+      const run = yield* runInMemory(doc)
+      expect(run.reason).toBe("completed")
+      expectSameRun(doc, run)
+    }),
+  )
+
+  live("a reply with no tool call, then a valid one (reply_rejected)", () =>
+    Effect.gen(function* () {
+      const doc = { agents: agents({ script: [{ text: "Hmm, let me think." }, { new_answer: "A" }], vote: "agent1" }, { answer: "B", vote: "agent1" }) }
+      const run = yield* runInMemory(doc)
+      expect(ofTag(run.events, "reply_rejected")).toEqual([expect.objectContaining({ agent: "agent_a", reason: "no_tool_call" })])
+      expectSameRun(doc, run)
+    }),
+  )
+
+  live("three replies with no valid tool call fail the agent", () =>
+    Effect.gen(function* () {
+      const doc = {
+        agents: agents(
+          { script: [{ text: "one" }, { vote: "agent9" }, { text: "three" }] },
+          { answer: "B", vote: "agent2", final: "B it is" },
+        ),
+      }
+      const run = yield* runInMemory(doc)
+      expect(ofTag(run.events, "agent_failed")).toEqual([expect.objectContaining({ agent: "agent_a", kind: "error" })])
+      expectSameRun(doc, run)
+    }),
+  )
+
+  live("a failing agent", () =>
+    Effect.gen(function* () {
+      const doc = { agents: agents({ fail_calls: 5 }, { answer: "B", vote: "agent2" }, { answer: "C", vote: "agent2" }) }
+      const run = yield* runInMemory(doc)
+      expect(run.reason).toBe("completed")
+      expect(ofTag(run.events, "agent_failed").map((e) => e.agent)).toEqual(["agent_a"])
+      expectSameRun(doc, run)
+    }),
+  )
+
+  live("every agent failing", () =>
+    Effect.gen(function* () {
+      const doc = { agents: agents({ fail_calls: 5 }, { script: [{ fail: "no" }] }) }
+      const run = yield* runInMemory(doc)
+      expect(run.reason).toBe("error")
+      expectSameRun(doc, run)
+    }),
+  )
+
+  effect("a failed call retried after a backoff", () =>
+    Effect.gen(function* () {
+      const doc = { agents: agents({ fail_calls: 1, max_retries: 2, answer: "A", vote: "agent1" }, { answer: "B", vote: "agent1" }) }
+      const run = yield* untilDone(yield* Effect.fork(runInMemory(doc)))
+      expect(ofTag(run.events, "call_retried")).toHaveLength(1)
+      expectSameRun(doc, run)
+    }),
+  )
+
+  effect("an agent timeout", () =>
+    Effect.gen(function* () {
+      const doc = { agents: agents({ hang: true }, { answer: "B", vote: "agent2" }), timeout_settings: { agent_timeout_seconds: 5 } }
+      const run = yield* untilDone(yield* Effect.fork(runInMemory(doc)))
+      expect(ofTag(run.events, "agent_failed")).toEqual([expect.objectContaining({ agent: "agent_a", kind: "timeout" })])
+      expectSameRun(doc, run)
+    }),
+  )
+
+  effect("an orchestrator timeout salvages an answer", () =>
+    Effect.gen(function* () {
+      const doc = { agents: agents({ answer: "A" }, { hang: true }), timeout_settings: { orchestrator_timeout_seconds: 60 } }
+      const run = yield* untilDone(yield* Effect.fork(runInMemory(doc)))
+      expect(run.reason).toBe("timeout")
+      expect(ofTag(run.events, "final_answer")).toEqual([expect.objectContaining({ source: "salvaged", content: "A" })])
+      expectSameRun(doc, run)
+    }),
+  )
+
+  live("the answer cap", () =>
+    Effect.gen(function* () {
+      const doc = {
+        agents: agents({ answer: "A", keep_answering: true }, { answer: "B", vote: "agent1" }, { answer: "C", vote: "agent1" }),
+        orchestrator: { max_new_answers_per_agent: 2 },
+      }
+      const run = yield* runInMemory(doc)
+      expect(ofTag(run.events, "round_started").some((e) => e.vote_only)).toBe(true)
+      expectSameRun(doc, run)
+    }),
+  )
+
+  live("a skipped presentation", () =>
+    Effect.gen(function* () {
+      const doc = { ...CONSENSUS, orchestrator: { skip_final_presentation: true } }
+      const run = yield* runInMemory(doc)
+      expect(ofTag(run.events, "final_answer")).toEqual([expect.objectContaining({ source: "stored_answer", content: "Four." })])
+      expectSameRun(doc, run)
+    }),
+  )
+
+  effect("a run stopped by a signal", () =>
+    Effect.gen(function* () {
+      const stop = yield* Deferred.make<string>()
+      const doc = { agents: agents({ answer: "A" }, { hang: true }) }
+      const fiber = yield* Effect.fork(runInMemory(doc, { interrupt: Deferred.await(stop) }))
+      yield* TestClock.adjust("3 seconds")
+      yield* Deferred.succeed(stop, "stopped by SIGINT")
+      const run = yield* Fiber.join(fiber)
+      expect(run.reason).toBe("interrupted")
+      expectSameRun(doc, run)
+    }),
+  )
+
+  live("a run cut by a crash and resumed", () =>
+    Effect.gen(function* () {
+      const doc = CONSENSUS
+      const config = configOf(doc)
+      const first = yield* runInMemory(doc)
+      // What a crash left: the first half of the log and a torn piece of the next line.
+      const lines = first.events.map(encodeEventLine)
+      const kept = Math.floor(lines.length / 2)
+      const logFiles = new Map([["events.jsonl", `${lines.slice(0, kept).join("\n")}\n${lines[kept]!.slice(0, 9)}`]])
+      const left = readEventsText(logFiles.get("events.jsonl")!)
+      const runFiles = memoryRunFiles()
+      for (const [k, v] of first.files) if (k.startsWith("llm_log/")) runFiles.files.set(k, v)
+      const backends = new Map(config.agents.map((a) => [a.id, makeScriptedBackend(a)]))
+      yield* runCoordination({
+        config,
+        question: "What is 2+2?",
+        logDir: "/tmp/massgen-test/log_x",
+        runId: "log_x",
+        version: "test",
+        pid: 2,
+        interrupt: Effect.never,
+        resume: { events: left.events, skipped: left.skipped, tornTail: left.tornTail },
+      }).pipe(
+        Effect.scoped,
+        Effect.provide(
+          Layer.mergeAll(
+            EventLog.memory(logFiles),
+            StatusWriter.memory([]),
+            runFiles.layer,
+            Layer.succeed(Backends, { forAgent: (id: string) => backends.get(id)! }),
+          ),
+        ),
+      )
+      const events = readEventsText(logFiles.get("events.jsonl")!).events
+      expect(ofTag(events, "run_resumed")).toEqual([expect.objectContaining({ dropped_lines: 1, torn_tail: true })])
+      expect(ofTag(events, "run_finished")).toEqual([expect.objectContaining({ reason: "completed" })])
+      expectSameRun(doc, { events, files: runFiles.files })
+    }),
+  )
+})
+
+describe("replay of random scripted runs", () => {
+  const step = fc.oneof(
+    fc.record({ new_answer: fc.constantFrom("A", "B ✓", "C") }),
+    fc.record({ vote: fc.constantFrom("agent1", "agent2", "agent3", "agent7") }),
+    fc.record({ text: fc.constant("no tool here") }),
+    fc.record({ fail: fc.constant("scripted failure") }),
+  )
+  const backend = (n: number, capped: boolean) =>
+    fc.record(
+      {
+        answer: fc.constantFrom("Four", "4 – vier", "2+2=4"),
+        vote: fc.integer({ min: 1, max: n }).map((i) => `agent${i}`),
+        final: fc.constantFrom("The answer is 4.", ""),
+        delay_seconds: fc.constantFrom(0, 0, 1, 2, 5),
+        fail_calls: fc.constantFrom(0, 0, 0, 1, 9),
+        max_retries: fc.constantFrom(0, 1),
+        keep_answering: capped ? fc.boolean() : fc.constant(false),
+        script: fc.array(step, { maxLength: 3 }),
+      },
+      { requiredKeys: ["answer", "vote", "delay_seconds"] },
+    )
+  const docArb = fc
+    .record({ n: fc.integer({ min: 2, max: 3 }), cap: fc.option(fc.integer({ min: 1, max: 2 }), { nil: null }), skip: fc.boolean() })
+    .chain(({ n, cap, skip }) =>
+      fc.array(backend(n, cap !== null), { minLength: n, maxLength: n }).map((backends) => ({
+        agents: agents(...backends),
+        orchestrator: { max_new_answers_per_agent: cap, skip_final_presentation: skip },
+        timeout_settings: { orchestrator_timeout_seconds: 300, agent_timeout_seconds: 60 },
+      })),
+    )
+
+  test("every run replays with no divergence: the same events and final answer", async () => {
+    await fc.assert(
+      fc.asyncProperty(docArb, async (doc) => {
+        const run = await Effect.runPromise(
+          Effect.gen(function* () {
+            return yield* untilDone(yield* Effect.fork(runInMemory(doc)), 900)
+          }).pipe(Effect.provide(TestContext.TestContext)),
+        )
+        expectSameRun(doc, run)
+      }),
+      { numRuns: 40 },
+    )
+  })
+})
+
+describe("divergences", () => {
+  const recordConsensus = () => Effect.runPromise(runInMemory(CONSENSUS))
+  const edit = (files: Map<string, string>, n: number, f: (record: any) => void) => {
+    const record = JSON.parse(files.get(`llm_log/${n}.json`)!)
+    f(record)
+    files.set(`llm_log/${n}.json`, JSON.stringify(record))
+  }
+  /** The call whose reply made an event of `tag` for `agent`: the last call_end of that agent before it. */
+  const callBehind = (events: ReadonlyArray<Event>, index: number) => {
+    const e = events[index] as { agent: string }
+    const end = events.slice(0, index).findLast((x) => x._tag === "call_end" && x.agent === e.agent)
+    return (end as Extract<Event, { _tag: "call_end" }>).call
+  }
+
+  test("a changed recorded reply makes replay diverge at the event it changes, named by index and type", async () => {
+    const run = await recordConsensus()
+    const at = run.events.findIndex((e) => e._tag === "answer_submitted" && e.agent === "agent_b")
+    const call = callBehind(run.events, at)
+    const files = new Map(run.files)
+    edit(files, call, (r) => {
+      r.reply.toolCalls[0].arguments = JSON.stringify({ content: "Five." })
+    })
+    const result = replayOf(CONSENSUS, run.events, files)
+    expect(result.divergence).not.toBeNull()
+    expect(result.divergence!.index).toBe(at)
+    expect(result.divergence!.recorded?._tag).toBe("answer_submitted")
+    expect(result.divergence!.replayed).toEqual(expect.objectContaining({ _tag: "answer_submitted", content: "Five." }))
+    expect(result.events).toHaveLength(at)
+  })
+
+  test("a changed vote in a recorded reply diverges at that vote", async () => {
+    const run = await recordConsensus()
+    const at = run.events.findIndex((e) => e._tag === "vote_cast" && e.agent === "agent_c")
+    const call = callBehind(run.events, at)
+    const files = new Map(run.files)
+    edit(files, call, (r) => {
+      r.reply.toolCalls[0].arguments = JSON.stringify({ agent_id: "agent2", reason: "changed my mind" })
+    })
+    const result = replayOf(CONSENSUS, run.events, files)
+    expect(result.divergence?.index).toBe(at)
+    expect(result.divergence?.recorded?._tag).toBe("vote_cast")
+  })
+
+  test("a changed presentation text diverges at final_answer", async () => {
+    const run = await recordConsensus()
+    const at = run.events.findIndex((e) => e._tag === "final_answer")
+    const call = ofTag(run.events, "call_end").find((e) => e.role === "presentation")!.call
+    const files = new Map(run.files)
+    edit(files, call, (r) => {
+      r.reply.text = "Something else."
+    })
+    const result = replayOf(CONSENSUS, run.events, files)
+    expect(result.divergence?.index).toBe(at)
+    expect(result.divergence?.recorded?._tag).toBe("final_answer")
+  })
+
+  test("a reply that no longer calls a tool diverges at the round's result", async () => {
+    const run = await recordConsensus()
+    const at = run.events.findIndex((e) => e._tag === "answer_submitted" && e.agent === "agent_a")
+    const call = callBehind(run.events, at)
+    const files = new Map(run.files)
+    edit(files, call, (r) => {
+      r.reply.toolCalls = []
+    })
+    const result = replayOf(CONSENSUS, run.events, files)
+    expect(result.divergence).not.toBeNull()
+    expect(result.divergence!.index).toBe(at)
+  })
+
+  test("a missing llm_log file is a divergence saying it is missing, not a crash", async () => {
+    const run = await recordConsensus()
+    const end = ofTag(run.events, "call_end")[1]!
+    const files = new Map(run.files)
+    files.delete(`llm_log/${end.call}.json`)
+    const result = replayOf(CONSENSUS, run.events, files)
+    expect(result.divergence).not.toBeNull()
+    expect(result.divergence!.reason).toContain("missing")
+    expect(result.divergence!.index).toBe(run.events.indexOf(end))
+    expect(result.divergence!.recorded?._tag).toBe("call_end")
+  })
+
+  test("an llm_log file that is not JSON, as massgen replay reads it from disk, is a divergence, not a crash", async () => {
+    const run = await recordConsensus()
+    const end = ofTag(run.events, "call_end")[0]!
+    const dir = sandbox()
+    fs.mkdirSync(nodePath.join(dir, "llm_log"))
+    for (const [k, v] of run.files) if (k.startsWith("llm_log/")) fs.writeFileSync(nodePath.join(dir, k), v)
+    expect(replayRun(run.events, configOf(CONSENSUS).agents, recordedCall(dir)).divergence).toBeNull()
+    fs.writeFileSync(nodePath.join(dir, "llm_log", `${end.call}.json`), "{ not json")
+    const result = replayRun(run.events, configOf(CONSENSUS).agents, recordedCall(dir))
+    expect(result.divergence?.index).toBe(run.events.indexOf(end))
+    expect(result.divergence?.reason).toContain("missing")
+  })
+
+  test("a request built differently from the recorded one is a divergence at its call_start", async () => {
+    const run = await recordConsensus()
+    const start = ofTag(run.events, "call_start").filter((e) => e.agent === "agent_b" && run.files.has(`llm_log/${e.call}.json`)).at(-1)!
+    expect(start.round).toBeGreaterThan(1)
+    const files = new Map(run.files)
+    edit(files, start.call, (r) => {
+      r.request.messages[0].content = `${r.request.messages[0].content}\n(an older massgen said this)`
+    })
+    const result = replayOf(CONSENSUS, run.events, files)
+    expect(result.divergence).not.toBeNull()
+    expect(result.divergence!.index).toBe(run.events.indexOf(start))
+    expect(result.divergence!.recorded?._tag).toBe("call_start")
+    expect(result.divergence!.reason).toContain("request")
+  })
+
+  test("a request with different tools or system text is a divergence too", async () => {
+    const run = await recordConsensus()
+    const start = ofTag(run.events, "call_start")[0]!
+    for (const change of [(r: any) => (r.request.system += "!"), (r: any) => r.request.tools.pop()]) {
+      const files = new Map(run.files)
+      edit(files, start.call, change)
+      const result = replayOf(CONSENSUS, run.events, files)
+      expect(result.divergence?.index).toBe(run.events.indexOf(start))
+    }
+  })
+
+  test("a config changed since the run (another system message) is a divergence, not a crash", async () => {
+    const run = await recordConsensus()
+    const changed = { agents: CONSENSUS.agents.map((a, i) => (i === 0 ? { ...a, system_message: "Be brief." } : a)) }
+    const result = replayOf(changed, run.events, run.files)
+    expect(result.divergence?.recorded?._tag).toBe("call_start")
+  })
+
+  test("an edited event in the log is a divergence at that event", async () => {
+    const run = await recordConsensus()
+    const at = run.events.findIndex((e) => e._tag === "presentation_started")
+    const events = run.events.map((e, i) => (i === at ? { ...e, agent: "agent_b" } : e)) as Array<Event>
+    const result = replayOf(CONSENSUS, events, run.files)
+    expect(result.divergence?.index).toBe(at)
+  })
+})
+
+// ---------------------------------------------------------------------------
+// Through the command line
+
+const QUESTION = "What is 2+2?"
+const CLEAN_ENV = { OPENAI_API_KEY: undefined, ANTHROPIC_API_KEY: undefined, FAKE_LLM_KEY: "fake-key" }
+
+const logDirOf = (lines: ReadonlyArray<string>, out: string): string => {
+  const line = lines.find((l) => l.startsWith("LOG_DIR: "))
+  if (line === undefined) throw new Error(`no LOG_DIR line:\n${out}`)
+  return line.slice("LOG_DIR: ".length)
+}
+
+const recordRun = async (doc: unknown, env: Record<string, string | undefined> = {}) => {
+  const cwd = sandbox()
+  const config = writeConfig(cwd, doc)
+  const result = await runCli("source", ["--automation", "--config", config, QUESTION], { cwd, env: { ...CLEAN_ENV, ...env } })
+  expect({ code: result.exitCode, out: result.stdout + result.stderr }).toEqual({ code: 0, out: expect.any(String) })
+  return { cwd, logDir: logDirOf(result.lines, result.stdout + result.stderr) }
+}
+
+const replayCli = (logDir: string, cwd: string, env: Record<string, string | undefined> = {}) =>
+  runCli("source", ["replay", logDir, "--check"], { cwd, env: { ...CLEAN_ENV, ...env } })
+
+const eventLines = (dir: string) => fs.readFileSync(nodePath.join(dir, "events.jsonl"), "utf8").split("\n").filter((l) => l !== "")
+
+describe.concurrent("massgen replay --check", () => {
+  test("exit 0 on a recorded scripted run; the replayed run is written to a new directory", async () => {
+    const { cwd, logDir } = await recordRun({ ...CONSENSUS, agents: CONSENSUS.agents.map((a) => ({ ...a, backend: { ...a.backend, delay_seconds: 0.05 } })) })
+    const before = fs.readFileSync(nodePath.join(logDir, "events.jsonl"), "utf8")
+    const result = await replayCli(logDir, cwd)
+    expect({ code: result.exitCode, out: result.stdout, err: result.stderr }).toEqual({ code: 0, out: expect.stringContaining("SAME"), err: "" })
+    const replayDir = result.lines.find((l) => l.startsWith("REPLAY_DIR: "))!.slice("REPLAY_DIR: ".length)
+    expect(replayDir).not.toBe(logDir)
+    expect(fs.readFileSync(nodePath.join(logDir, "events.jsonl"), "utf8")).toBe(before)
+    const recorded = readEventsText(before).events
+    const replayed = readEventsText(fs.readFileSync(nodePath.join(replayDir, "events.jsonl"), "utf8")).events
+    expect(decisions(replayed)).toEqual(decisions(recorded))
+    expect(fs.readFileSync(nodePath.join(replayDir, "final", "agent_a", "answer.txt"), "utf8")).toBe("The answer is 4.")
+    expect(JSON.parse(fs.readFileSync(nodePath.join(replayDir, "status.json"), "utf8")).results.winner).toBe("agent_a")
+  })
+
+  test("exit 2 after a recorded reply is edited, printing the diverging event", async () => {
+    const { cwd, logDir } = await recordRun(CONSENSUS)
+    const events = readEventsText(fs.readFileSync(nodePath.join(logDir, "events.jsonl"), "utf8")).events
+    const at = events.findIndex((e) => e._tag === "answer_submitted" && e.agent === "agent_c")
+    const end = events.slice(0, at).findLast((e) => e._tag === "call_end" && e.agent === "agent_c") as Extract<Event, { _tag: "call_end" }>
+    const file = nodePath.join(logDir, "llm_log", `${end.call}.json`)
+    const record = JSON.parse(fs.readFileSync(file, "utf8"))
+    record.reply.toolCalls[0].arguments = JSON.stringify({ content: "2+2=5" })
+    fs.writeFileSync(file, JSON.stringify(record, null, 2))
+    const result = await replayCli(logDir, cwd)
+    expect(result.exitCode).toBe(2)
+    const diverged = result.lines.find((l) => l.startsWith("DIVERGED"))
+    expect(diverged).toBe(`DIVERGED at event ${at + 1}: this code makes a different event here`)
+    expect(result.stdout).toContain('"_tag":"answer_submitted"')
+    expect(result.stdout).toContain("2+2=5")
+  })
+
+  test("exit 2 naming a missing recorded reply", async () => {
+    const { cwd, logDir } = await recordRun(CONSENSUS)
+    fs.rmSync(nodePath.join(logDir, "llm_log", "2.json"))
+    const result = await replayCli(logDir, cwd)
+    expect(result.exitCode).toBe(2)
+    expect(result.stdout).toMatch(/DIVERGED at event \d+: the reply of call 2 is missing/)
+    expect(result.stderr).toBe("")
+  })
+
+  test("a directory that is not a run is exit 1", async () => {
+    const cwd = sandbox()
+    const result = await runCli("source", ["replay", cwd, "--check"], { cwd })
+    expect(result.exitCode).toBe(1)
+    expect(result.stderr).toContain("not a massgen run")
+    expect(fs.readdirSync(cwd)).toEqual([])
+  })
+})
+
+// ---------------------------------------------------------------------------
+// Each real-backend protocol, through the fake server
+
+type Provider = "openai" | "chatcompletion" | "claude"
+
+/** Answers while its own answer is not shown, then votes for the first agent shown; presents when offered no tools. */
+const council = (req: FakeRequest) => {
+  const text = promptText(req)
+  const self = /You are (agent\d+)\./.exec(text)?.[1] ?? "agent1"
+  const tools = offeredTools(req)
+  if (tools.length === 0) return reply({ text: ["Final: ", "4."], usage: { input: 100, output: 10 } })
+  const start = text.indexOf("<CURRENT ANSWERS")
+  const current = start < 0 ? "" : text.slice(start, text.indexOf("<END OF CURRENT ANSWERS>", start))
+  if (tools.includes("new_answer") && !current.includes(`<${self}.`)) {
+    return reply({ text: "Drafting.", toolCalls: [{ name: "new_answer", args: { content: `${self} says 4 – ✓` }, chunks: 4 }] })
+  }
+  const target = /<(agent\d+)\.\d+>/.exec(current)?.[1] ?? self
+  return reply({ text: "Reviewing.", toolCalls: [{ name: "vote", args: { agent_id: target, reason: "right" }, chunks: 3 }] })
+}
+
+const providerDoc = (fake: FakeLlm, provider: Provider) => ({
+  agents: [1, 2, 3].map((n) => ({
+    id: `agent_${"abc"[n - 1]}`,
+    system_message: `You are agent${n}.`,
+    backend: {
+      type: provider,
+      model: "fake-model",
+      base_url: provider === "claude" ? fake.url : fake.openAiBaseUrl,
+      api_key: "${FAKE_LLM_KEY}",
+    },
+  })),
+  timeout_settings: { orchestrator_timeout_seconds: 40, agent_timeout_seconds: 30 },
+})
+
+describe.concurrent("replay of runs recorded through each real-backend protocol", () => {
+  for (const provider of ["openai", "chatcompletion", "claude"] as const) {
+    test(`${provider}: --check passes, with no request to the server`, async () => {
+      const fake = await startFakeLlm({ respond: council })
+      try {
+        const { cwd, logDir } = await recordRun(providerDoc(fake, provider))
+        const calls = fake.requests.length
+        expect(calls).toBeGreaterThanOrEqual(7)
+        expect(eventLines(logDir).length).toBeGreaterThan(10)
+        // Replay needs neither the server's key nor the server.
+        const result = await replayCli(logDir, cwd, { FAKE_LLM_KEY: undefined })
+        expect({ code: result.exitCode, out: result.stdout, err: result.stderr }).toEqual({ code: 0, out: expect.stringContaining("SAME"), err: "" })
+        expect(fake.requests.length).toBe(calls)
+      } finally {
+        fake.stop()
+      }
+    }, 60_000)
+  }
+})
