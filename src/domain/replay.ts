@@ -18,8 +18,9 @@
 import type { Agent } from "./config.ts"
 import { type Reply, commandEvent, decide, judgeReply, stopRun } from "./decide.ts"
 import type { Event } from "./events.ts"
-import type { LlmMessage, LlmReply, LlmRequest, ShownAnswer } from "./llm.ts"
-import { presentationRequest, retryMessages, roundRequest } from "./prompts.ts"
+import type { LlmMessage, LlmReply, LlmRequest } from "./llm.ts"
+import { retryMessages } from "./prompts.ts"
+import { requestForPresentation, requestForRound } from "./requests.ts"
 import { checkReply, MAX_ATTEMPTS } from "./reply-check.ts"
 import { type State, evolve, initialState } from "./state.ts"
 
@@ -51,46 +52,11 @@ const comparable = (event: Event): string =>
 
 export const sameDecision = (a: Event, b: Event): boolean => comparable(a) === comparable(b)
 
-const shownOf = (state: State, labels: ReadonlyArray<string>): ReadonlyArray<ShownAnswer> =>
-  labels.flatMap((label) => {
-    const answer = state.answers[label]
-    return answer ? [{ label, anonId: label.split(".")[0]!, content: answer.content }] : []
-  })
-
 /** The request this code builds for an agent's current round or presentation, before retries. */
 const baseRequest = (state: State, agents: ReadonlyArray<Agent>, agentId: string, role: "round" | "presentation"): LlmRequest | null => {
   const agent = agents.find((a) => a.id === agentId)
-  const a = state.agents.find((x) => x.info.id === agentId)
-  const run = state.run
-  if (!agent || !a || !run) return null
-  if (role === "round") {
-    if (a.inFlight === null) return null
-    return roundRequest({
-      agentId,
-      selfAnonId: agent.anonId,
-      systemMessage: agent.systemMessage,
-      question: run.question,
-      shown: shownOf(state, a.inFlight.shown),
-      voteOnly: a.inFlight.voteOnly,
-    })
-  }
-  const p = state.presentation
-  if (p === null) return null
-  return presentationRequest({
-    agentId,
-    selfAnonId: agent.anonId,
-    systemMessage: agent.systemMessage,
-    question: run.question,
-    answers: state.agents.flatMap((x) => {
-      const label = x.answers[x.answers.length - 1]
-      const answer = label ? state.answers[label] : undefined
-      return answer ? [{ agentId: x.info.id, label: answer.label, content: answer.content, own: x.info.id === agentId }] : []
-    }),
-    shown: shownOf(state, Object.keys(p.votes)),
-    voteReasons: state.agents.flatMap((x) => (x.vote?.target === agentId ? [x.vote.reason] : [])),
-    isTie: p.isTie,
-    strategy: state.run.settings.final_answer_strategy,
-  })
+  if (agent === undefined) return null
+  return role === "round" ? requestForRound(state, agent) : requestForPresentation(state, agent)
 }
 
 const requestKey = (r: LlmRequest): string => JSON.stringify({ system: r.system, messages: r.messages, tools: r.tools })

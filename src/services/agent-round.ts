@@ -87,52 +87,34 @@ const callWithRetries = (
           }),
         )
       }
+      /** The call's call_end: with the reply's usage, or the error (a cut-off call's is "cancelled"). */
+      const callEnd = (reply: LlmReply | null, error: string | null) =>
+        Effect.gen(function* () {
+          const ended = yield* Effect.clockWith((c) => c.currentTimeMillis)
+          const usage = reply?.usage
+          yield* deps.emit({
+            _tag: "call_end",
+            time: yield* deps.now,
+            call,
+            agent,
+            round,
+            role,
+            model: backend.model,
+            seconds: (ended - started) / 1000,
+            input_tokens: usage?.inputTokens ?? null,
+            cached_input_tokens: usage?.cachedInputTokens ?? null,
+            output_tokens: usage?.outputTokens ?? null,
+            reasoning_tokens: usage?.reasoningTokens ?? null,
+            truncated: reply?.truncated ?? null,
+            cost: usage ? deps.priceOf(backend.model, usage) : null,
+            error,
+          })
+        })
       // A call cut off by a cancelled round, a timeout or the run's end still gets its call_end.
-      const result = yield* Effect.either(stream).pipe(
-        Effect.onInterrupt(() =>
-          Effect.gen(function* () {
-            const ended = yield* Effect.clockWith((c) => c.currentTimeMillis)
-            yield* deps.emit({
-              _tag: "call_end",
-              time: yield* deps.now,
-              call,
-              agent,
-              round,
-              role,
-              model: backend.model,
-              seconds: (ended - started) / 1000,
-              input_tokens: null,
-              cached_input_tokens: null,
-              output_tokens: null,
-              reasoning_tokens: null,
-              truncated: null,
-              cost: null,
-              error: "cancelled",
-            })
-          }),
-        ),
-      )
-      const ended = yield* Effect.clockWith((c) => c.currentTimeMillis)
+      const result = yield* Effect.either(stream).pipe(Effect.onInterrupt(() => callEnd(null, "cancelled")))
       const reply = result._tag === "Right" ? result.right : null
       const error = result._tag === "Left" ? result.left.message : null
-      const usage = reply?.usage
-      yield* deps.emit({
-        _tag: "call_end",
-        time: yield* deps.now,
-        call,
-        agent,
-        round,
-        role,
-        model: backend.model,
-        seconds: (ended - started) / 1000,
-        input_tokens: usage?.inputTokens ?? null,
-        cached_input_tokens: usage?.cachedInputTokens ?? null,
-        output_tokens: usage?.outputTokens ?? null,
-        reasoning_tokens: usage?.reasoningTokens ?? null,
-        truncated: reply?.truncated ?? null,
-        cost: usage ? deps.priceOf(backend.model, usage) : null,
-        error,
-      })
+      yield* callEnd(reply, error)
       yield* deps.logCall(call, { call, agent, round, role, model: backend.model, attempt, request, reply, error })
       if (result._tag === "Right") return { _tag: "reply", reply: result.right } as const
       const failure = result.left

@@ -17,8 +17,9 @@ import { Duration, Effect, Fiber, Queue, Ref, Schedule } from "effect"
 import type { Config } from "../domain/config.ts"
 import { type Command, type Reply, commandEvent, decide, judgeReply, stopRun } from "../domain/decide.ts"
 import type { Event, FinishReason } from "../domain/events.ts"
-import type { ShownAnswer, TokenUsage } from "../domain/llm.ts"
-import { presentationRequest, requestText, roundRequest } from "../domain/prompts.ts"
+import type { TokenUsage } from "../domain/llm.ts"
+import { requestText } from "../domain/prompts.ts"
+import { requestForPresentation, requestForRound } from "../domain/requests.ts"
 import { type State, evolve, foldEvents, initialState } from "../domain/state.ts"
 import { project } from "../domain/status.ts"
 import { type RoundDeps, runPresentation, runRound } from "./agent-round.ts"
@@ -140,12 +141,6 @@ export const runCoordination = (input: RunInput) =>
       mayCall: budgetLeft,
     }
 
-    const shownAnswers = (state: State, labels: ReadonlyArray<string>): ReadonlyArray<ShownAnswer> =>
-      labels.flatMap((label) => {
-        const answer = state.answers[label]
-        return answer ? [{ label, anonId: label.split(".")[0]!, content: answer.content }] : []
-      })
-
     /** Runs a round (key `agent#round`) or a presentation (`agent#present`) in a fiber of its own. */
     const spawn = (key: string, work: Effect.Effect<Reply>) =>
       Effect.gen(function* () {
@@ -175,14 +170,7 @@ export const runCoordination = (input: RunInput) =>
         switch (command._tag) {
           case "StartRound": {
             const agent = agentById.get(command.agent)!
-            const request = roundRequest({
-              agentId: agent.id,
-              selfAnonId: agent.anonId,
-              systemMessage: agent.systemMessage,
-              question: run.question,
-              shown: shownAnswers(state, command.shown),
-              voteOnly: command.voteOnly,
-            })
+            const request = requestForRound(state, agent)!
             contexts.set(`${agent.id}#${command.round}`, requestText(request))
             const work = runRound(deps, {
               agent: agent.id,
@@ -198,22 +186,7 @@ export const runCoordination = (input: RunInput) =>
           case "StartPresentation": {
             if (!command.callsModel) return
             const agent = agentById.get(command.agent)!
-            const shown = shownAnswers(state, Object.keys(command.votes))
-            const request = presentationRequest({
-              agentId: agent.id,
-              selfAnonId: agent.anonId,
-              systemMessage: agent.systemMessage,
-              question: run.question,
-              answers: state.agents.flatMap((a) => {
-                const label = a.answers[a.answers.length - 1]
-                const answer = label ? state.answers[label] : undefined
-                return answer ? [{ agentId: a.info.id, label: answer.label, content: answer.content, own: a.info.id === agent.id }] : []
-              }),
-              shown,
-              voteReasons: state.agents.flatMap((a) => (a.vote?.target === agent.id ? [a.vote.reason] : [])),
-              isTie: command.isTie,
-              strategy: command.strategy,
-            })
+            const request = requestForPresentation(state, agent)!
             contexts.set(`${agent.id}#present`, requestText(request))
             const presentationRound = (state.agents.find((a) => a.info.id === agent.id)?.rounds ?? 0) + 1
             return yield* spawn(

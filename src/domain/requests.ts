@@ -1,0 +1,54 @@
+/**
+ * The request an agent is sent, read off the state: for its round in flight, or its presentation.
+ *
+ * The orchestrator builds every call from these, right after folding the
+ * `round_started` or `presentation_started` that begins the work, and replay
+ * (`replay.ts`) builds the same request at the same point to compare it with
+ * the recorded one. Pure: the same state gives the same request.
+ */
+import type { Agent } from "./config.ts"
+import type { LlmRequest, ShownAnswer } from "./llm.ts"
+import { presentationRequest, roundRequest } from "./prompts.ts"
+import type { State } from "./state.ts"
+
+/** The answers behind `labels`, as a request shows them. */
+export const shownAnswers = (state: State, labels: ReadonlyArray<string>): ReadonlyArray<ShownAnswer> =>
+  labels.flatMap((label) => {
+    const answer = state.answers[label]
+    return answer ? [{ label, anonId: label.split(".")[0]!, content: answer.content }] : []
+  })
+
+/** The request of `agent`'s round in flight; null when it has none. */
+export const requestForRound = (state: State, agent: Agent): LlmRequest | null => {
+  const inFlight = state.agents.find((a) => a.info.id === agent.id)?.inFlight ?? null
+  if (state.run === null || inFlight === null) return null
+  return roundRequest({
+    agentId: agent.id,
+    selfAnonId: agent.anonId,
+    systemMessage: agent.systemMessage,
+    question: state.run.question,
+    shown: shownAnswers(state, inFlight.shown),
+    voteOnly: inFlight.voteOnly,
+  })
+}
+
+/** The request of the winner's presentation; null unless `agent` is presenting. */
+export const requestForPresentation = (state: State, agent: Agent): LlmRequest | null => {
+  const p = state.presentation
+  if (state.run === null || p === null || p.agent !== agent.id) return null
+  return presentationRequest({
+    agentId: agent.id,
+    selfAnonId: agent.anonId,
+    systemMessage: agent.systemMessage,
+    question: state.run.question,
+    answers: state.agents.flatMap((a) => {
+      const label = a.answers[a.answers.length - 1]
+      const answer = label ? state.answers[label] : undefined
+      return answer ? [{ agentId: a.info.id, label: answer.label, content: answer.content, own: a.info.id === agent.id }] : []
+    }),
+    shown: shownAnswers(state, Object.keys(p.votes)),
+    voteReasons: state.agents.flatMap((a) => (a.vote?.target === agent.id ? [a.vote.reason] : [])),
+    isTie: p.isTie,
+    strategy: state.run.settings.final_answer_strategy,
+  })
+}
