@@ -69,7 +69,7 @@ export const resumeCommand = (args: ResumeArgs, ctx: CliContext) =>
       interrupt: ctx.interrupt,
       automation: args.automation,
       display: runDisplay({ automation: args.automation, noDisplay: false }, ctx.print),
-      resume: { events: now.read.events, skipped: now.read.skipped, tornTail: now.read.tornTail },
+      resume: { events: now.read.events, skipped: now.read.skipped, tornTail: now.read.tornTail, state: current },
       print: ctx.print,
       printError: ctx.printError,
     })

@@ -67,11 +67,19 @@ const callWithRetries = (
       const call = yield* deps.nextCallNumber
       const started = yield* Effect.clockWith((c) => c.currentTimeMillis)
       yield* deps.emit({ _tag: "call_start", time: yield* deps.now, call, agent, round, role, model: backend.model, attempt })
-      let stream = backend.stream(request).pipe(
-        Stream.tap((chunk) =>
-          chunk._tag === "text" ? deps.onText(agent, chunk.text) : chunk._tag === "reasoning" ? deps.onReasoning(agent, chunk.text) : Effect.void,
-        ),
-        Stream.runFold(null as LlmReply | null, (acc, chunk) => (chunk._tag === "done" ? chunk.reply : acc)),
+      // runForEach over a local is measurably cheaper per call than tap + runFold.
+      let stream = Effect.suspend(() => {
+        let done: LlmReply | null = null
+        return backend.stream(request).pipe(
+          Stream.runForEach((chunk) => {
+            if (chunk._tag === "text") return deps.onText(agent, chunk.text)
+            if (chunk._tag === "reasoning") return deps.onReasoning(agent, chunk.text)
+            done = chunk.reply
+            return Effect.void
+          }),
+          Effect.map(() => done),
+        )
+      }).pipe(
         Effect.flatMap((reply) =>
           reply === null
             ? Effect.fail(new BackendError({ reason: "stream_cut", detail: "the stream ended without a reply", retryable: true, retryAfterSeconds: null }))

@@ -47,6 +47,8 @@ export interface ResumeInput {
   readonly events: ReadonlyArray<Event>
   readonly skipped: number
   readonly tornTail: boolean
+  /** The fold of `events`, when the caller has it already. */
+  readonly state?: State
 }
 
 export interface Observer {
@@ -61,6 +63,9 @@ export interface RunOutcome {
 
 type Input = { readonly _tag: "reply"; readonly reply: Reply } | { readonly _tag: "stop"; readonly reason: Exclude<FinishReason, "completed">; readonly message: string }
 
+/** Lets I/O callbacks that are already due (replies of other calls) run first. */
+const nextMacrotask = Effect.promise(() => new Promise<void>((resolve) => setImmediate(resolve)))
+
 const isoNow = Effect.clockWith((c) => c.currentTimeMillis).pipe(Effect.map((ms) => new Date(ms).toISOString()))
 
 export const runCoordination = (input: RunInput) =>
@@ -70,7 +75,7 @@ export const runCoordination = (input: RunInput) =>
     const files = yield* RunFiles
     const backends = yield* Backends
     const { config } = input
-    const recorded = input.resume ? foldEvents(input.resume.events) : null
+    const recorded = input.resume ? (input.resume.state ?? foldEvents(input.resume.events)) : null
     // A resumed run keeps the settings it was started with.
     const settings = recorded?.run?.settings ?? config.settings
     const stateRef = yield* Ref.make<State>(initialState)
@@ -231,8 +236,10 @@ export const runCoordination = (input: RunInput) =>
         dropped_lines: input.resume.skipped,
         torn_tail: input.resume.tornTail,
         // A signal's run_finished closed the rounds it stopped: they are the ones that start again.
-        restarted_rounds: foldEvents(input.resume.events.filter((e) => !(e._tag === "run_finished" && e.reason === "interrupted")))
-          .agents.flatMap((a) => (a.inFlight ? [{ agent: a.info.id, round: a.inFlight.round }] : [])),
+        restarted_rounds: (recorded.finished?.reason === "interrupted"
+          ? foldEvents(input.resume.events.filter((e) => !(e._tag === "run_finished" && e.reason === "interrupted")))
+          : recorded
+        ).agents.flatMap((a) => (a.inFlight ? [{ agent: a.info.id, round: a.inFlight.round }] : [])),
         presentation_restarted: recorded.presentation !== null && recorded.final === null && recorded.presentation.callsModel,
       })
     } else {
@@ -263,17 +270,22 @@ export const runCoordination = (input: RunInput) =>
 
     yield* drive
     while ((yield* Ref.get(stateRef)).finished === null) {
-      const next = yield* Queue.take(inbox)
-      const state = yield* Ref.get(stateRef)
-      const time = yield* isoNow
-      const events =
-        next._tag === "reply" ? judgeReply(state, next.reply, time) : stopRun(state, next.reason, next.message, time, next.reason !== "interrupted")
-      if (next._tag === "reply") {
-        const r = next.reply
-        fibers.delete("round" in r ? `${r.agent}#${r.round}` : `${r.agent}#present`)
+      const first = yield* Queue.take(inbox)
+      // Replies that arrive together are judged together before deciding, as MassGen
+      // applies a batch: no round is started only to be cancelled by the next reply.
+      yield* nextMacrotask
+      for (const next of [first, ...(yield* Queue.takeAll(inbox))]) {
+        const state = yield* Ref.get(stateRef)
+        const time = yield* isoNow
+        const events =
+          next._tag === "reply" ? judgeReply(state, next.reply, time) : stopRun(state, next.reason, next.message, time, next.reason !== "interrupted")
+        if (next._tag === "reply") {
+          const r = next.reply
+          fibers.delete("round" in r ? `${r.agent}#${r.round}` : `${r.agent}#present`)
+        }
+        if (events.some((e) => e._tag === "run_finished")) yield* stopAll
+        for (const event of events) yield* emit(event)
       }
-      if (events.some((e) => e._tag === "run_finished")) yield* stopAll
-      for (const event of events) yield* emit(event)
       yield* drive
     }
     yield* stopAll

@@ -11,9 +11,9 @@
  * in a map for tests.
  */
 import { appendFileSync, mkdirSync } from "node:fs"
-import { dirname, join } from "node:path"
+import { join } from "node:path"
 import { Context, Effect, Layer } from "effect"
-import { writeFileAtomic } from "./status-writer.ts"
+import { writeFileAtomicSync } from "./status-writer.ts"
 
 export interface RunFilesApi {
   readonly appendOutput: (agent: string, text: string) => Effect.Effect<void>
@@ -29,18 +29,17 @@ const ignoreFailure = (label: string, f: () => void): Effect.Effect<void> =>
 export const liveRunFiles = (logDir: string): Layer.Layer<RunFiles> =>
   Layer.sync(RunFiles, () => {
     const outputs = join(logDir, "agent_outputs")
+    const madeDirs = new Set<string>()
     return {
       appendOutput: (agent, text) =>
         ignoreFailure("agent output", () => {
-          mkdirSync(outputs, { recursive: true })
+          if (!madeDirs.has(outputs)) {
+            mkdirSync(outputs, { recursive: true })
+            madeDirs.add(outputs)
+          }
           appendFileSync(join(outputs, `${agent}.txt`), text)
         }),
-      write: (relativePath, text) =>
-        Effect.suspend(() => {
-          const path = join(logDir, relativePath)
-          mkdirSync(dirname(path), { recursive: true })
-          return writeFileAtomic(path, text)
-        }).pipe(Effect.catchAll((e) => Effect.logWarning(`${relativePath}: ${String(e)}`))),
+      write: (relativePath, text) => ignoreFailure(relativePath, () => writeFileAtomicSync(join(logDir, relativePath), text, madeDirs)),
     }
   })
 

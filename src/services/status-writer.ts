@@ -58,6 +58,29 @@ export const writeFileAtomic = (path: string, text: string): Effect.Effect<void,
     })
   })
 
+/**
+ * `writeFileAtomic` done synchronously: for the small files a run writes on its
+ * critical path (call logs, final answers), one blocking write is far cheaper
+ * than three trips through the thread pool. `madeDirs` remembers directories
+ * already created.
+ */
+export const writeFileAtomicSync = (path: string, text: string, madeDirs?: Set<string>): void => {
+  tempCounter += 1
+  const temp = `${path}.${process.pid}.${tempCounter}.tmp`
+  const dir = nodePath.dirname(path)
+  if (!madeDirs?.has(dir)) {
+    fs.mkdirSync(dir, { recursive: true })
+    madeDirs?.add(dir)
+  }
+  try {
+    fs.writeFileSync(temp, text, "utf8")
+    fs.renameSync(temp, path)
+  } catch (cause) {
+    fs.rmSync(temp, { force: true })
+    throw cause
+  }
+}
+
 /** The status as `status.json` holds it. */
 export const statusText = (path: string, status: unknown): Effect.Effect<string, StatusWriteError> =>
   Effect.try({

@@ -1,0 +1,109 @@
+/**
+ * Resume and replay speed:
+ * - resume of a 100,000-event log: read events.jsonl, decode and fold it, and
+ *   take the run up again with zero-delay scripted agents until it completes
+ *   (the log is "one long run" of bench/fold.ts without its last event, so the
+ *   run is unfinished); also the read + decode + fold part alone;
+ * - replay: a live run of 3 agents replying after 200 ms is recorded in a temp
+ *   directory, then `replayRun` makes its decisions again from events.jsonl and
+ *   llm_log/; printed as replay time over the original run's wall time.
+ */
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { Effect, Either, Layer } from "effect"
+import { recordedCall } from "../src/cli/run-dir.ts"
+import { decodeConfig } from "../src/domain/config.ts"
+import { encodeEventLine, readEventsText } from "../src/domain/event-codec.ts"
+import { replayRun } from "../src/domain/replay.ts"
+import { foldEvents } from "../src/domain/state.ts"
+import { Backends } from "../src/services/backend.ts"
+import { EventLog } from "../src/services/event-log.ts"
+import { runCoordination } from "../src/services/orchestrator.ts"
+import { liveRunFiles } from "../src/services/run-files.ts"
+import { makeScriptedBackend } from "../src/services/scripted-backend.ts"
+import { StatusWriter } from "../src/services/status-writer.ts"
+import { oneLongRun } from "./fold.ts"
+import { convergingConfig, fmt, line, median } from "./support.ts"
+
+const liveLayers = (dir: string, config: ReturnType<typeof convergingConfig>) => {
+  const backends = new Map(config.agents.map((a) => [a.id, makeScriptedBackend(a)]))
+  return Layer.mergeAll(
+    EventLog.live(join(dir, "events.jsonl")),
+    StatusWriter.live(join(dir, "status.json")),
+    liveRunFiles(dir),
+    Layer.succeed(Backends, { forAgent: (id: string) => backends.get(id)! }),
+  )
+}
+
+const resumeOnce = async (text: string): Promise<{ readonly foldMs: number; readonly totalMs: number; readonly reason: string }> => {
+  const dir = mkdtempSync(join(tmpdir(), "massgen-bench-resume-"))
+  try {
+    writeFileSync(join(dir, "events.jsonl"), text)
+    const config = convergingConfig(20)
+    const started = performance.now()
+    const read = readEventsText(readFileSync(join(dir, "events.jsonl"), "utf8"))
+    const folded = foldEvents(read.events)
+    const foldMs = performance.now() - started
+    if (folded.run === null || folded.finished !== null) throw new Error("the bench log must hold an unfinished run")
+    const outcome = await Effect.runPromise(
+      runCoordination({
+        config,
+        question: folded.run.question,
+        logDir: dir,
+        runId: "bench",
+        version: "bench",
+        pid: process.pid,
+        interrupt: Effect.never,
+        resume: { events: read.events, skipped: read.skipped, tornTail: read.tornTail, state: folded },
+      }).pipe(Effect.scoped, Effect.provide(liveLayers(dir, config))),
+    )
+    return { foldMs, totalMs: performance.now() - started, reason: outcome.reason }
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+export const resumeBench = async (): Promise<void> => {
+  const events = oneLongRun().slice(0, -1)
+  const text = events.map((e) => `${encodeEventLine(e)}\n`).join("")
+  const runs = []
+  for (let i = 0; i < 4; i++) runs.push(await resumeOnce(text))
+  const timed = runs.slice(1)
+  line("resume of a 100,000-event log: events / JSONL size", `${events.length} / ${fmt(text.length / 1e6, 1)} MB`)
+  line("resume: read + decode + fold, ms median", `${fmt(median(timed.map((r) => r.foldMs)))}`)
+  line("resume: read + fold + run to completion, ms median", `${fmt(median(timed.map((r) => r.totalMs)))}   finish: ${timed[0]!.reason}   target: < 1000 ms`)
+}
+
+export const replayBench = async (): Promise<void> => {
+  const dir = mkdtempSync(join(tmpdir(), "massgen-bench-replay-"))
+  try {
+    const config = convergingConfig(3, 0.2)
+    const started = performance.now()
+    const outcome = await Effect.runPromise(
+      runCoordination({
+        config,
+        question: "What is 2+2?",
+        logDir: dir,
+        runId: "bench",
+        version: "bench",
+        pid: process.pid,
+        interrupt: Effect.never,
+      }).pipe(Effect.scoped, Effect.provide(liveLayers(dir, config))),
+    )
+    const originalMs = performance.now() - started
+    const times: Array<number> = []
+    let divergence: unknown = null
+    for (let i = 0; i < 6; i++) {
+      const t0 = performance.now()
+      const recorded = readEventsText(readFileSync(join(dir, "events.jsonl"), "utf8")).events
+      divergence = replayRun(recorded, config.agents, recordedCall(dir)).divergence
+      times.push(performance.now() - t0)
+    }
+    const replayMs = median(times.slice(1))
+    line("replay of a 3-agent run with 200 ms replies: original / replay, ms", `${fmt(originalMs)} / ${fmt(replayMs)}   (${outcome.reason}, ${divergence === null ? "same" : "diverged"})`)
+    line("replay: replay time / original wall time", fmt(replayMs / originalMs, 4))
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+}

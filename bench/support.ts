@@ -1,0 +1,168 @@
+/**
+ * Shared bench helpers: runs one whole coordination with scripted backends and
+ * times it from its `run_started` event to its `run_finished` event
+ * (performance.now() in the observer, so process start, layer set-up and the
+ * first append are not counted), with either the live file layers in a temp
+ * directory or the in-memory layers; plus small statistics and printing helpers.
+ */
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { Effect, Either, Layer } from "effect"
+import { type Config, decodeConfig } from "../src/domain/config.ts"
+import type { Event } from "../src/domain/events.ts"
+import { Backends } from "../src/services/backend.ts"
+import { EventLog } from "../src/services/event-log.ts"
+import { runCoordination } from "../src/services/orchestrator.ts"
+import { RunFiles, liveRunFiles, memoryRunFiles } from "../src/services/run-files.ts"
+import { makeScriptedBackend } from "../src/services/scripted-backend.ts"
+import { StatusWriter } from "../src/services/status-writer.ts"
+
+export type Mode = "live" | "memory"
+
+/** What a run spent in each kind of write, summed over the writes (concurrent writes overlap). */
+export type IoKind = "event append" | "status.json write" | "llm_log write" | "final/ files write" | "agent output append"
+export type IoProfile = Map<IoKind, { count: number; ms: number }>
+
+const timed = <A, E>(profile: IoProfile | undefined, kind: IoKind, effect: Effect.Effect<A, E>): Effect.Effect<A, E> =>
+  profile === undefined
+    ? effect
+    : Effect.suspend(() => {
+        const t0 = performance.now()
+        return Effect.ensuring(
+          effect,
+          Effect.sync(() => {
+            const entry = profile.get(kind) ?? { count: 0, ms: 0 }
+            entry.count += 1
+            entry.ms += performance.now() - t0
+            profile.set(kind, entry)
+          }),
+        )
+      })
+
+/** The layers of a run, each write timed into `profile` when given. */
+const runLayers = (mode: Mode, dir: string, profile: IoProfile | undefined) => {
+  const eventLog = mode === "live" ? EventLog.live(join(dir, "events.jsonl")) : EventLog.memory(new Map())
+  const statusWriter = mode === "live" ? StatusWriter.live(join(dir, "status.json")) : StatusWriter.memory([])
+  const runFiles: Layer.Layer<RunFiles> = mode === "live" ? liveRunFiles(dir) : memoryRunFiles().layer
+  if (profile === undefined) return Layer.mergeAll(eventLog, statusWriter, runFiles)
+  return Layer.mergeAll(
+    Layer.effect(
+      EventLog,
+      Effect.map(EventLog, (log) => ({ ...log, append: (event: Event) => timed(profile, "event append", log.append(event)) })),
+    ).pipe(Layer.provide(eventLog)),
+    Layer.effect(
+      StatusWriter,
+      Effect.map(StatusWriter, (writer) => ({ ...writer, write: (status: unknown) => timed(profile, "status.json write", writer.write(status)) })),
+    ).pipe(Layer.provide(statusWriter)),
+    Layer.effect(
+      RunFiles,
+      Effect.map(RunFiles, (files) => ({
+        appendOutput: (agent: string, text: string) => timed(profile, "agent output append", files.appendOutput(agent, text)),
+        write: (path: string, text: string) =>
+          timed(profile, path.startsWith("llm_log/") ? "llm_log write" : "final/ files write", files.write(path, text)),
+      })),
+    ).pipe(Layer.provide(runFiles)),
+  )
+}
+
+/** A converging config: every agent answers once, then votes for agent1; agent1 presents. */
+export const convergingConfig = (agents: number, delaySeconds = 0): Config => {
+  const doc = {
+    agents: Array.from({ length: agents }, (_, i) => ({
+      id: `agent_${i + 1}`,
+      backend: {
+        type: "scripted",
+        answer: `Answer of agent ${i + 1}: four.`,
+        vote: "agent1",
+        ...(delaySeconds > 0 ? { delay_seconds: delaySeconds } : {}),
+      },
+    })),
+  }
+  const decoded = decodeConfig(doc, {})
+  if (Either.isLeft(decoded)) throw new Error(JSON.stringify(decoded.left))
+  return decoded.right
+}
+
+export interface TimedRun {
+  /** performance.now() from the observed run_started to the observed run_finished, ms. */
+  readonly wallMs: number
+  /** Every event observed, with the performance.now() at which the observer saw it. */
+  readonly events: ReadonlyArray<{ readonly event: Event; readonly at: number }>
+  /** CPU time of the whole process (all threads) over the same span, ms: less sensitive to other load than wallMs. */
+  readonly cpuMs: number
+  readonly reason: string
+}
+
+let scratch: string | null = null
+let runNumber = 0
+
+/** A fresh directory for one live run, under one temp dir removed by `cleanUp`. */
+const freshDir = (): string => {
+  scratch ??= mkdtempSync(join(tmpdir(), "massgen-bench-"))
+  runNumber += 1
+  return join(scratch, `log_${runNumber}`)
+}
+
+export const cleanUp = (): void => {
+  if (scratch !== null) rmSync(scratch, { recursive: true, force: true })
+  scratch = null
+}
+
+/** One whole coordination of `config`, timed from run_started to run_finished. */
+export const timedRun = (config: Config, mode: Mode, profile?: IoProfile): Promise<TimedRun> => {
+  const events: Array<{ event: Event; at: number }> = []
+  let cpuStart: NodeJS.CpuUsage | null = null
+  let cpuMs = Number.NaN
+  const backends = new Map(config.agents.map((a) => [a.id, makeScriptedBackend(a)]))
+  const dir = mode === "live" ? freshDir() : "/tmp/massgen-bench/memory"
+  const layer = Layer.mergeAll(
+    runLayers(mode, dir, profile),
+    Layer.succeed(Backends, { forAgent: (id: string) => backends.get(id)! }),
+  )
+  const program = runCoordination({
+    config,
+    question: "What is 2+2?",
+    logDir: dir,
+    runId: "bench",
+    version: "bench",
+    pid: process.pid,
+    interrupt: Effect.never,
+    observe: {
+      onEvent: (event) =>
+        Effect.sync(() => {
+          events.push({ event, at: performance.now() })
+          if (event._tag === "run_started") cpuStart = process.cpuUsage()
+          if (event._tag === "run_finished" && cpuStart !== null) {
+            const used = process.cpuUsage(cpuStart)
+            cpuMs = (used.user + used.system) / 1000
+          }
+        }),
+      onText: () => Effect.void,
+    },
+  }).pipe(Effect.scoped, Effect.provide(layer))
+  return Effect.runPromise(program).then((outcome) => {
+    const start = events.find((e) => e.event._tag === "run_started")
+    const end = events.find((e) => e.event._tag === "run_finished")
+    if (!start || !end) throw new Error("run_started or run_finished not observed")
+    return { wallMs: end.at - start.at, events, cpuMs, reason: outcome.reason }
+  })
+}
+
+export const percentile = (values: ReadonlyArray<number>, p: number): number => {
+  const sorted = [...values].sort((a, b) => a - b)
+  if (sorted.length === 0) return Number.NaN
+  const rank = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))
+  return sorted[rank]!
+}
+
+export const median = (values: ReadonlyArray<number>): number => {
+  const sorted = [...values].sort((a, b) => a - b)
+  const mid = sorted.length >> 1
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2
+}
+
+export const fmt = (n: number, digits = 2): string => n.toFixed(digits)
+
+/** One labelled line: `label: value`, the label padded so values line up. */
+export const line = (label: string, value: string): void => console.log(`${label.padEnd(72)} ${value}`)
