@@ -103,7 +103,9 @@ const completion = (state: State): number => {
   return Math.min(99, Math.floor(((answered + voted) / (2 * n)) * 100))
 }
 
-export const project = (state: State, now: number): StatusJson => {
+export const project = (state: State, at: number): StatusJson => {
+  // A finished run's status is its final snapshot, the same whenever it is rebuilt.
+  const now = state.finished?.time ?? at
   const run = state.run
   const startTime = run?.startTime ?? now
   const inFlight = state.agents
