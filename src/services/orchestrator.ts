@@ -255,11 +255,11 @@ export const runCoordination = (input: RunInput) =>
         pid: input.pid,
       })
     }
-    yield* writeStatus
     // A resumed run has the time its first process had not used yet.
     const used = recorded?.run ? Math.max(0, (recorded.lastTime - recorded.run.startTime) / 1000) : 0
     const timeLeft = Math.max(0, settings.orchestrator_timeout_seconds - used)
-    yield* Effect.forkScoped(Effect.repeat(Effect.delay(writeStatus, Duration.seconds(2)), Schedule.forever))
+    // status.json now, then every 2 s, beside the run rather than in its way.
+    yield* Effect.forkScoped(Effect.repeat(writeStatus, Schedule.fixed(Duration.seconds(2))))
     yield* Effect.forkScoped(
       Effect.delay(
         Queue.offer(inbox, { _tag: "stop", reason: "timeout", message: `orchestrator timeout after ${settings.orchestrator_timeout_seconds}s` }),
