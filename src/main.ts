@@ -21,7 +21,7 @@ import { readStdinLine, viewerCommand } from "./cli/viewer-command.ts"
 
 const VERSION = pkg.version
 
-const CONFIG_ERRORS = new Set(["UsageError", "ConfigError", "MissingKeyError", "DotEnvError", "ViewerError", "RunDirError", "RunLockError"])
+const CONFIG_ERRORS = new Set(["UsageError", "ConfigError", "MissingKeyError", "DotEnvError", "ViewerError", "RunDirError", "RunLockError", "LogDirError"])
 
 const stopSignal = new Promise<string>((resolve) => {
   let seen = 0
@@ -34,12 +34,23 @@ const stopSignal = new Promise<string>((resolve) => {
   process.on("SIGTERM", on("SIGTERM"))
 })
 
-const print = (line: string) => {
-  process.stdout.write(`${line}\n`)
+// A reader that went away (`massgen ... | head -1`) is not an error of the run: the run goes on, quietly.
+const quietly = (stream: NodeJS.WriteStream) => {
+  let closed = false
+  stream.on("error", () => {
+    closed = true
+  })
+  return (line: string) => {
+    if (closed) return
+    try {
+      stream.write(`${line}\n`)
+    } catch {
+      closed = true
+    }
+  }
 }
-const printError = (line: string) => {
-  process.stderr.write(`${line}\n`)
-}
+const print = quietly(process.stdout)
+const printError = quietly(process.stderr)
 
 const main = (argv: ReadonlyArray<string>): Effect.Effect<number> => {
   const parsed = parseInvocation(argv)

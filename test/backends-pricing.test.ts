@@ -45,3 +45,13 @@ describe("pricing", () => {
     expect(costOf({ inputTokens: null, cachedInputTokens: null, outputTokens: null, reasoningTokens: null }, price)).toBe(0)
   })
 })
+
+describe("priceFor: only a date or a version may follow a priced name", () => {
+  test("dated and tagged names find their model; another model's name does not", () => {
+    expect(priceFor("gpt-4o-2024-08-06")).toEqual(priceFor("gpt-4o"))
+    expect(priceFor("claude-sonnet-4-5-20250929")).toEqual(priceFor("claude-sonnet-4-5"))
+    expect(priceFor("claude-3-5-haiku-latest")).toEqual(priceFor("claude-3-5-haiku"))
+    expect(priceFor("o1-mini")).toBeNull()
+    expect(priceFor("gpt-5-mini-turbo")).toBeNull()
+  })
+})

@@ -413,8 +413,14 @@ describe("stopping a run", () => {
     given(started()).whenStopped("timeout", { message: "t" }).then(runFinished("timeout", null, "t"))
   })
 
-  test("an interrupt gives no final answer", () => {
+  test("an interrupt salvages the best answer too: nothing already won is lost", () => {
     given(allAnswered(), vote("a", 4, "c", "agent3.1"))
+      .whenStopped("interrupted", { message: "SIGINT" })
+      .then(finalAnswer("c", "agent3.1", "salvaged", "C"), runFinished("interrupted", "c", "SIGINT"))
+  })
+
+  test("an interrupt before any answer gives no final answer", () => {
+    given(...started())
       .whenStopped("interrupted", { message: "SIGINT" })
       .then(runFinished("interrupted", null, "SIGINT"))
   })

@@ -203,7 +203,7 @@ describe("runCoordination", () => {
     }),
   )
 
-  effect("an interrupt finishes the run as interrupted, with no final answer", () =>
+  effect("an interrupt finishes the run as interrupted, with the answer there is salvaged", () =>
     Effect.gen(function* () {
       const stop = yield* Deferred.make<string>()
       const fiber = yield* Effect.fork(runInMemory({ agents: agents({ answer: "A" }, { hang: true }) }, { interrupt: Deferred.await(stop) }))
@@ -212,9 +212,9 @@ describe("runCoordination", () => {
       yield* Deferred.succeed(stop, "interrupted by SIGINT")
       const run = yield* Fiber.join(fiber)
       expect(run.reason).toBe("interrupted")
-      expect(ofTag(run.events, "final_answer")).toEqual([])
+      expect(ofTag(run.events, "final_answer")).toEqual([expect.objectContaining({ agent: "agent_a", source: "salvaged", content: "A" })])
       expect(ofTag(run.events, "run_finished")).toEqual([
-        expect.objectContaining({ reason: "interrupted", winner: null, message: "interrupted by SIGINT" }),
+        expect.objectContaining({ reason: "interrupted", winner: "agent_a", message: "interrupted by SIGINT" }),
       ])
       expectConsistent(run)
     }),

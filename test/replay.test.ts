@@ -492,7 +492,7 @@ describe.concurrent("massgen replay --check", () => {
     expect(decisions(replayed)).toEqual(decisions(recorded))
     expect(fs.readFileSync(nodePath.join(replayDir, "final", "agent_a", "answer.txt"), "utf8")).toBe("The answer is 4.")
     expect(JSON.parse(fs.readFileSync(nodePath.join(replayDir, "status.json"), "utf8")).results.winner).toBe("agent_a")
-  })
+  }, 60_000)
 
   test("exit 2 after a recorded reply is edited, printing the diverging event", async () => {
     const { cwd, logDir } = await recordRun(CONSENSUS)
@@ -509,7 +509,7 @@ describe.concurrent("massgen replay --check", () => {
     expect(diverged).toBe(`DIVERGED at event ${at + 1}: this code makes a different event here`)
     expect(result.stdout).toContain('"_tag":"answer_submitted"')
     expect(result.stdout).toContain("2+2=5")
-  })
+  }, 60_000)
 
   test("exit 2 naming a missing recorded reply", async () => {
     const { cwd, logDir } = await recordRun(CONSENSUS)
@@ -518,7 +518,7 @@ describe.concurrent("massgen replay --check", () => {
     expect(result.exitCode).toBe(2)
     expect(result.stdout).toMatch(/DIVERGED at event \d+: the reply of call 2 is missing/)
     expect(result.stderr).toBe("")
-  })
+  }, 60_000)
 
   test("a directory that is not a run is exit 1", async () => {
     const cwd = sandbox()
@@ -526,7 +526,7 @@ describe.concurrent("massgen replay --check", () => {
     expect(result.exitCode).toBe(1)
     expect(result.stderr).toContain("not a massgen run")
     expect(fs.readdirSync(cwd)).toEqual([])
-  })
+  }, 60_000)
 })
 
 // ---------------------------------------------------------------------------

@@ -137,6 +137,14 @@ describe("layout", () => {
   })
 })
 
+test("the summary of a run still going (a viewer stopped with Ctrl+C) says the final answer is not chosen yet", () => {
+  const going = renderSummary(viewAfter(upTo((e) => e._tag === "vote_cast")), 80).map(strip)
+  expect(going).toContain("Final answer · not chosen yet")
+  expect(going.join("\n")).not.toContain("No final answer")
+  const stopped = [...run.events.slice(0, 5), { _tag: "run_finished", time: run.events[4]!.time, reason: "interrupted", winner: null, message: "stopped by SIGINT" } as Event]
+  expect(renderSummary(viewAfter(stopped), 80).map(strip)).toContain("No final answer: stopped by SIGINT")
+})
+
 describe("text cells", () => {
   test("model text cannot move the cursor; wide characters count twice", () => {
     expect(clean("a\x1b[2Jb\x07c\td")).toBe("abc  d")

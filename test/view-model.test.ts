@@ -72,3 +72,16 @@ test("the timeline keeps the newest entries; events that change nothing are not 
   const before = foldView(run.events)
   expect(applyEvent(before, run.events[3]!)).toBe(before)
 })
+
+test("the presentation clears the presenter's tail: its voting round's text is not shown as the final answer", () => {
+  const presenting = run.events.findIndex((e) => e._tag === "presentation_started")
+  const winner = (run.events[presenting] as { agent: string }).agent
+  let model = foldView(run.events.slice(0, presenting))
+  model = applyText(model, winner, "Reviewing 3 answer(s).")
+  model = applyEvent(model, run.events[presenting]!)
+  const presenter = viewOf(model, 0).agents.find((a) => a.id === winner)!
+  expect(presenter.tail).not.toContain("Reviewing")
+  expect(presenter.tailIsAnswer).toBe(true)
+  model = applyText(model, winner, "Learn by")
+  expect(viewOf(model, 0).agents.find((a) => a.id === winner)).toMatchObject({ tail: "Learn by", tailIsAnswer: false })
+})

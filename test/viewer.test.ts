@@ -231,3 +231,42 @@ describe("bad directories", () => {
     })
   })
 })
+
+describe("a run stopped by a signal and then resumed", () => {
+  /** The council stopped by Ctrl+C after its first answer, resumed, and still going; status.json is the stopped run's. */
+  const resumedRun = (name: string) => {
+    const dir = nodePath.join(sandbox(), "logs", name)
+    const cut = events.findIndex((e) => e._tag === "answer_submitted") + 1
+    const at = events[cut - 1]!.time
+    const stopped = [
+      ...events.slice(0, cut),
+      { _tag: "run_finished", time: at, reason: "interrupted", winner: null, message: "stopped by SIGINT" } as Event,
+    ]
+    writeRunDir(dir, stopped, { complete: true })
+    const resumed = { _tag: "run_resumed", time: at, log_dir: dir, pid: process.pid, version: "test", dropped_lines: 0, torn_tail: false, restarted_rounds: [], presentation_restarted: false } as Event
+    fs.appendFileSync(nodePath.join(dir, "events.jsonl"), eventLines([resumed]))
+    return { dir, path: nodePath.join(dir, "events.jsonl"), written: [...stopped, resumed], rest: events.slice(cut) }
+  }
+
+  test("listRuns shows it LIVE though status.json still says is_complete", async () => {
+    const { dir } = resumedRun("log_20260103_000000_000000")
+    expect(JSON.parse(fs.readFileSync(nodePath.join(dir, "status.json"), "utf8")).is_complete).toBe(true)
+    const runs = await Effect.runPromise(listRuns(nodePath.dirname(dir)))
+    expect(runs.map((r) => [r.name, r.complete])).toEqual([["log_20260103_000000_000000", false]])
+  })
+
+  test("in-process: following goes past the stopped run's run_finished until the resumed run finishes", async () => {
+    const { dir, path, written, rest } = resumedRun("log_20260103_000000_000001")
+    const items: Array<FeedItem> = []
+    let ended: string | null = null
+    const done = Effect.runPromise(follow(dir, (item) => Effect.sync(() => void items.push(item)), { pollMs: 20, alive: () => true })).then(
+      (end) => (ended = end),
+    )
+    await until(() => items.length === written.length, "the events already written")
+    await Bun.sleep(100) // several polls: status.json says is_complete, the log says the run goes on
+    expect(ended).toBeNull()
+    fs.appendFileSync(path, eventLines(rest))
+    expect(await done).toBe("finished")
+    expect(items.map((i) => (i as { event: Event }).event)).toEqual([...written, ...rest])
+  })
+})

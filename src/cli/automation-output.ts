@@ -9,6 +9,7 @@
  */
 import { join } from "node:path"
 import type { Event } from "../domain/events.ts"
+import { truncate } from "../domain/text.ts"
 import type { State } from "../domain/state.ts"
 
 export const IN_PROGRESS = "[Coordination in progress - monitor status.json for real-time updates]"
@@ -24,7 +25,7 @@ export const oneLine = (text: string): string => text.replace(/\s+/g, " ").trim(
 
 export const preview = (text: string, max = 200): string => {
   const flat = oneLine(text)
-  return flat.length > max ? `${flat.slice(0, max)}...` : flat
+  return flat.length > max ? `${truncate(flat, max)}...` : flat
 }
 
 const duration = (state: State): string => {

@@ -52,7 +52,7 @@ export const resumeCommand = (args: ResumeArgs, ctx: CliContext) =>
     if (configIds !== recordedIds) {
       return yield* new RunDirError({ reason: "bad_config", path: dir.path, detail: `its config has agents ${configIds}, the run has ${recordedIds}` })
     }
-    const backends = yield* makeBackends(config, env)
+    const backends = yield* makeBackends(config, env, dir.path)
     // Under the lock, read the log again: another resume may have taken the run
     // further (or finished it) between the read above and now.
     yield* acquireRunLock(dir.path)

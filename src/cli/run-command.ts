@@ -31,7 +31,7 @@ export interface CliContext {
 export const runCommand = (args: RunArgs, ctx: CliContext) =>
   Effect.gen(function* () {
     const loaded = yield* resolveRunConfig(args, ctx.env, ctx.cwd)
-    const backends = yield* makeBackends(loaded.config, loaded.env)
+    const backends = yield* makeBackends(loaded.config, loaded.env, loaded.path ?? "--models")
     const logDir = yield* createLogDir(logBaseDir(ctx.env, ctx.cwd))
 
     const metadata = {

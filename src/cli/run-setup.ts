@@ -5,18 +5,19 @@
  * environment (the environment wins), then the `--config` file, or builds a
  * config from `--model`/`--models` (one agent per model, the backend inferred
  * from the model name unless `--backend` names it). `makeBackends` builds every
- * agent's backend and stops at the first missing API key, before any call.
+ * agent's backend; a missing API key stops the run before any call, and every
+ * missing key is named at once (`missingKeys`, which `--validate` reports too).
  * `priceOf` prices a call from the built-in table and the config's `pricing:`.
  */
 import { Effect, Either } from "effect"
-import type { Config } from "../domain/config.ts"
+import type { Config, ConfigProblem } from "../domain/config.ts"
 import { BACKEND_TYPES } from "../domain/config.ts"
 import type { TokenUsage } from "../domain/llm.ts"
 import { inferBackendType } from "../domain/presets.ts"
 import { costOf, priceFor } from "../domain/pricing.ts"
 import type { Backend } from "../services/backend.ts"
 import { makeBackend } from "../services/backend-factory.ts"
-import { type Env, loadDotEnv } from "../services/backends/keys.ts"
+import { type Env, loadDotEnv, resolveApiKey } from "../services/backends/keys.ts"
 import type { RunArgs } from "./args.ts"
 import { ConfigError, decodeDocument, loadConfigFile } from "./load-config.ts"
 
@@ -68,10 +69,26 @@ export const resolveRunConfig = (args: RunArgs, baseEnv: Env, cwd: string) =>
     return { config, raw: loaded.raw, path: loaded.path, env } satisfies RunConfig
   })
 
-export const makeBackends = (config: Config, env: Env) =>
-  Effect.forEach(config.agents, (agent) =>
-    Either.map(makeBackend(agent, env), (backend) => [agent.id, backend] as const),
-  ).pipe(Effect.map((entries) => new Map<string, Backend>(entries)))
+/** Every agent's missing API key, as config problems (one per agent), for `--validate` and a run alike. */
+export const missingKeys = (config: Config, env: Env): ReadonlyArray<ConfigProblem> =>
+  config.agents.flatMap((agent, i) => {
+    const key = resolveApiKey(agent, env)
+    return Either.isLeft(key) ? [{ path: `agents[${i}].backend.api_key`, message: key.left.message }] : []
+  })
+
+/** Every agent's backend; a run with any key missing stops here, naming every missing variable. */
+export const makeBackends = (config: Config, env: Env, path = "--models") =>
+  Effect.gen(function* () {
+    const missing = missingKeys(config, env)
+    if (missing.length > 0) return yield* new ConfigError({ reason: "invalid", path, problems: missing })
+    const backends = new Map<string, Backend>()
+    for (const agent of config.agents) {
+      const made = makeBackend(agent, env)
+      if (Either.isLeft(made)) return yield* made.left
+      backends.set(agent.id, made.right)
+    }
+    return backends
+  })
 
 export const priceOf =
   (config: Config) =>

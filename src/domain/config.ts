@@ -47,14 +47,17 @@ const oneOf = <const L extends ReadonlyArray<string>>(...values: L) =>
     }),
   })
 
-const PositiveNumber = Schema.Number.pipe(Schema.positive({ message: () => "Expected a number above 0" }))
-const NonNegativeInt = Schema.Number.pipe(
-  Schema.int({ message: () => "Expected a whole number" }),
-  Schema.nonNegative({ message: () => "Expected a number of 0 or more" }),
+/** A finite number: YAML's .inf and an overflowing 1e400 are not numbers a run can use or log. */
+const FiniteNumber = Schema.Number.pipe(Schema.finite({ message: (issue) => `Expected a finite number, found ${String(issue.actual)}` }))
+const found = (issue: { readonly actual: unknown }) => `, found ${JSON.stringify(issue.actual)}`
+const PositiveNumber = FiniteNumber.pipe(Schema.positive({ message: (issue) => `Expected a number above 0${found(issue)}` }))
+const NonNegativeInt = FiniteNumber.pipe(
+  Schema.int({ message: (issue) => `Expected a whole number${found(issue)}` }),
+  Schema.nonNegative({ message: (issue) => `Expected a number of 0 or more${found(issue)}` }),
 )
-const PositiveInt = Schema.Number.pipe(
-  Schema.int({ message: () => "Expected a whole number" }),
-  Schema.positive({ message: () => "Expected a number of 1 or more" }),
+const PositiveInt = FiniteNumber.pipe(
+  Schema.int({ message: (issue) => `Expected a whole number${found(issue)}` }),
+  Schema.positive({ message: (issue) => `Expected a number of 1 or more${found(issue)}` }),
 )
 
 /** One scripted reply, used in order before the `answer`/`vote` rules apply. */
@@ -73,7 +76,7 @@ export const BackendConfig = Schema.Struct({
   model: opt(Schema.String),
   base_url: opt(Schema.String),
   api_key: opt(Schema.String),
-  temperature: opt(Schema.Number.pipe(Schema.between(0, 2))),
+  temperature: opt(FiniteNumber.pipe(Schema.between(0, 2, { message: (issue) => `Expected a number from 0 to 2${found(issue)}` }))),
   max_tokens: opt(PositiveInt),
   max_retries: opt(NonNegativeInt),
   call_timeout_seconds: opt(PositiveNumber),
@@ -82,7 +85,7 @@ export const BackendConfig = Schema.Struct({
   vote: opt(Schema.String.pipe(Schema.pattern(/^agent\d+$/, { message: () => "Expected agentN" }))),
   reason: opt(Schema.String),
   final: opt(Schema.String),
-  delay_seconds: opt(Schema.Number.pipe(Schema.nonNegative())),
+  delay_seconds: opt(FiniteNumber.pipe(Schema.nonNegative({ message: (issue) => `Expected a number of 0 or more${found(issue)}` }))),
   fail_calls: opt(NonNegativeInt),
   hang: opt(Schema.Boolean),
   keep_answering: opt(Schema.Boolean),
@@ -101,10 +104,10 @@ export const AgentConfig = Schema.Struct({
 }).annotations({ identifier: "an agent mapping" })
 
 export const Price = Schema.Struct({
-  input: Schema.Number.pipe(Schema.nonNegative()),
-  cached_input: opt(Schema.Number.pipe(Schema.nonNegative())),
-  output: Schema.Number.pipe(Schema.nonNegative()),
-})
+  input: FiniteNumber.pipe(Schema.nonNegative({ message: (issue) => `Expected a price of 0 or more${found(issue)}` })),
+  cached_input: opt(FiniteNumber.pipe(Schema.nonNegative({ message: (issue) => `Expected a price of 0 or more${found(issue)}` }))),
+  output: FiniteNumber.pipe(Schema.nonNegative({ message: (issue) => `Expected a price of 0 or more${found(issue)}` })),
+}).annotations({ identifier: "a price {input, cached_input, output}" })
 export type Price = typeof Price.Type
 
 const OrchestratorConfig = Schema.Struct({
@@ -112,19 +115,19 @@ const OrchestratorConfig = Schema.Struct({
   skip_final_presentation: opt(Schema.Boolean),
   final_answer_strategy: opt(oneOf("winner_present", "winner_reuse", "synthesize")),
   budget_usd: opt(Schema.NullOr(PositiveNumber)),
-})
+}).annotations({ identifier: "an orchestrator mapping" })
 
 const TimeoutSettings = Schema.Struct({
   orchestrator_timeout_seconds: opt(PositiveNumber),
   agent_timeout_seconds: opt(PositiveNumber),
-})
+}).annotations({ identifier: "a timeout_settings mapping" })
 
 const ConfigFile = Schema.Struct({
   agents: opt(Schema.Array(AgentConfig).annotations({ identifier: "a list of agents" }).pipe(Schema.minItems(1, { message: () => "Expected at least one agent" }))),
   agent: opt(AgentConfig),
   orchestrator: opt(OrchestratorConfig),
   timeout_settings: opt(TimeoutSettings),
-  pricing: opt(Schema.Record({ key: Schema.String, value: Price })),
+  pricing: opt(Schema.Record({ key: Schema.String, value: Price }).annotations({ identifier: "a pricing mapping of model names" })),
 })
 
 export interface Agent {

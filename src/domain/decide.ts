@@ -217,17 +217,19 @@ export const salvage = (state: State): { readonly agent: string; readonly label:
   return latest ? { agent: latest.agent, label: latest.label, content: latest.content } : null
 }
 
-/** The events that stop a run from outside: the final answer salvaged (when asked and possible), then the stop. */
+/**
+ * The events that stop a run from outside (timeout, budget, signal): the final
+ * answer salvaged when there is one (the most-voted, else the latest), then the stop.
+ */
 export const stopRun = (
   state: State,
   reason: Exclude<FinishReason, "completed">,
   message: string,
   time: string,
-  withAnswer: boolean,
 ): ReadonlyArray<Event> => {
   if (state.run === null || state.finished !== null) return []
   const existing = state.final
-  const saved = existing ?? (withAnswer ? salvage(state) : null)
+  const saved = existing ?? salvage(state)
   const events: Array<Event> = []
   if (existing === null && saved !== null) {
     events.push({ _tag: "final_answer", time, agent: saved.agent, label: saved.label, source: "salvaged", content: saved.content })

@@ -70,6 +70,8 @@ export const RunStarted = defineEvent("run_started", {
  * cut short is one) and stay in the file, skipped.
  */
 export const RunResumed = defineEvent("run_resumed", {
+  /** Where the run is now: a log directory may have been moved or copied since it started. */
+  log_dir: Schema.String,
   pid: Schema.JsonNumber,
   version: Schema.String,
   dropped_lines: Schema.JsonNumber,

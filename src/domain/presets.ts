@@ -40,7 +40,7 @@ const local = (baseURL: string, defaultModel: string): Preset => ({ family: "cha
 export const PRESETS: Readonly<Record<SdkBackendType, Preset>> = {
   openai: cloud("responses", "https://api.openai.com/v1", ["OPENAI_API_KEY"], "gpt-5-mini"),
   chatcompletion: { family: "chat", baseURL: null, keyEnv: [], keyless: false, defaultModel: "default" },
-  claude: cloud("anthropic", "https://api.anthropic.com", ["ANTHROPIC_API_KEY"], "claude-sonnet-4-5"),
+  claude: cloud("anthropic", "https://api.anthropic.com", ["ANTHROPIC_API_KEY"], "claude-sonnet-4-6"),
   grok: cloud("chat", "https://api.x.ai/v1", ["XAI_API_KEY"], "grok-4"),
   groq: cloud("chat", "https://api.groq.com/openai/v1", ["GROQ_API_KEY"], "llama-3.3-70b-versatile"),
   together: cloud("chat", "https://api.together.xyz/v1", ["TOGETHER_API_KEY"], "meta-llama/Llama-3.3-70B-Instruct-Turbo"),

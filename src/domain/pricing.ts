@@ -5,8 +5,8 @@
  * models (as published by the providers in late 2025; cached input defaults to the
  * input rate where a provider lists none). `priceFor(model, overrides)` looks in the
  * config's `pricing:` entries merged over the built-in table: the exact name, then
- * the longest key that is a prefix ending at a separator (so `gpt-4o-2024-08-06`
- * finds `gpt-4o` but `gpt-4o` never finds `gpt-4`), then the same for the name
+ * the longest key followed only by a date or version (so `gpt-4o-2024-08-06`
+ * finds `gpt-4o`, but `o1-mini` never finds `o1`), then the same for the name
  * without a `vendor/` prefix (OpenRouter names). Unknown models have no price
  * (null), never a price of 0. `costOf(usage, price)` bills cached input at the
  * cached rate, the rest of the input at the input rate, and all output (reasoning
@@ -38,6 +38,8 @@ export const BUILTIN_PRICES: Readonly<Record<string, Price>> = {
   "claude-opus-4": p(15, 1.5, 75),
   "claude-opus-4-5": p(5, 0.5, 25),
   "claude-sonnet-4-5": p(3, 0.3, 15),
+  // Every Sonnet so far has had this list price; the SDK marks claude-sonnet-4-5 deprecated.
+  "claude-sonnet-4-6": p(3, 0.3, 15),
   "claude-sonnet-4": p(3, 0.3, 15),
   "claude-3-7-sonnet": p(3, 0.3, 15),
   "claude-haiku-4-5": p(1, 0.1, 5),
@@ -79,15 +81,19 @@ export const BUILTIN_PRICES: Readonly<Record<string, Price>> = {
   "anthropic/claude-haiku-4.5": p(1, 0.1, 5),
 }
 
-const SEPARATORS = new Set(["-", ".", ":", "@", "_", "/"])
+/**
+ * What may follow a priced name and still be that model: a date or version
+ * (`-2024-08-06`, `-20250929`, `@001`, `:latest`, `-preview-05-20`), never
+ * another word (`o1-mini` is not `o1`: an unknown model costs null, not a guess).
+ */
+const VERSION_SUFFIX = /^[-@:.](\d{4}-?\d{2}-?\d{2}|\d{2,4}|\d{3}|latest|v?\d+(\.\d+)*|(preview|exp)(-\d{2}-\d{2}|-\d{4})?)$/
 
 const lookup = (model: string, table: Readonly<Record<string, Price>>): Price | null => {
   const exact = table[model]
   if (exact !== undefined) return exact
   let best: string | null = null
   for (const key of Object.keys(table)) {
-    const next = model[key.length]
-    if (model.startsWith(key) && next !== undefined && SEPARATORS.has(next) && (best === null || key.length > best.length)) best = key
+    if (model.startsWith(key) && VERSION_SUFFIX.test(model.slice(key.length)) && (best === null || key.length > best.length)) best = key
   }
   return best === null ? null : (table[best] ?? null)
 }

@@ -205,7 +205,7 @@ export const replayRun = (
           if (rec.source === "salvaged") {
             const stop = recorded.slice(i + 1).find((e) => e._tag === "run_finished")
             if (stop?._tag === "run_finished" && stop.reason !== "completed") {
-              const events = stopRun(state, stop.reason, stop.message, time, true)
+              const events = stopRun(state, stop.reason, stop.message, time)
               replayed = events[0] ?? null
               queued.push(...events.slice(1).map((e) => ({ ...e, time: stop.time })))
             }
@@ -228,7 +228,7 @@ export const replayRun = (
             const command = decide(state)[0]
             replayed = command ? commandEvent(command, time) : null
           } else {
-            replayed = stopRun(state, rec.reason, rec.message, time, rec.reason !== "interrupted")[0] ?? null
+            replayed = stopRun(state, rec.reason, rec.message, time)[0] ?? null
           }
           break
       }

@@ -159,11 +159,15 @@ const updateAgent = (state: State, id: string, f: (a: AgentState) => AgentState)
  * A resumed run: nothing is in flight any more (its rounds and an unfinished
  * presentation start again), and a run stopped by a signal is open again.
  */
-const resumed = (state: State): State => {
+const resumed = (state: State, logDir: string): State => {
   if (state.finished !== null && state.finished.reason !== "interrupted") return state
-  const presentation = state.final === null ? null : state.presentation
+  // What a signal salvaged was a stand-in; the resumed run decides again.
+  const final = state.finished?.reason === "interrupted" && state.final?.source === "salvaged" ? null : state.final
+  const presentation = final === null ? null : state.presentation
   return {
     ...state,
+    run: state.run === null ? null : { ...state.run, logDir },
+    final,
     agents: state.agents.map((a) => (a.inFlight === null ? a : { ...a, inFlight: null })),
     presentation,
     finished: null,
@@ -180,7 +184,7 @@ export const evolve = (state: State, event: Event): State => {
 }
 
 const applyEvent = (state: State, event: Event, t: number): State => {
-  if (event._tag === "run_resumed") return state.run === null ? state : resumed(state)
+  if (event._tag === "run_resumed") return state.run === null ? state : resumed(state, event.log_dir)
   if (state.run === null && event._tag !== "run_started") return state
   if (state.finished !== null) return state
   switch (event._tag) {

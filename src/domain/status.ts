@@ -14,6 +14,7 @@
  */
 import type { FinishReason } from "./events.ts"
 import { tally } from "./decide.ts"
+import { truncate } from "./text.ts"
 import { type AgentState, type State, isLive, latestLabels } from "./state.ts"
 
 export type AgentStatus = "waiting" | "streaming" | "answered" | "voted" | "restarting" | "error" | "timeout" | "completed"
@@ -76,6 +77,8 @@ const baseName = (path: string): string => path.replace(/[/\\]+$/, "").split(/[/
 
 const agentStatus = (state: State, a: AgentState): AgentStatus => {
   if (a.failure !== null) return a.failure.kind
+  // Once the run is over nobody is working or waiting any more: a live agent voted, or it is done.
+  if (state.finished !== null) return a.vote !== null && state.final?.agent !== a.info.id ? "voted" : "completed"
   if (state.presentation?.agent === a.info.id) {
     if (state.final !== null) return "completed"
     if (state.presentation.callsModel) return "streaming"
@@ -124,7 +127,7 @@ export const project = (state: State, at: number): StatusJson => {
       vote_cast:
         a.vote === null
           ? null
-          : { voted_for_agent: a.vote.target, voted_for_label: a.vote.targetLabel, reason_preview: a.vote.reason.slice(0, 100) },
+          : { voted_for_agent: a.vote.target, voted_for_label: a.vote.targetLabel, reason_preview: truncate(a.vote.reason, 100) },
       times_restarted: a.timesRestarted,
       last_activity: seconds(a.lastActivity),
       error: a.failure === null ? null : { type: a.failure.kind, message: a.failure.message, timestamp: seconds(a.failure.time) },
@@ -152,7 +155,7 @@ export const project = (state: State, at: number): StatusJson => {
       votes,
       // Set only once the answer file exists, so `cat final/$WINNER/answer.txt` never races.
       winner: state.final?.agent ?? null,
-      final_answer_preview: state.final === null ? null : state.final.content.slice(0, 200),
+      final_answer_preview: state.final === null ? null : truncate(state.final.content, 200),
     },
     is_complete: state.finished !== null,
     finish_reason: state.finished?.reason ?? "in_progress",

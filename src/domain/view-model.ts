@@ -10,7 +10,7 @@
  * passed in (ms since the epoch).
  *
  * Words: an agent's *tail* is the end of what it streamed in its current round
- * (cleared when a round starts); when it streamed nothing, views show its
+ * (cleared when a round or its presentation starts); when it streamed nothing, views show its
  * latest answer instead. The *timeline* holds the newest `TIMELINE_LIMIT`
  * events worth a line, each with its offset from the run's start.
  */
@@ -123,11 +123,12 @@ export const timelineText = (event: Event): string | null => {
 
 const keepTail = (text: string): string => (text.length > TAIL_LIMIT ? text.slice(text.length - TAIL_LIMIT) : text)
 
-/** Folds one event: the state through `evolve`, a round's start clears its agent's tail. */
+/** Folds one event: the state through `evolve`; a round's start, or the presentation's, clears its agent's tail. */
 export const applyEvent = (model: ViewModel, event: Event): ViewModel => {
   const state = evolve(model.state, event)
   if (state === model.state) return model
-  const tails = event._tag === "round_started" ? { ...model.tails, [event.agent]: "" } : model.tails
+  // The presenter's tail still holds its last round's text (its vote): stale once it starts presenting.
+  const tails = event._tag === "round_started" || event._tag === "presentation_started" ? { ...model.tails, [event.agent]: "" } : model.tails
   const text = timelineText(event)
   if (text === null) return { ...model, state, tails }
   const start = state.run?.startTime ?? state.lastTime

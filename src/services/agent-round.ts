@@ -30,6 +30,8 @@ export interface RoundDeps {
   readonly now: Effect.Effect<string>
   readonly nextCallNumber: Effect.Effect<number>
   readonly onText: (agent: string, text: string) => Effect.Effect<void>
+  /** The agent's output file only: a heading per call, then what the reply did with its tools. */
+  readonly record?: (agent: string, text: string) => Effect.Effect<void>
   /** Reasoning summaries, kept apart from the answer text. */
   readonly onReasoning: (agent: string, text: string) => Effect.Effect<void>
   readonly logCall: (call: number, record: unknown) => Effect.Effect<void>
@@ -46,6 +48,21 @@ export interface RoundInput {
   readonly request: LlmRequest
   readonly agentTimeoutSeconds: number
 }
+
+/** What a reply did with its tools, as the agent's output file shows it. */
+const toolCallsText = (reply: LlmReply): string =>
+  reply.toolCalls
+    .map((c) => {
+      try {
+        const args = JSON.parse(c.arguments) as Record<string, unknown>
+        if (c.name === "new_answer" && typeof args.content === "string") return `\n[new_answer]\n${args.content}\n`
+        if (c.name === "vote") return `\n[vote] ${String(args.agent_id)}: ${String(args.reason ?? "")}\n`
+      } catch {
+        // shown raw below
+      }
+      return `\n[${c.name}] ${c.arguments}\n`
+    })
+    .join("")
 
 type Outcome = { readonly _tag: "reply"; readonly reply: LlmReply } | { readonly _tag: "error"; readonly message: string }
 
@@ -67,6 +84,8 @@ const callWithRetries = (
       const call = yield* deps.nextCallNumber
       const started = yield* Effect.clockWith((c) => c.currentTimeMillis)
       yield* deps.emit({ _tag: "call_start", time: yield* deps.now, call, agent, round, role, model: backend.model, attempt })
+      const record = (text: string) => (deps.record ? deps.record(agent, text) : Effect.void)
+      yield* record(`\n--- round ${round}, call ${call}${role === "presentation" ? " (presentation)" : ""} ---\n`)
       // runForEach over a local is measurably cheaper per call than tap + runFold.
       let stream = Effect.suspend(() => {
         let done: LlmReply | null = null
@@ -123,6 +142,7 @@ const callWithRetries = (
       const reply = result._tag === "Right" ? result.right : null
       const error = result._tag === "Left" ? result.left.message : null
       yield* callEnd(reply, error)
+      yield* record(reply !== null ? toolCallsText(reply) : `\n[error] ${error}\n`)
       yield* deps.logCall(call, { call, agent, round, role, model: backend.model, attempt, request, reply, error })
       if (result._tag === "Right") return { _tag: "reply", reply: result.right } as const
       const failure = result.left

@@ -141,6 +141,7 @@ export const runCoordination = (input: RunInput) =>
       onText: (agent, text) =>
         Effect.zipRight(files.appendOutput(agent, text), observe ? observe.onText(agent, text) : Effect.void),
       onReasoning: (agent, text) => files.appendOutput(`${agent}.reasoning`, text),
+      record: (agent, text) => files.appendOutput(agent, text),
       logCall: (call, record) => files.write(`llm_log/${call}.json`, `${JSON.stringify(record, null, 2)}\n`),
       priceOf: input.priceOf ?? (() => null),
       mayCall: budgetLeft,
@@ -231,6 +232,7 @@ export const runCoordination = (input: RunInput) =>
       yield* emit({
         _tag: "run_resumed",
         time: yield* isoNow,
+        log_dir: input.logDir,
         pid: input.pid,
         version: input.version,
         dropped_lines: input.resume.skipped,
@@ -274,16 +276,21 @@ export const runCoordination = (input: RunInput) =>
       // Replies that arrive together are judged together before deciding, as MassGen
       // applies a batch: no round is started only to be cancelled by the next reply.
       yield* nextMacrotask
-      for (const next of [first, ...(yield* Queue.takeAll(inbox))]) {
-        const state = yield* Ref.get(stateRef)
-        const time = yield* isoNow
-        const events =
-          next._tag === "reply" ? judgeReply(state, next.reply, time) : stopRun(state, next.reason, next.message, time, next.reason !== "interrupted")
+      // Replies before stops: the reply whose call spent the budget is paid for, so it counts.
+      const batch = [first, ...(yield* Queue.takeAll(inbox))]
+      for (const next of [...batch.filter((x) => x._tag === "reply"), ...batch.filter((x) => x._tag === "stop")]) {
+        const judge = (state: State, time: string) =>
+          next._tag === "reply" ? judgeReply(state, next.reply, time) : stopRun(state, next.reason, next.message, time)
         if (next._tag === "reply") {
           const r = next.reply
           fibers.delete("round" in r ? `${r.agent}#${r.round}` : `${r.agent}#present`)
         }
-        if (events.some((e) => e._tag === "run_finished")) yield* stopAll
+        let events = judge(yield* Ref.get(stateRef), yield* isoNow)
+        if (events.some((e) => e._tag === "run_finished")) {
+          // The work still running ends (its calls record call_end) before the stop, which is judged after it.
+          yield* stopAll
+          events = judge(yield* Ref.get(stateRef), yield* isoNow)
+        }
         for (const event of events) yield* emit(event)
       }
       yield* drive

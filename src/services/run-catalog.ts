@@ -7,14 +7,15 @@
  * `listRuns(base, limit)` lists the `log_*` directories of a base that hold
  * `events.jsonl`, newest first (their names are UTC start times), each with
  * whether it is complete, its number of agents and its question: from
- * `status.json` when it reads, else from the events. `isComplete(dir)` is
- * status.json's `is_complete`, or a `run_finished` in the events. Reading never
+ * `status.json` when it reads, else from the events. `isComplete(dir)`: the
+ * log's last event is `run_finished` (a resumed run is live again; status.json's
+ * `is_complete` only when no event reads). Reading never
  * writes anything.
  */
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
 import { Effect, Schema } from "effect"
-import { readEventsText } from "../domain/event-codec.ts"
+import { decodeEventLine, readEventsText } from "../domain/event-codec.ts"
 
 export class ViewerError extends Schema.TaggedError<ViewerError>()("ViewerError", {
   reason: Schema.Literal("missing_dir", "not_a_run", "no_runs", "bad_choice", "port_in_use"),
@@ -78,13 +79,55 @@ const readEvents = (dir: string) => {
   }
 }
 
-export const isComplete = (dir: string): boolean =>
-  readStatus(dir)?.is_complete === true || readEvents(dir).some((e) => e._tag === "run_finished")
+const TAIL_BYTES = 64 * 1024
+
+/** The last event of the log that decodes (read from its tail, else whole), or null. */
+const lastEvent = (dir: string) => {
+  const path = nodePath.join(dir, EVENTS_FILE)
+  const fromEnd = (text: string) => {
+    const lines = text.split("\n")
+    for (let i = lines.length - 1; i >= 0; i--) {
+      const decoded = decodeEventLine(lines[i]!)
+      if (decoded._tag === "event") return decoded.event
+    }
+    return null
+  }
+  try {
+    const size = fs.statSync(path).size
+    if (size > TAIL_BYTES) {
+      const fd = fs.openSync(path, "r")
+      try {
+        const buffer = Buffer.alloc(TAIL_BYTES)
+        const read = fs.readSync(fd, buffer, 0, TAIL_BYTES, size - TAIL_BYTES)
+        const text = buffer.subarray(0, read).toString("utf8")
+        // The first line of the tail may be cut: it is never taken as the last event unless it is the only one.
+        const found = fromEnd(text.slice(text.indexOf("\n") + 1))
+        if (found !== null) return found
+      } finally {
+        fs.closeSync(fd)
+      }
+    }
+    return fromEnd(fs.readFileSync(path, "utf8"))
+  } catch {
+    return null
+  }
+}
+
+/**
+ * A run is complete when its log ends with `run_finished` (nothing is appended
+ * after it, except by a resume: a `run_resumed` reopens a run that a signal
+ * stopped, and status.json says `is_complete` until the resume rewrites it).
+ */
+export const isComplete = (dir: string): boolean => {
+  const last = lastEvent(dir)
+  return last === null ? readStatus(dir)?.is_complete === true : last._tag === "run_finished"
+}
 
 export const summarize = (dir: string): RunSummary => {
   const status = readStatus(dir)
   const name = nodePath.basename(dir)
-  if (status !== null && typeof status.agents === "object" && status.agents !== null && status.is_complete === true) {
+  const complete = isComplete(dir)
+  if (status !== null && typeof status.agents === "object" && status.agents !== null && complete) {
     return { dir, name, complete: true, agents: Object.keys(status.agents).length, question: String(status.meta?.question ?? "") }
   }
   const events = readEvents(dir)
@@ -92,7 +135,7 @@ export const summarize = (dir: string): RunSummary => {
   return {
     dir,
     name,
-    complete: status?.is_complete === true || events.some((e) => e._tag === "run_finished"),
+    complete,
     agents: started?._tag === "run_started" ? started.agents.length : Object.keys(status?.agents ?? {}).length,
     question: started?._tag === "run_started" ? started.question : String(status?.meta?.question ?? ""),
   }

@@ -9,8 +9,9 @@
  * it wakes on `fs.watch` changes of the directory, or after `pollMs` at the
  * latest, and consumes only whole lines, so a torn last line waits for its
  * newline. New text appended to `agent_outputs/<agent>.txt` after following
- * began goes to the sink too. Following stops after a `run_finished` event,
- * or when status.json says `is_complete` (after a last read), or when the
+ * began goes to the sink too. Following stops after a `run_finished` event
+ * that no `run_resumed` follows, or when status.json says `is_complete` (after
+ * a last read; not once a `run_resumed` was read), or when the
  * run's process (`run_started.pid`) is gone with the run unfinished.
  */
 import * as fs from "node:fs"
@@ -113,6 +114,8 @@ export const follow = (dir: string, sink: Sink, options: FollowOptions = {}): Ef
       let offset = 0
       let pid: number | null = null
       let watchingOutputs = false
+      /** A run_resumed was read: status.json's is_complete may still be the stopped run's until the resume rewrites it. */
+      let reopened = false
       const decoder = new TextDecoder()
       const textOffsets = new Map<string, number>()
       const textDecoders = new Map<string, TextDecoder>()
@@ -135,7 +138,9 @@ export const follow = (dir: string, sink: Sink, options: FollowOptions = {}): Ef
             }
             if (event._tag === "run_resumed") pid = event.pid
             yield* sink({ _tag: "event", event })
-            if (event._tag === "run_finished") finished = true
+            // A run stopped by a signal and then resumed goes on after its run_finished.
+            if (event._tag === "run_finished" || event._tag === "run_resumed") finished = event._tag === "run_finished"
+            if (event._tag === "run_started" || event._tag === "run_resumed") reopened = event._tag === "run_resumed"
           }
         }
         if (!watchingOutputs && fs.existsSync(outputsDir)) {
@@ -160,7 +165,7 @@ export const follow = (dir: string, sink: Sink, options: FollowOptions = {}): Ef
         if (yield* drain) return "finished" as const
         const woke = yield* Queue.take(wake).pipe(Effect.timeout(Duration.millis(pollMs)), Effect.option)
         if (woke._tag === "None") {
-          if (statusComplete(dir)) {
+          if (!reopened && statusComplete(dir)) {
             yield* drain
             return "complete" as const
           }

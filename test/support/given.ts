@@ -251,7 +251,7 @@ export const given = (...input: ReadonlyArray<Event | ReadonlyArray<Event>>): Gi
       return outcome(state, commands.map((c) => commandEvent(c, now)), commands)
     },
     whenStopped: (reason, options = {}) =>
-      outcome(state, stopRun(state, reason, options.message ?? `stopped: ${reason}`, now, options.withAnswer ?? reason !== "interrupted"), []),
+      outcome(state, stopRun(state, reason, options.message ?? `stopped: ${reason}`, now), []),
     and: (...more) => given(...input, ...more),
   }
 }

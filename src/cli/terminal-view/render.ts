@@ -136,7 +136,9 @@ const finalTitle = (view: View, columns: number, color: boolean): string =>
     ? line([["Final answer", "1;4;35"], [` · ${view.final.agent} (${view.final.label}, ${view.final.source.replace("_", " ")})`]], columns, color)
     : view.winner !== null
       ? line([["Final answer", "1;4;35"], [` · ${view.winner} is presenting…`, "2"]], columns, color)
-      : line([["No final answer", "1;31"], [view.finished ? `: ${view.finished.message}` : ""]], columns, color)
+      : view.finished !== null
+        ? line([["No final answer", "1;31"], [`: ${view.finished.message}`]], columns, color)
+        : line([["Final answer", "1;4;35"], [" · not chosen yet", "2"]], columns, color)
 
 const finalBody = (view: View, columns: number): Array<string> => {
   if (view.final !== null) return wrap(reflow(view.final.content.trim()), columns - 2).map((l) => `  ${l}`)
