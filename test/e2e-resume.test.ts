@@ -316,6 +316,34 @@ describe("what resume refuses, and what it leaves alone", () => {
     expect(snapshot(dir)).toEqual(before)
   })
 
+  test("a completed run whose process died before its last files: they are written again from the events", async () => {
+    const { cwd, dir } = await scriptedRun()
+    const before = snapshot(dir)
+    for (const name of ["coordination_events.json", "snapshot_mappings.json", "snapshots"]) fs.rmSync(nodePath.join(dir, name), { recursive: true, force: true })
+    fs.writeFileSync(nodePath.join(dir, "status.json"), JSON.stringify({ is_complete: false }))
+    const r = await resume(dir, cwd)
+    expectExit(r, 0)
+    expect(r.lines).toContain("WINNER: agent_a")
+    expect(snapshot(dir)).toEqual(before)
+  })
+
+  test("a run started with a relative config path holding a literal key resumes from another directory", async () => {
+    const cwd = sandbox()
+    fs.mkdirSync(nodePath.join(cwd, "cfgdir"))
+    const doc = { ...scriptedDoc, agents: scriptedDoc.agents.map((a: any) => ({ ...a, backend: { ...a.backend, api_key: "sk-literal-SECRET" } })) }
+    writeConfig(nodePath.join(cwd, "cfgdir"), doc, "cfg.yaml")
+    const first = await runCli("binary", ["--automation", "--config", "cfgdir/cfg.yaml", QUESTION], { cwd, env: ENV })
+    expectExit(first, 0)
+    const dir = first.lines.find((l) => l.startsWith("LOG_DIR: "))!.slice("LOG_DIR: ".length)
+    // Cut it as a crash would, then resume from elsewhere: the masked key is read from the config file.
+    const lines = fs.readFileSync(eventsPath(dir), "utf8").split("\n")
+    fs.writeFileSync(eventsPath(dir), lines.slice(0, 12).map((l) => `${l}\n`).join(""))
+    const r = await runCli("binary", ["resume", "--automation", dir], { cwd: sandbox(), env: ENV })
+    expectExit(r, 0)
+    expect(statusOf(dir).finish_reason).toBe("completed")
+    expect(fs.readFileSync(nodePath.join(dir, "execution_metadata.yaml"), "utf8")).not.toContain("SECRET")
+  })
+
   test("an empty directory and a missing one: exit 1, a clear message, nothing created", async () => {
     const cwd = sandbox()
     const empty = nodePath.join(cwd, "empty")

@@ -10,7 +10,7 @@
 import { join } from "node:path"
 import type { Event } from "../domain/events.ts"
 import { truncate } from "../domain/text.ts"
-import type { State } from "../domain/state.ts"
+import { type State, activeMs } from "../domain/state.ts"
 
 export const IN_PROGRESS = "[Coordination in progress - monitor status.json for real-time updates]"
 
@@ -28,11 +28,7 @@ export const preview = (text: string, max = 200): string => {
   return flat.length > max ? `${truncate(flat, max)}...` : flat
 }
 
-const duration = (state: State): string => {
-  const start = state.run?.startTime ?? 0
-  const end = state.finished?.time ?? start
-  return `${((end - start) / 1000).toFixed(1)}s`
-}
+const duration = (state: State): string => `${(activeMs(state, state.lastTime) / 1000).toFixed(1)}s`
 
 export const automationFooter = (state: State): ReadonlyArray<string> => {
   const lines: Array<string> = []

@@ -6,7 +6,8 @@
  * the same directory: every recorded answer and vote is kept, the rounds that
  * were in flight start again with the context they would get now. A run that
  * already finished is reported with the exit code it ended with (0 when it
- * completed) and not run again. Nothing in the directory changes before the
+ * completed) and not run again; its status.json and derived files are written
+ * again from the events, in case its process died before writing them. Nothing in the directory changes before the
  * config is read, every backend is built (keys present) and the lock is taken;
  * a directory that is not a run, or whose config cannot be read, is exit 1.
  */
@@ -18,7 +19,12 @@ import { acquireRunLock, holder } from "../services/run-lock.ts"
 import { automationFooter, automationHeader } from "./automation-output.ts"
 import { RunDirError, openRunDir, runDirConfig } from "./run-dir.ts"
 import type { CliContext } from "./run-command.ts"
-import { EXIT_CODES, runSession } from "./run-session.ts"
+import { EXIT_CODES, runSession, writeDerivedFiles } from "./run-session.ts"
+import { join } from "node:path"
+import type { Event } from "../domain/events.ts"
+import { project } from "../domain/status.ts"
+import { liveRunFiles } from "../services/run-files.ts"
+import { writeFileAtomic } from "../services/status-writer.ts"
 import { runDisplay } from "./display.ts"
 
 export interface ResumeArgs {
@@ -28,19 +34,29 @@ export interface ResumeArgs {
 
 export const resumeCommand = (args: ResumeArgs, ctx: CliContext) =>
   Effect.gen(function* () {
-    const reportFinished = (path: string, state: State): number => {
-      const finished = state.finished!
-      if (args.automation) {
-        for (const line of [...automationHeader(path, state.run!.question), ...automationFooter(state)]) ctx.print(line)
-      } else {
-        ctx.print(`The run in ${path} already finished (${finished.reason}); nothing to resume.`)
-      }
-      return EXIT_CODES[finished.reason]
-    }
+    /**
+     * A finished run is not run again. Its process may have died after run_finished and
+     * before its last files: when no live process holds the run, status.json and the
+     * derived files are written again from the events (the same bytes when nothing was lost).
+     */
+    const reportFinished = (path: string, state: State, events: ReadonlyArray<Event>) =>
+      Effect.gen(function* () {
+        const finished = state.finished!
+        if (holder(path) === null) {
+          yield* writeFileAtomic(join(path, "status.json"), `${JSON.stringify(project(state, finished.time), null, 2)}\n`).pipe(Effect.ignore)
+          yield* writeDerivedFiles(events).pipe(Effect.provide(liveRunFiles(path)))
+        }
+        if (args.automation) {
+          for (const line of [...automationHeader(path, state.run!.question), ...automationFooter(state)]) ctx.print(line)
+        } else {
+          ctx.print(`The run in ${path} already finished (${finished.reason}); nothing to resume.`)
+        }
+        return EXIT_CODES[finished.reason]
+      })
     const dir = yield* openRunDir(args.logDir)
     const state = foldEvents(dir.read.events)
     const run = state.run!
-    if (state.finished !== null && state.finished.reason !== "interrupted") return reportFinished(dir.path, state)
+    if (state.finished !== null && state.finished.reason !== "interrupted") return yield* reportFinished(dir.path, state, dir.read.events)
     const live = holder(dir.path)
     if (live !== null) {
       return yield* new RunDirError({ reason: "busy", path: dir.path, detail: `process ${live} is running it` })
@@ -58,7 +74,7 @@ export const resumeCommand = (args: ResumeArgs, ctx: CliContext) =>
     yield* acquireRunLock(dir.path)
     const now = yield* openRunDir(dir.path)
     const current = foldEvents(now.read.events)
-    if (current.finished !== null && current.finished.reason !== "interrupted") return reportFinished(now.path, current)
+    if (current.finished !== null && current.finished.reason !== "interrupted") return yield* reportFinished(now.path, current, now.read.events)
     if (args.automation) for (const line of automationHeader(dir.path, run.question)) ctx.print(line)
     return yield* runSession({
       logDir: dir.path,

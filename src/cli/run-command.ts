@@ -7,6 +7,7 @@
  * automation header, and hands over to `runSession`, which runs the orchestrator
  * with the run's display and returns the exit code.
  */
+import { resolve } from "node:path"
 import { Effect } from "effect"
 import { stringify as toYaml } from "yaml"
 import { maskSecrets } from "../domain/config.ts"
@@ -37,7 +38,8 @@ export const runCommand = (args: RunArgs, ctx: CliContext) =>
     const metadata = {
       question: args.question,
       timestamp: new Date().toISOString(),
-      config_path: loaded.path,
+      // Absolute, so a resume from another directory finds it.
+      config_path: loaded.path === null ? null : resolve(ctx.cwd, loaded.path),
       config: maskSecrets(loaded.raw),
       cli_args: maskSecrets({ argv: ctx.argv }),
       massgen_version: ctx.version,

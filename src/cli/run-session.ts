@@ -11,7 +11,7 @@ import { join } from "node:path"
 import { Effect, Layer, type Scope } from "effect"
 import type { Config } from "../domain/config.ts"
 import { coordinationEvents, snapshots } from "../domain/derived-logs.ts"
-import type { FinishReason } from "../domain/events.ts"
+import type { Event, FinishReason } from "../domain/events.ts"
 import type { State } from "../domain/state.ts"
 import { type Backend, Backends } from "../services/backend.ts"
 import { EventLog } from "../services/event-log.ts"
@@ -51,6 +51,16 @@ export const unfinishedMessage = (state: State): string => {
   return `massgen: run ${state.finished?.reason ?? "stopped"}: ${state.finished?.message ?? ""}${failures.length > 0 ? ` (${failures.join("; ")})` : ""}`
 }
 
+/** The files derived from a run's events at its end: coordination_events.json, snapshot_mappings.json, snapshots/. */
+export const writeDerivedFiles = (events: ReadonlyArray<Event>) =>
+  Effect.gen(function* () {
+    const files = yield* RunFiles
+    yield* files.write("coordination_events.json", `${JSON.stringify(coordinationEvents(events), null, 2)}\n`)
+    const snaps = snapshots(events)
+    yield* files.write("snapshot_mappings.json", `${JSON.stringify(snaps.mappings, null, 2)}\n`)
+    for (const file of snaps.files) yield* files.write(file.path, file.text)
+  })
+
 export const runSession = (input: SessionInput) =>
   Effect.gen(function* () {
     const { logDir } = input
@@ -76,12 +86,7 @@ export const runSession = (input: SessionInput) =>
         ...(input.resume ? { resume: input.resume } : {}),
       })
       const log = yield* EventLog
-      const read = yield* log.read(log.path)
-      const files = yield* RunFiles
-      yield* files.write("coordination_events.json", `${JSON.stringify(coordinationEvents(read.events), null, 2)}\n`)
-      const snaps = snapshots(read.events)
-      yield* files.write("snapshot_mappings.json", `${JSON.stringify(snaps.mappings, null, 2)}\n`)
-      for (const file of snaps.files) yield* files.write(file.path, file.text)
+      yield* writeDerivedFiles((yield* log.read(log.path)).events)
       return result
     }).pipe(Effect.scoped, Effect.provide(layer))
     if (input.automation) for (const line of automationFooter(outcome.state)) input.print(line)

@@ -93,6 +93,8 @@ export interface RunInfo {
   readonly logDir: string
   readonly settings: RunSettings
   readonly startTime: number
+  /** Time no process ran the run: from a stopped process's last event to each resume. */
+  readonly pausedMs: number
   readonly version: string
 }
 
@@ -123,6 +125,10 @@ export const initialState: State = {
   eventCount: 0,
   openCalls: 0,
 }
+
+/** How long processes have run the run, up to `now` (or its finish): time while no process ran it is not counted. */
+export const activeMs = (state: State, now: number): number =>
+  state.run === null ? 0 : Math.max(0, (state.finished?.time ?? now) - state.run.startTime - state.run.pausedMs)
 
 export const isLive = (agent: AgentState): boolean => agent.failure === null
 
@@ -159,14 +165,14 @@ const updateAgent = (state: State, id: string, f: (a: AgentState) => AgentState)
  * A resumed run: nothing is in flight any more (its rounds and an unfinished
  * presentation start again), and a run stopped by a signal is open again.
  */
-const resumed = (state: State, logDir: string): State => {
+const resumed = (state: State, logDir: string, t: number): State => {
   if (state.finished !== null && state.finished.reason !== "interrupted") return state
   // What a signal salvaged was a stand-in; the resumed run decides again.
   const final = state.finished?.reason === "interrupted" && state.final?.source === "salvaged" ? null : state.final
   const presentation = final === null ? null : state.presentation
   return {
     ...state,
-    run: state.run === null ? null : { ...state.run, logDir },
+    run: state.run === null ? null : { ...state.run, logDir, pausedMs: state.run.pausedMs + Math.max(0, t - state.lastTime) },
     final,
     agents: state.agents.map((a) => (a.inFlight === null ? a : { ...a, inFlight: null })),
     presentation,
@@ -184,7 +190,7 @@ export const evolve = (state: State, event: Event): State => {
 }
 
 const applyEvent = (state: State, event: Event, t: number): State => {
-  if (event._tag === "run_resumed") return state.run === null ? state : resumed(state, event.log_dir)
+  if (event._tag === "run_resumed") return state.run === null ? state : resumed(state, event.log_dir, t)
   if (state.run === null && event._tag !== "run_started") return state
   if (state.finished !== null) return state
   switch (event._tag) {
@@ -198,6 +204,7 @@ const applyEvent = (state: State, event: Event, t: number): State => {
           logDir: event.log_dir,
           settings: event.settings,
           startTime: t,
+          pausedMs: 0,
           version: event.version,
         },
         agents: event.agents.map((info) => ({

@@ -15,7 +15,7 @@
 import type { FinishReason } from "./events.ts"
 import { tally } from "./decide.ts"
 import { truncate } from "./text.ts"
-import { type AgentState, type State, isLive, latestLabels } from "./state.ts"
+import { type AgentState, type State, activeMs, isLive, latestLabels } from "./state.ts"
 
 export type AgentStatus = "waiting" | "streaming" | "answered" | "voted" | "restarting" | "error" | "timeout" | "completed"
 export type Phase = "initial_answer" | "enforcement" | "presentation"
@@ -142,7 +142,7 @@ export const project = (state: State, at: number): StatusJson => {
       log_dir: run?.logDir ?? "",
       question: run?.question ?? "",
       start_time: seconds(startTime),
-      elapsed_seconds: seconds(Math.max(0, (state.finished?.time ?? now) - startTime)),
+      elapsed_seconds: seconds(activeMs(state, now)),
     },
     coordination: {
       phase: state.presentation !== null ? "presentation" : anyVote ? "enforcement" : "initial_answer",

@@ -20,7 +20,7 @@ import type { Event, FinishReason } from "../domain/events.ts"
 import type { TokenUsage } from "../domain/llm.ts"
 import { requestText } from "../domain/prompts.ts"
 import { requestForPresentation, requestForRound } from "../domain/requests.ts"
-import { type State, evolve, foldEvents, initialState } from "../domain/state.ts"
+import { type State, activeMs, evolve, foldEvents, initialState } from "../domain/state.ts"
 import { project } from "../domain/status.ts"
 import { type RoundDeps, runPresentation, runRound } from "./agent-round.ts"
 import { Backends } from "./backend.ts"
@@ -258,7 +258,7 @@ export const runCoordination = (input: RunInput) =>
       })
     }
     // A resumed run has the time its first process had not used yet.
-    const used = recorded?.run ? Math.max(0, (recorded.lastTime - recorded.run.startTime) / 1000) : 0
+    const used = recorded ? activeMs({ ...recorded, finished: null }, recorded.lastTime) / 1000 : 0
     const timeLeft = Math.max(0, settings.orchestrator_timeout_seconds - used)
     // status.json now, then every 2 s, beside the run rather than in its way.
     yield* Effect.forkScoped(Effect.repeat(writeStatus, Schedule.fixed(Duration.seconds(2))))
