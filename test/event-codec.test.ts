@@ -40,7 +40,8 @@ describe("encodeEventLine / decodeEventLine", () => {
         expect(line).not.toContain("\n")
         expect(decodeEventLine(line)).toEqual({ _tag: "event", event })
       }),
-      { numRuns: 200 },
+      // Enough runs that every one of the event types comes up (the check below), whatever the seed.
+      { numRuns: 800 },
     )
     expect(seen.size).toBe(EVENT_TYPES.length)
   })
