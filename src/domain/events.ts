@@ -25,7 +25,8 @@ export const SCHEMA_VERSION = 1
 
 const Time = Schema.String.annotations({ description: "UTC, ISO 8601" })
 const AgentId = Schema.String
-const Label = Schema.String
+/** `agentN.M`; keeping labels to this shape also keeps keys such as `__proto__` out of a record. */
+const Label = Schema.String.pipe(Schema.pattern(/^agent\d+\.\d+$/))
 
 /** An event type: its wire name, the time it happened, and its own fields. */
 const defineEvent = <Tag extends string, Fields extends Schema.Struct.Fields>(tag: Tag, fields: Fields) =>
