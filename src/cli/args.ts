@@ -105,6 +105,20 @@ const options = {
 
 const usage = (reason: UsageError["reason"], detail: string) => Either.left(new UsageError({ reason, detail }))
 
+/** `--flag -1` as `--flag=-1`: parseArgs would take a negative number for an option and refuse it. */
+const joinNegativeValues = (argv: ReadonlyArray<string>): Array<string> => {
+  const out: Array<string> = []
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!
+    const next = argv[i + 1]
+    if (a.startsWith("--") && a !== "--" && !a.includes("=") && next !== undefined && /^-\d/.test(next)) {
+      out.push(`${a}=${next}`)
+      i += 1
+    } else out.push(a)
+  }
+  return out
+}
+
 const viewerOptions = {
   pick: { type: "boolean" },
   "replay-speed": { type: "string" },
@@ -117,7 +131,7 @@ const viewerOptions = {
 const parseViewer = (argv: ReadonlyArray<string>): Either.Either<Invocation, UsageError> => {
   let parsed
   try {
-    parsed = parseArgs({ args: [...argv], options: viewerOptions, allowPositionals: true, strict: true })
+    parsed = parseArgs({ args: joinNegativeValues(argv), options: viewerOptions, allowPositionals: true, strict: true })
   } catch (e) {
     const text = e instanceof Error ? e.message : String(e)
     return usage((e as { code?: string }).code === "ERR_PARSE_ARGS_INVALID_OPTION_VALUE" ? "missing_value" : "unknown_option", text.split("\n")[0] ?? text)
@@ -173,7 +187,8 @@ export const parseInvocation = (argv: ReadonlyArray<string>): Either.Either<Invo
   if (argv[0] === "viewer") return parseViewer(argv.slice(1))
   if (argv[0] === "resume" || argv[0] === "replay" || argv[0] === "status") return parseLogDirCommand(argv[0], argv.slice(1))
   // `--validate --config FILE` (the automation guide's form): --validate then takes its file from --config.
-  const args = argv.map((a, i) => (a === "--validate" && (argv[i + 1] === undefined || argv[i + 1]!.startsWith("-")) ? "--validate=" : a))
+  const joined = joinNegativeValues(argv)
+  const args = joined.map((a, i) => (a === "--validate" && (joined[i + 1] === undefined || joined[i + 1]!.startsWith("-")) ? "--validate=" : a))
   let parsed
   try {
     parsed = parseArgs({ args, options, allowPositionals: true, strict: true })

@@ -4,7 +4,7 @@
  * It replays the run from the replies recorded in `llm_log/` on a virtual clock
  * (`domain/replay.ts`): no model is called and nothing costs anything. The
  * replayed events, `status.json` and the final answer are written to a new log
- * directory. `--check` compares with the original: exit 0 when every event is
+ * directory under `replays/` beside the run's (or under `--out DIR`). `--check` compares with the original: exit 0 when every event is
  * the same (wall-clock fields aside), else exit 2 naming the first event that
  * differs. A missing recorded reply or a request this code builds differently
  * is such a difference, not a crash.
@@ -32,7 +32,8 @@ export const replayCommand = (args: { readonly logDir: string; readonly check: b
     const permissive = new Proxy(env, { get: (target, key) => (typeof key === "string" ? (target[key] ?? "") : undefined) })
     const { config } = yield* runDirConfig(dir.path, permissive)
     const result = replayRun(dir.read.events, config.agents, recordedCall(dir.path))
-    const parent = args.outDir ?? join(dir.path, "..")
+    // Beside the runs, not among them: the viewer's "newest run" stays the newest real one.
+    const parent = args.outDir ?? join(dir.path, "..", "replays")
     const out = yield* createLogDir(parent)
     yield* writeFileAtomic(join(out, "events.jsonl"), result.events.map((e) => `${encodeEventLine(e)}\n`).join(""))
     const status = project({ ...result.state, run: result.state.run ? { ...result.state.run, logDir: out } : null }, result.state.lastTime)
