@@ -138,12 +138,17 @@ const callWithRetries = (
           })
         })
       // A call cut off by a cancelled round, a timeout or the run's end still gets its call_end.
-      const result = yield* Effect.either(stream).pipe(Effect.onInterrupt(() => callEnd(null, "cancelled")))
+      const logged = (reply: LlmReply | null, error: string | null) =>
+        deps.logCall(call, { call, agent, round, role, model: backend.model, attempt, request, reply, error })
+      // A cut-off call is logged too: replay compares its request with what this code builds.
+      const result = yield* Effect.either(stream).pipe(
+        Effect.onInterrupt(() => Effect.zipRight(callEnd(null, "cancelled"), logged(null, "cancelled"))),
+      )
       const reply = result._tag === "Right" ? result.right : null
       const error = result._tag === "Left" ? result.left.message : null
       yield* callEnd(reply, error)
       yield* record(reply !== null ? toolCallsText(reply) : `\n[error] ${error}\n`)
-      yield* deps.logCall(call, { call, agent, round, role, model: backend.model, attempt, request, reply, error })
+      yield* logged(reply, error)
       if (result._tag === "Right") return { _tag: "reply", reply: result.right } as const
       const failure = result.left
       if (!failure.retryable || retry >= backend.maxRetries) return { _tag: "error", message: failure.message } as const
