@@ -11,30 +11,16 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Effect, Either, Layer } from "effect"
+import { Effect } from "effect"
 import { recordedCall } from "../src/cli/run-dir.ts"
-import { decodeConfig } from "../src/domain/config.ts"
 import { encodeEventLine, readEventsText } from "../src/domain/event-codec.ts"
 import { replayRun } from "../src/domain/replay.ts"
 import { foldEvents } from "../src/domain/state.ts"
-import { Backends } from "../src/services/backend.ts"
-import { EventLog } from "../src/services/event-log.ts"
 import { runCoordination } from "../src/services/orchestrator.ts"
-import { liveRunFiles } from "../src/services/run-files.ts"
-import { makeScriptedBackend } from "../src/services/scripted-backend.ts"
-import { StatusWriter } from "../src/services/status-writer.ts"
 import { oneLongRun } from "./fold.ts"
-import { convergingConfig, fmt, line, median } from "./support.ts"
+import { convergingConfig, fmt, line, median, scriptedRunLayers } from "./support.ts"
 
-const liveLayers = (dir: string, config: ReturnType<typeof convergingConfig>) => {
-  const backends = new Map(config.agents.map((a) => [a.id, makeScriptedBackend(a)]))
-  return Layer.mergeAll(
-    EventLog.live(join(dir, "events.jsonl")),
-    StatusWriter.live(join(dir, "status.json")),
-    liveRunFiles(dir),
-    Layer.succeed(Backends, { forAgent: (id: string) => backends.get(id)! }),
-  )
-}
+const liveLayers = (dir: string, config: ReturnType<typeof convergingConfig>) => scriptedRunLayers(config, "live", dir)
 
 const resumeOnce = async (text: string): Promise<{ readonly foldMs: number; readonly totalMs: number; readonly reason: string }> => {
   const dir = mkdtempSync(join(tmpdir(), "massgen-bench-resume-"))

@@ -41,7 +41,7 @@ const timed = <A, E>(profile: IoProfile | undefined, kind: IoKind, effect: Effec
       })
 
 /** The layers of a run, each write timed into `profile` when given. */
-const runLayers = (mode: Mode, dir: string, profile: IoProfile | undefined) => {
+export const runLayers = (mode: Mode, dir: string, profile: IoProfile | undefined) => {
   const eventLog = mode === "live" ? EventLog.live(join(dir, "events.jsonl")) : EventLog.memory(new Map())
   const statusWriter = mode === "live" ? StatusWriter.live(join(dir, "status.json")) : StatusWriter.memory([])
   const runFiles: Layer.Layer<RunFiles> = mode === "live" ? liveRunFiles(dir) : memoryRunFiles().layer
@@ -109,17 +109,19 @@ export const cleanUp = (): void => {
   scratch = null
 }
 
+/** Every layer a coordination of `config` needs, with scripted backends. */
+export const scriptedRunLayers = (config: Config, mode: Mode, dir: string, profile?: IoProfile) => {
+  const backends = new Map(config.agents.map((a) => [a.id, makeScriptedBackend(a)]))
+  return Layer.mergeAll(runLayers(mode, dir, profile), Layer.succeed(Backends, { forAgent: (id: string) => backends.get(id)! }))
+}
+
 /** One whole coordination of `config`, timed from run_started to run_finished. */
 export const timedRun = (config: Config, mode: Mode, profile?: IoProfile): Promise<TimedRun> => {
   const events: Array<{ event: Event; at: number }> = []
   let cpuStart: NodeJS.CpuUsage | null = null
   let cpuMs = Number.NaN
-  const backends = new Map(config.agents.map((a) => [a.id, makeScriptedBackend(a)]))
   const dir = mode === "live" ? freshDir() : "/tmp/massgen-bench/memory"
-  const layer = Layer.mergeAll(
-    runLayers(mode, dir, profile),
-    Layer.succeed(Backends, { forAgent: (id: string) => backends.get(id)! }),
-  )
+  const layer = scriptedRunLayers(config, mode, dir, profile)
   const program = runCoordination({
     config,
     question: "What is 2+2?",
