@@ -354,7 +354,7 @@ const suite = (mode: Mode) =>
       expect(invalid.lines.some((l) => l.includes("agents[0].backend.delay_seconds"))).toBe(true)
       expect(invalid.lines.some((l) => l.includes("orchestrator.max_new_answers_per_agent"))).toBe(true)
       expectExit(validJson, 0)
-      expect(JSON.parse(validJson.stdout)).toEqual({ valid: true, path: good, problems: [] })
+      expect(JSON.parse(validJson.stdout)).toEqual({ valid: true, path: good, problems: [], warnings: [] })
       expectExit(invalidJson, 1)
       const parsed = JSON.parse(invalidJson.stdout)
       expect(parsed.valid).toBe(false)
@@ -362,6 +362,24 @@ const suite = (mode: Mode) =>
       for (const p of parsed.problems) expect(typeof p.message).toBe("string")
       // Validation runs nothing.
       expect(fs.readdirSync(cwd).sort()).toEqual(["bad.yaml", "good.yaml"])
+    }, TEST_TIMEOUT_MS)
+
+    test("a misspelled key is a warning: --validate names it and the key it may stand for, a run says so on stderr", async () => {
+      const cwd = sandbox()
+      const config = writeConfig(cwd, {
+        agents: [{ id: "a", backend: { type: "scripted", answr: "typo" } }],
+        orchestrator: { skip_final_presentaton: true },
+      })
+      const validated = await runCli(mode, ["--validate", config, "--json"], { cwd })
+      expectExit(validated, 0)
+      const parsed = JSON.parse(validated.stdout)
+      expect(parsed.valid).toBe(true)
+      expect(parsed.warnings.map((w: { path: string }) => w.path)).toEqual(["agents[0].backend.answr", "orchestrator.skip_final_presentaton"])
+      expect(parsed.warnings[1].message).toContain("skip_final_presentation")
+      const run = await runCli(mode, ["--automation", "--config", config, "q"], { cwd })
+      expectExit(run, 0)
+      expect(run.lines.every(isAutomationLine)).toBe(true)
+      expect(run.stderr).toContain(`massgen: warning: config ${config}: orchestrator.skip_final_presentaton: unknown key, ignored`)
     }, TEST_TIMEOUT_MS)
 
     test("--version prints the package version", async () => {

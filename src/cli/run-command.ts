@@ -10,7 +10,7 @@
 import { resolve } from "node:path"
 import { Effect } from "effect"
 import { stringify as toYaml } from "yaml"
-import { maskSecrets } from "../domain/config.ts"
+import { formatProblem, maskSecrets, unknownKeys } from "../domain/config.ts"
 import { createLogDir, logBaseDir } from "../services/log-dir.ts"
 import { RunFiles, liveRunFiles } from "../services/run-files.ts"
 import type { RunArgs } from "./args.ts"
@@ -32,6 +32,8 @@ export interface CliContext {
 export const runCommand = (args: RunArgs, ctx: CliContext) =>
   Effect.gen(function* () {
     const loaded = yield* resolveRunConfig(args, ctx.env, ctx.cwd)
+    // On stderr: stdout is the automation lines' alone.
+    for (const w of unknownKeys(loaded.raw)) ctx.printError(`massgen: warning: config ${loaded.path ?? "--models"}: ${formatProblem(w)}`)
     const backends = yield* makeBackends(loaded.config, loaded.env, loaded.path ?? "--models")
     const logDir = yield* createLogDir(logBaseDir(ctx.env, ctx.cwd))
 

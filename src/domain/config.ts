@@ -254,6 +254,27 @@ export const decodeConfig = (
   })
 }
 
+const decodeStrict = Schema.decodeUnknownEither(ConfigFile, { errors: "all", onExcessProperty: "error" })
+
+/**
+ * Keys the config does not know, which a run ignores: most often a typo
+ * (`skip_final_presentaton`). Warnings, not problems: MassGen configs carry
+ * keys for features this tool does not have. Script steps are left out (their
+ * union would report the keys of the other step kinds).
+ */
+export const unknownKeys = (raw: unknown): ReadonlyArray<ConfigProblem> => {
+  const decoded = decodeStrict(raw)
+  if (Either.isRight(decoded)) return []
+  const seen = new Set<string>()
+  return ParseResult.ArrayFormatter.formatErrorSync(decoded.left).flatMap((issue) => {
+    const path = formatPath(issue.path)
+    if (issue._tag !== "Unexpected" || seen.has(path) || /\.script\[/.test(path)) return []
+    seen.add(path)
+    const expected = /expected: (.*)$/.exec(issue.message)?.[1]?.replace(/"/g, "").split(" | ").join(", ")
+    return [{ path, message: `unknown key, ignored${expected ? ` (known keys here: ${expected})` : ""}` }]
+  })
+}
+
 const describe = (value: unknown): string =>
   value === null || value === undefined ? "an empty document" : Array.isArray(value) ? "a list" : `${typeof value} ${JSON.stringify(value)}`
 
