@@ -46,9 +46,11 @@ export const isAlive = (pid: number): boolean => {
   }
 }
 
+/** The pid a lock file holds; null when it is missing, or just created and not written yet. */
 const lockPid = (path: string): number | null => {
   try {
-    return Number(readFileSync(path, "utf8").trim())
+    const pid = Number(readFileSync(path, "utf8").trim())
+    return Number.isInteger(pid) && pid > 0 ? pid : null
   } catch {
     return null
   }
@@ -76,21 +78,52 @@ const tryCreate = (path: string): boolean => {
   }
 }
 
+/** Blocks this thread for `ms`: the wait for another process's takeover is a few microseconds of file work. */
+const pause = (ms: number) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms)
+
+/**
+ * Replaces a stale lock, under a second lock (`run.lock.takeover`, exclusive
+ * create) so that two processes that both found the same stale lock cannot
+ * both take it: the one that gets the takeover lock checks again that the lock
+ * is the stale one it saw, and only then replaces it (rename is atomic).
+ */
+const takeOver = (path: string, stalePid: number): "taken" | "retry" => {
+  const guard = `${path}.takeover`
+  if (!tryCreate(guard)) {
+    // Someone is taking over; a takeover lock left by a dead process is removed.
+    const guardPid = lockPid(guard)
+    if (guardPid !== null && !isAlive(guardPid)) rmSync(guard, { force: true })
+    pause(1)
+    return "retry"
+  }
+  try {
+    if (lockPid(path) !== stalePid) return "retry"
+    const tmp = `${path}.${process.pid}.tmp`
+    writeFileSync(tmp, `${process.pid}\n`)
+    renameSync(tmp, path)
+    return "taken"
+  } finally {
+    rmSync(guard, { force: true })
+  }
+}
+
 /** Takes the lock of `logDir` for this process until the scope closes; a stale lock is taken over. */
 export const acquireRunLock = (logDir: string) =>
   Effect.acquireRelease(
     Effect.try({
       try: () => {
         const path = join(logDir, LOCK_FILE)
-        if (tryCreate(path)) return path
-        const live = holder(logDir)
-        if (live !== null) return new RunLockError({ reason: "held", path: logDir, pid: live, detail: "" })
-        // Stale: replace it whole with ours (rename is atomic), then check nobody else won the race.
-        const tmp = `${path}.${process.pid}.tmp`
-        writeFileSync(tmp, `${process.pid}\n`)
-        renameSync(tmp, path)
-        const now = Number(readFileSync(path, "utf8").trim())
-        return now === process.pid ? path : new RunLockError({ reason: "held", path: logDir, pid: now, detail: "" })
+        for (let attempt = 0; attempt < 200; attempt++) {
+          if (tryCreate(path)) return path
+          const pid = lockPid(path)
+          if (pid === null) {
+            pause(1)
+            continue
+          }
+          if (pid !== process.pid && isAlive(pid)) return new RunLockError({ reason: "held", path: logDir, pid, detail: "" })
+          if (takeOver(path, pid) === "taken") return path
+        }
+        return new RunLockError({ reason: "held", path: logDir, pid: lockPid(path), detail: "others keep taking it over" })
       },
       catch: (e) => new RunLockError({ reason: "unwritable", path: logDir, pid: null, detail: e instanceof Error ? e.message : String(e) }),
     }).pipe(Effect.flatMap((r) => (r instanceof RunLockError ? Effect.fail(r) : Effect.succeed(r)))),
