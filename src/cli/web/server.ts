@@ -67,7 +67,9 @@ const startServer = (options: WebOptions, onFirstClient: () => void) => {
   const now = () => (options.clock === "wall" ? Date.now() : model.state.lastTime)
   const snapshot = () => {
     const view = viewOf(model, now())
-    return JSON.stringify({ ...view, finalHtml: view.final === null ? null : markdownToHtml(view.final.content) })
+    // A replay is timed by its events: the page says REPLAY rather than LIVE while it plays.
+    const mode = options.clock === "wall" ? "live" : "replay"
+    return JSON.stringify({ ...view, mode, finalHtml: view.final === null ? null : markdownToHtml(view.final.content) })
   }
   const send = (controller: ReadableStreamDefaultController<Uint8Array>, data: string) => {
     try {
