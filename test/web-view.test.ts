@@ -91,7 +91,7 @@ describe("the web page", () => {
     await page.waitForFunction(`document.querySelectorAll(".card").length === 3`)
     expect(await card("planner").locator(".status").textContent()).toBe("streaming")
     expect(await page.locator("#state").textContent()).toBe("LIVE")
-    expect((await (await fetch(`${url}api/view`)).json()).mode).toBe("live")
+    expect(((await (await fetch(`${url}api/view`)).json()) as { mode: string }).mode).toBe("live")
     expect(await card("planner").locator(".model").textContent()).toContain("gpt-4o-mini")
     expect(await page.locator("#question").textContent()).toBe("How should I learn a new programming language?")
 
@@ -141,7 +141,7 @@ describe("the web page", () => {
     expect(await page.locator(".card").count()).toBe(3)
     expect(await (await fetch(`${url}nope`)).status).toBe(404)
     // The page is told it shows a replay (REPLAY, not LIVE, while it plays).
-    expect((await (await fetch(`${url}api/view`)).json()).mode).toBe("replay")
+    expect(((await (await fetch(`${url}api/view`)).json()) as { mode: string }).mode).toBe("replay")
     viewer.proc.kill("SIGINT")
     expect((await viewer.done).exitCode).toBe(0)
     await page.close()
