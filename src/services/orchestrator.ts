@@ -66,6 +66,9 @@ type Input = { readonly _tag: "reply"; readonly reply: Reply } | { readonly _tag
 /** Lets I/O callbacks that are already due (replies of other calls) run first. */
 const nextMacrotask = Effect.promise(() => new Promise<void>((resolve) => setImmediate(resolve)))
 
+/** The key of a piece of work (its fiber, its request text): `agent#round`, or `agent#present` for a presentation. */
+const workKey = (agent: string, round: number | "present"): string => `${agent}#${round}`
+
 const isoNow = Effect.clockWith((c) => c.currentTimeMillis).pipe(Effect.map((ms) => new Date(ms).toISOString()))
 
 export const runCoordination = (input: RunInput) =>
@@ -114,7 +117,7 @@ export const runCoordination = (input: RunInput) =>
           if (event._tag === "final_answer") {
             yield* files.write(`final/${event.agent}/answer.txt`, event.content)
             const round = (yield* Ref.get(stateRef)).answers[event.label]?.round
-            const seen = contexts.get(`${event.agent}#present`) ?? contexts.get(`${event.agent}#${round}`) ?? ""
+            const seen = contexts.get(workKey(event.agent, "present")) ?? (round === undefined ? undefined : contexts.get(workKey(event.agent, round))) ?? ""
             yield* files.write(`final/${event.agent}/context.txt`, seen)
           }
           yield* log.append(event).pipe(Effect.orDie)
@@ -147,7 +150,7 @@ export const runCoordination = (input: RunInput) =>
       mayCall: budgetLeft,
     }
 
-    /** Runs a round (key `agent#round`) or a presentation (`agent#present`) in a fiber of its own. */
+    /** Runs a round or a presentation in a fiber of its own, under its `workKey`. */
     const spawn = (key: string, work: Effect.Effect<Reply>) =>
       Effect.gen(function* () {
         const fiber = yield* Effect.fork(work.pipe(Effect.flatMap((reply) => Queue.offer(inbox, { _tag: "reply", reply })), Effect.asVoid))
@@ -164,7 +167,7 @@ export const runCoordination = (input: RunInput) =>
       Effect.gen(function* () {
         // Work being stopped ends (and records its last call) before the event that stops it.
         if (command._tag === "CancelRound") {
-          const key = `${command.agent}#${command.round}`
+          const key = workKey(command.agent, command.round)
           const fiber = fibers.get(key)
           fibers.delete(key)
           if (fiber) yield* Fiber.interrupt(fiber)
@@ -172,12 +175,12 @@ export const runCoordination = (input: RunInput) =>
         if (command._tag === "FinishRun") yield* stopAll
         yield* emit(commandEvent(command, yield* isoNow))
         const state = yield* Ref.get(stateRef)
-        const run = state.run!
         switch (command._tag) {
           case "StartRound": {
             const agent = agentById.get(command.agent)!
             const request = requestForRound(state, agent)!
-            contexts.set(`${agent.id}#${command.round}`, requestText(request))
+            const key = workKey(agent.id, command.round)
+            contexts.set(key, requestText(request))
             const work = runRound(deps, {
               agent: agent.id,
               round: command.round,
@@ -185,7 +188,7 @@ export const runCoordination = (input: RunInput) =>
               request,
               agentTimeoutSeconds: settings.agent_timeout_seconds,
             })
-            return yield* spawn(`${agent.id}#${command.round}`, work)
+            return yield* spawn(key, work)
           }
           case "CancelRound":
             return
@@ -193,10 +196,10 @@ export const runCoordination = (input: RunInput) =>
             if (!command.callsModel) return
             const agent = agentById.get(command.agent)!
             const request = requestForPresentation(state, agent)!
-            contexts.set(`${agent.id}#present`, requestText(request))
+            contexts.set(workKey(agent.id, "present"), requestText(request))
             const presentationRound = (state.agents.find((a) => a.info.id === agent.id)?.rounds ?? 0) + 1
             return yield* spawn(
-              `${agent.id}#present`,
+              workKey(agent.id, "present"),
               runPresentation(deps, {
                 agent: agent.id,
                 round: presentationRound,
@@ -283,7 +286,7 @@ export const runCoordination = (input: RunInput) =>
           next._tag === "reply" ? judgeReply(state, next.reply, time) : stopRun(state, next.reason, next.message, time)
         if (next._tag === "reply") {
           const r = next.reply
-          fibers.delete("round" in r ? `${r.agent}#${r.round}` : `${r.agent}#present`)
+          fibers.delete(workKey(r.agent, "round" in r ? r.round : "present"))
         }
         let events = judge(yield* Ref.get(stateRef), yield* isoNow)
         if (events.some((e) => e._tag === "run_finished")) {

@@ -211,7 +211,7 @@ export interface Given {
   /** The decider runs once; its commands are recorded as events. */
   readonly whenDecided: () => Outcome
   /** The run is stopped from outside. */
-  readonly whenStopped: (reason: Exclude<FinishReason, "completed">, options?: { readonly message?: string; readonly withAnswer?: boolean }) => Outcome
+  readonly whenStopped: (reason: Exclude<FinishReason, "completed">, options?: { readonly message?: string }) => Outcome
   /** The given events and more, for chaining a scenario. */
   readonly and: (...more: ReadonlyArray<Event>) => Given
 }
