@@ -11,16 +11,12 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Effect } from "effect"
 import { recordedCall } from "../src/cli/run-dir.ts"
 import { encodeEventLine, readEventsText } from "../src/domain/event-codec.ts"
 import { replayRun } from "../src/domain/replay.ts"
 import { foldEvents } from "../src/domain/state.ts"
-import { runCoordination } from "../src/services/orchestrator.ts"
 import { oneLongRun } from "./fold.ts"
-import { convergingConfig, fmt, line, median, scriptedRunLayers } from "./support.ts"
-
-const liveLayers = (dir: string, config: ReturnType<typeof convergingConfig>) => scriptedRunLayers(config, "live", dir)
+import { convergingConfig, fmt, line, median, runScripted } from "./support.ts"
 
 const resumeOnce = async (text: string): Promise<{ readonly foldMs: number; readonly totalMs: number; readonly reason: string }> => {
   const dir = mkdtempSync(join(tmpdir(), "massgen-bench-resume-"))
@@ -32,18 +28,10 @@ const resumeOnce = async (text: string): Promise<{ readonly foldMs: number; read
     const folded = foldEvents(read.events)
     const foldMs = performance.now() - started
     if (folded.run === null || folded.finished !== null) throw new Error("the bench log must hold an unfinished run")
-    const outcome = await Effect.runPromise(
-      runCoordination({
-        config,
-        question: folded.run.question,
-        logDir: dir,
-        runId: "bench",
-        version: "bench",
-        pid: process.pid,
-        interrupt: Effect.never,
-        resume: { events: read.events, skipped: read.skipped, tornTail: read.tornTail, state: folded },
-      }).pipe(Effect.scoped, Effect.provide(liveLayers(dir, config))),
-    )
+    const outcome = await runScripted(config, "live", dir, {
+      question: folded.run.question,
+      resume: { events: read.events, skipped: read.skipped, tornTail: read.tornTail, state: folded },
+    })
     return { foldMs, totalMs: performance.now() - started, reason: outcome.reason }
   } finally {
     rmSync(dir, { recursive: true, force: true })
@@ -66,17 +54,7 @@ export const replayBench = async (): Promise<void> => {
   try {
     const config = convergingConfig(3, 0.2)
     const started = performance.now()
-    const outcome = await Effect.runPromise(
-      runCoordination({
-        config,
-        question: "What is 2+2?",
-        logDir: dir,
-        runId: "bench",
-        version: "bench",
-        pid: process.pid,
-        interrupt: Effect.never,
-      }).pipe(Effect.scoped, Effect.provide(liveLayers(dir, config))),
-    )
+    const outcome = await runScripted(config, "live", dir)
     const originalMs = performance.now() - started
     const times: Array<number> = []
     let divergence: unknown = null

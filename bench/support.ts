@@ -13,7 +13,7 @@ import { type Config, decodeConfig } from "../src/domain/config.ts"
 import type { Event } from "../src/domain/events.ts"
 import { Backends } from "../src/services/backend.ts"
 import { EventLog } from "../src/services/event-log.ts"
-import { runCoordination } from "../src/services/orchestrator.ts"
+import { type RunInput, runCoordination } from "../src/services/orchestrator.ts"
 import { RunFiles, liveRunFiles, memoryRunFiles } from "../src/services/run-files.ts"
 import { makeScriptedBackend } from "../src/services/scripted-backend.ts"
 import { StatusWriter } from "../src/services/status-writer.ts"
@@ -115,21 +115,28 @@ export const scriptedRunLayers = (config: Config, mode: Mode, dir: string, profi
   return Layer.mergeAll(runLayers(mode, dir, profile), Layer.succeed(Backends, { forAgent: (id: string) => backends.get(id)! }))
 }
 
+/** One whole coordination of `config` with scripted agents in `dir`; `extra` adds to (or overrides) the run's input. */
+export const runScripted = (config: Config, mode: Mode, dir: string, extra: Partial<RunInput> = {}, profile?: IoProfile) =>
+  Effect.runPromise(
+    runCoordination({
+      config,
+      question: "What is 2+2?",
+      logDir: dir,
+      runId: "bench",
+      version: "bench",
+      pid: process.pid,
+      interrupt: Effect.never,
+      ...extra,
+    }).pipe(Effect.scoped, Effect.provide(scriptedRunLayers(config, mode, dir, profile))),
+  )
+
 /** One whole coordination of `config`, timed from run_started to run_finished. */
 export const timedRun = (config: Config, mode: Mode, profile?: IoProfile): Promise<TimedRun> => {
   const events: Array<{ event: Event; at: number }> = []
   let cpuStart: NodeJS.CpuUsage | null = null
   let cpuMs = Number.NaN
   const dir = mode === "live" ? freshDir() : "/tmp/massgen-bench/memory"
-  const layer = scriptedRunLayers(config, mode, dir, profile)
-  const program = runCoordination({
-    config,
-    question: "What is 2+2?",
-    logDir: dir,
-    runId: "bench",
-    version: "bench",
-    pid: process.pid,
-    interrupt: Effect.never,
+  const observed = runScripted(config, mode, dir, {
     observe: {
       onEvent: (event) =>
         Effect.sync(() => {
@@ -142,8 +149,8 @@ export const timedRun = (config: Config, mode: Mode, profile?: IoProfile): Promi
         }),
       onText: () => Effect.void,
     },
-  }).pipe(Effect.scoped, Effect.provide(layer))
-  return Effect.runPromise(program).then((outcome) => {
+  }, profile)
+  return observed.then((outcome) => {
     const start = events.find((e) => e.event._tag === "run_started")
     const end = events.find((e) => e.event._tag === "run_finished")
     if (!start || !end) throw new Error("run_started or run_finished not observed")
