@@ -6,7 +6,7 @@ import { afterAll, describe, expect, test } from "bun:test"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as nodePath from "node:path"
-import { Effect, type Layer } from "effect"
+import { Effect, Fiber, type Layer } from "effect"
 import { StatusWriter, writeFileAtomic } from "../src/services/status-writer.ts"
 
 const tempRoot = fs.mkdtempSync(nodePath.join(os.tmpdir(), "status-writer-test-"))
@@ -17,6 +17,8 @@ interface Fixture {
   readonly layer: Layer.Layer<StatusWriter>
   /** The current status, as a reader parses it; undefined before the first write. */
   readonly current: () => unknown
+  /** Resolves once no write is left in flight (no temporary file on disk). */
+  readonly settled: () => Promise<void>
 }
 
 const liveFixture = (): Fixture => {
@@ -25,12 +27,16 @@ const liveFixture = (): Fixture => {
   return {
     layer: StatusWriter.live(path),
     current: () => (fs.existsSync(path) ? JSON.parse(fs.readFileSync(path, "utf8")) : undefined),
+    settled: async () => {
+      const inFlight = () => fs.existsSync(nodePath.dirname(path)) && fs.readdirSync(nodePath.dirname(path)).some((n) => n.endsWith(".tmp"))
+      for (let n = 0; n < 1000 && inFlight(); n++) await Bun.sleep(5)
+    },
   }
 }
 
 const memoryFixture = (): Fixture => {
   const written: unknown[] = []
-  return { layer: StatusWriter.memory(written), current: () => written.at(-1) }
+  return { layer: StatusWriter.memory(written), current: () => written.at(-1), settled: async () => undefined }
 }
 
 const withWriter = <A, E>(f: Fixture, body: (w: typeof StatusWriter.Service) => Effect.Effect<A, E>) =>
@@ -44,6 +50,28 @@ const suite = (name: string, makeFixture: () => Fixture) =>
       await withWriter(f, (w) => w.write({ phase: "coordinating", agents: { agent_a: "answering" } }))
       await withWriter(f, (w) => w.write({ phase: "done", winner: null }))
       expect(f.current()).toEqual({ phase: "done", winner: null })
+    })
+
+    test("writes asked for at once land in the order asked: the last one is the current one", async () => {
+      const f = makeFixture()
+      const big = (i: number) => ({ write: i, filler: "x".repeat((i % 2) * 2_000_000) })
+      await withWriter(f, (w) => Effect.forEach([1, 2, 3, 4, 5, 6], (i) => w.write(big(i)), { concurrency: "unbounded", discard: true }))
+      expect((f.current() as { write: number }).write).toBe(6)
+    })
+
+    test("a write whose fiber is interrupted ends before a later write, never over it", async () => {
+      const f = makeFixture()
+      await withWriter(f, (w) =>
+        Effect.gen(function* () {
+          // A large status takes a while to write: the interrupt comes while it is in flight.
+          const slow = yield* Effect.fork(w.write({ write: "old", filler: "x".repeat(4_000_000) }))
+          yield* Effect.yieldNow()
+          yield* Fiber.interrupt(slow)
+          yield* w.write({ write: "new" })
+        }),
+      )
+      await f.settled()
+      expect(f.current()).toEqual({ write: "new" })
     })
 
     test("a status with no JSON form fails with not_serializable and leaves the current one", async () => {

@@ -264,7 +264,7 @@ export const runCoordination = (input: RunInput) =>
     const used = recorded ? activeMs({ ...recorded, finished: null }, recorded.lastTime) / 1000 : 0
     const timeLeft = Math.max(0, settings.orchestrator_timeout_seconds - used)
     // status.json now, then every 2 s, beside the run rather than in its way.
-    yield* Effect.forkScoped(Effect.repeat(writeStatus, Schedule.fixed(Duration.seconds(2))))
+    const statusTicker = yield* Effect.forkScoped(Effect.repeat(writeStatus, Schedule.fixed(Duration.seconds(2))))
     yield* Effect.forkScoped(
       Effect.delay(
         Queue.offer(inbox, { _tag: "stop", reason: "timeout", message: `orchestrator timeout after ${settings.orchestrator_timeout_seconds}s` }),
@@ -300,6 +300,8 @@ export const runCoordination = (input: RunInput) =>
     }
     yield* stopAll
     const final = yield* Ref.get(stateRef)
+    // The ticker's write in flight, if any, lands first: the final status is the last one written.
+    yield* Fiber.interrupt(statusTicker)
     yield* writeStatus
     return { state: final, reason: final.finished!.reason } satisfies RunOutcome
   })

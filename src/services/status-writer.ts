@@ -4,7 +4,9 @@
  * Contract: `write` serializes the status as JSON with a 2-space indent and a
  * final newline, and replaces the file atomically: a reader (a viewer, a
  * script polling the log directory) sees the previous status or the new one,
- * never a mix or a partial file. `writeFileAtomic` does the same for any text
+ * never a mix or a partial file. Writes through one writer happen one at a
+ * time, in the order asked, so an older status never lands over a newer one.
+ * `writeFileAtomic` does the same for any text
  * file (final answer files, `coordination_events.json`).
  *
  * How: the text goes to a temporary file in the target's directory, named
@@ -38,9 +40,13 @@ const detailOf = (cause: unknown): string => (cause instanceof Error ? cause.mes
 
 let tempCounter = 0
 
-/** Replaces the file at `path` with `text` atomically, creating its directory if missing. */
+/**
+ * Replaces the file at `path` with `text` atomically, creating its directory if
+ * missing. Uninterruptible: a write once begun ends (renamed or removed) before
+ * its fiber does, so no interrupted write can land after a later one.
+ */
 export const writeFileAtomic = (path: string, text: string): Effect.Effect<void, StatusWriteError> =>
-  Effect.suspend(() => {
+  Effect.uninterruptible(Effect.suspend(() => {
     tempCounter += 1
     const temp = `${path}.${process.pid}.${tempCounter}.tmp`
     return Effect.tryPromise({
@@ -56,7 +62,7 @@ export const writeFileAtomic = (path: string, text: string): Effect.Effect<void,
       },
       catch: (cause) => new StatusWriteError({ reason: "write_failed", path, detail: detailOf(cause) }),
     })
-  })
+  }))
 
 /**
  * `writeFileAtomic` done synchronously: for the small files a run writes on its
@@ -98,12 +104,15 @@ export interface StatusWriterService {
 }
 
 export class StatusWriter extends Context.Tag("massgen/StatusWriter")<StatusWriter, StatusWriterService>() {
-  /** Writes `status.json` at `path`. */
+  /** Writes `status.json` at `path`, one write at a time: the last write asked for is the one the file keeps. */
   static live = (path: string): Layer.Layer<StatusWriter> =>
-    Layer.succeed(StatusWriter, {
-      path,
-      write: (status) => Effect.flatMap(statusText(path, status), (text) => writeFileAtomic(path, text)),
-    })
+    Layer.effect(
+      StatusWriter,
+      Effect.map(Effect.makeSemaphore(1), (lock) => ({
+        path,
+        write: (status: unknown) => lock.withPermits(1)(Effect.flatMap(statusText(path, status), (text) => writeFileAtomic(path, text))),
+      })),
+    )
 
   /** Appends every status written to `written`, parsed back from its JSON text; the last is the current one. */
   static memory = (written: Array<unknown> = [], path = "status.json"): Layer.Layer<StatusWriter> =>
