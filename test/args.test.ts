@@ -40,4 +40,14 @@ describe("parseInvocation", () => {
     expect(message(["--config", "c.yaml"])).toStartWith("a question is required")
     expect(message(["--config", "c.yaml", "--model", "m", "q"])).toBe("use only one of --config, --model and --models")
   })
+
+  test("--backend, --base-url and --system-message with --config are refused, not ignored", () => {
+    expect(message(["--config", "c.yaml", "--base-url", "http://127.0.0.1:9/v1", "q"])).toBe(
+      "--base-url only applies to --model/--models; with --config, set backend.base_url in the config",
+    )
+    expect(message(["--config", "c.yaml", "--backend", "claude", "--system-message", "Be brief.", "q"])).toBe(
+      "--backend, --system-message only apply to --model/--models; with --config, set backend.type, system_message in the config",
+    )
+    expect(message(["--model", "m", "--backend", "claude", "--base-url", "http://127.0.0.1:9", "--system-message", "s", "q"])).toBe("parsed")
+  })
 })

@@ -208,6 +208,15 @@ export const parseInvocation = (argv: ReadonlyArray<string>): Either.Either<Invo
   const sources = [v.config, v.model, v.models].filter((x) => x !== undefined).length
   if (sources > 1) return usage("conflict", "use only one of --config, --model and --models")
   if (sources === 0) return usage("missing_config", "a config is required: --config FILE, --model MODEL or --models M1,M2")
+  // These shape the agents --model/--models make; a config file says the same in its own keys.
+  const modelOnly = (["backend", "base-url", "system-message"] as const).filter((flag) => v[flag] !== undefined)
+  if (v.config !== undefined && modelOnly.length > 0) {
+    const keys = { backend: "backend.type", "base-url": "backend.base_url", "system-message": "system_message" }
+    return usage(
+      "conflict",
+      `${modelOnly.map((f) => `--${f}`).join(", ")} only ${modelOnly.length === 1 ? "applies" : "apply"} to --model/--models; with --config, set ${modelOnly.map((f) => keys[f]).join(", ")} in the config`,
+    )
+  }
   const question = parsed.positionals.join(" ").trim()
   if (question === "") return usage("missing_question", 'a question is required, e.g. massgen --config team.yaml "What is 2+2?"')
   let timeout: number | null = null
