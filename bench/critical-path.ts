@@ -15,6 +15,7 @@ import { convergingConfig, fmt, line, median, timedRun } from "./support.ts"
 
 const DELAY_MS = 200
 const TARGET_RATIO = 1.05
+const RUNS = Number(process.env.BENCH_RUNS ?? 5)
 
 interface Call {
   readonly start: number
@@ -69,7 +70,7 @@ export const criticalPathBench = async (): Promise<void> => {
     const parts = { lead: [] as Array<number>, inCalls: [] as Array<number>, between: [] as Array<number>, tail: [] as Array<number> }
     const eventCounts: Array<number> = []
     const cancelled: Array<number> = []
-    for (let i = 0; i < 5; i++) {
+    for (let i = 0; i < RUNS; i++) {
       const run = await timedRun(config, "live")
       if (run.reason !== "completed") throw new Error(`a ${agents}-agent run ended ${run.reason}`)
       const chain = criticalChain(run.events)
@@ -88,7 +89,7 @@ export const criticalPathBench = async (): Promise<void> => {
     }
     const layers = median(ideals) / DELAY_MS
     line(
-      `${agents} agents (5 runs): wall / ideal (${fmt(layers, 0)} layers x ${DELAY_MS} ms)`,
+      `${agents} agents (${RUNS} runs): wall / ideal (${fmt(layers, 0)} layers x ${DELAY_MS} ms)`,
       `${fmt(median(walls), 1)} ms / ${fmt(median(ideals), 0)} ms = ratio ${fmt(median(ratios), 4)} (max ${fmt(Math.max(...ratios), 4)})   target: < ${TARGET_RATIO}`,
     )
     line(

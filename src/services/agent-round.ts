@@ -12,7 +12,8 @@
  * result is always a `Reply`: a round never fails as an Effect.
  *
  * Streamed text goes to `onText` as it arrives (the agent's output file and the
- * live display); the full request and reply of each call go to `logCall`.
+ * live display); the full request and reply of each call go to `logCall`,
+ * which has them in place before the call's `call_end` is emitted.
  */
 import { Duration, Effect, Random, Stream } from "effect"
 import type { Reply } from "../domain/decide.ts"
@@ -142,13 +143,14 @@ const callWithRetries = (
         deps.logCall(call, { call, agent, round, role, model: backend.model, attempt, request, reply, error })
       // A cut-off call is logged too: replay compares its request with what this code builds.
       const result = yield* Effect.either(stream).pipe(
-        Effect.onInterrupt(() => Effect.zipRight(callEnd(null, "cancelled"), logged(null, "cancelled"))),
+        Effect.onInterrupt(() => Effect.zipRight(logged(null, "cancelled"), callEnd(null, "cancelled"))),
       )
       const reply = result._tag === "Right" ? result.right : null
       const error = result._tag === "Left" ? result.left.message : null
+      // The call's log is in place before its call_end: replay finds the reply of every call the events record.
+      yield* logged(reply, error)
       yield* callEnd(reply, error)
       yield* record(reply !== null ? toolCallsText(reply) : `\n[error] ${error}\n`)
-      yield* logged(reply, error)
       if (result._tag === "Right") return { _tag: "reply", reply: result.right } as const
       const failure = result.left
       if (!failure.retryable || retry >= backend.maxRetries) return { _tag: "error", message: failure.message } as const

@@ -302,6 +302,7 @@ export const runCoordination = (input: RunInput) =>
     const final = yield* Ref.get(stateRef)
     // The ticker's write in flight, if any, lands first: the final status is the last one written.
     yield* Fiber.interrupt(statusTicker)
+    yield* files.flush
     yield* writeStatus
     return { state: final, reason: final.finished!.reason } satisfies RunOutcome
   })

@@ -9,37 +9,66 @@
  * at the end (`execution_metadata.yaml`, `coordination_events.json`, ...).
  * Paths are relative to the log directory. The memory layer keeps everything
  * in a map for tests.
+ *
+ * `write` has the file in place when it returns: a call's log exists before
+ * its `call_end` is appended, and replay relies on it. `appendOutput` only
+ * starts the append, on the I/O thread pool, so that a stream of small appends
+ * never holds up the event loop; appends to one file land in the order made,
+ * and `flush`, which a run does before its final status, waits for them all.
  */
-import { appendFileSync, mkdirSync } from "node:fs"
+import { appendFile, mkdir } from "node:fs/promises"
 import { join } from "node:path"
 import { Context, Effect, Layer } from "effect"
 import { writeFileAtomicSync } from "./status-writer.ts"
 
 export interface RunFilesApi {
   readonly appendOutput: (agent: string, text: string) => Effect.Effect<void>
-  /** Writes a whole file, atomically, creating its directory. */
+  /** Writes a whole file, atomically, creating its directory; done when the file is in place. */
   readonly write: (relativePath: string, text: string) => Effect.Effect<void>
+  /** Waits for every append started; failures are logged as warnings, one per file. */
+  readonly flush: Effect.Effect<void>
 }
 
 export class RunFiles extends Context.Tag("massgen/RunFiles")<RunFiles, RunFilesApi>() {}
-
-const ignoreFailure = (label: string, f: () => void): Effect.Effect<void> =>
-  Effect.try(f).pipe(Effect.catchAll((e) => Effect.logWarning(`${label}: ${String(e)}`)))
 
 export const liveRunFiles = (logDir: string): Layer.Layer<RunFiles> =>
   Layer.sync(RunFiles, () => {
     const outputs = join(logDir, "agent_outputs")
     const madeDirs = new Set<string>()
+    const pending = new Set<Promise<void>>()
+    // One warning per file that failed, however many of its writes did.
+    const failures = new Map<string, string>()
+    const fail = (label: string) => (e: unknown) => void (failures.has(label) || failures.set(label, `${label}: ${String(e)}`))
+    const track = (write: Promise<void>) => {
+      pending.add(write)
+      void write.finally(() => pending.delete(write))
+    }
+    const appends = new Map<string, Promise<void>>()
+    let outputsDir: Promise<void> | null = null
+    const madeOutputs = () => (outputsDir ??= mkdir(outputs, { recursive: true }).then(() => undefined))
     return {
       appendOutput: (agent, text) =>
-        ignoreFailure("agent output", () => {
-          if (!madeDirs.has(outputs)) {
-            mkdirSync(outputs, { recursive: true })
-            madeDirs.add(outputs)
-          }
-          appendFileSync(join(outputs, `${agent}.txt`), text)
+        Effect.sync(() => {
+          const path = join(outputs, `${agent}.txt`)
+          // Appends to one file are chained, so they land in the order made.
+          const appended = (appends.get(path) ?? madeOutputs())
+            .then(() => appendFile(path, text))
+            .catch(fail(`agent output ${agent}`))
+          appends.set(path, appended)
+          track(appended)
         }),
-      write: (relativePath, text) => ignoreFailure(relativePath, () => writeFileAtomicSync(join(logDir, relativePath), text, madeDirs)),
+      write: (relativePath, text) =>
+        Effect.try(() => writeFileAtomicSync(join(logDir, relativePath), text, madeDirs)).pipe(
+          Effect.catchAll((e) => Effect.logWarning(`${relativePath}: ${String(e.cause)}`)),
+        ),
+      flush: Effect.gen(function* () {
+        yield* Effect.promise(async () => {
+          while (pending.size > 0) await Promise.all([...pending])
+        })
+        const warnings = [...failures.values()]
+        failures.clear()
+        yield* Effect.forEach(warnings, (w) => Effect.logWarning(w), { discard: true })
+      }),
     }
   })
 
@@ -56,6 +85,7 @@ export const memoryRunFiles = (): { readonly layer: Layer.Layer<RunFiles>; reado
         files.set(path, (files.get(path) ?? "") + text)
       }),
     write: (relativePath, text) => Effect.sync(() => void files.set(relativePath, text)),
+    flush: Effect.void,
   }
   return { layer: Layer.succeed(RunFiles, api), files }
 }

@@ -1,0 +1,91 @@
+/**
+ * RunFiles: one suite run against the live layer (a temp dir) and the memory
+ * layer, then what only the disk can show: appends finished by `flush`, and a
+ * directory that cannot be written costs one warning per file, never the run.
+ */
+import { afterAll, describe, expect, test } from "bun:test"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as nodePath from "node:path"
+import { Effect, Logger, type Layer } from "effect"
+import { RunFiles, liveRunFiles, memoryRunFiles } from "../src/services/run-files.ts"
+
+const tempRoot = fs.mkdtempSync(nodePath.join(os.tmpdir(), "run-files-test-"))
+afterAll(() => fs.rmSync(tempRoot, { recursive: true, force: true }))
+let fixtures = 0
+
+interface Fixture {
+  readonly layer: Layer.Layer<RunFiles>
+  /** A file's text as a reader finds it; undefined when missing. */
+  readonly read: (relativePath: string) => string | undefined
+}
+
+const liveFixture = (): Fixture => {
+  fixtures += 1
+  const dir = nodePath.join(tempRoot, `log${fixtures}`)
+  const path = (p: string) => nodePath.join(dir, p)
+  return { layer: liveRunFiles(dir), read: (p) => (fs.existsSync(path(p)) ? fs.readFileSync(path(p), "utf8") : undefined) }
+}
+
+const memoryFixture = (): Fixture => {
+  const made = memoryRunFiles()
+  return { layer: made.layer, read: (p) => made.files.get(p) }
+}
+
+const withFiles = <A>(f: Fixture, body: (files: typeof RunFiles.Service) => Effect.Effect<A>) =>
+  Effect.runPromise(Effect.flatMap(RunFiles, body).pipe(Effect.provide(f.layer)))
+
+const suite = (name: string, makeFixture: () => Fixture) =>
+  describe(`RunFiles (${name})`, () => {
+    test("appends to an agent's output land in the order made, once flushed", async () => {
+      const f = makeFixture()
+      const pieces = Array.from({ length: 300 }, (_, i) => `piece ${i} ${"x".repeat(i % 7 === 0 ? 20_000 : 3)}\n`)
+      await withFiles(f, (files) =>
+        Effect.gen(function* () {
+          for (const [i, piece] of pieces.entries()) yield* files.appendOutput(i % 2 === 0 ? "agent_a" : "agent_b", piece)
+          yield* files.flush
+        }),
+      )
+      expect(f.read("agent_outputs/agent_a.txt")).toBe(pieces.filter((_, i) => i % 2 === 0).join(""))
+      expect(f.read("agent_outputs/agent_b.txt")).toBe(pieces.filter((_, i) => i % 2 === 1).join(""))
+    })
+
+    test("write has the whole file in place when it returns, and replaces it", async () => {
+      const f = makeFixture()
+      await withFiles(f, (files) =>
+        Effect.gen(function* () {
+          yield* files.write("llm_log/1.json", "{}\n")
+          expect(f.read("llm_log/1.json")).toBe("{}\n")
+          yield* files.write("llm_log/1.json", '{"call":1}\n')
+          expect(f.read("llm_log/1.json")).toBe('{"call":1}\n')
+        }),
+      )
+    })
+  })
+
+suite("live", liveFixture)
+suite("memory", memoryFixture)
+
+describe("RunFiles (live) on a directory it cannot write", () => {
+  test("writes and appends fail quietly: one warning per file, at flush, and nothing thrown", async () => {
+    const blocker = nodePath.join(tempRoot, "not-a-dir")
+    fs.writeFileSync(blocker, "a file where the log directory should be")
+    const warnings: Array<string> = []
+    const logger = Logger.replace(
+      Logger.defaultLogger,
+      Logger.make(({ message }) => void warnings.push(String(Array.isArray(message) ? message.join(" ") : message))),
+    )
+    await Effect.runPromise(
+      Effect.flatMap(RunFiles, (files) =>
+        Effect.gen(function* () {
+          for (let i = 0; i < 20; i++) yield* files.appendOutput("agent_a", `line ${i}\n`)
+          yield* files.write("llm_log/1.json", "{}\n")
+          yield* files.flush
+        }),
+      ).pipe(Effect.provide(liveRunFiles(blocker)), Effect.provide(logger)),
+    )
+    expect(warnings.filter((w) => w.startsWith("agent output agent_a: "))).toHaveLength(1)
+    expect(warnings.filter((w) => w.startsWith("llm_log/1.json: "))).toHaveLength(1)
+    expect(fs.readFileSync(blocker, "utf8")).toBe("a file where the log directory should be")
+  })
+})
