@@ -3,7 +3,7 @@
  * against a fake backend under the TestClock (retries, backoff, retry-after, timeouts).
  */
 import { describe, expect, test } from "bun:test"
-import { Clock, Effect, Fiber, Option, Stream, TestClock } from "effect"
+import { Clock, Effect, Fiber, Option, TestClock } from "effect"
 import type { Event } from "../src/domain/events.ts"
 import type { LlmReply, LlmRequest, ShownAnswer, ToolCall } from "../src/domain/llm.ts"
 import { presentationRequest, roundRequest } from "../src/domain/prompts.ts"
@@ -68,24 +68,19 @@ const fakeBackend = (steps: ReadonlyArray<Step>, options: { maxRetries?: number;
     maxRetries: options.maxRetries ?? 0,
     callTimeoutSeconds: options.callTimeoutSeconds ?? null,
     requests,
-    stream: (req) =>
-      Stream.unwrap(
-        Effect.sync(() => {
-          const step = steps[Math.min(requests.length, steps.length - 1)]!
-          requests.push(req)
-          switch (step._tag) {
-            case "reply":
-              return Stream.make(
-                ...(step.reply.text === "" ? [] : [{ _tag: "text" as const, text: step.reply.text }]),
-                { _tag: "done" as const, reply: step.reply },
-              )
-            case "error":
-              return Stream.fail(step.error)
-            case "hang":
-              return Stream.fromEffect(Effect.never)
-          }
-        }),
-      ),
+    call: (req, onChunk) =>
+      Effect.suspend(() => {
+        const step = steps[Math.min(requests.length, steps.length - 1)]!
+        requests.push(req)
+        switch (step._tag) {
+          case "reply":
+            return (step.reply.text === "" ? Effect.void : onChunk({ _tag: "text", text: step.reply.text })).pipe(Effect.as(step.reply))
+          case "error":
+            return Effect.fail(step.error)
+          case "hang":
+            return Effect.never
+        }
+      }),
   }
 }
 
@@ -372,21 +367,24 @@ describe("runRound", () => {
     }),
   )
 
-  effect("a stream that ends without a done chunk is a retryable stream_cut", () =>
+  effect("a call whose stream was cut after some text is retried; the text streamed so far stays in the output", () =>
     Effect.gen(function* () {
-      const { deps, events } = makeDeps()
+      const { deps, events, texts } = makeDeps()
       let calls = 0
+      const cut = new BackendError({ reason: "stream_cut", detail: "the stream ended without a reply", retryable: true, retryAfterSeconds: null })
       const backend: Backend = {
         type: "fake",
         model: null,
         maxRetries: 1,
         callTimeoutSeconds: null,
-        stream: () => (++calls === 1 ? Stream.make({ _tag: "text" as const, text: "par" }) : Stream.make({ _tag: "done" as const, reply: newAnswer("4") })),
+        call: (_request, onChunk) =>
+          ++calls === 1 ? Effect.zipRight(onChunk({ _tag: "text", text: "par" }), Effect.fail(cut)) : Effect.succeed(newAnswer("4")),
       }
       const fiber = yield* Effect.fork(runRound(deps, roundInput(backend)))
       yield* TestClock.adjust("2 seconds")
       expect(yield* Fiber.join(fiber)).toMatchObject({ _tag: "answered" })
       expect(ofTag(events, "call_retried").map((e) => e.error)).toEqual(["stream cut: the stream ended without a reply"])
+      expect(texts).toEqual(["par"])
     }),
   )
 })

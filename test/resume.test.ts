@@ -19,11 +19,11 @@
  * (checked through `observe.onEvent`), for plain and resumed runs.
  */
 import { describe, expect, test } from "bun:test"
-import { Deferred, Effect, Layer, Stream } from "effect"
+import { Deferred, Effect, Layer } from "effect"
 import fc from "fast-check"
 import { readEventsText } from "../src/domain/event-codec.ts"
 import type { Event } from "../src/domain/events.ts"
-import type { LlmChunk, LlmReply, LlmRequest, ToolCall } from "../src/domain/llm.ts"
+import type { LlmReply, LlmRequest, ToolCall } from "../src/domain/llm.ts"
 import { replayRun } from "../src/domain/replay.ts"
 import { type State, foldEvents, latestLabels } from "../src/domain/state.ts"
 import { type Backend, Backends } from "../src/services/backend.ts"
@@ -99,15 +99,12 @@ const personaBackend = (agent: string, p: Persona, asked: Array<Asked>): Backend
   model: null,
   maxRetries: 0,
   callTimeoutSeconds: null,
-  stream: (request) =>
-    Stream.unwrap(
-      Effect.sync(() => {
-        asked.push({ agent, request })
-        const reply = personaReply(p, request)
-        const chunks: Array<LlmChunk> = reply.text === "" ? [] : [{ _tag: "text", text: reply.text }]
-        return Stream.fromIterable([...chunks, { _tag: "done", reply } as LlmChunk])
-      }),
-    ),
+  call: (request, onChunk) =>
+    Effect.suspend(() => {
+      asked.push({ agent, request })
+      const reply = personaReply(p, request)
+      return (reply.text === "" ? Effect.void : onChunk({ _tag: "text", text: reply.text })).pipe(Effect.as(reply))
+    }),
 })
 
 // ---------------------------------------------------------------------------

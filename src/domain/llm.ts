@@ -3,8 +3,8 @@
  *
  * The orchestrator builds an `LlmRequest` from a round's context (`prompts.ts`);
  * a backend (`services/backends/*`) turns it into its provider's wire format,
- * streams `LlmChunk`s while the reply arrives, and ends with exactly one
- * `done` chunk that carries the whole reply. Nothing here does I/O.
+ * hands each `LlmChunk` (a text or reasoning delta) to its caller as it
+ * arrives, and returns the whole `LlmReply`. Nothing here does I/O.
  *
  * Words: a *tool* is one of the workflow tools (`new_answer`, `vote`) offered
  * to the model as a JSON-schema function; a *tool call* is the model's use of
@@ -84,7 +84,6 @@ export interface LlmReply {
 export type LlmChunk =
   | { readonly _tag: "text"; readonly text: string }
   | { readonly _tag: "reasoning"; readonly text: string }
-  | { readonly _tag: "done"; readonly reply: LlmReply }
 
 export const noUsage: TokenUsage = {
   inputTokens: null,

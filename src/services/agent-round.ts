@@ -15,7 +15,7 @@
  * live display); the full request and reply of each call go to `logCall`,
  * which has them in place before the call's `call_end` is emitted.
  */
-import { Duration, Effect, Random, Stream } from "effect"
+import { Duration, Effect, Random } from "effect"
 import type { Reply } from "../domain/decide.ts"
 import type { CallRole, Event } from "../domain/events.ts"
 import type { LlmMessage, LlmReply, LlmRequest, TokenUsage } from "../domain/llm.ts"
@@ -87,25 +87,7 @@ const callWithRetries = (
       yield* deps.emit({ _tag: "call_start", time: yield* deps.now, call, agent, round, role, model: backend.model, attempt })
       const record = (text: string) => (deps.record ? deps.record(agent, text) : Effect.void)
       yield* record(`\n--- round ${round}, call ${call}${role === "presentation" ? " (presentation)" : ""} ---\n`)
-      // runForEach over a local is measurably cheaper per call than tap + runFold.
-      let stream = Effect.suspend(() => {
-        let done: LlmReply | null = null
-        return backend.stream(request).pipe(
-          Stream.runForEach((chunk) => {
-            if (chunk._tag === "text") return deps.onText(agent, chunk.text)
-            if (chunk._tag === "reasoning") return deps.onReasoning(agent, chunk.text)
-            done = chunk.reply
-            return Effect.void
-          }),
-          Effect.map(() => done),
-        )
-      }).pipe(
-        Effect.flatMap((reply) =>
-          reply === null
-            ? Effect.fail(new BackendError({ reason: "stream_cut", detail: "the stream ended without a reply", retryable: true, retryAfterSeconds: null }))
-            : Effect.succeed(reply),
-        ),
-      )
+      let stream = backend.call(request, (chunk) => (chunk._tag === "text" ? deps.onText(agent, chunk.text) : deps.onReasoning(agent, chunk.text)))
       if (backend.callTimeoutSeconds !== null) {
         const seconds = backend.callTimeoutSeconds
         stream = stream.pipe(

@@ -13,9 +13,9 @@
  * Token counts are `input_tokens`/`output_tokens` when set, else about one
  * token per four characters.
  */
-import { Duration, Effect, Stream } from "effect"
+import { Duration, Effect } from "effect"
 import type { Agent } from "../domain/config.ts"
-import type { LlmChunk, LlmReply, LlmRequest, ToolCall } from "../domain/llm.ts"
+import type { LlmReply, LlmRequest, ToolCall } from "../domain/llm.ts"
 import { type Backend, BackendError } from "./backend.ts"
 
 const estimateTokens = (text: string): number => Math.ceil(text.length / 4)
@@ -76,27 +76,24 @@ export const makeScriptedBackend = (agent: Agent): Backend => {
     model: cfg.model ?? null,
     maxRetries: cfg.max_retries ?? 0,
     callTimeoutSeconds: cfg.call_timeout_seconds ?? null,
-    stream: (request) =>
-      Stream.unwrap(
-        Effect.gen(function* () {
-          calls += 1
-          const n = calls
-          if ((cfg.delay_seconds ?? 0) > 0) yield* Effect.sleep(Duration.seconds(cfg.delay_seconds ?? 0))
-          if (cfg.hang === true) return yield* Effect.never
-          if (n <= (cfg.fail_calls ?? 0)) {
-            return yield* new BackendError({
-              reason: "scripted_failure",
-              detail: `scripted failure of call ${n}`,
-              retryable: true,
-              retryAfterSeconds: null,
-            })
-          }
-          const result = reply(request, n)
-          if (result instanceof BackendError) return yield* result
-          const chunks: Array<LlmChunk> = result.text === "" ? [] : [{ _tag: "text", text: result.text }]
-          chunks.push({ _tag: "done", reply: result })
-          return Stream.fromIterable(chunks)
-        }),
-      ),
+    call: (request, onChunk) =>
+      Effect.gen(function* () {
+        calls += 1
+        const n = calls
+        if ((cfg.delay_seconds ?? 0) > 0) yield* Effect.sleep(Duration.seconds(cfg.delay_seconds ?? 0))
+        if (cfg.hang === true) return yield* Effect.never
+        if (n <= (cfg.fail_calls ?? 0)) {
+          return yield* new BackendError({
+            reason: "scripted_failure",
+            detail: `scripted failure of call ${n}`,
+            retryable: true,
+            retryAfterSeconds: null,
+          })
+        }
+        const result = reply(request, n)
+        if (result instanceof BackendError) return yield* result
+        if (result.text !== "") yield* onChunk({ _tag: "text", text: result.text })
+        return result
+      }),
   }
 }

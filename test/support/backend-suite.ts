@@ -3,13 +3,13 @@
  *
  * `backendSuite(protocol, make)` runs the real SDK client of the backend built by
  * `make` against `fake-llm.ts`: reassembly of tool-call arguments split into many
- * chunks, usage, text and reasoning deltas before `done`, truncation, the error
+ * chunks, usage, text and reasoning deltas handed over before the reply, truncation, the error
  * mapping (429 with retry-after, 500, 400, 401, refused connection, cut stream,
  * unparsable SSE), interruption and timeout reaching the server as an abort, and
  * the absence of the key from every error message.
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test"
-import { Chunk, Deferred, Effect, Exit, Fiber, Stream } from "effect"
+import { Deferred, Effect, Exit, Fiber } from "effect"
 import type { LlmChunk, LlmReply, LlmRequest } from "../../src/domain/llm.ts"
 import type { Backend, BackendError } from "../../src/services/backend.ts"
 import type { SdkBackendOptions } from "../../src/services/backends/sdk-stream.ts"
@@ -18,17 +18,23 @@ import { roundRequest } from "./llm-requests.ts"
 
 export const TEST_KEY = "sk-test-0123456789abcdefSECRET"
 
-export const collect = (backend: Backend, request: LlmRequest = roundRequest()): Promise<Array<LlmChunk>> =>
-  Effect.runPromise(Stream.runCollect(backend.stream(request)).pipe(Effect.map(Chunk.toArray)))
+/** What a call gave, in order: its chunks, then its reply as a `done` entry. */
+export type Collected = LlmChunk | { readonly _tag: "done"; readonly reply: LlmReply }
 
-export const replyOf = (chunks: ReadonlyArray<LlmChunk>): LlmReply => {
+export const collect = (backend: Backend, request: LlmRequest = roundRequest()): Promise<Array<Collected>> => {
+  const out: Array<Collected> = []
+  const call = backend.call(request, (chunk) => Effect.sync(() => void out.push(chunk)))
+  return Effect.runPromise(call.pipe(Effect.map((reply) => [...out, { _tag: "done" as const, reply }])))
+}
+
+export const replyOf = (chunks: ReadonlyArray<Collected>): LlmReply => {
   const last = chunks[chunks.length - 1]
-  if (last?._tag !== "done") throw new Error(`expected a done chunk last, got ${JSON.stringify(last)}`)
+  if (last?._tag !== "done") throw new Error(`expected the reply last, got ${JSON.stringify(last)}`)
   return last.reply
 }
 
 export const failureOf = async (backend: Backend, request: LlmRequest = roundRequest()): Promise<BackendError> => {
-  const error = await Effect.runPromise(Stream.runDrain(backend.stream(request)).pipe(Effect.flip))
+  const error = await Effect.runPromise(backend.call(request, () => Effect.void).pipe(Effect.flip))
   expect(error._tag).toBe("BackendError")
   expect(error.message).not.toContain(TEST_KEY)
   expect(error.detail).not.toContain(TEST_KEY)
@@ -168,7 +174,7 @@ export const backendSuite = (protocol: Protocol, make: (opts: SdkBackendOptions)
 
     test("a server that never answers: Effect.timeout ends the call and the server sees the abort", async () => {
       fake.enqueue(protocol, hang())
-      const exit = await Effect.runPromiseExit(Stream.runDrain(backend().stream(roundRequest())).pipe(Effect.timeout("100 millis")))
+      const exit = await Effect.runPromiseExit(backend().call(roundRequest(), () => Effect.void).pipe(Effect.timeout("100 millis")))
       expect(Exit.isFailure(exit) && JSON.stringify(exit.cause)).toContain("TimeoutException")
       await fake.waitForAbort(1)
       expect(fake.aborted).toEqual([1])
@@ -179,12 +185,8 @@ export const backendSuite = (protocol: Protocol, make: (opts: SdkBackendOptions)
       const program = Effect.gen(function* () {
         const first = yield* Deferred.make<string>()
         const fiber = yield* backend()
-          .stream(roundRequest())
-          .pipe(
-            Stream.tap((c) => (c._tag === "text" ? Deferred.succeed(first, c.text) : Effect.void)),
-            Stream.runDrain,
-            Effect.fork,
-          )
+          .call(roundRequest(), (c) => (c._tag === "text" ? Deferred.succeed(first, c.text) : Effect.void))
+          .pipe(Effect.fork)
         const text = yield* Deferred.await(first)
         const exit = yield* Fiber.interrupt(fiber)
         return { text, interrupted: Exit.isInterrupted(exit) }

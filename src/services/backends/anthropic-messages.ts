@@ -13,7 +13,7 @@
 import Anthropic from "@anthropic-ai/sdk"
 import type { LlmChunk, LlmMessage, LlmReply, LlmRequest, TokenUsage } from "../../domain/llm.ts"
 import type { Backend } from "../backend.ts"
-import { type Assembly, backendFields, fail, type SdkBackendOptions, sdkStream } from "./sdk-stream.ts"
+import { type Assembly, backendFields, fail, type SdkBackendOptions, sdkCall } from "./sdk-stream.ts"
 
 type Params = Anthropic.Messages.MessageCreateParamsStreaming
 type Event = Anthropic.Messages.RawMessageStreamEvent
@@ -218,11 +218,11 @@ export const makeAnthropicMessagesBackend = (opts: SdkBackendOptions): Backend =
   const secrets = opts.apiKey === null ? [] : [opts.apiKey]
   return {
     ...backendFields(opts),
-    stream: (request) =>
-      sdkStream({
+    call: (request, onChunk) =>
+      sdkCall({
         open: (signal) => client.messages.create(anthropicParams(request, opts), { signal }),
         assemble: anthropicAssembly,
         secrets,
-      }),
+      })(onChunk),
   }
 }

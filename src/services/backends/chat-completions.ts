@@ -13,7 +13,7 @@ import OpenAI from "openai"
 import type { LlmChunk, LlmMessage, LlmReply, LlmRequest, TokenUsage } from "../../domain/llm.ts"
 import { noUsage } from "../../domain/llm.ts"
 import type { Backend } from "../backend.ts"
-import { type Assembly, backendFields, fail, type SdkBackendOptions, sdkStream } from "./sdk-stream.ts"
+import { type Assembly, backendFields, fail, type SdkBackendOptions, sdkCall } from "./sdk-stream.ts"
 
 type Params = OpenAI.Chat.ChatCompletionCreateParamsStreaming
 type Chunk = OpenAI.Chat.ChatCompletionChunk
@@ -167,11 +167,11 @@ export const makeChatCompletionsBackend = (opts: SdkBackendOptions): Backend => 
   const secrets = opts.apiKey === null ? [] : [opts.apiKey]
   return {
     ...backendFields(opts),
-    stream: (request) =>
-      sdkStream({
+    call: (request, onChunk) =>
+      sdkCall({
         open: (signal) => client.chat.completions.create(chatParams(request, opts), { signal }),
         assemble: chatAssembly,
         secrets,
-      }),
+      })(onChunk),
   }
 }

@@ -16,7 +16,7 @@ import type { LlmChunk, LlmMessage, LlmReply, LlmRequest, TokenUsage } from "../
 import { noUsage } from "../../domain/llm.ts"
 import type { Backend } from "../backend.ts"
 import { openAiClient } from "./chat-completions.ts"
-import { type Assembly, backendFields, fail, type SdkBackendOptions, sdkStream } from "./sdk-stream.ts"
+import { type Assembly, backendFields, fail, type SdkBackendOptions, sdkCall } from "./sdk-stream.ts"
 
 type Params = OpenAI.Responses.ResponseCreateParamsStreaming
 type Event = OpenAI.Responses.ResponseStreamEvent
@@ -163,11 +163,11 @@ export const makeOpenAiResponsesBackend = (opts: SdkBackendOptions): Backend => 
   const secrets = opts.apiKey === null ? [] : [opts.apiKey]
   return {
     ...backendFields(opts),
-    stream: (request) =>
-      sdkStream({
+    call: (request, onChunk) =>
+      sdkCall({
         open: (signal) => client.responses.create(responsesParams(request, opts), { signal }),
         assemble: responsesAssembly,
         secrets,
-      }),
+      })(onChunk),
   }
 }

@@ -1,18 +1,19 @@
 /**
- * The bridge from an SDK's async-iterable SSE stream to an interruptible Effect Stream.
+ * The bridge from an SDK's async-iterable SSE stream to an interruptible backend call.
  *
- * `sdkStream({ open, assemble, secrets })` opens the request with an AbortSignal
- * (aborted if the fiber is interrupted before the headers), then feeds each SDK
- * event to a fresh `Assembly`, emitting the text/reasoning chunks it returns, and
- * ends with the single `done` chunk from `assembly.finish()`. Interrupting the
- * stream at any point aborts the HTTP request. All failures become `BackendError`s
- * (`errors.ts`). Also holds the options every SDK backend takes.
+ * `sdkCall({ open, assemble, secrets })(onChunk)` opens the request with an
+ * AbortSignal (aborted if the fiber is interrupted before the headers), then
+ * feeds each SDK event to a fresh `Assembly`, handing the text/reasoning chunks
+ * it returns to `onChunk`, and succeeds with the reply from `assembly.finish()`.
+ * Interrupting the call at any point aborts the HTTP request. All failures
+ * become `BackendError`s (`errors.ts`). Also holds the options every SDK
+ * backend takes.
  *
  * Words: an *assembly* is the per-call accumulator of one provider's events.
  */
-import { Effect, Stream } from "effect"
+import { Effect } from "effect"
 import type { LlmChunk, LlmReply } from "../../domain/llm.ts"
-import { type Backend, BackendError, type BackendErrorReason } from "../backend.ts"
+import { type Backend, BackendError, type BackendErrorReason, type OnChunk } from "../backend.ts"
 import { toBackendError } from "./errors.ts"
 
 /** What every SDK backend constructor takes; `apiKey` null means keyless. */
@@ -31,7 +32,7 @@ export const DEFAULT_MAX_RETRIES = 3
 export const DEFAULT_CALL_TIMEOUT_SECONDS = 300
 
 /** The `Backend` fields that do not depend on the protocol. */
-export const backendFields = (opts: SdkBackendOptions): Omit<Backend, "stream"> => ({
+export const backendFields = (opts: SdkBackendOptions): Omit<Backend, "call"> => ({
   type: opts.type,
   model: opts.model,
   maxRetries: opts.maxRetries ?? DEFAULT_MAX_RETRIES,
@@ -48,47 +49,43 @@ export interface Assembly<E> {
 export type SdkEventStream<E> = AsyncIterable<E> & { readonly controller: AbortController }
 
 /**
- * SDK streams are async generators whose `return()` waits behind a pending `next()`;
- * aborting the controller first lets an interrupt end a stream whose server is silent.
+ * One call: opens the SDK stream (an interrupt while waiting for the headers
+ * aborts the request), feeds each event to a fresh assembly, hands the chunks
+ * it returns to `onChunk`, and succeeds with `assembly.finish()`. The request's
+ * controller is aborted whenever the call ends: an interrupt does not wait for
+ * a silent server's next event (an SDK generator's `return()` would wait
+ * behind it), and a failed assembly stops the download.
  */
-const abortOnReturn = <A>(source: AsyncIterable<A>, controller: AbortController): AsyncIterable<A> => ({
-  [Symbol.asyncIterator]: () => {
-    const it = source[Symbol.asyncIterator]()
-    return {
-      next: () => it.next(),
-      return: async () => {
-        controller.abort()
-        return { done: true as const, value: undefined }
-      },
-    }
-  },
-})
-
-export const sdkStream = <E>(args: {
-  readonly open: (signal: AbortSignal) => Promise<SdkEventStream<E>>
-  readonly assemble: () => Assembly<E>
-  readonly secrets: ReadonlyArray<string>
-}): Stream.Stream<LlmChunk, BackendError> =>
-  Effect.tryPromise({
-    try: (signal) => args.open(signal),
-    catch: (e) => toBackendError(e, "open", args.secrets),
-  }).pipe(
-    Effect.map((events) => {
-      const assembly = args.assemble()
-      const onError = (e: unknown) => toBackendError(e, "read", args.secrets)
-      const finish = Effect.try({
-        try: (): LlmChunk => ({ _tag: "done", reply: assembly.finish() }),
-        catch: onError,
+export const sdkCall =
+  <E>(args: {
+    readonly open: (signal: AbortSignal) => Promise<SdkEventStream<E>>
+    readonly assemble: () => Assembly<E>
+    readonly secrets: ReadonlyArray<string>
+  }) =>
+  (onChunk: OnChunk): Effect.Effect<LlmReply, BackendError> => {
+    const onError = (e: unknown) => toBackendError(e, "read", args.secrets)
+    const read = (events: SdkEventStream<E>) =>
+      Effect.gen(function* () {
+        const assembly = args.assemble()
+        const it = events[Symbol.asyncIterator]()
+        for (;;) {
+          const next = yield* Effect.tryPromise({ try: () => it.next(), catch: onError })
+          if (next.done === true) return yield* Effect.try({ try: () => assembly.finish(), catch: onError })
+          const chunks = yield* Effect.try({ try: () => assembly.push(next.value), catch: onError })
+          for (const chunk of chunks) yield* onChunk(chunk)
+        }
       })
-      return Stream.fromAsyncIterable(abortOnReturn(events, events.controller), onError).pipe(
-        Stream.mapConcatEffect((event) => Effect.try({ try: () => assembly.push(event), catch: onError })),
-        Stream.concat(Stream.fromEffect(finish)),
-      )
-    }),
-    Stream.unwrap,
-  )
+    return Effect.uninterruptibleMask((restore) =>
+      restore(
+        Effect.tryPromise({
+          try: (signal) => args.open(signal),
+          catch: (e) => toBackendError(e, "open", args.secrets),
+        }),
+      ).pipe(Effect.flatMap((events) => restore(read(events)).pipe(Effect.ensuring(Effect.sync(() => events.controller.abort()))))),
+    )
+  }
 
-/** Fails an assembly with a `BackendError` (thrown, caught by `sdkStream`). */
+/** Fails an assembly with a `BackendError` (thrown, caught by `sdkCall`). */
 export const fail = (reason: BackendErrorReason, detail: string, retryable = true): never => {
   throw new BackendError({ reason, detail, retryable, retryAfterSeconds: null })
 }
