@@ -9,13 +9,31 @@
  * presentation).
  * The time over the ideal is split along that chain: before its first call,
  * inside its calls beyond 200 ms, between its calls, and after its last call.
+ * The floor (bare sleeps, no coordination) is measured between the runs.
  */
+import { Duration, Effect } from "effect"
 import type { Event } from "../src/domain/events.ts"
 import { convergingConfig, fmt, line, median, timedRun } from "./support.ts"
 
 const DELAY_MS = 200
 const TARGET_RATIO = 1.05
-const RUNS = Number(process.env.BENCH_RUNS ?? 5)
+const RUNS = Number(process.env.BENCH_RUNS ?? 10)
+
+/**
+ * The machine's floor: the same layers of the same number of bare 200 ms Effect
+ * sleeps, with no coordination at all. A timer fires late by a few ms on a busy
+ * or virtual machine; this says how much of the ratio that is.
+ */
+const floorWall = (agents: number, layers: number): Promise<number> =>
+  Effect.runPromise(
+    Effect.gen(function* () {
+      const started = performance.now()
+      for (let layer = 0; layer < layers; layer++) {
+        yield* Effect.all(Array.from({ length: agents }, () => Effect.sleep(Duration.millis(DELAY_MS))), { concurrency: "unbounded", discard: true })
+      }
+      return performance.now() - started
+    }),
+  )
 
 interface Call {
   readonly start: number
@@ -70,7 +88,11 @@ export const criticalPathBench = async (): Promise<void> => {
     const parts = { lead: [] as Array<number>, inCalls: [] as Array<number>, between: [] as Array<number>, tail: [] as Array<number> }
     const eventCounts: Array<number> = []
     const cancelled: Array<number> = []
+    const floors: Array<number> = []
+    const overFloor: Array<number> = []
     for (let i = 0; i < RUNS; i++) {
+      // Interleaved, so that the floor and the runs see the machine in the same state.
+      const floor = await floorWall(agents, 3)
       const run = await timedRun(config, "live")
       if (run.reason !== "completed") throw new Error(`a ${agents}-agent run ended ${run.reason}`)
       const chain = criticalChain(run.events)
@@ -78,6 +100,8 @@ export const criticalPathBench = async (): Promise<void> => {
       walls.push(run.wallMs)
       ideals.push(ideal)
       ratios.push(run.wallMs / ideal)
+      floors.push(floor / (3 * DELAY_MS))
+      overFloor.push(run.wallMs / floor)
       eventCounts.push(run.events.length)
       cancelled.push(run.events.filter((e) => e.event._tag === "round_cancelled").length)
       const started = run.events[0]!.at
@@ -91,6 +115,10 @@ export const criticalPathBench = async (): Promise<void> => {
     line(
       `${agents} agents (${RUNS} runs): wall / ideal (${fmt(layers, 0)} layers x ${DELAY_MS} ms)`,
       `${fmt(median(walls), 1)} ms / ${fmt(median(ideals), 0)} ms = ratio ${fmt(median(ratios), 4)} (max ${fmt(Math.max(...ratios), 4)})   target: < ${TARGET_RATIO}`,
+    )
+    line(
+      `${agents} agents: floor (3 layers of ${agents} bare ${DELAY_MS} ms sleeps) / ideal; wall / floor`,
+      `ratio ${fmt(median(floors), 4)}; ${fmt(median(overFloor), 4)}`,
     )
     line(
       `${agents} agents: over the ideal, ms medians: lead / in calls / between / tail`,

@@ -16,7 +16,8 @@
  * never holds up the event loop; appends to one file land in the order made,
  * and `flush`, which a run does before its final status, waits for them all.
  */
-import { appendFile, mkdir } from "node:fs/promises"
+import { mkdirSync } from "node:fs"
+import { appendFile } from "node:fs/promises"
 import { join } from "node:path"
 import { Context, Effect, Layer } from "effect"
 import { writeFileAtomicSync } from "./status-writer.ts"
@@ -44,14 +45,21 @@ export const liveRunFiles = (logDir: string): Layer.Layer<RunFiles> =>
       void write.finally(() => pending.delete(write))
     }
     const appends = new Map<string, Promise<void>>()
-    let outputsDir: Promise<void> | null = null
-    const madeOutputs = () => (outputsDir ??= mkdir(outputs, { recursive: true }).then(() => undefined))
+    // Made now, with the log directory: a new directory costs milliseconds on some disks, and not in a reply's way.
+    for (const dir of [outputs, join(logDir, "llm_log")]) {
+      try {
+        mkdirSync(dir, { recursive: true })
+        madeDirs.add(dir)
+      } catch (e) {
+        fail(dir)(e)
+      }
+    }
     return {
       appendOutput: (agent, text) =>
         Effect.sync(() => {
           const path = join(outputs, `${agent}.txt`)
           // Appends to one file are chained, so they land in the order made.
-          const appended = (appends.get(path) ?? madeOutputs())
+          const appended = (appends.get(path) ?? Promise.resolve())
             .then(() => appendFile(path, text))
             .catch(fail(`agent output ${agent}`))
           appends.set(path, appended)
