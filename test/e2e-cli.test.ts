@@ -298,6 +298,18 @@ const suite = (mode: Mode) =>
       }, TEST_TIMEOUT_MS)
     }
 
+    test("budget_usd with an unpriced model: the run says on stderr which agents the budget cannot see", async () => {
+      const doc = team([agent("agent_a", { answer: "Four." }), agent("agent_b", { model: "gpt-5-mini" })], {
+        orchestrator: { budget_usd: 1 },
+      })
+      const result = await automation(mode, doc)
+      expectExit(result, 0)
+      expect(result.lines.every(isAutomationLine)).toBe(true)
+      expect(result.stderr).toContain(
+        "massgen: warning: budget_usd is set, but these agents' models have no price, so their calls add nothing to it: agent_a (no model); give them a price under pricing:",
+      )
+    }, TEST_TIMEOUT_MS)
+
     test("a bad config: exit 1, one stderr line per problem naming its key, nothing created", async () => {
       const cwd = sandbox()
       const base = nodePath.join(cwd, "logs")

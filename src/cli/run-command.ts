@@ -16,7 +16,7 @@ import { RunFiles, liveRunFiles } from "../services/run-files.ts"
 import type { RunArgs } from "./args.ts"
 import { automationHeader } from "./automation-output.ts"
 import { runDisplay } from "./display.ts"
-import { makeBackends, resolveRunConfig } from "./run-setup.ts"
+import { makeBackends, resolveRunConfig, unpricedUnderBudget } from "./run-setup.ts"
 import { runSession } from "./run-session.ts"
 
 export interface CliContext {
@@ -35,6 +35,12 @@ export const runCommand = (args: RunArgs, ctx: CliContext) =>
     // On stderr: stdout is the automation lines' alone.
     for (const w of unknownKeys(loaded.raw)) ctx.printError(`massgen: warning: config ${loaded.path ?? "--models"}: ${formatProblem(w)}`)
     const backends = yield* makeBackends(loaded.config, loaded.env, loaded.path ?? "--models")
+    const unpriced = unpricedUnderBudget(loaded.config, backends)
+    if (unpriced.length > 0) {
+      ctx.printError(
+        `massgen: warning: budget_usd is set, but these agents' models have no price, so their calls add nothing to it: ${unpriced.join(", ")}; give them a price under pricing:`,
+      )
+    }
     const logDir = yield* createLogDir(logBaseDir(ctx.env, ctx.cwd))
 
     const metadata = {

@@ -90,6 +90,15 @@ export const makeBackends = (config: Config, env: Env, path = "--models") =>
     return backends
   })
 
+/** The agents a budget cannot see: `budget_usd` is set, and their model has no price (`id (model)`). */
+export const unpricedUnderBudget = (config: Config, backends: ReadonlyMap<string, Backend>): ReadonlyArray<string> =>
+  config.settings.budget_usd === null
+    ? []
+    : config.agents.flatMap((agent) => {
+        const model = backends.get(agent.id)?.model ?? null
+        return model !== null && priceFor(model, config.pricing) !== null ? [] : [`${agent.id} (${model ?? "no model"})`]
+      })
+
 export const priceOf =
   (config: Config) =>
   (model: string | null, usage: TokenUsage): number | null => {
