@@ -21,6 +21,7 @@ import {
   sandbox,
   startCli,
   startUntilLine,
+  waitForSignalHandler,
   withSlots,
   writeConfig,
 } from "./support/cli.ts"
@@ -308,6 +309,24 @@ const suite = (mode: Mode) =>
       expect(result.stderr).toContain(
         "massgen: warning: budget_usd is set, but these agents' models have no price, so their calls add nothing to it: agent_a (no model); give them a price under pricing:",
       )
+    }, TEST_TIMEOUT_MS)
+
+    test("SIGTERM during start-up, before the run has printed anything: still a clean stop, exit 4", async () => {
+      const cwd = sandbox()
+      const config = writeConfig(cwd, team([agent("agent_a", { hang: true }), agent("agent_b", { hang: true })]))
+      const run = await startCli(mode, ["--automation", "--config", config, "Will you finish?"], { cwd })
+      await waitForSignalHandler(run.proc.pid, "SIGTERM")
+      const printedBefore = [...run.lines]
+      run.proc.kill("SIGTERM")
+      const result = await run.done
+      expect(printedBefore).toEqual([])
+      expectExit(result, 4)
+      expect(result.stderr).toContain("stopped by SIGTERM")
+      const logDir = logDirOf(result)
+      expect(statusOf(logDir)).toMatchObject({ is_complete: true, finish_reason: "interrupted" })
+      expect(eventsOf(logDir).at(-1)).toMatchObject({ type: "run_finished", reason: "interrupted" })
+      // The handlers come first: src/main.ts loads the rest of the program only after installing them.
+      expect(fs.readFileSync(nodePath.join(ROOT, "src", "main.ts"), "utf8")).not.toMatch(/^import\b/m)
     }, TEST_TIMEOUT_MS)
 
     test("a bad config: exit 1, one stderr line per problem naming its key, nothing created", async () => {

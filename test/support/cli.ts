@@ -289,6 +289,23 @@ export const ensureBinary = (): Promise<string> => {
   return building
 }
 
+/**
+ * Resolves once process `pid` catches `signal` (Linux: its SigCgt mask in
+ * /proc/<pid>/status), i.e. the moment its handler is installed; a bounded
+ * loop of tiny awaits.
+ */
+export const waitForSignalHandler = async (pid: number, signal: "SIGINT" | "SIGTERM", timeoutMs = 10_000): Promise<void> => {
+  const bit = 1n << BigInt((signal === "SIGINT" ? 2 : 15) - 1)
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const status = fs.existsSync(`/proc/${pid}/status`) ? fs.readFileSync(`/proc/${pid}/status`, "utf8") : ""
+    const caught = /^SigCgt:\s*([0-9a-f]+)$/m.exec(status)?.[1]
+    if (caught !== undefined && (BigInt(`0x${caught}`) & bit) !== 0n) return
+    if (Date.now() > deadline) throw new Error(`process ${pid} did not install a ${signal} handler within ${timeoutMs} ms`)
+    await Bun.sleep(1)
+  }
+}
+
 /** Polls until `path` exists (a bounded loop of tiny awaits); throws after `timeoutMs`. */
 export const waitForFile = async (path: string, timeoutMs = 10_000): Promise<void> => {
   const deadline = Date.now() + timeoutMs
