@@ -18,7 +18,7 @@ describe("anthropic: wire format", () => {
   const backend = (over: Partial<SdkBackendOptions> = {}) =>
     makeAnthropicMessagesBackend({ type: "claude", model: "claude-x", baseURL: fake.url, apiKey: TEST_KEY, ...over })
 
-  test("the request has a top-level system, input_schema tools with the vote enum and tool_choice any", async () => {
+  test("the request has a top-level system, input_schema tools with the vote enum and tool_choice auto", async () => {
     fake.enqueue("anthropic", reply({ text: "ok" }))
     await collect(backend({ temperature: 1.5 }))
     const req = fake.requests[0]
@@ -30,7 +30,7 @@ describe("anthropic: wire format", () => {
       system: "You are agent_a.",
       max_tokens: DEFAULT_ANTHROPIC_MAX_TOKENS,
       temperature: 1,
-      tool_choice: { type: "any" },
+      tool_choice: { type: "auto" },
       messages: [{ role: "user", content: [{ type: "text", text: "What is 2+2?" }] }],
     })
     const [answer, vote] = req?.body.tools

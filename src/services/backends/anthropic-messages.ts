@@ -5,7 +5,9 @@
  * system prompt at top level, the conversation as content blocks (tool results go
  * back in a user message, and consecutive messages of one role are merged), and the
  * workflow tools as `{name, description, input_schema}` with `tool_choice: {type:
- * "any"}` (none when the request has none). `text_delta` becomes `text` chunks,
+ * "auto"}` (none when the request has none): Claude models that think by default
+ * (Sonnet 5 and later) answer a forced tool choice with a 400, and a reply
+ * without a tool call is asked again like on any backend. `text_delta` becomes `text` chunks,
  * `thinking_delta` `reasoning` chunks; `input_json_delta` fragments are joined per
  * content block. The terminal event is `message_stop`; without it the call is a
  * `stream_cut`. Input tokens are `input_tokens` plus both cache counts.
@@ -74,7 +76,7 @@ export const anthropicParams = (request: LlmRequest, opts: SdkBackendOptions): P
           description: t.description,
           input_schema: { ...t.parameters, required: [...t.parameters.required] },
         })),
-        tool_choice: { type: "any" as const },
+        tool_choice: { type: "auto" as const },
       }
     : {}),
   // The Messages API accepts 0..1 where the config allows 0..2.
