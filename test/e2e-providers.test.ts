@@ -351,7 +351,7 @@ const expectToolFormats = (fake: FakeLlm) => {
       expect(req.body.tool_choice).toBe("required")
     } else {
       for (const t of tools) expectLike(t, { name: expect.any(String), input_schema: { type: "object" } })
-      expect(req.body.tool_choice).toEqual({ type: "any" })
+      expect(req.body.tool_choice).toEqual({ type: "auto" })
     }
     const answerTool = tools.find((t) => (t.function?.name ?? t.name) === "new_answer")
     if (answerTool !== undefined) {
