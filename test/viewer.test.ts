@@ -11,7 +11,7 @@ import { Effect, Fiber, TestClock } from "effect"
 import { parseInvocation } from "../src/cli/args.ts"
 import type { Event } from "../src/domain/events.ts"
 import { listRuns } from "../src/services/run-catalog.ts"
-import { type FeedItem, MAX_GAP_MS, follow, replay, replayDelayMs } from "../src/services/run-feed.ts"
+import { type FeedItem, MAX_GAP_MS, follow, recordedTexts, replay, replayDelayMs } from "../src/services/run-feed.ts"
 import { effect } from "./support/effect-test.ts"
 import { SOURCE_MAIN, cleanupSandboxes, runCli, sandbox, startCli } from "./support/cli.ts"
 import type { MemoryRun } from "./support/harness.ts"
@@ -71,6 +71,24 @@ describe("replay", () => {
       const seen: Array<Event> = []
       yield* replay(events, 0, (item) => Effect.sync(() => item._tag === "event" && seen.push(item.event)))
       expect(seen).toEqual(events)
+    }),
+  )
+
+  effect("what each call streamed, read back from agent_outputs/, comes just before its call_end", () =>
+    Effect.gen(function* () {
+      const dir = writeRunDir(nodePath.join(sandbox(), "log_20260101_000000_000009"), events, { complete: true, files: run.files })
+      const texts = recordedTexts(dir, events)
+      const ended = events.flatMap((e) => (e._tag === "call_end" ? [e] : []))
+      expect([...texts.keys()].sort((a, b) => a - b)).toEqual(ended.map((e) => e.call).sort((a, b) => a - b))
+      const seen: Array<FeedItem> = []
+      yield* replay(events, 0, (item) => Effect.sync(() => void seen.push(item)), texts)
+      for (const end of ended) {
+        const at = seen.findIndex((item) => item._tag === "event" && item.event === end)
+        expect(seen[at - 1]).toEqual({ _tag: "text", agent: end.agent, text: texts.get(end.call)!.text })
+      }
+      const presentation = ended.find((e) => e.role === "presentation")!
+      expect(texts.get(presentation.call)!.text).toContain("Learn by building")
+      expect(seen.filter((item) => item._tag === "event").map((item) => item._tag === "event" && item.event)).toEqual(events)
     }),
   )
 

@@ -29,10 +29,12 @@ const CHROMIUM_ARGS = [
 let browser: BrowserContext
 let profile: string
 let events: Array<Event>
+let files: ReadonlyMap<string, string>
 
 beforeAll(async () => {
   profile = fs.mkdtempSync(nodePath.join(os.tmpdir(), "massgen-chromium-"))
   const run = await playCouncil()
+  files = run.files
   events = shiftEvents(run.events, Date.now()).map((e) => (e._tag === "run_started" ? { ...e, pid: process.pid } : e))
   // A fresh profile (user-data-dir) per test file.
   browser = await chromium.launchPersistentContext(profile, {
@@ -130,7 +132,7 @@ describe("the web page", () => {
   }, 60_000)
 
   test("a finished run is replayed to a page that connects later", async () => {
-    const dir = writeRunDir(nodePath.join(sandbox(), "log_20260101_000000_000001"), events, { complete: true })
+    const dir = writeRunDir(nodePath.join(sandbox(), "log_20260101_000000_000001"), events, { complete: true, files })
     const viewer = await startCli("source", ["viewer", dir, "--web", "--port", "0", "--no-browser"])
     const url = /(http:\/\/127\.0\.0\.1:\d+\/)/.exec(await viewer.waitForLine("Serving the replay"))![1]!
     await viewer.waitForLine("The run is complete")
@@ -139,6 +141,8 @@ describe("the web page", () => {
     await page.waitForFunction(`document.querySelector("#state")?.textContent === "DONE · completed"`)
     expect(await page.locator("#final-answer h2").textContent()).toBe("Learn by building")
     expect(await page.locator(".card").count()).toBe(3)
+    // What the agents streamed comes back from agent_outputs/: the planner's last call, its vote.
+    expect(await page.locator('.card[data-agent="planner"] pre.tail').textContent()).toContain("[vote] agent2")
     expect(await (await fetch(`${url}nope`)).status).toBe(404)
     // The page is told it shows a replay (REPLAY, not LIVE, while it plays).
     expect(((await (await fetch(`${url}api/view`)).json()) as { mode: string }).mode).toBe("replay")

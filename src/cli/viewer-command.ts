@@ -15,7 +15,7 @@ import * as nodePath from "node:path"
 import { Effect } from "effect"
 import { logBaseDir } from "../services/log-dir.ts"
 import { type RunSummary, ViewerError, checkRunDir, isComplete, latestRun, listRuns, summarize } from "../services/run-catalog.ts"
-import { type FeedItem, follow, replay } from "../services/run-feed.ts"
+import { type FeedItem, follow, recordedTexts, replay } from "../services/run-feed.ts"
 import { readEventsText } from "../domain/event-codec.ts"
 import type { ViewerArgs } from "./args.ts"
 import { type Display, plainDisplay, wantsTerminalView } from "./display.ts"
@@ -72,7 +72,7 @@ export const viewerCommand = (args: ViewerArgs, ctx: ViewerContext) =>
             before,
             Effect.flatMap(
               Effect.sync(() => readEventsText(fs.readFileSync(nodePath.join(dir, "events.jsonl"), "utf8")).events),
-              (events) => replay(events, args.replaySpeed, feedTo(display)),
+              (events) => replay(events, args.replaySpeed, feedTo(display), recordedTexts(dir, events)),
             ),
           )
     const untilInterrupted = <A, E, R>(work: Effect.Effect<A, E, R>) => Effect.raceFirst(Effect.asVoid(work), Effect.asVoid(ctx.interrupt))

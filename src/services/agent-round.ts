@@ -16,6 +16,7 @@
  * which has them in place before the call's `call_end` is emitted.
  */
 import { Duration, Effect, Random } from "effect"
+import { callHeader } from "../domain/agent-output.ts"
 import type { Reply } from "../domain/decide.ts"
 import type { CallRole, Event } from "../domain/events.ts"
 import type { LlmMessage, LlmReply, LlmRequest, TokenUsage } from "../domain/llm.ts"
@@ -86,7 +87,7 @@ const callWithRetries = (
       const started = yield* Effect.clockWith((c) => c.currentTimeMillis)
       yield* deps.emit({ _tag: "call_start", time: yield* deps.now, call, agent, round, role, model: backend.model, attempt })
       const record = (text: string) => (deps.record ? deps.record(agent, text) : Effect.void)
-      yield* record(`\n--- round ${round}, call ${call}${role === "presentation" ? " (presentation)" : ""} ---\n`)
+      yield* record(callHeader(round, call, role === "presentation"))
       let stream = backend.call(request, (chunk) => (chunk._tag === "text" ? deps.onText(agent, chunk.text) : deps.onReasoning(agent, chunk.text)))
       if (backend.callTimeoutSeconds !== null) {
         const seconds = backend.callTimeoutSeconds

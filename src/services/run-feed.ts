@@ -1,10 +1,12 @@
 /**
  * Feeding a run's log to a display: replaying a finished run, or following one still being written.
  *
- * Contract: `replay(events, speed, sink)` gives the events in file order;
+ * Contract: `replay(events, speed, sink, texts)` gives the events in file order;
  * with `speed` 0 at once, else after each one waits the recorded gap to the
  * next divided by `speed`, at most `MAX_GAP_MS` (`replayDelayMs`), with
- * `Effect.sleep`, so tests drive it with the TestClock. `follow(dir, sink)`
+ * `Effect.sleep`, so tests drive it with the TestClock. What a call streamed
+ * (`texts`, from `recordedTexts`: the agents' output files cut by call) goes to
+ * the sink just before that call's `call_end`. `follow(dir, sink)`
  * reads `events.jsonl` by byte offset from the start and then as it grows:
  * it wakes on `fs.watch` changes of the directory, or after `pollMs` at the
  * latest, and consumes only whole lines, so a torn last line waits for its
@@ -17,6 +19,7 @@
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
 import { Duration, Effect, Queue } from "effect"
+import { textByCall } from "../domain/agent-output.ts"
 import { decodeEventLine } from "../domain/event-codec.ts"
 import type { Event } from "../domain/events.ts"
 import { EVENTS_FILE } from "./run-catalog.ts"
@@ -34,15 +37,38 @@ export const replayDelayMs = (from: string, to: string, speed: number): number =
   return Number.isFinite(gap) && gap > 0 ? Math.min(MAX_GAP_MS, gap / speed) : 0
 }
 
-export const replay = (events: ReadonlyArray<Event>, speed: number, sink: Sink): Effect.Effect<void> =>
+/** What each call streamed, by call number, as `recordedTexts` reads it from a run's agent outputs. */
+export type CallTexts = ReadonlyMap<number, { readonly agent: string; readonly text: string }>
+
+export const replay = (events: ReadonlyArray<Event>, speed: number, sink: Sink, texts: CallTexts = new Map()): Effect.Effect<void> =>
   Effect.forEach(
     events,
     (event, i) => {
       const wait = i === 0 ? 0 : replayDelayMs(events[i - 1]!.time, event.time, speed)
-      return Effect.zipRight(wait > 0 ? Effect.sleep(Duration.millis(wait)) : Effect.void, sink({ _tag: "event", event }))
+      const written = event._tag === "call_end" ? texts.get(event.call) : undefined
+      return Effect.zipRight(
+        wait > 0 ? Effect.sleep(Duration.millis(wait)) : Effect.void,
+        Effect.zipRight(written ? sink({ _tag: "text", agent: written.agent, text: written.text }) : Effect.void, sink({ _tag: "event", event })),
+      )
     },
     { discard: true },
   )
+
+/** What every agent of the run streamed, call by call, from `agent_outputs/`; files that cannot be read give nothing. */
+export const recordedTexts = (dir: string, events: ReadonlyArray<Event>): CallTexts => {
+  const texts = new Map<number, { agent: string; text: string }>()
+  const agents = new Set(events.flatMap((e) => (e._tag === "run_started" ? e.agents.map((a) => a.id) : [])))
+  for (const agent of agents) {
+    let file: string
+    try {
+      file = fs.readFileSync(nodePath.join(dir, "agent_outputs", `${agent}.txt`), "utf8")
+    } catch {
+      continue
+    }
+    for (const [call, text] of textByCall(file)) texts.set(call, { agent, text })
+  }
+  return texts
+}
 
 /** The bytes of `path` from `offset` on; none when it cannot be read. */
 const readFrom = (path: string, offset: number): Uint8Array => {

@@ -8,7 +8,8 @@
  * - `playCouncil()`: runs it in memory under the TestClock (time moves in
  *   100 ms steps), so event times carry realistic gaps; returns the `MemoryRun`.
  * - `writeRunDir(dir, events, opts)`: a log directory with `events.jsonl`
- *   (and a status.json when `complete`), as a finished run leaves it.
+ *   (and a status.json when `complete`, the run's other `files` when given),
+ *   as a finished run leaves it.
  */
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
@@ -68,9 +69,17 @@ export const shiftEvents = (events: ReadonlyArray<Event>, start: number): Array<
 export const eventLines = (events: ReadonlyArray<Event>): string => events.map((e) => `${encodeEventLine(e)}\n`).join("")
 
 /** A log directory holding `events`; with `complete`, also the status.json a finished run writes. */
-export const writeRunDir = (dir: string, events: ReadonlyArray<Event>, options: { complete?: boolean } = {}): string => {
+export const writeRunDir = (
+  dir: string,
+  events: ReadonlyArray<Event>,
+  options: { complete?: boolean; files?: ReadonlyMap<string, string> } = {},
+): string => {
   fs.mkdirSync(dir, { recursive: true })
   fs.writeFileSync(nodePath.join(dir, "events.jsonl"), eventLines(events))
+  for (const [path, text] of options.files ?? []) {
+    fs.mkdirSync(nodePath.dirname(nodePath.join(dir, path)), { recursive: true })
+    fs.writeFileSync(nodePath.join(dir, path), text)
+  }
   if (options.complete) {
     const state = foldEvents(events)
     fs.writeFileSync(nodePath.join(dir, "status.json"), JSON.stringify(project(state, state.lastTime)))
