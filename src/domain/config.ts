@@ -2,7 +2,8 @@
  * The run configuration: MassGen's YAML keys, decoded with Effect Schema.
  *
  * `decodeConfig(raw, env)` takes the parsed YAML document and the environment,
- * expands `${VAR}` in every string, and returns either a `Config` or the list of
+ * expands `${VAR}` in every string (a value that is one whole `${VAR}` where a
+ * number or a boolean is expected is read as one), and returns either a `Config` or the list of
  * `ConfigProblem`s, each naming the key's path (`agents[1].backend.type`), what
  * was expected and what was found. It is pure: the environment comes in as a map.
  * `maskSecrets(raw)` gives the document as it may be written to a log
@@ -183,6 +184,29 @@ export const expandEnv = (
   return value
 }
 
+const isWholeReference = (value: unknown): boolean => typeof value === "string" && /^\$\{[A-Za-z_][A-Za-z0-9_]*\}$/.test(value)
+
+/** A number or a boolean when `value` is the text of one (as YAML would read it unquoted), else `value`. */
+const scalarOf = (value: unknown): unknown => {
+  if (typeof value !== "string") return value
+  const text = value.trim()
+  if (text === "true" || text === "false") return text === "true"
+  return /^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/.test(text) ? Number(text) : value
+}
+
+const valueAt = (doc: unknown, path: ReadonlyArray<PropertyKey>): unknown =>
+  path.reduce<unknown>((node, key) => (node !== null && typeof node === "object" ? (node as Record<PropertyKey, unknown>)[key] : undefined), doc)
+
+/** `doc` with the value at `path` replaced (copies along the path; `doc` is not changed). */
+const setAt = (doc: unknown, path: ReadonlyArray<PropertyKey>, value: unknown): unknown => {
+  if (path.length === 0) return value
+  if (doc === null || typeof doc !== "object") return doc
+  const [key, ...rest] = path as [PropertyKey, ...Array<PropertyKey>]
+  const copy = (Array.isArray(doc) ? [...doc] : { ...doc }) as Record<PropertyKey, unknown>
+  copy[key] = setAt(copy[key], rest, value)
+  return copy
+}
+
 const decodeFile = Schema.decodeUnknownEither(ConfigFile, { errors: "all", onExcessProperty: "ignore" })
 
 /** Decodes a parsed YAML document into a `Config`, or every problem found in it. */
@@ -195,7 +219,16 @@ export const decodeConfig = (
   }
   const problems: Array<ConfigProblem> = []
   const expanded = expandEnv(raw, env, problems)
-  const decoded = decodeFile(expanded)
+  let decoded = decodeFile(expanded)
+  // `max_tokens: ${MAX_TOKENS}`: a value that is one whole reference, found where a number or a
+  // boolean was expected, is read as one when its text is one. Strings stay strings everywhere else.
+  if (Either.isLeft(decoded)) {
+    const typed = ParseResult.ArrayFormatter.formatErrorSync(decoded.left).reduce<unknown>(
+      (doc, issue) => (isWholeReference(valueAt(raw, issue.path)) ? setAt(doc, issue.path, scalarOf(valueAt(doc, issue.path))) : doc),
+      expanded,
+    )
+    if (typed !== expanded) decoded = decodeFile(typed)
+  }
   if (Either.isLeft(decoded)) {
     const issues = ParseResult.ArrayFormatter.formatErrorSync(decoded.left).map((issue) => ({
       path: formatPath(issue.path),
