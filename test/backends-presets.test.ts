@@ -23,6 +23,25 @@ describe("presets", () => {
     expect(presetFor("sglang").baseURL).toBe("http://localhost:30000/v1")
   })
 
+  test("default models (checked on 2026-11-29)", () => {
+    expect(Object.fromEntries(Object.entries(PRESETS).map(([type, preset]) => [type, preset.defaultModel]))).toEqual({
+      openai: "gpt-6-luna",
+      chatcompletion: "default",
+      claude: "claude-sonnet-5-5",
+      grok: "grok-4.7",
+      groq: "openai/gpt-oss-120b",
+      together: "meta-llama/Llama-3.3-70B-Instruct-Turbo",
+      openrouter: "openai/gpt-6-luna",
+      cerebras: "gpt-oss-120b",
+      fireworks: "accounts/fireworks/models/llama-v3p3-70b-instruct",
+      gemini: "gemini-3.8-flash",
+      ollama: "llama3.2",
+      lmstudio: "default",
+      vllm: "default",
+      sglang: "default",
+    })
+  })
+
   test("a chatcompletion host names its key variable; unknown and local hosts need none", () => {
     expect(keyEnvForBaseUrl("https://api.cerebras.ai/v1")).toEqual(["CEREBRAS_API_KEY"])
     expect(keyEnvForBaseUrl("https://api.together.xyz/v1")).toEqual(["TOGETHER_API_KEY"])
@@ -39,6 +58,12 @@ describe("presets", () => {
     expect(inferBackendType("claude-sonnet-4-5")).toBe("claude")
     expect(inferBackendType("grok-4")).toBe("grok")
     expect(inferBackendType("gemini-2.5-pro")).toBe("gemini")
+    // The preset defaults infer their own backend (groq's vendor/ name reads as OpenRouter, as before).
+    expect(inferBackendType(presetFor("openai").defaultModel)).toBe("openai")
+    expect(inferBackendType(presetFor("claude").defaultModel)).toBe("claude")
+    expect(inferBackendType(presetFor("grok").defaultModel)).toBe("grok")
+    expect(inferBackendType(presetFor("gemini").defaultModel)).toBe("gemini")
+    expect(inferBackendType(presetFor("openrouter").defaultModel)).toBe("openrouter")
     expect(inferBackendType("meta-llama/llama-3.3-70b-instruct")).toBe("openrouter")
     expect(inferBackendType("llama3.2")).toBeNull()
     expect(inferBackendType("o3x")).toBeNull()
@@ -88,7 +113,7 @@ describe("backend factory", () => {
   test("each family gets its backend, with config over preset defaults", () => {
     const env = { OPENAI_API_KEY: "a", ANTHROPIC_API_KEY: "b", XAI_API_KEY: "c" }
     const made = (b: BackendConfig) => Either.getOrThrow(makeBackend(agent(b), env))
-    expect(made({ type: "openai" })).toMatchObject({ type: "openai", model: "gpt-5-mini", maxRetries: 3, callTimeoutSeconds: 300 })
+    expect(made({ type: "openai" })).toMatchObject({ type: "openai", model: "gpt-6-luna", maxRetries: 3, callTimeoutSeconds: 300 })
     expect(made({ type: "claude", model: "claude-haiku-4-5", max_retries: 1, call_timeout_seconds: 20 })).toMatchObject({
       type: "claude",
       model: "claude-haiku-4-5",
@@ -96,6 +121,8 @@ describe("backend factory", () => {
       callTimeoutSeconds: 20,
     })
     expect(made({ type: "grok", model: "grok-3-mini" })).toMatchObject({ type: "grok", model: "grok-3-mini" })
+    expect(made({ type: "claude" })).toMatchObject({ type: "claude", model: "claude-sonnet-5-5" })
+    expect(made({ type: "grok" })).toMatchObject({ type: "grok", model: "grok-4.7" })
     expect(made({ type: "vllm" })).toMatchObject({ type: "vllm" })
     expect(made({ type: "scripted", answer: "4" }).type).toBe("scripted")
   })

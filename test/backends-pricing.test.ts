@@ -11,6 +11,10 @@ describe("pricing", () => {
     expect(priceFor("o3-pro")).toEqual(BUILTIN_PRICES["o3-pro"] ?? null)
     expect(priceFor("gpt-4")).toBeNull()
     expect(priceFor("gpt-4o2")).toBeNull()
+    // A bare minor version is a newer model, not a snapshot of the priced one.
+    expect(priceFor("claude-opus-5-6")).toBeNull()
+    expect(priceFor("grok-4.8")).toBeNull()
+    expect(priceFor("gemini-2.0-flash-001")).toEqual(BUILTIN_PRICES["gemini-2.0-flash"] ?? null)
   })
 
   test("OpenRouter-style vendor/ names fall back to the bare model", () => {
@@ -35,6 +39,9 @@ describe("pricing", () => {
       if (preset.keyless || type === "chatcompletion") continue
       expect({ type, price: priceFor(preset.defaultModel) !== null }).toEqual({ type, price: true })
     }
+    // Only the local servers and chatcompletion (whose model is whatever the server serves) go unpriced.
+    const unpriced = Object.entries(PRESETS).filter(([, preset]) => priceFor(preset.defaultModel) === null).map(([type]) => type)
+    expect(unpriced.sort()).toEqual(["chatcompletion", "lmstudio", "ollama", "sglang", "vllm"])
   })
 
   test("costOf: cached input at the cached rate, the rest at the input rate, all output at the output rate", () => {
@@ -43,6 +50,53 @@ describe("pricing", () => {
     expect(costOf(usage, price)).toBeCloseTo(0.6 * 2 + 0.4 * 0.5 + 0.25 * 8, 10)
     expect(costOf(usage, { input: 2, output: 8 })).toBeCloseTo(2 + 2, 10)
     expect(costOf({ inputTokens: null, cachedInputTokens: null, outputTokens: null, reasoningTokens: null }, price)).toBe(0)
+  })
+})
+
+describe("the price table as checked on 2026-11-29", () => {
+  test("current models have the providers' list prices", () => {
+    expect(priceFor("claude-sonnet-5-5")).toEqual({ input: 2, cached_input: 0.1, output: 10 })
+    expect(priceFor("claude-opus-5-5")).toEqual({ input: 4, cached_input: 0.2, output: 20 })
+    expect(priceFor("claude-fable-5-1")).toEqual({ input: 10, cached_input: 0.25, output: 50 })
+    expect(priceFor("claude-fable-5-2")).toEqual({ input: 8, cached_input: 0.2, output: 40 })
+    // Haiku 5.5 is priced by prompt length; the table holds the band up to 100k tokens.
+    expect(priceFor("claude-haiku-5-5")).toEqual({ input: 0.1, cached_input: 0.01, output: 0.5 })
+    expect(priceFor("gpt-6-luna")).toEqual({ input: 0.1, cached_input: 0.01, output: 0.5 })
+    expect(priceFor("gpt-6.2-sol")).toEqual({ input: 2, cached_input: 0.1, output: 10 })
+    expect(priceFor("gpt-6-sol")).toEqual({ input: 2, cached_input: 0.2, output: 10 })
+    expect(priceFor("grok-4.7")).toEqual({ input: 2, cached_input: 0.5, output: 6 })
+    expect(priceFor("gemini-3.8-flash")).toEqual({ input: 0.75, cached_input: 0.075, output: 3.75 })
+    expect(priceFor("openai/gpt-oss-120b")).toEqual({ input: 0.15, cached_input: 0.075, output: 0.6 })
+    expect(priceFor("accounts/fireworks/models/gpt-oss-120b")).toEqual({ input: 0.15, cached_input: 0.015, output: 0.6 })
+  })
+
+  test("legacy models keep their prices", () => {
+    expect(priceFor("claude-sonnet-5")).toEqual({ input: 2, cached_input: 0.2, output: 10 })
+    expect(priceFor("claude-opus-5")).toEqual({ input: 5, cached_input: 0.5, output: 25 })
+    for (const m of ["claude-opus-4-8", "claude-opus-4-7", "claude-opus-4-6"]) expect(priceFor(m)).toEqual({ input: 5, cached_input: 0.5, output: 25 })
+    expect(priceFor("claude-sonnet-4-6")).toEqual({ input: 3, cached_input: 0.3, output: 15 })
+    expect(priceFor("claude-haiku-4-5")).toEqual({ input: 1, cached_input: 0.1, output: 5 })
+    expect(priceFor("gpt-5-mini")).toEqual({ input: 0.25, cached_input: 0.025, output: 2 })
+  })
+
+  test("claude-sonnet-5-5: a known usage costs what Anthropic bills", () => {
+    const price = priceFor("claude-sonnet-5-5")
+    expect(price).not.toBeNull()
+    // 600k uncached input at $2, 400k cache reads at $0.10, 250k output at $10 per million.
+    const usage = { inputTokens: 1_000_000, cachedInputTokens: 400_000, outputTokens: 250_000, reasoningTokens: 50_000 }
+    if (price !== null) expect(costOf(usage, price)).toBeCloseTo(1.2 + 0.04 + 2.5, 10)
+  })
+
+  test("a new model is not priced as an older one that shares its prefix", () => {
+    expect(priceFor("claude-opus-4-8")).not.toEqual(priceFor("claude-opus-4"))
+    expect(priceFor("claude-sonnet-5-5")).not.toEqual(priceFor("claude-sonnet-5"))
+    expect(priceFor("gpt-5.5")).not.toEqual(priceFor("gpt-5"))
+    expect(priceFor("grok-4.7")).not.toEqual(priceFor("grok-4"))
+    expect(priceFor("anthropic/claude-sonnet-5.5")).toEqual(priceFor("claude-sonnet-5-5"))
+    expect(priceFor("anthropic/claude-opus-5.5")).toEqual(priceFor("claude-opus-5-5"))
+    expect(priceFor("claude-sonnet-5-5-20261007")).toEqual(priceFor("claude-sonnet-5-5"))
+    expect(priceFor("openai/gpt-6-luna")).toEqual(priceFor("gpt-6-luna"))
+    expect(priceFor("gpt-6-luna-fast")).toBeNull()
   })
 })
 

@@ -38,16 +38,16 @@ const cloud = (family: ApiFamily, baseURL: string, keyEnv: ReadonlyArray<string>
 const local = (baseURL: string, defaultModel: string): Preset => ({ family: "chat", baseURL, keyEnv: [], keyless: true, defaultModel })
 
 export const PRESETS: Readonly<Record<SdkBackendType, Preset>> = {
-  openai: cloud("responses", "https://api.openai.com/v1", ["OPENAI_API_KEY"], "gpt-5-mini"),
+  openai: cloud("responses", "https://api.openai.com/v1", ["OPENAI_API_KEY"], "gpt-6-luna"),
   chatcompletion: { family: "chat", baseURL: null, keyEnv: [], keyless: false, defaultModel: "default" },
-  claude: cloud("anthropic", "https://api.anthropic.com", ["ANTHROPIC_API_KEY"], "claude-sonnet-4-6"),
-  grok: cloud("chat", "https://api.x.ai/v1", ["XAI_API_KEY"], "grok-4"),
-  groq: cloud("chat", "https://api.groq.com/openai/v1", ["GROQ_API_KEY"], "llama-3.3-70b-versatile"),
+  claude: cloud("anthropic", "https://api.anthropic.com", ["ANTHROPIC_API_KEY"], "claude-sonnet-5-5"),
+  grok: cloud("chat", "https://api.x.ai/v1", ["XAI_API_KEY"], "grok-4.7"),
+  groq: cloud("chat", "https://api.groq.com/openai/v1", ["GROQ_API_KEY"], "openai/gpt-oss-120b"),
   together: cloud("chat", "https://api.together.xyz/v1", ["TOGETHER_API_KEY"], "meta-llama/Llama-3.3-70B-Instruct-Turbo"),
-  openrouter: cloud("chat", "https://openrouter.ai/api/v1", ["OPENROUTER_API_KEY"], "openai/gpt-5-mini"),
-  cerebras: cloud("chat", "https://api.cerebras.ai/v1", ["CEREBRAS_API_KEY"], "llama-3.3-70b"),
+  openrouter: cloud("chat", "https://openrouter.ai/api/v1", ["OPENROUTER_API_KEY"], "openai/gpt-6-luna"),
+  cerebras: cloud("chat", "https://api.cerebras.ai/v1", ["CEREBRAS_API_KEY"], "gpt-oss-120b"),
   fireworks: cloud("chat", "https://api.fireworks.ai/inference/v1", ["FIREWORKS_API_KEY"], "accounts/fireworks/models/llama-v3p3-70b-instruct"),
-  gemini: cloud("chat", "https://generativelanguage.googleapis.com/v1beta/openai/", ["GEMINI_API_KEY", "GOOGLE_API_KEY"], "gemini-2.5-flash"),
+  gemini: cloud("chat", "https://generativelanguage.googleapis.com/v1beta/openai/", ["GEMINI_API_KEY", "GOOGLE_API_KEY"], "gemini-3.8-flash"),
   ollama: local("http://localhost:11434/v1", "llama3.2"),
   lmstudio: local("http://localhost:1234/v1", "default"),
   vllm: local("http://localhost:8000/v1", "default"),
