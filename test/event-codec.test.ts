@@ -147,6 +147,7 @@ describe("readEventsText", () => {
     const line = encodeEventLine(answer)
     const read = readEventsText([line, "", "garbage", "  ", "[]", line, ""].join("\n"))
     expect(read.events).toEqual([answer, answer])
+    expect(read.lines).toEqual([1, 6])
     expect(read.skipped).toBe(2)
     expect(read.skippedByCause).toEqual({
       not_json: 1, not_an_object: 1, newer_schema: 0, unknown_type: 0, invalid_fields: 0,

@@ -76,6 +76,7 @@ const suite = (name: string, makeFixture: () => Fixture) =>
         events: [started(1), answered, finished],
         skipped: 0,
         skippedByCause: { not_json: 0, not_an_object: 0, newer_schema: 0, unknown_type: 0, invalid_fields: 0 },
+        lines: [1, 2, 3],
         tornTail: false,
       })
       expect(f.rawText()).toBe([started(1), answered, finished].map((e) => `${encodeEventLine(e)}\n`).join(""))

@@ -506,7 +506,8 @@ describe.concurrent("massgen replay --check", () => {
     const result = await replayCli(logDir, cwd)
     expect(result.exitCode).toBe(2)
     const diverged = result.lines.find((l) => l.startsWith("DIVERGED"))
-    expect(diverged).toBe(`DIVERGED at event ${at + 1}: this code makes a different event here`)
+    // No line was dropped from this log: event N is line N.
+    expect(diverged).toBe(`DIVERGED at event ${at + 1} (line ${at + 1} of events.jsonl): this code makes a different event here`)
     expect(result.stdout).toContain('"_tag":"answer_submitted"')
     expect(result.stdout).toContain("2+2=5")
   }, 60_000)
@@ -516,7 +517,7 @@ describe.concurrent("massgen replay --check", () => {
     fs.rmSync(nodePath.join(logDir, "llm_log", "2.json"))
     const result = await replayCli(logDir, cwd)
     expect(result.exitCode).toBe(2)
-    expect(result.stdout).toMatch(/DIVERGED at event \d+: the reply of call 2 is missing/)
+    expect(result.stdout).toMatch(/DIVERGED at event (\d+) \(line \1 of events\.jsonl\): the reply of call 2 is missing/)
     expect(result.stderr).toBe("")
   }, 60_000)
 

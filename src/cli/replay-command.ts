@@ -48,7 +48,8 @@ export const replayCommand = (args: { readonly logDir: string; readonly check: b
       ctx.print("SAME: every event matches the recorded run")
       return 0
     }
-    ctx.print(`DIVERGED at event ${d.index + 1}: ${d.reason}`)
+    const line = dir.read.lines[d.index]
+    ctx.print(`DIVERGED at event ${d.index + 1}${line === undefined ? "" : ` (line ${line} of events.jsonl)`}: ${d.reason}`)
     ctx.print(`  recorded: ${describe(d.recorded)}`)
     ctx.print(`  replayed: ${describe(d.replayed)}`)
     return args.check ? 2 : 0

@@ -100,6 +100,8 @@ export const decodeEventLine = (line: string): DecodedLine => {
 export interface EventsRead {
   /** The decoded events, in file order. */
   readonly events: Event[]
+  /** The line of the file (from 1) each decoded event was read from. */
+  readonly lines: number[]
   /** How many non-blank lines were skipped: the sum of `skippedByCause`. */
   readonly skipped: number
   readonly skippedByCause: Record<CountedSkipCause, number>
@@ -122,6 +124,8 @@ export const noSkips = (): Record<CountedSkipCause, number> => ({
  */
 export const readEventsText = (text: string): EventsRead => {
   const events: Event[] = []
+  const lines: number[] = []
+  let lineNumber = 0
   const skippedByCause = noSkips()
   let skippedCount = 0
   let start = 0
@@ -129,13 +133,17 @@ export const readEventsText = (text: string): EventsRead => {
     const end = text.indexOf("\n", start)
     const line = end === -1 ? text.slice(start) : text.slice(start, end)
     start = end === -1 ? text.length : end + 1
+    lineNumber += 1
     const decoded = decodeEventLine(line)
-    if (decoded._tag === "event") events.push(decoded.event)
+    if (decoded._tag === "event") {
+      events.push(decoded.event)
+      lines.push(lineNumber)
+    }
     else if (decoded.cause !== "blank") {
       skippedByCause[decoded.cause] += 1
       skippedCount += 1
     }
   }
   const tornTail = text.length > 0 && !text.endsWith("\n")
-  return { events, skipped: skippedCount, skippedByCause, tornTail }
+  return { events, lines, skipped: skippedCount, skippedByCause, tornTail }
 }
