@@ -1,7 +1,7 @@
 /**
  * The benchmark (`bun run bench`): prints plain labelled numbers, no pass/fail.
- * 1. whole-run wall time of zero-delay scripted runs, and where a 3-agent run's
- *    time goes (bench/whole-run.ts);
+ * 1. whole-run wall time of zero-delay scripted runs, in process and as the
+ *    compiled binary, and where a 3-agent run's time goes (bench/whole-run.ts);
  * 2. events folded per second (bench/fold.ts);
  * 3. wall time over the ideal for agents replying after 200 ms (bench/critical-path.ts);
  * 4. resume of a 100,000-event log, and replay time over a run's wall time (bench/resume-replay.ts).
@@ -12,7 +12,7 @@ import { criticalPathBench } from "./critical-path.ts"
 import { foldBench } from "./fold.ts"
 import { replayBench, resumeBench } from "./resume-replay.ts"
 import { cleanUp, fmt } from "./support.ts"
-import { whereTimeGoesBench, wholeRunBench } from "./whole-run.ts"
+import { binaryColdBench, whereTimeGoesBench, wholeRunBench } from "./whole-run.ts"
 
 const started = performance.now()
 const load = () => loadavg().map((n) => fmt(n)).join(" ")
@@ -20,6 +20,7 @@ const load = () => loadavg().map((n) => fmt(n)).join(" ")
 console.log(`massgen bench: bun ${Bun.version}, ${process.platform}/${process.arch}, ${availableParallelism()} CPUs, load average ${load()}`)
 try {
   await wholeRunBench()
+  await binaryColdBench()
   console.log("")
   await whereTimeGoesBench()
   console.log("")
