@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test"
 import { makeChatCompletionsBackend } from "../src/services/backends/chat-completions.ts"
 import type { SdkBackendOptions } from "../src/services/backends/sdk-stream.ts"
 import { backendSuite, collect, failureOf, replyOf, TEST_KEY } from "./support/backend-suite.ts"
-import { type FakeLlm, raw, reply, startFakeLlm } from "./support/fake-llm.ts"
+import { type FakeLlm, raw, reply, startFakeLlm, status, toolCall } from "./support/fake-llm.ts"
 import { followUpMessages, presentationRequest, roundRequest } from "./support/llm-requests.ts"
 
 backendSuite("chat", makeChatCompletionsBackend)
@@ -98,6 +98,26 @@ describe("chat: wire format", () => {
   test("tool-call fragments that never get a name give bad_reply", async () => {
     fake.enqueue("chat", raw(sse(chunk({ tool_calls: [{ index: 0, function: { arguments: "{}" } }] }), chunk({}, "tool_calls"), "[DONE]")))
     expect(await failureOf(backend())).toMatchObject({ reason: "bad_reply", retryable: true })
+  })
+
+  test("a 400 refusing the forced tool choice: asked again at once with auto, and auto from then on", async () => {
+    const refusal = { error: { message: "tool_choice 'required' is not supported with this model", type: "invalid_request_error" } }
+    fake.enqueue("chat", status(400, { body: refusal }))
+    fake.enqueue("chat", toolCall("new_answer", { content: "4" }))
+    fake.enqueue("chat", toolCall("vote", { agent_id: "agent1", reason: "r" }))
+    const b = backend()
+    expect(replyOf(await collect(b)).toolCalls[0]?.name).toBe("new_answer")
+    expect(replyOf(await collect(b)).toolCalls[0]?.name).toBe("vote")
+    expect(fake.requests.map((r) => (r.body as { tool_choice?: unknown }).tool_choice)).toEqual(["required", "auto", "auto"])
+  })
+
+  test("any other 400 is not retried, and the tool choice stays forced", async () => {
+    fake.enqueue("chat", status(400, { body: { error: { message: "max_tokens is too large", type: "invalid_request_error" } } }))
+    fake.enqueue("chat", toolCall("new_answer", { content: "4" }))
+    const b = backend()
+    expect(await failureOf(b)).toMatchObject({ reason: "bad_request", retryable: false })
+    await collect(b)
+    expect(fake.requests.map((r) => (r.body as { tool_choice?: unknown }).tool_choice)).toEqual(["required", "required"])
   })
 
   test("an error object inside the stream fails the call instead of being skipped", async () => {

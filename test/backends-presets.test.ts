@@ -31,7 +31,7 @@ describe("presets", () => {
       grok: "grok-4.7",
       groq: "openai/gpt-oss-120b",
       together: "meta-llama/Llama-3.3-70B-Instruct-Turbo",
-      openrouter: "openai/gpt-6-luna",
+      openrouter: "google/gemini-3.8-flash",
       cerebras: "gpt-oss-120b",
       fireworks: "accounts/fireworks/models/llama-v3p3-70b-instruct",
       gemini: "gemini-3.8-flash",

@@ -44,7 +44,7 @@ export const PRESETS: Readonly<Record<SdkBackendType, Preset>> = {
   grok: cloud("chat", "https://api.x.ai/v1", ["XAI_API_KEY"], "grok-4.7"),
   groq: cloud("chat", "https://api.groq.com/openai/v1", ["GROQ_API_KEY"], "openai/gpt-oss-120b"),
   together: cloud("chat", "https://api.together.xyz/v1", ["TOGETHER_API_KEY"], "meta-llama/Llama-3.3-70B-Instruct-Turbo"),
-  openrouter: cloud("chat", "https://openrouter.ai/api/v1", ["OPENROUTER_API_KEY"], "openai/gpt-6-luna"),
+  openrouter: cloud("chat", "https://openrouter.ai/api/v1", ["OPENROUTER_API_KEY"], "google/gemini-3.8-flash"),
   cerebras: cloud("chat", "https://api.cerebras.ai/v1", ["CEREBRAS_API_KEY"], "gpt-oss-120b"),
   fireworks: cloud("chat", "https://api.fireworks.ai/inference/v1", ["FIREWORKS_API_KEY"], "accounts/fireworks/models/llama-v3p3-70b-instruct"),
   gemini: cloud("chat", "https://generativelanguage.googleapis.com/v1beta/openai/", ["GEMINI_API_KEY", "GOOGLE_API_KEY"], "gemini-3.8-flash"),

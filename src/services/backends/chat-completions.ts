@@ -3,7 +3,10 @@
  *
  * `makeChatCompletionsBackend(opts)` streams `POST {baseURL}/chat/completions` with
  * `stream_options.include_usage`, offering the workflow tools as `function` tools with
- * `tool_choice: "required"` (no tools at all when the request has none). Content
+ * `tool_choice: "required"` (no tools at all when the request has none). A server
+ * that refuses a forced tool choice with a 400 naming it (Claude 5 models behind
+ * OpenRouter do) is asked again at once with `"auto"`, and that backend says
+ * `"auto"` from then on; a reply without a tool call is asked again like on any backend. Content
  * deltas become `text` chunks, `reasoning_content`/`reasoning` deltas (sent by
  * DeepSeek, vLLM, Groq, OpenRouter, Ollama) `reasoning` chunks; tool-call fragments
  * are joined by index. The SDK swallows `[DONE]`, so the terminal mark is the
@@ -12,7 +15,8 @@
 import OpenAI from "openai"
 import type { LlmChunk, LlmMessage, LlmReply, LlmRequest, TokenUsage } from "../../domain/llm.ts"
 import { noUsage } from "../../domain/llm.ts"
-import type { Backend } from "../backend.ts"
+import { Effect } from "effect"
+import type { Backend, BackendError, OnChunk } from "../backend.ts"
 import { type Assembly, backendFields, fail, type SdkBackendOptions, sdkCall } from "./sdk-stream.ts"
 
 type Params = OpenAI.Chat.ChatCompletionCreateParamsStreaming
@@ -36,7 +40,7 @@ const toMessage = (m: LlmMessage): OpenAI.Chat.ChatCompletionMessageParam => {
 }
 
 /** The request body for one call (without the transport options). */
-export const chatParams = (request: LlmRequest, opts: SdkBackendOptions): Params => ({
+export const chatParams = (request: LlmRequest, opts: SdkBackendOptions, forceToolChoice = true): Params => ({
   model: opts.model,
   stream: true,
   stream_options: { include_usage: true },
@@ -50,7 +54,7 @@ export const chatParams = (request: LlmRequest, opts: SdkBackendOptions): Params
           type: "function" as const,
           function: { name: t.name, description: t.description, parameters: { ...t.parameters } },
         })),
-        tool_choice: "required" as const,
+        tool_choice: forceToolChoice ? ("required" as const) : ("auto" as const),
       }
     : {}),
   ...(opts.temperature !== undefined ? { temperature: opts.temperature } : {}),
@@ -162,16 +166,33 @@ export const chatAssembly = (): Assembly<Chunk> => {
 export const openAiClient = (opts: SdkBackendOptions): OpenAI =>
   new OpenAI({ apiKey: opts.apiKey ?? "no-key", baseURL: opts.baseURL, maxRetries: 0, logLevel: "off" })
 
+/** A 400 whose message names the tool choice: the server will not be told to call a tool. */
+const refusesForcedToolChoice = (e: BackendError): boolean => e.reason === "bad_request" && /tool[_ ]?choice/i.test(e.detail)
+
 export const makeChatCompletionsBackend = (opts: SdkBackendOptions): Backend => {
   const client = openAiClient(opts)
   const secrets = opts.apiKey === null ? [] : [opts.apiKey]
+  let forceToolChoice = true
+  const callWith = (request: LlmRequest, onChunk: OnChunk, force: boolean) =>
+    sdkCall({
+      open: (signal) => client.chat.completions.create(chatParams(request, opts, force), { signal }),
+      assemble: chatAssembly,
+      secrets,
+    })(onChunk)
   return {
     ...backendFields(opts),
     call: (request, onChunk) =>
-      sdkCall({
-        open: (signal) => client.chat.completions.create(chatParams(request, opts), { signal }),
-        assemble: chatAssembly,
-        secrets,
-      })(onChunk),
+      Effect.suspend(() => {
+        const force = forceToolChoice && request.tools.length > 0
+        return callWith(request, onChunk, force).pipe(
+          Effect.catchIf(
+            (e) => force && refusesForcedToolChoice(e),
+            () => {
+              forceToolChoice = false
+              return callWith(request, onChunk, false)
+            },
+          ),
+        )
+      }),
   }
 }
