@@ -21,8 +21,13 @@ type Params = Anthropic.Messages.MessageCreateParamsStreaming
 type Event = Anthropic.Messages.RawMessageStreamEvent
 type Block = Anthropic.Messages.ContentBlockParam
 
-/** Anthropic requires `max_tokens`; this is used when the config sets none. */
-export const DEFAULT_ANTHROPIC_MAX_TOKENS = 8192
+/**
+ * Anthropic requires `max_tokens`; this is used when the config sets none. Claude
+ * 5 models think before they answer, by default and within this limit, so it
+ * leaves room for that: a reply cut off before its tool call is a wasted call.
+ * (Only usage is billed; every Claude model still served takes 32K.)
+ */
+export const DEFAULT_ANTHROPIC_MAX_TOKENS = 32_000
 
 const parseInput = (args: string): unknown => {
   try {
