@@ -344,7 +344,7 @@ describe("what resume refuses, and what it leaves alone", () => {
     expect(fs.readFileSync(nodePath.join(dir, "execution_metadata.yaml"), "utf8")).not.toContain("SECRET")
   })
 
-  test("an empty directory and a missing one: exit 1, a clear message, nothing created", async () => {
+  test("an empty directory, a missing one and a file: exit 1, a clear message, nothing created", async () => {
     const cwd = sandbox()
     const empty = nodePath.join(cwd, "empty")
     fs.mkdirSync(empty)
@@ -357,7 +357,13 @@ describe("what resume refuses, and what it leaves alone", () => {
     expectExit(m, 1)
     expect(m.stderr).toContain(`massgen: no such log directory: ${missing}`)
     expect(fs.existsSync(missing)).toBe(false)
-    expect(fs.readdirSync(cwd)).toEqual(["empty"])
+    const file = nodePath.join(cwd, "team.yaml")
+    fs.writeFileSync(file, "agents: []\n")
+    const f = await resume(file, cwd)
+    expectExit(f, 1)
+    expect(f.stderr).toContain(`massgen: not a massgen run: ${file} (a file, not a directory)`)
+    expect(fs.readFileSync(file, "utf8")).toBe("agents: []\n")
+    expect(fs.readdirSync(cwd).sort()).toEqual(["empty", "team.yaml"])
   })
 
   test("a directory whose events.jsonl is not a run's: exit 1, unchanged", async () => {

@@ -44,7 +44,8 @@ export interface RunDir {
 export const openRunDir = (dir: string): Effect.Effect<RunDir, RunDirError> =>
   Effect.suspend(() => {
     const path = resolve(dir)
-    if (!existsSync(path) || !statSync(path).isDirectory()) return Effect.fail(new RunDirError({ reason: "missing", path, detail: "" }))
+    if (!existsSync(path)) return Effect.fail(new RunDirError({ reason: "missing", path, detail: "" }))
+    if (!statSync(path).isDirectory()) return Effect.fail(new RunDirError({ reason: "not_a_run", path, detail: "a file, not a directory" }))
     const file = join(path, "events.jsonl")
     if (!existsSync(file)) return Effect.fail(new RunDirError({ reason: "not_a_run", path, detail: "it has no events.jsonl" }))
     let text: string
