@@ -61,6 +61,7 @@ export const runLayers = (mode: Mode, dir: string, profile: IoProfile | undefine
         appendOutput: (agent: string, text: string) => timed(profile, "agent output append", files.appendOutput(agent, text)),
         write: (path: string, text: string) =>
           timed(profile, path.startsWith("llm_log/") ? "llm_log write" : "final/ files write", files.write(path, text)),
+        prepare: files.prepare,
         flush: files.flush,
       })),
     ).pipe(Layer.provide(runFiles)),

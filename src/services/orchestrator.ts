@@ -135,6 +135,8 @@ export const runCoordination = (input: RunInput) =>
           yield* emit(event)
           // A refused call never starts: the run is stopping, so its round ends here.
           if (event._tag === "call_start" && refusedCalls.has(event.call)) return yield* Effect.interrupt
+          // Its log file is made while the call is out; the log is written before the call_end.
+          if (event._tag === "call_start") yield* files.prepare(`llm_log/${event.call}.json`)
           if (event._tag === "call_end" && !(yield* budgetLeft)) {
             yield* Queue.offer(inbox, { _tag: "stop", reason: "budget", message: `budget of $${settings.budget_usd} spent` })
           }

@@ -15,9 +15,18 @@
  * starts the append, on the I/O thread pool, so that a stream of small appends
  * never holds up the event loop; appends to one file land in the order made,
  * and `flush`, which a run does before its final status, waits for them all.
+ *
+ * `prepare(path)` makes an empty file in the background, so that creating it
+ * (a millisecond or more on a virtual disk) is done while the call is out, and
+ * a later `write` only fills it, in place rather than by rename. A run prepares
+ * each call's log at `call_start`. In place is safe there: that write comes
+ * before the `call_end` that makes the log readable to replay, so an empty or
+ * cut file can only belong to a call the events never closed, which replay
+ * does not read. A `write` that comes before the file is made falls back to
+ * the atomic write; the two never lose each other's text.
  */
-import { mkdirSync } from "node:fs"
-import { appendFile } from "node:fs/promises"
+import { mkdirSync, writeFileSync } from "node:fs"
+import { appendFile, open } from "node:fs/promises"
 import { join } from "node:path"
 import { Context, Effect, Layer } from "effect"
 import { writeFileAtomicSync } from "./status-writer.ts"
@@ -26,7 +35,9 @@ export interface RunFilesApi {
   readonly appendOutput: (agent: string, text: string) => Effect.Effect<void>
   /** Writes a whole file, atomically, creating its directory; done when the file is in place. */
   readonly write: (relativePath: string, text: string) => Effect.Effect<void>
-  /** Waits for every append started; failures are logged as warnings, one per file. */
+  /** Starts making an empty file for a later `write`, and returns at once. */
+  readonly prepare: (relativePath: string) => Effect.Effect<void>
+  /** Waits for every append and prepare started; failures are logged as warnings, one per file. */
   readonly flush: Effect.Effect<void>
 }
 
@@ -45,6 +56,8 @@ export const liveRunFiles = (logDir: string): Layer.Layer<RunFiles> =>
       void write.finally(() => pending.delete(write))
     }
     const appends = new Map<string, Promise<void>>()
+    // Files made by `prepare` and not written yet.
+    const prepared = new Set<string>()
     // Made now, with the log directory: a new directory costs milliseconds on some disks, and not in a reply's way.
     for (const dir of [outputs, join(logDir, "llm_log")]) {
       try {
@@ -65,8 +78,22 @@ export const liveRunFiles = (logDir: string): Layer.Layer<RunFiles> =>
           appends.set(path, appended)
           track(appended)
         }),
+      prepare: (relativePath) =>
+        Effect.sync(() => {
+          const path = join(logDir, relativePath)
+          // "wx": never over a file that exists, such as one an early `write` already made whole.
+          const made = open(path, "wx").then((file) => file.close()).then(
+            () => void prepared.add(path),
+            () => undefined,
+          )
+          track(made)
+        }),
       write: (relativePath, text) =>
-        Effect.try(() => writeFileAtomicSync(join(logDir, relativePath), text, madeDirs)).pipe(
+        Effect.try(() => {
+          const path = join(logDir, relativePath)
+          if (prepared.delete(path)) writeFileSync(path, text)
+          else writeFileAtomicSync(path, text, madeDirs)
+        }).pipe(
           Effect.catchAll((e) => Effect.logWarning(`${relativePath}: ${String(e.cause)}`)),
         ),
       flush: Effect.gen(function* () {
@@ -93,6 +120,7 @@ export const memoryRunFiles = (): { readonly layer: Layer.Layer<RunFiles>; reado
         files.set(path, (files.get(path) ?? "") + text)
       }),
     write: (relativePath, text) => Effect.sync(() => void files.set(relativePath, text)),
+    prepare: () => Effect.void,
     flush: Effect.void,
   }
   return { layer: Layer.succeed(RunFiles, api), files }
