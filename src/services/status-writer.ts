@@ -42,39 +42,36 @@ let tempCounter = 0
 
 /**
  * Replaces the file at `path` with `text` atomically, creating its directory if
- * missing (unless `madeDirs` says it exists). The promise settles once the
- * file is renamed into place, or its temporary file removed.
- */
-export const writeFileAtomicAsync = async (path: string, text: string, madeDirs?: Set<string>): Promise<void> => {
-  tempCounter += 1
-  const temp = `${path}.${process.pid}.${tempCounter}.tmp`
-  const dir = nodePath.dirname(path)
-  try {
-    if (!madeDirs?.has(dir)) {
-      await fs.promises.mkdir(dir, { recursive: true })
-      madeDirs?.add(dir)
-    }
-    await fs.promises.writeFile(temp, text, "utf8")
-    await fs.promises.rename(temp, path)
-  } catch (cause) {
-    await fs.promises.rm(temp, { force: true }).catch(() => undefined)
-    throw cause
-  }
-}
-
-/**
- * `writeFileAtomicAsync` as an Effect. Uninterruptible: a write once begun ends
- * (renamed or removed) before its fiber does, so no interrupted write can land
- * after a later one.
+ * missing. Uninterruptible: a write once begun ends (renamed or removed) before
+ * its fiber does, so no interrupted write can land after a later one.
  */
 export const writeFileAtomic = (path: string, text: string): Effect.Effect<void, StatusWriteError> =>
   Effect.uninterruptible(
-    Effect.tryPromise({
-      try: () => writeFileAtomicAsync(path, text),
-      catch: (cause) => new StatusWriteError({ reason: "write_failed", path, detail: detailOf(cause) }),
+    Effect.suspend(() => {
+      tempCounter += 1
+      const temp = `${path}.${process.pid}.${tempCounter}.tmp`
+      return Effect.tryPromise({
+        try: async () => {
+          try {
+            await fs.promises.mkdir(nodePath.dirname(path), { recursive: true })
+            await fs.promises.writeFile(temp, text, "utf8")
+            await fs.promises.rename(temp, path)
+          } catch (cause) {
+            await fs.promises.rm(temp, { force: true }).catch(() => undefined)
+            throw cause
+          }
+        },
+        catch: (cause) => new StatusWriteError({ reason: "write_failed", path, detail: detailOf(cause) }),
+      })
     }),
   )
 
+/**
+ * `writeFileAtomic` done synchronously: for the small files a run writes on its
+ * critical path (call logs, final answers), one blocking write is far cheaper
+ * than three trips through the thread pool. `madeDirs` remembers directories
+ * already created.
+ */
 export const writeFileAtomicSync = (path: string, text: string, madeDirs?: Set<string>): void => {
   tempCounter += 1
   const temp = `${path}.${process.pid}.${tempCounter}.tmp`
