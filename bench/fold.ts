@@ -10,7 +10,7 @@
  * JSONL text (built with `encodeEventLine`) then `foldEvents`.
  */
 import { Either } from "effect"
-import { type Config, decodeConfig } from "../src/domain/config.ts"
+import { type Config, DEFAULT_SETTINGS, decodeConfig } from "../src/domain/config.ts"
 import { encodeEventLine, readEventsText } from "../src/domain/event-codec.ts"
 import type { Event } from "../src/domain/events.ts"
 import { type State, foldEvents } from "../src/domain/state.ts"
@@ -75,14 +75,7 @@ export const oneLongRun = (): ReadonlyArray<Event> => {
       question: "What is 2+2?",
       log_dir: "/tmp/log_long",
       agents,
-      settings: {
-        max_new_answers_per_agent: null,
-        skip_final_presentation: false,
-        final_answer_strategy: "winner_present",
-        orchestrator_timeout_seconds: 1800,
-        agent_timeout_seconds: 600,
-        budget_usd: null,
-      },
+      settings: DEFAULT_SETTINGS,
       version: "bench",
       pid: 1,
     },

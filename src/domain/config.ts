@@ -209,6 +209,16 @@ const setAt = (doc: unknown, path: ReadonlyArray<PropertyKey>, value: unknown): 
 
 const decodeFile = Schema.decodeUnknownEither(ConfigFile, { errors: "all", onExcessProperty: "ignore" })
 
+/** The run settings of a config that sets none of them. */
+export const DEFAULT_SETTINGS: RunSettings = {
+  max_new_answers_per_agent: null,
+  skip_final_presentation: false,
+  final_answer_strategy: "winner_present",
+  orchestrator_timeout_seconds: 1800,
+  agent_timeout_seconds: 600,
+  budget_usd: null,
+}
+
 /** Decodes a parsed YAML document into a `Config`, or every problem found in it. */
 export const decodeConfig = (
   raw: unknown,
@@ -272,16 +282,16 @@ export const decodeConfig = (
   })
   if (problems.length > 0) return Either.left(problems)
   const o = file.orchestrator ?? {}
-  const skip = o.skip_final_presentation ?? false
+  const skip = o.skip_final_presentation ?? DEFAULT_SETTINGS.skip_final_presentation
   return Either.right({
     agents,
     settings: {
-      max_new_answers_per_agent: o.max_new_answers_per_agent ?? null,
+      max_new_answers_per_agent: o.max_new_answers_per_agent ?? DEFAULT_SETTINGS.max_new_answers_per_agent,
       skip_final_presentation: skip,
-      final_answer_strategy: o.final_answer_strategy ?? (skip ? "winner_reuse" : "winner_present"),
-      orchestrator_timeout_seconds: file.timeout_settings?.orchestrator_timeout_seconds ?? 1800,
-      agent_timeout_seconds: file.timeout_settings?.agent_timeout_seconds ?? 600,
-      budget_usd: o.budget_usd ?? null,
+      final_answer_strategy: o.final_answer_strategy ?? (skip ? "winner_reuse" : DEFAULT_SETTINGS.final_answer_strategy),
+      orchestrator_timeout_seconds: file.timeout_settings?.orchestrator_timeout_seconds ?? DEFAULT_SETTINGS.orchestrator_timeout_seconds,
+      agent_timeout_seconds: file.timeout_settings?.agent_timeout_seconds ?? DEFAULT_SETTINGS.agent_timeout_seconds,
+      budget_usd: o.budget_usd ?? DEFAULT_SETTINGS.budget_usd,
     },
     pricing: file.pricing ?? {},
   })

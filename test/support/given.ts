@@ -22,6 +22,7 @@ import {
   judgeReply,
   stopRun,
 } from "../../src/domain/decide.ts"
+import { DEFAULT_SETTINGS } from "../../src/domain/config.ts"
 import type { Event, FinalAnswerStrategy, FinalSource, FinishReason, RunSettings } from "../../src/domain/events.ts"
 import { type State, foldEvents } from "../../src/domain/state.ts"
 
@@ -34,14 +35,7 @@ export const at = (i: number): string => iso(T0 + i * 1000)
 /** Builders leave the time empty; `given` stamps it. */
 const NO_TIME = ""
 
-export const defaultSettings: RunSettings = {
-  max_new_answers_per_agent: null,
-  skip_final_presentation: false,
-  final_answer_strategy: "winner_present",
-  orchestrator_timeout_seconds: 1800,
-  agent_timeout_seconds: 600,
-  budget_usd: null,
-}
+export const defaultSettings: RunSettings = DEFAULT_SETTINGS
 
 // ---------------------------------------------------------------- events
 
