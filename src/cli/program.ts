@@ -54,7 +54,7 @@ const program = (argv: ReadonlyArray<string>, { stopSignal, print, printError }:
         return viewerCommand(invocation, {
           env,
           cwd,
-          interrupt: Effect.promise(() => stopSignal),
+          interrupt: cli.interrupt,
           print,
           printError,
           readLine: readStdinLine,
