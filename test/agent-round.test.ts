@@ -1,5 +1,5 @@
 /**
- * One round of one agent: `checkReply` on every kind of bad reply, and `runRound`
+ * One round of one agent: `runRound`, the round machine's interpreter,
  * against a fake backend under the TestClock (retries, backoff, retry-after, timeouts).
  */
 import { describe, expect, test } from "bun:test"
@@ -7,7 +7,8 @@ import { Clock, Effect, Fiber, Option, TestClock } from "effect"
 import type { Event } from "../src/domain/events.ts"
 import type { LlmReply, LlmRequest, ShownAnswer, ToolCall } from "../src/domain/llm.ts"
 import { presentationRequest, roundRequest } from "../src/domain/prompts.ts"
-import { MAX_ATTEMPTS, type RoundDeps, type RoundInput, checkReply, runPresentation, runRound } from "../src/services/agent-round.ts"
+import { type RoundDeps, type RoundInput, runPresentation, runRound } from "../src/services/agent-round.ts"
+import { MAX_ATTEMPTS } from "../src/domain/round-machine.ts"
 import { type Backend, BackendError } from "../src/services/backend.ts"
 import { effect } from "./support/effect-test.ts"
 
@@ -84,7 +85,7 @@ const fakeBackend = (steps: ReadonlyArray<Step>, options: { maxRetries?: number;
   }
 }
 
-const makeDeps = (options: { mayCall?: boolean } = {}) => {
+const makeDeps = () => {
   const events: Array<Event> = []
   const texts: Array<string> = []
   let calls = 0
@@ -96,7 +97,6 @@ const makeDeps = (options: { mayCall?: boolean } = {}) => {
     onReasoning: () => Effect.void,
     logCall: () => Effect.void,
     priceOf: () => null,
-    mayCall: Effect.succeed(options.mayCall ?? true),
   }
   return { deps, events, texts }
 }
@@ -115,75 +115,6 @@ const ofTag = <T extends Event["_tag"]>(events: ReadonlyArray<Event>, tag: T) =>
 
 /** Whether a forked fiber has finished. */
 const isDone = <A, E>(fiber: Fiber.Fiber<A, E>) => Effect.map(Fiber.poll(fiber), Option.isSome)
-
-// ---------------------------------------------------------------- checkReply
-
-describe("checkReply", () => {
-  const input = (shown: ReadonlyArray<ShownAnswer> = [], voteOnly = false) => roundInput(fakeBackend([hang]), { shown, voteOnly })
-  const rejection = (r: ReturnType<typeof checkReply>) => (r.ok ? "ok" : r.reason)
-
-  test("a reply with no tool call is rejected as no_tool_call", () => {
-    expect(rejection(checkReply(input(), textOnly("I think 4.")))).toBe("no_tool_call")
-  })
-
-  test("a reply calling both tools is rejected as both_tools", () => {
-    const both = reply("", [tool("new_answer", { content: "4" }), tool("vote", { agent_id: "agent1" })])
-    expect(rejection(checkReply(input(shownOf("agent1.1")), both))).toBe("both_tools")
-  })
-
-  test("a reply calling only an unknown tool is rejected as unknown_tool, naming it", () => {
-    const r = checkReply(input(), reply("", [tool("web_search", { q: "2+2" })]))
-    expect(r).toEqual({ ok: false, reason: "unknown_tool", message: expect.stringContaining("web_search") })
-  })
-
-  test("arguments that are not a JSON object are rejected as bad_arguments", () => {
-    expect(rejection(checkReply(input(), reply("", [tool("new_answer", "{content: 4")])))).toBe("bad_arguments")
-    expect(rejection(checkReply(input(), reply("", [tool("new_answer", "[1,2]")])))).toBe("bad_arguments")
-    expect(rejection(checkReply(input(), reply("", [tool("new_answer", "null")])))).toBe("bad_arguments")
-  })
-
-  test("new_answer without a content string is rejected as bad_arguments", () => {
-    expect(rejection(checkReply(input(), newAnswer(4)))).toBe("bad_arguments")
-    expect(rejection(checkReply(input(), reply("", [tool("new_answer", "")])))).toBe("bad_arguments")
-  })
-
-  test("new_answer in a vote-only round is rejected as answer_limit", () => {
-    expect(rejection(checkReply(input(shownOf("agent1.1"), true), newAnswer("4")))).toBe("answer_limit")
-  })
-
-  test("new_answer with blank content is rejected as empty_answer", () => {
-    expect(rejection(checkReply(input(), newAnswer("")))).toBe("empty_answer")
-    expect(rejection(checkReply(input(), newAnswer("  \n\t")))).toBe("empty_answer")
-  })
-
-  test("a vote for an id the round did not show is rejected as invalid_vote_target, listing the valid ones", () => {
-    const r = checkReply(input(shownOf("agent1.1", "agent2.1")), voteFor("agent3"))
-    expect(r).toEqual({ ok: false, reason: "invalid_vote_target", message: expect.stringContaining("agent1, agent2") })
-    expect(rejection(checkReply(input(shownOf("agent1.1")), voteFor(1)))).toBe("invalid_vote_target")
-    expect(rejection(checkReply(input(shownOf("agent1.1")), reply("", [tool("vote", {})])))).toBe("invalid_vote_target")
-  })
-
-  test("a vote when no answer is shown is rejected as invalid_vote_target", () => {
-    expect(rejection(checkReply(input(), voteFor("agent1")))).toBe("invalid_vote_target")
-  })
-
-  test("a valid new_answer becomes an answered reply", () => {
-    expect(checkReply(input(), newAnswer("4"))).toEqual({ ok: true, reply: { _tag: "answered", agent: "a", round: 1, content: "4" } })
-  })
-
-  test("a valid vote becomes a voted reply; a missing reason is empty", () => {
-    expect(checkReply(input(shownOf("agent1.1", "agent2.1")), voteFor("agent2", "clearer"))).toEqual({
-      ok: true,
-      reply: { _tag: "voted", agent: "a", round: 1, targetAnonId: "agent2", reason: "clearer" },
-    })
-    expect(checkReply(input(shownOf("agent1.1")), voteFor("agent1"))).toMatchObject({ ok: true, reply: { reason: "" } })
-  })
-
-  test("an unknown tool next to a workflow tool is ignored", () => {
-    const r = checkReply(input(), reply("", [tool("web_search", {}), tool("new_answer", { content: "4" })]))
-    expect(r).toMatchObject({ ok: true, reply: { _tag: "answered", content: "4" } })
-  })
-})
 
 // ---------------------------------------------------------------- runRound
 
@@ -354,16 +285,6 @@ describe("runRound", () => {
       yield* TestClock.adjust("30 seconds")
       expect(yield* Fiber.join(fiber)).toMatchObject({ _tag: "failed", kind: "timeout" })
       expect(backend.requests).toHaveLength(2)
-    }),
-  )
-
-  effect("with the budget spent no call starts", () =>
-    Effect.gen(function* () {
-      const { deps, events } = makeDeps({ mayCall: false })
-      const backend = fakeBackend([ok(newAnswer("4"))])
-      expect(yield* runRound(deps, roundInput(backend))).toEqual({ _tag: "failed", agent: "a", round: 1, kind: "error", message: "budget spent" })
-      expect(events).toEqual([])
-      expect(backend.requests).toEqual([])
     }),
   )
 

@@ -10,7 +10,7 @@
 import { describe, expect, test } from "bun:test"
 import { Arbitrary, FastCheck } from "effect"
 import fc from "fast-check"
-import { type Command, type Reply, commandEvent, decide, judgeReply, stopRun } from "../src/domain/decide.ts"
+import { type Command, type Reply, commandEvents, decide, judgeReply, stopRun } from "../src/domain/decide.ts"
 import { decodeEventLine, encodeEventLine, readEventsText } from "../src/domain/event-codec.ts"
 import { Event, type FinishReason, type RunSettings } from "../src/domain/events.ts"
 import { type State, evolve, foldEvents, initialState, isLive, latestLabels, sameLabels } from "../src/domain/state.ts"
@@ -145,7 +145,7 @@ const drive = (sim: Sim): void => {
     for (const command of commands) {
       sim.commands.push(command)
       if (command._tag === "CancelRound") sim.cancelled.push({ agent: command.agent, round: command.round })
-      append(sim, commandEvent(command, now(sim)))
+      for (const event of commandEvents(sim.state, command, now(sim))) append(sim, event)
     }
   }
   throw new Error("decide never settled")
@@ -342,7 +342,7 @@ describe("simulated runs", () => {
         expect(decide(run.state)).toEqual([])
         for (const s of run.states) {
           const commands = decide(s)
-          const folded = foldEvents(commands.map((c) => commandEvent(c, at(0))), s)
+          const folded = foldEvents(commands.flatMap((c) => commandEvents(s, c, at(0))), s)
           // Cancellations come alone; after them, rounds (or the presentation) follow.
           if (commands.some((c) => c._tag === "CancelRound")) expect(commands.every((c) => c._tag === "CancelRound")).toBe(true)
           else expect(decide(folded).filter((c) => c._tag === "StartRound" || c._tag === "CancelRound")).toEqual([])

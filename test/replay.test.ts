@@ -100,6 +100,27 @@ describe("replay of recorded in-memory runs", () => {
     }),
   )
 
+  effect("a budget spent between two attempts of a round: no agent is charged with a failure, and replay agrees", () =>
+    Effect.gen(function* () {
+      const doc = {
+        agents: agents(
+          { model: "m", input_tokens: 1000, output_tokens: 0, script: [{ text: "Let me think." }] },
+          { answer: "B", vote: "agent2", delay_seconds: 5 },
+        ),
+        pricing: { m: { input: 1000, output: 0 } },
+        orchestrator: { budget_usd: 0.5 },
+      }
+      const run = yield* runInMemory(doc)
+      expect(run.reason).toBe("budget")
+      expect(ofTag(run.events, "reply_rejected")).toHaveLength(1)
+      expect(ofTag(run.events, "agent_failed")).toEqual([])
+      // The second attempt's call never started.
+      expect(ofTag(run.events, "call_start").filter((e) => e.agent === "agent_a")).toHaveLength(1)
+      expect(run.events.at(-1)).toMatchObject({ _tag: "run_finished", reason: "budget", winner: null, message: "budget of $0.5 spent" })
+      expectSameRun(doc, run)
+    }),
+  )
+
   effect("a restart after a late answer (delays under the TestClock)", () =>
     Effect.gen(function* () {
       const doc = {
@@ -319,6 +340,14 @@ describe("replay of random scripted runs", () => {
 
 describe("divergences", () => {
   const recordConsensus = () => Effect.runPromise(runInMemory(CONSENSUS))
+  /** The events with the reply that call `n`'s call_end carries changed by `f`. */
+  const editReply = (events: ReadonlyArray<Event>, n: number, f: (reply: any) => void): Array<Event> =>
+    events.map((e) => {
+      if (e._tag !== "call_end" || e.call !== n) return e
+      const reply = structuredClone(e.reply)
+      f(reply)
+      return { ...e, reply }
+    })
   const edit = (files: Map<string, string>, n: number, f: (record: any) => void) => {
     const record = JSON.parse(files.get(`llm_log/${n}.json`)!)
     f(record)
@@ -335,11 +364,10 @@ describe("divergences", () => {
     const run = await recordConsensus()
     const at = run.events.findIndex((e) => e._tag === "answer_submitted" && e.agent === "agent_b")
     const call = callBehind(run.events, at)
-    const files = new Map(run.files)
-    edit(files, call, (r) => {
-      r.reply.toolCalls[0].arguments = JSON.stringify({ content: "Five." })
+    const events = editReply(run.events, call, (r) => {
+      r.tool_calls[0].arguments = JSON.stringify({ content: "Five." })
     })
-    const result = replayOf(CONSENSUS, run.events, files)
+    const result = replayOf(CONSENSUS, events, run.files)
     expect(result.divergence).not.toBeNull()
     expect(result.divergence!.index).toBe(at)
     expect(result.divergence!.recorded?._tag).toBe("answer_submitted")
@@ -351,11 +379,10 @@ describe("divergences", () => {
     const run = await recordConsensus()
     const at = run.events.findIndex((e) => e._tag === "vote_cast" && e.agent === "agent_c")
     const call = callBehind(run.events, at)
-    const files = new Map(run.files)
-    edit(files, call, (r) => {
-      r.reply.toolCalls[0].arguments = JSON.stringify({ agent_id: "agent2", reason: "changed my mind" })
+    const events = editReply(run.events, call, (r) => {
+      r.tool_calls[0].arguments = JSON.stringify({ agent_id: "agent2", reason: "changed my mind" })
     })
-    const result = replayOf(CONSENSUS, run.events, files)
+    const result = replayOf(CONSENSUS, events, run.files)
     expect(result.divergence?.index).toBe(at)
     expect(result.divergence?.recorded?._tag).toBe("vote_cast")
   })
@@ -364,11 +391,10 @@ describe("divergences", () => {
     const run = await recordConsensus()
     const at = run.events.findIndex((e) => e._tag === "final_answer")
     const call = ofTag(run.events, "call_end").find((e) => e.role === "presentation")!.call
-    const files = new Map(run.files)
-    edit(files, call, (r) => {
-      r.reply.text = "Something else."
+    const events = editReply(run.events, call, (r) => {
+      r.text = "Something else."
     })
-    const result = replayOf(CONSENSUS, run.events, files)
+    const result = replayOf(CONSENSUS, events, run.files)
     expect(result.divergence?.index).toBe(at)
     expect(result.divergence?.recorded?._tag).toBe("final_answer")
   })
@@ -377,13 +403,24 @@ describe("divergences", () => {
     const run = await recordConsensus()
     const at = run.events.findIndex((e) => e._tag === "answer_submitted" && e.agent === "agent_a")
     const call = callBehind(run.events, at)
-    const files = new Map(run.files)
-    edit(files, call, (r) => {
-      r.reply.toolCalls = []
+    const events = editReply(run.events, call, (r) => {
+      r.tool_calls = []
     })
-    const result = replayOf(CONSENSUS, run.events, files)
+    const result = replayOf(CONSENSUS, events, run.files)
     expect(result.divergence).not.toBeNull()
     expect(result.divergence!.index).toBe(at)
+  })
+
+  test("a log older than call_end's reply is replayed from the replies in llm_log/", async () => {
+    const run = await recordConsensus()
+    const old = run.events.map((e) => (e._tag === "call_end" ? { ...e, reply: undefined } : e)) as Array<Event>
+    expect(replayOf(CONSENSUS, old, run.files).divergence).toBeNull()
+    const at = old.findIndex((e) => e._tag === "answer_submitted" && e.agent === "agent_b")
+    const files = new Map(run.files)
+    edit(files, callBehind(old, at), (r) => {
+      r.reply.toolCalls[0].arguments = JSON.stringify({ content: "Five." })
+    })
+    expect(replayOf(CONSENSUS, old, files).divergence?.index).toBe(at)
   })
 
   test("a missing llm_log file is a divergence saying it is missing, not a crash", async () => {
@@ -499,10 +536,13 @@ describe.concurrent("massgen replay --check", () => {
     const events = readEventsText(fs.readFileSync(nodePath.join(logDir, "events.jsonl"), "utf8")).events
     const at = events.findIndex((e) => e._tag === "answer_submitted" && e.agent === "agent_c")
     const end = events.slice(0, at).findLast((e) => e._tag === "call_end" && e.agent === "agent_c") as Extract<Event, { _tag: "call_end" }>
-    const file = nodePath.join(logDir, "llm_log", `${end.call}.json`)
-    const record = JSON.parse(fs.readFileSync(file, "utf8"))
-    record.reply.toolCalls[0].arguments = JSON.stringify({ content: "2+2=5" })
-    fs.writeFileSync(file, JSON.stringify(record, null, 2))
+    const file = nodePath.join(logDir, "events.jsonl")
+    const lines = fs.readFileSync(file, "utf8").split("\n")
+    const endLine = lines.findIndex((l) => l.includes('"type":"call_end"') && l.includes(`"call":${end.call},`))
+    const record = JSON.parse(lines[endLine]!)
+    record.reply.tool_calls[0].arguments = JSON.stringify({ content: "2+2=5" })
+    lines[endLine] = JSON.stringify(record)
+    fs.writeFileSync(file, lines.join("\n"))
     const result = await replayCli(logDir, cwd)
     expect(result.exitCode).toBe(2)
     const diverged = result.lines.find((l) => l.startsWith("DIVERGED"))
@@ -512,12 +552,12 @@ describe.concurrent("massgen replay --check", () => {
     expect(result.stdout).toContain("2+2=5")
   }, 60_000)
 
-  test("exit 2 naming a missing recorded reply", async () => {
+  test("exit 2 naming a missing recorded request", async () => {
     const { cwd, logDir } = await recordRun(CONSENSUS)
     fs.rmSync(nodePath.join(logDir, "llm_log", "2.json"))
     const result = await replayCli(logDir, cwd)
     expect(result.exitCode).toBe(2)
-    expect(result.stdout).toMatch(/DIVERGED at event (\d+) \(line \1 of events\.jsonl\): the reply of call 2 is missing/)
+    expect(result.stdout).toMatch(/DIVERGED at event (\d+) \(line \1 of events\.jsonl\): the request of call 2 is missing/)
     expect(result.stderr).toBe("")
   }, 60_000)
 

@@ -6,9 +6,11 @@
  * nothing more until another event arrives. `judgeReply` turns what a round or
  * a presentation returned into the events it causes, checked against the state
  * at the moment it arrives (a round may have been shown answers that are no
- * longer the latest). `stopRun` gives the events of a run stopped from outside
- * (orchestrator timeout, budget, signal). All three are pure: times come in as
- * ISO strings.
+ * longer the latest). `stopRun` gives the events of a run stopped before it is
+ * decided (orchestrator timeout, budget, signal). All are pure: times come in
+ * as ISO strings. The budget is a rule of `decide`: once the calls have cost
+ * the budget, it stops the run (`StopRun`), and `mayStartCall` refuses any
+ * further call, so no agent is charged with a failure for it.
  *
  * MassGen's rules: a new answer clears every vote and makes every other agent
  * look again (an agent still on its first answer is not interrupted); a round
@@ -48,6 +50,8 @@ export type Command =
     }
   | { readonly _tag: "UseStoredAnswer"; readonly agent: string; readonly label: string; readonly content: string }
   | { readonly _tag: "FinishRun"; readonly reason: FinishReason; readonly winner: string | null; readonly message: string }
+  /** The run stops before it is decided (the budget is spent): the final answer is salvaged, then the run finishes. */
+  | { readonly _tag: "StopRun"; readonly reason: "budget"; readonly message: string }
 
 /** What a round or a presentation came back with. */
 export type Reply =
@@ -88,12 +92,22 @@ const atCap = (state: State, a: AgentState): boolean => {
   return cap !== null && a.answers.length >= cap
 }
 
+/** The run has a budget and its calls have cost that much. */
+export const budgetSpent = (state: State): boolean => {
+  const budget = state.run?.settings.budget_usd ?? null
+  return budget !== null && (state.usage.cost ?? 0) >= budget
+}
+
+/** Whether a model call may start now: the run goes on and its budget is not spent. */
+export const mayStartCall = (state: State): boolean => state.run !== null && state.finished === null && !budgetSpent(state)
+
 export const decide = (state: State): ReadonlyArray<Command> => {
   const run = state.run
   if (run === null || state.finished !== null) return []
   if (state.final !== null) {
     return [{ _tag: "FinishRun", reason: "completed", winner: state.final.agent, message: "every live agent voted" }]
   }
+  if (budgetSpent(state)) return [{ _tag: "StopRun", reason: "budget", message: `budget of $${run.settings.budget_usd} spent` }]
   if (state.presentation !== null) {
     const p = state.presentation
     const content = state.answers[p.label]?.content ?? ""
@@ -238,8 +252,12 @@ export const stopRun = (
   return events
 }
 
-/** The event a command is recorded as, before the orchestrator carries it out. */
-export const commandEvent = (command: Command, time: string): Event => {
+/** The events a command is recorded as, before the orchestrator carries it out. */
+export const commandEvents = (state: State, command: Command, time: string): ReadonlyArray<Event> =>
+  command._tag === "StopRun" ? stopRun(state, command.reason, command.message, time) : [commandEvent(command, time)]
+
+/** The event a command that is one event is recorded as. */
+export const commandEvent = (command: Exclude<Command, { readonly _tag: "StopRun" }>, time: string): Event => {
   switch (command._tag) {
     case "StartRound":
       return {

@@ -106,6 +106,7 @@ export const RejectionReason = Schema.Literal(
   "invalid_vote_target",
   "answer_limit",
   "empty_answer",
+  "tool_limit",
 )
 export type RejectionReason = typeof RejectionReason.Type
 
@@ -157,6 +158,22 @@ export const CallStarted = defineEvent("call_start", {
   attempt: Schema.JsonNumber,
 })
 
+/** A tool call of a model reply, as the model wrote it. */
+export const RecordedToolCall = Schema.Struct({ id: Schema.String, name: Schema.String, arguments: Schema.String })
+
+/**
+ * What a model call returned, as the round machine (`round-machine.ts`) reads it:
+ * the reply's text, its tool calls, and the provider's opaque parts (thinking
+ * blocks with their signatures, reasoning items), which a later call of the
+ * same round may have to send back unchanged.
+ */
+export const RecordedReply = Schema.Struct({
+  text: Schema.String,
+  tool_calls: Schema.Array(RecordedToolCall),
+  parts: Schema.Array(Schema.Unknown),
+})
+export type RecordedReply = typeof RecordedReply.Type
+
 /**
  * An LLM call came back or failed. Token counts are the provider's, null where
  * its reply does not report them; `cost` is null when the model has no price.
@@ -175,6 +192,8 @@ export const CallEnded = defineEvent("call_end", {
   truncated: Schema.NullOr(Schema.Boolean),
   cost: Schema.NullOr(Schema.JsonNumber),
   error: Schema.NullOr(Schema.String),
+  /** The reply, so that the log alone rebuilds a round's transcript; null for a failed call, absent in older logs. */
+  reply: Schema.optional(Schema.NullOr(RecordedReply)),
 })
 
 /** A failed call is tried again after `delay_seconds`. */

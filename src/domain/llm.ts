@@ -79,6 +79,11 @@ export interface LlmReply {
   readonly truncated: boolean | null
   /** The provider's raw reply (or what was assembled from its stream), kept for the call log. */
   readonly raw: unknown
+  /**
+   * The provider's opaque parts a later call of the same round must send back
+   * unchanged: Anthropic thinking blocks with their signatures, OpenAI reasoning items.
+   */
+  readonly parts?: ReadonlyArray<unknown>
 }
 
 export type LlmChunk =

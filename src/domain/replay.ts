@@ -4,24 +4,29 @@
  * `replayRun` walks a recorded `events.jsonl` in its recorded order, on a
  * virtual clock whose time is each recorded event's time. For every recorded
  * event it computes what this code produces at that point from the same
- * inputs: the decider's commands (`decide`), the requests of each call (rebuilt
- * with `prompts.ts` and compared with the request recorded in `llm_log/`), the
- * check of each recorded reply (`checkReply`), the judgement of each result
- * (`judgeReply`) and the stops (`stopRun`). Inputs taken from the record are
- * only what the outside world decided: the replies in `llm_log/`, call
- * failures, timeouts, signals and the order in which results arrived. The
- * first event that differs (wall-clock fields aside) is the divergence; a
- * missing recorded reply or a request built differently is one too.
+ * inputs: the decider's commands (`decide`, which also stops a run whose budget
+ * is spent), the round machine's steps (`round-machine.ts`: the request and
+ * attempt of each call, what each recorded reply means, the problems the model
+ * is told of), the judgement of each result (`judgeReply`) and the stops from
+ * outside (`stopRun`). Inputs taken from the record are only what the outside
+ * world decided: the model replies (carried by `call_end`, or in `llm_log/`
+ * for logs older than that), call failures and retries, timeouts, signals and
+ * the order in which results arrived. Every request is compared with the one
+ * recorded in `llm_log/`. The first event that differs (wall-clock fields
+ * aside) is the divergence; a missing recorded reply or request, or a request
+ * built differently, is one too.
+ *
+ * The round machines still in flight at the end of the log are the rounds a
+ * resume would continue: `rounds` gives them, transcript included.
  *
  * Pure: the recorded calls come in as a lookup function.
  */
 import type { Agent } from "./config.ts"
-import { type Reply, commandEvent, decide, judgeReply, stopRun } from "./decide.ts"
+import { type Command, type Reply, commandEvents, decide, judgeReply, stopRun } from "./decide.ts"
 import type { Event } from "./events.ts"
-import type { LlmMessage, LlmReply, LlmRequest } from "./llm.ts"
-import { retryMessages } from "./prompts.ts"
+import type { LlmReply, LlmRequest } from "./llm.ts"
 import { requestForPresentation, requestForRound } from "./requests.ts"
-import { checkReply, MAX_ATTEMPTS } from "./reply-check.ts"
+import { type RoundMachine, type Transition, onCallFailed, onModelReply, replyOfRecord, startRound } from "./round-machine.ts"
 import { type State, evolve, initialState } from "./state.ts"
 
 export interface RecordedCall {
@@ -42,6 +47,8 @@ export interface ReplayResult {
   readonly events: ReadonlyArray<Event>
   readonly state: State
   readonly divergence: Divergence | null
+  /** The rounds (and a presentation) in flight at the end of the log, by agent: what a resume would continue. */
+  readonly rounds: ReadonlyMap<string, RoundMachine>
 }
 
 /** Fields that say where and when a run happened, not what it decided. */
@@ -52,7 +59,7 @@ const comparable = (event: Event): string =>
 
 export const sameDecision = (a: Event, b: Event): boolean => comparable(a) === comparable(b)
 
-/** The request this code builds for an agent's current round or presentation, before retries. */
+/** The request this code builds for an agent's current round or presentation, before its transcript. */
 const baseRequest = (state: State, agents: ReadonlyArray<Agent>, agentId: string, role: "round" | "presentation"): LlmRequest | null => {
   const agent = agents.find((a) => a.id === agentId)
   if (agent === undefined) return null
@@ -61,11 +68,11 @@ const baseRequest = (state: State, agents: ReadonlyArray<Agent>, agentId: string
 
 const requestKey = (r: LlmRequest): string => JSON.stringify({ system: r.system, messages: r.messages, tools: r.tools })
 
-interface Round {
-  readonly round: number
-  messages: ReadonlyArray<LlmMessage>
-  rejected: { readonly reason: string; readonly message: string } | null
-  attempts: number
+/** The events of the decider's commands now, the one like `rec` first. */
+const decided = (state: State, time: string, like?: Event): ReadonlyArray<Event> => {
+  const events = decide(state).flatMap((c: Command) => commandEvents(state, c, time))
+  const match = like === undefined ? undefined : events.find((e) => e._tag === like._tag && sameDecision(e, like))
+  return match === undefined ? events : [match, ...events.filter((e) => e !== match)]
 }
 
 export const replayRun = (
@@ -75,8 +82,12 @@ export const replayRun = (
 ): ReplayResult => {
   let state = initialState
   const out: Array<Event> = []
+  /** Results waiting to be judged, by agent. */
   const pending = new Map<string, Reply>()
-  const rounds = new Map<string, Round>()
+  /** The round machine of each agent's work in flight. */
+  const machines = new Map<string, Transition>()
+  /** Events a machine produced that the log must show next for that agent. */
+  const expected = new Map<string, Array<Event>>()
   const queued: Array<Event> = []
   // Rounds cancelled by a new answer: a call of theirs may still have been
   // recorded after the cancellation (its fiber got there first); such events are
@@ -86,10 +97,13 @@ export const replayRun = (
     (e._tag === "call_start" || e._tag === "call_end" || e._tag === "call_retried" || e._tag === "reply_rejected") &&
     (!("role" in e) || e.role === "round") &&
     cancelled.has(`${e.agent}#${e.round}`)
+  const inFlight = (): ReadonlyMap<string, RoundMachine> =>
+    new Map([...machines].flatMap(([agent, t]) => (t.step._tag === "done" ? [] : [[agent, t.machine] as const])))
   const diverge = (index: number, replayed: Event | null, reason: string): ReplayResult => ({
     events: out,
     state,
     divergence: { index, recorded: recorded[index] ?? null, replayed, reason },
+    rounds: inFlight(),
   })
 
   for (let i = 0; i < recorded.length; i++) {
@@ -110,15 +124,16 @@ export const replayRun = (
         case "run_resumed":
           // A process stopped here: what it had in flight is gone.
           pending.clear()
-          rounds.clear()
+          machines.clear()
+          expected.clear()
           replayed = rec
           break
         case "round_started":
         case "round_cancelled":
         case "presentation_started": {
-          const commands = decide(state).map((c) => commandEvent(c, time))
-          replayed = commands.find((c) => c._tag === rec._tag && sameDecision(c, rec)) ?? commands[0] ?? null
-          if (rec._tag === "round_started") rounds.set(rec.agent, { round: rec.round, messages: [], rejected: null, attempts: 0 })
+          replayed = decided(state, time, rec)[0] ?? null
+          machines.delete(rec.agent)
+          expected.delete(rec.agent)
           if (rec._tag === "round_cancelled") {
             pending.delete(rec.agent)
             cancelled.add(`${rec.agent}#${rec.round}`)
@@ -126,68 +141,56 @@ export const replayRun = (
           break
         }
         case "call_start": {
-          const base = baseRequest(state, agents, rec.agent, rec.role)
-          const r = rounds.get(rec.agent)
-          const call = callOf(rec.call)
-          if (base === null) {
-            reason = `this code makes no ${rec.role} call for ${rec.agent} here`
+          let t = machines.get(rec.agent)
+          if (t === undefined) {
+            const base = baseRequest(state, agents, rec.agent, rec.role)
+            if (base === null) {
+              reason = `this code makes no ${rec.role} call for ${rec.agent} here`
+              break
+            }
+            t = startRound({ agent: rec.agent, round: rec.round, role: rec.role, request: base })
+            machines.set(rec.agent, t)
+          }
+          const step = t.step
+          if (step._tag !== "call_model") {
+            reason = `this code makes no call for ${rec.agent} here: its ${rec.role} is at step ${step._tag}`
             break
           }
-          const messages = rec.role === "round" && r ? [...base.messages, ...r.messages] : base.messages
-          const request = { ...base, messages }
-          if (call?.request && requestKey(call.request) !== requestKey(request)) {
+          const request = callOf(rec.call)?.request
+          if (request && requestKey(request) !== requestKey(step.request)) {
             return diverge(i, rec, `the request of call ${rec.call} is built differently from the recorded one`)
           }
-          replayed = rec
+          replayed = { ...rec, round: t.machine.round, role: t.machine.role, attempt: step.attempt }
           break
         }
         case "call_end": {
           replayed = rec
+          const t = machines.get(rec.agent)
+          const call = callOf(rec.call)
+          if (t === undefined) break
+          if (!call?.request) return diverge(i, rec, `the request of call ${rec.call} is missing from llm_log/`)
           if (rec.error !== null) {
-            pending.set(rec.agent, rec.role === "round"
-              ? { _tag: "failed", agent: rec.agent, round: rec.round, kind: "error", message: rec.error }
-              : { _tag: "presentation_failed", agent: rec.agent, message: rec.error })
+            // Unless a call_retried follows, the call failed for good.
+            const failed = onCallFailed(t.machine, rec.error).step
+            if (failed._tag === "done") pending.set(rec.agent, failed.reply)
             break
           }
-          const reply = callOf(rec.call)?.reply
+          const reply = rec.reply ? replyOfRecord(rec.reply) : call.reply
           if (!reply) return diverge(i, rec, `the reply of call ${rec.call} is missing from llm_log/`)
-          if (rec.role === "presentation") {
-            pending.set(rec.agent, { _tag: "presented", agent: rec.agent, content: reply.text })
-            break
-          }
-          const r = rounds.get(rec.agent)
-          const a = state.agents.find((x) => x.info.id === rec.agent)
-          const base = baseRequest(state, agents, rec.agent, "round")
-          if (!r || !a?.inFlight || !base) break
-          const checked = checkReply({ agent: rec.agent, round: rec.round, request: base }, reply)
-          r.attempts += 1
-          if (checked.ok) {
-            pending.set(rec.agent, checked.reply)
-          } else {
-            r.rejected = { reason: checked.reason, message: checked.message }
-            r.messages = [...r.messages, ...retryMessages(reply.text, checked.message)]
-            if (r.attempts >= MAX_ATTEMPTS) {
-              pending.set(rec.agent, {
-                _tag: "failed",
-                agent: rec.agent,
-                round: rec.round,
-                kind: "error",
-                message: `no valid tool call after ${MAX_ATTEMPTS} attempts: ${checked.message}`,
-              })
-            }
-          }
+          const next = onModelReply(t.machine, reply, time)
+          machines.set(rec.agent, next)
+          if (next.events.length > 0) expected.set(rec.agent, [...(expected.get(rec.agent) ?? []), ...next.events])
+          if (next.step._tag === "done") pending.set(rec.agent, next.step.reply)
           break
         }
         case "call_retried":
           pending.delete(rec.agent)
           replayed = rec
           break
-        case "reply_rejected": {
-          const r = rounds.get(rec.agent)
-          if (r?.rejected) replayed = { ...rec, reason: r.rejected.reason as typeof rec.reason, message: r.rejected.message }
-          if (r) r.rejected = null
+        case "reply_rejected":
+          replayed = expected.get(rec.agent)?.shift() ?? null
+          if (replayed === null) reason = `this code rejects no reply of ${rec.agent} here`
           break
-        }
         case "answer_submitted":
         case "vote_cast":
         case "vote_ignored":
@@ -203,18 +206,20 @@ export const replayRun = (
         }
         case "final_answer": {
           if (rec.source === "salvaged") {
-            const stop = recorded.slice(i + 1).find((e) => e._tag === "run_finished")
-            if (stop?._tag === "run_finished" && stop.reason !== "completed") {
-              const events = stopRun(state, stop.reason, stop.message, time)
-              replayed = events[0] ?? null
-              queued.push(...events.slice(1).map((e) => ({ ...e, time: stop.time })))
+            // The decider's own stop (the budget), else a stop from outside, recorded by the run_finished after it.
+            let events = decided(state, time)
+            if (events[0]?._tag !== "final_answer") {
+              const stop = recorded.slice(i + 1).find((e) => e._tag === "run_finished")
+              events = stop?._tag === "run_finished" && stop.reason !== "completed" ? stopRun(state, stop.reason, stop.message, time) : []
             }
+            replayed = events[0] ?? null
+            const stopTime = recorded.slice(i + 1).find((e) => e._tag === "run_finished")?.time ?? time
+            queued.push(...events.slice(1).map((e) => ({ ...e, time: stopTime })))
             break
           }
           const p = state.presentation
           if (p !== null && !p.callsModel) {
-            const command = decide(state)[0]
-            replayed = command ? commandEvent(command, time) : null
+            replayed = decided(state, time)[0] ?? null
             break
           }
           const reply = pending.get(rec.agent)
@@ -224,12 +229,10 @@ export const replayRun = (
           break
         }
         case "run_finished":
-          if (rec.reason === "completed" || rec.reason === "error") {
-            const command = decide(state)[0]
-            replayed = command ? commandEvent(command, time) : null
-          } else {
-            replayed = stopRun(state, rec.reason, rec.message, time)[0] ?? null
-          }
+          replayed =
+            rec.reason === "completed" || rec.reason === "error" || rec.reason === "budget"
+              ? (decided(state, time)[0] ?? null)
+              : (stopRun(state, rec.reason, rec.message, time)[0] ?? null)
           break
       }
     }
@@ -237,5 +240,5 @@ export const replayRun = (
     out.push(replayed)
     state = evolve(state, replayed)
   }
-  return { events: out, state, divergence: null }
+  return { events: out, state, divergence: null, rounds: inFlight() }
 }

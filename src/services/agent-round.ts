@@ -1,15 +1,20 @@
 /**
- * One round of one agent, or the winner's presentation: calls, retries, checks.
+ * One round of one agent, or the winner's presentation: the round machine, interpreted with effects.
  *
- * `runRound` calls the agent's backend until its reply uses exactly one
- * workflow tool correctly, up to 3 attempts; every rejected reply is a
- * `reply_rejected` event and is answered with a message saying what was wrong.
- * Each call is a `call_start`/`call_end` pair, and a retryable failure is tried
- * again (`call_retried`) after the provider's `retry-after` or an exponential
- * backoff with jitter, up to the backend's `maxRetries`. A call that runs past
- * the backend's `callTimeoutSeconds` fails with reason `timeout`; a round that
- * runs past `agent_timeout_seconds` ends the agent with kind `timeout`. The
- * result is always a `Reply`: a round never fails as an Effect.
+ * `runRound` and `runPresentation` start the round machine
+ * (`domain/round-machine.ts`) and carry out its steps: a `call_model` step is
+ * one call of the agent's backend with its retries, a `run_tools` step goes to
+ * `runTools`, and `done` is the result. The machine alone decides what a reply
+ * means, how many attempts a round has and what the model is told; this file
+ * only talks to the outside world. Each call is a `call_start`/`call_end`
+ * pair (the `call_end` carries the reply, so the log rebuilds the round), and
+ * a retryable failure is tried again (`call_retried`) after the provider's
+ * `retry-after` or an exponential backoff with jitter, up to the backend's
+ * `maxRetries`. A call that runs past the backend's `callTimeoutSeconds` fails
+ * with reason `timeout`; a round that runs past `agent_timeout_seconds` ends
+ * the agent with kind `timeout`. The result is always a `Reply`: a round never
+ * fails as an Effect. Whether a call may start at all (the budget, the run's
+ * end) is the orchestrator's to say when it appends the `call_start`.
  *
  * Streamed text goes to `onText` as it arrives (the agent's output file and the
  * live display); the full request and reply of each call go to `logCall`,
@@ -19,13 +24,17 @@ import { Duration, Effect, Random } from "effect"
 import { callHeader } from "../domain/agent-output.ts"
 import type { Reply } from "../domain/decide.ts"
 import type { CallRole, Event } from "../domain/events.ts"
-import type { LlmMessage, LlmReply, LlmRequest, TokenUsage } from "../domain/llm.ts"
-import { retryMessages } from "../domain/prompts.ts"
-import { checkReply, MAX_ATTEMPTS } from "../domain/reply-check.ts"
-
-export { checkReply, MAX_ATTEMPTS }
+import type { LlmReply, LlmRequest, TokenUsage, ToolCall } from "../domain/llm.ts"
+import {
+  type ToolResult,
+  type Transition,
+  onCallFailed,
+  onModelReply,
+  onToolResults,
+  recordReply,
+  startRound,
+} from "../domain/round-machine.ts"
 import { type Backend, BackendError } from "./backend.ts"
-
 
 export interface RoundDeps {
   readonly emit: (event: Event) => Effect.Effect<void>
@@ -39,8 +48,8 @@ export interface RoundDeps {
   readonly logCall: (call: number, record: unknown) => Effect.Effect<void>
   /** USD of a call's usage for a model; null when the model has no price. */
   readonly priceOf: (model: string | null, usage: TokenUsage) => number | null
-  /** False once the budget is spent: no new call starts. */
-  readonly mayCall: Effect.Effect<boolean>
+  /** Runs the tool calls of a reply; without it, every call gets an error result. */
+  readonly runTools?: (agent: string, round: number, calls: ReadonlyArray<ToolCall>) => Effect.Effect<ReadonlyArray<ToolResult>>
 }
 
 export interface RoundInput {
@@ -82,7 +91,6 @@ const callWithRetries = (
   Effect.gen(function* () {
     const { backend, agent, round } = input
     for (let retry = 0; ; retry++) {
-      if (!(yield* deps.mayCall)) return { _tag: "error", message: "budget spent" } as const
       const call = yield* deps.nextCallNumber
       const started = yield* Effect.clockWith((c) => c.currentTimeMillis)
       yield* deps.emit({ _tag: "call_start", time: yield* deps.now, call, agent, round, role, model: backend.model, attempt })
@@ -119,6 +127,7 @@ const callWithRetries = (
             truncated: reply?.truncated ?? null,
             cost: usage ? deps.priceOf(backend.model, usage) : null,
             error,
+            reply: reply === null ? null : recordReply(reply),
           })
         })
       // A call cut off by a cancelled round, a timeout or the run's end still gets its call_end.
@@ -161,53 +170,43 @@ const withTimeout = (input: RoundInput, body: Effect.Effect<Reply>, onTimeout: (
     }),
   )
 
-/** An answer round: up to 3 attempts at a valid tool call. */
-export const runRound = (deps: RoundDeps, input: RoundInput): Effect.Effect<Reply> =>
-  withTimeout(
-    input,
-    Effect.gen(function* () {
-      let messages: ReadonlyArray<LlmMessage> = input.request.messages
-      let last = ""
-      for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
-        const outcome = yield* callWithRetries(deps, input, "round", { ...input.request, messages }, attempt)
-        if (outcome._tag === "error") {
-          return { _tag: "failed", agent: input.agent, round: input.round, kind: "error", message: outcome.message } as const
+const noTools = (calls: ReadonlyArray<ToolCall>): ReadonlyArray<ToolResult> =>
+  calls.map((c) => ({ callId: c.id, name: c.name, content: `error: no tool named ${c.name} can run here` }))
+
+/** Carries out the machine's steps until it is done. */
+const interpret = (deps: RoundDeps, input: RoundInput, role: CallRole): Effect.Effect<Reply> =>
+  Effect.gen(function* () {
+    let t: Transition = startRound({ agent: input.agent, round: input.round, role, request: input.request })
+    for (;;) {
+      for (const event of t.events) yield* deps.emit(event)
+      const step = t.step
+      switch (step._tag) {
+        case "done":
+          return step.reply
+        case "call_model": {
+          const outcome = yield* callWithRetries(deps, input, role, step.request, step.attempt)
+          t = outcome._tag === "reply" ? onModelReply(t.machine, outcome.reply, yield* deps.now) : onCallFailed(t.machine, outcome.message)
+          break
         }
-        const checked = checkReply(input, outcome.reply)
-        if (checked.ok) return checked.reply
-        last = checked.message
-        yield* deps.emit({
-          _tag: "reply_rejected",
-          time: yield* deps.now,
-          agent: input.agent,
-          round: input.round,
-          attempt,
-          reason: checked.reason,
-          message: checked.message,
-        })
-        messages = [...messages, ...retryMessages(outcome.reply.text, checked.message)]
+        case "run_tools": {
+          const results = deps.runTools ? yield* deps.runTools(input.agent, input.round, step.calls) : noTools(step.calls)
+          t = onToolResults(t.machine, results)
+          break
+        }
       }
-      return {
-        _tag: "failed",
-        agent: input.agent,
-        round: input.round,
-        kind: "error",
-        message: `no valid tool call after ${MAX_ATTEMPTS} attempts: ${last}`,
-      } as const
-    }),
-    (message) => ({ _tag: "failed", agent: input.agent, round: input.round, kind: "timeout", message }),
-  )
+    }
+  })
+
+/** An answer round: model calls until a valid workflow call, at most `MAX_ATTEMPTS` invalid replies. */
+export const runRound = (deps: RoundDeps, input: RoundInput): Effect.Effect<Reply> =>
+  withTimeout(input, interpret(deps, input, "round"), (message) => ({
+    _tag: "failed",
+    agent: input.agent,
+    round: input.round,
+    kind: "timeout",
+    message,
+  }))
 
 /** The winner's presentation: one call (with its retries); its text is the final answer. */
 export const runPresentation = (deps: RoundDeps, input: RoundInput): Effect.Effect<Reply> =>
-  withTimeout(
-    input,
-    callWithRetries(deps, input, "presentation", input.request, 1).pipe(
-      Effect.map((outcome): Reply =>
-        outcome._tag === "reply"
-          ? { _tag: "presented", agent: input.agent, content: outcome.reply.text }
-          : { _tag: "presentation_failed", agent: input.agent, message: outcome.message },
-      ),
-    ),
-    (message) => ({ _tag: "presentation_failed", agent: input.agent, message }),
-  )
+  withTimeout(input, interpret(deps, input, "presentation"), (message) => ({ _tag: "presentation_failed", agent: input.agent, message }))

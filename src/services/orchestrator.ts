@@ -15,7 +15,7 @@
  */
 import { Duration, Effect, Fiber, Queue, Ref, Schedule } from "effect"
 import type { Config } from "../domain/config.ts"
-import { type Command, type Reply, commandEvent, decide, judgeReply, stopRun } from "../domain/decide.ts"
+import { type Command, type Reply, budgetSpent, commandEvents, decide, judgeReply, mayStartCall, stopRun } from "../domain/decide.ts"
 import type { Event, FinishReason } from "../domain/events.ts"
 import type { TokenUsage } from "../domain/llm.ts"
 import { requestText } from "../domain/prompts.ts"
@@ -61,7 +61,11 @@ export interface RunOutcome {
   readonly reason: FinishReason
 }
 
-type Input = { readonly _tag: "reply"; readonly reply: Reply } | { readonly _tag: "stop"; readonly reason: Exclude<FinishReason, "completed">; readonly message: string }
+type Input =
+  | { readonly _tag: "reply"; readonly reply: Reply }
+  | { readonly _tag: "stop"; readonly reason: Exclude<FinishReason, "completed">; readonly message: string }
+  /** The state changed in a way the decider must see (a call spent the budget). */
+  | { readonly _tag: "wake" }
 
 /** Lets I/O callbacks that are already due (replies of other calls) run first. */
 const nextMacrotask = Effect.promise(() => new Promise<void>((resolve) => setImmediate(resolve)))
@@ -97,21 +101,20 @@ export const runCoordination = (input: RunInput) =>
       yield* status.write(project(yield* Ref.get(stateRef), now)).pipe(Effect.catchAll((e) => Effect.logWarning(e.message)))
     })
 
+    /** Calls refused at their call_start (`mayStartCall`): the budget was spent or the run ended. */
+    const refusedCalls = new Set<number>()
+
     /**
      * Appends an event, then folds it: the log holds every fact the state knows.
      * Nothing is appended after `run_finished`: a call still in flight when the
      * run stopped (budget, timeout, signal) ends unrecorded while it is interrupted.
      */
-    const withinBudget = (s: State) => settings.budget_usd === null || (s.usage.cost ?? 0) < settings.budget_usd
-    /** Calls refused at their call_start: the budget was spent (or the run ended) after their round asked `mayCall`. */
-    const refusedCalls = new Set<number>()
-
     const emit = (event: Event): Effect.Effect<void> =>
       emitLock.withPermits(1)(
         Effect.gen(function* () {
           const current = yield* Ref.get(stateRef)
-          // Checked under the lock: another call may have spent the budget since this one's round asked `mayCall`.
-          if (event._tag === "call_start" && (current.finished !== null || !withinBudget(current))) return void refusedCalls.add(event.call)
+          // Checked under the lock: another call may have spent the budget since this call was asked for.
+          if (event._tag === "call_start" && !mayStartCall(current)) return void refusedCalls.add(event.call)
           // run_resumed is the one event that re-opens a run a signal stopped.
           if (current.finished !== null && event._tag !== "run_resumed") return
           if (event._tag === "final_answer") {
@@ -127,8 +130,6 @@ export const runCoordination = (input: RunInput) =>
         }),
       )
 
-    const budgetLeft = Effect.map(Ref.get(stateRef), withinBudget)
-
     const deps: RoundDeps = {
       emit: (event) =>
         Effect.gen(function* () {
@@ -137,9 +138,7 @@ export const runCoordination = (input: RunInput) =>
           if (event._tag === "call_start" && refusedCalls.has(event.call)) return yield* Effect.interrupt
           // Its log file is made while the call is out; the log is written before the call_end.
           if (event._tag === "call_start") yield* files.prepare(`llm_log/${event.call}.json`)
-          if (event._tag === "call_end" && !(yield* budgetLeft)) {
-            yield* Queue.offer(inbox, { _tag: "stop", reason: "budget", message: `budget of $${settings.budget_usd} spent` })
-          }
+          if (event._tag === "call_end" && budgetSpent(yield* Ref.get(stateRef))) yield* Queue.offer(inbox, { _tag: "wake" })
         }),
       now: isoNow,
       nextCallNumber: Ref.updateAndGet(callCounter, (n) => n + 1),
@@ -149,7 +148,6 @@ export const runCoordination = (input: RunInput) =>
       record: (agent, text) => files.appendOutput(agent, text),
       logCall: (call, record) => files.write(`llm_log/${call}.json`, `${JSON.stringify(record, null, 2)}\n`),
       priceOf: input.priceOf ?? (() => null),
-      mayCall: budgetLeft,
     }
 
     /** Runs a round or a presentation in a fiber of its own, under its `workKey`. */
@@ -174,8 +172,8 @@ export const runCoordination = (input: RunInput) =>
           fibers.delete(key)
           if (fiber) yield* Fiber.interrupt(fiber)
         }
-        if (command._tag === "FinishRun") yield* stopAll
-        yield* emit(commandEvent(command, yield* isoNow))
+        if (command._tag === "FinishRun" || command._tag === "StopRun") yield* stopAll
+        for (const event of commandEvents(yield* Ref.get(stateRef), command, yield* isoNow)) yield* emit(event)
         const state = yield* Ref.get(stateRef)
         switch (command._tag) {
           case "StartRound": {
@@ -213,6 +211,7 @@ export const runCoordination = (input: RunInput) =>
           }
           case "UseStoredAnswer":
           case "FinishRun":
+          case "StopRun":
             return
         }
       })

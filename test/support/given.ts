@@ -17,7 +17,7 @@ import { expect } from "bun:test"
 import {
   type Command,
   type Reply,
-  commandEvent,
+  commandEvents,
   decide,
   judgeReply,
   stopRun,
@@ -227,7 +227,7 @@ const outcome = (state: State, events: ReadonlyArray<Event>, commands: ReadonlyA
   return self
 }
 
-const COMMAND_TAGS: ReadonlySet<string> = new Set<Command["_tag"]>(["StartRound", "CancelRound", "StartPresentation", "UseStoredAnswer", "FinishRun"])
+const COMMAND_TAGS: ReadonlySet<string> = new Set<Command["_tag"]>(["StartRound", "CancelRound", "StartPresentation", "UseStoredAnswer", "FinishRun", "StopRun"])
 const isCommand = (input: Reply | Command): input is Command => COMMAND_TAGS.has(input._tag)
 
 export const given = (...input: ReadonlyArray<Event | ReadonlyArray<Event>>): Given => {
@@ -239,10 +239,10 @@ export const given = (...input: ReadonlyArray<Event | ReadonlyArray<Event>>): Gi
     state,
     now,
     when: (input) =>
-      isCommand(input) ? outcome(state, [commandEvent(input, now)], [input]) : outcome(state, judgeReply(state, input, now), []),
+      isCommand(input) ? outcome(state, commandEvents(state, input, now), [input]) : outcome(state, judgeReply(state, input, now), []),
     whenDecided: () => {
       const commands = decide(state)
-      return outcome(state, commands.map((c) => commandEvent(c, now)), commands)
+      return outcome(state, commands.flatMap((c) => commandEvents(state, c, now)), commands)
     },
     whenStopped: (reason, options = {}) =>
       outcome(state, stopRun(state, reason, options.message ?? `stopped: ${reason}`, now), []),

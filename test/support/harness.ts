@@ -14,6 +14,7 @@ import { type RunOutcome, runCoordination } from "../../src/services/orchestrato
 import { memoryRunFiles } from "../../src/services/run-files.ts"
 import { makeScriptedBackend } from "../../src/services/scripted-backend.ts"
 import { StatusWriter } from "../../src/services/status-writer.ts"
+import { priceOf } from "../../src/cli/run-setup.ts"
 
 export const configOf = (doc: unknown): Config => {
   const decoded = decodeConfig(doc, {})
@@ -56,6 +57,7 @@ export const runInMemory = (
       version: "test",
       pid: 1,
       interrupt: options.interrupt ?? Effect.never,
+      priceOf: priceOf(config),
     }).pipe(Effect.scoped, Effect.provide(layer))
     const events = readEventsText(logFiles.get("events.jsonl") ?? "").events
     return { ...outcome, events, statuses, files: runFiles.files } satisfies MemoryRun

@@ -1,0 +1,243 @@
+/**
+ * The round machine: how one round (or the winner's presentation) proceeds, as pure transitions.
+ *
+ * It is the one place that knows the procedure of a round. `services/agent-round.ts`
+ * interprets it with effects (calls, retries, timeouts); replay (`replay.ts`)
+ * feeds it the replies recorded in the log. A transition takes what came back
+ * (a model reply, a failed call, tool results) and returns the machine's next
+ * state, the events to append (`reply_rejected`), and the next step:
+ * - `call_model`: send `request` (the base request of the round, then the
+ *   transcript so far) as attempt `attempt`;
+ * - `run_tools`: run `calls` and hand their results to `onToolResults`;
+ * - `done`: the round's result, a `Reply` for the decider to judge.
+ *
+ * Each model reply is classified (`classifyReply`): a correct workflow call ends
+ * the round; calls of other tools the request offers are a tool step; anything
+ * else is invalid, with a closed reason and the message the model is told. An
+ * invalid reply uses up an attempt (`MAX_ATTEMPTS` per round); a tool step uses
+ * up a tool step (`MAX_TOOL_STEPS`): the two budgets are separate. A tool
+ * step past the cap is refused as `tool_limit`, which tells the model to finish.
+ *
+ * Words: the *transcript* of a round is what follows its base request's
+ * messages: earlier replies, the problems it was told of, and tool results.
+ */
+import type { CallRole, Event, RecordedReply, RejectionReason } from "./events.ts"
+import { type LlmMessage, type LlmReply, type LlmRequest, type ToolCall, noUsage } from "./llm.ts"
+import type { Reply } from "./decide.ts"
+import { retryMessages, votableIds } from "./prompts.ts"
+
+/** Attempts a round has at a valid reply. */
+export const MAX_ATTEMPTS = 3
+/** Tool steps a round may take before it must answer or vote. */
+export const MAX_TOOL_STEPS = 25
+
+export const WORKFLOW_TOOLS: ReadonlySet<string> = new Set(["new_answer", "vote"])
+
+export interface RoundMachine {
+  readonly agent: string
+  readonly round: number
+  readonly role: CallRole
+  readonly request: LlmRequest
+  readonly transcript: ReadonlyArray<LlmMessage>
+  /** The attempt the next (or current) model call serves, from 1. */
+  readonly attempt: number
+  /** Tool steps taken so far. */
+  readonly toolSteps: number
+  /** Tool calls waiting for their results (the `run_tools` step). */
+  readonly pendingTools: ReadonlyArray<ToolCall>
+  readonly maxAttempts: number
+  readonly maxToolSteps: number
+}
+
+export type Step =
+  | { readonly _tag: "call_model"; readonly request: LlmRequest; readonly attempt: number }
+  | { readonly _tag: "run_tools"; readonly calls: ReadonlyArray<ToolCall> }
+  | { readonly _tag: "done"; readonly reply: Reply }
+
+export interface Transition {
+  readonly machine: RoundMachine
+  readonly events: ReadonlyArray<Event>
+  readonly step: Step
+}
+
+export interface ToolResult {
+  readonly callId: string
+  readonly name: string
+  readonly content: string
+}
+
+export type Classified =
+  | { readonly _tag: "workflow"; readonly reply: Reply }
+  | { readonly _tag: "tool_calls"; readonly calls: ReadonlyArray<ToolCall> }
+  | { readonly _tag: "invalid"; readonly reason: RejectionReason; readonly message: string }
+
+export interface StartInput {
+  readonly agent: string
+  readonly round: number
+  readonly role: CallRole
+  readonly request: LlmRequest
+  readonly maxAttempts?: number
+  readonly maxToolSteps?: number
+}
+
+const parseArgs = (text: string): Record<string, unknown> | null => {
+  try {
+    const value: unknown = JSON.parse(text === "" ? "{}" : text)
+    return value !== null && typeof value === "object" && !Array.isArray(value) ? (value as Record<string, unknown>) : null
+  } catch {
+    return null
+  }
+}
+
+/** What a reply of a round does: one correct workflow call, a tool step, or nothing valid (and why). */
+export const classifyReply = (agent: string, round: number, request: LlmRequest, reply: LlmReply): Classified => {
+  const ctx = request.context
+  const calls = reply.toolCalls
+  const known = calls.filter((c) => WORKFLOW_TOOLS.has(c.name))
+  const invalid = (reason: RejectionReason, message: string): Classified => ({ _tag: "invalid", reason, message })
+  if (known.length === 0) {
+    if (calls.length === 0) return invalid("no_tool_call", "Your reply called no tool.")
+    const offered = new Set(request.tools.map((t) => t.name))
+    const unknown = calls.filter((c) => !offered.has(c.name))
+    if (unknown.length > 0) {
+      const workflow = request.tools.filter((t) => WORKFLOW_TOOLS.has(t.name)).map((t) => t.name)
+      return invalid("unknown_tool", `Unknown tool ${unknown.map((c) => c.name).join(", ")}: only ${workflow.join(" and ")} exist.`)
+    }
+    return { _tag: "tool_calls", calls }
+  }
+  if (new Set(known.map((c) => c.name)).size > 1) return invalid("both_tools", "Call either new_answer or vote, not both.")
+  const first = known[0]!
+  const args = parseArgs(first.arguments)
+  if (args === null) return invalid("bad_arguments", `The arguments of ${first.name} are not a JSON object.`)
+  if (first.name === "new_answer") {
+    if (ctx.kind === "round" && ctx.voteOnly) return invalid("answer_limit", "You reached your limit of answers: call vote.")
+    if (typeof args.content !== "string") return invalid("bad_arguments", "new_answer needs a content string.")
+    if (args.content.trim() === "") return invalid("empty_answer", "new_answer needs a non-empty content.")
+    return { _tag: "workflow", reply: { _tag: "answered", agent, round, content: args.content } }
+  }
+  const valid = votableIds(ctx.shown)
+  if (valid.length === 0) return invalid("invalid_vote_target", "Cannot vote when no answers exist. Use new_answer.")
+  if (typeof args.agent_id !== "string" || !valid.includes(args.agent_id)) {
+    return invalid("invalid_vote_target", `Invalid agent_id ${JSON.stringify(args.agent_id)}. Valid agents: ${valid.join(", ")}.`)
+  }
+  const reason = typeof args.reason === "string" ? args.reason : ""
+  return { _tag: "workflow", reply: { _tag: "voted", agent, round, targetAnonId: args.agent_id, reason } }
+}
+
+const callModel = (machine: RoundMachine): Step => ({
+  _tag: "call_model",
+  request: { ...machine.request, messages: [...machine.request.messages, ...machine.transcript] },
+  attempt: machine.attempt,
+})
+
+/** A round (or presentation) begins: its first step is a call of the model with the base request. */
+export const startRound = (input: StartInput): Transition => {
+  const machine: RoundMachine = {
+    agent: input.agent,
+    round: input.round,
+    role: input.role,
+    request: input.request,
+    transcript: [],
+    attempt: 1,
+    toolSteps: 0,
+    pendingTools: [],
+    maxAttempts: input.role === "presentation" ? 1 : (input.maxAttempts ?? MAX_ATTEMPTS),
+    maxToolSteps: input.maxToolSteps ?? MAX_TOOL_STEPS,
+  }
+  return { machine, events: [], step: callModel(machine) }
+}
+
+const done = (machine: RoundMachine, reply: Reply, events: ReadonlyArray<Event> = []): Transition => ({
+  machine: { ...machine, pendingTools: [] },
+  events,
+  step: { _tag: "done", reply },
+})
+
+/** The model replied to the current call. */
+export const onModelReply = (machine: RoundMachine, reply: LlmReply, time: string): Transition => {
+  const { agent, round } = machine
+  if (machine.role === "presentation") return done(machine, { _tag: "presented", agent, content: reply.text })
+  let classified = classifyReply(agent, round, machine.request, reply)
+  if (classified._tag === "tool_calls" && machine.toolSteps >= machine.maxToolSteps) {
+    classified = {
+      _tag: "invalid",
+      reason: "tool_limit",
+      message: `You used all ${machine.maxToolSteps} tool steps of this round: finish with new_answer or vote.`,
+    }
+  }
+  switch (classified._tag) {
+    case "workflow":
+      return done(machine, classified.reply)
+    case "tool_calls": {
+      const next: RoundMachine = {
+        ...machine,
+        transcript: [...machine.transcript, { role: "assistant", content: reply.text, toolCalls: classified.calls }],
+        pendingTools: classified.calls,
+      }
+      return { machine: next, events: [], step: { _tag: "run_tools", calls: classified.calls } }
+    }
+    case "invalid": {
+      const rejected: Event = {
+        _tag: "reply_rejected",
+        time,
+        agent,
+        round,
+        attempt: machine.attempt,
+        reason: classified.reason,
+        message: classified.message,
+      }
+      if (machine.attempt >= machine.maxAttempts) {
+        const message = `no valid tool call after ${machine.maxAttempts} attempts: ${classified.message}`
+        return done(machine, { _tag: "failed", agent, round, kind: "error", message }, [rejected])
+      }
+      const next: RoundMachine = {
+        ...machine,
+        transcript: [...machine.transcript, ...retryMessages(reply.text, classified.message)],
+        attempt: machine.attempt + 1,
+      }
+      return { machine: next, events: [rejected], step: callModel(next) }
+    }
+  }
+}
+
+/** The current call failed for good (its retries, if any, are spent). */
+export const onCallFailed = (machine: RoundMachine, message: string): Transition =>
+  machine.role === "presentation"
+    ? done(machine, { _tag: "presentation_failed", agent: machine.agent, message })
+    : done(machine, { _tag: "failed", agent: machine.agent, round: machine.round, kind: "error", message })
+
+/** The pending tool calls came back: their results join the transcript and the model is called again. */
+export const onToolResults = (machine: RoundMachine, results: ReadonlyArray<ToolResult>): Transition => {
+  const byId = new Map(results.map((r) => [r.callId, r]))
+  const messages: Array<LlmMessage> = machine.pendingTools.map((call) => ({
+    role: "tool",
+    toolCallId: call.id,
+    name: call.name,
+    content: byId.get(call.id)?.content ?? "error: the tool gave no result",
+  }))
+  const next: RoundMachine = {
+    ...machine,
+    transcript: [...machine.transcript, ...messages],
+    toolSteps: machine.toolSteps + 1,
+    pendingTools: [],
+  }
+  return { machine: next, events: [], step: callModel(next) }
+}
+
+/** A model reply as `call_end` records it. */
+export const recordReply = (reply: LlmReply): RecordedReply => ({
+  text: reply.text,
+  tool_calls: reply.toolCalls.map((c) => ({ id: c.id, name: c.name, arguments: c.arguments })),
+  parts: reply.parts ?? [],
+})
+
+/** A recorded reply as the machine reads it (usage and the raw reply are not part of the record). */
+export const replyOfRecord = (record: RecordedReply): LlmReply => ({
+  text: record.text,
+  reasoning: "",
+  toolCalls: record.tool_calls,
+  usage: noUsage,
+  truncated: null,
+  raw: null,
+  parts: record.parts,
+})
