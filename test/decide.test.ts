@@ -342,7 +342,7 @@ describe("failures", () => {
   test("a failing agent's vote no longer counts", () => {
     const g = given(allAnswered(), vote("a", 4, "c", "agent3.1"), vote("c", 2, "c", "agent3.1"))
     const out = g.when(failed("b", 3)).then(agentFailed("b", 3))
-    given(g.events, out.events, agentFailed("c", 99)).whenDecided().then(
+    given(g.events, out.events, roundStarted("c", 3, ["agent1.1", "agent2.1", "agent3.1"]), agentFailed("c", 3)).whenDecided().then(
       presentationStarted("c", "agent3.1", { "agent1.1": 0, "agent2.1": 0, "agent3.1": 1 }, { callsModel: false }),
     )
   })
@@ -398,13 +398,13 @@ describe("stopping a run", () => {
   })
 
   test("the latest answer of a live agent is preferred to a failed agent's", () => {
-    given(started(), answer("a", 1, "agent1.1", "A"), answer("b", 1, "agent2.1", "B"), agentFailed("b", 2))
+    given(started(), answer("a", 1, "agent1.1", "A"), answer("b", 1, "agent2.1", "B"), roundStarted("b", 2, ["agent1.1", "agent2.1"]), agentFailed("b", 2))
       .whenStopped("budget", { message: "budget spent" })
       .then(finalAnswer("a", "agent1.1", "salvaged", "A"), runFinished("budget", "a", "budget spent"))
   })
 
   test("with only a failed agent's answer, that answer is salvaged", () => {
-    given(started(), answer("b", 1, "agent2.1", "B"), agentFailed("b", 2))
+    given(started(), answer("b", 1, "agent2.1", "B"), roundStarted("b", 2, ["agent2.1"]), agentFailed("b", 2))
       .whenStopped("timeout", { message: "t" })
       .then(finalAnswer("b", "agent2.1", "salvaged", "B"), runFinished("timeout", "b", "t"))
   })

@@ -4,18 +4,22 @@
  * The simulator is the orchestrator without effects: it applies `decide` until it asks
  * for nothing more (recording each command as its event), then picks a round in flight
  * (or the presentation) and a reply for it, judges it with `judgeReply`, folds the
- * events, and sometimes stops the run from outside. After a random phase it only gives
- * valid replies, so every run must end.
+ * events, and sometimes stops the run from outside. Every reply comes after its call
+ * (call_start, call_end with a cost), so a budget is spent as in a real run and the
+ * decider stops it; a process may die and the run be resumed (run_resumed), also after
+ * a signal stopped it. After a random phase it only gives valid replies, so every run
+ * must end.
  */
 import { describe, expect, test } from "bun:test"
 import { Arbitrary, FastCheck } from "effect"
 import fc from "fast-check"
-import { type Command, type Reply, commandEvents, decide, judgeReply, stopRun } from "../src/domain/decide.ts"
+import { type Command, type Reply, budgetSpent, commandEvents, decide, judgeReply, stopRun } from "../src/domain/decide.ts"
 import { decodeEventLine, encodeEventLine, readEventsText } from "../src/domain/event-codec.ts"
 import { Event, type FinishReason, type RunSettings } from "../src/domain/events.ts"
 import { type State, evolve, foldEvents, initialState, isLive, latestLabels, sameLabels } from "../src/domain/state.ts"
 import { project } from "../src/domain/status.ts"
 import { at, runStarted } from "./support/given.ts"
+import { observe, reference } from "./support/reference-model.ts"
 
 // ---------------------------------------------------------------- helpers
 
@@ -119,6 +123,8 @@ const checkTransition = (prev: State, event: Event): void => {
 
 interface Sim {
   state: State
+  calls: number
+  resumes: number
   readonly events: Array<Event>
   /** The state after each event, as the simulator held it. */
   readonly states: Array<State>
@@ -198,9 +204,55 @@ const settingsArb: fc.Arbitrary<Partial<RunSettings>> = fc.record({
   max_new_answers_per_agent: fc.option(fc.integer({ min: 1, max: 3 }), { nil: null }),
   skip_final_presentation: fc.boolean(),
   final_answer_strategy: fc.constantFrom("winner_present", "winner_reuse", "synthesize"),
+  budget_usd: fc.option(fc.constantFrom(0.5, 1, 2, 4), { nil: null, freq: 3 }),
 })
 
-const STOP_REASONS: ReadonlyArray<Exclude<FinishReason, "completed">> = ["timeout", "budget", "interrupted", "error"]
+/** Stops from outside; the budget is the decider's own stop. */
+const STOP_REASONS: ReadonlyArray<Exclude<FinishReason, "completed">> = ["timeout", "interrupted", "error"]
+
+/** The process died (or a signal stopped it) and `massgen resume` took the run up again. */
+const resume = (sim: Sim): void => {
+  const s = sim.state
+  sim.resumes += 1
+  append(sim, {
+    _tag: "run_resumed",
+    time: now(sim),
+    log_dir: "/tmp/massgen-test/log_test",
+    pid: 2,
+    version: "test",
+    dropped_lines: 0,
+    torn_tail: false,
+    restarted_rounds: s.agents.flatMap((a) => (a.inFlight ? [{ agent: a.info.id, round: a.inFlight.round }] : [])),
+    presentation_restarted: s.presentation !== null && s.final === null && s.presentation.callsModel,
+  })
+  drive(sim)
+}
+
+/** The call behind a reply: call_start, then call_end with what it cost. */
+const call = (pick: Pick, sim: Sim, w: Work): void => {
+  const n = ++sim.calls
+  const round = w._tag === "round" ? w.round : (sim.state.agents.find((a) => a.info.id === w.agent)?.rounds ?? 0) + 1
+  const role = w._tag === "round" ? "round" : "presentation"
+  append(sim, { _tag: "call_start", time: now(sim), call: n, agent: w.agent, round, role, model: "m", attempt: 1 })
+  const cost = pick(fc.constantFrom(0.1, 0.25, 0.5))
+  append(sim, {
+    _tag: "call_end",
+    time: now(sim),
+    call: n,
+    agent: w.agent,
+    round,
+    role,
+    model: "m",
+    seconds: 1,
+    input_tokens: 100,
+    cached_input_tokens: 0,
+    output_tokens: 10,
+    reasoning_tokens: 0,
+    truncated: false,
+    cost,
+    error: null,
+  })
+}
 
 interface SimResult extends Sim {
   readonly steps: number
@@ -222,7 +274,7 @@ const simulate = (
   },
 ): SimResult => {
   const ids = Array.from({ length: options.agents }, (_, i) => `ag_${i}`)
-  const sim: Sim = { state: initialState, events: [], states: [], cancelled: [], commands: [] }
+  const sim: Sim = { state: initialState, calls: 0, resumes: 0, events: [], states: [], cancelled: [], commands: [] }
   append(sim, { ...runStarted(ids, options.settings), time: now(sim) })
   drive(sim)
   const maxSteps = options.randomSteps + 40 * options.agents + 20
@@ -238,7 +290,18 @@ const simulate = (
       expect(stopped.finished?.reason).toBe(reason)
       // Every stop (a signal too) leaves the best answer there is.
       expect(stopped.final !== null).toBe(Object.keys(stopped.answers).length > 0)
+      // A run a signal stopped is taken up again by a resume, at times.
+      if (reason === "interrupted" && roll <= 50) {
+        resume(sim)
+        expect(sim.state.finished).toBeNull()
+        continue
+      }
       break
+    }
+    if (roll <= 3 && sim.resumes < 2) {
+      // The process died here; what it had in flight starts again.
+      resume(sim)
+      continue
     }
     if (random && roll <= 8 && sim.cancelled.length > 0) {
       // A late reply for a cancelled round changes nothing.
@@ -257,10 +320,19 @@ const simulate = (
     // Liveness: an unfinished run always waits for something.
     expect(work.length).toBeGreaterThan(0)
     const w = pick(fc.constantFrom(...work))
+    call(pick, sim, w)
+    // The decider may see a spent budget before the reply arrives: the reply is then lost with the run.
+    if (budgetSpent(sim.state) && percent(pick) <= 50) {
+      drive(sim)
+      expect((sim.state as State).finished?.reason).toBe("budget")
+      break
+    }
     const reply = random ? anyReply(pick, w, sim) : validReply(pick, w, sim, 0)
     const events = judgeReply(sim.state, reply, now(sim))
     // A reply to work in flight is never silently dropped.
     expect(events.length).toBeGreaterThan(0)
+    // No agent is ever charged with the budget.
+    expect(events.some((e) => e._tag === "agent_failed" && e.message.includes("budget"))).toBe(false)
     for (const e of events) append(sim, e)
     drive(sim)
   }
@@ -283,6 +355,40 @@ const simulated = (property: (run: SimResult) => void) =>
     property(simulate(pick, input))
   })
 
+/**
+ * An event that cannot fit right after `events[i]`: an earlier answer, vote or
+ * failure again (its round is over), an answer under another agent's label, an
+ * event of an unknown agent, a vote for one, a second run_started, or anything
+ * but a resume after the run finished. Null when `events[..i]` gives none.
+ */
+const unfitAfter = (pick: Pick, events: ReadonlyArray<Event>, i: number): Event | null => {
+  const before = events.slice(0, i + 1)
+  const time = events[i]!.time
+  const again = before.filter((e) => e._tag === "answer_submitted" || e._tag === "vote_cast" || e._tag === "agent_failed")
+  const answers = before.filter((e): e is Extract<Event, { _tag: "answer_submitted" }> => e._tag === "answer_submitted")
+  const started = before[0] as Extract<Event, { _tag: "run_started" }>
+  const ids = started.agents.map((a) => a.id)
+  const options: Array<() => Event | null> = [
+    () => (again.length === 0 ? null : { ...pick(fc.constantFrom(...again)), time }),
+    () => {
+      if (answers.length === 0 || ids.length < 2) return null
+      const a = pick(fc.constantFrom(...answers))
+      return { ...a, time, agent: pick(fc.constantFrom(...ids.filter((id) => id !== a.agent))) }
+    },
+    () => ({ _tag: "round_started", time, agent: "ghost", round: 1, shown: [], vote_only: false, restart: false }),
+    () => ({ _tag: "call_end", time, call: 999, agent: "ghost", round: 1, role: "round", model: null, seconds: 1, input_tokens: 5, cached_input_tokens: 0, output_tokens: 5, reasoning_tokens: 0, truncated: false, cost: 1, error: null }),
+    () => {
+      const voter = pick(fc.constantFrom(...ids))
+      return { _tag: "vote_cast", time, agent: voter, round: 1, target: "ghost", target_label: "agent9.1", reason: "" }
+    },
+    () => ({ ...started, time }),
+  ]
+  if (before.some((e) => e._tag === "run_finished") && before.at(-1)?._tag === "run_finished" && i === events.length - 1) {
+    options.push(() => ({ _tag: "round_started", time, agent: ids[0]!, round: 99, shown: [], vote_only: false, restart: false }))
+  }
+  return pick(fc.constantFrom(...options))()
+}
+
 // ---------------------------------------------------------------- properties
 
 /**
@@ -297,20 +403,25 @@ describe("simulated runs", () => {
     fc.assert(
       simulated((run) => {
         expect(run.events.at(-1)?._tag).toBe("run_finished")
-        expect(run.events.filter((e) => e._tag === "run_finished")).toHaveLength(1)
+        // One run_finished, and one more for every signal stop a resume took up again.
+        const resumedAfterStop = run.events.filter((e, i) => e._tag === "run_resumed" && run.events[i - 1]?._tag === "run_finished").length
+        expect(run.events.filter((e) => e._tag === "run_finished")).toHaveLength(1 + resumedAfterStop)
+        expect(run.state.skippedEvents).toBe(0)
+        if (run.events.some((e) => e._tag === "run_resumed")) reasons.add("resumed")
+        if (resumedAfterStop > 0) reasons.add("resumed after a signal")
         expect(run.state.finished).not.toBeNull()
         reasons.add(run.state.finished!.reason)
       }),
       { numRuns: 150, ...SHRINK_LIMIT },
     )
     // The generator reaches every way a run ends.
-    expect([...reasons].sort()).toEqual(["budget", "completed", "error", "interrupted", "timeout"])
+    expect([...reasons].sort()).toEqual(["budget", "completed", "error", "interrupted", "resumed", "resumed after a signal", "timeout"])
   })
 
   test("with valid replies only and no stops, every run completes with a final answer", () => {
     fc.assert(
       fc.property(fc.integer({ min: 1, max: 6 }), settingsArb, fc.gen(), (agents, settings, g) => {
-        const run = simulate((arb) => g(() => arb), { agents, settings, randomSteps: 0, stop: null })
+        const run = simulate((arb) => g(() => arb), { agents, settings: { ...settings, budget_usd: null }, randomSteps: 0, stop: null })
         expect(run.state.finished?.reason).toBe("completed")
         expect(run.state.final).not.toBeNull()
         const callsModel = !settings.skip_final_presentation && settings.final_answer_strategy !== "winner_reuse"
@@ -321,17 +432,37 @@ describe("simulated runs", () => {
     )
   })
 
-  test("the fold of every prefix equals the state the simulator held at that point", () => {
+  test("after every event the fold says what an independent reading of the events says", () => {
     fc.assert(
       simulated((run) => {
-        let state = initialState
-        run.events.forEach((event, i) => {
-          expect(foldEvents(run.events.slice(0, i + 1))).toEqual(run.states[i]!)
-          state = evolve(state, event)
+        run.events.forEach((_, i) => {
+          expect(observe(run.states[i]!)).toEqual(reference(run.events.slice(0, i + 1)))
         })
-        expect(state).toEqual(run.state)
       }),
       { numRuns: 40, ...SHRINK_LIMIT },
+    )
+  })
+
+  test("an event that does not fit changes nothing but the count of skipped events", () => {
+    fc.assert(
+      fc.property(runArb, fc.gen(), (input, g) => {
+        const pick: Pick = (arb) => g(() => arb)
+        const run = simulate(pick, input)
+        const events: Array<Event> = [...run.events]
+        const misfits = pick(fc.integer({ min: 1, max: 5 }))
+        let inserted = 0
+        for (let k = 0; k < misfits; k++) {
+          const i = pick(fc.integer({ min: 1, max: events.length - 1 }))
+          const misfit = unfitAfter(pick, events, i)
+          if (misfit === null) continue
+          events.splice(i + 1, 0, misfit)
+          inserted += 1
+        }
+        const folded = foldEvents(events)
+        expect(folded.skippedEvents).toBe(inserted)
+        expect({ ...folded, skippedEvents: 0 }).toEqual(run.state)
+      }),
+      { numRuns: 60, ...SHRINK_LIMIT },
     )
   })
 
@@ -425,7 +556,7 @@ describe("arbitrary event sequences", () => {
     FastCheck.assert(
       FastCheck.property(looseEvents, (events) => {
         const before = events.filter((e) => e._tag !== "run_started")
-        expect(foldEvents(before)).toBe(initialState)
+        expect(foldEvents(before)).toEqual({ ...initialState, skippedEvents: before.length })
       }),
       { numRuns: 100 },
     )
@@ -437,7 +568,8 @@ describe("arbitrary event sequences", () => {
     FastCheck.assert(
       FastCheck.property(looseEvents, (events) => {
         const finished = foldEvents([start, end])
-        expect(foldEvents(events, finished)).toBe(finished)
+        const after = foldEvents(events, finished)
+        expect(after).toEqual({ ...finished, skippedEvents: after.skippedEvents })
       }),
       { numRuns: 100 },
     )

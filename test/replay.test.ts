@@ -21,7 +21,8 @@ import { Deferred, Effect, Fiber, Layer, Option, TestClock, TestContext } from "
 import fc from "fast-check"
 import { encodeEventLine, readEventsText } from "../src/domain/event-codec.ts"
 import type { Event } from "../src/domain/events.ts"
-import { type RecordedCall, type ReplayResult, replayRun, sameDecision } from "../src/domain/replay.ts"
+import { type RecordedCall, type ReplayResult, replayRun, roundsInFlight, sameDecision } from "../src/domain/replay.ts"
+import { retryMessages } from "../src/domain/prompts.ts"
 import { Backends } from "../src/services/backend.ts"
 import { EventLog } from "../src/services/event-log.ts"
 import { runCoordination } from "../src/services/orchestrator.ts"
@@ -118,6 +119,25 @@ describe("replay of recorded in-memory runs", () => {
       expect(ofTag(run.events, "call_start").filter((e) => e.agent === "agent_a")).toHaveLength(1)
       expect(run.events.at(-1)).toMatchObject({ _tag: "run_finished", reason: "budget", winner: null, message: "budget of $0.5 spent" })
       expectSameRun(doc, run)
+    }),
+  )
+
+  live("the log alone rebuilds a round in flight: its transcript and its next request are what the live round sent", () =>
+    Effect.gen(function* () {
+      const doc = { agents: agents({ script: [{ text: "no tool here" }, { new_answer: "A" }], vote: "agent1" }, { answer: "B", vote: "agent1" }) }
+      const run = yield* runInMemory(doc)
+      const at = run.events.findIndex((e) => e._tag === "reply_rejected" && e.agent === "agent_a")
+      // The process died right after the rejection: the log is all there is.
+      const machine = roundsInFlight(run.events.slice(0, at + 1), configOf(doc).agents).get("agent_a")!
+      expect(machine).toMatchObject({ round: 1, role: "round", attempt: 2 })
+      expect(machine.transcript).toEqual(retryMessages("no tool here", "Your reply called no tool."))
+      const next = run.events.slice(at).find((e) => e._tag === "call_start" && e.agent === "agent_a") as Extract<Event, { _tag: "call_start" }>
+      const sent = JSON.parse(run.files.get(`llm_log/${next.call}.json`)!).request
+      expect({ system: machine.request.system, messages: [...machine.request.messages, ...machine.transcript], tools: machine.request.tools }).toEqual({
+        system: sent.system,
+        messages: sent.messages,
+        tools: sent.tools,
+      })
     }),
   )
 
@@ -310,20 +330,29 @@ describe("replay of random scripted runs", () => {
         max_retries: fc.constantFrom(0, 1),
         keep_answering: capped ? fc.boolean() : fc.constant(false),
         script: fc.array(step, { maxLength: 3 }),
+        model: fc.constantFrom("priced", "unpriced"),
+        input_tokens: fc.constantFrom(100, 1000),
       },
       { requiredKeys: ["answer", "vote", "delay_seconds"] },
     )
   const docArb = fc
-    .record({ n: fc.integer({ min: 2, max: 3 }), cap: fc.option(fc.integer({ min: 1, max: 2 }), { nil: null }), skip: fc.boolean() })
-    .chain(({ n, cap, skip }) =>
+    .record({
+      n: fc.integer({ min: 2, max: 3 }),
+      cap: fc.option(fc.integer({ min: 1, max: 2 }), { nil: null }),
+      skip: fc.boolean(),
+      budget: fc.option(fc.constantFrom(0.5, 1.5, 4), { nil: null }),
+    })
+    .chain(({ n, cap, skip, budget }) =>
       fc.array(backend(n, cap !== null), { minLength: n, maxLength: n }).map((backends) => ({
         agents: agents(...backends),
-        orchestrator: { max_new_answers_per_agent: cap, skip_final_presentation: skip },
+        pricing: { priced: { input: 1000, output: 0 } },
+        orchestrator: { max_new_answers_per_agent: cap, skip_final_presentation: skip, budget_usd: budget },
         timeout_settings: { orchestrator_timeout_seconds: 300, agent_timeout_seconds: 60 },
       })),
     )
 
-  test("every run replays with no divergence: the same events and final answer", async () => {
+  test("live interpretation and replay of the same replies give the same events and final answer", async () => {
+    const reasons = new Set<string>()
     await fc.assert(
       fc.asyncProperty(docArb, async (doc) => {
         const run = await Effect.runPromise(
@@ -332,9 +361,14 @@ describe("replay of random scripted runs", () => {
           }).pipe(Effect.provide(TestContext.TestContext)),
         )
         expectSameRun(doc, run)
+        reasons.add(run.reason)
+        if (ofTag(run.events, "reply_rejected").length > 0) reasons.add("rejected")
       }),
-      { numRuns: 40 },
+      { numRuns: 50 },
     )
+    // The runs reach the decider's budget stop and the round machine's retries.
+    expect(reasons).toContain("budget")
+    expect(reasons).toContain("rejected")
   })
 })
 

@@ -70,7 +70,9 @@ test("the timeline keeps the newest entries; events that change nothing are not 
   for (let i = 0; i < TIMELINE_LIMIT + 50; i++) model = applyEvent(model, { ...started, round: i + 1 } as typeof started)
   expect(model.timeline.length).toBeLessThanOrEqual(TIMELINE_LIMIT)
   const before = foldView(run.events)
-  expect(applyEvent(before, run.events[3]!)).toBe(before)
+  const after = applyEvent(before, run.events[3]!)
+  expect(after.timeline).toBe(before.timeline)
+  expect(after.state.skippedEvents).toBe(before.state.skippedEvents + 1)
 })
 
 test("the presentation clears the presenter's tail: its voting round's text is not shown as the final answer", () => {

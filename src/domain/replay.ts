@@ -79,6 +79,7 @@ export const replayRun = (
   recorded: ReadonlyArray<Event>,
   agents: ReadonlyArray<Agent>,
   callOf: (call: number) => RecordedCall | undefined,
+  options: { readonly checkRequests: boolean } = { checkRequests: true },
 ): ReplayResult => {
   let state = initialState
   const out: Array<Event> = []
@@ -168,14 +169,14 @@ export const replayRun = (
           const t = machines.get(rec.agent)
           const call = callOf(rec.call)
           if (t === undefined) break
-          if (!call?.request) return diverge(i, rec, `the request of call ${rec.call} is missing from llm_log/`)
+          if (options.checkRequests && !call?.request) return diverge(i, rec, `the request of call ${rec.call} is missing from llm_log/`)
           if (rec.error !== null) {
             // Unless a call_retried follows, the call failed for good.
             const failed = onCallFailed(t.machine, rec.error).step
             if (failed._tag === "done") pending.set(rec.agent, failed.reply)
             break
           }
-          const reply = rec.reply ? replyOfRecord(rec.reply) : call.reply
+          const reply = rec.reply ? replyOfRecord(rec.reply) : call?.reply
           if (!reply) return diverge(i, rec, `the reply of call ${rec.call} is missing from llm_log/`)
           const next = onModelReply(t.machine, reply, time)
           machines.set(rec.agent, next)
@@ -242,3 +243,10 @@ export const replayRun = (
   }
   return { events: out, state, divergence: null, rounds: inFlight() }
 }
+
+/**
+ * The rounds (and a presentation) in flight at the end of a log, transcript
+ * included, rebuilt from its events alone: what a resume continues.
+ */
+export const roundsInFlight = (events: ReadonlyArray<Event>, agents: ReadonlyArray<Agent>): ReadonlyMap<string, RoundMachine> =>
+  replayRun(events, agents, () => undefined, { checkRequests: false }).rounds

@@ -1,10 +1,15 @@
 /**
  * The state of a run, and `evolve`, the fold of its events.
  *
- * `evolve(state, event)` never throws and never does I/O: an event that does
- * not fit the state (a vote from an unknown agent, a second run_started) leaves
- * the state as it was, so a log that a crash or a newer writer left odd can
- * still be folded. The state holds only what decisions and projections need:
+ * `evolve(state, event)` never throws and never does I/O. An event that does
+ * not fit the state changes nothing but `skippedEvents`: a second
+ * run_started, anything before run_started or after run_finished (but a
+ * run_resumed), an event of an unknown agent, a round started while one is in
+ * flight, an answer, a vote or a failure of an agent that is out or has no
+ * such round in flight, an answer under a label that is not its agent's next,
+ * a vote for an agent or a label that is not a current answer, a second
+ * presentation or final answer. So a log that a crash, a hand or a newer
+ * writer left odd folds to a state the decider can trust. The state holds only what decisions and projections need:
  * the orchestrator (`services/orchestrator.ts`) folds every event it appends,
  * `decide.ts` reads the result, and `status.ts` projects it into status.json.
  *
@@ -108,7 +113,10 @@ export interface State {
   readonly usage: Usage
   /** Time of the newest event folded, ms since the epoch. */
   readonly lastTime: number
+  /** Events folded that changed the state. */
   readonly eventCount: number
+  /** Events folded that did not fit the state, and so changed nothing else. */
+  readonly skippedEvents: number
   /** Calls started and not yet ended, by call number. */
   readonly openCalls: number
 }
@@ -123,6 +131,7 @@ export const initialState: State = {
   usage: emptyUsage,
   lastTime: 0,
   eventCount: 0,
+  skippedEvents: 0,
   openCalls: 0,
 }
 
@@ -153,11 +162,15 @@ const addUsage = (u: Usage, e: Extract<Event, { _tag: "call_end" }>): Usage => (
   unpricedCalls: u.unpricedCalls + (e.cost === null && e.error === null ? 1 : 0),
 })
 
+/** `state` with agent `id` changed by `f`; `state` itself when there is no such agent or `f` changes nothing. */
 const updateAgent = (state: State, id: string, f: (a: AgentState) => AgentState): State => {
   const i = agentIndex(state, id)
   if (i < 0) return state
+  const before = state.agents[i]!
+  const after = f(before)
+  if (after === before) return state
   const agents = state.agents.slice()
-  agents[i] = f(agents[i]!)
+  agents[i] = after
   return { ...state, agents }
 }
 
@@ -181,12 +194,25 @@ const resumed = (state: State, logDir: string, t: number): State => {
   }
 }
 
-/** Folds one event into the state. Total: an event that does not apply leaves the state unchanged. */
+/** Folds one event into the state. Total: an event that does not fit only counts as skipped. */
 export const evolve = (state: State, event: Event): State => {
   const time = Date.parse(event.time)
   const t = Number.isNaN(time) ? state.lastTime : time
   const next = applyEvent(state, event, t)
-  return next === state ? state : { ...next, lastTime: Math.max(next.lastTime, t), eventCount: state.eventCount + 1 }
+  return next === state
+    ? { ...state, skippedEvents: state.skippedEvents + 1 }
+    : { ...next, lastTime: Math.max(next.lastTime, t), eventCount: state.eventCount + 1 }
+}
+
+/** Whether `agent` is live and has round `round` in flight. */
+const inRound = (a: AgentState | undefined, round: number): a is AgentState & { readonly inFlight: InFlight } =>
+  a !== undefined && a.failure === null && a.inFlight !== null && a.inFlight.round === round
+
+/** The agent whose answer `label` is, when it is that agent's latest. */
+const currentAnswerOf = (state: State, label: string): AgentState | undefined => {
+  const owner = state.answers[label]?.agent
+  const a = owner === undefined ? undefined : state.agents[agentIndex(state, owner)]
+  return a !== undefined && a.answers[a.answers.length - 1] === label ? a : undefined
 }
 
 const applyEvent = (state: State, event: Event, t: number): State => {
@@ -221,8 +247,9 @@ const applyEvent = (state: State, event: Event, t: number): State => {
         })),
       }
     case "round_started":
+      if (state.presentation !== null) return state
       return updateAgent(state, event.agent, (a) =>
-        a.failure !== null || a.inFlight !== null
+        a.failure !== null || a.inFlight !== null || event.round <= a.rounds
           ? a
           : {
               ...a,
@@ -240,7 +267,9 @@ const applyEvent = (state: State, event: Event, t: number): State => {
       )
     case "answer_submitted": {
       const i = agentIndex(state, event.agent)
-      if (i < 0 || state.answers[event.label] !== undefined) return state
+      const author = state.agents[i]
+      if (!inRound(author, event.round) || author.inFlight.voteOnly) return state
+      if (event.label !== `${author.info.anon_id}.${author.answers.length + 1}`) return state
       const answer: Answer = { label: event.label, agent: event.agent, round: event.round, content: event.content, time: t }
       // A new answer clears every vote: everyone must look again.
       const agents = state.agents.map((a, j): AgentState => {
@@ -251,24 +280,31 @@ const applyEvent = (state: State, event: Event, t: number): State => {
       })
       return { ...state, agents, answers: { ...state.answers, [event.label]: answer } }
     }
-    case "vote_cast":
+    case "vote_cast": {
+      const target = currentAnswerOf(state, event.target_label)
+      if (!inRound(state.agents[agentIndex(state, event.agent)], event.round)) return state
+      if (target === undefined || target.info.id !== event.target) return state
       return updateAgent(state, event.agent, (a) => ({
         ...a,
         inFlight: null,
         vote: { target: event.target, targetLabel: event.target_label, reason: event.reason, time: t },
         lastActivity: t,
       }))
+    }
     case "vote_ignored":
+      if (!inRound(state.agents[agentIndex(state, event.agent)], event.round)) return state
       return updateAgent(state, event.agent, (a) => ({ ...a, inFlight: null, restartPending: true, lastActivity: t }))
     case "reply_rejected":
     case "call_start":
     case "call_retried":
+      if (agentIndex(state, event.agent) < 0) return state
       return updateAgent(
         event._tag === "call_start" ? { ...state, openCalls: state.openCalls + 1 } : state,
         event.agent,
         (a) => ({ ...a, lastActivity: t }),
       )
     case "call_end":
+      if (agentIndex(state, event.agent) < 0) return state
       return updateAgent(
         { ...state, usage: addUsage(state.usage, event), openCalls: Math.max(0, state.openCalls - 1) },
         event.agent,
@@ -276,12 +312,12 @@ const applyEvent = (state: State, event: Event, t: number): State => {
       )
     case "agent_failed":
       return updateAgent(state, event.agent, (a) =>
-        a.failure !== null
+        !inRound(a, event.round)
           ? a
           : { ...a, inFlight: null, vote: null, failure: { kind: event.kind, message: event.message, time: t }, lastActivity: t },
       )
     case "presentation_started":
-      if (state.presentation !== null) return state
+      if (state.presentation !== null || currentAnswerOf(state, event.label)?.info.id !== event.agent) return state
       return updateAgent(
         {
           ...state,
@@ -298,7 +334,7 @@ const applyEvent = (state: State, event: Event, t: number): State => {
         (a) => ({ ...a, lastActivity: t }),
       )
     case "final_answer":
-      if (state.final !== null) return state
+      if (state.final !== null || agentIndex(state, event.agent) < 0) return state
       return {
         ...state,
         final: { agent: event.agent, label: event.label, source: event.source, content: event.content },

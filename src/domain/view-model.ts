@@ -126,7 +126,8 @@ const keepTail = (text: string): string => (text.length > TAIL_LIMIT ? text.slic
 /** Folds one event: the state through `evolve`; a round's start, or the presentation's, clears its agent's tail. */
 export const applyEvent = (model: ViewModel, event: Event): ViewModel => {
   const state = evolve(model.state, event)
-  if (state === model.state) return model
+  // An event that does not fit is only counted.
+  if (state.skippedEvents !== model.state.skippedEvents) return { ...model, state }
   // The presenter's tail still holds its last round's text (its vote): stale once it starts presenting.
   const tails = event._tag === "round_started" || event._tag === "presentation_started" ? { ...model.tails, [event.agent]: "" } : model.tails
   const text = timelineText(event)
