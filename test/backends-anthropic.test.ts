@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test"
-import { DEFAULT_ANTHROPIC_MAX_TOKENS, makeAnthropicMessagesBackend } from "../src/services/backends/anthropic-messages.ts"
+import { DEFAULT_ANTHROPIC_MAX_TOKENS, makeAnthropicMessagesBackend, toAnthropicMessages } from "../src/services/backends/anthropic-messages.ts"
 import type { SdkBackendOptions } from "../src/services/backends/sdk-stream.ts"
 import { backendSuite, collect, failureOf, replyOf, TEST_KEY } from "./support/backend-suite.ts"
 import { type FakeLlm, raw, reply, startFakeLlm } from "./support/fake-llm.ts"
@@ -90,5 +90,18 @@ describe("anthropic: wire format", () => {
       ),
     )
     expect(await failureOf(backend())).toMatchObject({ reason: "bad_reply", retryable: true })
+  })
+})
+
+test("an assistant message's opaque parts (signed thinking) go back first, unchanged, before its text and tool calls", () => {
+  const thinking = { type: "thinking" as const, thinking: "weigh both", signature: "sig==" }
+  const messages = toAnthropicMessages([
+    { role: "user", content: "Q" },
+    { role: "assistant", content: "Looking.", toolCalls: [{ id: "t1", name: "search", arguments: '{"q":"x"}' }], parts: [thinking] },
+    { role: "tool", toolCallId: "t1", name: "search", content: "found" },
+  ])
+  expect(messages[1]).toEqual({
+    role: "assistant",
+    content: [thinking, { type: "text", text: "Looking." }, { type: "tool_use", id: "t1", name: "search", input: { q: "x" } }],
   })
 })

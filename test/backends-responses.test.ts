@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test"
-import { makeOpenAiResponsesBackend } from "../src/services/backends/openai-responses.ts"
+import { makeOpenAiResponsesBackend, responsesParams } from "../src/services/backends/openai-responses.ts"
 import type { SdkBackendOptions } from "../src/services/backends/sdk-stream.ts"
 import { backendSuite, collect, failureOf, replyOf, TEST_KEY } from "./support/backend-suite.ts"
 import { type FakeLlm, raw, reply, startFakeLlm } from "./support/fake-llm.ts"
@@ -72,4 +72,23 @@ describe("responses: wire format", () => {
     expect(await failureOf(backend())).toMatchObject({ reason: "rate_limited", retryable: true })
     expect(await failureOf(backend())).toMatchObject({ reason: "bad_request", retryable: false })
   })
+})
+
+test("an assistant message's reasoning items go back first, unchanged, before its function calls", () => {
+  const reasoning = { type: "reasoning", id: "rs_1", summary: [], encrypted_content: "enc" }
+  const request = {
+    agentId: "a",
+    system: "",
+    messages: [
+      { role: "user" as const, content: "Q" },
+      { role: "assistant" as const, content: "", toolCalls: [{ id: "c1", name: "search", arguments: "{}" }], parts: [reasoning] },
+    ],
+    tools: [],
+    context: { kind: "round" as const, selfAnonId: "agent1", shown: [], voteOnly: false },
+  }
+  expect(responsesParams(request, { model: "m" } as never).input).toEqual([
+    { role: "user", content: "Q" },
+    reasoning,
+    { type: "function_call", call_id: "c1", name: "search", arguments: "{}" },
+  ])
 })

@@ -191,5 +191,9 @@ describe("anthropic messages: streams recorded in anthropics/anthropic-sdk-types
     expect(r.reply.usage).toEqual({ inputTokens: 28, cachedInputTokens: 0, outputTokens: 106, reasoningTokens: 67 })
     // stop_reason "refusal" is not a cut at the output limit.
     expect(r.reply.truncated).toBe(false)
+    // The signed thinking block is kept whole, to be sent back unchanged.
+    expect(r.reply.parts).toEqual([
+      { type: "thinking", thinking: thoughts.join(""), signature: "c3ludGhldGljLXNpZ25hdHVyZS1maXh0dXJlLWEtbm90LWEtcmVhbC1zaWduYXR1cmU=" },
+    ])
   })
 })

@@ -25,7 +25,13 @@ export interface ToolSpec {
 
 export type LlmMessage =
   | { readonly role: "user"; readonly content: string }
-  | { readonly role: "assistant"; readonly content: string; readonly toolCalls?: ReadonlyArray<ToolCall> }
+  | {
+      readonly role: "assistant"
+      readonly content: string
+      readonly toolCalls?: ReadonlyArray<ToolCall>
+      /** The reply's opaque provider parts (`LlmReply.parts`), sent back before its text and tool calls. */
+      readonly parts?: ReadonlyArray<unknown>
+    }
   | { readonly role: "tool"; readonly toolCallId: string; readonly name: string; readonly content: string }
 
 /** What an answer round showed, for backends that act on structure (the scripted one) rather than text. */

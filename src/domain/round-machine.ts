@@ -171,7 +171,10 @@ export const onModelReply = (machine: RoundMachine, reply: LlmReply, time: strin
     case "tool_calls": {
       const next: RoundMachine = {
         ...machine,
-        transcript: [...machine.transcript, { role: "assistant", content: reply.text, toolCalls: classified.calls }],
+        transcript: [
+          ...machine.transcript,
+          { role: "assistant", content: reply.text, toolCalls: classified.calls, ...(reply.parts?.length ? { parts: reply.parts } : {}) },
+        ],
         pendingTools: classified.calls,
       }
       return { machine: next, events: [], step: { _tag: "run_tools", calls: classified.calls } }

@@ -46,6 +46,7 @@ const toTurn = (m: LlmMessage): { role: "user" | "assistant"; blocks: Array<Bloc
       return {
         role: "assistant",
         blocks: [
+          ...((m.parts ?? []) as Array<Block>),
           ...(m.content === "" ? [] : [{ type: "text" as const, text: m.content }]),
           ...(m.toolCalls ?? []).map((c) => ({ type: "tool_use" as const, id: c.id, name: c.name, input: parseInput(c.arguments) })),
         ],
@@ -92,6 +93,9 @@ interface BlockState {
   type: string
   text: string
   json: string
+  /** A thinking block's signature; a redacted thinking block's data. */
+  signature?: string
+  data?: string
   id?: string
   name?: string
   input?: unknown
@@ -147,6 +151,8 @@ export const anthropicAssembly = (): Assembly<Event> => {
             out.push({ _tag: "text", text: cb.text })
           }
           if (cb.type === "tool_use") Object.assign(state, { id: cb.id, name: cb.name, input: cb.input })
+          if (cb.type === "thinking") Object.assign(state, { text: cb.thinking ?? "", signature: cb.signature ?? "" })
+          if (cb.type === "redacted_thinking") state.data = cb.data
           blocks.set(event.index, state)
           break
         }
@@ -159,6 +165,8 @@ export const anthropicAssembly = (): Assembly<Event> => {
           } else if (d.type === "thinking_delta") {
             if (block !== undefined) block.text += d.thinking
             out.push({ _tag: "reasoning", text: d.thinking })
+          } else if (d.type === "signature_delta") {
+            if (block !== undefined) block.signature = (block.signature ?? "") + d.signature
           } else if (d.type === "input_json_delta") {
             if (block?.type !== "tool_use") fail("bad_reply", `input_json_delta for content block ${event.index}, which is not a tool_use`)
             else block.json += d.partial_json
@@ -188,7 +196,16 @@ export const anthropicAssembly = (): Assembly<Event> => {
             ? { type: "thinking", thinking: b.text }
             : { type: b.type, text: b.text },
       )
+      // Thinking must go back, signed and unchanged, with a later call that continues from this reply.
+      const parts = ordered.flatMap((b): Array<Block> =>
+        b.type === "thinking"
+          ? [{ type: "thinking", thinking: b.text, signature: b.signature ?? "" }]
+          : b.type === "redacted_thinking"
+            ? [{ type: "redacted_thinking", data: b.data ?? "" }]
+            : [],
+      )
       return {
+        parts,
         text: ordered.filter((b) => b.type === "text").map((b) => b.text).join(""),
         reasoning: ordered.filter((b) => b.type === "thinking").map((b) => b.text).join(""),
         toolCalls,

@@ -28,6 +28,7 @@ const toItems = (m: LlmMessage): Array<OpenAI.Responses.ResponseInputItem> => {
       return [{ role: "user", content: m.content }]
     case "assistant":
       return [
+        ...((m.parts ?? []) as Array<OpenAI.Responses.ResponseInputItem>),
         ...(m.content === "" ? [] : [{ role: "assistant" as const, content: m.content }]),
         ...(m.toolCalls ?? []).map((c) => ({ type: "function_call" as const, call_id: c.id, name: c.name, arguments: c.arguments })),
       ]
@@ -147,6 +148,8 @@ export const responsesAssembly = (): Assembly<Event> => {
           arguments: c.args,
         }))
       return {
+        // Reasoning items go back with a later call that continues from this reply.
+        parts: (response.output ?? []).filter((item) => item.type === "reasoning"),
         text: text === "" ? (response.output_text ?? "") : text,
         reasoning,
         toolCalls,
