@@ -75,7 +75,7 @@ describe("responses: wire format", () => {
 })
 
 test("an assistant message's reasoning items go back first, unchanged, before its function calls", () => {
-  const reasoning = { type: "reasoning", id: "rs_1", summary: [], encrypted_content: "enc" }
+  const reasoning = { type: "reasoning" as const, id: "rs_1", summary: [], encrypted_content: "enc" }
   const request = {
     agentId: "a",
     system: "",
