@@ -18,6 +18,7 @@ import * as fs from "node:fs"
 import * as nodePath from "node:path"
 import { parse as parseYaml } from "yaml"
 import { type CliResult, type Mode, cleanupSandboxes, ensureBinary, runCli, sandbox, writeConfig } from "./support/cli.ts"
+import { readCallLog } from "./support/call-logs.ts"
 import {
   type Behaviour,
   type FakeLlm,
@@ -292,7 +293,7 @@ const expectCallLogs = (run: Run) => {
   // A call cut off by a cancelled round has nothing to log but its request.
   for (const end of ofType(events, "call_end").filter((e) => e.error !== "cancelled")) {
     expect(logs).toContain(`${end.call}.json`)
-    const record = readJson(nodePath.join(run.logDir, "llm_log", `${end.call}.json`))
+    const record = readCallLog(run.logDir, end.call)
     expectLike(record, { call: end.call, agent: end.agent, round: end.round, role: end.role, model: MODEL, error: end.error })
     expect(record.request.system).toContain("You are agent")
     expect(record.request.messages[0].content).toContain(QUESTION)

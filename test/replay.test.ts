@@ -23,6 +23,7 @@ import { encodeEventLine, readEventsText } from "../src/domain/event-codec.ts"
 import type { Event } from "../src/domain/events.ts"
 import { type RecordedCall, type ReplayResult, replayRun, roundsInFlight, sameDecision } from "../src/domain/replay.ts"
 import { retryMessages } from "../src/domain/prompts.ts"
+import { callLogOf, callsOf } from "./support/call-logs.ts"
 import { Backends } from "../src/services/backend.ts"
 import { EventLog } from "../src/services/event-log.ts"
 import { runCoordination } from "../src/services/orchestrator.ts"
@@ -43,16 +44,6 @@ const agents = (...backends: ReadonlyArray<Backend>) => backends.map((b, i) => (
 
 const ofTag = <T extends Event["_tag"]>(events: ReadonlyArray<Event>, tag: T) =>
   events.filter((e): e is Extract<Event, { _tag: T }> => e._tag === tag)
-
-/** The recorded call `n` of a run's files, as `massgen replay` reads `llm_log/<n>.json`. */
-const callsOf =
-  (files: ReadonlyMap<string, string>) =>
-  (n: number): RecordedCall | undefined => {
-    const text = files.get(`llm_log/${n}.json`)
-    if (text === undefined) return undefined
-    const record = JSON.parse(text)
-    return { request: record.request ?? null, reply: record.reply ?? null, error: record.error ?? null }
-  }
 
 const replayOf = (doc: unknown, events: ReadonlyArray<Event>, files: ReadonlyMap<string, string>): ReplayResult =>
   replayRun(events, configOf(doc).agents, callsOf(files))
@@ -132,7 +123,7 @@ describe("replay of recorded in-memory runs", () => {
       expect(machine).toMatchObject({ round: 1, role: "round", attempt: 2 })
       expect(machine.transcript).toEqual(retryMessages("no tool here", "Your reply called no tool."))
       const next = run.events.slice(at).find((e) => e._tag === "call_start" && e.agent === "agent_a") as Extract<Event, { _tag: "call_start" }>
-      const sent = JSON.parse(run.files.get(`llm_log/${next.call}.json`)!).request
+      const sent = callLogOf(run.files)(next.call).request
       expect({ system: machine.request.system, messages: [...machine.request.messages, ...machine.transcript], tools: machine.request.tools }).toEqual({
         system: sent.system,
         messages: sent.messages,
@@ -457,6 +448,22 @@ describe("divergences", () => {
     expect(replayOf(CONSENSUS, old, files).divergence?.index).toBe(at)
   })
 
+  test("a call log keeps each long text once, in blobs/; a missing blob is a divergence, not a crash", async () => {
+    const run = await recordConsensus()
+    const logs = [...run.files].filter(([k]) => k.startsWith("llm_log/"))
+    const blobs = [...run.files].filter(([k]) => k.startsWith("blobs/"))
+    expect(blobs.length).toBeGreaterThan(0)
+    // The system prompt of every call is one blob, not a copy per call.
+    const system = callLogOf(run.files)(1).request.system as string
+    expect(system.length).toBeGreaterThanOrEqual(256)
+    expect(logs.every(([, text]) => !text.includes(system))).toBe(true)
+    expect(blobs.filter(([, text]) => text === system)).toHaveLength(1)
+    const start = ofTag(run.events, "call_start")[0]!
+    const files = new Map(run.files)
+    for (const [k, text] of blobs) if (text === system) files.delete(k)
+    expect(replayOf(CONSENSUS, run.events, files).divergence?.index).toBe(run.events.indexOf(start))
+  })
+
   test("a missing llm_log file is a divergence saying it is missing, not a crash", async () => {
     const run = await recordConsensus()
     const end = ofTag(run.events, "call_end")[1]!
@@ -474,7 +481,8 @@ describe("divergences", () => {
     const end = ofTag(run.events, "call_end")[0]!
     const dir = sandbox()
     fs.mkdirSync(nodePath.join(dir, "llm_log"))
-    for (const [k, v] of run.files) if (k.startsWith("llm_log/")) fs.writeFileSync(nodePath.join(dir, k), v)
+    fs.mkdirSync(nodePath.join(dir, "blobs"))
+    for (const [k, v] of run.files) if (k.startsWith("llm_log/") || k.startsWith("blobs/")) fs.writeFileSync(nodePath.join(dir, k), v)
     expect(replayRun(run.events, configOf(CONSENSUS).agents, recordedCall(dir)).divergence).toBeNull()
     fs.writeFileSync(nodePath.join(dir, "llm_log", `${end.call}.json`), "{ not json")
     const result = replayRun(run.events, configOf(CONSENSUS).agents, recordedCall(dir))

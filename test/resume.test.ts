@@ -32,6 +32,7 @@ import { type ResumeInput, runCoordination } from "../src/services/orchestrator.
 import { memoryRunFiles } from "../src/services/run-files.ts"
 import { StatusWriter } from "../src/services/status-writer.ts"
 import { configOf } from "./support/harness.ts"
+import { callsOf } from "./support/call-logs.ts"
 
 // ---------------------------------------------------------------------------
 // A council whose replies depend only on the request
@@ -229,10 +230,7 @@ describe("resume (model-based)", () => {
         const refFinal = ofTag(reference.events, "final_answer")[0]!
         const refAnswers = (id: string) => ofTag(reference.events, "answer_submitted").filter((e) => e.agent === id).length
         expectFoldOfEveryPrefix(reference)
-        const refReplay = replayRun(reference.events, configOf(councilDoc(council)).agents, (n) => {
-          const text = reference.files.get(`llm_log/${n}.json`)
-          return text === undefined ? undefined : JSON.parse(text)
-        })
+        const refReplay = replayRun(reference.events, configOf(councilDoc(council)).agents, callsOf(reference.files))
         expect(refReplay.divergence).toBeNull()
 
         const lines = reference.text.split("\n").slice(0, -1)
@@ -356,11 +354,8 @@ describe("resume (model-based)", () => {
         // The whole log, first process and resume, replays from the recorded calls.
         // A call's llm_log file is written after its call_end: a crash leaves only those.
         const ended = new Set(ofTag(left.events, "call_end").map((e) => `llm_log/${e.call}.json`))
-        const calls = new Map([...[...leftFiles].filter(([k]) => ended.has(k)), ...resumed.files])
-        const replayed = replayRun(events, configOf(councilDoc(council)).agents, (n) => {
-          const text = calls.get(`llm_log/${n}.json`)
-          return text === undefined ? undefined : JSON.parse(text)
-        })
+        const calls = new Map([...[...leftFiles].filter(([k]) => ended.has(k) || k.startsWith("blobs/")), ...resumed.files])
+        const replayed = replayRun(events, configOf(councilDoc(council)).agents, callsOf(calls))
         expect(replayed.divergence).toBeNull()
         expect(replayed.state.final?.content).toBe(refFinal.content)
       }),

@@ -16,6 +16,7 @@ import { decodeConfig } from "../domain/config.ts"
 import { type EventsRead, readEventsText } from "../domain/event-codec.ts"
 import type { RecordedCall } from "../domain/replay.ts"
 import type { Env } from "../services/backends/keys.ts"
+import { blobPath, expandJson } from "../services/blobs.ts"
 
 export class RunDirError extends Schema.TaggedError<RunDirError>()("RunDirError", {
   reason: Schema.Literal("missing", "not_a_run", "unreadable", "bad_config", "busy"),
@@ -104,12 +105,19 @@ export const runDirConfig = (dir: string, env: Env): Effect.Effect<RecordedConfi
     return Either.isRight(decoded) ? Effect.succeed({ config: decoded.right, raw, configPath }) : fail(decoded.left)
   })
 
-/** The recorded request and reply of call `n`, if `llm_log/<n>.json` holds them. */
+/** The recorded request and reply of call `n`, if `llm_log/<n>.json` holds them (its long texts from `blobs/`). */
 export const recordedCall =
   (dir: string) =>
   (n: number): RecordedCall | undefined => {
     try {
-      const record = JSON.parse(readFileSync(join(dir, "llm_log", `${n}.json`), "utf8")) as Partial<RecordedCall>
+      const text = readFileSync(join(dir, "llm_log", `${n}.json`), "utf8")
+      const record = expandJson(JSON.parse(text), (hash) => {
+        try {
+          return readFileSync(join(dir, blobPath(hash)), "utf8")
+        } catch {
+          return undefined
+        }
+      }) as Partial<RecordedCall>
       return { request: record.request ?? null, reply: record.reply ?? null, error: record.error ?? null }
     } catch {
       return undefined

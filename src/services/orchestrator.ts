@@ -27,6 +27,7 @@ import { Backends } from "./backend.ts"
 import { EventLog } from "./event-log.ts"
 import { RunFiles } from "./run-files.ts"
 import { StatusWriter } from "./status-writer.ts"
+import { blobPath, compactJson } from "./blobs.ts"
 
 export interface RunInput {
   readonly config: Config
@@ -101,6 +102,8 @@ export const runCoordination = (input: RunInput) =>
       yield* status.write(project(yield* Ref.get(stateRef), now)).pipe(Effect.catchAll((e) => Effect.logWarning(e.message)))
     })
 
+    /** Blobs this process has stored (a resumed run may store one again: the same bytes). */
+    const storedBlobs = new Set<string>()
     /** Calls refused at their call_start (`mayStartCall`): the budget was spent or the run ended. */
     const refusedCalls = new Set<number>()
 
@@ -146,7 +149,18 @@ export const runCoordination = (input: RunInput) =>
         Effect.zipRight(files.appendOutput(agent, text), observe ? observe.onText(agent, text) : Effect.void),
       onReasoning: (agent, text) => files.appendOutput(`${agent}.reasoning`, text),
       record: (agent, text) => files.appendOutput(agent, text),
-      logCall: (call, record) => files.write(`llm_log/${call}.json`, `${JSON.stringify(record, null, 2)}\n`),
+      logCall: (call, record) =>
+        Effect.gen(function* () {
+          // Long texts go to the blob store once; the call log references them.
+          const fresh: Array<readonly [string, string]> = []
+          const compact = compactJson(record, (hash, text) => {
+            if (storedBlobs.has(hash)) return
+            storedBlobs.add(hash)
+            fresh.push([hash, text])
+          })
+          for (const [hash, text] of fresh) yield* files.write(blobPath(hash), text)
+          yield* files.write(`llm_log/${call}.json`, `${JSON.stringify(compact, null, 2)}\n`)
+        }),
       priceOf: input.priceOf ?? (() => null),
     }
 

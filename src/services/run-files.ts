@@ -5,7 +5,8 @@
  * streamed output (`agent_outputs/<agent_id>.txt`, appended as it arrives),
  * the final answer and what the winner saw (`final/<agent>/answer.txt`,
  * `context.txt`, each written whole before the event that announces them),
- * every call's request and reply (`llm_log/<n>.json`), and whole files derived
+ * every call's request and reply (`llm_log/<n>.json`, its long texts in
+ * `blobs/`, see `blobs.ts`), and whole files derived
  * at the end (`execution_metadata.yaml`, `coordination_events.json`, ...).
  * Paths are relative to the log directory. The memory layer keeps everything
  * in a map for tests.
@@ -30,6 +31,7 @@ import { appendFile, open } from "node:fs/promises"
 import { join } from "node:path"
 import { Context, Effect, Layer } from "effect"
 import { writeFileAtomicSync } from "./status-writer.ts"
+import { BLOBS_DIR } from "./blobs.ts"
 
 export interface RunFilesApi {
   readonly appendOutput: (agent: string, text: string) => Effect.Effect<void>
@@ -59,7 +61,7 @@ export const liveRunFiles = (logDir: string): Layer.Layer<RunFiles> =>
     // Files made by `prepare` and not written yet.
     const prepared = new Set<string>()
     // Made now, with the log directory: a new directory costs milliseconds on some disks, and not in a reply's way.
-    for (const dir of [outputs, join(logDir, "llm_log")]) {
+    for (const dir of [outputs, join(logDir, "llm_log"), join(logDir, BLOBS_DIR)]) {
       try {
         mkdirSync(dir, { recursive: true })
         madeDirs.add(dir)
