@@ -441,7 +441,7 @@ describe("what resume refuses, and what it leaves alone", () => {
       await holder.waitForLine("LOG_DIR: ")
       await waitForEvent(dir, (e) => e.type === "run_resumed")
       await waitForEvent(dir, (e) => e.type === "call_start" && e.agent === "agent_c" && e.round === 2)
-      expect(fs.readFileSync(nodePath.join(dir, "run.lock"), "utf8").trim()).toBe(String(holder.proc.pid))
+      expect(fs.readFileSync(nodePath.join(dir, "run.lock"), "utf8").trim().split(" ")[0]).toBe(String(holder.proc.pid))
       const events = fs.readFileSync(eventsPath(dir), "utf8")
 
       const second = await resume(dir, cwd)

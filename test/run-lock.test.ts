@@ -3,6 +3,8 @@ import { afterAll, describe, expect, test } from "bun:test"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as nodePath from "node:path"
+import { Cause, Effect, Exit } from "effect"
+import { STALE_EMPTY_MS, acquireRunLock, holder, ownerOf } from "../src/services/run-lock.ts"
 
 const dirs: Array<string> = []
 afterAll(() => {
@@ -61,4 +63,71 @@ describe("run lock", () => {
       expect(fs.readdirSync(dir)).toEqual([])
     }
   }, 60_000)
+})
+
+describe("stale locks a crash or a full disk leaves", () => {
+  const freshDir = () => {
+    const dir = fs.mkdtempSync(nodePath.join(os.tmpdir(), "massgen-lock-"))
+    dirs.push(dir)
+    return dir
+  }
+  /** Sets a file's times back by `ms`. */
+  const age = (path: string, ms: number) => {
+    const t = new Date(Date.now() - ms)
+    fs.utimesSync(path, t, t)
+  }
+  const take = (dir: string) => Effect.runPromiseExit(Effect.scoped(Effect.asVoid(acquireRunLock(dir))))
+
+  test("an empty run.lock older than a writer needs is taken over; a fresh empty one is waited for", async () => {
+    const dir = freshDir()
+    const lock = nodePath.join(dir, "run.lock")
+    fs.writeFileSync(lock, "")
+    age(lock, STALE_EMPTY_MS + 1000)
+    expect(Exit.isSuccess(await take(dir))).toBe(true)
+    expect(fs.readdirSync(dir)).toEqual([])
+  })
+
+  test("an unreadable run.lock (garbage) that stays so is taken over", async () => {
+    const dir = freshDir()
+    const lock = nodePath.join(dir, "run.lock")
+    fs.writeFileSync(lock, "\u0000\u0000garbage")
+    age(lock, STALE_EMPTY_MS + 1000)
+    expect(Exit.isSuccess(await take(dir))).toBe(true)
+  })
+
+  test("a leftover run.lock.takeover, empty or of a dead process, does not block the lock for good", async () => {
+    for (const content of ["", `${await deadPid()}\n`]) {
+      const dir = freshDir()
+      fs.writeFileSync(nodePath.join(dir, "run.lock"), `${await deadPid()}\n`)
+      const guard = nodePath.join(dir, "run.lock.takeover")
+      fs.writeFileSync(guard, content)
+      age(guard, STALE_EMPTY_MS + 1000)
+      expect(Exit.isSuccess(await take(dir))).toBe(true)
+      expect(fs.readdirSync(dir)).toEqual([])
+    }
+  })
+
+  test("a lock naming a live pid with another start time (the pid was reused) is stale", async () => {
+    const dir = freshDir()
+    // This test's own pid is alive; the start time says the lock's owner was another process.
+    fs.writeFileSync(nodePath.join(dir, "run.lock"), `${process.ppid} 1\n`)
+    expect(holder(dir)).toBeNull()
+    expect(Exit.isSuccess(await take(dir))).toBe(true)
+  })
+
+  test("a lock naming a live process with its own start time is held, and says by whom", async () => {
+    const dir = freshDir()
+    const owner = ownerOf(process.ppid)
+    expect(owner.start).not.toBeNull()
+    fs.writeFileSync(nodePath.join(dir, "run.lock"), `${owner.pid} ${owner.start}\n`)
+    expect(holder(dir)).toBe(process.ppid)
+    const exit = await take(dir)
+    expect(Exit.isFailure(exit) && String(Cause.squash(exit.cause))).toContain(`is being run by process ${process.ppid}: stop it first, or wait for it to finish`)
+  })
+
+  test("a lock in the old format (a pid alone) still names a live holder", () => {
+    const dir = freshDir()
+    fs.writeFileSync(nodePath.join(dir, "run.lock"), `${process.ppid}\n`)
+    expect(holder(dir)).toBe(process.ppid)
+  })
 })

@@ -15,7 +15,7 @@ import { Effect } from "effect"
 import { type State, foldEvents } from "../domain/state.ts"
 import { makeBackends } from "./run-setup.ts"
 import { loadDotEnv } from "../services/backends/keys.ts"
-import { acquireRunLock, holder } from "../services/run-lock.ts"
+import { RunLockError, acquireRunLock, holder } from "../services/run-lock.ts"
 import { automationFooter, automationHeader } from "./automation-output.ts"
 import { RunDirError, openRunDir, runDirConfig } from "./run-dir.ts"
 import type { CliContext } from "./run-command.ts"
@@ -59,7 +59,7 @@ export const resumeCommand = (args: ResumeArgs, ctx: CliContext) =>
     if (state.finished !== null && state.finished.reason !== "interrupted") return yield* reportFinished(dir.path, state, dir.read.events)
     const live = holder(dir.path)
     if (live !== null) {
-      return yield* new RunDirError({ reason: "busy", path: dir.path, detail: `process ${live} is running it` })
+      return yield* new RunLockError({ reason: "held", path: dir.path, pid: live, detail: "" })
     }
     const env = yield* loadDotEnv(ctx.cwd, ctx.env).pipe(Effect.orElseSucceed(() => ctx.env))
     const { config } = yield* runDirConfig(dir.path, env)

@@ -19,7 +19,7 @@ import type { Env } from "../services/backends/keys.ts"
 import { blobPath, expandJson } from "../services/blobs.ts"
 
 export class RunDirError extends Schema.TaggedError<RunDirError>()("RunDirError", {
-  reason: Schema.Literal("missing", "not_a_run", "unreadable", "bad_config", "busy"),
+  reason: Schema.Literal("missing", "not_a_run", "unreadable", "bad_config"),
   path: Schema.String,
   detail: Schema.String,
 }) {
@@ -29,7 +29,6 @@ export class RunDirError extends Schema.TaggedError<RunDirError>()("RunDirError"
       not_a_run: "not a massgen run",
       unreadable: "cannot read",
       bad_config: "cannot read the run's config",
-      busy: "already being run",
     }[this.reason]
     return `${what}: ${this.path}${this.detail === "" ? "" : ` (${this.detail})`}`
   }

@@ -1,17 +1,25 @@
 /**
  * The lock that says a process is running a log directory's run: `LOG_DIR/run.lock`.
  *
- * A run and a resume hold it while they work; it holds the holder's pid. It is
- * created with an exclusive create, so two processes never both take a free
- * lock. A lock whose pid is no longer alive (a run killed with SIGKILL, a
- * machine that went down) is stale and is taken over. `holder` reads it
- * without taking it: the viewer and `massgen status` use it to tell a live run.
+ * A run and a resume hold it while they work. It names its *owner*: the pid
+ * and, where the system says (Linux's `/proc/<pid>/stat`), the process's start
+ * time, so that a pid the system has since given to another process does not
+ * make a dead run look alive. It is created with an exclusive create, so two
+ * processes never both take a free lock. A lock is *stale*, and is taken over,
+ * when its owner is gone (a run killed with SIGKILL, a machine that went
+ * down), or when it stays empty or unreadable for longer than a writer needs
+ * to fill it (`STALE_EMPTY_MS`: its writer died between creating and writing
+ * it, or the disk was full). The same holds for the takeover guard
+ * (`run.lock.takeover`). `holder` reads the lock without taking it: the viewer
+ * and `massgen status` use it to tell a live run.
  */
-import { closeSync, openSync, readFileSync, renameSync, rmSync, writeFileSync, writeSync } from "node:fs"
+import { closeSync, openSync, readFileSync, renameSync, rmSync, statSync, writeFileSync, writeSync } from "node:fs"
 import { join } from "node:path"
 import { Effect, Schema } from "effect"
 
 export const LOCK_FILE = "run.lock"
+/** How long a lock file may stay empty before it is taken for a dead writer's. */
+export const STALE_EMPTY_MS = 2000
 
 export class RunLockError extends Schema.TaggedError<RunLockError>()("RunLockError", {
   reason: Schema.Literal("held", "unwritable"),
@@ -21,60 +29,112 @@ export class RunLockError extends Schema.TaggedError<RunLockError>()("RunLockErr
 }) {
   override get message(): string {
     return this.reason === "held"
-      ? `${this.path} is being run by process ${this.pid}: stop it first, or wait`
+      ? `${this.path} is being run by process ${this.pid ?? "(unknown)"}: stop it first, or wait for it to finish`
       : `cannot lock ${this.path}: ${this.detail}`
   }
 }
 
-/** A killed process that its parent has not reaped yet still answers kill(0): Linux marks it Z. */
-const isZombie = (pid: number): boolean => {
+/** What `/proc/<pid>/stat` says of a process: its state letter and start time (clock ticks since boot); null without /proc. */
+const procStat = (pid: number): { readonly state: string; readonly start: string } | null => {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
-    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) === "Z"
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+    // After the command: state is field 3, starttime field 22.
+    return { state: fields[0] ?? "", start: fields[19] ?? "" }
   } catch {
-    return false
+    return null
   }
 }
 
-export const isAlive = (pid: number): boolean => {
+/** A process, as a lock names it. */
+export interface Owner {
+  readonly pid: number
+  /** Its start time, when the system tells; null otherwise. */
+  readonly start: string | null
+}
+
+export const ownerOf = (pid: number): Owner => ({ pid, start: procStat(pid)?.start ?? null })
+
+const SELF: Owner = ownerOf(process.pid)
+
+/** Whether `owner` still runs: its pid answers, is not a zombie, and (when known) started when the lock says. */
+export const isAlive = (owner: Owner | number): boolean => {
+  const { pid, start } = typeof owner === "number" ? { pid: owner, start: null } : owner
   if (!Number.isInteger(pid) || pid <= 0) return false
   try {
     process.kill(pid, 0)
-    return !isZombie(pid)
   } catch (e) {
-    return (e as { code?: string }).code === "EPERM"
+    if ((e as { code?: string }).code !== "EPERM") return false
   }
+  const stat = procStat(pid)
+  // A killed process that its parent has not reaped yet still answers kill(0): Linux marks it Z.
+  if (stat === null) return true
+  return stat.state !== "Z" && (start === null || stat.start === start)
 }
 
-/** The pid a lock file holds; null when it is missing, or just created and not written yet. */
-const lockPid = (path: string): number | null => {
+const ownerText = (o: Owner): string => (o.start === null ? `${o.pid}\n` : `${o.pid} ${o.start}\n`)
+
+/** A lock file's content. */
+type Read =
+  | { readonly _tag: "owner"; readonly owner: Owner; readonly text: string }
+  | { readonly _tag: "empty"; readonly ageMs: number; readonly text: string }
+  | { readonly _tag: "missing" }
+
+const readLock = (path: string): Read => {
+  let text: string
+  let ageMs = 0
   try {
-    const pid = Number(readFileSync(path, "utf8").trim())
-    return Number.isInteger(pid) && pid > 0 ? pid : null
-  } catch {
-    return null
+    text = readFileSync(path, "utf8")
+    ageMs = Date.now() - statSync(path).mtimeMs
+  } catch (e) {
+    return (e as { code?: string }).code === "ENOENT" ? { _tag: "missing" } : { _tag: "empty", ageMs: Number.POSITIVE_INFINITY, text: "" }
   }
+  const [pidText, start] = text.trim().split(/\s+/)
+  const pid = Number(pidText)
+  if (!Number.isInteger(pid) || pid <= 0) return { _tag: "empty", ageMs, text }
+  return { _tag: "owner", owner: { pid, start: start === undefined || start === "" ? null : start }, text }
 }
 
-/** The pid holding the lock of `logDir` if it is alive, else null. */
+const sameOwner = (a: Owner, b: Owner): boolean => a.pid === b.pid && a.start === b.start
+
+/** The pid holding the lock of `logDir` if its owner is alive (and not this process), else null. */
 export const holder = (logDir: string): number | null => {
-  try {
-    const pid = Number(readFileSync(join(logDir, LOCK_FILE), "utf8").trim())
-    return isAlive(pid) && pid !== process.pid ? pid : null
-  } catch {
-    return null
-  }
+  const read = readLock(join(logDir, LOCK_FILE))
+  return read._tag === "owner" && isAlive(read.owner) && !sameOwner(read.owner, SELF) ? read.owner.pid : null
 }
 
 const tryCreate = (path: string): boolean => {
   try {
     const fd = openSync(path, "wx")
-    writeSync(fd, `${process.pid}\n`)
-    closeSync(fd)
+    try {
+      writeSync(fd, ownerText(SELF))
+    } finally {
+      closeSync(fd)
+    }
     return true
   } catch (e) {
     if ((e as { code?: string }).code === "EEXIST") return false
     throw e
+  }
+}
+
+/** What a lock read shows: someone alive holds it, it is stale (with what it held), or it is being written. */
+const judge = (read: Read): { readonly _tag: "live"; readonly pid: number } | { readonly _tag: "stale"; readonly seen: string } | { readonly _tag: "wait" } => {
+  switch (read._tag) {
+    case "missing":
+      return { _tag: "wait" }
+    case "empty":
+      return read.ageMs > STALE_EMPTY_MS ? { _tag: "stale", seen: read.text } : { _tag: "wait" }
+    case "owner":
+      return isAlive(read.owner) && !sameOwner(read.owner, SELF) ? { _tag: "live", pid: read.owner.pid } : { _tag: "stale", seen: read.text }
+  }
+}
+
+const contentOf = (path: string): string | null => {
+  try {
+    return readFileSync(path, "utf8")
+  } catch {
+    return null
   }
 }
 
@@ -85,21 +145,20 @@ const pause = (ms: number) => Atomics.wait(new Int32Array(new SharedArrayBuffer(
  * Replaces a stale lock, under a second lock (`run.lock.takeover`, exclusive
  * create) so that two processes that both found the same stale lock cannot
  * both take it: the one that gets the takeover lock checks again that the lock
- * is the stale one it saw, and only then replaces it (rename is atomic).
+ * holds what it saw, and only then replaces it (rename is atomic).
  */
-const takeOver = (path: string, stalePid: number): "taken" | "retry" => {
+const takeOver = (path: string, seen: string): "taken" | "retry" => {
   const guard = `${path}.takeover`
   if (!tryCreate(guard)) {
-    // Someone is taking over; a takeover lock left by a dead process is removed.
-    const guardPid = lockPid(guard)
-    if (guardPid !== null && !isAlive(guardPid)) rmSync(guard, { force: true })
+    // Someone is taking over; a guard left by a dead process, or left empty, is removed.
+    if (judge(readLock(guard))._tag === "stale") rmSync(guard, { force: true })
     pause(1)
     return "retry"
   }
   try {
-    if (lockPid(path) !== stalePid) return "retry"
+    if ((contentOf(path) ?? "") !== seen) return "retry"
     const tmp = `${path}.${process.pid}.tmp`
-    writeFileSync(tmp, `${process.pid}\n`)
+    writeFileSync(tmp, ownerText(SELF))
     renameSync(tmp, path)
     return "taken"
   } finally {
@@ -113,20 +172,25 @@ export const acquireRunLock = (logDir: string) =>
     Effect.try({
       try: () => {
         const path = join(logDir, LOCK_FILE)
-        for (let attempt = 0; attempt < 200; attempt++) {
+        for (let attempt = 0; attempt < 5000; attempt++) {
           if (tryCreate(path)) return path
-          const pid = lockPid(path)
-          if (pid === null) {
+          const verdict = judge(readLock(path))
+          if (verdict._tag === "live") return new RunLockError({ reason: "held", path: logDir, pid: verdict.pid, detail: "" })
+          if (verdict._tag === "wait") {
             pause(1)
             continue
           }
-          if (pid !== process.pid && isAlive(pid)) return new RunLockError({ reason: "held", path: logDir, pid, detail: "" })
-          if (takeOver(path, pid) === "taken") return path
+          if (takeOver(path, verdict.seen) === "taken") return path
         }
-        return new RunLockError({ reason: "held", path: logDir, pid: lockPid(path), detail: "others keep taking it over" })
+        const read = readLock(path)
+        return new RunLockError({ reason: "held", path: logDir, pid: read._tag === "owner" ? read.owner.pid : null, detail: "" })
       },
       catch: (e) => new RunLockError({ reason: "unwritable", path: logDir, pid: null, detail: e instanceof Error ? e.message : String(e) }),
     }).pipe(Effect.flatMap((r) => (r instanceof RunLockError ? Effect.fail(r) : Effect.succeed(r)))),
     // Removed only while it is still ours: a lock taken over meanwhile stays.
-    (path) => Effect.sync(() => (lockPid(path) === process.pid ? rmSync(path, { force: true }) : undefined)),
+    (path) =>
+      Effect.sync(() => {
+        const read = readLock(path)
+        if (read._tag === "owner" && sameOwner(read.owner, SELF)) rmSync(path, { force: true })
+      }),
   )
