@@ -31,7 +31,6 @@ import viewerHtmlText from "./viewer.html" with { type: "text" }
 const viewerHtml = viewerHtmlText as unknown as string
 
 export const PUSH_MS = 50
-export const DEFAULT_PORT = 8000
 
 export interface WebOptions {
   readonly port: number
