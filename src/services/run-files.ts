@@ -109,10 +109,6 @@ export const liveRunFiles = (logDir: string): Layer.Layer<RunFiles> =>
     }
   })
 
-export interface MemoryRunFiles extends RunFilesApi {
-  readonly files: Map<string, string>
-}
-
 export const memoryRunFiles = (): { readonly layer: Layer.Layer<RunFiles>; readonly files: Map<string, string> } => {
   const files = new Map<string, string>()
   const api: RunFilesApi = {
