@@ -74,9 +74,6 @@ export const criticalChain = (events: ReadonlyArray<{ readonly event: Event; rea
   return chain
 }
 
-export const callLayers = (events: ReadonlyArray<{ readonly event: Event; readonly at: number }>): number =>
-  criticalChain(events).length
-
 export const criticalPathBench = async (): Promise<void> => {
   console.log(`# 3. Wall time / ideal, agents replying after ${DELAY_MS} ms (live layers)`)
   for (const agents of [3, 10]) {

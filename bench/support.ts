@@ -58,7 +58,7 @@ export const runLayers = (mode: Mode, dir: string, profile: IoProfile | undefine
     Layer.effect(
       RunFiles,
       Effect.map(RunFiles, (files) => ({
-        appendOutput: (agent: string, text: string) => timed(profile, "agent output append", files.appendOutput(agent, text)),
+        append: (path: string, text: string) => timed(profile, "agent output append", files.append(path, text)),
         write: (path: string, text: string) =>
           timed(profile, path.startsWith("llm_log/") ? "llm_log write" : "final/ files write", files.write(path, text)),
         prepare: files.prepare,

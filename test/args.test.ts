@@ -1,7 +1,7 @@
 /** The command line: what parses, and the one-line message for what does not. */
 import { describe, expect, test } from "bun:test"
 import { Either } from "effect"
-import { parseInvocation } from "../src/cli/args.ts"
+import { HELP, parseInvocation } from "../src/cli/args.ts"
 
 const message = (argv: ReadonlyArray<string>): string => {
   const parsed = parseInvocation(argv)
@@ -49,5 +49,11 @@ describe("parseInvocation", () => {
       "--backend, --system-message only apply to --model/--models; with --config, set backend.type, system_message in the config",
     )
     expect(message(["--model", "m", "--backend", "claude", "--base-url", "http://127.0.0.1:9", "--system-message", "s", "q"])).toBe("parsed")
+  })
+
+  test("the web view's port is 8000 unless --port says otherwise, as the help says", () => {
+    expect(parseInvocation(["viewer", "--web"])).toMatchObject({ right: { _tag: "viewer", web: true, port: 8000 } })
+    expect(parseInvocation(["viewer", "--web", "--port", "9001"])).toMatchObject({ right: { port: 9001 } })
+    expect(HELP).toContain("--web serves the view on http://127.0.0.1:8000")
   })
 })

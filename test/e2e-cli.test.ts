@@ -349,6 +349,26 @@ const suite = (mode: Mode) =>
       expect(fs.readdirSync(cwd)).toEqual(["bad.yaml"])
     }, TEST_TIMEOUT_MS)
 
+    test("an agent id that is not a safe name: --validate and a run refuse it (exit 1), naming the id and the rule", async () => {
+      const cwd = sandbox()
+      const long = "x".repeat(65)
+      const config = writeConfig(cwd, team([agent("../escape"), agent(long), agent("x".repeat(64))]), "ids.yaml")
+      const [validated, run] = await Promise.all([
+        runCli(mode, ["--validate", config], { cwd }),
+        runCli(mode, ["--automation", "--config", config, "q"], { cwd }),
+      ])
+      for (const [result, prefix] of [[validated, "config"], [run, "massgen: config"]] as const) {
+        expectExit(result, 1)
+        const lines = (result === run ? result.stderr : result.stdout).trimEnd().split("\n")
+        expect(lines).toEqual([
+          `${prefix} ${config}: agents[0].id: Expected an id that does not start with '.', found "../escape"`,
+          `${prefix} ${config}: agents[1].id: Expected an id of at most 64 characters, found "${long.slice(0, 64)}"... (65 characters)`,
+        ])
+      }
+      expect(run.stdout).toBe("")
+      expect(fs.readdirSync(cwd)).toEqual(["ids.yaml"])
+    }, TEST_TIMEOUT_MS)
+
     test("a missing config file: exit 1, the file named on stderr", async () => {
       const cwd = sandbox()
       const result = await runCli(mode, ["--automation", "--config", "nowhere.yaml", "q"], { cwd })

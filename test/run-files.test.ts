@@ -8,6 +8,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as nodePath from "node:path"
 import { Effect, Logger, type Layer } from "effect"
+import { agentFile } from "../src/domain/run-paths.ts"
 import { RunFiles, liveRunFiles, memoryRunFiles } from "../src/services/run-files.ts"
 
 const tempRoot = fs.mkdtempSync(nodePath.join(os.tmpdir(), "run-files-test-"))
@@ -42,7 +43,7 @@ const suite = (name: string, makeFixture: () => Fixture) =>
       const pieces = Array.from({ length: 300 }, (_, i) => `piece ${i} ${"x".repeat(i % 7 === 0 ? 20_000 : 3)}\n`)
       await withFiles(f, (files) =>
         Effect.gen(function* () {
-          for (const [i, piece] of pieces.entries()) yield* files.appendOutput(i % 2 === 0 ? "agent_a" : "agent_b", piece)
+          for (const [i, piece] of pieces.entries()) yield* files.append(agentFile(i % 2 === 0 ? "agent_a" : "agent_b", "output"), piece)
           yield* files.flush
         }),
       )
@@ -97,13 +98,13 @@ describe("RunFiles (live) on a directory it cannot write", () => {
     await Effect.runPromise(
       Effect.flatMap(RunFiles, (files) =>
         Effect.gen(function* () {
-          for (let i = 0; i < 20; i++) yield* files.appendOutput("agent_a", `line ${i}\n`)
+          for (let i = 0; i < 20; i++) yield* files.append(agentFile("agent_a", "output"), `line ${i}\n`)
           yield* files.write("llm_log/1.json", "{}\n")
           yield* files.flush
         }),
       ).pipe(Effect.provide(liveRunFiles(blocker)), Effect.provide(logger)),
     )
-    expect(warnings.filter((w) => w.startsWith("agent output agent_a: "))).toHaveLength(1)
+    expect(warnings.filter((w) => w.startsWith("agent_outputs/agent_a.txt: "))).toHaveLength(1)
     expect(warnings.filter((w) => w.startsWith("llm_log/1.json: "))).toHaveLength(1)
     expect(fs.readFileSync(blocker, "utf8")).toBe("a file where the log directory should be")
   })

@@ -276,13 +276,22 @@ describe("a run stopped by a signal and then resumed", () => {
   test("in-process: following goes past the stopped run's run_finished until the resumed run finishes", async () => {
     const { dir, path, written, rest } = resumedRun("log_20260103_000000_000001")
     const items: Array<FeedItem> = []
+    // `alive` is asked at each poll that found nothing new, once status.json's is_complete has been passed over.
+    const polledTwice = Promise.withResolvers<void>()
+    let polls = 0
+    const alive = () => {
+      polls += 1
+      if (polls === 2) polledTwice.resolve()
+      return true
+    }
     let ended: string | null = null
-    const done = Effect.runPromise(follow(dir, (item) => Effect.sync(() => void items.push(item)), { pollMs: 20, alive: () => true })).then(
+    const done = Effect.runPromise(follow(dir, (item) => Effect.sync(() => void items.push(item)), { pollMs: 20, alive })).then(
       (end) => (ended = end),
     )
-    await until(() => items.length === written.length, "the events already written")
-    await Bun.sleep(100) // several polls: status.json says is_complete, the log says the run goes on
+    // Two polls (status.json says is_complete, the log says the run goes on), or the end of following: whichever comes first.
+    await Promise.race([polledTwice.promise, done])
     expect(ended).toBeNull()
+    expect(items.length).toBe(written.length)
     fs.appendFileSync(path, eventLines(rest))
     expect(await done).toBe("finished")
     expect(items.map((i) => (i as { event: Event }).event)).toEqual([...written, ...rest])

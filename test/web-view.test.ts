@@ -12,7 +12,7 @@ import * as nodePath from "node:path"
 import { type BrowserContext, chromium } from "playwright-core"
 import type { Event } from "../src/domain/events.ts"
 import { markdownToHtml } from "../src/domain/markdown.ts"
-import { cleanupSandboxes, sandbox, startCli } from "./support/cli.ts"
+import { cleanupSandboxes, runCli, sandbox, startCli } from "./support/cli.ts"
 import { eventLines, playCouncil, shiftEvents, writeRunDir } from "./support/view-fixtures.ts"
 
 const CHROMIUM_ARGS = [
@@ -144,10 +144,42 @@ describe("the web page", () => {
     // What the agents streamed comes back from agent_outputs/: the planner's last call, its vote.
     expect(await page.locator('.card[data-agent="planner"] pre.tail').textContent()).toContain("[vote] agent2")
     expect(await (await fetch(`${url}nope`)).status).toBe(404)
+    expect(await (await fetch(`${url}api/view`, { method: "POST" })).status).toBe(405)
     // The page is told it shows a replay (REPLAY, not LIVE, while it plays).
     expect(((await (await fetch(`${url}api/view`)).json()) as { mode: string }).mode).toBe("replay")
     viewer.proc.kill("SIGINT")
     expect((await viewer.done).exitCode).toBe(0)
     await page.close()
+  }, 60_000)
+
+  test("a replay at a given speed starts when the first page connects", async () => {
+    const dir = writeRunDir(nodePath.join(sandbox(), "log_20260101_000000_000002"), events, { complete: true, files })
+    const viewer = await startCli("source", ["viewer", dir, "--web", "--port", "0", "--no-browser", "--replay-speed", "1000"])
+    const url = /(http:\/\/127\.0\.0\.1:\d+\/)/.exec(await viewer.waitForLine("Serving the replay"))![1]!
+    await viewer.waitForLine("The replay starts when a page connects.")
+    const stream = await fetch(`${url}events`)
+    expect(stream.headers.get("content-type")).toBe("text/event-stream")
+    const reader = stream.body!.getReader()
+    const first = new TextDecoder().decode((await reader.read()).value)
+    // What the page is sent on connect is the view before any event: the replay waited for it.
+    expect(first).toStartWith("retry: 1000\ndata: ")
+    expect(JSON.parse(first.slice(first.indexOf("data: ") + 6))).toMatchObject({ started: false, agents: [] })
+    await viewer.waitForLine("The run is complete")
+    await reader.cancel()
+    viewer.proc.kill("SIGINT")
+    expect((await viewer.done).exitCode).toBe(0)
+  }, 60_000)
+
+  test("a port already taken is exit 1, naming the address", async () => {
+    const dir = writeRunDir(nodePath.join(sandbox(), "log_20260101_000000_000003"), events, { complete: true, files })
+    const taken = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("taken") })
+    try {
+      const result = await runCli("source", ["viewer", dir, "--web", "--port", String(taken.port), "--no-browser"])
+      expect(result.exitCode).toBe(1)
+      expect(result.stderr).toStartWith(`massgen: cannot serve the web view on: 127.0.0.1:${taken.port} (`)
+      expect(result.stderr.trim().split("\n")).toHaveLength(1)
+    } finally {
+      taken.stop(true)
+    }
   }, 60_000)
 })

@@ -53,6 +53,9 @@ export type Invocation =
   | { readonly _tag: "version" }
   | { readonly _tag: "help" }
 
+/** The web view's port when `--port` is not given. */
+const DEFAULT_PORT = 8000
+
 export const HELP = `massgen: several LLM agents answer one question, vote, and present the best answer.
 
 Usage:
@@ -68,7 +71,7 @@ Usage:
   massgen viewer [LOG_DIR] [--pick] [--replay-speed X] [--web [--port N] [--no-browser]]
                                               watch a run live, or replay a finished one (read-only);
                                               without LOG_DIR the newest run; --pick lists recent runs;
-                                              --web serves the view on http://127.0.0.1:8000
+                                              --web serves the view on http://127.0.0.1:${DEFAULT_PORT}
 
 Options:
   -c, --config FILE             YAML config (agents, orchestrator, timeout_settings)
@@ -143,7 +146,7 @@ const parseViewer = (argv: ReadonlyArray<string>): Either.Either<Invocation, Usa
   if (logDir !== null && v.pick) return usage("conflict", "use either LOG_DIR or --pick")
   const speed = v["replay-speed"] === undefined ? 0 : Number(v["replay-speed"])
   if (!Number.isFinite(speed) || speed < 0) return usage("bad_value", `--replay-speed: expected a number of 0 or more, found ${JSON.stringify(v["replay-speed"])}`)
-  const port = v.port === undefined ? 8000 : Number(v.port)
+  const port = v.port === undefined ? DEFAULT_PORT : Number(v.port)
   if (!Number.isInteger(port) || port < 0 || port > 65535) return usage("bad_value", `--port: expected a port number, found ${JSON.stringify(v.port)}`)
   if (!v.web && (v.port !== undefined || v["no-browser"])) return usage("conflict", "--port and --no-browser go with --web")
   return Either.right({ _tag: "viewer", logDir, pick: v.pick === true, replaySpeed: speed, web: v.web === true, port, openBrowser: v["no-browser"] !== true })

@@ -9,6 +9,7 @@
  */
 import { join } from "node:path"
 import type { Event } from "../domain/events.ts"
+import { agentFile } from "../domain/run-paths.ts"
 import { truncate } from "../domain/text.ts"
 import { type State, activeMs } from "../domain/state.ts"
 
@@ -36,7 +37,7 @@ export const automationFooter = (state: State): ReadonlyArray<string> => {
   const logDir = state.run?.logDir ?? ""
   if (final !== null) {
     lines.push(`WINNER: ${final.agent}`)
-    lines.push(`ANSWER_FILE: ${join(logDir, "final", final.agent, "answer.txt")}`)
+    lines.push(`ANSWER_FILE: ${join(logDir, agentFile(final.agent, "final_answer"))}`)
     lines.push(`DURATION: ${duration(state)}`)
     lines.push(`ANSWER_PREVIEW: ${preview(final.content)}`)
   }

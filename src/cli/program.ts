@@ -5,13 +5,25 @@
  * Errors are rendered only here, as one line on stderr (`massgen: ...`), and
  * mapped to exit codes: 1 for usage and configuration errors (a bad flag, a bad
  * config, a missing API key), 2 for execution errors; a finished run returns
- * its own code (`run-command.ts`). `stopSignal` resolves on the first SIGINT or
+ * its own code (`run-command.ts`). `AppError` is the closed union of the
+ * errors a command may fail with, and `ERROR_EXIT_CODES` gives each its code:
+ * a command that can fail with another error class does not compile until the
+ * class is added to both. `stopSignal` resolves on the first SIGINT or
  * SIGTERM (`main.ts` owns the handlers): a run then stops cleanly (final
  * status.json, a stop event, exit 4); `massgen viewer` stops and exits 0.
  */
 import { Effect, Either } from "effect"
 import pkg from "../../package.json" with { type: "json" }
-import { HELP, parseInvocation } from "./args.ts"
+import type { BackendError } from "../services/backend.ts"
+import type { DotEnvError, MissingKeyError } from "../services/backends/keys.ts"
+import type { EventLogError } from "../services/event-log.ts"
+import type { LogDirError } from "../services/log-dir.ts"
+import type { ViewerError } from "../services/run-catalog.ts"
+import type { RunLockError } from "../services/run-lock.ts"
+import type { StatusWriteError } from "../services/status-writer.ts"
+import { HELP, type UsageError, parseInvocation } from "./args.ts"
+import type { ConfigError } from "./load-config.ts"
+import type { RunDirError } from "./run-dir.ts"
 import { runCommand } from "./run-command.ts"
 import { validateCommand } from "./validate-command.ts"
 import { replayCommand } from "./replay-command.ts"
@@ -21,7 +33,36 @@ import { readStdinLine, viewerCommand } from "./viewer-command.ts"
 
 const VERSION = pkg.version
 
-const CONFIG_ERRORS = new Set(["UsageError", "ConfigError", "MissingKeyError", "DotEnvError", "ViewerError", "RunDirError", "RunLockError", "LogDirError"])
+/** Every error the program renders: what the arguments and the commands can fail with. */
+export type AppError =
+  | UsageError
+  | ConfigError
+  | MissingKeyError
+  | DotEnvError
+  | ViewerError
+  | RunDirError
+  | RunLockError
+  | LogDirError
+  | EventLogError
+  | StatusWriteError
+  | BackendError
+
+/** The exit code of each error class: 1 for usage and configuration errors, 2 for execution errors. */
+export const ERROR_EXIT_CODES: { readonly [Tag in AppError["_tag"]]: 1 | 2 } = {
+  UsageError: 1,
+  ConfigError: 1,
+  MissingKeyError: 1,
+  DotEnvError: 1,
+  ViewerError: 1,
+  RunDirError: 1,
+  RunLockError: 1,
+  LogDirError: 1,
+  EventLogError: 2,
+  StatusWriteError: 2,
+  BackendError: 2,
+}
+
+export const exitCodeOf = (error: AppError): 1 | 2 => ERROR_EXIT_CODES[error._tag]
 
 export interface ProgramIo {
   readonly stopSignal: Promise<string>
@@ -34,15 +75,12 @@ export const runProgram = (argv: ReadonlyArray<string>, io: ProgramIo): Promise<
 
 const program = (argv: ReadonlyArray<string>, { stopSignal, print, printError }: ProgramIo): Effect.Effect<number> => {
   const parsed = parseInvocation(argv)
-  if (Either.isLeft(parsed)) {
-    printError(`massgen: ${parsed.left.message}`)
-    return Effect.succeed(1)
-  }
-  const invocation = parsed.right
   const env = process.env
   const cwd = process.cwd()
   const cli = { env, cwd, argv, version: VERSION, interrupt: Effect.promise(() => stopSignal), print, printError }
-  const command: Effect.Effect<number, { readonly _tag: string; readonly message: string }> = (() => {
+  const command: Effect.Effect<number, AppError> = (() => {
+    if (Either.isLeft(parsed)) return Effect.fail(parsed.left)
+    const invocation = parsed.right
     switch (invocation._tag) {
       case "help":
         return Effect.sync(() => (print(HELP), 0))
@@ -73,7 +111,7 @@ const program = (argv: ReadonlyArray<string>, { stopSignal, print, printError }:
     Effect.catchAll((error) =>
       Effect.sync(() => {
         for (const line of error.message.split("\n")) printError(`massgen: ${line}`)
-        return CONFIG_ERRORS.has(error._tag) ? 1 : 2
+        return exitCodeOf(error)
       }),
     ),
     Effect.catchAllDefect((defect) =>

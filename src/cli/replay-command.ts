@@ -14,6 +14,7 @@ import { Effect } from "effect"
 import { encodeEventLine } from "../domain/event-codec.ts"
 import type { Event } from "../domain/events.ts"
 import { replayRun } from "../domain/replay.ts"
+import { agentFile } from "../domain/run-paths.ts"
 import { project } from "../domain/status.ts"
 import { createLogDir } from "../services/log-dir.ts"
 import { writeFileAtomic } from "../services/status-writer.ts"
@@ -39,7 +40,7 @@ export const replayCommand = (args: { readonly logDir: string; readonly check: b
     const status = project({ ...result.state, run: result.state.run ? { ...result.state.run, logDir: out } : null }, result.state.lastTime)
     yield* writeFileAtomic(join(out, "status.json"), `${JSON.stringify(status, null, 2)}\n`)
     const final = result.state.final
-    if (final !== null) yield* writeFileAtomic(join(out, "final", final.agent, "answer.txt"), final.content)
+    if (final !== null) yield* writeFileAtomic(join(out, agentFile(final.agent, "final_answer")), final.content)
     ctx.print(`REPLAY_DIR: ${out}`)
     ctx.print(`EVENTS: ${result.events.length} of ${dir.read.events.length} replayed`)
     if (final !== null) ctx.print(`WINNER: ${final.agent}`)

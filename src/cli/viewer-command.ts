@@ -21,7 +21,6 @@ import type { ViewerArgs } from "./args.ts"
 import { type Display, plainDisplay, wantsTerminalView } from "./display.ts"
 import { terminalDisplay } from "./terminal-view/live.ts"
 import { ellipsis } from "./terminal-view/text.ts"
-import { openBrowser, webDisplay } from "./web/server.ts"
 
 export interface ViewerContext {
   readonly env: Readonly<Record<string, string | undefined>>
@@ -78,6 +77,8 @@ export const viewerCommand = (args: ViewerArgs, ctx: ViewerContext) =>
     const untilInterrupted = <A, E, R>(work: Effect.Effect<A, E, R>) => Effect.raceFirst(Effect.asVoid(work), Effect.asVoid(ctx.interrupt))
 
     if (args.web) {
+      // Loaded only here: the server and its HTTP library cost start-up time every other command would pay.
+      const { openBrowser, webDisplay } = yield* Effect.promise(() => import("./web/server.ts"))
       return yield* Effect.scoped(
         Effect.gen(function* () {
           const web = yield* webDisplay({ port: args.port, clock })

@@ -10,12 +10,13 @@
  * (`execution_metadata.yaml`): secret-looking keys hold `***` unless they only
  * name an environment variable.
  *
- * Words: an *agent* entry has an `id`, an optional `system_message` and a
+ * Words: an *agent* entry has an `id` (a safe name, `run-paths.ts`), an optional `system_message` and a
  * `backend`; the `orchestrator` section holds the coordination settings and
  * `timeout_settings` the two timeouts.
  */
 import { Either, ParseResult, Schema } from "effect"
 import type { RunSettings } from "./events.ts"
+import { SafeName } from "./run-paths.ts"
 
 /** Backend types the config accepts; each is built by `services/backend-factory.ts`. */
 export const BACKEND_TYPES = [
@@ -97,9 +98,7 @@ export const BackendConfig = Schema.Struct({
 export type BackendConfig = typeof BackendConfig.Type
 
 export const AgentConfig = Schema.Struct({
-  id: opt(Schema.String.pipe(Schema.minLength(1), Schema.pattern(/^[A-Za-z0-9_.-]+$/, {
-    message: () => "Expected an id of letters, digits, '_', '.' or '-'",
-  }))),
+  id: opt(SafeName),
   system_message: opt(Schema.String),
   backend: BackendConfig,
 }).annotations({ identifier: "an agent mapping" })

@@ -9,6 +9,7 @@
  * those snapshot files. All pure: the same events give the same files.
  */
 import type { Event } from "./events.ts"
+import { agentFile } from "./run-paths.ts"
 
 const unix = (iso: string): number => Date.parse(iso) / 1000
 
@@ -103,7 +104,7 @@ export const snapshots = (events: ReadonlyArray<Event>) => {
   for (const event of events) {
     if (event._tag === "run_started") for (const a of event.agents) anonOf.set(a.id, a.anon_id)
     if (event._tag === "answer_submitted") {
-      const path = `snapshots/${event.agent}/${event.label}/answer.txt`
+      const path = agentFile(event.agent, "answer_snapshot", event.label)
       mappings[event.label] = { type: "answer", label: event.label, agent_id: event.agent, timestamp: unix(event.time), iteration: event.round, round: event.round, path }
       files.push({ path, text: event.content })
     }
@@ -111,7 +112,7 @@ export const snapshots = (events: ReadonlyArray<Event>) => {
       const k = (votesBy.get(event.agent) ?? 0) + 1
       votesBy.set(event.agent, k)
       const label = `${anonOf.get(event.agent) ?? event.agent}.vote${k}`
-      const path = `snapshots/${event.agent}/${label}/vote.json`
+      const path = agentFile(event.agent, "vote_snapshot", label)
       mappings[label] = {
         type: "vote",
         label,

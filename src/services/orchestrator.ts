@@ -20,6 +20,7 @@ import type { Event, FinishReason } from "../domain/events.ts"
 import type { TokenUsage } from "../domain/llm.ts"
 import { requestText } from "../domain/prompts.ts"
 import { requestForPresentation, requestForRound } from "../domain/requests.ts"
+import { agentFile } from "../domain/run-paths.ts"
 import { type State, activeMs, evolve, foldEvents, initialState } from "../domain/state.ts"
 import { project } from "../domain/status.ts"
 import { type RoundDeps, runPresentation, runRound } from "./agent-round.ts"
@@ -121,10 +122,10 @@ export const runCoordination = (input: RunInput) =>
           // run_resumed is the one event that re-opens a run a signal stopped.
           if (current.finished !== null && event._tag !== "run_resumed") return
           if (event._tag === "final_answer") {
-            yield* files.write(`final/${event.agent}/answer.txt`, event.content)
+            yield* files.write(agentFile(event.agent, "final_answer"), event.content)
             const round = (yield* Ref.get(stateRef)).answers[event.label]?.round
             const seen = contexts.get(workKey(event.agent, "present")) ?? (round === undefined ? undefined : contexts.get(workKey(event.agent, round))) ?? ""
-            yield* files.write(`final/${event.agent}/context.txt`, seen)
+            yield* files.write(agentFile(event.agent, "final_context"), seen)
           }
           yield* log.append(event).pipe(Effect.orDie)
           const next = evolve(yield* Ref.get(stateRef), event)
@@ -146,9 +147,9 @@ export const runCoordination = (input: RunInput) =>
       now: isoNow,
       nextCallNumber: Ref.updateAndGet(callCounter, (n) => n + 1),
       onText: (agent, text) =>
-        Effect.zipRight(files.appendOutput(agent, text), observe ? observe.onText(agent, text) : Effect.void),
-      onReasoning: (agent, text) => files.appendOutput(`${agent}.reasoning`, text),
-      record: (agent, text) => files.appendOutput(agent, text),
+        Effect.zipRight(files.append(agentFile(agent, "output"), text), observe ? observe.onText(agent, text) : Effect.void),
+      onReasoning: (agent, text) => files.append(agentFile(agent, "reasoning"), text),
+      record: (agent, text) => files.append(agentFile(agent, "output"), text),
       logCall: (call, record) =>
         Effect.gen(function* () {
           // Long texts go to the blob store once; the call log references them.

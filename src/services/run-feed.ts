@@ -22,6 +22,7 @@ import { Duration, Effect, Queue } from "effect"
 import { textByCall } from "../domain/agent-output.ts"
 import { decodeEventLine } from "../domain/event-codec.ts"
 import type { Event } from "../domain/events.ts"
+import { AGENT_OUTPUTS_DIR, agentFile } from "../domain/run-paths.ts"
 import { EVENTS_FILE } from "./run-catalog.ts"
 
 export const MAX_GAP_MS = 2000
@@ -61,7 +62,7 @@ export const recordedTexts = (dir: string, events: ReadonlyArray<Event>): CallTe
   for (const agent of agents) {
     let file: string
     try {
-      file = fs.readFileSync(nodePath.join(dir, "agent_outputs", `${agent}.txt`), "utf8")
+      file = fs.readFileSync(nodePath.join(dir, agentFile(agent, "output")), "utf8")
     } catch {
       continue
     }
@@ -136,7 +137,7 @@ export const follow = (dir: string, sink: Sink, options: FollowOptions = {}): Ef
       yield* Effect.addFinalizer(() => Effect.sync(() => watchers.forEach((w) => w.close())))
       watch(dir)
       const eventsPath = nodePath.join(dir, EVENTS_FILE)
-      const outputsDir = nodePath.join(dir, "agent_outputs")
+      const outputsDir = nodePath.join(dir, AGENT_OUTPUTS_DIR)
       let offset = 0
       let pid: number | null = null
       let watchingOutputs = false
@@ -160,7 +161,7 @@ export const follow = (dir: string, sink: Sink, options: FollowOptions = {}): Ef
             if (event._tag === "run_started") {
               pid = event.pid
               // Text streamed before following began is not replayed; panels show answers instead.
-              for (const a of event.agents) textOffsets.set(a.id, sizeOf(nodePath.join(outputsDir, `${a.id}.txt`)))
+              for (const a of event.agents) textOffsets.set(a.id, sizeOf(nodePath.join(dir, agentFile(a.id, "output"))))
             }
             if (event._tag === "run_resumed") pid = event.pid
             yield* sink({ _tag: "event", event })
@@ -174,7 +175,7 @@ export const follow = (dir: string, sink: Sink, options: FollowOptions = {}): Ef
           watchingOutputs = true
         }
         for (const [agent, at] of textOffsets) {
-          const chunk = readFrom(nodePath.join(outputsDir, `${agent}.txt`), at)
+          const chunk = readFrom(nodePath.join(dir, agentFile(agent, "output")), at)
           if (chunk.length === 0) continue
           textOffsets.set(agent, at + chunk.length)
           const td = textDecoders.get(agent) ?? new TextDecoder()

@@ -2,17 +2,17 @@
  * The files of a log directory other than `events.jsonl` and `status.json`.
  *
  * `RunFiles` writes what a run leaves for people and scripts: each agent's
- * streamed output (`agent_outputs/<agent_id>.txt`, appended as it arrives),
- * the final answer and what the winner saw (`final/<agent>/answer.txt`,
+ * streamed output and reasoning (`agent_outputs/<agent_id>.txt`, appended as
+ * it arrives), the final answer and what the winner saw (`final/<agent>/answer.txt`,
  * `context.txt`, each written whole before the event that announces them),
  * every call's request and reply (`llm_log/<n>.json`, its long texts in
  * `blobs/`, see `blobs.ts`), and whole files derived
  * at the end (`execution_metadata.yaml`, `coordination_events.json`, ...).
- * Paths are relative to the log directory. The memory layer keeps everything
- * in a map for tests.
+ * Paths are relative to the log directory; an agent's come from `agentFile`
+ * (`domain/run-paths.ts`). The memory layer keeps everything in a map for tests.
  *
  * `write` has the file in place when it returns: a call's log exists before
- * its `call_end` is appended, and replay relies on it. `appendOutput` only
+ * its `call_end` is appended, and replay relies on it. `append` only
  * starts the append, on the I/O thread pool, so that a stream of small appends
  * never holds up the event loop; appends to one file land in the order made,
  * and `flush`, which a run does before its final status, waits for them all.
@@ -30,11 +30,13 @@ import { mkdirSync, writeFileSync } from "node:fs"
 import { appendFile, open } from "node:fs/promises"
 import { join } from "node:path"
 import { Context, Effect, Layer } from "effect"
+import { AGENT_OUTPUTS_DIR } from "../domain/run-paths.ts"
 import { writeFileAtomicSync } from "./status-writer.ts"
 import { BLOBS_DIR } from "./blobs.ts"
 
 export interface RunFilesApi {
-  readonly appendOutput: (agent: string, text: string) => Effect.Effect<void>
+  /** Appends to a file of `agent_outputs/`. */
+  readonly append: (relativePath: string, text: string) => Effect.Effect<void>
   /** Writes a whole file, atomically, creating its directory; done when the file is in place. */
   readonly write: (relativePath: string, text: string) => Effect.Effect<void>
   /** Starts making an empty file for a later `write`, and returns at once. */
@@ -47,7 +49,7 @@ export class RunFiles extends Context.Tag("massgen/RunFiles")<RunFiles, RunFiles
 
 export const liveRunFiles = (logDir: string): Layer.Layer<RunFiles> =>
   Layer.sync(RunFiles, () => {
-    const outputs = join(logDir, "agent_outputs")
+    const outputs = join(logDir, AGENT_OUTPUTS_DIR)
     const madeDirs = new Set<string>()
     const pending = new Set<Promise<void>>()
     // One warning per file that failed, however many of its writes did.
@@ -70,13 +72,13 @@ export const liveRunFiles = (logDir: string): Layer.Layer<RunFiles> =>
       }
     }
     return {
-      appendOutput: (agent, text) =>
+      append: (relativePath, text) =>
         Effect.sync(() => {
-          const path = join(outputs, `${agent}.txt`)
+          const path = join(logDir, relativePath)
           // Appends to one file are chained, so they land in the order made.
           const appended = (appends.get(path) ?? Promise.resolve())
             .then(() => appendFile(path, text))
-            .catch(fail(`agent output ${agent}`))
+            .catch(fail(relativePath))
           appends.set(path, appended)
           track(appended)
         }),
@@ -109,18 +111,10 @@ export const liveRunFiles = (logDir: string): Layer.Layer<RunFiles> =>
     }
   })
 
-export interface MemoryRunFiles extends RunFilesApi {
-  readonly files: Map<string, string>
-}
-
 export const memoryRunFiles = (): { readonly layer: Layer.Layer<RunFiles>; readonly files: Map<string, string> } => {
   const files = new Map<string, string>()
   const api: RunFilesApi = {
-    appendOutput: (agent, text) =>
-      Effect.sync(() => {
-        const path = `agent_outputs/${agent}.txt`
-        files.set(path, (files.get(path) ?? "") + text)
-      }),
+    append: (relativePath, text) => Effect.sync(() => void files.set(relativePath, (files.get(relativePath) ?? "") + text)),
     write: (relativePath, text) => Effect.sync(() => void files.set(relativePath, text)),
     prepare: () => Effect.void,
     flush: Effect.void,

@@ -306,11 +306,3 @@ export const waitForSignalHandler = async (pid: number, signal: "SIGINT" | "SIGT
   }
 }
 
-/** Polls until `path` exists (a bounded loop of tiny awaits); throws after `timeoutMs`. */
-export const waitForFile = async (path: string, timeoutMs = 10_000): Promise<void> => {
-  const deadline = Date.now() + timeoutMs
-  while (!fs.existsSync(path)) {
-    if (Date.now() > deadline) throw new Error(`${path} did not appear within ${timeoutMs} ms`)
-    await Bun.sleep(5)
-  }
-}

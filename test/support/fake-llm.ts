@@ -16,7 +16,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net"
 import { type Protocol, renderFrames, type ReplySpec } from "./fake-llm-events.ts"
 
-export type { FakeToolCall, FakeUsage, Protocol, ReplySpec } from "./fake-llm-events.ts"
+export type { FakeUsage, Protocol, ReplySpec } from "./fake-llm-events.ts"
 
 export type Behaviour =
   | { readonly kind: "reply"; readonly spec: ReplySpec }

@@ -12,8 +12,16 @@
  * completes when a page first connects (a replay at a given speed waits for
  * it). `openBrowser` asks `xdg-open` (or `open` on macOS) to show the page;
  * when that fails it only says so.
+ *
+ * Served by `@effect/platform`'s `HttpServer` on Bun (`BunHttpServer`): each
+ * request is a fiber, and each page's stream is a subscription to the pushed
+ * messages, ended with the server when the scope closes. `viewer-command.ts`
+ * imports this module only for `--web`.
  */
-import { Deferred, Effect } from "effect"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as BunHttpServer from "@effect/platform-bun/BunHttpServer"
+import { Deferred, Duration, Effect, PubSub, Queue, Ref, Schedule, Stream } from "effect"
 import { markdownToHtml } from "../../domain/markdown.ts"
 import { type ViewModel, applyEvent, applyText, emptyViewModel, viewOf } from "../../domain/view-model.ts"
 import { ViewerError } from "../../services/run-catalog.ts"
@@ -23,7 +31,6 @@ import viewerHtmlText from "./viewer.html" with { type: "text" }
 const viewerHtml = viewerHtmlText as unknown as string
 
 export const PUSH_MS = 50
-export const DEFAULT_PORT = 8000
 
 export interface WebOptions {
   readonly port: number
@@ -40,103 +47,59 @@ const encoder = new TextEncoder()
 export const webDisplay = (options: WebOptions) =>
   Effect.gen(function* () {
     const firstClient = yield* Deferred.make<void>()
-    const server = yield* Effect.acquireRelease(
-      Effect.try({
-        try: () => startServer(options, () => Deferred.unsafeDone(firstClient, Effect.void)),
-        catch: (e) =>
-          new ViewerError({
-            reason: "port_in_use",
-            path: `127.0.0.1:${options.port}`,
-            detail: e instanceof Error ? e.message.split("\n")[0]! : String(e),
-          }),
-      }),
-      (s) => Effect.sync(() => s.close()),
+    const model = yield* Ref.make<ViewModel>(emptyViewModel)
+    // Every message is a whole view, so a client that falls behind only needs the newest ones.
+    const messages = yield* Effect.acquireRelease(PubSub.sliding<string>(16), PubSub.shutdown)
+    const changed = yield* Queue.sliding<void>(1)
+    const now = (m: ViewModel) => (options.clock === "wall" ? Date.now() : m.state.lastTime)
+    const snapshot = Effect.map(Ref.get(model), (m) => {
+      const view = viewOf(m, now(m))
+      // A replay is timed by its events: the page says REPLAY rather than LIVE while it plays.
+      const mode = options.clock === "wall" ? "live" : "replay"
+      return JSON.stringify({ ...view, mode, finalHtml: view.final === null ? null : markdownToHtml(view.final.content) })
+    })
+    const push = Effect.flatMap(snapshot, (s) => PubSub.publish(messages, `data: ${s}\n\n`))
+    // PUSH_MS after a change, with every change made meanwhile.
+    yield* Effect.forkScoped(Effect.forever(Queue.take(changed).pipe(Effect.zipRight(Effect.sleep(Duration.millis(PUSH_MS))), Effect.zipRight(Queue.takeAll(changed)), Effect.zipRight(push))))
+    const tick = Effect.flatMap(Ref.get(model), (m) => (m.state.finished === null ? push : PubSub.publish(messages, ": keep-alive\n\n")))
+    yield* Effect.forkScoped(Effect.repeat(tick, Schedule.spaced(Duration.seconds(1))).pipe(Effect.delay(Duration.seconds(1))))
+
+    const app = Effect.gen(function* () {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      if (request.method !== "GET") return HttpServerResponse.text("method not allowed", { status: 405 })
+      const path = new URL(request.url, "http://127.0.0.1").pathname
+      if (path === "/") return HttpServerResponse.text(viewerHtml, { contentType: "text/html; charset=utf-8" })
+      if (path === "/api/view") return HttpServerResponse.text(yield* snapshot, { contentType: "application/json" })
+      if (path !== "/events") return HttpServerResponse.text("not found", { status: 404 })
+      const updates = yield* PubSub.subscribe(messages)
+      const first = `retry: 1000\ndata: ${yield* snapshot}\n\n`
+      yield* Deferred.succeed(firstClient, undefined)
+      const body = Stream.concat(Stream.succeed(first), Stream.fromQueue(updates)).pipe(Stream.map((s) => encoder.encode(s)))
+      return HttpServerResponse.stream(body, {
+        contentType: "text/event-stream",
+        headers: { "cache-control": "no-cache", connection: "keep-alive" },
+      })
+    })
+
+    const server = yield* BunHttpServer.make({ hostname: "127.0.0.1", port: options.port, idleTimeout: 0 }).pipe(
+      Effect.catchAllDefect((e) =>
+        new ViewerError({
+          reason: "port_in_use",
+          path: `127.0.0.1:${options.port}`,
+          detail: e instanceof Error ? e.message.split("\n")[0]! : String(e),
+        }),
+      ),
     )
+    yield* server.serve(app)
+    const port = server.address._tag === "TcpAddress" ? server.address.port : options.port
+    const update = (f: (m: ViewModel) => ViewModel) => Effect.zipRight(Ref.update(model, f), Queue.offer(changed, undefined))
     return {
-      url: server.url,
+      url: `http://127.0.0.1:${port}/`,
       firstClient: Deferred.await(firstClient),
-      onEvent: (event) => Effect.sync(() => server.update((m) => applyEvent(m, event))),
-      onText: (agent, text) => Effect.sync(() => server.update((m) => applyText(m, agent, text))),
+      onEvent: (event) => update((m) => applyEvent(m, event)),
+      onText: (agent, text) => update((m) => applyText(m, agent, text)),
     } satisfies WebView
   })
-
-const startServer = (options: WebOptions, onFirstClient: () => void) => {
-  let model: ViewModel = emptyViewModel
-  let pending: ReturnType<typeof setTimeout> | null = null
-  const clients = new Set<ReadableStreamDefaultController<Uint8Array>>()
-  const now = () => (options.clock === "wall" ? Date.now() : model.state.lastTime)
-  const snapshot = () => {
-    const view = viewOf(model, now())
-    // A replay is timed by its events: the page says REPLAY rather than LIVE while it plays.
-    const mode = options.clock === "wall" ? "live" : "replay"
-    return JSON.stringify({ ...view, mode, finalHtml: view.final === null ? null : markdownToHtml(view.final.content) })
-  }
-  const send = (controller: ReadableStreamDefaultController<Uint8Array>, data: string) => {
-    try {
-      controller.enqueue(encoder.encode(data))
-    } catch {
-      clients.delete(controller)
-    }
-  }
-  const push = () => {
-    pending = null
-    if (clients.size === 0) return
-    const message = `data: ${snapshot()}\n\n`
-    for (const c of [...clients]) send(c, message)
-  }
-  const ticker = setInterval(() => {
-    if (model.state.finished === null) push()
-    else for (const c of [...clients]) send(c, ": keep-alive\n\n")
-  }, 1000)
-
-  const server = Bun.serve({
-    hostname: "127.0.0.1",
-    port: options.port,
-    idleTimeout: 0,
-    fetch(request) {
-      const path = new URL(request.url).pathname
-      if (request.method !== "GET") return new Response("method not allowed", { status: 405 })
-      if (path === "/") return new Response(viewerHtml, { headers: { "content-type": "text/html; charset=utf-8" } })
-      if (path === "/api/view") return new Response(snapshot(), { headers: { "content-type": "application/json" } })
-      if (path !== "/events") return new Response("not found", { status: 404 })
-      let self: ReadableStreamDefaultController<Uint8Array> | null = null
-      const stream = new ReadableStream<Uint8Array>({
-        start(controller) {
-          self = controller
-          clients.add(controller)
-          send(controller, `retry: 1000\ndata: ${snapshot()}\n\n`)
-          onFirstClient()
-        },
-        cancel() {
-          if (self !== null) clients.delete(self)
-        },
-      })
-      return new Response(stream, {
-        headers: { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" },
-      })
-    },
-  })
-  return {
-    url: `http://127.0.0.1:${server.port}/`,
-    update: (f: (m: ViewModel) => ViewModel) => {
-      model = f(model)
-      pending ??= setTimeout(push, PUSH_MS)
-    },
-    close: () => {
-      clearInterval(ticker)
-      if (pending !== null) clearTimeout(pending)
-      for (const c of [...clients]) {
-        try {
-          c.close()
-        } catch {
-          // already closed by the page
-        }
-      }
-      clients.clear()
-      server.stop(true)
-    },
-  }
-}
 
 /** Asks the desktop to open `url`; true when the opener started. A missing opener is not an error. */
 export const openBrowser = (url: string): boolean => {

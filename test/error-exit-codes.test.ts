@@ -1,0 +1,56 @@
+/**
+ * Every error class the program can render has its exit code, and a class
+ * without one does not compile: the `@ts-expect-error` lines below fail
+ * `tsc --noEmit` (which CI runs) if the compiler stops refusing them.
+ */
+import { describe, expect, test } from "bun:test"
+import { Effect, Schema } from "effect"
+import { UsageError } from "../src/cli/args.ts"
+import { ConfigError } from "../src/cli/load-config.ts"
+import { type AppError, ERROR_EXIT_CODES, exitCodeOf } from "../src/cli/program.ts"
+import { RunDirError } from "../src/cli/run-dir.ts"
+import { BackendError } from "../src/services/backend.ts"
+import { DotEnvError, MissingKeyError } from "../src/services/backends/keys.ts"
+import { EventLogError } from "../src/services/event-log.ts"
+import { LogDirError } from "../src/services/log-dir.ts"
+import { ViewerError } from "../src/services/run-catalog.ts"
+import { RunLockError } from "../src/services/run-lock.ts"
+import { StatusWriteError } from "../src/services/status-writer.ts"
+
+/** One error of each class with its documented code; the type makes the list complete. */
+const EXAMPLES: { readonly [Tag in AppError["_tag"]]: readonly [Extract<AppError, { _tag: Tag }>, 1 | 2] } = {
+  UsageError: [new UsageError({ reason: "bad_value", detail: "--port: expected a port number" }), 1],
+  ConfigError: [new ConfigError({ reason: "invalid", path: "c.yaml", problems: [] }), 1],
+  MissingKeyError: [new MissingKeyError({ agentId: "a", backendType: "openai", envVars: ["OPENAI_API_KEY"] }), 1],
+  DotEnvError: [new DotEnvError({ reason: "unreadable", path: ".env", detail: "EACCES" }), 1],
+  ViewerError: [new ViewerError({ reason: "no_runs", path: "logs", detail: "" }), 1],
+  RunDirError: [new RunDirError({ reason: "missing", path: "d", detail: "" }), 1],
+  RunLockError: [new RunLockError({ reason: "held", path: "d", pid: 1, detail: "" }), 1],
+  LogDirError: [new LogDirError({ reason: "create_failed", path: "d", detail: "EACCES" }), 1],
+  EventLogError: [new EventLogError({ reason: "write_failed", path: "d/events.jsonl", detail: "ENOSPC" }), 2],
+  StatusWriteError: [new StatusWriteError({ reason: "write_failed", path: "d/status.json", detail: "ENOSPC" }), 2],
+  BackendError: [new BackendError({ reason: "server_error", detail: "500", retryable: true, retryAfterSeconds: null }), 2],
+}
+
+describe("error exit codes", () => {
+  test.each(Object.entries(EXAMPLES))("%s exits with its documented code", (tag, [error, code]) => {
+    expect(error._tag as string).toBe(tag)
+    expect(exitCodeOf(error)).toBe(code)
+  })
+
+  test("usage and configuration errors are 1, execution errors 2", () => {
+    const byCode = (code: 1 | 2) => Object.keys(ERROR_EXIT_CODES).filter((tag) => ERROR_EXIT_CODES[tag as AppError["_tag"]] === code)
+    expect(byCode(1).sort()).toEqual(["ConfigError", "DotEnvError", "LogDirError", "MissingKeyError", "RunDirError", "RunLockError", "UsageError", "ViewerError"])
+    expect(byCode(2).sort()).toEqual(["BackendError", "EventLogError", "StatusWriteError"])
+  })
+
+  test("a code map without a class, or a command failing with an unmapped class, does not compile", () => {
+    const { BackendError: _, ...withoutOne } = ERROR_EXIT_CODES
+    // @ts-expect-error BackendError has no code
+    const incomplete: typeof ERROR_EXIT_CODES = withoutOne
+    class NewError extends Schema.TaggedError<NewError>()("NewError", {}) {}
+    // @ts-expect-error NewError is not an AppError, so the program cannot give it a code
+    const command: Effect.Effect<number, AppError> = Effect.fail(new NewError())
+    expect([incomplete, command]).toHaveLength(2)
+  })
+})
