@@ -158,6 +158,17 @@ export const CallStarted = defineEvent("call_start", {
   attempt: Schema.JsonNumber,
 })
 
+/** Any JSON value: what a provider's opaque parts are made of. */
+export type Json = null | boolean | number | string | ReadonlyArray<Json> | { readonly [key: string]: Json }
+export const Json: Schema.Schema<Json> = Schema.Union(
+  Schema.Null,
+  Schema.Boolean,
+  Schema.JsonNumber,
+  Schema.String,
+  Schema.Array(Schema.suspend(() => Json)),
+  Schema.Record({ key: Schema.String, value: Schema.suspend(() => Json) }),
+)
+
 /** A tool call of a model reply, as the model wrote it. */
 export const RecordedToolCall = Schema.Struct({ id: Schema.String, name: Schema.String, arguments: Schema.String })
 
@@ -170,7 +181,7 @@ export const RecordedToolCall = Schema.Struct({ id: Schema.String, name: Schema.
 export const RecordedReply = Schema.Struct({
   text: Schema.String,
   tool_calls: Schema.Array(RecordedToolCall),
-  parts: Schema.Array(Schema.Unknown),
+  parts: Schema.Array(Json),
 })
 export type RecordedReply = typeof RecordedReply.Type
 

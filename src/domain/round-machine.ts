@@ -231,7 +231,8 @@ export const onToolResults = (machine: RoundMachine, results: ReadonlyArray<Tool
 export const recordReply = (reply: LlmReply): RecordedReply => ({
   text: reply.text,
   tool_calls: reply.toolCalls.map((c) => ({ id: c.id, name: c.name, arguments: c.arguments })),
-  parts: reply.parts ?? [],
+  // What a provider sent as JSON is JSON.
+  parts: (reply.parts ?? []) as RecordedReply["parts"],
 })
 
 /** A recorded reply as the machine reads it (usage and the raw reply are not part of the record). */

@@ -57,7 +57,8 @@ export const runInMemory = (
       version: "test",
       pid: 1,
       interrupt: options.interrupt ?? Effect.never,
-      priceOf: priceOf(config),
+      // Only a config with a pricing section is priced, so fixtures of known models stay unpriced.
+      ...(Object.keys(config.pricing).length > 0 ? { priceOf: priceOf(config) } : {}),
     }).pipe(Effect.scoped, Effect.provide(layer))
     const events = readEventsText(logFiles.get("events.jsonl") ?? "").events
     return { ...outcome, events, statuses, files: runFiles.files } satisfies MemoryRun
