@@ -51,6 +51,20 @@ const finished: Event = { _tag: "run_finished", time: TIME, reason: "completed",
 
 const line = (event: Event, meta: EventMeta | null = null) => `${encodeEnvelopeLine(event, meta)}\n`
 
+/** A subscription from `from` that stops after `count` events, in a fiber; `seen` gets each position as it comes. */
+const subscribed = (store: EventStoreService, stream: string, from: number, count: number) =>
+  Effect.gen(function* () {
+    const seen = yield* Queue.unbounded<number>()
+    const fiber = yield* store.subscribe(stream, from).pipe(
+      Stream.tap((s) => Queue.offer(seen, s.position)),
+      Stream.take(count),
+      Stream.runCollect,
+      Effect.map(Chunk.toReadonlyArray),
+      Effect.fork,
+    )
+    return { seen, fiber }
+  })
+
 export const eventStoreSuite = (name: string, makeFixture: () => StoreFixture) =>
   describe(`EventStore (${name})`, () => {
     let streams = 0
@@ -141,17 +155,11 @@ export const eventStoreSuite = (name: string, makeFixture: () => StoreFixture) =
       const got = await withStore(f, (store) =>
         Effect.gen(function* () {
           yield* store.append(stream, [started(), round(1)], 0)
-          const seen = yield* Queue.unbounded<number>()
-          const fiber = yield* store.subscribe(stream, 1).pipe(
-            Stream.tap((s) => Queue.offer(seen, s.position)),
-            Stream.take(5),
-            Stream.runCollect,
-            Effect.fork,
-          )
+          const { seen, fiber } = yield* subscribed(store, stream, 1, 5)
           expect(yield* Queue.take(seen)).toBe(1)
           let version = 2
           for (let n = 2; n <= 5; n++) version = yield* store.append(stream, [round(n)], version)
-          return Chunk.toReadonlyArray(yield* Fiber.join(fiber))
+          return yield* Fiber.join(fiber)
         }),
       )
       expect(got.map((s) => s.position)).toEqual([1, 2, 3, 4, 5])
@@ -162,20 +170,14 @@ export const eventStoreSuite = (name: string, makeFixture: () => StoreFixture) =
       const { f, stream } = fresh()
       const got = await withStore(f, (store) =>
         Effect.gen(function* () {
-          const seen = yield* Queue.unbounded<number>()
-          const fiber = yield* store.subscribe(stream, 0).pipe(
-            Stream.tap((s) => Queue.offer(seen, s.position)),
-            Stream.take(4),
-            Stream.runCollect,
-            Effect.fork,
-          )
+          const { seen, fiber } = yield* subscribed(store, stream, 0, 4)
           f.rawAppend(stream, line(started()) + line(round(1)).slice(0, 30))
           expect(yield* Queue.take(seen)).toBe(0)
           // The rest of the cut line, then a line that only lacks its newline.
           f.rawAppend(stream, line(round(1)).slice(30) + encodeEventLine(round(2)))
           expect(yield* Queue.take(seen)).toBe(1)
           yield* store.append(stream, [round(3)], 3)
-          return Chunk.toReadonlyArray(yield* Fiber.join(fiber))
+          return yield* Fiber.join(fiber)
         }),
       )
       expect(got.map((s) => [s.position, s.event])).toEqual([[0, started()], [1, round(1)], [2, round(2)], [3, round(3)]])
