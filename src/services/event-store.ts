@@ -40,11 +40,11 @@
  * also works in compiled binaries), open until the layer's scope closes;
  * `EventStore.memory(texts)` over a map of stream texts by stream name, which
  * tests read and damage directly. Both are this one store over a different
- * `Storage`; `test/support/event-store-suite.ts` holds them to one contract.
+ * `Storage` (`event-storage.ts`); `test/support/event-store-suite.ts` holds
+ * them to one contract.
  */
-import * as fs from "node:fs"
 import * as nodePath from "node:path"
-import { Chunk, Context, Duration, Effect, Layer, Queue, Schema, type Scope, Stream } from "effect"
+import { Chunk, Context, Effect, Layer, Schema, Stream } from "effect"
 import {
   type CountedSkipCause,
   type LinesRead,
@@ -54,8 +54,10 @@ import {
   noSkips,
 } from "../domain/event-codec.ts"
 import { Event, EventMeta } from "../domain/events.ts"
+import { EVENTS_FILE, type MemoryStreams, type Storage, fileStorage, memoryStorage } from "./event-storage.ts"
 
-export const EVENTS_FILE = "events.jsonl"
+export { EVENTS_FILE, type MemoryStreams }
+
 /** How long a subscription waits for a change before it looks anyway. */
 export const POLL_MS = 250
 
@@ -127,22 +129,6 @@ export interface EventStoreService {
 
 /** The plain events of a read. */
 export const eventsOf = (read: { readonly events: ReadonlyArray<StoredEvent> }): Array<Event> => read.events.map((s) => s.event)
-
-/** How a layer keeps its streams' text. Sizes and offsets are in the layer's own unit (bytes on disk). */
-interface Storage {
-  /** The size of the stream's text, null when there is no such stream; throws when it cannot be told. */
-  readonly size: (stream: string) => number | null
-  /** The text from `offset` to `end`, cut after its last newline: `whole` (of `wholeSize`) ends with one, `rest` has none. */
-  readonly readFrom: (stream: string, offset: number, end: number) => { readonly whole: string; readonly wholeSize: number; readonly rest: string }
-  /** Appends `text` in one write, making the stream if needed. */
-  readonly write: (stream: string, text: string) => void
-  /** The size of `text` once written. */
-  readonly sizeOf: (text: string) => number
-  /** The streams directly under `base` that may be runs (named `log_*`). */
-  readonly streamsUnder: (base: string) => ReadonlyArray<string>
-  /** A wait for the stream's next change (or the poll), for as long as the scope lasts. */
-  readonly changes: (stream: string) => Effect.Effect<Effect.Effect<void>, never, Scope.Scope>
-}
 
 /** What the store knows of a stream: its whole lines decoded, and its torn tail as it was last seen. */
 interface Known {
@@ -313,107 +299,6 @@ const makeStore = (storage: Storage): EventStoreService => {
   return { append, read, subscribe, list }
 }
 
-const codeOf = (cause: unknown): unknown => (cause as { code?: unknown } | null)?.code
-
-const isRunName = (name: string): boolean => name.startsWith("log_")
-
-/** Waits for a poke, or `pollMs` at the latest; `watch` pokes it and returns what to close. */
-const pokedOrPolled = (pollMs: number, watch: (poke: () => void) => () => void) =>
-  Effect.gen(function* () {
-    const wake = yield* Queue.sliding<void>(1)
-    const stop = watch(() => void Queue.unsafeOffer(wake, undefined))
-    yield* Effect.addFinalizer(() => Effect.sync(stop))
-    return Queue.take(wake).pipe(Effect.timeoutOption(Duration.millis(pollMs)), Effect.asVoid)
-  })
-
-const writeAll = (fd: number, text: string): void => {
-  const bytes = Buffer.from(text, "utf8")
-  let written = 0
-  while (written < bytes.length) written += fs.writeSync(fd, bytes, written, bytes.length - written)
-}
-
-const fileStorage = (pollMs: number, fds: Map<string, number>): Storage => {
-  const fileOf = (stream: string) => nodePath.join(stream, EVENTS_FILE)
-  return {
-    size: (stream) => {
-      try {
-        return fs.statSync(fileOf(stream)).size
-      } catch (cause) {
-        if (codeOf(cause) === "ENOENT" || codeOf(cause) === "ENOTDIR") return null
-        throw cause
-      }
-    },
-    readFrom: (stream, offset, end) => {
-      const bytes = Buffer.alloc(end - offset)
-      const fd = fs.openSync(fileOf(stream), "r")
-      let got = 0
-      try {
-        while (got < bytes.length) {
-          const n = fs.readSync(fd, bytes, got, bytes.length - got, offset + got)
-          if (n === 0) break
-          got += n
-        }
-      } finally {
-        fs.closeSync(fd)
-      }
-      // A newline byte is never part of another UTF-8 character: cutting there keeps characters whole.
-      const cut = bytes.subarray(0, got).lastIndexOf(0x0a) + 1
-      return { whole: bytes.toString("utf8", 0, cut), wholeSize: cut, rest: bytes.toString("utf8", cut, got) }
-    },
-    write: (stream, text) => {
-      let fd = fds.get(stream)
-      if (fd === undefined) {
-        fs.mkdirSync(stream, { recursive: true })
-        fd = fs.openSync(fileOf(stream), "a")
-        fds.set(stream, fd)
-      }
-      writeAll(fd, text)
-    },
-    sizeOf: (text) => Buffer.byteLength(text, "utf8"),
-    streamsUnder: (base) =>
-      fs
-        .readdirSync(base)
-        .filter((name) => isRunName(name) && fs.statSync(fileOf(nodePath.join(base, name)), { throwIfNoEntry: false })?.isFile() === true)
-        .map((name) => nodePath.join(base, name)),
-    changes: (stream) =>
-      pokedOrPolled(pollMs, (poke) => {
-        let watcher: fs.FSWatcher | null = null
-        try {
-          watcher = fs.watch(stream, poke).on("error", () => undefined)
-        } catch {
-          // No watcher (the directory is not there yet): the poll still sees every change.
-        }
-        return () => watcher?.close()
-      }),
-  }
-}
-
-/** Stream texts by stream name: the memory layer's stand-in for the log directories. */
-export type MemoryStreams = Map<string, string>
-
-const memoryStorage = (texts: MemoryStreams, pollMs: number): Storage => {
-  const pokes = new Set<() => void>()
-  return {
-    size: (stream) => texts.get(stream)?.length ?? null,
-    readFrom: (stream, offset, end) => {
-      const text = (texts.get(stream) ?? "").slice(offset, end)
-      const cut = text.lastIndexOf("\n") + 1
-      return { whole: text.slice(0, cut), wholeSize: cut, rest: text.slice(cut) }
-    },
-    write: (stream, text) => {
-      texts.set(stream, (texts.get(stream) ?? "") + text)
-      for (const poke of pokes) poke()
-    },
-    sizeOf: (text) => text.length,
-    streamsUnder: (base) => [...texts.keys()].filter((s) => nodePath.dirname(s) === base && isRunName(nodePath.basename(s))),
-    changes: () =>
-      pokedOrPolled(pollMs, (poke) => {
-        pokes.add(poke)
-        return () => pokes.delete(poke)
-      }),
-  }
-}
-
 export interface StoreOptions {
   /** The longest a subscription waits before it looks again, in ms. */
   readonly pollMs?: number
@@ -422,16 +307,7 @@ export interface StoreOptions {
 export class EventStore extends Context.Tag("massgen/EventStore")<EventStore, EventStoreService>() {
   /** Streams on disk: a stream is a log directory, its events in `events.jsonl`; files stay open until the scope closes. */
   static file = (options: StoreOptions = {}): Layer.Layer<EventStore> =>
-    Layer.scoped(
-      EventStore,
-      Effect.map(
-        Effect.acquireRelease(
-          Effect.sync(() => new Map<string, number>()),
-          (fds) => Effect.sync(() => fds.forEach((fd) => fs.closeSync(fd))),
-        ),
-        (fds) => makeStore(fileStorage(options.pollMs ?? POLL_MS, fds)),
-      ),
-    )
+    Layer.scoped(EventStore, Effect.map(fileStorage(options.pollMs ?? POLL_MS), makeStore))
 
   /** Streams in `texts`, which the caller keeps to read back or damage; raw changes are seen at the next poll. */
   static memory = (texts: MemoryStreams = new Map(), options: StoreOptions = {}): Layer.Layer<EventStore> =>
