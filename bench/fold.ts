@@ -73,11 +73,8 @@ export const oneLongRun = (): ReadonlyArray<Event> => {
       time: time(),
       run_id: "log_long",
       question: "What is 2+2?",
-      log_dir: "/tmp/log_long",
       agents,
       settings: DEFAULT_SETTINGS,
-      version: "bench",
-      pid: 1,
     },
   ]
   const rounds = agents.map(() => 0)

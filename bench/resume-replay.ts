@@ -1,6 +1,6 @@
 /**
  * Resume and replay speed:
- * - resume of a 100,000-event log: read events.jsonl, decode and fold it, and
+ * - resume of a 100,000-event log: read it through the event store, decode and fold it, and
  *   take the run up again with zero-delay scripted agents until it completes
  *   (the log is "one long run" of bench/fold.ts without its last event, so the
  *   run is unfinished); also the read + decode + fold part alone;
@@ -11,28 +11,42 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { Effect } from "effect"
 import { recordedCall } from "../src/cli/run-dir.ts"
 import { encodeEventLine, readEventsText } from "../src/domain/event-codec.ts"
 import { replayRun } from "../src/domain/replay.ts"
 import { foldEvents } from "../src/domain/state.ts"
+import { EventStore, eventsOf } from "../src/services/event-store.ts"
+import { runCoordination } from "../src/services/orchestrator.ts"
 import { oneLongRun } from "./fold.ts"
-import { convergingConfig, fmt, line, median, runScripted } from "./support.ts"
+import { convergingConfig, fmt, line, median, runScripted, scriptedRunLayers } from "./support.ts"
 
 const resumeOnce = async (text: string): Promise<{ readonly foldMs: number; readonly totalMs: number; readonly reason: string }> => {
   const dir = mkdtempSync(join(tmpdir(), "massgen-bench-resume-"))
   try {
     writeFileSync(join(dir, "events.jsonl"), text)
     const config = convergingConfig(20)
-    const started = performance.now()
-    const read = readEventsText(readFileSync(join(dir, "events.jsonl"), "utf8"))
-    const folded = foldEvents(read.events)
-    const foldMs = performance.now() - started
-    if (folded.run === null || folded.finished !== null) throw new Error("the bench log must hold an unfinished run")
-    const outcome = await runScripted(config, "live", dir, {
-      question: folded.run.question,
-      resume: { events: read.events, skipped: read.skipped, tornTail: read.tornTail, state: folded },
-    })
-    return { foldMs, totalMs: performance.now() - started, reason: outcome.reason }
+    // As `massgen resume` does: one store reads the log and takes the run's appends, so the log is decoded once.
+    return await Effect.runPromise(
+      Effect.gen(function* () {
+        const started = performance.now()
+        const read = yield* Effect.flatMap(EventStore, (store) => store.read(dir))
+        const folded = foldEvents(eventsOf(read))
+        const foldMs = performance.now() - started
+        if (folded.run === null || folded.finished !== null) throw new Error("the bench log must hold an unfinished run")
+        const outcome = yield* runCoordination({
+          config,
+          question: folded.run.question,
+          logDir: dir,
+          runId: "bench",
+          version: "bench",
+          pid: process.pid,
+          interrupt: Effect.never,
+          resume: { events: eventsOf(read), skipped: read.skipped, tornTail: read.tornTail, state: folded },
+        })
+        return { foldMs, totalMs: performance.now() - started, reason: outcome.reason }
+      }).pipe(Effect.scoped, Effect.provide(scriptedRunLayers(config, "live", dir))),
+    )
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }

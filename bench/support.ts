@@ -12,7 +12,7 @@ import { Effect, Either, Layer } from "effect"
 import { type Config, decodeConfig } from "../src/domain/config.ts"
 import type { Event } from "../src/domain/events.ts"
 import { Backends } from "../src/services/backend.ts"
-import { EventLog } from "../src/services/event-log.ts"
+import { EventStore, type NewEvent } from "../src/services/event-store.ts"
 import { type RunInput, runCoordination } from "../src/services/orchestrator.ts"
 import { RunFiles, liveRunFiles, memoryRunFiles } from "../src/services/run-files.ts"
 import { makeScriptedBackend } from "../src/services/scripted-backend.ts"
@@ -42,15 +42,18 @@ const timed = <A, E>(profile: IoProfile | undefined, kind: IoKind, effect: Effec
 
 /** The layers of a run, each write timed into `profile` when given. */
 export const runLayers = (mode: Mode, dir: string, profile: IoProfile | undefined) => {
-  const eventLog = mode === "live" ? EventLog.live(join(dir, "events.jsonl")) : EventLog.memory(new Map())
+  const eventStore = mode === "live" ? EventStore.file() : EventStore.memory()
   const statusWriter = mode === "live" ? StatusWriter.live(join(dir, "status.json")) : StatusWriter.memory([])
   const runFiles: Layer.Layer<RunFiles> = mode === "live" ? liveRunFiles(dir) : memoryRunFiles().layer
-  if (profile === undefined) return Layer.mergeAll(eventLog, statusWriter, runFiles)
+  if (profile === undefined) return Layer.mergeAll(eventStore, statusWriter, runFiles)
   return Layer.mergeAll(
     Layer.effect(
-      EventLog,
-      Effect.map(EventLog, (log) => ({ ...log, append: (event: Event) => timed(profile, "event append", log.append(event)) })),
-    ).pipe(Layer.provide(eventLog)),
+      EventStore,
+      Effect.map(EventStore, (store) => ({
+        ...store,
+        append: (stream: string, events: ReadonlyArray<NewEvent>, expected: number) => timed(profile, "event append", store.append(stream, events, expected)),
+      })),
+    ).pipe(Layer.provide(eventStore)),
     Layer.effect(
       StatusWriter,
       Effect.map(StatusWriter, (writer) => ({ ...writer, write: (status: unknown) => timed(profile, "status.json write", writer.write(status)) })),

@@ -7,6 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import * as fs from "node:fs"
+import * as os from "node:os"
 import * as nodePath from "node:path"
 import { parse as parseYaml } from "yaml"
 import pkg from "../package.json" with { type: "json" }
@@ -138,11 +139,13 @@ const suite = (mode: Mode) =>
 
       const events = eventsOf(logDir)
       for (const event of events) {
-        expect(event.schema).toBe(1)
+        expect(event.schema).toBe(2)
         expect(typeof event.type).toBe("string")
-        expect(Number.isNaN(Date.parse(event.time))).toBe(false)
+        expect(event.time).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/)
+        if (event.type !== "run_started") expect(event).not.toHaveProperty("meta")
       }
       expect(events[0].type).toBe("run_started")
+      expect(events[0].meta).toEqual({ log_dir: logDir, pid: expect.any(Number), host: os.hostname(), version: expect.any(String) })
       expect(events.at(-1)).toMatchObject({ type: "run_finished", reason: "completed", winner: "agent_b" })
 
       const metadata = parseYaml(fs.readFileSync(nodePath.join(logDir, "execution_metadata.yaml"), "utf8"))

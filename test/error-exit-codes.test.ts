@@ -11,7 +11,7 @@ import { type AppError, ERROR_EXIT_CODES, exitCodeOf } from "../src/cli/program.
 import { RunDirError } from "../src/cli/run-dir.ts"
 import { BackendError } from "../src/services/backend.ts"
 import { DotEnvError, MissingKeyError } from "../src/services/backends/keys.ts"
-import { EventLogError } from "../src/services/event-log.ts"
+import { EventStoreConflict, EventStoreError } from "../src/services/event-store.ts"
 import { LogDirError } from "../src/services/log-dir.ts"
 import { ViewerError } from "../src/services/run-catalog.ts"
 import { RunLockError } from "../src/services/run-lock.ts"
@@ -27,7 +27,8 @@ const EXAMPLES: { readonly [Tag in AppError["_tag"]]: readonly [Extract<AppError
   RunDirError: [new RunDirError({ reason: "missing", path: "d", detail: "" }), 1],
   RunLockError: [new RunLockError({ reason: "held", path: "d", pid: 1, detail: "" }), 1],
   LogDirError: [new LogDirError({ reason: "create_failed", path: "d", detail: "EACCES" }), 1],
-  EventLogError: [new EventLogError({ reason: "write_failed", path: "d/events.jsonl", detail: "ENOSPC" }), 2],
+  EventStoreError: [new EventStoreError({ reason: "write_failed", stream: "d", detail: "ENOSPC" }), 2],
+  EventStoreConflict: [new EventStoreConflict({ reason: "conflict", stream: "d", expected: 3, actual: 4 }), 2],
   StatusWriteError: [new StatusWriteError({ reason: "write_failed", path: "d/status.json", detail: "ENOSPC" }), 2],
   BackendError: [new BackendError({ reason: "server_error", detail: "500", retryable: true, retryAfterSeconds: null }), 2],
 }
@@ -41,7 +42,7 @@ describe("error exit codes", () => {
   test("usage and configuration errors are 1, execution errors 2", () => {
     const byCode = (code: 1 | 2) => Object.keys(ERROR_EXIT_CODES).filter((tag) => ERROR_EXIT_CODES[tag as AppError["_tag"]] === code)
     expect(byCode(1).sort()).toEqual(["ConfigError", "DotEnvError", "LogDirError", "MissingKeyError", "RunDirError", "RunLockError", "UsageError", "ViewerError"])
-    expect(byCode(2).sort()).toEqual(["BackendError", "EventLogError", "StatusWriteError"])
+    expect(byCode(2).sort()).toEqual(["BackendError", "EventStoreConflict", "EventStoreError", "StatusWriteError"])
   })
 
   test("a code map without a class, or a command failing with an unmapped class, does not compile", () => {

@@ -1,11 +1,12 @@
 /**
- * The wire format of events.jsonl: round trip, key order, schema versions, and never throwing.
+ * The wire format of events.jsonl: round trip, key order, the envelope's meta,
+ * strict times and counters, schema versions and upcasting, and never throwing.
  */
 import { describe, expect, test } from "bun:test"
 import { Arbitrary, FastCheck } from "effect"
 import fc from "fast-check"
-import { decodeEventLine, encodeEventLine, readEventsText } from "../src/domain/event-codec.ts"
-import { EVENT_TYPES, Event, SCHEMA_VERSION } from "../src/domain/events.ts"
+import { decodeEventLine, encodeEnvelopeLine, encodeEventLine, readEventsText } from "../src/domain/event-codec.ts"
+import { EVENT_TYPES, Event, type EventMeta, SCHEMA_VERSION } from "../src/domain/events.ts"
 
 const TIME = "2025-06-01T12:00:00.000Z"
 
@@ -54,7 +55,7 @@ describe("encodeEventLine / decodeEventLine", () => {
 
   test("no event has a field named like a wire key", () => {
     for (const member of Event.members) {
-      expect(Object.keys(member.fields).filter((k) => k === "schema" || k === "type")).toEqual([])
+      expect(Object.keys(member.fields).filter((k) => k === "schema" || k === "type" || k === "meta")).toEqual([])
     }
   })
 
@@ -67,6 +68,60 @@ describe("encodeEventLine / decodeEventLine", () => {
       cause: "newer_schema",
     })
     expect(decodeEventLine(wire({ schema: SCHEMA_VERSION - 1 }))).toEqual({ _tag: "event", event: answer })
+  })
+
+  const meta: EventMeta = { log_dir: "/logs/log_x", pid: 12, host: "box", version: "1.2.3" }
+
+  test("meta, the writing process's machine facts, comes last and is read back beside the event", () => {
+    const line = encodeEnvelopeLine(answer, meta)
+    expect(Object.keys(JSON.parse(line)).at(-1)).toBe("meta")
+    expect(decodeEventLine(line)).toEqual({ _tag: "event", event: answer, meta })
+    expect(decodeEventLine(encodeEventLine(answer))).toEqual({ _tag: "event", event: answer })
+    expect(decodeEventLine(wire({ meta: { ...meta, pid: "12" } }))).toEqual({ _tag: "skipped", cause: "invalid_fields" })
+  })
+
+  test("times are ISO instants in UTC; counters are whole numbers of 0 or more; amounts are not negative", () => {
+    const cause = (patch: Record<string, unknown>) => decodeEventLine(wire(patch))._tag
+    for (const time of ["2025-06-01T12:00:00Z", "2025-06-01T12:00:00.5Z", TIME]) expect(cause({ time })).toBe("event")
+    for (const time of ["2025-06-01 12:00:00", "2025-06-01T12:00:00+02:00", "2025-06-01T12:00:00.000", "2025-13-01T00:00:00Z", "yesterday", 1748779200000]) {
+      expect([time, cause({ time })]).toEqual([time, "skipped"])
+    }
+    for (const round of [-1, 1.5, "1", null]) expect([round, cause({ round })]).toEqual([round, "skipped"])
+    const ended = JSON.parse(encodeEventLine({
+      _tag: "call_end", time: TIME, call: 3, agent: "agent_a", round: 1, role: "round", model: null,
+      seconds: 0.25, input_tokens: 10, cached_input_tokens: null, output_tokens: 2, reasoning_tokens: 0,
+      truncated: false, cost: 0.001, error: null,
+    }))
+    const endCause = (patch: Record<string, unknown>) => decodeEventLine(JSON.stringify({ ...ended, ...patch }))._tag
+    expect(endCause({})).toBe("event")
+    for (const patch of [{ call: 0.5 }, { input_tokens: 1.5 }, { output_tokens: -2 }, { seconds: -0.1 }, { cost: -1 }]) {
+      expect([patch, endCause(patch)]).toEqual([patch, "skipped"])
+    }
+  })
+
+  test("a schema-1 line is upcast: run_started's and run_resumed's log_dir, pid and version become its meta", () => {
+    const started = {
+      schema: 1, type: "run_started", time: TIME, run_id: "log_x", question: "Q?", log_dir: "/then/log_x",
+      agents: [{ id: "agent_a", anon_id: "agent1", backend: "scripted", model: null }],
+      settings: { max_new_answers_per_agent: 2, skip_final_presentation: false, final_answer_strategy: "winner_present" as const, orchestrator_timeout_seconds: 60, agent_timeout_seconds: 30 },
+      version: "0.1.0", pid: 99,
+    }
+    expect(decodeEventLine(JSON.stringify(started))).toEqual({
+      _tag: "event",
+      event: {
+        _tag: "run_started", time: TIME, run_id: "log_x", question: "Q?", agents: started.agents,
+        settings: { ...started.settings, budget_usd: null },
+      },
+      meta: { log_dir: "/then/log_x", pid: 99, version: "0.1.0" },
+    })
+    const resumed = {
+      schema: 1, type: "run_resumed", time: TIME, log_dir: "/now/log_x", pid: 100, version: "0.1.1",
+      dropped_lines: 1, torn_tail: true, restarted_rounds: [], presentation_restarted: false,
+    }
+    expect(decodeEventLine(JSON.stringify(resumed))).toMatchObject({ _tag: "event", meta: { log_dir: "/now/log_x", pid: 100, version: "0.1.1" } })
+    expect(decodeEventLine(JSON.stringify({ ...resumed, pid: undefined }))).toEqual({ _tag: "skipped", cause: "invalid_fields" })
+    // Schema 2 has no such fields: there they are unknown fields, ignored, and make no meta.
+    expect(decodeEventLine(JSON.stringify({ ...resumed, schema: 2 }))).not.toHaveProperty("meta")
   })
 
   test("unknown fields are ignored", () => {
@@ -89,6 +144,8 @@ describe("encodeEventLine / decodeEventLine", () => {
     expect(cause(wire({ round: "one" }))).toBe("invalid_fields")
     expect(cause(wire({ content: undefined }))).toBe("invalid_fields")
     expect(cause(wire({ schema: "1" }))).toBe("invalid_fields")
+    expect(cause(wire({ schema: 0 }))).toBe("invalid_fields")
+    expect(cause(wire({ schema: 1.5 }))).toBe("invalid_fields")
     expect(cause(`${wire({})}\r`)).toBe("event")
   })
 

@@ -217,9 +217,6 @@ const resume = (sim: Sim): void => {
   append(sim, {
     _tag: "run_resumed",
     time: now(sim),
-    log_dir: "/tmp/massgen-test/log_test",
-    pid: 2,
-    version: "test",
     dropped_lines: 0,
     torn_tail: false,
     restarted_rounds: s.agents.flatMap((a) => (a.inFlight ? [{ agent: a.info.id, round: a.inFlight.round }] : [])),

@@ -25,7 +25,7 @@ import { type RecordedCall, type ReplayResult, replayRun, roundsInFlight, sameDe
 import { retryMessages } from "../src/domain/prompts.ts"
 import { callLogOf, callsOf } from "./support/call-logs.ts"
 import { Backends } from "../src/services/backend.ts"
-import { EventLog } from "../src/services/event-log.ts"
+import { EventStore } from "../src/services/event-store.ts"
 import { runCoordination } from "../src/services/orchestrator.ts"
 import { memoryRunFiles } from "../src/services/run-files.ts"
 import { makeScriptedBackend } from "../src/services/scripted-backend.ts"
@@ -49,7 +49,7 @@ const replayOf = (doc: unknown, events: ReadonlyArray<Event>, files: ReadonlyMap
   replayRun(events, configOf(doc).agents, callsOf(files))
 
 /** Fields that say when and where, not what. */
-const WALL_CLOCK = new Set(["time", "seconds", "pid", "version", "log_dir", "run_id"])
+const WALL_CLOCK = new Set(["time", "seconds", "run_id"])
 const decisions = (events: ReadonlyArray<Event>) =>
   events.map((e) => Object.fromEntries(Object.entries(e).filter(([k]) => !WALL_CLOCK.has(k))))
 
@@ -270,15 +270,16 @@ describe("replay of recorded in-memory runs", () => {
       // What a crash left: the first half of the log and a torn piece of the next line.
       const lines = first.events.map(encodeEventLine)
       const kept = Math.floor(lines.length / 2)
-      const logFiles = new Map([["events.jsonl", `${lines.slice(0, kept).join("\n")}\n${lines[kept]!.slice(0, 9)}`]])
-      const left = readEventsText(logFiles.get("events.jsonl")!)
+      const logDir = "/tmp/massgen-test/log_x"
+      const streams = new Map([[logDir, `${lines.slice(0, kept).join("\n")}\n${lines[kept]!.slice(0, 9)}`]])
+      const left = readEventsText(streams.get(logDir)!)
       const runFiles = memoryRunFiles()
       for (const [k, v] of first.files) if (k.startsWith("llm_log/")) runFiles.files.set(k, v)
       const backends = new Map(config.agents.map((a) => [a.id, makeScriptedBackend(a)]))
       yield* runCoordination({
         config,
         question: "What is 2+2?",
-        logDir: "/tmp/massgen-test/log_x",
+        logDir,
         runId: "log_x",
         version: "test",
         pid: 2,
@@ -288,14 +289,14 @@ describe("replay of recorded in-memory runs", () => {
         Effect.scoped,
         Effect.provide(
           Layer.mergeAll(
-            EventLog.memory(logFiles),
+            EventStore.memory(streams),
             StatusWriter.memory([]),
             runFiles.layer,
             Layer.succeed(Backends, { forAgent: (id: string) => backends.get(id)! }),
           ),
         ),
       )
-      const events = readEventsText(logFiles.get("events.jsonl")!).events
+      const events = readEventsText(streams.get(logDir)!).events
       expect(ofTag(events, "run_resumed")).toEqual([expect.objectContaining({ dropped_lines: 1, torn_tail: true })])
       expect(ofTag(events, "run_finished")).toEqual([expect.objectContaining({ reason: "completed" })])
       expectSameRun(doc, { events, files: runFiles.files })

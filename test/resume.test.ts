@@ -27,7 +27,7 @@ import type { LlmReply, LlmRequest, ToolCall } from "../src/domain/llm.ts"
 import { replayRun } from "../src/domain/replay.ts"
 import { type State, foldEvents, latestLabels } from "../src/domain/state.ts"
 import { type Backend, Backends } from "../src/services/backend.ts"
-import { EventLog } from "../src/services/event-log.ts"
+import { EventStore } from "../src/services/event-store.ts"
 import { type ResumeInput, runCoordination } from "../src/services/orchestrator.ts"
 import { memoryRunFiles } from "../src/services/run-files.ts"
 import { StatusWriter } from "../src/services/status-writer.ts"
@@ -121,21 +121,23 @@ interface CouncilRun {
   readonly seen: ReadonlyArray<{ readonly event: Event; readonly state: State }>
 }
 
+const LOG_DIR = "/tmp/massgen-test/log_resume"
+
 const runCouncil = (
   c: Council,
   options: { readonly logText?: string; readonly resume?: ResumeInput; readonly stopAt?: number } = {},
 ) =>
   Effect.gen(function* () {
     const config = configOf(councilDoc(c))
-    const logFiles = new Map<string, string>()
-    if (options.logText !== undefined) logFiles.set("events.jsonl", options.logText)
+    const streams = new Map<string, string>()
+    if (options.logText !== undefined) streams.set(LOG_DIR, options.logText)
     const asked: Array<Asked> = []
     const seen: Array<{ event: Event; state: State }> = []
     const runFiles = memoryRunFiles()
     const backends = new Map(config.agents.map((a, i) => [a.id, personaBackend(a.id, c.personas[i]!, asked)]))
     const stop = yield* Deferred.make<string>()
     const layer = Layer.mergeAll(
-      EventLog.memory(logFiles),
+      EventStore.memory(streams),
       StatusWriter.memory([]),
       runFiles.layer,
       Layer.succeed(Backends, { forAgent: (id: string) => backends.get(id)! }),
@@ -143,7 +145,7 @@ const runCouncil = (
     const outcome = yield* runCoordination({
       config,
       question: "What is 2+2?",
-      logDir: "/tmp/massgen-test/log_resume",
+      logDir: LOG_DIR,
       runId: "log_resume",
       version: "test",
       pid: 7,
@@ -160,7 +162,7 @@ const runCouncil = (
       },
       ...(options.resume ? { resume: options.resume } : {}),
     }).pipe(Effect.scoped, Effect.provide(layer))
-    const text = logFiles.get("events.jsonl") ?? ""
+    const text = streams.get(LOG_DIR) ?? ""
     return { text, events: readEventsText(text).events, state: outcome.state, asked, files: runFiles.files, seen } satisfies CouncilRun
   })
 
@@ -284,9 +286,6 @@ describe("resume (model-based)", () => {
         expect(resumeEvent).toEqual({
           _tag: "run_resumed",
           time: expect.any(String),
-          log_dir: expect.any(String),
-          pid: 7,
-          version: "test",
           dropped_lines: cut._tag === "torn" ? 1 : 0,
           torn_tail: cut._tag === "torn",
           // A signal's run_finished closed the rounds it stopped; they are listed as restarted all the same.

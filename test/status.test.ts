@@ -1,4 +1,4 @@
-/** status.json as a projection: the time a run was not running is not counted. */
+/** status.json as a projection: the time a run was not running is not counted; the log directory is where the run is now. */
 import { describe, expect, test } from "bun:test"
 import { foldEvents } from "../src/domain/state.ts"
 import { project } from "../src/domain/status.ts"
@@ -13,15 +13,16 @@ describe("elapsed time of a resumed run", () => {
       { ...runStarted(["a"]), time: at(0) },
       { ...roundStarted("a", 1, []), time: at(1) },
       // The process dies here; 100 s later the run is resumed and finishes 2 s after that.
-      { _tag: "run_resumed", time: at(101), log_dir: "/moved/log_x", pid: 2, version: "t", dropped_lines: 0, torn_tail: false, restarted_rounds: [{ agent: "a", round: 1 }], presentation_restarted: false },
+      { _tag: "run_resumed", time: at(101), dropped_lines: 0, torn_tail: false, restarted_rounds: [{ agent: "a", round: 1 }], presentation_restarted: false },
       { ...roundStarted("a", 2, []), time: at(101) },
       { ...answer("a", 2, "agent1.1", "A"), time: at(102) },
       { _tag: "run_finished", time: at(103), reason: "timeout", winner: null, message: "t" },
     ] as const
     const state = foldEvents(events as never)
-    const status = project(state, Date.parse(at(500)))
+    const status = project(state, Date.parse(at(500)), "/moved/log_x")
     expect(status.meta.elapsed_seconds).toBe(3)
     expect(status.meta.log_dir).toBe("/moved/log_x")
-    expect(automationFooter(state).at(-1)).toBe("COMPLETED: 1 agents, 3.0s total")
+    expect(status.meta.session_id).toBe("log_x")
+    expect(automationFooter(state, "/moved/log_x").at(-1)).toBe("COMPLETED: 1 agents, 3.0s total")
   })
 })

@@ -10,8 +10,8 @@ import * as nodePath from "node:path"
 import { Effect, Fiber, TestClock } from "effect"
 import { parseInvocation } from "../src/cli/args.ts"
 import type { Event } from "../src/domain/events.ts"
-import { listRuns } from "../src/services/run-catalog.ts"
-import { type FeedItem, MAX_GAP_MS, follow, recordedTexts, replay, replayDelayMs } from "../src/services/run-feed.ts"
+import { EventStore } from "../src/services/event-store.ts"
+import { type FeedItem, type FollowOptions, MAX_GAP_MS, follow as followIn, recordedTexts, replay, replayDelayMs } from "../src/services/run-feed.ts"
 import { effect } from "./support/effect-test.ts"
 import { SOURCE_MAIN, cleanupSandboxes, runCli, sandbox, startCli } from "./support/cli.ts"
 import type { MemoryRun } from "./support/harness.ts"
@@ -21,9 +21,15 @@ let run: MemoryRun
 let events: Array<Event>
 beforeAll(async () => {
   run = await playCouncil()
-  events = shiftEvents(run.events, Date.now()).map((e) => (e._tag === "run_started" ? { ...e, pid: process.pid } : e))
+  events = shiftEvents(run.events, Date.now())
 })
 afterAll(cleanupSandboxes)
+
+/** Follows a run through a store of its own, as the viewer does. */
+const follow = (dir: string, sink: (item: FeedItem) => Effect.Effect<void>, options: FollowOptions) =>
+  followIn(dir, sink, options).pipe(Effect.provide(EventStore.file({ pollMs: options.pollMs ?? 250 })))
+
+const listRuns = (base: string) => Effect.flatMap(EventStore, (store) => store.list(base)).pipe(Effect.provide(EventStore.file()))
 
 /** Resolves once `check()` holds; polls a condition (not a timing guess), bounded. */
 const until = async (check: () => boolean, what: string, timeoutMs = 10_000) => {
@@ -261,7 +267,7 @@ describe("a run stopped by a signal and then resumed", () => {
       { _tag: "run_finished", time: at, reason: "interrupted", winner: null, message: "stopped by SIGINT" } as Event,
     ]
     writeRunDir(dir, stopped, { complete: true })
-    const resumed = { _tag: "run_resumed", time: at, log_dir: dir, pid: process.pid, version: "test", dropped_lines: 0, torn_tail: false, restarted_rounds: [], presentation_restarted: false } as Event
+    const resumed = { _tag: "run_resumed", time: at, dropped_lines: 0, torn_tail: false, restarted_rounds: [], presentation_restarted: false } as Event
     fs.appendFileSync(nodePath.join(dir, "events.jsonl"), eventLines([resumed]))
     return { dir, path: nodePath.join(dir, "events.jsonl"), written: [...stopped, resumed], rest: events.slice(cut) }
   }

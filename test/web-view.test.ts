@@ -35,7 +35,7 @@ beforeAll(async () => {
   profile = fs.mkdtempSync(nodePath.join(os.tmpdir(), "massgen-chromium-"))
   const run = await playCouncil()
   files = run.files
-  events = shiftEvents(run.events, Date.now()).map((e) => (e._tag === "run_started" ? { ...e, pid: process.pid } : e))
+  events = shiftEvents(run.events, Date.now())
   // A fresh profile (user-data-dir) per test file.
   browser = await chromium.launchPersistentContext(profile, {
     executablePath: "/usr/bin/chromium",

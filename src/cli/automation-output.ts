@@ -31,10 +31,10 @@ export const preview = (text: string, max = 200): string => {
 
 const duration = (state: State): string => `${(activeMs(state, state.lastTime) / 1000).toFixed(1)}s`
 
-export const automationFooter = (state: State): ReadonlyArray<string> => {
+/** `logDir`: where the run is now. */
+export const automationFooter = (state: State, logDir: string): ReadonlyArray<string> => {
   const lines: Array<string> = []
   const final = state.final
-  const logDir = state.run?.logDir ?? ""
   if (final !== null) {
     lines.push(`WINNER: ${final.agent}`)
     lines.push(`ANSWER_FILE: ${join(logDir, agentFile(final.agent, "final_answer"))}`)
@@ -45,13 +45,13 @@ export const automationFooter = (state: State): ReadonlyArray<string> => {
   return lines
 }
 
-/** A readable line for an event, or null for events a person does not need to see. */
-export const plainLine = (event: Event, state: State): string | null => {
+/** A readable line for an event, or null for events a person does not need to see; `logDir`: where the run is. */
+export const plainLine = (event: Event, state: State, logDir: string): string | null => {
   switch (event._tag) {
     case "run_started":
-      return `Run ${event.run_id}: ${event.agents.length} agents on "${preview(event.question, 80)}" (logs: ${event.log_dir})`
+      return `Run ${event.run_id}: ${event.agents.length} agents on "${preview(event.question, 80)}" (logs: ${logDir})`
     case "run_resumed":
-      return `Resumed by process ${event.pid}: ${event.restarted_rounds.length} round(s) start again${event.dropped_lines > 0 ? `, ${event.dropped_lines} unreadable line(s) dropped` : ""}`
+      return `Resumed: ${event.restarted_rounds.length} round(s) start again${event.dropped_lines > 0 ? `, ${event.dropped_lines} unreadable line(s) dropped` : ""}`
     case "round_started":
       return `[${event.agent}] round ${event.round}${event.restart ? " (restart)" : ""}: ${event.shown.length} answer(s) shown${event.vote_only ? ", vote only" : ""}`
     case "round_cancelled":

@@ -23,14 +23,14 @@ export interface Display {
   readonly onText: (agent: string, text: string) => Effect.Effect<void>
 }
 
-/** One readable line per event worth one; the state is folded here for the lines that need it. */
-export const plainDisplay = (print: (line: string) => void): Display => {
+/** One readable line per event worth one, for the run in `logDir`; the state is folded here for the lines that need it. */
+export const plainDisplay = (print: (line: string) => void, logDir: string): Display => {
   let state: State = initialState
   return {
     onEvent: (event) =>
       Effect.sync(() => {
         state = evolve(state, event)
-        const line = plainLine(event, state)
+        const line = plainLine(event, state, logDir)
         if (line !== null) print(line)
       }),
     onText: () => Effect.void,
@@ -49,9 +49,10 @@ export const wantsTerminalView = (noDisplay: boolean, stdout: { readonly isTTY?:
 export const runDisplay = (
   args: Pick<RunArgs, "automation" | "noDisplay">,
   print: (line: string) => void,
+  logDir: string,
 ): Effect.Effect<Observer | undefined, never, Scope.Scope> =>
   args.automation
     ? Effect.succeed(undefined)
     : wantsTerminalView(args.noDisplay)
       ? Effect.map(terminalDisplay({ out: process.stdout, clock: "wall" }), observerOf)
-      : Effect.succeed(observerOf(plainDisplay(print)))
+      : Effect.succeed(observerOf(plainDisplay(print, logDir)))

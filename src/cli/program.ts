@@ -16,7 +16,7 @@ import { Effect, Either } from "effect"
 import pkg from "../../package.json" with { type: "json" }
 import type { BackendError } from "../services/backend.ts"
 import type { DotEnvError, MissingKeyError } from "../services/backends/keys.ts"
-import type { EventLogError } from "../services/event-log.ts"
+import type { EventStoreConflict, EventStoreError } from "../services/event-store.ts"
 import type { LogDirError } from "../services/log-dir.ts"
 import type { ViewerError } from "../services/run-catalog.ts"
 import type { RunLockError } from "../services/run-lock.ts"
@@ -43,7 +43,8 @@ export type AppError =
   | RunDirError
   | RunLockError
   | LogDirError
-  | EventLogError
+  | EventStoreError
+  | EventStoreConflict
   | StatusWriteError
   | BackendError
 
@@ -57,7 +58,8 @@ export const ERROR_EXIT_CODES: { readonly [Tag in AppError["_tag"]]: 1 | 2 } = {
   RunDirError: 1,
   RunLockError: 1,
   LogDirError: 1,
-  EventLogError: 2,
+  EventStoreError: 2,
+  EventStoreConflict: 2,
   StatusWriteError: 2,
   BackendError: 2,
 }

@@ -11,11 +11,11 @@
  */
 import { join } from "node:path"
 import { Effect } from "effect"
-import { encodeEventLine } from "../domain/event-codec.ts"
 import type { Event } from "../domain/events.ts"
 import { replayRun } from "../domain/replay.ts"
 import { agentFile } from "../domain/run-paths.ts"
 import { project } from "../domain/status.ts"
+import { EventStore, eventsOf } from "../services/event-store.ts"
 import { createLogDir } from "../services/log-dir.ts"
 import { writeFileAtomic } from "../services/status-writer.ts"
 import { loadDotEnv } from "../services/backends/keys.ts"
@@ -27,31 +27,33 @@ const describe = (event: Event | null): string =>
 
 export const replayCommand = (args: { readonly logDir: string; readonly check: boolean; readonly outDir: string | null }, ctx: CliContext) =>
   Effect.gen(function* () {
+    const store = yield* EventStore
     const dir = yield* openRunDir(args.logDir)
     const env = yield* loadDotEnv(ctx.cwd, ctx.env).pipe(Effect.orElseSucceed(() => ctx.env))
     // Keys are not needed to replay: an unset ${VAR} reads as empty.
     const permissive = new Proxy(env, { get: (target, key) => (typeof key === "string" ? (target[key] ?? "") : undefined) })
     const { config } = yield* runDirConfig(dir.path, permissive)
-    const result = replayRun(dir.read.events, config.agents, recordedCall(dir.path))
+    const recorded = eventsOf(dir.read)
+    const result = replayRun(recorded, config.agents, recordedCall(dir.path))
     // Beside the runs, not among them: the viewer's "newest run" stays the newest real one.
     const parent = args.outDir ?? join(dir.path, "..", "replays")
     const out = yield* createLogDir(parent)
-    yield* writeFileAtomic(join(out, "events.jsonl"), result.events.map((e) => `${encodeEventLine(e)}\n`).join(""))
-    const status = project({ ...result.state, run: result.state.run ? { ...result.state.run, logDir: out } : null }, result.state.lastTime)
+    yield* store.append(out, result.events, 0)
+    const status = project(result.state, result.state.lastTime, out)
     yield* writeFileAtomic(join(out, "status.json"), `${JSON.stringify(status, null, 2)}\n`)
     const final = result.state.final
     if (final !== null) yield* writeFileAtomic(join(out, agentFile(final.agent, "final_answer")), final.content)
     ctx.print(`REPLAY_DIR: ${out}`)
-    ctx.print(`EVENTS: ${result.events.length} of ${dir.read.events.length} replayed`)
+    ctx.print(`EVENTS: ${result.events.length} of ${recorded.length} replayed`)
     if (final !== null) ctx.print(`WINNER: ${final.agent}`)
     const d = result.divergence
     if (d === null) {
       ctx.print("SAME: every event matches the recorded run")
       return 0
     }
-    const line = dir.read.lines[d.index]
+    const line = dir.read.events[d.index]?.line
     ctx.print(`DIVERGED at event ${d.index + 1}${line === undefined ? "" : ` (line ${line} of events.jsonl)`}: ${d.reason}`)
     ctx.print(`  recorded: ${describe(d.recorded)}`)
     ctx.print(`  replayed: ${describe(d.replayed)}`)
     return args.check ? 2 : 0
-  })
+  }).pipe(Effect.provide(EventStore.file()))

@@ -23,6 +23,7 @@ import { EXIT_CODES, runSession, writeDerivedFiles } from "./run-session.ts"
 import { join } from "node:path"
 import type { Event } from "../domain/events.ts"
 import { project } from "../domain/status.ts"
+import { EventStore, eventsOf } from "../services/event-store.ts"
 import { liveRunFiles } from "../services/run-files.ts"
 import { writeFileAtomic } from "../services/status-writer.ts"
 import { runDisplay } from "./display.ts"
@@ -43,20 +44,22 @@ export const resumeCommand = (args: ResumeArgs, ctx: CliContext) =>
       Effect.gen(function* () {
         const finished = state.finished!
         if (holder(path) === null) {
-          yield* writeFileAtomic(join(path, "status.json"), `${JSON.stringify(project(state, finished.time), null, 2)}\n`).pipe(Effect.ignore)
+          yield* writeFileAtomic(join(path, "status.json"), `${JSON.stringify(project(state, finished.time, path), null, 2)}\n`).pipe(Effect.ignore)
           yield* writeDerivedFiles(events).pipe(Effect.provide(liveRunFiles(path)))
         }
         if (args.automation) {
-          for (const line of [...automationHeader(path, state.run!.question), ...automationFooter(state)]) ctx.print(line)
+          for (const line of [...automationHeader(path, state.run!.question), ...automationFooter(state, path)]) ctx.print(line)
         } else {
           ctx.print(`The run in ${path} already finished (${finished.reason}); nothing to resume.`)
         }
         return EXIT_CODES[finished.reason]
       })
+    const store = yield* EventStore
     const dir = yield* openRunDir(args.logDir)
-    const state = foldEvents(dir.read.events)
+    const events = eventsOf(dir.read)
+    const state = foldEvents(events)
     const run = state.run!
-    if (state.finished !== null && state.finished.reason !== "interrupted") return yield* reportFinished(dir.path, state, dir.read.events)
+    if (state.finished !== null && state.finished.reason !== "interrupted") return yield* reportFinished(dir.path, state, events)
     const live = holder(dir.path)
     if (live !== null) {
       return yield* new RunLockError({ reason: "held", path: dir.path, pid: live, detail: "" })
@@ -69,12 +72,13 @@ export const resumeCommand = (args: ResumeArgs, ctx: CliContext) =>
       return yield* new RunDirError({ reason: "bad_config", path: dir.path, detail: `its config has agents ${configIds}, the run has ${recordedIds}` })
     }
     const backends = yield* makeBackends(config, env, dir.path)
-    // Under the lock, read the log again: another resume may have taken the run
-    // further (or finished it) between the read above and now.
+    // Under the lock, read what was appended since the read above: another resume
+    // may have taken the run further (or finished it) meanwhile.
     yield* acquireRunLock(dir.path)
-    const now = yield* openRunDir(dir.path)
-    const current = foldEvents(now.read.events)
-    if (current.finished !== null && current.finished.reason !== "interrupted") return yield* reportFinished(now.path, current, now.read.events)
+    const since = yield* store.read(dir.path, dir.read.version)
+    const current = foldEvents(eventsOf(since), state)
+    const all = [...events, ...eventsOf(since)]
+    if (current.finished !== null && current.finished.reason !== "interrupted") return yield* reportFinished(dir.path, current, all)
     if (args.automation) for (const line of automationHeader(dir.path, run.question)) ctx.print(line)
     return yield* runSession({
       logDir: dir.path,
@@ -84,9 +88,9 @@ export const resumeCommand = (args: ResumeArgs, ctx: CliContext) =>
       version: ctx.version,
       interrupt: ctx.interrupt,
       automation: args.automation,
-      display: runDisplay({ automation: args.automation, noDisplay: false }, ctx.print),
-      resume: { events: now.read.events, skipped: now.read.skipped, tornTail: now.read.tornTail, state: current },
+      display: runDisplay({ automation: args.automation, noDisplay: false }, ctx.print, dir.path),
+      resume: { events: all, skipped: since.skipped, tornTail: since.tornTail, state: current },
       print: ctx.print,
       printError: ctx.printError,
     })
-  }).pipe(Effect.scoped)
+  }).pipe(Effect.scoped, Effect.provide(EventStore.file()))

@@ -11,6 +11,7 @@ import { resolve } from "node:path"
 import { Effect } from "effect"
 import { stringify as toYaml } from "yaml"
 import { formatProblem, maskSecrets, unknownKeys } from "../domain/config.ts"
+import { EventStore } from "../services/event-store.ts"
 import { createLogDir, logBaseDir } from "../services/log-dir.ts"
 import { RunFiles, liveRunFiles } from "../services/run-files.ts"
 import type { RunArgs } from "./args.ts"
@@ -66,8 +67,8 @@ export const runCommand = (args: RunArgs, ctx: CliContext) =>
       version: ctx.version,
       interrupt: ctx.interrupt,
       automation: args.automation,
-      display: runDisplay(args, ctx.print),
+      display: runDisplay(args, ctx.print, logDir),
       print: ctx.print,
       printError: ctx.printError,
     })
-  })
+  }).pipe(Effect.provide(EventStore.file()))

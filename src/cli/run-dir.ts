@@ -1,8 +1,8 @@
 /**
  * Opening an existing log directory: its events, its config, its recorded calls.
  *
- * `openRunDir(dir)` reads `events.jsonl` with the tolerant reader and checks it
- * is a run (its first event is `run_started`); `runDirConfig` decodes the config
+ * `openRunDir(dir)` reads the run's events through the event store and checks
+ * it is a run (its first event is `run_started`); `runDirConfig` decodes the config
  * recorded in `execution_metadata.yaml`, or failing that the config file it
  * names; `recordedCall(dir)` looks up `llm_log/<n>.json`. Nothing here writes.
  * A directory that is not a run is a `RunDirError` (exit 1).
@@ -13,10 +13,10 @@ import { Effect, Either, Schema } from "effect"
 import { parse as parseYaml } from "yaml"
 import type { Config } from "../domain/config.ts"
 import { decodeConfig } from "../domain/config.ts"
-import { type EventsRead, readEventsText } from "../domain/event-codec.ts"
 import type { RecordedCall } from "../domain/replay.ts"
 import type { Env } from "../services/backends/keys.ts"
 import { blobPath, expandJson } from "../services/blobs.ts"
+import { EVENTS_FILE, EventStore, type StreamRead } from "../services/event-store.ts"
 
 export class RunDirError extends Schema.TaggedError<RunDirError>()("RunDirError", {
   reason: Schema.Literal("missing", "not_a_run", "unreadable", "bad_config"),
@@ -36,29 +36,28 @@ export class RunDirError extends Schema.TaggedError<RunDirError>()("RunDirError"
 
 export interface RunDir {
   readonly path: string
-  readonly read: EventsRead
-  /** The byte length of events.jsonl when it was read. */
-  readonly bytes: number
+  /** The run's stream as the store read it: its events once decoded, for the whole command. */
+  readonly read: StreamRead
 }
 
-export const openRunDir = (dir: string): Effect.Effect<RunDir, RunDirError> =>
-  Effect.suspend(() => {
+/** The run in `dir`, read through the command's event store. */
+export const openRunDir = (dir: string): Effect.Effect<RunDir, RunDirError, EventStore> =>
+  Effect.gen(function* () {
     const path = resolve(dir)
-    if (!existsSync(path)) return Effect.fail(new RunDirError({ reason: "missing", path, detail: "" }))
-    if (!statSync(path).isDirectory()) return Effect.fail(new RunDirError({ reason: "not_a_run", path, detail: "a file, not a directory" }))
-    const file = join(path, "events.jsonl")
-    if (!existsSync(file)) return Effect.fail(new RunDirError({ reason: "not_a_run", path, detail: "it has no events.jsonl" }))
-    let text: string
-    try {
-      text = readFileSync(file, "utf8")
-    } catch (e) {
-      return Effect.fail(new RunDirError({ reason: "unreadable", path: file, detail: e instanceof Error ? e.message : String(e) }))
+    if (!existsSync(path)) return yield* new RunDirError({ reason: "missing", path, detail: "" })
+    if (!statSync(path).isDirectory()) return yield* new RunDirError({ reason: "not_a_run", path, detail: "a file, not a directory" })
+    const store = yield* EventStore
+    const read = yield* store.read(path).pipe(
+      Effect.mapError((e) =>
+        e.reason === "missing"
+          ? new RunDirError({ reason: "not_a_run", path, detail: "it has no events.jsonl" })
+          : new RunDirError({ reason: "unreadable", path: join(path, EVENTS_FILE), detail: e.detail }),
+      ),
+    )
+    if (read.events[0]?.event._tag !== "run_started") {
+      return yield* new RunDirError({ reason: "not_a_run", path, detail: "its events.jsonl does not start with run_started" })
     }
-    const read = readEventsText(text)
-    if (read.events[0]?._tag !== "run_started") {
-      return Effect.fail(new RunDirError({ reason: "not_a_run", path, detail: "its events.jsonl does not start with run_started" }))
-    }
-    return Effect.succeed({ path, read, bytes: Buffer.byteLength(text) })
+    return { path, read }
   })
 
 export interface RecordedConfig {

@@ -14,7 +14,7 @@ import { coordinationEvents, snapshots } from "../domain/derived-logs.ts"
 import type { Event, FinishReason } from "../domain/events.ts"
 import type { State } from "../domain/state.ts"
 import { type Backend, Backends } from "../services/backend.ts"
-import { EventLog } from "../services/event-log.ts"
+import { EventStore, eventsOf } from "../services/event-store.ts"
 import { type Observer, type ResumeInput, runCoordination } from "../services/orchestrator.ts"
 import { RunFiles, liveRunFiles } from "../services/run-files.ts"
 import { acquireRunLock } from "../services/run-lock.ts"
@@ -61,11 +61,11 @@ export const writeDerivedFiles = (events: ReadonlyArray<Event>) =>
     for (const file of snaps.files) yield* files.write(file.path, file.text)
   })
 
+/** Needs the command's `EventStore`, so that what the command read of the run is not decoded again. */
 export const runSession = (input: SessionInput) =>
   Effect.gen(function* () {
     const { logDir } = input
     const layer = Layer.mergeAll(
-      EventLog.live(join(logDir, "events.jsonl")),
       StatusWriter.live(join(logDir, "status.json")),
       liveRunFiles(logDir),
       Layer.succeed(Backends, { forAgent: (id: string) => input.backends.get(id)! }),
@@ -85,11 +85,11 @@ export const runSession = (input: SessionInput) =>
         ...(observe ? { observe } : {}),
         ...(input.resume ? { resume: input.resume } : {}),
       })
-      const log = yield* EventLog
-      yield* writeDerivedFiles((yield* log.read(log.path)).events)
+      const store = yield* EventStore
+      yield* writeDerivedFiles(eventsOf(yield* store.read(logDir)))
       return result
     }).pipe(Effect.scoped, Effect.provide(layer))
-    if (input.automation) for (const line of automationFooter(outcome.state)) input.print(line)
+    if (input.automation) for (const line of automationFooter(outcome.state, logDir)) input.print(line)
     if (outcome.reason !== "completed") input.printError(unfinishedMessage(outcome.state))
     return EXIT_CODES[outcome.reason]
   })

@@ -1,7 +1,8 @@
 /**
  * `massgen status LOG_DIR [--json]`: what a run is doing or did, rebuilt from `events.jsonl`.
  *
- * It folds the log and projects `status.json` from it. A finished run's
+ * It folds the log, read through the event store, and projects `status.json`
+ * from it, for the directory it was given (where the run is now). A finished run's
  * `status.json` is rewritten from the log; a run still going (its lock is held
  * by a live process) is only read, never written. It prints a short summary:
  * phase, each agent's status, answers and vote, the votes, the winner and the
@@ -11,6 +12,7 @@ import { join } from "node:path"
 import { Effect } from "effect"
 import { foldEvents } from "../domain/state.ts"
 import { type StatusJson, project } from "../domain/status.ts"
+import { EventStore, eventsOf } from "../services/event-store.ts"
 import { holder } from "../services/run-lock.ts"
 import { StatusWriter } from "../services/status-writer.ts"
 import { openRunDir } from "./run-dir.ts"
@@ -37,9 +39,9 @@ export const statusSummary = (status: StatusJson, live: boolean): ReadonlyArray<
 export const statusCommand = (logDir: string, json: boolean, print: (line: string) => void) =>
   Effect.gen(function* () {
     const dir = yield* openRunDir(logDir)
-    const state = foldEvents(dir.read.events)
+    const state = foldEvents(eventsOf(dir.read))
     const live = state.finished === null && holder(dir.path) !== null
-    const status = project(state, state.finished !== null ? state.finished.time : Date.now())
+    const status = project(state, state.finished !== null ? state.finished.time : Date.now(), dir.path)
     if (!live) {
       yield* Effect.flatMap(StatusWriter, (w) => w.write(status)).pipe(
         Effect.provide(StatusWriter.live(join(dir.path, "status.json"))),
@@ -49,4 +51,4 @@ export const statusCommand = (logDir: string, json: boolean, print: (line: strin
     if (json) print(JSON.stringify(status, null, 2))
     else for (const line of statusSummary(status, live)) print(line)
     return 0
-  })
+  }).pipe(Effect.provide(EventStore.file()))

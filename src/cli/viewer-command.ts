@@ -3,20 +3,20 @@
  *
  * It resolves the run (LOG_DIR; else the newest run under the log base; with
  * `--pick`, the run whose number the user types from the list of recent
- * runs), then feeds its events to a display: the web view with `--web`, the
+ * runs, from the event store's list), reads its events through the store
+ * once, then feeds them to a display: the web view with `--web`, the
  * terminal view when stdout is a terminal, else plain lines. A complete run
  * is replayed (`--replay-speed`); a run still going is followed until it
  * completes. With `--web` the page stays served after the feed ends, until
  * Ctrl+C; a replay at a given speed waits for the first page. Ctrl+C stops the viewer at any time, restoring the terminal; the
  * viewer returns 0. A bad directory or choice is a `ViewerError` (exit 1).
  */
-import * as fs from "node:fs"
 import * as nodePath from "node:path"
 import { Effect } from "effect"
 import { logBaseDir } from "../services/log-dir.ts"
-import { type RunSummary, ViewerError, checkRunDir, isComplete, latestRun, listRuns, summarize } from "../services/run-catalog.ts"
+import { EventStore, type RunSummary, eventsOf } from "../services/event-store.ts"
+import { ViewerError, checkRunDir, latestRun } from "../services/run-catalog.ts"
 import { type FeedItem, follow, recordedTexts, replay } from "../services/run-feed.ts"
-import { readEventsText } from "../domain/event-codec.ts"
 import type { ViewerArgs } from "./args.ts"
 import { type Display, plainDisplay, wantsTerminalView } from "./display.ts"
 import { terminalDisplay } from "./terminal-view/live.ts"
@@ -37,7 +37,7 @@ export const pickLine = (n: number, run: RunSummary): string =>
 
 const pick = (base: string, ctx: ViewerContext) =>
   Effect.gen(function* () {
-    const runs = yield* listRuns(base, 20)
+    const runs = yield* Effect.flatMap(EventStore, (store) => store.list(base, 20))
     if (runs.length === 0) return yield* new ViewerError({ reason: "no_runs", path: base, detail: "" })
     ctx.print(`Recent runs under ${base} (newest first):`)
     runs.forEach((run, i) => ctx.print(pickLine(i + 1, run)))
@@ -49,7 +49,7 @@ const pick = (base: string, ctx: ViewerContext) =>
     if (run === undefined) {
       return yield* new ViewerError({ reason: "bad_choice", path: base, detail: `expected a number from 1 to ${runs.length}, found ${JSON.stringify(answer.trim())}` })
     }
-    return run.dir
+    return run.stream
   })
 
 const feedTo = (display: Display) => (item: FeedItem) =>
@@ -60,20 +60,16 @@ export const viewerCommand = (args: ViewerArgs, ctx: ViewerContext) =>
     const base = logBaseDir(ctx.env, ctx.cwd)
     const dir =
       args.logDir !== null ? yield* checkRunDir(nodePath.resolve(ctx.cwd, args.logDir)) : args.pick ? yield* pick(base, ctx) : yield* latestRun(base)
-    const live = !isComplete(dir)
+    // Read once: the store keeps it, so following from the first event decodes nothing again.
+    const events = eventsOf(yield* Effect.flatMap(EventStore, (store) => store.read(dir)))
+    const live = events[events.length - 1]?._tag !== "run_finished"
     const clock = live ? "wall" : "events"
     const feed = (display: Display, before: Effect.Effect<void> = Effect.void) =>
       live
         ? Effect.map(follow(dir, feedTo(display)), (end) =>
             end === "process_gone" ? ctx.printError(`massgen: the run's process is gone; it stopped without finishing: ${dir}`) : undefined,
           )
-        : Effect.zipRight(
-            before,
-            Effect.flatMap(
-              Effect.sync(() => readEventsText(fs.readFileSync(nodePath.join(dir, "events.jsonl"), "utf8")).events),
-              (events) => replay(events, args.replaySpeed, feedTo(display), recordedTexts(dir, events)),
-            ),
-          )
+        : Effect.zipRight(before, replay(events, args.replaySpeed, feedTo(display), recordedTexts(dir, events)))
     const untilInterrupted = <A, E, R>(work: Effect.Effect<A, E, R>) => Effect.raceFirst(Effect.asVoid(work), Effect.asVoid(ctx.interrupt))
 
     if (args.web) {
@@ -82,11 +78,10 @@ export const viewerCommand = (args: ViewerArgs, ctx: ViewerContext) =>
       return yield* Effect.scoped(
         Effect.gen(function* () {
           const web = yield* webDisplay({ port: args.port, clock })
-          const summary = summarize(dir)
-          ctx.print(`Serving the ${live ? "live run" : "replay"} of ${summary.name} at ${web.url} (Ctrl+C to stop)`)
+          ctx.print(`Serving the ${live ? "live run" : "replay"} of ${nodePath.basename(dir)} at ${web.url} (Ctrl+C to stop)`)
           if (args.openBrowser && !openBrowser(web.url)) ctx.print(`Open ${web.url} in a browser.`)
           if (!live && args.replaySpeed > 0) ctx.print("The replay starts when a page connects.")
-          const plain = plainDisplay(ctx.print)
+          const plain = plainDisplay(ctx.print, dir)
           const both: Display = {
             onEvent: (e) => Effect.zipRight(web.onEvent(e), plain.onEvent(e)),
             onText: web.onText,
@@ -106,9 +101,9 @@ export const viewerCommand = (args: ViewerArgs, ctx: ViewerContext) =>
         Effect.flatMap(terminalDisplay({ out: process.stdout, clock }), (display) => Effect.as(untilInterrupted(feed(display)), 0)),
       )
     }
-    yield* untilInterrupted(feed(plainDisplay(ctx.print)))
+    yield* untilInterrupted(feed(plainDisplay(ctx.print, dir)))
     return 0
-  })
+  }).pipe(Effect.provide(EventStore.file()))
 
 /** One line from stdin (without its newline), or null when stdin ends first with nothing typed. */
 export const readStdinLine: Effect.Effect<string | null> = Effect.async<string | null>((resume) => {

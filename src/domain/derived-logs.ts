@@ -34,7 +34,7 @@ const entry = (event: Event): CoordinationEvent | null => {
     case "run_started":
       return e("session_start", null, `Started with ${event.agents.length} agents`)
     case "run_resumed":
-      return e("session_resumed", null, `Resumed by process ${event.pid}; ${event.restarted_rounds.length} round(s) restarted`)
+      return e("session_resumed", null, `Resumed; ${event.restarted_rounds.length} round(s) restarted`)
     case "round_started":
       return e(event.restart ? "restart_completed" : "context_received", event.agent, `Round ${event.round} shows ${event.shown.join(", ") || "no answers"}`, {
         labels: event.shown,

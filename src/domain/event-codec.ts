@@ -1,33 +1,41 @@
 /**
- * The wire format of `events.jsonl`: one event as one line, and a whole file's text back as events.
+ * The wire format of `events.jsonl`: one event in its envelope as one line, and lines back as events.
  *
- * Contract: `encodeEventLine` gives one JSON object, with no newline, whose
- * keys come in this order: `schema` (`SCHEMA_VERSION`), `type` (the event's
- * `_tag`), `time`, then the event's other fields. The event log service
- * (`services/event-log.ts`) writes it and a newline; anyone reading a run's log
- * (resume, viewers, tests, benches) reads it back with `decodeEventLine` or
- * `readEventsText`. Neither function throws, whatever the text.
+ * Contract: `encodeEnvelopeLine(event, meta)` gives one JSON object, with no
+ * newline, whose keys come in this order: `schema` (`SCHEMA_VERSION`), `type`
+ * (the event's `_tag`), `time`, the event's other fields, then `meta` (the
+ * writing process's machine facts, `EventMeta`) when given. That object is the
+ * event's *envelope*; `encodeEventLine(event)` is the one with no `meta`. The event store (`services/event-store.ts`) writes it
+ * and a newline; every reader of a run's log goes through the store, which
+ * decodes with `decodeEventLine`/`decodeLines`. None of these functions throws,
+ * whatever the text.
  *
- * A line is decoded when its schema is this version or an older one; fields
- * this version does not know are ignored. Any other line is *skipped*, for one
+ * A line of this schema is decoded as it is. A line of an older schema is
+ * first *upcast*: lifted one version at a time by `UPCASTERS` to this one (v1
+ * to v2: run_started's and run_resumed's `log_dir`, `pid` and `version` move
+ * into `meta`), then decoded by the current definitions, which are strict: a
+ * time is an ISO instant, a counter a whole number of 0 or more. Fields this
+ * version does not know are ignored. Any other line is *skipped*, for one
  * cause, checked in this order:
- * - `blank`: nothing but whitespace. Not damage: `readEventsText` ignores it
- *   and does not count it as skipped;
+ * - `blank`: nothing but whitespace. Not damage: it is neither read nor counted;
  * - `not_json`: not JSON, such as a line a crash cut short;
  * - `not_an_object`: JSON, but not an object (an array, a string, null, ...);
  * - `newer_schema`: written by a newer version (`schema` > `SCHEMA_VERSION`);
  * - `unknown_type`: `type` names no event type of this version (or is missing);
- * - `invalid_fields`: `schema` is not a number, or the event's fields do not decode.
+ * - `invalid_fields`: `schema` is not a version (a whole number from 1), or the
+ *   event's fields or its `meta` do not decode.
  *
  * A number JSON cannot hold (NaN, ±Infinity) is written as `null`, as
  * `JSON.stringify` does: it reads back as `null` where the field allows it, and
  * the line is skipped as `invalid_fields` where it does not.
  *
  * Words: a *torn tail* is a last line with no newline after it: the write of
- * that line did not finish.
+ * that line did not finish. An event's *position* is its place among the
+ * decoded events of its stream, from 0; the stream's *version* is how many it
+ * holds.
  */
 import { Either, type ParseResult, Schema } from "effect"
-import { Event, SCHEMA_VERSION } from "./events.ts"
+import { Event, EventMeta, SCHEMA_VERSION } from "./events.ts"
 
 export const SkipCause = Schema.Literal(
   "blank",
@@ -39,35 +47,73 @@ export const SkipCause = Schema.Literal(
 )
 export type SkipCause = typeof SkipCause.Type
 
-/** The causes `readEventsText` counts: every cause but `blank`. */
+/** The causes a read counts: every cause but `blank`. */
 export type CountedSkipCause = Exclude<SkipCause, "blank">
 export const COUNTED_SKIP_CAUSES: ReadonlyArray<CountedSkipCause> = SkipCause.literals.filter(
   (c): c is CountedSkipCause => c !== "blank",
 )
 
 export type DecodedLine =
-  | { readonly _tag: "event"; readonly event: Event }
+  | { readonly _tag: "event"; readonly event: Event; readonly meta?: EventMeta }
   | { readonly _tag: "skipped"; readonly cause: SkipCause }
 
-/** One event as one line of the file, without the newline. */
-export const encodeEventLine = (event: Event): string => {
+/** An event as a reader gets it: with the machine facts of its line, its position in the stream and its line. */
+export interface StoredEvent {
+  readonly event: Event
+  /** The envelope's machine facts, on the events that have them (run_started, run_resumed). */
+  readonly meta: EventMeta | null
+  /** Its place among the stream's events, from 0. */
+  readonly position: number
+  /** The line of the file it was read from, from 1. */
+  readonly line: number
+}
+
+/** One event in its envelope, with the writing process's machine facts, as one line of the file, without the newline. */
+export const encodeEnvelopeLine = (event: Event, meta: EventMeta | null): string => {
   const wire: Record<string, unknown> = { schema: SCHEMA_VERSION, type: event._tag, time: event.time }
   for (const key in event) {
     if (key !== "_tag" && key !== "time") wire[key] = (event as Record<string, unknown>)[key]
   }
+  if (meta !== null) wire.meta = meta
   return JSON.stringify(wire)
 }
 
-type Decode = (input: unknown) => Either.Either<Event, ParseResult.ParseError>
+/** One event with no machine facts as one line of the file, without the newline. */
+export const encodeEventLine = (event: Event): string => encodeEnvelopeLine(event, null)
+
+/** Lifts the wire object of a line of one schema to the next; it may change the object it is given. */
+type Upcaster = (wire: Record<string, unknown>) => Record<string, unknown>
+
+const MACHINE_FACTS = ["log_dir", "pid", "version"] as const
+
+/**
+ * One upcaster per schema older than this one, keyed by the schema it reads.
+ * v1 kept the machine facts among the fields of run_started and run_resumed.
+ */
+export const UPCASTERS: Readonly<Record<number, Upcaster>> = {
+  1: (wire) => {
+    if (wire.type !== "run_started" && wire.type !== "run_resumed") return wire
+    const meta: Record<string, unknown> = {}
+    for (const key of MACHINE_FACTS) {
+      meta[key] = wire[key]
+      delete wire[key]
+    }
+    wire.meta = meta
+    return wire
+  },
+}
+
+type Decode<A> = (input: unknown) => Either.Either<A, ParseResult.ParseError>
 
 // One decoder per wire name, compiled once: the line's `type` picks its member
 // of the union directly, which is what the union itself would do, with less work.
-const decoders: ReadonlyMap<string, Decode> = new Map(
-  Event.members.map((member): [string, Decode] => [
+const decoders: ReadonlyMap<string, Decode<Event>> = new Map(
+  Event.members.map((member): [string, Decode<Event>] => [
     member.fields._tag.literals[0],
     Schema.decodeUnknownEither(member as Schema.Schema<Event, typeof Event.Encoded>),
   ]),
 )
+const decodeMeta: Decode<EventMeta> = Schema.decodeUnknownEither(EventMeta)
 
 const skipped = (cause: SkipCause): DecodedLine => ({ _tag: "skipped", cause })
 const BLANK = skipped("blank")
@@ -84,19 +130,72 @@ export const decodeEventLine = (line: string): DecodedLine => {
     return skipped("not_json")
   }
   if (typeof value !== "object" || value === null || Array.isArray(value)) return skipped("not_an_object")
-  const wire = value as Record<string, unknown>
+  let wire = value as Record<string, unknown>
   const schema = wire.schema
-  if (typeof schema !== "number") return skipped("invalid_fields")
+  if (typeof schema !== "number" || !Number.isInteger(schema) || schema < 1) return skipped("invalid_fields")
   if (schema > SCHEMA_VERSION) return skipped("newer_schema")
+  for (let version = schema; version < SCHEMA_VERSION; version++) wire = UPCASTERS[version]!(wire)
   const type = wire.type
   const decode = typeof type === "string" ? decoders.get(type) : undefined
   if (decode === undefined) return skipped("unknown_type")
+  const rawMeta = wire.meta
+  delete wire.meta
   wire._tag = type
   const decoded = decode(wire)
-  return Either.isRight(decoded) ? { _tag: "event", event: decoded.right } : skipped("invalid_fields")
+  if (Either.isLeft(decoded)) return skipped("invalid_fields")
+  if (rawMeta === undefined) return { _tag: "event", event: decoded.right }
+  const meta = decodeMeta(rawMeta)
+  return Either.isRight(meta) ? { _tag: "event", event: decoded.right, meta: meta.right } : skipped("invalid_fields")
 }
 
-/** What a whole file's text holds. */
+export const noSkips = (): Record<CountedSkipCause, number> => ({
+  not_json: 0,
+  not_an_object: 0,
+  newer_schema: 0,
+  unknown_type: 0,
+  invalid_fields: 0,
+})
+
+/** What some lines of a stream hold. */
+export interface LinesRead {
+  /** The decoded events, in file order, numbered on from the position and line the text started at. */
+  readonly events: StoredEvent[]
+  /** How many non-blank lines were skipped: the sum of `skippedByCause`. */
+  readonly skipped: number
+  readonly skippedByCause: Record<CountedSkipCause, number>
+  /** How many lines the text holds (a last line with no newline counts). */
+  readonly lines: number
+}
+
+/**
+ * Every line of a text, decoded; the first event gets `position`, the first
+ * line `line + 1`. A last line with no newline is decoded like any line: cut
+ * inside its JSON it is skipped as `not_json`; if only its newline is missing,
+ * its event is kept.
+ */
+export const decodeLines = (text: string, position = 0, line = 0): LinesRead => {
+  const events: StoredEvent[] = []
+  const skippedByCause = noSkips()
+  let skippedCount = 0
+  let lineNumber = line
+  let start = 0
+  while (start < text.length) {
+    const end = text.indexOf("\n", start)
+    const one = end === -1 ? text.slice(start) : text.slice(start, end)
+    start = end === -1 ? text.length : end + 1
+    lineNumber += 1
+    const decoded = decodeEventLine(one)
+    if (decoded._tag === "event") {
+      events.push({ event: decoded.event, meta: decoded.meta ?? null, position: position + events.length, line: lineNumber })
+    } else if (decoded.cause !== "blank") {
+      skippedByCause[decoded.cause] += 1
+      skippedCount += 1
+    }
+  }
+  return { events, skipped: skippedCount, skippedByCause, lines: lineNumber - line }
+}
+
+/** What a whole file's text holds, as plain events. */
 export interface EventsRead {
   /** The decoded events, in file order. */
   readonly events: Event[]
@@ -109,41 +208,14 @@ export interface EventsRead {
   readonly tornTail: boolean
 }
 
-export const noSkips = (): Record<CountedSkipCause, number> => ({
-  not_json: 0,
-  not_an_object: 0,
-  newer_schema: 0,
-  unknown_type: 0,
-  invalid_fields: 0,
-})
-
-/**
- * Every line of a file's text, decoded. A torn tail is decoded like any line:
- * cut inside its JSON it is skipped as `not_json`; if only its newline is
- * missing, its event is kept.
- */
+/** Every line of a whole file's text, decoded (see `decodeLines`); for tests and tools that hold a log's text. */
 export const readEventsText = (text: string): EventsRead => {
-  const events: Event[] = []
-  const lines: number[] = []
-  let lineNumber = 0
-  const skippedByCause = noSkips()
-  let skippedCount = 0
-  let start = 0
-  while (start < text.length) {
-    const end = text.indexOf("\n", start)
-    const line = end === -1 ? text.slice(start) : text.slice(start, end)
-    start = end === -1 ? text.length : end + 1
-    lineNumber += 1
-    const decoded = decodeEventLine(line)
-    if (decoded._tag === "event") {
-      events.push(decoded.event)
-      lines.push(lineNumber)
-    }
-    else if (decoded.cause !== "blank") {
-      skippedByCause[decoded.cause] += 1
-      skippedCount += 1
-    }
+  const read = decodeLines(text)
+  return {
+    events: read.events.map((s) => s.event),
+    lines: read.events.map((s) => s.line),
+    skipped: read.skipped,
+    skippedByCause: read.skippedByCause,
+    tornTail: text.length > 0 && !text.endsWith("\n"),
   }
-  const tornTail = text.length > 0 && !text.endsWith("\n")
-  return { events, lines, skipped: skippedCount, skippedByCause, tornTail }
 }

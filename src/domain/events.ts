@@ -2,9 +2,11 @@
  * The events of a run: what happened, defined once, in the order it happened.
  *
  * A run appends one event per line to `events.jsonl` in its log directory (see
- * `services/event-log.ts`): a JSON object with the file's schema version
- * (`schema`), the event's wire name (`type`), the moment it happened (`time`,
- * UTC, ISO 8601) and the event's own fields. The file is the source of truth:
+ * `services/event-store.ts` and `event-codec.ts`): a JSON object with the
+ * file's schema version (`schema`), the event's wire name (`type`), the moment
+ * it happened (`time`, UTC, ISO 8601), the event's own fields and, on the
+ * events that have them, the writing process's machine facts (`meta`,
+ * `EventMeta`): the *envelope*. The file is the source of truth:
  * the run's state is the fold of its events (`state.ts`), and `status.json`,
  * `coordination_events.json` and `snapshot_mappings.json` are projections of it.
  *
@@ -16,14 +18,33 @@
  * agents, by its anonymous id (`agent1`, its 1-based place in the config);
  * an *answer label* is `agentN.M`, the M-th answer of agentN; a *round* is one
  * piece of work of one agent (numbered per agent from 1) that ends in an answer,
- * a vote, a failure or a cancellation.
+ * a vote, a failure or a cancellation. Counters (rounds, calls, attempts,
+ * retries, tokens, votes) are whole numbers of 0 or more; amounts (seconds,
+ * dollars) are finite numbers of 0 or more.
  */
 import { Schema } from "effect"
 
-/** The version of the events file's format: it changes when an event loses or changes a field. */
-export const SCHEMA_VERSION = 1
+/**
+ * The version of the events file's format: it changes when an event loses or changes a field.
+ * 2: `log_dir`, `pid` and `version` left run_started and run_resumed for the line's `meta`;
+ * times are ISO instants and counters whole numbers.
+ */
+export const SCHEMA_VERSION = 2
 
-const Time = Schema.String.annotations({ description: "UTC, ISO 8601" })
+const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,3})?Z$/
+
+/** An instant, UTC, ISO 8601 as `Date.toISOString` writes it: `YYYY-MM-DDTHH:MM:SS(.fff)Z`. */
+export const Time = Schema.String.pipe(
+  Schema.pattern(ISO_INSTANT),
+  Schema.filter((s) => !Number.isNaN(Date.parse(s)), { message: () => "Expected a real instant" }),
+).annotations({
+  description: "UTC, ISO 8601",
+  arbitrary: () => (fc) => fc.date({ min: new Date(0), max: new Date("2200-01-01T00:00:00.000Z"), noInvalidDate: true }).map((d) => d.toISOString()),
+})
+/** A counter: a round, a call, an attempt, a number of lines or votes. */
+const Count = Schema.NonNegativeInt
+/** A finite amount of 0 or more: seconds, dollars. */
+const Amount = Schema.JsonNumber.pipe(Schema.nonNegative())
 const AgentId = Schema.String
 /** `agentN.M`; keeping labels to this shape also keeps keys such as `__proto__` out of a record. */
 const Label = Schema.String.pipe(Schema.pattern(/^agent\d+\.\d+$/))
@@ -37,12 +58,12 @@ export type FinalAnswerStrategy = typeof FinalAnswerStrategy.Type
 
 /** The settings of a run that its fold needs; the whole config is in execution_metadata.yaml. */
 export const RunSettings = Schema.Struct({
-  max_new_answers_per_agent: Schema.NullOr(Schema.JsonNumber),
+  max_new_answers_per_agent: Schema.NullOr(Count),
   skip_final_presentation: Schema.Boolean,
   final_answer_strategy: FinalAnswerStrategy,
-  orchestrator_timeout_seconds: Schema.JsonNumber,
-  agent_timeout_seconds: Schema.JsonNumber,
-  budget_usd: Schema.optionalWith(Schema.NullOr(Schema.JsonNumber), { default: () => null }),
+  orchestrator_timeout_seconds: Amount,
+  agent_timeout_seconds: Amount,
+  budget_usd: Schema.optionalWith(Schema.NullOr(Amount), { default: () => null }),
 })
 export type RunSettings = typeof RunSettings.Type
 
@@ -57,11 +78,8 @@ export type AgentInfo = typeof AgentInfo.Type
 export const RunStarted = defineEvent("run_started", {
   run_id: Schema.String,
   question: Schema.String,
-  log_dir: Schema.String,
   agents: Schema.Array(AgentInfo),
   settings: RunSettings,
-  version: Schema.String,
-  pid: Schema.JsonNumber,
 })
 
 /**
@@ -71,20 +89,16 @@ export const RunStarted = defineEvent("run_started", {
  * cut short is one) and stay in the file, skipped.
  */
 export const RunResumed = defineEvent("run_resumed", {
-  /** Where the run is now: a log directory may have been moved or copied since it started. */
-  log_dir: Schema.String,
-  pid: Schema.JsonNumber,
-  version: Schema.String,
-  dropped_lines: Schema.JsonNumber,
+  dropped_lines: Count,
   torn_tail: Schema.Boolean,
-  restarted_rounds: Schema.Array(Schema.Struct({ agent: AgentId, round: Schema.JsonNumber })),
+  restarted_rounds: Schema.Array(Schema.Struct({ agent: AgentId, round: Count })),
   presentation_restarted: Schema.Boolean,
 })
 
 /** A round was given to an agent: which answer labels it shows, and whether only `vote` is offered. */
 export const RoundStarted = defineEvent("round_started", {
   agent: AgentId,
-  round: Schema.JsonNumber,
+  round: Count,
   shown: Schema.Array(Label),
   vote_only: Schema.Boolean,
   /** True when a new answer from another agent made this agent start over. */
@@ -94,7 +108,7 @@ export const RoundStarted = defineEvent("round_started", {
 /** A round in flight was stopped because a new answer made what it was shown stale. */
 export const RoundCancelled = defineEvent("round_cancelled", {
   agent: AgentId,
-  round: Schema.JsonNumber,
+  round: Count,
   reason: Schema.Literal("new_answer"),
 })
 
@@ -113,22 +127,22 @@ export type RejectionReason = typeof RejectionReason.Type
 /** A reply of an agent called neither tool correctly; it is asked again while attempts remain. */
 export const ReplyRejected = defineEvent("reply_rejected", {
   agent: AgentId,
-  round: Schema.JsonNumber,
-  attempt: Schema.JsonNumber,
+  round: Count,
+  attempt: Count,
   reason: RejectionReason,
   message: Schema.String,
 })
 
 export const AnswerSubmitted = defineEvent("answer_submitted", {
   agent: AgentId,
-  round: Schema.JsonNumber,
+  round: Count,
   label: Label,
   content: Schema.String,
 })
 
 export const VoteCast = defineEvent("vote_cast", {
   agent: AgentId,
-  round: Schema.JsonNumber,
+  round: Count,
   target: AgentId,
   target_label: Label,
   reason: Schema.String,
@@ -140,7 +154,7 @@ export const VoteCast = defineEvent("vote_cast", {
  */
 export const VoteIgnored = defineEvent("vote_ignored", {
   agent: AgentId,
-  round: Schema.JsonNumber,
+  round: Count,
   target: AgentId,
   reason: Schema.Literal("stale", "invalid_target"),
 })
@@ -150,12 +164,12 @@ export type CallRole = typeof CallRole.Type
 
 /** An LLM call was sent. `call` numbers the calls of a run from 1. */
 export const CallStarted = defineEvent("call_start", {
-  call: Schema.JsonNumber,
+  call: Count,
   agent: AgentId,
-  round: Schema.JsonNumber,
+  round: Count,
   role: CallRole,
   model: Schema.NullOr(Schema.String),
-  attempt: Schema.JsonNumber,
+  attempt: Count,
 })
 
 /** Any JSON value: what a provider's opaque parts are made of. */
@@ -190,18 +204,18 @@ export type RecordedReply = typeof RecordedReply.Type
  * its reply does not report them; `cost` is null when the model has no price.
  */
 export const CallEnded = defineEvent("call_end", {
-  call: Schema.JsonNumber,
+  call: Count,
   agent: AgentId,
-  round: Schema.JsonNumber,
+  round: Count,
   role: CallRole,
   model: Schema.NullOr(Schema.String),
-  seconds: Schema.JsonNumber,
-  input_tokens: Schema.NullOr(Schema.JsonNumber),
-  cached_input_tokens: Schema.NullOr(Schema.JsonNumber),
-  output_tokens: Schema.NullOr(Schema.JsonNumber),
-  reasoning_tokens: Schema.NullOr(Schema.JsonNumber),
+  seconds: Amount,
+  input_tokens: Schema.NullOr(Count),
+  cached_input_tokens: Schema.NullOr(Count),
+  output_tokens: Schema.NullOr(Count),
+  reasoning_tokens: Schema.NullOr(Count),
   truncated: Schema.NullOr(Schema.Boolean),
-  cost: Schema.NullOr(Schema.JsonNumber),
+  cost: Schema.NullOr(Amount),
   error: Schema.NullOr(Schema.String),
   /** The reply, so that the log alone rebuilds a round's transcript; null for a failed call, absent in older logs. */
   reply: Schema.optional(Schema.NullOr(RecordedReply)),
@@ -209,11 +223,11 @@ export const CallEnded = defineEvent("call_end", {
 
 /** A failed call is tried again after `delay_seconds`. */
 export const CallRetried = defineEvent("call_retried", {
-  call: Schema.JsonNumber,
+  call: Count,
   agent: AgentId,
-  round: Schema.JsonNumber,
-  retry: Schema.JsonNumber,
-  delay_seconds: Schema.JsonNumber,
+  round: Count,
+  retry: Count,
+  delay_seconds: Amount,
   error: Schema.String,
 })
 
@@ -223,7 +237,7 @@ export type FailureKind = typeof FailureKind.Type
 /** An agent is out of the run: its calls failed, its replies stayed invalid, or it passed its timeout. */
 export const AgentFailed = defineEvent("agent_failed", {
   agent: AgentId,
-  round: Schema.JsonNumber,
+  round: Count,
   kind: FailureKind,
   message: Schema.String,
 })
@@ -232,7 +246,7 @@ export const AgentFailed = defineEvent("agent_failed", {
 export const PresentationStarted = defineEvent("presentation_started", {
   agent: AgentId,
   label: Label,
-  votes: Schema.Record({ key: Label, value: Schema.JsonNumber }),
+  votes: Schema.Record({ key: Label, value: Count }),
   is_tie: Schema.Boolean,
   strategy: FinalAnswerStrategy,
   /** False when the stored answer is used with no presentation call. */
@@ -259,6 +273,22 @@ export const RunFinished = defineEvent("run_finished", {
   winner: Schema.NullOr(AgentId),
   message: Schema.String,
 })
+
+/**
+ * The machine facts of the process that wrote a line, kept in the line's
+ * envelope (`meta`), not in the event: the log directory it wrote to, its pid
+ * and host, and massgen's version. Only run_started and run_resumed carry
+ * them. They say where the run was, not where it is: a log directory may have
+ * been moved or copied since, so readers take the directory they read from.
+ */
+export const EventMeta = Schema.Struct({
+  log_dir: Schema.String,
+  pid: Count,
+  /** Missing on lines upcast from schema 1, which did not record it. */
+  host: Schema.optional(Schema.String),
+  version: Schema.String,
+})
+export type EventMeta = typeof EventMeta.Type
 
 /** Every event type, decoded by its `type` field on the wire. */
 export const Event = Schema.Union(

@@ -52,7 +52,7 @@ export interface ReplayResult {
 }
 
 /** Fields that say where and when a run happened, not what it decided. */
-const ENVIRONMENT_FIELDS = new Set(["time", "seconds", "pid", "version", "log_dir", "run_id"])
+const ENVIRONMENT_FIELDS = new Set(["time", "seconds", "run_id"])
 
 const comparable = (event: Event): string =>
   JSON.stringify(event, (key, value) => (ENVIRONMENT_FIELDS.has(key) ? undefined : value))

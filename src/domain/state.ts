@@ -95,12 +95,10 @@ export interface FinalAnswer {
 export interface RunInfo {
   readonly runId: string
   readonly question: string
-  readonly logDir: string
   readonly settings: RunSettings
   readonly startTime: number
   /** Time no process ran the run: from a stopped process's last event to each resume. */
   readonly pausedMs: number
-  readonly version: string
 }
 
 export interface State {
@@ -178,14 +176,14 @@ const updateAgent = (state: State, id: string, f: (a: AgentState) => AgentState)
  * A resumed run: nothing is in flight any more (its rounds and an unfinished
  * presentation start again), and a run stopped by a signal is open again.
  */
-const resumed = (state: State, logDir: string, t: number): State => {
+const resumed = (state: State, t: number): State => {
   if (state.finished !== null && state.finished.reason !== "interrupted") return state
   // What a signal salvaged was a stand-in; the resumed run decides again.
   const final = state.finished?.reason === "interrupted" && state.final?.source === "salvaged" ? null : state.final
   const presentation = final === null ? null : state.presentation
   return {
     ...state,
-    run: state.run === null ? null : { ...state.run, logDir, pausedMs: state.run.pausedMs + Math.max(0, t - state.lastTime) },
+    run: state.run === null ? null : { ...state.run, pausedMs: state.run.pausedMs + Math.max(0, t - state.lastTime) },
     final,
     agents: state.agents.map((a) => (a.inFlight === null ? a : { ...a, inFlight: null })),
     presentation,
@@ -216,7 +214,7 @@ const currentAnswerOf = (state: State, label: string): AgentState | undefined =>
 }
 
 const applyEvent = (state: State, event: Event, t: number): State => {
-  if (event._tag === "run_resumed") return state.run === null ? state : resumed(state, event.log_dir, t)
+  if (event._tag === "run_resumed") return state.run === null ? state : resumed(state, t)
   if (state.run === null && event._tag !== "run_started") return state
   if (state.finished !== null) return state
   switch (event._tag) {
@@ -227,11 +225,9 @@ const applyEvent = (state: State, event: Event, t: number): State => {
         run: {
           runId: event.run_id,
           question: event.question,
-          logDir: event.log_dir,
           settings: event.settings,
           startTime: t,
           pausedMs: 0,
-          version: event.version,
         },
         agents: event.agents.map((info) => ({
           info,

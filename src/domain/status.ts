@@ -1,5 +1,5 @@
 /**
- * `status.json` as a pure function of the state: `project(state, now)`.
+ * `status.json` as a pure function of the state: `project(state, now, logDir)`.
  *
  * The shape is MassGen's status file reference (`meta`, `coordination`,
  * `agents`, `results`, with the same field names, types and status values),
@@ -7,6 +7,10 @@
  * `answer_labels` and `token_usage`. Times are Unix seconds (floats). The
  * status writer (`services/status-writer.ts`) writes it every 2 s and at the
  * end; scripts read it with jq, so a field never changes its type.
+ *
+ * `meta.log_dir` and `meta.session_id` (its name) say where the run is now:
+ * the log directory the caller writes to or read the run from, never one
+ * recorded in the events (a log directory may be moved or copied).
  *
  * Words: `completion_percentage` counts, out of two steps per agent, the agents
  * that have an answer (or are out) and the live agents that have voted; it is
@@ -106,7 +110,8 @@ const completion = (state: State): number => {
   return Math.min(99, Math.floor(((answered + voted) / (2 * n)) * 100))
 }
 
-export const project = (state: State, at: number): StatusJson => {
+/** `logDir`: where the run is; empty when the caller has no directory (a view). */
+export const project = (state: State, at: number, logDir = ""): StatusJson => {
   // A finished run's status is its final snapshot, the same whenever it is rebuilt.
   const now = state.finished?.time ?? at
   const run = state.run
@@ -138,8 +143,8 @@ export const project = (state: State, at: number): StatusJson => {
   return {
     meta: {
       last_updated: seconds(now),
-      session_id: baseName(run?.logDir ?? ""),
-      log_dir: run?.logDir ?? "",
+      session_id: baseName(logDir),
+      log_dir: logDir,
       question: run?.question ?? "",
       start_time: seconds(startTime),
       elapsed_seconds: seconds(activeMs(state, now)),

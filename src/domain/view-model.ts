@@ -64,7 +64,6 @@ export interface VoteRow {
 export interface View {
   readonly started: boolean
   readonly question: string
-  readonly logDir: string
   readonly phase: Phase
   readonly completion: number
   readonly elapsedSeconds: number
@@ -92,7 +91,7 @@ export const timelineText = (event: Event): string | null => {
     case "run_started":
       return `run started: ${event.agents.length} agents`
     case "run_resumed":
-      return `run resumed by process ${event.pid}, ${event.restarted_rounds.length} round(s) restarted`
+      return `run resumed, ${event.restarted_rounds.length} round(s) restarted`
     case "round_started":
       return `round ${event.round}${event.restart ? " (restart)" : ""}${event.vote_only ? ", vote only" : ""}, ${event.shown.length} shown`
     case "round_cancelled":
@@ -181,7 +180,6 @@ export const viewOf = (model: ViewModel, now: number): View => {
   return {
     started: state.run !== null,
     question: state.run?.question ?? "",
-    logDir: state.run?.logDir ?? "",
     phase: status.coordination.phase,
     completion: status.coordination.completion_percentage,
     elapsedSeconds: status.meta.elapsed_seconds,

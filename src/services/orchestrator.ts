@@ -13,6 +13,7 @@
  * once more at the end. `observe` sees every event with the state after it and
  * every streamed text delta, for the display.
  */
+import { hostname } from "node:os"
 import { Duration, Effect, Fiber, Queue, Ref, Schedule } from "effect"
 import type { Config } from "../domain/config.ts"
 import { type Command, type Reply, budgetSpent, commandEvents, decide, judgeReply, mayStartCall, stopRun } from "../domain/decide.ts"
@@ -25,7 +26,7 @@ import { type State, activeMs, evolve, foldEvents, initialState } from "../domai
 import { project } from "../domain/status.ts"
 import { type RoundDeps, runPresentation, runRound } from "./agent-round.ts"
 import { Backends } from "./backend.ts"
-import { EventLog } from "./event-log.ts"
+import { EventStore, type NewEvent } from "./event-store.ts"
 import { RunFiles } from "./run-files.ts"
 import { StatusWriter } from "./status-writer.ts"
 import { blobPath, compactJson } from "./blobs.ts"
@@ -46,6 +47,7 @@ export interface RunInput {
 }
 
 export interface ResumeInput {
+  /** Every event of the run's stream: their number is the version the first append expects. */
   readonly events: ReadonlyArray<Event>
   readonly skipped: number
   readonly tornTail: boolean
@@ -79,7 +81,12 @@ const isoNow = Effect.clockWith((c) => c.currentTimeMillis).pipe(Effect.map((ms)
 
 export const runCoordination = (input: RunInput) =>
   Effect.gen(function* () {
-    const log = yield* EventLog
+    const store = yield* EventStore
+    /** The events in the run's stream: what the next append expects to find. */
+    let version = input.resume?.events.length ?? 0
+    const machineFacts = { log_dir: input.logDir, pid: input.pid, host: hostname(), version: input.version }
+    const enveloped = (event: Event): NewEvent =>
+      event._tag === "run_started" || event._tag === "run_resumed" ? { event, meta: machineFacts } : event
     const status = yield* StatusWriter
     const files = yield* RunFiles
     const backends = yield* Backends
@@ -100,7 +107,7 @@ export const runCoordination = (input: RunInput) =>
 
     const writeStatus = Effect.gen(function* () {
       const now = yield* Effect.clockWith((c) => c.currentTimeMillis)
-      yield* status.write(project(yield* Ref.get(stateRef), now)).pipe(Effect.catchAll((e) => Effect.logWarning(e.message)))
+      yield* status.write(project(yield* Ref.get(stateRef), now, input.logDir)).pipe(Effect.catchAll((e) => Effect.logWarning(e.message)))
     })
 
     /** Blobs this process has stored (a resumed run may store one again: the same bytes). */
@@ -127,7 +134,7 @@ export const runCoordination = (input: RunInput) =>
             const seen = contexts.get(workKey(event.agent, "present")) ?? (round === undefined ? undefined : contexts.get(workKey(event.agent, round))) ?? ""
             yield* files.write(agentFile(event.agent, "final_context"), seen)
           }
-          yield* log.append(event).pipe(Effect.orDie)
+          version = yield* store.append(input.logDir, [enveloped(event)], version).pipe(Effect.orDie)
           const next = evolve(yield* Ref.get(stateRef), event)
           yield* Ref.set(stateRef, next)
           if (observe) yield* observe.onEvent(event, next)
@@ -251,9 +258,6 @@ export const runCoordination = (input: RunInput) =>
       yield* emit({
         _tag: "run_resumed",
         time: yield* isoNow,
-        log_dir: input.logDir,
-        pid: input.pid,
-        version: input.version,
         dropped_lines: input.resume.skipped,
         torn_tail: input.resume.tornTail,
         // A signal's run_finished closed the rounds it stopped: they are the ones that start again.
@@ -269,11 +273,8 @@ export const runCoordination = (input: RunInput) =>
         time: yield* isoNow,
         run_id: input.runId,
         question: input.question,
-        log_dir: input.logDir,
         agents: config.agents.map((a) => ({ id: a.id, anon_id: a.anonId, backend: a.backend.type, model: backends.forAgent(a.id).model })),
         settings,
-        version: input.version,
-        pid: input.pid,
       })
     }
     // A resumed run has the time its first process had not used yet.

@@ -6,27 +6,28 @@
  * next divided by `speed`, at most `MAX_GAP_MS` (`replayDelayMs`), with
  * `Effect.sleep`, so tests drive it with the TestClock. What a call streamed
  * (`texts`, from `recordedTexts`: the agents' output files cut by call) goes to
- * the sink just before that call's `call_end`. `follow(dir, sink)`
- * reads `events.jsonl` by byte offset from the start and then as it grows:
- * it wakes on `fs.watch` changes of the directory, or after `pollMs` at the
- * latest, and consumes only whole lines, so a torn last line waits for its
- * newline. New text appended to `agent_outputs/<agent>.txt` after following
- * began goes to the sink too. Following stops after a `run_finished` event
- * that no `run_resumed` follows, or when status.json says `is_complete` (after
- * a last read; not once a `run_resumed` was read), or when the
- * run's process (`run_started.pid`) is gone with the run unfinished.
+ * the sink just before that call's `call_end`. `follow(dir, sink)` gives
+ * the run's events from the first as the event store's subscription brings
+ * them (whole lines only, so a torn last line waits for its newline). New text
+ * appended to `agent_outputs/<agent>.txt` after following began goes to the
+ * sink too: it is read when the directory changes (`fs.watch`), or after
+ * `pollMs` at the latest. Following stops after a `run_finished` event that no
+ * `run_resumed` follows, or, when `pollMs` passed with no change, when
+ * status.json says `is_complete` (not once a `run_resumed` was read) or when
+ * the run's process (the `pid` in the `meta` of its `run_started` or latest
+ * `run_resumed`) is gone with the run unfinished; these last two first give
+ * the events the store holds past those given.
  */
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
-import { Duration, Effect, Queue } from "effect"
+import { Duration, Effect, Option, Queue, Stream, identity } from "effect"
 import { textByCall } from "../domain/agent-output.ts"
-import { decodeEventLine } from "../domain/event-codec.ts"
+import type { StoredEvent } from "../domain/event-codec.ts"
 import type { Event } from "../domain/events.ts"
 import { AGENT_OUTPUTS_DIR, agentFile } from "../domain/run-paths.ts"
-import { EVENTS_FILE } from "./run-catalog.ts"
+import { EventStore, type EventStoreError, POLL_MS } from "./event-store.ts"
 
 export const MAX_GAP_MS = 2000
-export const POLL_MS = 250
 
 export type FeedItem = { readonly _tag: "event"; readonly event: Event } | { readonly _tag: "text"; readonly agent: string; readonly text: string }
 export type Sink = (item: FeedItem) => Effect.Effect<void>
@@ -121,55 +122,46 @@ export interface FollowOptions {
 /** How following ended. */
 export type FollowEnd = "finished" | "complete" | "process_gone"
 
-export const follow = (dir: string, sink: Sink, options: FollowOptions = {}): Effect.Effect<FollowEnd> =>
+export const follow = (dir: string, sink: Sink, options: FollowOptions = {}): Effect.Effect<FollowEnd, EventStoreError, EventStore> =>
   Effect.scoped(
     Effect.gen(function* () {
+      const store = yield* EventStore
       const wake = yield* Queue.sliding<void>(1)
       const poke = () => void Queue.unsafeOffer(wake, undefined)
       const watchers: Array<fs.FSWatcher> = []
       const watch = (path: string) => {
         try {
-          watchers.push(fs.watch(path, poke))
+          watchers.push(fs.watch(path, poke).on("error", () => undefined))
         } catch {
           // The bounded poll still sees every change.
         }
       }
       yield* Effect.addFinalizer(() => Effect.sync(() => watchers.forEach((w) => w.close())))
       watch(dir)
-      const eventsPath = nodePath.join(dir, EVENTS_FILE)
       const outputsDir = nodePath.join(dir, AGENT_OUTPUTS_DIR)
-      let offset = 0
+      /** The position of the next event to give the sink. */
+      let next = 0
       let pid: number | null = null
       let watchingOutputs = false
       /** A run_resumed was read: status.json's is_complete may still be the stopped run's until the resume rewrites it. */
       let reopened = false
-      const decoder = new TextDecoder()
       const textOffsets = new Map<string, number>()
       const textDecoders = new Map<string, TextDecoder>()
 
-      /** Reads what was appended since the last read; true once run_finished was read. */
-      const drain = Effect.gen(function* () {
-        let finished = false
-        const bytes = readFrom(eventsPath, offset)
-        const end = bytes.lastIndexOf(10)
-        if (end >= 0) {
-          offset += end + 1
-          for (const line of decoder.decode(bytes.subarray(0, end + 1)).split("\n")) {
-            const decoded = decodeEventLine(line)
-            if (decoded._tag !== "event") continue
-            const event = decoded.event
-            if (event._tag === "run_started") {
-              pid = event.pid
-              // Text streamed before following began is not replayed; panels show answers instead.
-              for (const a of event.agents) textOffsets.set(a.id, sizeOf(nodePath.join(dir, agentFile(a.id, "output"))))
-            }
-            if (event._tag === "run_resumed") pid = event.pid
-            yield* sink({ _tag: "event", event })
-            // A run stopped by a signal and then resumed goes on after its run_finished.
-            if (event._tag === "run_finished" || event._tag === "run_resumed") finished = event._tag === "run_finished"
-            if (event._tag === "run_started" || event._tag === "run_resumed") reopened = event._tag === "run_resumed"
+      const give = (stored: StoredEvent) =>
+        Effect.gen(function* () {
+          const event = stored.event
+          next = stored.position + 1
+          if (event._tag === "run_started") {
+            // Text streamed before following began is not replayed; panels show answers instead.
+            for (const a of event.agents) textOffsets.set(a.id, sizeOf(nodePath.join(dir, agentFile(a.id, "output"))))
           }
-        }
+          if ((event._tag === "run_started" || event._tag === "run_resumed") && stored.meta !== null) pid = stored.meta.pid
+          if (event._tag === "run_started" || event._tag === "run_resumed") reopened = event._tag === "run_resumed"
+          yield* sink({ _tag: "event", event })
+        })
+
+      const drainTexts = Effect.gen(function* () {
         if (!watchingOutputs && fs.existsSync(outputsDir)) {
           watch(outputsDir)
           watchingOutputs = true
@@ -183,24 +175,42 @@ export const follow = (dir: string, sink: Sink, options: FollowOptions = {}): Ef
           const text = td.decode(chunk, { stream: true })
           if (text !== "") yield* sink({ _tag: "text", agent, text })
         }
-        return finished
       })
 
+      /** Gives what the stream holds past the events given so far, and ends. */
+      const lastRead = (end: FollowEnd) =>
+        Effect.gen(function* () {
+          for (const stored of (yield* store.read(dir, next)).events) yield* give(stored)
+          return Option.some(end)
+        })
+
+      type Item = { readonly _tag: "event"; readonly stored: StoredEvent } | { readonly _tag: "tick"; readonly polled: boolean }
       const pollMs = options.pollMs ?? POLL_MS
       const alive = options.alive ?? processAlive
-      for (;;) {
-        if (yield* drain) return "finished" as const
-        const woke = yield* Queue.take(wake).pipe(Effect.timeout(Duration.millis(pollMs)), Effect.option)
-        if (woke._tag === "None") {
-          if (!reopened && statusComplete(dir)) {
-            yield* drain
-            return "complete" as const
+      const ticks = Stream.repeatEffect(
+        Queue.take(wake).pipe(
+          Effect.timeoutOption(Duration.millis(pollMs)),
+          Effect.map((woke): Item => ({ _tag: "tick", polled: Option.isNone(woke) })),
+        ),
+      )
+      const events = store.subscribe(dir, 0).pipe(Stream.map((stored): Item => ({ _tag: "event", stored })))
+      const handle = (item: Item): Effect.Effect<Option.Option<FollowEnd>, EventStoreError> =>
+        Effect.gen(function* () {
+          if (item._tag === "event") {
+            yield* give(item.stored)
+            yield* drainTexts
+            if (item.stored.event._tag !== "run_finished") return Option.none()
+            // A run stopped by a signal and then resumed goes on after its run_finished.
+            const after = yield* store.read(dir, next)
+            return after.events.some((s) => s.event._tag === "run_resumed") ? Option.none() : Option.some("finished" as const)
           }
-          if (pid !== null && !alive(pid)) {
-            yield* drain
-            return "process_gone" as const
-          }
-        }
-      }
+          yield* drainTexts
+          if (!item.polled) return Option.none()
+          if (!reopened && statusComplete(dir)) return yield* lastRead("complete")
+          if (pid !== null && !alive(pid)) return yield* lastRead("process_gone")
+          return Option.none()
+        })
+      const end = yield* Stream.merge(events, ticks).pipe(Stream.mapEffect(handle), Stream.filterMap(identity), Stream.runHead)
+      return Option.getOrElse(end, () => "finished" as const)
     }),
   )

@@ -45,11 +45,8 @@ export const runStarted = (ids: ReadonlyArray<string>, settings: Partial<RunSett
   time: NO_TIME,
   run_id: "log_test",
   question: "What is 2+2?",
-  log_dir: "/tmp/massgen-test/log_test",
   agents: ids.map((id, i) => ({ id, anon_id: `agent${i + 1}`, backend: "scripted", model: null })),
   settings: { ...defaultSettings, ...settings },
-  version: "test",
-  pid: 1,
 })
 
 export const roundStarted = (

@@ -1,5 +1,5 @@
 /**
- * Runs a whole coordination in memory: scripted backends, memory event log,
+ * Runs a whole coordination in memory: scripted backends, memory event store,
  * status writer and run files. Returns the events, the statuses written, the
  * files and the final state. Time is whatever clock the caller provides
  * (TestClock under the `effect` helper).
@@ -9,12 +9,15 @@ import { type Config, decodeConfig } from "../../src/domain/config.ts"
 import { type Event } from "../../src/domain/events.ts"
 import { readEventsText } from "../../src/domain/event-codec.ts"
 import { Backends } from "../../src/services/backend.ts"
-import { EventLog } from "../../src/services/event-log.ts"
+import { EventStore } from "../../src/services/event-store.ts"
 import { type RunOutcome, runCoordination } from "../../src/services/orchestrator.ts"
 import { memoryRunFiles } from "../../src/services/run-files.ts"
 import { makeScriptedBackend } from "../../src/services/scripted-backend.ts"
 import { StatusWriter } from "../../src/services/status-writer.ts"
 import { priceOf } from "../../src/cli/run-setup.ts"
+
+/** The log directory of a run in memory: the name of its stream. */
+export const LOG_DIR = "/tmp/massgen-test/log_x"
 
 export const configOf = (doc: unknown): Config => {
   const decoded = decodeConfig(doc, {})
@@ -39,12 +42,12 @@ export const runInMemory = (
 ) =>
   Effect.gen(function* () {
     const config = configOf(doc)
-    const logFiles = new Map<string, string>()
+    const streams = new Map<string, string>()
     const statuses: Array<unknown> = options.statuses ?? []
     const runFiles = memoryRunFiles()
     const backends = new Map(config.agents.map((a) => [a.id, makeScriptedBackend(a)]))
     const layer = Layer.mergeAll(
-      EventLog.memory(logFiles),
+      EventStore.memory(streams),
       StatusWriter.memory(statuses),
       runFiles.layer,
       Layer.succeed(Backends, { forAgent: (id: string) => backends.get(id)! }),
@@ -52,7 +55,7 @@ export const runInMemory = (
     const outcome = yield* runCoordination({
       config,
       question: options.question ?? "What is 2+2?",
-      logDir: "/tmp/massgen-test/log_x",
+      logDir: LOG_DIR,
       runId: "log_x",
       version: "test",
       pid: 1,
@@ -60,6 +63,6 @@ export const runInMemory = (
       // Only a config with a pricing section is priced, so fixtures of known models stay unpriced.
       ...(Object.keys(config.pricing).length > 0 ? { priceOf: priceOf(config) } : {}),
     }).pipe(Effect.scoped, Effect.provide(layer))
-    const events = readEventsText(logFiles.get("events.jsonl") ?? "").events
+    const events = readEventsText(streams.get(LOG_DIR) ?? "").events
     return { ...outcome, events, statuses, files: runFiles.files } satisfies MemoryRun
   })

@@ -7,6 +7,8 @@
  *   winner: `researcher`, the final answer in Markdown).
  * - `playCouncil()`: runs it in memory under the TestClock (time moves in
  *   100 ms steps), so event times carry realistic gaps; returns the `MemoryRun`.
+ * - `eventLines(events)`: their lines, run_started and run_resumed with the
+ *   machine facts of this process (`TEST_META`).
  * - `writeRunDir(dir, events, opts)`: a log directory with `events.jsonl`
  *   (and a status.json when `complete`, the run's other `files` when given),
  *   as a finished run leaves it.
@@ -14,8 +16,8 @@
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
 import { Effect, Fiber, TestClock, TestContext } from "effect"
-import { encodeEventLine } from "../../src/domain/event-codec.ts"
-import type { Event } from "../../src/domain/events.ts"
+import { encodeEnvelopeLine } from "../../src/domain/event-codec.ts"
+import type { Event, EventMeta } from "../../src/domain/events.ts"
 import { foldEvents } from "../../src/domain/state.ts"
 import { project } from "../../src/domain/status.ts"
 import { type MemoryRun, runInMemory } from "./harness.ts"
@@ -66,7 +68,12 @@ export const shiftEvents = (events: ReadonlyArray<Event>, start: number): Array<
   return events.map((e) => ({ ...e, time: new Date(start + Date.parse(e.time) - first).toISOString() }))
 }
 
-export const eventLines = (events: ReadonlyArray<Event>): string => events.map((e) => `${encodeEventLine(e)}\n`).join("")
+/** The machine facts the lines of `eventLines` carry: this process, and a directory the run is not in. */
+export const TEST_META: EventMeta = { log_dir: "/where/it/was/written", pid: process.pid, host: "test-host", version: "test" }
+
+/** Lines of events.jsonl; run_started and run_resumed carry `meta`. */
+export const eventLines = (events: ReadonlyArray<Event>, meta: EventMeta = TEST_META): string =>
+  events.map((e) => `${encodeEnvelopeLine(e, e._tag === "run_started" || e._tag === "run_resumed" ? meta : null)}\n`).join("")
 
 /** A log directory holding `events`; with `complete`, also the status.json a finished run writes. */
 export const writeRunDir = (
@@ -82,7 +89,7 @@ export const writeRunDir = (
   }
   if (options.complete) {
     const state = foldEvents(events)
-    fs.writeFileSync(nodePath.join(dir, "status.json"), JSON.stringify(project(state, state.lastTime)))
+    fs.writeFileSync(nodePath.join(dir, "status.json"), JSON.stringify(project(state, state.lastTime, dir)))
   }
   return dir
 }

@@ -1,0 +1,315 @@
+/**
+ * The event store: where every run's events are appended, and what every reader reads them through.
+ *
+ * A *stream* is one run's events, addressed by its log directory (the file
+ * layer keeps them in `<dir>/events.jsonl`, one envelope per line, see
+ * `domain/event-codec.ts`). Its *version* is how many events it holds: lines
+ * that are skipped are not events.
+ *
+ * Contract:
+ * - `append(stream, events, expectedVersion)` writes the events (each alone, or
+ *   `{ event, meta }` with the machine facts of its envelope) when the stream
+ *   holds exactly `expectedVersion` events (a missing stream holds 0), and
+ *   returns the new version. Otherwise it fails with `EventStoreConflict` and
+ *   writes nothing; an event (or meta) the schema rejects fails with
+ *   `invalid_event` and writes nothing. The lines go out in one write in append
+ *   mode, and `append` returns once the OS has them (no fsync: a crash of the
+ *   process loses nothing appended, a power loss may). An append is one step
+ *   that no other append interleaves with. A stream whose last line is torn
+ *   gets a newline first, in the same write, so the next event starts its own
+ *   line; the torn line stays and reads as skipped.
+ * - `read(stream, from = 0)` gives the events from position `from`, with the
+ *   stream's version, its skipped lines counted by cause and whether its tail
+ *   is torn. It never fails on what the lines hold; a stream that does not
+ *   exist is an `EventStoreError` `missing`.
+ * - `subscribe(stream, from)` is a `Stream` of the events from position `from`
+ *   on: those there now, then each one appended later, in order, read from
+ *   whole lines only (a torn last line waits for its newline). It wakes when
+ *   the stream changes, or after `pollMs` at the latest. It never ends by
+ *   itself: its consumer ends it. A stream not there yet is waited for.
+ * - `list(base, limit)`: the runs under a log base (its `log_*` streams),
+ *   newest first (their names are UTC start times), each complete or not (its
+ *   last event is `run_finished`), with its number of agents and its question
+ *   (from `run_started`). Never fails: what cannot be read lists as empty.
+ *
+ * A store decodes each line at most once: it keeps what it read and appended
+ * of each stream, and later reads decode only what was appended since (a
+ * stream is append-only; one that shrank is read again whole).
+ *
+ * Layers: `EventStore.file()` over log directories on disk (node:fs, which
+ * also works in compiled binaries), open until the layer's scope closes;
+ * `EventStore.memory(texts)` over a map of stream texts by stream name, which
+ * tests read and damage directly. Both are this one store over a different
+ * `Storage` (`event-storage.ts`); `test/support/event-store-suite.ts` holds
+ * them to one contract.
+ */
+import * as nodePath from "node:path"
+import { Chunk, Context, Effect, Layer, Schema, Stream } from "effect"
+import {
+  type CountedSkipCause,
+  type LinesRead,
+  type StoredEvent,
+  decodeLines,
+  encodeEnvelopeLine,
+  noSkips,
+} from "../domain/event-codec.ts"
+import { Event, EventMeta } from "../domain/events.ts"
+import { EVENTS_FILE, type MemoryStreams, type Storage, fileStorage, memoryStorage } from "./event-storage.ts"
+
+export { EVENTS_FILE, type MemoryStreams }
+
+/** How long a subscription waits for a change before it looks anyway. */
+export const POLL_MS = 250
+
+export const EventStoreErrorReason = Schema.Literal("missing", "unreadable", "write_failed", "invalid_event")
+export type EventStoreErrorReason = typeof EventStoreErrorReason.Type
+
+export class EventStoreError extends Schema.TaggedError<EventStoreError>()("EventStoreError", {
+  reason: EventStoreErrorReason,
+  stream: Schema.String,
+  detail: Schema.String,
+}) {
+  override get message(): string {
+    const what = {
+      missing: "no events for",
+      unreadable: "cannot read the events of",
+      write_failed: "cannot write the events of",
+      invalid_event: "refused to write an invalid event to",
+    }
+    return `${what[this.reason]} ${this.stream}: ${this.detail}`
+  }
+}
+
+/** An append found the stream at another version than the one its writer expected. */
+export class EventStoreConflict extends Schema.TaggedError<EventStoreConflict>()("EventStoreConflict", {
+  reason: Schema.Literal("conflict"),
+  stream: Schema.String,
+  expected: Schema.Number,
+  actual: Schema.Number,
+}) {
+  override get message(): string {
+    return `${this.stream} was changed by another writer: expected ${this.expected} events, found ${this.actual}`
+  }
+}
+
+export type EventStoreFailure = EventStoreError | EventStoreConflict
+
+/** An event to append: alone, or with the machine facts of its envelope. */
+export type NewEvent = Event | { readonly event: Event; readonly meta: EventMeta }
+
+/** What a read gives. */
+export interface StreamRead {
+  /** The events from the position asked for, in order. */
+  readonly events: ReadonlyArray<StoredEvent>
+  /** How many events the whole stream holds. */
+  readonly version: number
+  /** How many non-blank lines of the whole stream were skipped: the sum of `skippedByCause`. */
+  readonly skipped: number
+  readonly skippedByCause: Readonly<Record<CountedSkipCause, number>>
+  /** The last line has no newline: its write did not finish (or is under way). */
+  readonly tornTail: boolean
+}
+
+/** A run as `list` shows it. */
+export interface RunSummary {
+  readonly stream: string
+  /** The last part of the stream's name: `log_YYYYMMDD_HHMMSS_ffffff`. */
+  readonly name: string
+  readonly complete: boolean
+  readonly agents: number
+  readonly question: string
+}
+
+export interface EventStoreService {
+  readonly append: (stream: string, events: ReadonlyArray<NewEvent>, expectedVersion: number) => Effect.Effect<number, EventStoreFailure>
+  readonly read: (stream: string, from?: number) => Effect.Effect<StreamRead, EventStoreError>
+  readonly subscribe: (stream: string, from: number) => Stream.Stream<StoredEvent, EventStoreError>
+  readonly list: (base: string, limit?: number) => Effect.Effect<ReadonlyArray<RunSummary>>
+}
+
+/** The plain events of a read. */
+export const eventsOf = (read: { readonly events: ReadonlyArray<StoredEvent> }): Array<Event> => read.events.map((s) => s.event)
+
+/** What the store knows of a stream: its whole lines decoded, and its torn tail as it was last seen. */
+interface Known {
+  /** The size read so far. */
+  size: number
+  /** Where the whole lines end: the size read so far less the torn tail. */
+  wholeSize: number
+  readonly events: Array<StoredEvent>
+  readonly skippedByCause: Record<CountedSkipCause, number>
+  skipped: number
+  lines: number
+  /** The torn tail decoded, when there is one. */
+  tail: LinesRead | null
+}
+
+const unknown = (): Known => ({ size: 0, wholeSize: 0, events: [], skippedByCause: noSkips(), skipped: 0, lines: 0, tail: null })
+
+const addLines = (known: Known, read: LinesRead): void => {
+  for (const stored of read.events) known.events.push(stored)
+  for (const cause in read.skippedByCause) known.skippedByCause[cause as CountedSkipCause] += read.skippedByCause[cause as CountedSkipCause]
+  known.skipped += read.skipped
+  known.lines += read.lines
+}
+
+const versionOf = (known: Known): number => known.events.length + (known.tail?.events.length ?? 0)
+
+const detailOf = (cause: unknown): string => (cause instanceof Error ? cause.message : String(cause))
+
+const isEvent = Schema.is(Event)
+const isMeta = Schema.is(EventMeta)
+const envelopeOf = (item: NewEvent): { readonly event: Event; readonly meta: EventMeta | null } =>
+  "_tag" in item ? { event: item, meta: null } : { event: item.event, meta: item.meta }
+
+const makeStore = (storage: Storage): EventStoreService => {
+  const known = new Map<string, Known>()
+
+  /** Brings what is known of `stream` up to date, decoding only what was appended since; null when it does not exist. */
+  const sync = (stream: string): Known | null => {
+    const size = storage.size(stream)
+    if (size === null) {
+      known.delete(stream)
+      return null
+    }
+    let k = known.get(stream)
+    if (k === undefined || size < k.size) {
+      k = unknown()
+      known.set(stream, k)
+    }
+    if (size === k.size) return k
+    const { whole, wholeSize, rest } = storage.readFrom(stream, k.wholeSize, size)
+    if (whole !== "") addLines(k, decodeLines(whole, k.events.length, k.lines))
+    k.wholeSize += wholeSize
+    k.tail = rest === "" ? null : decodeLines(rest, k.events.length, k.lines)
+    k.size = size
+    return k
+  }
+
+  const syncOrFail = (stream: string) =>
+    Effect.try({
+      try: () => sync(stream),
+      catch: (cause) => new EventStoreError({ reason: "unreadable", stream, detail: detailOf(cause) }),
+    })
+
+  const read = (stream: string, from = 0) =>
+    Effect.flatMap(syncOrFail(stream), (k): Effect.Effect<StreamRead, EventStoreError> => {
+      if (k === null) return Effect.fail(new EventStoreError({ reason: "missing", stream, detail: "no such stream" }))
+      const tail = k.tail
+      const skippedByCause = { ...k.skippedByCause }
+      if (tail !== null) for (const cause in skippedByCause) skippedByCause[cause as CountedSkipCause] += tail.skippedByCause[cause as CountedSkipCause]
+      const events = k.events.slice(from)
+      if (tail !== null) for (const stored of tail.events) if (stored.position >= from) events.push(stored)
+      return Effect.succeed({
+        events,
+        version: versionOf(k),
+        skipped: k.skipped + (tail?.skipped ?? 0),
+        skippedByCause,
+        tornTail: tail !== null,
+      })
+    })
+
+  // One synchronous step from the version check to the write: no other fiber's append comes in between.
+  const append = (stream: string, items: ReadonlyArray<NewEvent>, expectedVersion: number): Effect.Effect<number, EventStoreFailure> =>
+    Effect.suspend((): Effect.Effect<number, EventStoreFailure> => {
+      const envelopes = items.map(envelopeOf)
+      const invalid = envelopes.find((e) => !isEvent(e.event) || (e.meta !== null && !isMeta(e.meta)))
+      if (invalid !== undefined) {
+        return Effect.fail(new EventStoreError({ reason: "invalid_event", stream, detail: `${invalid.event._tag} does not fit its schema` }))
+      }
+      let found: Known | null
+      try {
+        found = sync(stream)
+      } catch (cause) {
+        return Effect.fail(new EventStoreError({ reason: "unreadable", stream, detail: detailOf(cause) }))
+      }
+      const version = found === null ? 0 : versionOf(found)
+      if (version !== expectedVersion) {
+        return Effect.fail(new EventStoreConflict({ reason: "conflict", stream, expected: expectedVersion, actual: version }))
+      }
+      if (envelopes.length === 0) return Effect.succeed(version)
+      const k = found ?? unknown()
+      const text = (k.tail !== null ? "\n" : "") + envelopes.map((e) => `${encodeEnvelopeLine(e.event, e.meta)}\n`).join("")
+      try {
+        storage.write(stream, text)
+      } catch (cause) {
+        // A write that failed midway may have left a torn line: the stream is read again next time.
+        known.delete(stream)
+        return Effect.fail(new EventStoreError({ reason: "write_failed", stream, detail: detailOf(cause) }))
+      }
+      if (k.tail !== null) addLines(k, k.tail)
+      k.tail = null
+      for (const e of envelopes) {
+        k.lines += 1
+        k.events.push({ event: e.event, meta: e.meta, position: k.events.length, line: k.lines })
+      }
+      k.size += storage.sizeOf(text)
+      k.wholeSize = k.size
+      known.set(stream, k)
+      return Effect.succeed(k.events.length)
+    })
+
+  const subscribe = (stream: string, from: number): Stream.Stream<StoredEvent, EventStoreError> =>
+    Stream.unwrapScoped(
+      Effect.map(storage.changes(stream), (changed) => {
+        let next = from
+        const batch = Effect.flatMap(syncOrFail(stream), (k) => {
+          const fresh = k === null ? [] : k.events.slice(next)
+          if (fresh.length === 0) return Effect.as(changed, Chunk.empty<StoredEvent>())
+          next = fresh[fresh.length - 1]!.position + 1
+          return Effect.succeed(Chunk.unsafeFromArray(fresh))
+        })
+        return Stream.repeatEffectChunk(batch)
+      }),
+    )
+
+  const summary = (stream: string): RunSummary => {
+    const name = nodePath.basename(stream)
+    let events: ReadonlyArray<StoredEvent> = []
+    try {
+      const k = sync(stream)
+      if (k !== null) events = k.tail === null ? k.events : [...k.events, ...k.tail.events]
+    } catch {
+      // Listed as empty.
+    }
+    const started = events.find((s) => s.event._tag === "run_started")?.event
+    return {
+      stream,
+      name,
+      complete: events[events.length - 1]?.event._tag === "run_finished",
+      agents: started?._tag === "run_started" ? started.agents.length : 0,
+      question: started?._tag === "run_started" ? started.question : "",
+    }
+  }
+
+  const list = (base: string, limit = 20) =>
+    Effect.sync(() => {
+      let streams: ReadonlyArray<string>
+      try {
+        streams = storage.streamsUnder(base)
+      } catch {
+        return []
+      }
+      return [...streams]
+        .sort((a, b) => (nodePath.basename(a) < nodePath.basename(b) ? 1 : -1))
+        .slice(0, limit)
+        .map(summary)
+    })
+
+  return { append, read, subscribe, list }
+}
+
+export interface StoreOptions {
+  /** The longest a subscription waits before it looks again, in ms. */
+  readonly pollMs?: number
+}
+
+export class EventStore extends Context.Tag("massgen/EventStore")<EventStore, EventStoreService>() {
+  /** Streams on disk: a stream is a log directory, its events in `events.jsonl`; files stay open until the scope closes. */
+  static file = (options: StoreOptions = {}): Layer.Layer<EventStore> =>
+    Layer.scoped(EventStore, Effect.map(fileStorage(options.pollMs ?? POLL_MS), makeStore))
+
+  /** Streams in `texts`, which the caller keeps to read back or damage; raw changes are seen at the next poll. */
+  static memory = (texts: MemoryStreams = new Map(), options: StoreOptions = {}): Layer.Layer<EventStore> =>
+    Layer.sync(EventStore, () => makeStore(memoryStorage(texts, options.pollMs ?? 20)))
+}

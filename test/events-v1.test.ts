@@ -1,0 +1,131 @@
+/**
+ * Logs written by schema 1 (`test/fixtures/v1`, see its README) read by this
+ * version: every line is upcast with none skipped, the fold projects the same
+ * status.json (its log directory being where the copy is now), and `status`,
+ * `replay --check` and `resume` work on copies of them, in-process.
+ */
+import { afterAll, describe, expect, test } from "bun:test"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as nodePath from "node:path"
+import { Effect } from "effect"
+import { replayCommand } from "../src/cli/replay-command.ts"
+import { resumeCommand } from "../src/cli/resume-command.ts"
+import type { CliContext } from "../src/cli/run-command.ts"
+import { statusCommand } from "../src/cli/status-command.ts"
+import { readEventsText } from "../src/domain/event-codec.ts"
+import { foldEvents } from "../src/domain/state.ts"
+import { project } from "../src/domain/status.ts"
+import { EventStore, eventsOf } from "../src/services/event-store.ts"
+
+const FIXTURES = nodePath.join(import.meta.dir, "fixtures", "v1")
+const tempRoot = fs.mkdtempSync(nodePath.join(os.tmpdir(), "events-v1-test-"))
+afterAll(() => fs.rmSync(tempRoot, { recursive: true, force: true }))
+
+/** The finished fixtures, with the exit code a run that ended so gives. */
+const FINISHED = { demo: 0, rejected: 0, budget: 3, timeout: 3, resumed: 0 } as const
+const ALL = [...Object.keys(FINISHED), "interrupted"]
+
+let copies = 0
+/** A copy of a fixture in a directory of its own: a run that was moved. */
+const copyOf = (name: string): string => {
+  copies += 1
+  const dir = nodePath.join(tempRoot, `copy${copies}`, `log_${name}`)
+  fs.cpSync(nodePath.join(FIXTURES, name), dir, { recursive: true })
+  return dir
+}
+
+const readJson = (path: string) => JSON.parse(fs.readFileSync(path, "utf8"))
+
+/** The fixture's status.json as this version projects it for a run now in `dir`. */
+const storedStatusAt = (name: string, dir: string) => {
+  const stored = readJson(nodePath.join(FIXTURES, name, "status.json"))
+  return { ...stored, meta: { ...stored.meta, log_dir: dir, session_id: nodePath.basename(dir) } }
+}
+
+const cli = (cwd: string) => {
+  const out: Array<string> = []
+  const ctx: CliContext = {
+    env: {},
+    cwd,
+    argv: [],
+    version: "test",
+    interrupt: Effect.never,
+    print: (line) => void out.push(line),
+    printError: (line) => void out.push(`stderr: ${line}`),
+  }
+  return { ctx, out }
+}
+
+const read = (dir: string) => Effect.runPromise(Effect.flatMap(EventStore, (s) => s.read(dir)).pipe(Effect.provide(EventStore.file())))
+
+describe("schema-1 logs", () => {
+  for (const name of ALL) {
+    test(`${name}: every line is upcast, none skipped; run_started's machine facts are its meta`, async () => {
+      const dir = copyOf(name)
+      const stream = await read(dir)
+      const lines = fs.readFileSync(nodePath.join(dir, "events.jsonl"), "utf8").trimEnd().split("\n")
+      expect(stream).toMatchObject({ skipped: 0, tornTail: false, version: lines.length })
+      expect(lines.every((l) => JSON.parse(l).schema === 1)).toBe(true)
+      const first = stream.events[0]!
+      expect(first.event._tag).toBe("run_started")
+      expect(first.event).not.toHaveProperty("log_dir")
+      expect(first.meta).toEqual({ log_dir: JSON.parse(lines[0]!).log_dir, pid: JSON.parse(lines[0]!).pid, version: JSON.parse(lines[0]!).version })
+      expect(first.meta!.log_dir).not.toBe(dir)
+    })
+
+    test(`${name}: the fold projects the status.json schema 1 wrote, at the directory where the run is now`, async () => {
+      const dir = copyOf(name)
+      const state = foldEvents(eventsOf(await read(dir)))
+      expect(project(state, state.finished!.time, dir)).toEqual(storedStatusAt(name, dir))
+    })
+
+    test(`${name}: status rebuilds status.json for where the run is now`, async () => {
+      const dir = copyOf(name)
+      const { out } = cli(tempRoot)
+      expect(await Effect.runPromise(statusCommand(dir, true, (line) => void out.push(line)))).toBe(0)
+      expect(JSON.parse(out.join("\n"))).toEqual(storedStatusAt(name, dir))
+      expect(readJson(nodePath.join(dir, "status.json"))).toEqual(storedStatusAt(name, dir))
+    })
+
+    test(`${name}: replay --check makes the same events`, async () => {
+      const dir = copyOf(name)
+      const { ctx, out } = cli(tempRoot)
+      const code = await Effect.runPromise(replayCommand({ logDir: dir, check: true, outDir: nodePath.join(tempRoot, "replays") }, ctx))
+      expect(out).toContain("SAME: every event matches the recorded run")
+      expect(code).toBe(0)
+    })
+  }
+
+  for (const [name, exitCode] of Object.entries(FINISHED)) {
+    test(`${name}: resume reports the finished run with its exit code and appends nothing`, async () => {
+      const dir = copyOf(name)
+      const before = fs.readFileSync(nodePath.join(dir, "events.jsonl"), "utf8")
+      const { ctx, out } = cli(tempRoot)
+      expect(await Effect.runPromise(resumeCommand({ logDir: dir, automation: true }, ctx))).toBe(exitCode)
+      expect(out[0]).toBe(`LOG_DIR: ${dir}`)
+      expect(out.some((l) => l.startsWith(`ANSWER_FILE: ${dir}/final/`))).toBe(true)
+      expect(fs.readFileSync(nodePath.join(dir, "events.jsonl"), "utf8")).toBe(before)
+      expect(readJson(nodePath.join(dir, "status.json"))).toEqual(storedStatusAt(name, dir))
+    })
+  }
+
+  test("interrupted: resume continues it to the end; the schema-1 lines stay as they were, the new ones are schema 2", async () => {
+    const dir = copyOf("interrupted")
+    const before = fs.readFileSync(nodePath.join(dir, "events.jsonl"), "utf8")
+    const { ctx, out } = cli(tempRoot)
+    expect(await Effect.runPromise(resumeCommand({ logDir: dir, automation: true }, ctx))).toBe(0)
+    expect(out).toContain("WINNER: agent_a")
+    const after = fs.readFileSync(nodePath.join(dir, "events.jsonl"), "utf8")
+    expect(after.startsWith(before)).toBe(true)
+    const added = after.slice(before.length).trimEnd().split("\n")
+    expect(added.every((l) => JSON.parse(l).schema === 2)).toBe(true)
+    const stream = await read(dir)
+    expect(stream.skipped).toBe(0)
+    const resumed = stream.events.find((s) => s.event._tag === "run_resumed")!
+    expect(resumed.meta).toMatchObject({ log_dir: dir, pid: process.pid, host: os.hostname(), version: "test" })
+    expect(resumed.event).toMatchObject({ dropped_lines: 0, restarted_rounds: [{ agent: "agent_b", round: 1 }] })
+    expect(readEventsText(after).events.at(-1)).toMatchObject({ _tag: "run_finished", reason: "completed", winner: "agent_a" })
+    expect(readJson(nodePath.join(dir, "status.json")).meta).toMatchObject({ log_dir: dir, session_id: "log_interrupted" })
+  }, 30_000)
+})
