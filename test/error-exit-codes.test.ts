@@ -13,6 +13,8 @@ import { BackendError } from "../src/services/backend.ts"
 import { DotEnvError, MissingKeyError } from "../src/services/backends/keys.ts"
 import { EventStoreConflict, EventStoreError } from "../src/services/event-store.ts"
 import { LogDirError } from "../src/services/log-dir.ts"
+import { RunStorageError } from "../src/services/io-errors.ts"
+import { RunFilesError } from "../src/services/run-files.ts"
 import { ViewerError } from "../src/services/run-catalog.ts"
 import { RunLockError } from "../src/services/run-lock.ts"
 import { StatusWriteError } from "../src/services/status-writer.ts"
@@ -26,9 +28,11 @@ const EXAMPLES: { readonly [Tag in AppError["_tag"]]: readonly [Extract<AppError
   ViewerError: [new ViewerError({ reason: "no_runs", path: "logs", detail: "" }), 1],
   RunDirError: [new RunDirError({ reason: "missing", path: "d", detail: "" }), 1],
   RunLockError: [new RunLockError({ reason: "held", path: "d", pid: 1, detail: "" }), 1],
-  LogDirError: [new LogDirError({ reason: "create_failed", path: "d", detail: "EACCES" }), 1],
+  LogDirError: [new LogDirError({ reason: "create_failed", path: "d", detail: "EACCES" }), 2],
   EventStoreError: [new EventStoreError({ reason: "write_failed", stream: "d", detail: "ENOSPC" }), 2],
   EventStoreConflict: [new EventStoreConflict({ reason: "conflict", stream: "d", expected: 3, actual: 4 }), 2],
+  RunStorageError: [new RunStorageError({ kind: "event_log", path: "d/events.jsonl", cause: "disk full (ENOSPC)", logDir: "d" }), 2],
+  RunFilesError: [new RunFilesError({ reason: "write_failed", path: "d/execution_metadata.yaml", detail: "disk full (ENOSPC)" }), 2],
   StatusWriteError: [new StatusWriteError({ reason: "write_failed", path: "d/status.json", detail: "ENOSPC" }), 2],
   BackendError: [new BackendError({ reason: "server_error", detail: "500", retryable: true, retryAfterSeconds: null }), 2],
 }
@@ -41,8 +45,8 @@ describe("error exit codes", () => {
 
   test("usage and configuration errors are 1, execution errors 2", () => {
     const byCode = (code: 1 | 2) => Object.keys(ERROR_EXIT_CODES).filter((tag) => ERROR_EXIT_CODES[tag as AppError["_tag"]] === code)
-    expect(byCode(1).sort()).toEqual(["ConfigError", "DotEnvError", "LogDirError", "MissingKeyError", "RunDirError", "RunLockError", "UsageError", "ViewerError"])
-    expect(byCode(2).sort()).toEqual(["BackendError", "EventStoreConflict", "EventStoreError", "StatusWriteError"])
+    expect(byCode(1).sort()).toEqual(["ConfigError", "DotEnvError", "MissingKeyError", "RunDirError", "RunLockError", "UsageError", "ViewerError"])
+    expect(byCode(2).sort()).toEqual(["BackendError", "EventStoreConflict", "EventStoreError", "LogDirError", "RunFilesError", "RunStorageError", "StatusWriteError"])
   })
 
   test("a code map without a class, or a command failing with an unmapped class, does not compile", () => {

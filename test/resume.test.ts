@@ -166,7 +166,7 @@ const runCouncil = (
     return { text, events: readEventsText(text).events, state: outcome.state, asked, files: runFiles.files, seen } satisfies CouncilRun
   })
 
-const run = <A>(effect: Effect.Effect<A>) => Effect.runPromise(effect)
+const run = <A, E>(effect: Effect.Effect<A, E>) => Effect.runPromise(effect)
 
 const ofTag = <T extends Event["_tag"]>(events: ReadonlyArray<Event>, tag: T) =>
   events.filter((e): e is Extract<Event, { _tag: T }> => e._tag === tag)

@@ -33,7 +33,7 @@ const memoryFixture = (): Fixture => {
   return { layer: made.layer, read: (p) => made.files.get(p) }
 }
 
-const withFiles = <A>(f: Fixture, body: (files: typeof RunFiles.Service) => Effect.Effect<A>) =>
+const withFiles = <A, E>(f: Fixture, body: (files: typeof RunFiles.Service) => Effect.Effect<A, E>) =>
   Effect.runPromise(Effect.flatMap(RunFiles, body).pipe(Effect.provide(f.layer)))
 
 const suite = (name: string, makeFixture: () => Fixture) =>
@@ -87,7 +87,7 @@ suite("live", liveFixture)
 suite("memory", memoryFixture)
 
 describe("RunFiles (live) on a directory it cannot write", () => {
-  test("writes and appends fail quietly: one warning per file, at flush, and nothing thrown", async () => {
+  test("appends fail quietly (one warning per file, at flush); a whole-file write fails with its path and cause", async () => {
     const blocker = nodePath.join(tempRoot, "not-a-dir")
     fs.writeFileSync(blocker, "a file where the log directory should be")
     const warnings: Array<string> = []
@@ -95,17 +95,21 @@ describe("RunFiles (live) on a directory it cannot write", () => {
       Logger.defaultLogger,
       Logger.make(({ message }) => void warnings.push(String(Array.isArray(message) ? message.join(" ") : message))),
     )
-    await Effect.runPromise(
+    const written = await Effect.runPromise(
       Effect.flatMap(RunFiles, (files) =>
         Effect.gen(function* () {
           for (let i = 0; i < 20; i++) yield* files.append(agentFile("agent_a", "output"), `line ${i}\n`)
-          yield* files.write("llm_log/1.json", "{}\n")
+          const result = yield* Effect.either(files.write("llm_log/1.json", "{}\n"))
           yield* files.flush
+          return result
         }),
       ).pipe(Effect.provide(liveRunFiles(blocker)), Effect.provide(logger)),
     )
     expect(warnings.filter((w) => w.startsWith("agent_outputs/agent_a.txt: "))).toHaveLength(1)
-    expect(warnings.filter((w) => w.startsWith("llm_log/1.json: "))).toHaveLength(1)
+    expect(written._tag).toBe("Left")
+    expect(written._tag === "Left" && written.left.message).toBe(
+      `cannot write ${nodePath.join(blocker, "llm_log/1.json")}: a path component is not a directory (ENOTDIR)`,
+    )
     expect(fs.readFileSync(blocker, "utf8")).toBe("a file where the log directory should be")
   })
 })

@@ -17,7 +17,9 @@ import pkg from "../../package.json" with { type: "json" }
 import type { BackendError } from "../services/backend.ts"
 import type { DotEnvError, MissingKeyError } from "../services/backends/keys.ts"
 import type { EventStoreConflict, EventStoreError } from "../services/event-store.ts"
+import type { RunStorageError } from "../services/io-errors.ts"
 import type { LogDirError } from "../services/log-dir.ts"
+import type { RunFilesError } from "../services/run-files.ts"
 import type { ViewerError } from "../services/run-catalog.ts"
 import type { RunLockError } from "../services/run-lock.ts"
 import type { StatusWriteError } from "../services/status-writer.ts"
@@ -45,6 +47,8 @@ export type AppError =
   | LogDirError
   | EventStoreError
   | EventStoreConflict
+  | RunStorageError
+  | RunFilesError
   | StatusWriteError
   | BackendError
 
@@ -57,9 +61,11 @@ export const ERROR_EXIT_CODES: { readonly [Tag in AppError["_tag"]]: 1 | 2 } = {
   ViewerError: 1,
   RunDirError: 1,
   RunLockError: 1,
-  LogDirError: 1,
+  LogDirError: 2,
   EventStoreError: 2,
   EventStoreConflict: 2,
+  RunStorageError: 2,
+  RunFilesError: 2,
   StatusWriteError: 2,
   BackendError: 2,
 }

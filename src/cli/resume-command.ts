@@ -16,10 +16,10 @@ import { type State, foldEvents } from "../domain/state.ts"
 import { makeBackends } from "./run-setup.ts"
 import { loadDotEnv } from "../services/backends/keys.ts"
 import { RunLockError, acquireRunLock, holder } from "../services/run-lock.ts"
-import { automationFooter, automationHeader } from "./automation-output.ts"
+import { automationHeader } from "./automation-output.ts"
 import { RunDirError, openRunDir, runDirConfig } from "./run-dir.ts"
 import type { CliContext } from "./run-command.ts"
-import { EXIT_CODES, runSession, writeDerivedFiles } from "./run-session.ts"
+import { EXIT_CODES, footerLines, runSession, writeDerivedFiles } from "./run-session.ts"
 import { join } from "node:path"
 import type { Event } from "../domain/events.ts"
 import { project } from "../domain/status.ts"
@@ -48,7 +48,7 @@ export const resumeCommand = (args: ResumeArgs, ctx: CliContext) =>
           yield* writeDerivedFiles(events).pipe(Effect.provide(liveRunFiles(path)))
         }
         if (args.automation) {
-          for (const line of [...automationHeader(path, state.run!.question), ...automationFooter(state, path)]) ctx.print(line)
+          for (const line of [...automationHeader(path, state.run!.question), ...footerLines(state, path)]) ctx.print(line)
         } else {
           ctx.print(`The run in ${path} already finished (${finished.reason}); nothing to resume.`)
         }

@@ -7,6 +7,7 @@
  * the automation footer when asked, reports a run that did not complete on
  * stderr, and returns the exit code of its finish reason.
  */
+import { existsSync } from "node:fs"
 import { join } from "node:path"
 import { Effect, Layer, type Scope } from "effect"
 import type { Config } from "../domain/config.ts"
@@ -51,7 +52,10 @@ export const unfinishedMessage = (state: State): string => {
   return `massgen: run ${state.finished?.reason ?? "stopped"}: ${state.finished?.message ?? ""}${failures.length > 0 ? ` (${failures.join("; ")})` : ""}`
 }
 
-/** The files derived from a run's events at its end: coordination_events.json, snapshot_mappings.json, snapshots/. */
+/**
+ * The files derived from a run's events at its end: coordination_events.json, snapshot_mappings.json, snapshots/.
+ * One that cannot be written is a warning: `massgen status` or `massgen resume` writes them again from the events.
+ */
 export const writeDerivedFiles = (events: ReadonlyArray<Event>) =>
   Effect.gen(function* () {
     const files = yield* RunFiles
@@ -59,7 +63,11 @@ export const writeDerivedFiles = (events: ReadonlyArray<Event>) =>
     const snaps = snapshots(events)
     yield* files.write("snapshot_mappings.json", `${JSON.stringify(snaps.mappings, null, 2)}\n`)
     for (const file of snaps.files) yield* files.write(file.path, file.text)
-  })
+  }).pipe(Effect.catchAll((e) => Effect.logWarning(`${e.message} (a file derived from events.jsonl)`)))
+
+/** The automation footer, without an `ANSWER_FILE:` line for a file that is not there. */
+export const footerLines = (state: State, logDir: string): ReadonlyArray<string> =>
+  automationFooter(state, logDir).filter((line) => !line.startsWith("ANSWER_FILE: ") || existsSync(line.slice("ANSWER_FILE: ".length)))
 
 /** Needs the command's `EventStore`, so that what the command read of the run is not decoded again. */
 export const runSession = (input: SessionInput) =>
@@ -89,7 +97,7 @@ export const runSession = (input: SessionInput) =>
       yield* writeDerivedFiles(eventsOf(yield* store.read(logDir)))
       return result
     }).pipe(Effect.scoped, Effect.provide(layer))
-    if (input.automation) for (const line of automationFooter(outcome.state, logDir)) input.print(line)
+    if (input.automation) for (const line of footerLines(outcome.state, logDir)) input.print(line)
     if (outcome.reason !== "completed") input.printError(unfinishedMessage(outcome.state))
     return EXIT_CODES[outcome.reason]
   })

@@ -55,6 +55,7 @@ import {
 } from "../domain/event-codec.ts"
 import { Event, EventMeta } from "../domain/events.ts"
 import { EVENTS_FILE, type MemoryStreams, type Storage, fileStorage, memoryStorage } from "./event-storage.ts"
+import { ioCause } from "./io-errors.ts"
 
 export { EVENTS_FILE, type MemoryStreams }
 
@@ -155,7 +156,7 @@ const addLines = (known: Known, read: LinesRead): void => {
 
 const versionOf = (known: Known): number => known.events.length + (known.tail?.events.length ?? 0)
 
-const detailOf = (cause: unknown): string => (cause instanceof Error ? cause.message : String(cause))
+const detailOf = (cause: unknown): string => ioCause(cause)
 
 const isEvent = Schema.is(Event)
 const isMeta = Schema.is(EventMeta)

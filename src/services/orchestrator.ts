@@ -14,6 +14,7 @@
  * every streamed text delta, for the display.
  */
 import { hostname } from "node:os"
+import * as nodePath from "node:path"
 import { Duration, Effect, Fiber, Queue, Ref, Schedule } from "effect"
 import type { Config } from "../domain/config.ts"
 import { type Command, type Reply, budgetSpent, commandEvents, decide, judgeReply, mayStartCall, stopRun } from "../domain/decide.ts"
@@ -26,9 +27,10 @@ import { type State, activeMs, evolve, foldEvents, initialState } from "../domai
 import { project } from "../domain/status.ts"
 import { type RoundDeps, runPresentation, runRound } from "./agent-round.ts"
 import { Backends } from "./backend.ts"
-import { EventStore, type NewEvent } from "./event-store.ts"
+import { EVENTS_FILE, EventStore, type NewEvent } from "./event-store.ts"
 import { RunFiles } from "./run-files.ts"
 import { StatusWriter } from "./status-writer.ts"
+import { RunStorageError, type StorageKind } from "./io-errors.ts"
 import { blobPath, compactJson } from "./blobs.ts"
 
 export interface RunInput {
@@ -67,6 +69,8 @@ export interface RunOutcome {
 
 type Input =
   | { readonly _tag: "reply"; readonly reply: Reply }
+  /** A file the run must keep could not be written (`fatal` holds why): the run stops at once. */
+  | { readonly _tag: "fatal" }
   | { readonly _tag: "stop"; readonly reason: Exclude<FinishReason, "completed">; readonly message: string }
   /** The state changed in a way the decider must see (a call spent the budget). */
   | { readonly _tag: "wake" }
@@ -105,9 +109,19 @@ export const runCoordination = (input: RunInput) =>
     const agentById = new Map(config.agents.map((a) => [a.id, a]))
     const observe = input.observe
 
+    /** The first failure to write a file the run must keep; once set, nothing more is appended and the run stops. */
+    const fatal = yield* Ref.make<RunStorageError | null>(null)
+    const failStorage = (kind: StorageKind, path: string, cause: string) =>
+      Effect.gen(function* () {
+        const error = new RunStorageError({ kind, path, cause, logDir: input.logDir })
+        if (yield* Ref.modify(fatal, (f) => (f === null ? [true, error] : [false, f]))) yield* Queue.offer(inbox, { _tag: "fatal" })
+      })
+
     const writeStatus = Effect.gen(function* () {
       const now = yield* Effect.clockWith((c) => c.currentTimeMillis)
-      yield* status.write(project(yield* Ref.get(stateRef), now, input.logDir)).pipe(Effect.catchAll((e) => Effect.logWarning(e.message)))
+      yield* status.write(project(yield* Ref.get(stateRef), now, input.logDir)).pipe(
+        Effect.catchAll((e) => failStorage("status", e.path, e.detail)),
+      )
     })
 
     /** Blobs this process has stored (a resumed run may store one again: the same bytes). */
@@ -120,22 +134,39 @@ export const runCoordination = (input: RunInput) =>
      * Nothing is appended after `run_finished`: a call still in flight when the
      * run stopped (budget, timeout, signal) ends unrecorded while it is interrupted.
      */
-    const emit = (event: Event): Effect.Effect<void> =>
+    const emit = (given: Event): Effect.Effect<void> =>
       emitLock.withPermits(1)(
         Effect.gen(function* () {
           const current = yield* Ref.get(stateRef)
+          const broken = (yield* Ref.get(fatal)) !== null
           // Checked under the lock: another call may have spent the budget since this call was asked for.
-          if (event._tag === "call_start" && !mayStartCall(current)) return void refusedCalls.add(event.call)
+          if (given._tag === "call_start" && (broken || !mayStartCall(current))) return void refusedCalls.add(given.call)
+          // Once a write failed, the log takes nothing more: the run is stopping.
+          if (broken) return
           // run_resumed is the one event that re-opens a run a signal stopped.
-          if (current.finished !== null && event._tag !== "run_resumed") return
+          if (current.finished !== null && given._tag !== "run_resumed") return
+          // Times never go back in the log, whichever fiber read the clock first.
+          const event = Date.parse(given.time) < current.lastTime ? { ...given, time: new Date(current.lastTime).toISOString() } : given
           if (event._tag === "final_answer") {
-            yield* files.write(agentFile(event.agent, "final_answer"), event.content)
-            const round = (yield* Ref.get(stateRef)).answers[event.label]?.round
-            const seen = contexts.get(workKey(event.agent, "present")) ?? (round === undefined ? undefined : contexts.get(workKey(event.agent, round))) ?? ""
-            yield* files.write(agentFile(event.agent, "final_context"), seen)
+            const written = yield* Effect.either(
+              Effect.zipRight(
+                files.write(agentFile(event.agent, "final_answer"), event.content),
+                Effect.suspend(() => {
+                  const round = current.answers[event.label]?.round
+                  const seen = contexts.get(workKey(event.agent, "present")) ?? (round === undefined ? undefined : contexts.get(workKey(event.agent, round))) ?? ""
+                  return files.write(agentFile(event.agent, "final_context"), seen)
+                }),
+              ),
+            )
+            if (written._tag === "Left") return yield* failStorage("final_answer", written.left.path, written.left.detail)
           }
-          version = yield* store.append(input.logDir, [enveloped(event)], version).pipe(Effect.orDie)
-          const next = evolve(yield* Ref.get(stateRef), event)
+          const appended = yield* Effect.either(store.append(input.logDir, [enveloped(event)], version))
+          if (appended._tag === "Left") {
+            const e = appended.left
+            return yield* failStorage("event_log", nodePath.join(input.logDir, EVENTS_FILE), e._tag === "EventStoreError" ? e.detail : e.message)
+          }
+          version = appended.right
+          const next = evolve(current, event)
           yield* Ref.set(stateRef, next)
           if (observe) yield* observe.onEvent(event, next)
         }),
@@ -168,7 +199,7 @@ export const runCoordination = (input: RunInput) =>
           })
           for (const [hash, text] of fresh) yield* files.write(blobPath(hash), text)
           yield* files.write(`llm_log/${call}.json`, `${JSON.stringify(compact, null, 2)}\n`)
-        }),
+        }).pipe(Effect.catchAll((e) => failStorage("call_log", e.path, e.detail))),
       priceOf: input.priceOf ?? (() => null),
     }
 
@@ -238,11 +269,24 @@ export const runCoordination = (input: RunInput) =>
         }
       })
 
-    /** Runs the decider's commands until it asks for nothing more. */
+    const isBroken = Effect.map(Ref.get(fatal), (f) => f !== null)
+
+    /** Runs the decider's commands until it asks for nothing more (or a write failed: the state then stays put). */
     const drive = Effect.gen(function* () {
       for (let commands = decide(yield* Ref.get(stateRef)); commands.length > 0; commands = decide(yield* Ref.get(stateRef))) {
-        for (const command of commands) yield* execute(command)
+        for (const command of commands) {
+          if (yield* isBroken) return
+          yield* execute(command)
+        }
       }
+    })
+
+    /** Stops the run on a failed write: the work ends, nothing more is written, and the run fails with why. */
+    const stopBroken = Effect.gen(function* () {
+      const error = yield* Ref.get(fatal)
+      if (error === null) return
+      yield* stopAll
+      return yield* Effect.fail(error)
     })
 
     if (recorded !== null && input.resume) {
@@ -291,6 +335,7 @@ export const runCoordination = (input: RunInput) =>
     yield* Effect.forkScoped(Effect.flatMap(input.interrupt, (why) => Queue.offer(inbox, { _tag: "stop", reason: "interrupted", message: why })))
 
     yield* drive
+    yield* stopBroken
     while ((yield* Ref.get(stateRef)).finished === null) {
       const first = yield* Queue.take(inbox)
       // Replies that arrive together are judged together before deciding, as MassGen
@@ -312,8 +357,11 @@ export const runCoordination = (input: RunInput) =>
           events = judge(yield* Ref.get(stateRef), yield* isoNow)
         }
         for (const event of events) yield* emit(event)
+        yield* stopBroken
       }
+      yield* stopBroken
       yield* drive
+      yield* stopBroken
     }
     yield* stopAll
     const final = yield* Ref.get(stateRef)
@@ -321,5 +369,6 @@ export const runCoordination = (input: RunInput) =>
     yield* Fiber.interrupt(statusTicker)
     yield* files.flush
     yield* writeStatus
+    yield* stopBroken
     return { state: final, reason: final.finished!.reason } satisfies RunOutcome
   })

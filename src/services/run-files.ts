@@ -29,16 +29,29 @@
 import { mkdirSync, writeFileSync } from "node:fs"
 import { appendFile, open } from "node:fs/promises"
 import { join } from "node:path"
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Schema } from "effect"
+import { ioCause } from "./io-errors.ts"
 import { AGENT_OUTPUTS_DIR } from "../domain/run-paths.ts"
 import { writeFileAtomicSync } from "./status-writer.ts"
 import { BLOBS_DIR } from "./blobs.ts"
 
+/** A whole file of the log directory could not be written. */
+export class RunFilesError extends Schema.TaggedError<RunFilesError>()("RunFilesError", {
+  reason: Schema.Literal("write_failed"),
+  path: Schema.String,
+  /** The cause, as `ioCause` words it. */
+  detail: Schema.String,
+}) {
+  override get message(): string {
+    return `cannot write ${this.path}: ${this.detail}`
+  }
+}
+
 export interface RunFilesApi {
   /** Appends to a file of `agent_outputs/`. */
   readonly append: (relativePath: string, text: string) => Effect.Effect<void>
-  /** Writes a whole file, atomically, creating its directory; done when the file is in place. */
-  readonly write: (relativePath: string, text: string) => Effect.Effect<void>
+  /** Writes a whole file, atomically, creating its directory; done when the file is in place, or failed with why not. */
+  readonly write: (relativePath: string, text: string) => Effect.Effect<void, RunFilesError>
   /** Starts making an empty file for a later `write`, and returns at once. */
   readonly prepare: (relativePath: string) => Effect.Effect<void>
   /** Waits for every append and prepare started; failures are logged as warnings, one per file. */
@@ -93,13 +106,14 @@ export const liveRunFiles = (logDir: string): Layer.Layer<RunFiles> =>
           track(made)
         }),
       write: (relativePath, text) =>
-        Effect.try(() => {
-          const path = join(logDir, relativePath)
-          if (prepared.delete(path)) writeFileSync(path, text)
-          else writeFileAtomicSync(path, text, madeDirs)
-        }).pipe(
-          Effect.catchAll((e) => Effect.logWarning(`${relativePath}: ${String(e.cause)}`)),
-        ),
+        Effect.try({
+          try: () => {
+            const path = join(logDir, relativePath)
+            if (prepared.delete(path)) writeFileSync(path, text)
+            else writeFileAtomicSync(path, text, madeDirs)
+          },
+          catch: (e) => new RunFilesError({ reason: "write_failed", path: join(logDir, relativePath), detail: ioCause(e) }),
+        }),
       flush: Effect.gen(function* () {
         yield* Effect.promise(async () => {
           while (pending.size > 0) await Promise.all([...pending])
