@@ -5,14 +5,22 @@
  * SIGINT or SIGTERM that comes during start-up still stops a run cleanly (exit
  * 4) instead of killing the process. The first signal resolves `stopSignal`
  * (`cli/program.ts` turns it into a clean stop); a second one exits at once
- * with 4. stdout and stderr go quiet, not fatal, once their reader has gone
+ * with 4, after the runs' forced-stop hooks (`services/forced-stop.ts`) have
+ * left their log directories complete. stdout and stderr go quiet, not fatal, once their reader has gone
  * (`massgen ... | head -1`).
  */
 const stopSignal = new Promise<string>((resolve) => {
   let seen = 0
   const on = (signal: NodeJS.Signals) => () => {
     seen += 1
-    if (seen > 1) process.exit(4)
+    // A second signal does not wait for the clean stop; the runs still leave their directories complete.
+    if (seen > 1) {
+      void import("./services/forced-stop.ts").then(
+        (m) => (m.runForcedStop(), process.exit(4)),
+        () => process.exit(4),
+      )
+      return
+    }
     resolve(`stopped by ${signal}`)
   }
   process.on("SIGINT", on("SIGINT"))

@@ -302,6 +302,24 @@ const suite = (mode: Mode) =>
       }, TEST_TIMEOUT_MS)
     }
 
+    test("a second signal during the stop: exit 4 at once, and still status.json complete, the stop in the log, no lock", async () => {
+      const cwd = sandbox()
+      const config = writeConfig(cwd, team([agent("agent_a", { answer: "Done.", delay_seconds: 0.05 }), agent("agent_b", { hang: true })]))
+      const run = await startUntilLine(mode, ["--automation", "--config", config, "Will you finish?"], IN_PROGRESS, { cwd })
+      // Two signals back to back: the second comes while the first one's clean stop is under way, or before it began.
+      run.proc.kill("SIGINT")
+      run.proc.kill("SIGTERM")
+      const result = await run.done
+      expectExit(result, 4)
+      expect(result.lines.every(isAutomationLine)).toBe(true)
+      const logDir = logDirOf(result)
+      expect(statusOf(logDir)).toMatchObject({ is_complete: true, finish_reason: "interrupted" })
+      const events = eventsOf(logDir)
+      expect(events.at(-1)).toMatchObject({ type: "run_finished", reason: "interrupted" })
+      expect(events.filter((e) => e.type === "run_finished")).toHaveLength(1)
+      expect(fs.existsSync(nodePath.join(logDir, "run.lock"))).toBe(false)
+    }, TEST_TIMEOUT_MS)
+
     test("budget_usd with an unpriced model: the run says on stderr which agents the budget cannot see", async () => {
       const doc = team([agent("agent_a", { answer: "Four." }), agent("agent_b", { model: "gpt-5-mini" })], {
         orchestrator: { budget_usd: 1 },

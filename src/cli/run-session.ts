@@ -18,7 +18,8 @@ import { type Backend, Backends } from "../services/backend.ts"
 import { EventStore, eventsOf } from "../services/event-store.ts"
 import { type Observer, type ResumeInput, runCoordination } from "../services/orchestrator.ts"
 import { RunFiles, liveRunFiles } from "../services/run-files.ts"
-import { acquireRunLock } from "../services/run-lock.ts"
+import { acquireRunLock, releaseRunLockSync } from "../services/run-lock.ts"
+import { onForcedStop } from "../services/forced-stop.ts"
 import { StatusWriter } from "../services/status-writer.ts"
 import { automationFooter } from "./automation-output.ts"
 import { priceOf } from "./run-setup.ts"
@@ -80,6 +81,7 @@ export const runSession = (input: SessionInput) =>
     )
     const outcome = yield* Effect.gen(function* () {
       yield* acquireRunLock(logDir)
+      yield* onForcedStop(() => releaseRunLockSync(logDir))
       const observe = yield* input.display
       const result = yield* runCoordination({
         config: input.config,

@@ -32,6 +32,7 @@ import { RunFiles } from "./run-files.ts"
 import { StatusWriter } from "./status-writer.ts"
 import { RunStorageError, type StorageKind } from "./io-errors.ts"
 import { blobPath, compactJson } from "./blobs.ts"
+import { onForcedStop } from "./forced-stop.ts"
 
 export interface RunInput {
   readonly config: Config
@@ -334,6 +335,21 @@ export const runCoordination = (input: RunInput) =>
     )
     yield* Effect.forkScoped(Effect.flatMap(input.interrupt, (why) => Queue.offer(inbox, { _tag: "stop", reason: "interrupted", message: why })))
 
+    // A second signal exits at once: the log still gets its stop and status.json its last word.
+    yield* onForcedStop(() => {
+      // From the log itself: the clean stop may be halfway through its own appends.
+      const read = Effect.runSync(store.read(input.logDir))
+      let state = foldEvents(read.events.map((stored) => stored.event))
+      let at = read.version
+      if (state.finished === null && Effect.runSync(Ref.get(fatal)) === null) {
+        const time = new Date(Math.max(Date.now(), state.lastTime)).toISOString()
+        for (const event of stopRun(state, "interrupted", "stopped by a second signal", time)) {
+          at = Effect.runSync(store.append(input.logDir, [event], at))
+          state = evolve(state, event)
+        }
+      }
+      status.writeNow(project(state, Date.now(), input.logDir))
+    })
     yield* drive
     yield* stopBroken
     while ((yield* Ref.get(stateRef)).finished === null) {

@@ -166,6 +166,13 @@ const takeOver = (path: string, seen: string): "taken" | "retry" => {
   }
 }
 
+/** Removes the lock of `logDir` if this process holds it: for a process exiting before its scopes close. */
+export const releaseRunLockSync = (logDir: string): void => {
+  const path = join(logDir, LOCK_FILE)
+  const read = readLock(path)
+  if (read._tag === "owner" && sameOwner(read.owner, SELF)) rmSync(path, { force: true })
+}
+
 /** Takes the lock of `logDir` for this process until the scope closes; a stale lock is taken over. */
 export const acquireRunLock = (logDir: string) =>
   Effect.acquireRelease(

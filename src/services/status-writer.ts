@@ -103,6 +103,8 @@ export const statusText = (path: string, status: unknown): Effect.Effect<string,
 export interface StatusWriterService {
   readonly path: string
   readonly write: (status: unknown) => Effect.Effect<void, StatusWriteError>
+  /** Writes at once, synchronously, for a process about to exit; throws on failure. */
+  readonly writeNow: (status: unknown) => void
 }
 
 export class StatusWriter extends Context.Tag("massgen/StatusWriter")<StatusWriter, StatusWriterService>() {
@@ -113,6 +115,7 @@ export class StatusWriter extends Context.Tag("massgen/StatusWriter")<StatusWrit
       Effect.map(Effect.makeSemaphore(1), (lock) => ({
         path,
         write: (status: unknown) => lock.withPermits(1)(Effect.flatMap(statusText(path, status), (text) => writeFileAtomic(path, text))),
+        writeNow: (status: unknown) => writeFileAtomicSync(path, Effect.runSync(statusText(path, status))),
       })),
     )
 
@@ -124,5 +127,6 @@ export class StatusWriter extends Context.Tag("massgen/StatusWriter")<StatusWrit
         Effect.map(statusText(path, status), (text) => {
           written.push(JSON.parse(text))
         }),
+      writeNow: (status) => void written.push(JSON.parse(Effect.runSync(statusText(path, status)))),
     })
 }
