@@ -11,6 +11,8 @@
  * class is added to both. `stopSignal` resolves on the first SIGINT or
  * SIGTERM (`main.ts` owns the handlers): a run then stops cleanly (final
  * status.json, a stop event, exit 4); `massgen viewer` stops and exits 0.
+ * Whatever the commands log goes to stderr too, one line each
+ * (`diagnostics.ts`): stdout carries only what a command prints.
  */
 import { Effect, Either } from "effect"
 import pkg from "../../package.json" with { type: "json" }
@@ -22,6 +24,7 @@ import type { ViewerError } from "../services/run-catalog.ts"
 import type { RunLockError } from "../services/run-lock.ts"
 import type { StatusWriteError } from "../services/status-writer.ts"
 import { HELP, type UsageError, parseInvocation } from "./args.ts"
+import { diagnosticsLogger } from "./diagnostics.ts"
 import type { ConfigError } from "./load-config.ts"
 import type { RunDirError } from "./run-dir.ts"
 import { runCommand } from "./run-command.ts"
@@ -71,7 +74,8 @@ export interface ProgramIo {
 }
 
 /** Runs `massgen` with `argv`; resolves with the exit code. */
-export const runProgram = (argv: ReadonlyArray<string>, io: ProgramIo): Promise<number> => Effect.runPromise(program(argv, io))
+export const runProgram = (argv: ReadonlyArray<string>, io: ProgramIo): Promise<number> =>
+  Effect.runPromise(program(argv, io).pipe(Effect.provide(diagnosticsLogger(io.printError))))
 
 const program = (argv: ReadonlyArray<string>, { stopSignal, print, printError }: ProgramIo): Effect.Effect<number> => {
   const parsed = parseInvocation(argv)
