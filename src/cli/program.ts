@@ -27,6 +27,7 @@ import { HELP, type UsageError, parseInvocation } from "./args.ts"
 import { diagnosticsLogger } from "./diagnostics.ts"
 import type { ConfigError } from "./load-config.ts"
 import type { RunDirError } from "./run-dir.ts"
+import { type StdinSource, processStdin, readQuestion } from "./question.ts"
 import { runCommand } from "./run-command.ts"
 import { validateCommand } from "./validate-command.ts"
 import { replayCommand } from "./replay-command.ts"
@@ -71,13 +72,15 @@ export interface ProgramIo {
   readonly stopSignal: Promise<string>
   readonly print: (line: string) => void
   readonly printError: (line: string) => void
+  /** Where `-` (or a piped run with no question) reads the question; the process's standard input by default. */
+  readonly stdin?: StdinSource
 }
 
 /** Runs `massgen` with `argv`; resolves with the exit code. */
 export const runProgram = (argv: ReadonlyArray<string>, io: ProgramIo): Promise<number> =>
   Effect.runPromise(program(argv, io).pipe(Effect.provide(diagnosticsLogger(io.printError))))
 
-const program = (argv: ReadonlyArray<string>, { stopSignal, print, printError }: ProgramIo): Effect.Effect<number> => {
+const program = (argv: ReadonlyArray<string>, { stopSignal, print, printError, stdin = processStdin }: ProgramIo): Effect.Effect<number> => {
   const parsed = parseInvocation(argv)
   const env = process.env
   const cwd = process.cwd()
@@ -102,7 +105,7 @@ const program = (argv: ReadonlyArray<string>, { stopSignal, print, printError }:
           readLine: readStdinLine,
         })
       case "run":
-        return runCommand(invocation, cli)
+        return Effect.flatMap(readQuestion(invocation.question, stdin), (question) => runCommand({ ...invocation, question }, cli))
       case "resume":
         return resumeCommand(invocation, cli)
       case "replay":
