@@ -85,7 +85,8 @@ export const HELP = `massgen: several LLM agents answer one question, vote, and 
 
 Usage:
   massgen [options] --config FILE "question"
-  massgen [options] --config FILE -            the question from standard input (also when it is piped and no question is given)
+  massgen [options] --config FILE -           the question from standard input (also read
+                                              when stdin is piped and no question is given)
   massgen [options] --config FILE --question-file FILE
   massgen --model MODEL "question"            one agent, backend inferred from the model
   massgen --models M1,M2,M3 "question"        one agent per model
