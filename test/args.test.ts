@@ -1,7 +1,9 @@
 /** The command line: what parses, and the one-line message for what does not. */
 import { describe, expect, test } from "bun:test"
-import { Either } from "effect"
-import { HELP, parseInvocation } from "../src/cli/args.ts"
+import { Effect, Either } from "effect"
+import { COMMAND_TYPO_RULE, HELP, parseInvocation } from "../src/cli/args.ts"
+import { closest } from "../src/cli/did-you-mean.ts"
+import { readQuestion } from "../src/cli/question.ts"
 
 const message = (argv: ReadonlyArray<string>): string => {
   const parsed = parseInvocation(argv)
@@ -18,7 +20,7 @@ describe("parseInvocation", () => {
 
   test("a question that starts with a dash goes after --", () => {
     const parsed = parseInvocation(["--config", "c.yaml", "--", "-1 is a number"])
-    expect(Either.isRight(parsed) && parsed.right._tag === "run" && parsed.right.question).toBe("-1 is a number")
+    expect(Either.isRight(parsed) && parsed.right._tag === "run" && parsed.right.question).toEqual({ _tag: "words", text: "-1 is a number" })
   })
 
   test("--validate FILE and the automation guide's --validate --config FILE", () => {
@@ -35,10 +37,66 @@ describe("parseInvocation", () => {
     expect(message(["status", "d", "--check"])).toBe("status does not take --check")
   })
 
-  test("a run needs a config source and a question", () => {
+  test("a run needs a config source; its question is the words, `-` or nothing (standard input), or --question-file", () => {
     expect(message(["q"])).toBe("a config is required: --config FILE, --model MODEL or --models M1,M2")
-    expect(message(["--config", "c.yaml"])).toStartWith("a question is required")
     expect(message(["--config", "c.yaml", "--model", "m", "q"])).toBe("use only one of --config, --model and --models")
+    const question = (argv: ReadonlyArray<string>) => {
+      const parsed = parseInvocation(["--config", "c.yaml", ...argv])
+      return Either.isRight(parsed) && parsed.right._tag === "run" ? parsed.right.question : message(argv)
+    }
+    expect(question(["What", "is 2+2?"])).toEqual({ _tag: "words", text: "What is 2+2?" })
+    expect(question(["-"])).toEqual({ _tag: "stdin", explicit: true })
+    expect(question([])).toEqual({ _tag: "stdin", explicit: false })
+    expect(question(["--question-file", "q.txt"])).toEqual({ _tag: "file", path: "q.txt" })
+    expect(message(["--config", "c.yaml", "--question-file", "q.txt", "words"])).toBe("give the question either as words or with --question-file, not both")
+  })
+
+  test("with no question and a terminal on standard input: the usage error, and nothing is read", async () => {
+    let reads = 0
+    const terminal = { isTTY: true, read: async () => (reads++, "never") }
+    const result = await Effect.runPromise(Effect.either(readQuestion({ _tag: "stdin", explicit: false }, terminal)))
+    expect(Either.isLeft(result) && result.left.message).toStartWith('a question is required, e.g. massgen --config team.yaml "What is 2+2?"')
+    expect(reads).toBe(0)
+    // `-` reads even a terminal, to its end (Ctrl+D).
+    expect(await Effect.runPromise(readQuestion({ _tag: "stdin", explicit: true }, terminal))).toBe("never")
+  })
+
+  test("an unknown flag names the closest known one, if one is close; a flag's missing value is named", () => {
+    expect(message(["--modle", "m", "q"])).toBe("unknown option --modle; did you mean --model? (see massgen --help)")
+    expect(message(["--question_file", "q.txt", "--model", "m"])).toBe("unknown option --question_file; did you mean --question-file? (see massgen --help)")
+    expect(message(["--xyz", "--model", "m", "q"])).toBe("unknown option --xyz (see massgen --help)")
+    expect(message(["replay", "d", "--chek"])).toBe("unknown option --chek for massgen replay; did you mean --check? (see massgen --help)")
+    expect(message(["--model"])).toBe("--model needs a value")
+    expect(message(["--config", "--automation", "q"])).toBe('--config needs a value, found --automation after it (a value that starts with "-" goes as --config=VALUE)')
+    expect(message(["--automation=yes", "--model", "m", "q"])).toBe('--automation takes no value, found "yes"')
+  })
+
+  test("a first word a typo away from a command is caught when nothing, a flag or a path follows it", () => {
+    for (const [argv, meant] of [
+      [["stauts", "runs/log_1"], "status"],
+      [["stats", "--json"], "status"],
+      [["resme", "log_20261201_000000_000000"], "resume"],
+      [["replya", "./d", "--check"], "replay"],
+      [["veiwer"], "viewer"],
+      [["view", "--pick"], "viewer"],
+      [["Status", "d/"], "status"],
+    ] as const) {
+      expect(message(argv)).toStartWith(`unknown command ${argv[0]}; did you mean massgen ${meant}?`)
+    }
+    // Questions: a word far from every command, or one followed by more words.
+    expect(message(["statue", "of", "liberty", "--model", "m"])).toBe("parsed")
+    expect(message(["resumes", "matter", "--model", "m"])).toBe("parsed")
+    expect(message(["summary", "--model", "m"])).toBe("parsed")
+    expect(message(["--model", "m", "stats"])).toBe("parsed")
+    expect(HELP).toContain(COMMAND_TYPO_RULE)
+  })
+
+  test("did you mean: within two edits, swaps of neighbours count one, case is ignored, short words need a closer match", () => {
+    expect(closest("stauts", ["resume", "status"])).toBe("status")
+    expect(closest("AUTOMATON", ["automation"])).toBe("automation")
+    expect(closest("xyz", ["json", "pick"])).toBe(null)
+    expect(closest("js", ["json"])).toBe(null)
+    expect(closest("jsn", ["json"])).toBe("json")
   })
 
   test("--backend, --base-url and --system-message with --config are refused, not ignored", () => {

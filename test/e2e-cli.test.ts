@@ -596,7 +596,7 @@ cat "$LOG_DIR/final/$WINNER/answer.txt"`),
       expectExit(result, 0)
       const out = result.stdout
       expect(result.lines[0]).toMatch(/^Run log_\d{8}_\d{6}_\d{6}: 2 agents on "What is 2\+2\?" \(logs: .*\.massgen\/massgen_logs\/log_\d{8}_\d{6}_\d{6}\)$/)
-      expect(result.lines).toContain("[agent_a] round 1: 0 answer(s) shown")
+      expect(result.lines).toContain("[agent_a] round 1: 0 answers shown")
       expect(result.lines).toContain("[agent_a] answer agent1.1: Four.")
       expect(result.lines).toContain("[agent_b] answer agent2.1: 4.")
       expect(out).toMatch(/^\[agent_a\] votes for agent_b \(agent2\.1\): /m)

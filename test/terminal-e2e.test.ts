@@ -3,12 +3,13 @@
  * 120x40, on a tmux server of its own), read back with `capture-pane`. A
  * scripted run with small delays shows its agent panels while it goes on and
  * the votes table and final answer at the end; Ctrl+C stops it with exit 4
- * and the cursor shown again; `massgen viewer` replays the run in the same view.
+ * and the cursor shown again; `massgen viewer` replays the run in the same view,
+ * without colour when `NO_COLOR` is set.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import * as nodePath from "node:path"
 import { BINARY, cleanupSandboxes, ensureBinary, sandbox, writeConfig } from "./support/cli.ts"
-import { COUNCIL, QUESTION } from "./support/view-fixtures.ts"
+import { COUNCIL, QUESTION, playCouncil, writeRunDir } from "./support/view-fixtures.ts"
 
 const SOCKET = `massgen-test-${process.pid}`
 let sessions = 0
@@ -30,6 +31,9 @@ const startInTmux = (cwd: string, argv: ReadonlyArray<string>): string => {
 }
 
 const screen = (name: string) => tmux("capture-pane", "-p", "-t", name)
+/** The screen with its styles, as SGR escape sequences. */
+const styledScreen = (name: string) => tmux("capture-pane", "-p", "-e", "-t", name)
+const SGR = /\x1b\[[0-9;]*m/
 
 /** Polls the screen until `check` holds (bounded); returns that screen. */
 const waitForScreen = async (name: string, check: (s: string) => boolean, what: string, timeoutMs = 20_000) => {
@@ -99,5 +103,23 @@ describe("the terminal view in tmux (compiled binary)", () => {
     expect(end).toMatch(/MassGen\s+interrupted/)
     expect(end).toContain("massgen: run interrupted")
     expect(tmux("display", "-p", "-t", name, "#{cursor_flag}").trim()).toBe("1")
+  }, 60_000)
+
+  test("NO_COLOR set to anything: the viewer draws the same view without colour (no-color.org)", async () => {
+    const dir = writeRunDir(nodePath.join(sandbox(), "run"), (await playCouncil()).events, { complete: true })
+    const screens = await Promise.all(
+      [[], ["NO_COLOR=1"], ["NO_COLOR="]].map(async (env) => {
+        const name = startInTmux(dir, ["env", ...env, BINARY, "viewer", dir])
+        await waitForScreen(name, (s) => s.includes("EXIT="), "the end of the replay")
+        return { plain: screen(name), styled: styledScreen(name) }
+      }),
+    )
+    const [coloured, noColor, emptyNoColor] = screens as [(typeof screens)[0], (typeof screens)[0], (typeof screens)[0]]
+    expect(noColor.plain).toContain("EXIT=0")
+    expect(noColor.plain).toContain("Final answer · researcher (agent2.1, presentation)")
+    expect(noColor.styled).not.toMatch(SGR)
+    // An empty NO_COLOR does not count as set.
+    expect(coloured.styled).toMatch(SGR)
+    expect(emptyNoColor.styled).toMatch(SGR)
   }, 60_000)
 })

@@ -3,15 +3,20 @@
  *
  * `massgen [options] "question"` runs a coordination; `--validate FILE` checks
  * a config; `massgen viewer ...` watches or replays a run (`ViewerArgs`);
- * `--version` and `--help` print and exit. A usage error names the
- * flag or argument at fault and exits 1 (a configuration error) in `main.ts`.
- * The help text lives here so that every flag is listed where it is parsed.
+ * `--version` and `--help` print and exit. A usage error is one line naming
+ * the flag or argument at fault and exits 1 (a configuration error): an
+ * unknown flag with the closest known one and a pointer to `--help`, a first
+ * word a typo away from a command (`stauts`) with the command it may be
+ * (`COMMAND_TYPO_RULE`). Parsing is pure: a run's question is a
+ * `QuestionSource` (the words, standard input, or a file) that `question.ts`
+ * reads. The help text lives here so that every flag is listed where it is parsed.
  */
-import { parseArgs } from "node:util"
+import { type ParseArgsOptionsConfig, parseArgs } from "node:util"
 import { Either, Schema } from "effect"
+import { closest } from "./did-you-mean.ts"
 
 export class UsageError extends Schema.TaggedError<UsageError>()("UsageError", {
-  reason: Schema.Literal("unknown_option", "missing_value", "missing_question", "missing_config", "conflict", "bad_value"),
+  reason: Schema.Literal("unknown_option", "unknown_command", "missing_value", "missing_question", "missing_config", "conflict", "bad_value"),
   detail: Schema.String,
 }) {
   override get message(): string {
@@ -19,10 +24,24 @@ export class UsageError extends Schema.TaggedError<UsageError>()("UsageError", {
   }
 }
 
+/** Where a run's question comes from: the words after the options, standard input (`-`, or piped), or `--question-file`. */
+export type QuestionSource =
+  | { readonly _tag: "words"; readonly text: string }
+  /** `explicit`: the question was `-`; otherwise none was given and standard input is read only when it is not a terminal. */
+  | { readonly _tag: "stdin"; readonly explicit: boolean }
+  | { readonly _tag: "file"; readonly path: string }
+
+/** A run as parsed, before its question is read. */
+export interface RunInvocation extends Omit<RunArgs, "question"> {
+  readonly question: QuestionSource
+}
+
 export interface RunArgs {
   readonly _tag: "run"
   readonly question: string
   readonly configPath: string | null
+  /** The flag the agents come from when there is no config file, as the user typed it. */
+  readonly modelsFlag: "--model" | "--models" | null
   readonly models: ReadonlyArray<string>
   readonly backend: string | null
   readonly baseUrl: string | null
@@ -44,7 +63,7 @@ export interface ViewerArgs {
 }
 
 export type Invocation =
-  | RunArgs
+  | RunInvocation
   | ViewerArgs
   | { readonly _tag: "resume"; readonly logDir: string; readonly automation: boolean }
   | { readonly _tag: "replay"; readonly logDir: string; readonly check: boolean; readonly outDir: string | null }
@@ -56,10 +75,19 @@ export type Invocation =
 /** The web view's port when `--port` is not given. */
 const DEFAULT_PORT = 8000
 
+const COMMANDS = ["resume", "replay", "status", "viewer"] as const
+
+/** How a mistyped command is told from a question; the help and the README say it in these words. */
+export const COMMAND_TYPO_RULE =
+  "A first word a typo or two away from a command (stauts, resme, veiwer) is taken for a mistyped command when nothing, a flag or a path (a word with a / or a log_ name) follows it; put a one-word question like that after the options."
+
 export const HELP = `massgen: several LLM agents answer one question, vote, and present the best answer.
 
 Usage:
   massgen [options] --config FILE "question"
+  massgen [options] --config FILE -           the question from standard input (also read
+                                              when stdin is piped and no question is given)
+  massgen [options] --config FILE --question-file FILE
   massgen --model MODEL "question"            one agent, backend inferred from the model
   massgen --models M1,M2,M3 "question"        one agent per model
   massgen --validate FILE [--json]            check a config and print its problems, or "valid"
@@ -83,9 +111,13 @@ Options:
       --automation              quiet output for scripts: ~10 lines, status.json, exit codes
       --no-display              plain lines instead of the live terminal view
       --orchestrator-timeout S  overrides timeout_settings.orchestrator_timeout_seconds
+      --question-file FILE      read the question from FILE
       --json                    with --validate: print the result as JSON
   -v, --version                 print the version
   -h, --help                    print this help
+
+A question that starts with "-" goes after --: massgen --config FILE -- "-1 or 1?"
+${COMMAND_TYPO_RULE}
 
 Exit codes: 0 success, 1 configuration error, 2 execution error, 3 timeout or budget, 4 interrupted.
 Logs: .massgen/massgen_logs/log_YYYYMMDD_HHMMSS_ffffff/ (MASSGEN_LOG_BASE_DIR overrides the root).`
@@ -100,6 +132,7 @@ const options = {
   automation: { type: "boolean" },
   "no-display": { type: "boolean" },
   "orchestrator-timeout": { type: "string" },
+  "question-file": { type: "string" },
   validate: { type: "string" },
   json: { type: "boolean" },
   version: { type: "boolean", short: "v" },
@@ -107,6 +140,57 @@ const options = {
 } as const
 
 const usage = (reason: UsageError["reason"], detail: string) => Either.left(new UsageError({ reason, detail }))
+
+const SEE_HELP = "see massgen --help"
+
+/**
+ * `argv` parsed against `options` (`command` names the subcommand in messages),
+ * or a one-line usage error: an unknown flag (with the closest of `known`,
+ * which defaults to every option), a flag without its value, or a value for
+ * a flag that takes none.
+ */
+const parseStrict = <const O extends ParseArgsOptionsConfig>(
+  argv: ReadonlyArray<string>,
+  options: O,
+  command: string | null,
+  known: ReadonlyArray<string> = Object.keys(options),
+): Either.Either<ReturnType<typeof parseArgs<{ args: Array<string>; options: O; allowPositionals: true; strict: true }>>, UsageError> => {
+  const args = [...argv]
+  const where = command === null ? "" : ` for massgen ${command}`
+  const { tokens } = parseArgs({ args, options, allowPositionals: true, strict: false, tokens: true })
+  for (const token of tokens) {
+    if (token.kind !== "option") continue
+    const option = options[token.name]
+    if (option === undefined) {
+      const meant = token.rawName.startsWith("--") ? closest(token.name, known) : null
+      return usage("unknown_option", `unknown option ${token.rawName}${where}${meant === null ? "" : `; did you mean --${meant}?`} (${SEE_HELP})`)
+    }
+    const flag = `--${token.name}`
+    if (option.type === "boolean" && token.value !== undefined) return usage("bad_value", `${flag} takes no value, found ${JSON.stringify(token.value)}`)
+    if (option.type === "string" && (token.value === undefined || (!token.inlineValue && token.value.startsWith("-")))) {
+      const after = token.value === undefined ? "" : `, found ${token.value} after it (a value that starts with "-" goes as ${flag}=VALUE)`
+      return usage("missing_value", `${flag} needs a value${after}`)
+    }
+  }
+  try {
+    return Either.right(parseArgs({ args, options, allowPositionals: true, strict: true }))
+  } catch (e) {
+    const text = e instanceof Error ? e.message : String(e)
+    return usage("bad_value", `${text.split("\n")[0] ?? text} (${SEE_HELP})`)
+  }
+}
+
+/** A word that names a file or directory rather than asks: it has a slash, or it is a log directory's name. */
+const looksLikePath = (word: string): boolean => /[/\\]/.test(word) || word.startsWith("log_") || word === "." || word === ".."
+
+/** The command a mistyped first word stands for, under `COMMAND_TYPO_RULE`, or null. */
+const mistypedCommand = (argv: ReadonlyArray<string>): string | null => {
+  const [first, next] = argv
+  if (first === undefined || first.startsWith("-")) return null
+  const meant = closest(first, COMMANDS)
+  if (meant === null) return null
+  return next === undefined || next.startsWith("-") || looksLikePath(next) ? meant : null
+}
 
 /** `--flag -1` as `--flag=-1`: parseArgs would take a negative number for an option and refuse it. */
 const joinNegativeValues = (argv: ReadonlyArray<string>): Array<string> => {
@@ -132,13 +216,9 @@ const viewerOptions = {
 } as const
 
 const parseViewer = (argv: ReadonlyArray<string>): Either.Either<Invocation, UsageError> => {
-  let parsed
-  try {
-    parsed = parseArgs({ args: joinNegativeValues(argv), options: viewerOptions, allowPositionals: true, strict: true })
-  } catch (e) {
-    const text = e instanceof Error ? e.message : String(e)
-    return usage((e as { code?: string }).code === "ERR_PARSE_ARGS_INVALID_OPTION_VALUE" ? "missing_value" : "unknown_option", text.split("\n")[0] ?? text)
-  }
+  const result = parseStrict(joinNegativeValues(argv), viewerOptions, "viewer")
+  if (Either.isLeft(result)) return Either.left(result.left)
+  const parsed = result.right
   const v = parsed.values
   if (v.help) return Either.right({ _tag: "help" })
   if (parsed.positionals.length > 1) return usage("conflict", `viewer takes one LOG_DIR, found ${parsed.positionals.length}`)
@@ -162,16 +242,12 @@ const logDirOptions = {
 
 /** `resume`, `replay` and `status`: one LOG_DIR and their own flags. */
 const parseLogDirCommand = (command: "resume" | "replay" | "status", argv: ReadonlyArray<string>): Either.Either<Invocation, UsageError> => {
-  let parsed
-  try {
-    parsed = parseArgs({ args: [...argv], options: logDirOptions, allowPositionals: true, strict: true })
-  } catch (e) {
-    const text = e instanceof Error ? e.message : String(e)
-    return usage("unknown_option", text.split("\n")[0] ?? text)
-  }
+  const allowed = { resume: ["automation"], replay: ["check", "out"], status: ["json"] }[command]
+  const result = parseStrict(argv, logDirOptions, command, [...allowed, "help"])
+  if (Either.isLeft(result)) return Either.left(result.left)
+  const parsed = result.right
   const v = parsed.values
   if (v.help) return Either.right({ _tag: "help" })
-  const allowed = { resume: ["automation"], replay: ["check", "out"], status: ["json"] }[command]
   const extra = Object.keys(v).find((k) => !allowed.includes(k))
   if (extra !== undefined) return usage("unknown_option", `${command} does not take --${extra}`)
   if (parsed.positionals.length !== 1) return usage("missing_value", `${command} takes one LOG_DIR, found ${parsed.positionals.length}`)
@@ -189,17 +265,16 @@ const parseLogDirCommand = (command: "resume" | "replay" | "status", argv: Reado
 export const parseInvocation = (argv: ReadonlyArray<string>): Either.Either<Invocation, UsageError> => {
   if (argv[0] === "viewer") return parseViewer(argv.slice(1))
   if (argv[0] === "resume" || argv[0] === "replay" || argv[0] === "status") return parseLogDirCommand(argv[0], argv.slice(1))
+  const typo = mistypedCommand(argv)
+  if (typo !== null) {
+    return usage("unknown_command", `unknown command ${argv[0]}; did you mean massgen ${typo}? (a one-word question goes after the options; ${SEE_HELP})`)
+  }
   // `--validate --config FILE` (the automation guide's form): --validate then takes its file from --config.
   const joined = joinNegativeValues(argv)
   const args = joined.map((a, i) => (a === "--validate" && (joined[i + 1] === undefined || joined[i + 1]!.startsWith("-")) ? "--validate=" : a))
-  let parsed
-  try {
-    parsed = parseArgs({ args, options, allowPositionals: true, strict: true })
-  } catch (e) {
-    const text = e instanceof Error ? e.message : String(e)
-    const code = (e as { code?: string }).code
-    return usage(code === "ERR_PARSE_ARGS_INVALID_OPTION_VALUE" ? "missing_value" : "unknown_option", text.split("\n")[0] ?? text)
-  }
+  const result = parseStrict(args, options, null)
+  if (Either.isLeft(result)) return Either.left(result.left)
+  const parsed = result.right
   const v = parsed.values
   if (v.help) return Either.right({ _tag: "help" })
   if (v.version) return Either.right({ _tag: "version" })
@@ -220,8 +295,15 @@ export const parseInvocation = (argv: ReadonlyArray<string>): Either.Either<Invo
       `${modelOnly.map((f) => `--${f}`).join(", ")} only ${modelOnly.length === 1 ? "applies" : "apply"} to --model/--models; with --config, set ${modelOnly.map((f) => keys[f]).join(", ")} in the config`,
     )
   }
-  const question = parsed.positionals.join(" ").trim()
-  if (question === "") return usage("missing_question", 'a question is required, e.g. massgen --config team.yaml "What is 2+2?"')
+  const words = parsed.positionals.join(" ").trim()
+  const file = v["question-file"]
+  if (file !== undefined && words !== "") return usage("conflict", "give the question either as words or with --question-file, not both")
+  const question: QuestionSource =
+    file !== undefined
+      ? { _tag: "file", path: file }
+      : words === "" || words === "-"
+        ? { _tag: "stdin", explicit: words === "-" }
+        : { _tag: "words", text: words }
   let timeout: number | null = null
   if (v["orchestrator-timeout"] !== undefined) {
     timeout = Number(v["orchestrator-timeout"])
@@ -235,6 +317,7 @@ export const parseInvocation = (argv: ReadonlyArray<string>): Either.Either<Invo
     _tag: "run",
     question,
     configPath: v.config ?? null,
+    modelsFlag: v.model !== undefined ? "--model" : v.models !== undefined ? "--models" : null,
     models,
     backend: v.backend ?? null,
     baseUrl: v["base-url"] ?? null,

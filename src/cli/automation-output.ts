@@ -4,21 +4,26 @@
  * Automation mode prints exactly the lines of MassGen's automation guide and
  * nothing else: `LOG_DIR:`, `STATUS:`, `QUESTION:`, the in-progress line, and at
  * the end `WINNER:`, `ANSWER_FILE:`, `DURATION:`, `ANSWER_PREVIEW:` (when there is
- * an answer) and `COMPLETED:`. A preview is one line: white space is folded.
- * The plain display prints one line per coordination event and the final answer.
+ * an answer) and `COMPLETED:`. A preview is one line: white space is folded;
+ * `QUESTION:` and `ANSWER_PREVIEW:` are previews cut at 200 characters.
+ * The plain display prints one line per coordination event and the final
+ * answer; its last line gives the tokens and the cost (`$—` when no call was priced).
  */
 import { join } from "node:path"
 import type { Event } from "../domain/events.ts"
 import { agentFile } from "../domain/run-paths.ts"
-import { truncate } from "../domain/text.ts"
+import { count, formatCost, truncate } from "../domain/text.ts"
 import { type State, activeMs } from "../domain/state.ts"
 
 export const IN_PROGRESS = "[Coordination in progress - monitor status.json for real-time updates]"
 
+/** The `QUESTION:` line's length cap: a longer question shows its start and `...` (events and status.json keep it whole). */
+export const QUESTION_LINE_MAX = 200
+
 export const automationHeader = (logDir: string, question: string): ReadonlyArray<string> => [
   `LOG_DIR: ${logDir}`,
   `STATUS: ${join(logDir, "status.json")}`,
-  `QUESTION: ${oneLine(question)}`,
+  `QUESTION: ${preview(question, QUESTION_LINE_MAX)}`,
   IN_PROGRESS,
 ]
 
@@ -49,11 +54,11 @@ export const automationFooter = (state: State, logDir: string): ReadonlyArray<st
 export const plainLine = (event: Event, state: State, logDir: string): string | null => {
   switch (event._tag) {
     case "run_started":
-      return `Run ${event.run_id}: ${event.agents.length} agents on "${preview(event.question, 80)}" (logs: ${logDir})`
+      return `Run ${event.run_id}: ${count(event.agents.length, "agent")} on "${preview(event.question, 80)}" (logs: ${logDir})`
     case "run_resumed":
-      return `Resumed: ${event.restarted_rounds.length} round(s) start again${event.dropped_lines > 0 ? `, ${event.dropped_lines} unreadable line(s) dropped` : ""}`
+      return `Resumed: ${count(event.restarted_rounds.length, "round")} ${event.restarted_rounds.length === 1 ? "starts" : "start"} again${event.dropped_lines > 0 ? `, ${count(event.dropped_lines, "unreadable line")} dropped` : ""}`
     case "round_started":
-      return `[${event.agent}] round ${event.round}${event.restart ? " (restart)" : ""}: ${event.shown.length} answer(s) shown${event.vote_only ? ", vote only" : ""}`
+      return `[${event.agent}] round ${event.round}${event.restart ? " (restart)" : ""}: ${count(event.shown.length, "answer")} shown${event.vote_only ? ", vote only" : ""}`
     case "round_cancelled":
       return `[${event.agent}] round ${event.round} stopped: a new answer arrived`
     case "reply_rejected":
@@ -73,7 +78,7 @@ export const plainLine = (event: Event, state: State, logDir: string): string | 
     case "final_answer":
       return `Final answer (${event.agent}, ${event.source.replace("_", " ")}):\n${event.content}`
     case "run_finished":
-      return `Run ${event.reason} in ${duration(state)}: ${event.message}`
+      return `Run ${event.reason} in ${duration(state)}: ${event.message} (${count(state.usage.inputTokens + state.usage.outputTokens, "token")}, cost ${formatCost(state.usage.cost)})`
     case "call_start":
     case "call_end":
       return null

@@ -11,6 +11,8 @@
  * class is added to both. `stopSignal` resolves on the first SIGINT or
  * SIGTERM (`main.ts` owns the handlers): a run then stops cleanly (final
  * status.json, a stop event, exit 4); `massgen viewer` stops and exits 0.
+ * Whatever the commands log goes to stderr too, one line each
+ * (`diagnostics.ts`): stdout carries only what a command prints.
  */
 import { Effect, Either } from "effect"
 import pkg from "../../package.json" with { type: "json" }
@@ -24,8 +26,10 @@ import type { ViewerError } from "../services/run-catalog.ts"
 import type { RunLockError } from "../services/run-lock.ts"
 import type { StatusWriteError } from "../services/status-writer.ts"
 import { HELP, type UsageError, parseInvocation } from "./args.ts"
+import { diagnosticsLogger } from "./diagnostics.ts"
 import type { ConfigError } from "./load-config.ts"
 import type { RunDirError } from "./run-dir.ts"
+import { type StdinSource, processStdin, readQuestion } from "./question.ts"
 import { runCommand } from "./run-command.ts"
 import { validateCommand } from "./validate-command.ts"
 import { replayCommand } from "./replay-command.ts"
@@ -76,12 +80,15 @@ export interface ProgramIo {
   readonly stopSignal: Promise<string>
   readonly print: (line: string) => void
   readonly printError: (line: string) => void
+  /** Where `-` (or a piped run with no question) reads the question; the process's standard input by default. */
+  readonly stdin?: StdinSource
 }
 
 /** Runs `massgen` with `argv`; resolves with the exit code. */
-export const runProgram = (argv: ReadonlyArray<string>, io: ProgramIo): Promise<number> => Effect.runPromise(program(argv, io))
+export const runProgram = (argv: ReadonlyArray<string>, io: ProgramIo): Promise<number> =>
+  Effect.runPromise(program(argv, io).pipe(Effect.provide(diagnosticsLogger(io.printError))))
 
-const program = (argv: ReadonlyArray<string>, { stopSignal, print, printError }: ProgramIo): Effect.Effect<number> => {
+const program = (argv: ReadonlyArray<string>, { stopSignal, print, printError, stdin = processStdin }: ProgramIo): Effect.Effect<number> => {
   const parsed = parseInvocation(argv)
   const env = process.env
   const cwd = process.cwd()
@@ -106,7 +113,7 @@ const program = (argv: ReadonlyArray<string>, { stopSignal, print, printError }:
           readLine: readStdinLine,
         })
       case "run":
-        return runCommand(invocation, cli)
+        return Effect.flatMap(readQuestion(invocation.question, stdin), (question) => runCommand({ ...invocation, question }, cli))
       case "resume":
         return resumeCommand(invocation, cli)
       case "replay":

@@ -34,8 +34,8 @@ export const runCommand = (args: RunArgs, ctx: CliContext) =>
   Effect.gen(function* () {
     const loaded = yield* resolveRunConfig(args, ctx.env, ctx.cwd)
     // On stderr: stdout is the automation lines' alone.
-    for (const w of unknownKeys(loaded.raw)) ctx.printError(`massgen: warning: config ${loaded.path ?? "--models"}: ${formatProblem(w)}`)
-    const backends = yield* makeBackends(loaded.config, loaded.env, loaded.path ?? "--models")
+    for (const w of unknownKeys(loaded.raw)) ctx.printError(`massgen: warning: config ${loaded.where}: ${formatProblem(w)}`)
+    const backends = yield* makeBackends(loaded.config, loaded.env, loaded.where)
     const unpriced = unpricedUnderBudget(loaded.config, backends)
     if (unpriced.length > 0) {
       ctx.printError(

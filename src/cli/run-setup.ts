@@ -19,25 +19,34 @@ import type { Backend } from "../services/backend.ts"
 import { makeBackend } from "../services/backend-factory.ts"
 import { type Env, loadDotEnv, resolveApiKey } from "../services/backends/keys.ts"
 import type { RunArgs } from "./args.ts"
-import { ConfigError, decodeDocument, loadConfigFile } from "./load-config.ts"
+import { ConfigError, decodeDocument, isFlag, loadConfigFile } from "./load-config.ts"
 
 export interface RunConfig {
   readonly config: Config
   readonly raw: unknown
   readonly path: string | null
   readonly env: Env
+  /** Where the config comes from, for messages: its file, or the flag its agents were built from (`--model`). */
+  readonly where: string
 }
+
+/** The flag a quick-start config comes from, as typed. */
+const flagOf = (args: RunArgs): string => args.modelsFlag ?? "--models"
 
 const quickStartDocument = (args: RunArgs): Either.Either<unknown, ConfigError> => {
   const agents: Array<unknown> = []
+  if (args.backend !== null && !(BACKEND_TYPES as ReadonlyArray<string>).includes(args.backend)) {
+    const message = `expected one of ${BACKEND_TYPES.join(", ")}, found ${JSON.stringify(args.backend)}`
+    return Either.left(new ConfigError({ reason: "invalid", path: "--backend", problems: [{ path: "", message }] }))
+  }
   for (const [i, model] of args.models.entries()) {
     const type = args.backend ?? inferBackendType(model)
     if (type === null) {
       return Either.left(
         new ConfigError({
           reason: "invalid",
-          path: "--models",
-          problems: [{ path: "", message: `cannot tell the backend of model ${JSON.stringify(model)}: add --backend (one of ${BACKEND_TYPES.join(", ")})` }],
+          path: flagOf(args),
+          problems: [{ path: model, message: `cannot tell its backend from the name: add --backend (one of ${BACKEND_TYPES.join(", ")})` }],
         }),
       )
     }
@@ -60,26 +69,32 @@ export const resolveRunConfig = (args: RunArgs, baseEnv: Env, cwd: string) =>
         ? yield* loadConfigFile(args.configPath, env)
         : yield* Effect.gen(function* () {
             const raw = yield* quickStartDocument(args)
-            return { raw, path: null, config: yield* decodeDocument(raw, "--models", env) }
+            return { raw, path: null, config: yield* decodeDocument(raw, flagOf(args), env) }
           })
     const config: Config =
       args.orchestratorTimeout === null
         ? loaded.config
         : { ...loaded.config, settings: { ...loaded.config.settings, orchestrator_timeout_seconds: args.orchestratorTimeout } }
-    return { config, raw: loaded.raw, path: loaded.path, env } satisfies RunConfig
+    return { config, raw: loaded.raw, path: loaded.path, env, where: loaded.path ?? flagOf(args) } satisfies RunConfig
   })
 
-/** Every agent's missing API key, as config problems (one per agent), for `--validate` and a run alike. */
-export const missingKeys = (config: Config, env: Env): ReadonlyArray<ConfigProblem> =>
+/**
+ * Every agent's missing API key, as config problems (one per agent), for `--validate` and a run alike:
+ * under the key's config path, or for a config built from a flag (`fromFlag`), under the model's name.
+ */
+export const missingKeys = (config: Config, env: Env, fromFlag = false): ReadonlyArray<ConfigProblem> =>
   config.agents.flatMap((agent, i) => {
     const key = resolveApiKey(agent, env)
-    return Either.isLeft(key) ? [{ path: `agents[${i}].backend.api_key`, message: key.left.message }] : []
+    if (Either.isRight(key)) return []
+    return fromFlag
+      ? [{ path: agent.backend.model ?? agent.id, message: `missing API key: set ${key.left.envVars.join(" or ")} in the environment or in .env` }]
+      : [{ path: `agents[${i}].backend.api_key`, message: key.left.message }]
   })
 
-/** Every agent's backend; a run with any key missing stops here, naming every missing variable. */
+/** Every agent's backend; a run with any key missing stops here, naming every missing variable. `path`: the config file or flag. */
 export const makeBackends = (config: Config, env: Env, path = "--models") =>
   Effect.gen(function* () {
-    const missing = missingKeys(config, env)
+    const missing = missingKeys(config, env, isFlag(path))
     if (missing.length > 0) return yield* new ConfigError({ reason: "invalid", path, problems: missing })
     const backends = new Map<string, Backend>()
     for (const agent of config.agents) {

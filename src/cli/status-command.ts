@@ -17,6 +17,7 @@ import { holder } from "../services/run-lock.ts"
 import { StatusWriter } from "../services/status-writer.ts"
 import { openRunDir } from "./run-dir.ts"
 import { preview } from "./automation-output.ts"
+import { count, formatCost } from "../domain/text.ts"
 
 export const statusSummary = (status: StatusJson, live: boolean): ReadonlyArray<string> => {
   const lines = [
@@ -26,13 +27,13 @@ export const statusSummary = (status: StatusJson, live: boolean): ReadonlyArray<
   for (const [id, a] of Object.entries(status.agents)) {
     const vote = a.vote_cast ? `, votes for ${a.vote_cast.voted_for_agent} (${a.vote_cast.voted_for_label})` : ""
     const error = a.error ? `, ${a.error.type}: ${a.error.message}` : ""
-    lines.push(`  ${id}: ${a.status}, ${a.answer_count} answer(s)${vote}${error}`)
+    lines.push(`  ${id}: ${a.status}, ${count(a.answer_count, "answer")}${vote}${error}`)
   }
   const votes = Object.entries(status.results.votes).map(([label, n]) => `${label}: ${n}`).join(", ")
   lines.push(`Votes: ${votes === "" ? "none" : votes}`)
   lines.push(`Winner: ${status.results.winner ?? "none yet"}`)
-  const cost = status.costs.total_estimated_cost
-  lines.push(`Tokens: ${status.costs.total_input_tokens} in, ${status.costs.total_output_tokens} out; cost $${cost.toFixed(4)}`)
+  const cost = Object.values(status.agents).some((a) => a.token_usage.estimated_cost !== null) ? status.costs.total_estimated_cost : null
+  lines.push(`Tokens: ${status.costs.total_input_tokens} in, ${status.costs.total_output_tokens} out; cost ${formatCost(cost)}`)
   return lines
 }
 

@@ -10,6 +10,7 @@
  */
 import type { Event } from "./events.ts"
 import { agentFile } from "./run-paths.ts"
+import { count } from "./text.ts"
 
 const unix = (iso: string): number => Date.parse(iso) / 1000
 
@@ -32,9 +33,9 @@ const entry = (event: Event): CoordinationEvent | null => {
   })
   switch (event._tag) {
     case "run_started":
-      return e("session_start", null, `Started with ${event.agents.length} agents`)
+      return e("session_start", null, `Started with ${count(event.agents.length, "agent")}`)
     case "run_resumed":
-      return e("session_resumed", null, `Resumed; ${event.restarted_rounds.length} round(s) restarted`)
+      return e("session_resumed", null, `Resumed; ${count(event.restarted_rounds.length, "round")} restarted`)
     case "round_started":
       return e(event.restart ? "restart_completed" : "context_received", event.agent, `Round ${event.round} shows ${event.shown.join(", ") || "no answers"}`, {
         labels: event.shown,

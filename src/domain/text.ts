@@ -1,9 +1,13 @@
 /**
- * Cutting text for previews without breaking a character.
+ * Small pieces of text for people: previews, counts, costs.
  *
  * JavaScript strings count UTF-16 units: cutting between the two halves of a
  * surrogate pair (an emoji, say) leaves a lone half, which JSON readers such as
  * jq refuse. `truncate` cuts at most `max` units and never inside a pair.
+ * `count(n, "agent")` is "1 agent" or "2 agents". `formatCost` is how every
+ * text output writes a cost: `$—` when no call was priced (never `$0.0000`,
+ * which would say the calls were free), else dollars to 4 places under a cent
+ * and 2 above.
  */
 
 const isHighSurrogate = (code: number): boolean => code >= 0xd800 && code <= 0xdbff
@@ -12,3 +16,9 @@ export const truncate = (text: string, max: number): string => {
   if (text.length <= max) return text
   return isHighSurrogate(text.charCodeAt(max - 1)) ? text.slice(0, max - 1) : text.slice(0, max)
 }
+
+/** `n` and the word, singular for one: "1 answer", "0 answers", "1,200 tokens". */
+export const count = (n: number, word: string, plural = `${word}s`): string => `${n.toLocaleString("en-US")} ${n === 1 ? word : plural}`
+
+/** A cost in dollars, or `$—` when nothing was priced (null). */
+export const formatCost = (cost: number | null): string => (cost === null ? "$—" : cost < 0.01 ? `$${cost.toFixed(4)}` : `$${cost.toFixed(2)}`)

@@ -17,6 +17,7 @@
 import type { Event, FinalSource, FinishReason } from "./events.ts"
 import { type State, evolve, initialState } from "./state.ts"
 import { type AgentStatus, type Phase, project } from "./status.ts"
+import { count } from "./text.ts"
 
 export const TAIL_LIMIT = 4000
 export const TIMELINE_LIMIT = 200
@@ -89,9 +90,9 @@ const flat = (text: string, max: number): string => {
 export const timelineText = (event: Event): string | null => {
   switch (event._tag) {
     case "run_started":
-      return `run started: ${event.agents.length} agents`
+      return `run started: ${count(event.agents.length, "agent")}`
     case "run_resumed":
-      return `run resumed, ${event.restarted_rounds.length} round(s) restarted`
+      return `run resumed, ${count(event.restarted_rounds.length, "round")} restarted`
     case "round_started":
       return `round ${event.round}${event.restart ? " (restart)" : ""}${event.vote_only ? ", vote only" : ""}, ${event.shown.length} shown`
     case "round_cancelled":

@@ -16,6 +16,7 @@
 import { Duration, Effect } from "effect"
 import type { Agent } from "../domain/config.ts"
 import type { LlmReply, LlmRequest, ToolCall } from "../domain/llm.ts"
+import { count } from "../domain/text.ts"
 import { type Backend, BackendError } from "./backend.ts"
 
 const estimateTokens = (text: string): number => Math.ceil(text.length / 4)
@@ -66,7 +67,7 @@ export const makeScriptedBackend = (agent: Agent): Backend => {
       return make(`Writing an answer.`, [toolCall(n, "new_answer", { content })])
     }
     const target = cfg.vote !== undefined && ctx.shown.some((a) => a.anonId === cfg.vote) ? cfg.vote : ctx.selfAnonId
-    return make(`Reviewing ${ctx.shown.length} answer(s).`, [
+    return make(`Reviewing ${count(ctx.shown.length, "answer")}.`, [
       toolCall(n, "vote", { agent_id: target, reason: cfg.reason ?? `${target} has the best answer` }),
     ])
   }

@@ -5,7 +5,8 @@
  *
  * - `sandbox()` makes a fresh working directory (removed by `cleanupSandboxes`).
  * - `writeConfig(dir, doc)` writes a YAML config (an object or YAML text) there.
- * - `runCli(mode, args, opts)` runs to the end and returns what the user saw.
+ * - `runCli(mode, args, opts)` runs to the end and returns what the user saw
+ *   (`opts.stdin`: the text the child reads on standard input).
  * - `startCli(mode, args, opts)` starts a run and hands back the live process,
  *   `waitForLine(prefix)` (resolves on the first stdout line starting with it)
  *   and `done` (the finished result).
@@ -55,6 +56,8 @@ export interface CliOptions {
   readonly timeoutMs?: number
   /** Run with no other child of this test process running meanwhile. */
   readonly exclusive?: boolean
+  /** What the child reads on standard input; when not given, stdin is /dev/null. */
+  readonly stdin?: string
 }
 
 /** How many children run at once. */
@@ -119,7 +122,7 @@ const childEnv = (extra: CliOptions["env"]): Record<string, string> => {
 }
 
 export interface RunningCli {
-  readonly proc: Bun.Subprocess<"ignore", "pipe", "pipe">
+  readonly proc: Bun.Subprocess<"ignore" | Blob, "pipe", "pipe">
   readonly cwd: string
   /** stdout lines seen so far. */
   readonly lines: ReadonlyArray<string>
@@ -135,7 +138,7 @@ const spawnCli = (mode: Mode, args: ReadonlyArray<string>, options: CliOptions =
   const proc = Bun.spawn([...command(mode), ...args], {
     cwd,
     env: childEnv(options.env),
-    stdin: "ignore",
+    stdin: options.stdin === undefined ? "ignore" : new Blob([options.stdin]),
     stdout: "pipe",
     stderr: "pipe",
   })

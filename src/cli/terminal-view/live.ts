@@ -8,7 +8,8 @@
  * terminal so nothing scrolls. When the scope closes (the run ended, or it was
  * stopped) it erases the live frame, prints the summary (`renderSummary`,
  * with the whole final answer) and shows the cursor again; a process that
- * exits without closing the scope still gets its cursor back.
+ * exits without closing the scope still gets its cursor back. Colours are
+ * left out when `NO_COLOR` is set (no-color.org).
  *
  * Words: the *clock* says what "now" is for the elapsed time: `wall` for a run
  * being watched as it happens, `events` (the newest event's time) for a replay.
@@ -24,7 +25,12 @@ export const REDRAW_MS = 40
 export interface TerminalOptions {
   readonly out: NodeJS.WriteStream
   readonly clock: "wall" | "events"
+  /** Styles on or off; by default on unless `NO_COLOR` is set (`colorWanted`). */
+  readonly color?: boolean
 }
+
+/** Whether colour is wanted: not when `NO_COLOR` is set to anything but the empty string (no-color.org). */
+export const colorWanted = (env: Readonly<Record<string, string | undefined>> = process.env): boolean => (env.NO_COLOR ?? "") === ""
 
 const SHOW_CURSOR = "\x1b[?25h"
 
@@ -37,7 +43,7 @@ export const terminalDisplay = (options: TerminalOptions) =>
     }),
   ) satisfies Effect.Effect<unknown, never, Scope.Scope>
 
-const openTerminal = ({ out, clock }: TerminalOptions) => {
+const openTerminal = ({ out, clock, color = colorWanted() }: TerminalOptions) => {
   const draw = createLogUpdate(out, { showCursor: false })
   let model: ViewModel = emptyViewModel
   let pending: ReturnType<typeof setTimeout> | null = null
@@ -48,7 +54,7 @@ const openTerminal = ({ out, clock }: TerminalOptions) => {
     pending = null
     if (closed) return
     const { columns, rows } = size()
-    draw(renderFrame(viewOf(model, now()), columns, Math.max(1, rows - 1), { color: true }).join("\n"))
+    draw(renderFrame(viewOf(model, now()), columns, Math.max(1, rows - 1), { color }).join("\n"))
   }
   const ticker = setInterval(() => {
     if (model.state.finished === null) redraw()
@@ -76,7 +82,7 @@ const openTerminal = ({ out, clock }: TerminalOptions) => {
       draw.clear()
       closed = true
       draw.done()
-      const lines = renderSummary(viewOf(model, now()), size().columns, { color: true })
+      const lines = renderSummary(viewOf(model, now()), size().columns, { color })
       out.write(lines.length > 0 ? `${lines.join("\n")}\n${SHOW_CURSOR}` : SHOW_CURSOR)
       process.off("exit", restoreCursor)
     },

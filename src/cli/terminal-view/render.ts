@@ -14,7 +14,8 @@
  */
 import type { AgentStatus } from "../../domain/status.ts"
 import type { AgentView, View } from "../../domain/view-model.ts"
-import { type Segment, cell, ellipsis, width, formatCost, formatSeconds, formatTokens, reflow, style, wrap } from "./text.ts"
+import { formatCost } from "../../domain/text.ts"
+import { type Segment, cell, ellipsis, width, formatSeconds, formatTokens, reflow, style, wrap } from "./text.ts"
 
 export const MIN_PANEL_WIDTH = 36
 const PANEL_CHROME = 4 // two borders and two fixed lines

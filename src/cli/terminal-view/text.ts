@@ -89,8 +89,6 @@ export const wrap = (text: string, columns: number): Array<string> => {
 export const formatTokens = (n: number): string =>
   n >= 1_000_000 ? `${(n / 1_000_000).toFixed(1)}M` : n >= 10_000 ? `${Math.round(n / 1000)}k` : n.toLocaleString("en-US")
 
-export const formatCost = (cost: number | null): string => (cost === null ? "$—" : cost < 0.01 ? `$${cost.toFixed(4)}` : `$${cost.toFixed(2)}`)
-
 export const formatSeconds = (s: number): string =>
   s < 60 ? `${s.toFixed(1)}s` : `${Math.floor(s / 60)}m${String(Math.floor(s % 60)).padStart(2, "0")}s`
 
