@@ -11,7 +11,9 @@
  * config is read, every backend is built (keys present) and the lock is taken;
  * a directory that is not a run, or whose config cannot be read, is exit 1.
  */
+import { existsSync } from "node:fs"
 import { Effect } from "effect"
+import { agentFile } from "../domain/run-paths.ts"
 import { type State, foldEvents } from "../domain/state.ts"
 import { makeBackends } from "./run-setup.ts"
 import { loadDotEnv } from "../services/backends/keys.ts"
@@ -38,7 +40,7 @@ export const resumeCommand = (args: ResumeArgs, ctx: CliContext) =>
     /**
      * A finished run is not run again. Its process may have died after run_finished and
      * before its last files: when no live process holds the run, status.json and the
-     * derived files are written again from the events (the same bytes when nothing was lost).
+     * derived files (and a missing final answer file) are written again from the events (the same bytes when nothing was lost).
      */
     const reportFinished = (path: string, state: State, events: ReadonlyArray<Event>) =>
       Effect.gen(function* () {
@@ -46,6 +48,10 @@ export const resumeCommand = (args: ResumeArgs, ctx: CliContext) =>
         if (holder(path) === null) {
           yield* writeFileAtomic(join(path, "status.json"), `${JSON.stringify(project(state, finished.time, path), null, 2)}\n`).pipe(Effect.ignore)
           yield* writeDerivedFiles(events).pipe(Effect.provide(liveRunFiles(path)))
+          // The final answer is in its event: a file lost since (or never written, by an older massgen) is written again.
+          const final = state.final
+          const answerFile = final === null ? null : join(path, agentFile(final.agent, "final_answer"))
+          if (final !== null && answerFile !== null && !existsSync(answerFile)) yield* writeFileAtomic(answerFile, final.content).pipe(Effect.ignore)
         }
         if (args.automation) {
           for (const line of [...automationHeader(path, state.run!.question), ...footerLines(state, path)]) ctx.print(line)
