@@ -268,7 +268,8 @@ const expectAccounting = (run: Run, priced: boolean) => {
   }
   expect(status.costs.total_input_tokens).toBe(ok.length * USAGE.input)
   expect(status.costs.total_output_tokens).toBe(ok.length * USAGE.output)
-  expect(status.costs.total_estimated_cost).toBeCloseTo(priced ? ok.length * CALL_COST : 0, 12)
+  if (priced) expect(status.costs.total_estimated_cost).toBeCloseTo(ok.length * CALL_COST, 12)
+  else expect(status.costs.total_estimated_cost).toBeNull()
   for (const [id, agent] of Object.entries<any>(status.agents)) {
     const n = ok.filter((e) => e.agent === id).length
     expectLike({ id, usage: agent.token_usage }, {
@@ -414,7 +415,7 @@ describe.concurrent("three agents on one provider", () => {
       const run = await runConfig("source", doc, { env: KEYS_ENV })
       expectCouncilWon(run)
       expectAccounting(run, false)
-      expect(statusOf(run).costs.total_estimated_cost).toBe(0)
+      expect(statusOf(run).costs.total_estimated_cost).toBeNull()
       expectNoKeyText(run)
     })
   }, TEST_TIMEOUT_MS)

@@ -46,7 +46,7 @@ export const automationFooter = (state: State, logDir: string): ReadonlyArray<st
     lines.push(`DURATION: ${duration(state)}`)
     lines.push(`ANSWER_PREVIEW: ${preview(final.content)}`)
   }
-  lines.push(`COMPLETED: ${state.agents.length} agents, ${duration(state)} total`)
+  lines.push(`COMPLETED: ${count(state.agents.length, "agent")}, ${duration(state)} total`)
   return lines
 }
 

@@ -69,7 +69,7 @@ export interface StatusJson {
   readonly is_complete: boolean
   readonly finish_reason: FinishReason | "in_progress"
   readonly costs: {
-    readonly total_estimated_cost: number
+    readonly total_estimated_cost: number | null
     readonly total_input_tokens: number
     readonly total_output_tokens: number
   }
@@ -165,7 +165,7 @@ export const project = (state: State, at: number, logDir = ""): StatusJson => {
     is_complete: state.finished !== null,
     finish_reason: state.finished?.reason ?? "in_progress",
     costs: {
-      total_estimated_cost: state.usage.cost ?? 0,
+      total_estimated_cost: state.usage.cost,
       total_input_tokens: state.usage.inputTokens,
       total_output_tokens: state.usage.outputTokens,
     },
