@@ -158,3 +158,42 @@ describe("text cells", () => {
     expect(reflow("a\nb\n\n- x\n- y\n# H\n```\nk\nl\n```")).toBe("a b\n\n- x\n- y\n# H\n```\nk\nl\n```")
   })
 })
+
+describe("where the run is, and how to take it up again", () => {
+  const DIR = "/runs/log_20261201_000000_000001"
+  test("every frame of a live run shows its log directory under the header", () => {
+    const lines = renderFrame(viewAfter(upTo((e) => e._tag === "answer_submitted")), 80, 24, { logDir: DIR }).map(strip)
+    expect(lines[2]).toBe(`Logs: ${DIR}`)
+    expectFits(lines, 80, 24)
+  })
+
+  test("the last screen of a completed run shows the log directory and no resume hint", () => {
+    const lines = renderSummary(viewAfter(run.events), 80, { logDir: DIR }).map(strip)
+    expect(lines).toContain(`Logs: ${DIR}`)
+    expect(lines.some((l) => l.includes("massgen resume"))).toBe(false)
+  })
+
+  test("the last screen of a run stopped by a signal, or stopped before it finished, ends with the resume hint", () => {
+    const stopped: Event = { _tag: "run_finished", time: run.events[5]!.time, reason: "interrupted", winner: null, message: "stopped by SIGINT" }
+    for (const events of [[...run.events.slice(0, 5), stopped], run.events.slice(0, 5)]) {
+      const lines = renderSummary(viewAfter(events), 80, { logDir: DIR }).map(strip)
+      expect(lines.at(-1)).toBe(`resume with: massgen resume ${DIR}`)
+    }
+  })
+
+  test("a run stopped by its timeout cannot be resumed: no hint", () => {
+    const stopped: Event = { _tag: "run_finished", time: run.events[5]!.time, reason: "timeout", winner: null, message: "orchestrator timeout" }
+    const lines = renderSummary(viewAfter([...run.events.slice(0, 5), stopped]), 80, { logDir: DIR }).map(strip)
+    expect(lines.some((l) => l.includes("massgen resume"))).toBe(false)
+  })
+
+  test("agents that never finished are not shown as completed; only the winner carries the winner's mark", () => {
+    const stopped: Event = { _tag: "run_finished", time: run.events[5]!.time, reason: "interrupted", winner: null, message: "stopped" }
+    const view = viewAfter([...run.events.slice(0, 5), stopped])
+    expect(view.agents.map((a) => a.status).filter((s) => s === "completed")).toEqual([])
+    const done = viewAfter(run.events)
+    const marked = renderSummary(done, 100).map(strip).filter((l) => l.includes("★"))
+    expect(marked).toHaveLength(1)
+    expect(marked[0]).toContain(done.winner!)
+  })
+})

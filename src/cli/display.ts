@@ -54,5 +54,5 @@ export const runDisplay = (
   args.automation
     ? Effect.succeed(undefined)
     : wantsTerminalView(args.noDisplay)
-      ? Effect.map(terminalDisplay({ out: process.stdout, clock: "wall" }), observerOf)
+      ? Effect.map(terminalDisplay({ out: process.stdout, clock: "wall", logDir }), observerOf)
       : Effect.succeed(observerOf(plainDisplay(print, logDir)))

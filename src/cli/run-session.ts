@@ -47,10 +47,11 @@ export interface SessionInput {
   readonly printError: (line: string) => void
 }
 
-/** The one-line account of a run that did not complete, for stderr. */
-export const unfinishedMessage = (state: State): string => {
+/** The one-line account of a run that did not complete, for stderr; a run a signal stopped says how to resume it. */
+export const unfinishedMessage = (state: State, logDir: string): string => {
   const failures = state.agents.filter((a) => a.failure !== null).map((a) => `${a.info.id}: ${a.failure!.message}`)
-  return `massgen: run ${state.finished?.reason ?? "stopped"}: ${state.finished?.message ?? ""}${failures.length > 0 ? ` (${failures.join("; ")})` : ""}`
+  const hint = state.finished === null || state.finished.reason === "interrupted" ? `; resume with: massgen resume ${logDir}` : ""
+  return `massgen: run ${state.finished?.reason ?? "stopped"}: ${state.finished?.message ?? ""}${failures.length > 0 ? ` (${failures.join("; ")})` : ""}${hint}`
 }
 
 /**
@@ -100,6 +101,6 @@ export const runSession = (input: SessionInput) =>
       return result
     }).pipe(Effect.scoped, Effect.provide(layer))
     if (input.automation) for (const line of footerLines(outcome.state, logDir)) input.print(line)
-    if (outcome.reason !== "completed") input.printError(unfinishedMessage(outcome.state))
+    if (outcome.reason !== "completed") input.printError(unfinishedMessage(outcome.state, logDir))
     return EXIT_CODES[outcome.reason]
   })

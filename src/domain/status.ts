@@ -81,8 +81,12 @@ const baseName = (path: string): string => path.replace(/[/\\]+$/, "").split(/[/
 
 const agentStatus = (state: State, a: AgentState): AgentStatus => {
   if (a.failure !== null) return a.failure.kind
-  // Once the run is over nobody is working or waiting any more: a live agent voted, or it is done.
-  if (state.finished !== null) return a.vote !== null && state.final?.agent !== a.info.id ? "voted" : "completed"
+  // Once the run is over nobody is working any more; only the winner of a completed run finished all its work.
+  if (state.finished !== null) {
+    if (state.finished.reason === "completed" && state.final?.agent === a.info.id) return "completed"
+    if (a.vote !== null) return "voted"
+    return a.answers.length > 0 ? "answered" : "waiting"
+  }
   if (state.presentation?.agent === a.info.id) {
     if (state.final !== null) return "completed"
     if (state.presentation.callsModel) return "streaming"

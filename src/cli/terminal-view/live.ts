@@ -27,6 +27,8 @@ export interface TerminalOptions {
   readonly clock: "wall" | "events"
   /** Styles on or off; by default on unless `NO_COLOR` is set (`colorWanted`). */
   readonly color?: boolean
+  /** The run's log directory, shown on every frame and in the summary. */
+  readonly logDir?: string
 }
 
 /** Whether colour is wanted: not when `NO_COLOR` is set to anything but the empty string (no-color.org). */
@@ -43,7 +45,8 @@ export const terminalDisplay = (options: TerminalOptions) =>
     }),
   ) satisfies Effect.Effect<unknown, never, Scope.Scope>
 
-const openTerminal = ({ out, clock, color = colorWanted() }: TerminalOptions) => {
+const openTerminal = ({ out, clock, color = colorWanted(), logDir }: TerminalOptions) => {
+  const frame = logDir === undefined ? { color } : { color, logDir }
   const draw = createLogUpdate(out, { showCursor: false })
   let model: ViewModel = emptyViewModel
   let pending: ReturnType<typeof setTimeout> | null = null
@@ -54,7 +57,7 @@ const openTerminal = ({ out, clock, color = colorWanted() }: TerminalOptions) =>
     pending = null
     if (closed) return
     const { columns, rows } = size()
-    draw(renderFrame(viewOf(model, now()), columns, Math.max(1, rows - 1), { color }).join("\n"))
+    draw(renderFrame(viewOf(model, now()), columns, Math.max(1, rows - 1), frame).join("\n"))
   }
   const ticker = setInterval(() => {
     if (model.state.finished === null) redraw()
@@ -82,7 +85,7 @@ const openTerminal = ({ out, clock, color = colorWanted() }: TerminalOptions) =>
       draw.clear()
       closed = true
       draw.done()
-      const lines = renderSummary(viewOf(model, now()), size().columns, { color })
+      const lines = renderSummary(viewOf(model, now()), size().columns, frame)
       out.write(lines.length > 0 ? `${lines.join("\n")}\n${SHOW_CURSOR}` : SHOW_CURSOR)
       process.off("exit", restoreCursor)
     },

@@ -10,7 +10,9 @@
  * once a winner is chosen. When the panels do not fit they shrink to one line
  * per agent. `renderSummary(view, columns)` is what stays on screen after a
  * live view ends: the same header, one line per agent, the votes table and the
- * whole final answer.
+ * whole final answer. With `logDir`, both show where the run's files are, and
+ * the summary of a run stopped before it finished (or by a signal) ends with
+ * `resume with: massgen resume DIR`.
  */
 import type { AgentStatus } from "../../domain/status.ts"
 import type { AgentView, View } from "../../domain/view-model.ts"
@@ -22,6 +24,8 @@ const PANEL_CHROME = 4 // two borders and two fixed lines
 const MAX_PANEL_HEIGHT = 16
 
 export interface FrameOptions {
+  /** The run's log directory: shown under the header, and in the resume hint of a stopped run. */
+  readonly logDir?: string
   readonly color?: boolean
 }
 
@@ -38,6 +42,14 @@ const STATUS: Record<AgentStatus, readonly [symbol: string, sgr: string]> = {
 
 const line = (segments: ReadonlyArray<Segment>, columns: number, color: boolean): string =>
   cell(segments, columns, color).trimEnd()
+
+/** Where the run's files are, when the view knows. */
+const logsLine = (logDir: string | undefined, columns: number, color: boolean): Array<string> =>
+  logDir === undefined ? [] : [line([["Logs: ", "2"], [logDir, "2"]], columns, color)]
+
+/** A run stopped before it finished, or by a signal, is taken up again by `massgen resume`. */
+export const resumeHint = (view: View, logDir: string): string | null =>
+  view.finished === null || view.finished.reason === "interrupted" ? `resume with: massgen resume ${logDir}` : null
 
 export const headerLines = (view: View, columns: number, color: boolean): Array<string> => {
   const state = view.finished === null ? view.phase.replace("_", " ") : view.finished.reason
@@ -164,7 +176,7 @@ export const renderFrame = (view: View, columns: number, rows: number, options: 
   const color = options.color === true
   const cols = Math.max(20, columns)
   if (!view.started) return [line([[" MassGen ", "1;7;36"], ["  waiting for the run to start…", "2"]], cols, color)].slice(0, rows)
-  const out = headerLines(view, cols, color)
+  const out = [...headerLines(view, cols, color), ...logsLine(options.logDir, cols, color)]
   const agents = view.agents
   const perRow = Math.max(1, Math.min(agents.length, Math.floor(cols / MIN_PANEL_WIDTH)))
   const gridRows = Math.ceil(agents.length / perRow)
@@ -211,5 +223,7 @@ export const renderSummary = (view: View, columns: number, options: FrameOptions
     "",
     finalTitle(view, cols, color),
     ...finalBody(view, cols),
+    ...(options.logDir === undefined ? [] : ["", ...logsLine(options.logDir, cols, color)]),
+    ...(options.logDir === undefined ? [] : [resumeHint(view, options.logDir)].flatMap((hint) => (hint === null ? [] : [style(hint, "1;33", color)]))),
   ]
 }
