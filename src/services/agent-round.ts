@@ -116,7 +116,7 @@ const callWithRetries = (
         stream = stream.pipe(
           Effect.timeoutFail({
             duration: Duration.seconds(seconds),
-            onTimeout: () => new BackendError({ reason: "timeout", detail: `no reply after ${seconds}s`, retryable: true, retryAfterSeconds: null }),
+            onTimeout: () => new BackendError({ reason: "timeout", detail: `no reply${backend.endpoint === undefined ? "" : ` from ${backend.endpoint}`} after ${seconds}s`, retryable: true, retryAfterSeconds: null }),
           }),
         )
       }
