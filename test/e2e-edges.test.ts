@@ -145,6 +145,17 @@ describe("a credential in base_url is masked wherever the URL is written; the re
     })
   }, TIMEOUT_MS)
 
+  test("--validate --json on a base_url that is not http(s): the problem shows it with its credentials masked", async () => {
+    const cwd = sandbox()
+    const config = writeConfig(cwd, { agents: [{ id: "a", backend: { type: "chatcompletion", base_url: "htp://me:hush-pw@llm.example/v1?token=hush-t&v=2" } }] })
+    const json = await run(["--validate", config, "--json"], cwd)
+    expect(json.exitCode).toBe(1)
+    expect(JSON.parse(json.stdout).problems).toEqual([
+      { path: "agents[0].backend.base_url", message: 'Expected an http or https URL, found "htp://***@llm.example/v1?token=***&v=2"' },
+    ])
+    expectNoSecret(json, cwd)
+  }, TIMEOUT_MS)
+
   test("a provider that echoes the URL in an error: masked in events, status.json, llm_log and on stderr", async () => {
     let origin = ""
     const respond = (req: FakeRequest): Behaviour => status(400, { body: { error: { message: `bad request to ${origin}${req.path}${req.query}` } } })
