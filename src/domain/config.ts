@@ -7,9 +7,9 @@
  * `ConfigProblem`s, each naming the key's path (`agents[1].backend.type`), what
  * was expected and what was found. It is pure: the environment comes in as a map.
  * A problem never shows what a `${VAR}` expanded to: a value that holds a
- * reference is shown as written (`found ${MY_KEY}`), and the value of every
- * variable a reference names is replaced by its reference anywhere in a
- * message; the credentials of a URL are masked (`safe-url.ts`).
+ * reference is shown as written (`found ${MY_KEY}`), and wherever else the
+ * problem's message holds a referenced variable's value, its reference stands
+ * instead; the credentials of a URL are masked (`safe-url.ts`).
  * `maskSecrets(raw)` gives the document as it may be written to a log
  * (`execution_metadata.yaml`): secret-looking keys hold `***` unless they only
  * name an environment variable, and URLs have their credentials masked.
