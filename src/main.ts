@@ -1,5 +1,9 @@
 /**
- * The `massgen` executable: signal handlers first, then the program.
+ * The `massgen` executable: the file mode mask and signal handlers first, then the program.
+ *
+ * The umask is 077 before anything is written: everything massgen creates
+ * (log directories and their files: prompts and answers are private) is
+ * readable by its owner only, whatever the user's umask.
  *
  * The handlers are installed before the rest of the code is even loaded, so a
  * SIGINT or SIGTERM that comes during start-up still stops a run cleanly (exit
@@ -9,6 +13,8 @@
  * left their log directories complete. stdout and stderr go quiet, not fatal, once their reader has gone
  * (`massgen ... | head -1`).
  */
+process.umask(0o077)
+
 const stopSignal = new Promise<string>((resolve) => {
   let seen = 0
   const on = (signal: NodeJS.Signals) => () => {

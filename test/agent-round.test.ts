@@ -280,11 +280,59 @@ describe("runRound", () => {
   effect("the agent timeout covers the retries of a round, not each call", () =>
     Effect.gen(function* () {
       const { deps } = makeDeps()
-      const backend = fakeBackend([fail({ retryAfterSeconds: 20 })], { maxRetries: 10 })
+      const backend = fakeBackend([fail({ retryAfterSeconds: 20 }), hang], { maxRetries: 10 })
       const fiber = yield* Effect.fork(runRound(deps, roundInput(backend, { agentTimeoutSeconds: 30 })))
-      yield* TestClock.adjust("30 seconds")
+      yield* TestClock.adjust("29999 millis")
+      expect(yield* isDone(fiber)).toBe(false)
+      yield* TestClock.adjust("1 millis")
       expect(yield* Fiber.join(fiber)).toMatchObject({ _tag: "failed", kind: "timeout" })
       expect(backend.requests).toHaveLength(2)
+    }),
+  )
+
+  const rateLimited = (retryAfterSeconds: number) =>
+    ({
+      _tag: "error",
+      error: new BackendError({ reason: "rate_limited", detail: "HTTP 429: slow down, tokens per minute exceeded", retryable: true, retryAfterSeconds }),
+    }) as const
+
+  effect("a retry-after longer than the round's time left fails the call at once, as rate-limited, with the provider's message", () =>
+    Effect.gen(function* () {
+      const { deps, events } = makeDeps()
+      const backend = fakeBackend([rateLimited(5), rateLimited(120), ok(newAnswer("4"))], { maxRetries: 5 })
+      const fiber = yield* Effect.fork(runRound(deps, roundInput(backend, { agentTimeoutSeconds: 30 })))
+      // The first retry-after (5 s) fits in the 30 s of the round: it is waited for.
+      yield* TestClock.adjust("5 seconds")
+      // The second (120 s) does not fit in the 25 s left: no waiting, no timeout.
+      expect(yield* isDone(fiber)).toBe(true)
+      const message = "rate limited: HTTP 429: slow down, tokens per minute exceeded (retry-after 120s is past the 25s left of agent_timeout_seconds)"
+      expect(yield* Fiber.join(fiber)).toEqual({ _tag: "failed", agent: "a", round: 1, kind: "error", message })
+      expect(ofTag(events, "call_retried").map((e) => e.delay_seconds)).toEqual([5])
+      expect(ofTag(events, "call_end").map((e) => e.error)).toEqual([
+        "rate limited: HTTP 429: slow down, tokens per minute exceeded",
+        "rate limited: HTTP 429: slow down, tokens per minute exceeded",
+      ])
+      expect(backend.requests).toHaveLength(2)
+    }),
+  )
+
+  effect("a retry-after that ends exactly at the round's timeout is not waited for either; the presentation fails the same way", () =>
+    Effect.gen(function* () {
+      const { deps } = makeDeps()
+      const round = yield* runRound(deps, roundInput(fakeBackend([rateLimited(30)], { maxRetries: 1 }), { agentTimeoutSeconds: 30 }))
+      expect(round).toMatchObject({ _tag: "failed", kind: "error", message: expect.stringContaining("retry-after 30s is past the 30s left") })
+      const presentation = yield* runPresentation(deps, roundInput(fakeBackend([rateLimited(3600)], { maxRetries: 1 })))
+      expect(presentation).toMatchObject({ _tag: "presentation_failed", message: expect.stringContaining("rate limited: HTTP 429") })
+    }),
+  )
+
+  effect("a backoff past the round's deadline is not waited for: the call fails with its own error", () =>
+    Effect.gen(function* () {
+      const { deps, events } = makeDeps()
+      const backend = fakeBackend([fail()], { maxRetries: 3 })
+      const result = yield* runRound(deps, roundInput(backend, { agentTimeoutSeconds: 0.5 }))
+      expect(result).toMatchObject({ _tag: "failed", kind: "error", message: expect.stringMatching(/^server error: HTTP 503 \(the next retry in [01](\.\d+)?s is past the 0\.5s left of agent_timeout_seconds\)$/) })
+      expect(ofTag(events, "call_retried")).toEqual([])
     }),
   )
 

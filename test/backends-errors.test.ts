@@ -52,4 +52,30 @@ describe("scrubbing", () => {
     expect(status(404)).toMatchObject({ reason: "bad_request", retryable: false })
     expect(status(422)).toMatchObject({ reason: "bad_request", retryable: false })
   })
+
+  test("the credentials of a URL are masked wherever a URL appears", () => {
+    expect(scrubSecrets("GET https://me:pw@h.example/v1?key=k1&v=2 failed", [])).toBe("GET https://***@h.example/v1?key=***&v=2 failed")
+  })
+})
+
+describe("a connection error names the endpoint and the cause", () => {
+  const failed = (code: string, message: string) =>
+    new OpenAI.APIConnectionError({ message: "Connection error.", cause: Object.assign(new TypeError(message), { code, path: "http://u:p@h/v1?key=k" }) })
+  const endpoint = "https://llm.example:443"
+
+  test("refused, DNS, TLS, reset, timed out; before the reply a network error, during it a stream cut", () => {
+    const open = (code: string, message: string) => toBackendError(failed(code, message), "open", [], endpoint).message
+    expect(open("ECONNREFUSED", "ECONNREFUSED: Unable to connect.")).toBe(`network: cannot connect to ${endpoint}: connection refused (ECONNREFUSED)`)
+    expect(open("ENOTFOUND", "getaddrinfo ENOTFOUND llm.example")).toBe(`network: cannot connect to ${endpoint}: DNS lookup failed (ENOTFOUND)`)
+    expect(open("DEPTH_ZERO_SELF_SIGNED_CERT", "self signed certificate")).toBe(
+      `network: cannot connect to ${endpoint}: TLS error: self signed certificate (DEPTH_ZERO_SELF_SIGNED_CERT)`,
+    )
+    expect(open("ETIMEDOUT", "connect ETIMEDOUT")).toBe(`network: cannot connect to ${endpoint}: timed out (ETIMEDOUT)`)
+    expect(toBackendError(failed("ECONNRESET", "socket closed"), "read", [], endpoint)).toMatchObject({
+      reason: "stream_cut",
+      detail: `stream from ${endpoint} broke: connection reset (ECONNRESET)`,
+      retryable: true,
+    })
+    expect(toBackendError(new OpenAI.APIConnectionTimeoutError(), "open", [], endpoint).message).toBe(`timeout: no reply from ${endpoint}: request timed out`)
+  })
 })

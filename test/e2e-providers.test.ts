@@ -24,6 +24,7 @@ import {
   type FakeLlm,
   type FakeRequest,
   type FakeUsage,
+  NO_PROXY_ENV,
   cut,
   hang,
   offeredTools,
@@ -70,12 +71,7 @@ const CLEAN_ENV: Record<string, string | undefined> = {
   OPENROUTER_API_KEY: undefined,
   FAKE_LLM_KEY: undefined,
   // The fake is on 127.0.0.1: no proxy in between.
-  HTTP_PROXY: undefined,
-  HTTPS_PROXY: undefined,
-  ALL_PROXY: undefined,
-  http_proxy: undefined,
-  https_proxy: undefined,
-  all_proxy: undefined,
+  ...NO_PROXY_ENV,
 }
 const KEYS_ENV = { OPENAI_API_KEY: KEY, ANTHROPIC_API_KEY: OPAQUE_KEY, FAKE_LLM_KEY: KEY }
 
@@ -507,7 +503,7 @@ describe.concurrent("mixed providers and faults", () => {
       const events = eventsOf(run)
       const ends = ofType(events, "call_end", "agent_b")
       expect(ends).toHaveLength(1)
-      expect(ends[0].error).toBe("timeout: no reply after 0.5s")
+      expect(ends[0].error).toBe(`timeout: no reply from ${fake.url} after 0.5s`)
       expect(ends[0].seconds).toBeGreaterThanOrEqual(0.5)
       expect(ofType(events, "call_retried", "agent_b")).toEqual([])
       expectLike(statusOf(run).agents.agent_b, {

@@ -47,6 +47,16 @@ describe("createLogDir", () => {
     expect(fs.statSync(dir).isDirectory()).toBe(true)
   })
 
+  test("the run's directory is private (0700) under a umask of 022", async () => {
+    const old = process.umask(0o022)
+    try {
+      const dir = await Effect.runPromise(createLogDir(nodePath.join(tempRoot, "private"), MOMENT))
+      expect((fs.statSync(dir).mode & 0o777).toString(8)).toBe("700")
+    } finally {
+      process.umask(old)
+    }
+  })
+
   test("a relative base resolves against the working directory", async () => {
     const relative = nodePath.relative(process.cwd(), nodePath.join(tempRoot, "relative"))
     const dir = await Effect.runPromise(createLogDir(relative, MOMENT))

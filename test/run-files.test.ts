@@ -86,6 +86,33 @@ const suite = (name: string, makeFixture: () => Fixture) =>
 suite("live", liveFixture)
 suite("memory", memoryFixture)
 
+describe("RunFiles (live) modes", () => {
+  test("every directory and file it makes is private (0700, 0600) under a umask of 022", async () => {
+    const old = process.umask(0o022)
+    const dir = nodePath.join(tempRoot, "modes")
+    fs.mkdirSync(dir, { mode: 0o700 })
+    try {
+      await withFiles({ layer: liveRunFiles(dir), read: () => undefined }, (files) =>
+        Effect.gen(function* () {
+          yield* files.append(agentFile("a", "output"), "streamed")
+          yield* files.prepare("llm_log/1.json")
+          yield* files.flush
+          yield* files.write("llm_log/1.json", "{}")
+          yield* files.write("final/a/answer.txt", "4")
+          yield* files.write("snapshots/a/1/answer.txt", "4")
+          yield* files.flush
+        }),
+      )
+    } finally {
+      process.umask(old)
+    }
+    const entries = fs.readdirSync(dir, { recursive: true, withFileTypes: true }).map((d) => nodePath.join(d.parentPath, d.name))
+    const modes = Object.fromEntries(entries.map((p) => [nodePath.relative(dir, p), (fs.statSync(p).mode & 0o777).toString(8)]))
+    expect(Object.keys(modes).length).toBeGreaterThanOrEqual(10)
+    for (const [path, mode] of Object.entries(modes)) expect(`${path} ${mode}`).toBe(`${path} ${fs.statSync(nodePath.join(dir, path)).isDirectory() ? "700" : "600"}`)
+  })
+})
+
 describe("RunFiles (live) on a directory it cannot write", () => {
   test("appends fail quietly (one warning per file, at flush); a whole-file write fails with its path and cause", async () => {
     const blocker = nodePath.join(tempRoot, "not-a-dir")

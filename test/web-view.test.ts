@@ -4,9 +4,13 @@
  * run whose events.jsonl the test appends to while the page is open; the page
  * must show the new answer, the votes and the final answer (rendered from
  * Markdown, with HTML in it escaped), tokens and cost, with no network.
+ * Then the edges (issue 9): a request for any host but the viewer's own
+ * loopback address is refused, and a run with a 3 MB answer and final answer
+ * is sent to a page once, not again with every tick of the clock.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import * as fs from "node:fs"
+import * as net from "node:net"
 import * as os from "node:os"
 import * as nodePath from "node:path"
 import { type BrowserContext, chromium } from "playwright-core"
@@ -182,4 +186,109 @@ describe("the web page", () => {
       taken.stop(true)
     }
   }, 60_000)
+})
+
+/** The status line and body of a GET sent with the given Host header, on a raw socket (no client rewrites it). */
+const getWithHost = (port: number, path: string, host: string): Promise<{ status: number; body: string }> =>
+  new Promise((resolve, reject) => {
+    const socket = net.connect(port, "127.0.0.1", () => socket.write(`GET ${path} HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`))
+    let text = ""
+    socket.on("data", (chunk) => (text += chunk.toString()))
+    socket.on("error", reject)
+    socket.on("end", () => {
+      const body = text.slice(text.indexOf("\r\n\r\n") + 4)
+      resolve({ status: Number(/^HTTP\/1\.1 (\d+)/.exec(text)?.[1]), body })
+    })
+  })
+
+/** A live run whose winner's answer and final answer are `big`: events up to the final answer, not its end. */
+const bigRunDir = (big: string): string => {
+  const winner = "researcher"
+  const lastFinal = events.findIndex((e) => e._tag === "final_answer")
+  const edited = events.slice(0, lastFinal + 1).map((e) =>
+    (e._tag === "answer_submitted" && e.agent === winner) || e._tag === "final_answer" ? { ...e, content: big } : e,
+  )
+  return writeRunDir(nodePath.join(sandbox(), "log_20260101_000000_000009"), edited)
+}
+
+/** SSE messages as they arrive: each with its event name and byte count. */
+const readSse = async (
+  url: string,
+  until: (seen: ReadonlyArray<{ event: string; bytes: number; data: string }>) => boolean,
+): Promise<Array<{ event: string; bytes: number; data: string }>> => {
+  const response = await fetch(url)
+  const reader = response.body!.getReader()
+  const decoder = new TextDecoder()
+  const seen: Array<{ event: string; bytes: number; data: string }> = []
+  let pending = ""
+  while (!until(seen)) {
+    const { value, done } = await reader.read()
+    if (done) break
+    pending += decoder.decode(value, { stream: true })
+    for (let end = pending.indexOf("\n\n"); end >= 0; end = pending.indexOf("\n\n")) {
+      const block = pending.slice(0, end)
+      pending = pending.slice(end + 2)
+      const lines = block.split("\n")
+      const event = lines.find((l) => l.startsWith("event: "))?.slice(7) ?? (lines.some((l) => l.startsWith("data: ")) ? "message" : "comment")
+      const bytes = Buffer.byteLength(block) + 2
+      seen.push({ event, bytes, data: lines.filter((l) => l.startsWith("data: ")).map((l) => l.slice(6)).join("\n") })
+    }
+  }
+  await reader.cancel()
+  return seen
+}
+
+describe("the web page, at the edges", () => {
+  test("only requests for its own loopback address and port are answered; others get 403", async () => {
+    const dir = writeRunDir(nodePath.join(sandbox(), "log_20260101_000000_000008"), events, { complete: true, files })
+    const viewer = await startCli("source", ["viewer", dir, "--web", "--port", "0", "--no-browser"])
+    const url = /(http:\/\/127\.0\.0\.1:(\d+)\/)/.exec(await viewer.waitForLine("Serving the replay"))!
+    const port = Number(url[2])
+    for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, `LOCALHOST:${port}`]) {
+      expect({ host, status: (await getWithHost(port, "/api/view", host)).status }).toEqual({ host, status: 200 })
+    }
+    for (const host of [`evil.example:${port}`, "evil.example", `127.0.0.1:${port + 1}`, `localhost.evil.example:${port}`, "127.0.0.1", ""]) {
+      for (const path of ["/", "/api/view", "/events", "/nope"]) {
+        const answer = await getWithHost(port, path, host)
+        expect({ host, path, status: answer.status }).toEqual({ host, path, status: 403 })
+        expect(answer.body.length).toBeLessThan(200)
+        expect(answer.body).not.toContain("researcher")
+      }
+    }
+    viewer.proc.kill("SIGINT")
+    expect((await viewer.done).exitCode).toBe(0)
+  }, 60_000)
+
+  test("a 3 MB answer and final answer are sent to a page once; the ticks of the clock after it are small", async () => {
+    const big = `## The long answer\n\n${Array.from({ length: 64_000 }, (_, i) => `Paragraph ${i}: learn by **building** things.`).join("\n\n")}`
+    expect(big.length).toBeGreaterThan(3_000_000)
+    const dir = bigRunDir(big)
+    const viewer = await startCli("source", ["viewer", dir, "--web", "--port", "0", "--no-browser"])
+    const url = /(http:\/\/127\.0\.0\.1:\d+\/)/.exec(await viewer.waitForLine("Serving the live run"))![1]!
+
+    // Once the page has the whole run, five seconds of it with nothing new: ticks of the clock (before: whole views, 10 MB each).
+    const synced = (m: { event: string; data: string }) => m.event === "message" && JSON.parse(m.data).final !== null
+    const afterSync = <M extends { event: string; data: string }>(s: ReadonlyArray<M>) => (s.findIndex(synced) < 0 ? [] : s.slice(s.findIndex(synced) + 1))
+    const seen = await readSse(`${url}events`, (s) => afterSync(s).length >= 5 || s.reduce((n, m) => n + m.bytes, 0) > 60_000_000)
+    // The answer (on the winner's card, and as the final answer's text) once, its HTML once; nothing heavy again.
+    expect(seen.filter((m) => m.event === "text")).toHaveLength(2)
+    expect(afterSync(seen).filter((m) => m.event === "tick").length).toBeGreaterThanOrEqual(4)
+    expect(afterSync(seen).filter((m) => m.event === "text")).toEqual([])
+    expect(afterSync(seen).reduce((n, m) => n + m.bytes, 0)).toBeLessThan(64_000)
+    expect(JSON.parse(seen.find(synced)!.data).final.content).toEqual({ $text: expect.any(String) })
+
+    // The page still shows it all, and its clock moves with the ticks.
+    const page = await browser.newPage()
+    await page.goto(url)
+    await page.waitForFunction(`document.querySelector("#final-answer")?.lastElementChild?.textContent === "Paragraph 63999: learn by building things."`)
+    expect(await page.locator("#final-answer h2").textContent()).toBe("The long answer")
+    expect(await page.locator("#final-answer strong").first().textContent()).toBe("building")
+    expect((await page.locator('.card[data-agent="researcher"] pre.tail').textContent())!.length).toBe(big.trim().length)
+    const elapsed = await page.locator("#elapsed").textContent()
+    await page.waitForFunction(`document.querySelector("#elapsed").textContent !== ${JSON.stringify(elapsed)}`)
+    expect(await page.locator("#state").textContent()).toBe("LIVE")
+    await page.close()
+    viewer.proc.kill("SIGINT")
+    expect((await viewer.done).exitCode).toBe(0)
+  }, 90_000)
 })

@@ -69,8 +69,9 @@ export interface RecordedConfig {
 const decodeWith = (raw: unknown, env: Env): Either.Either<Config, string> =>
   Either.mapLeft(decodeConfig(raw, env), (problems) => problems.map((p) => `${p.path}: ${p.message}`).join("; "))
 
+/** A value with a secret masked out of it: a whole `***`, or one inside a string (a `base_url`'s credentials). */
 const hasMasked = (value: unknown): boolean =>
-  value === "***" || (typeof value === "object" && value !== null && Object.values(value).some(hasMasked))
+  typeof value === "string" ? value.includes("***") : typeof value === "object" && value !== null && Object.values(value).some(hasMasked)
 
 /**
  * The run's config: the copy in execution_metadata.yaml, or the file it was

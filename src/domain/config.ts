@@ -6,9 +6,13 @@
  * number or a boolean is expected is read as one), and returns either a `Config` or the list of
  * `ConfigProblem`s, each naming the key's path (`agents[1].backend.type`), what
  * was expected and what was found. It is pure: the environment comes in as a map.
+ * A problem never shows what a `${VAR}` expanded to: a value that holds a
+ * reference is shown as written (`found ${MY_KEY}`), and wherever else the
+ * problem's message holds a referenced variable's value, its reference stands
+ * instead; the credentials of a URL are masked (`safe-url.ts`).
  * `maskSecrets(raw)` gives the document as it may be written to a log
  * (`execution_metadata.yaml`): secret-looking keys hold `***` unless they only
- * name an environment variable.
+ * name an environment variable, and URLs have their credentials masked.
  *
  * Words: an *agent* entry has an `id` (a safe name, `run-paths.ts`), an optional `system_message` and a
  * `backend`; the `orchestrator` section holds the coordination settings and
@@ -17,6 +21,7 @@
 import { Either, ParseResult, Schema } from "effect"
 import type { RunSettings } from "./events.ts"
 import { SafeName } from "./run-paths.ts"
+import { hasMaskedCredential, maskUrlCredentials } from "./safe-url.ts"
 
 /** Backend types the config accepts; each is built by `services/backend-factory.ts`. */
 export const BACKEND_TYPES = [
@@ -62,6 +67,26 @@ const PositiveInt = FiniteNumber.pipe(
   Schema.positive({ message: (issue) => `Expected a number of 1 or more${found(issue)}` }),
 )
 
+const isHttpUrl = (text: string): boolean => {
+  try {
+    const url = new URL(text)
+    return url.protocol === "http:" || url.protocol === "https:"
+  } catch {
+    return false
+  }
+}
+
+/** An http(s) URL, and not a copy whose credentials were masked (`execution_metadata.yaml` keeps such copies). */
+const BaseUrl = Schema.String.pipe(
+  Schema.filter((text) =>
+    !isHttpUrl(text)
+      ? `Expected an http or https URL, found ${JSON.stringify(text)}`
+      : hasMaskedCredential(text)
+        ? `Expected a URL with its credentials, found ${JSON.stringify(text)}, masked as logs record it: write them as \${VAR}`
+        : true,
+  ),
+)
+
 /** One scripted reply, used in order before the `answer`/`vote` rules apply. */
 export const ScriptStep = Schema.Union(
   Schema.Struct({ new_answer: Schema.String }),
@@ -76,7 +101,7 @@ export type ScriptStep = typeof ScriptStep.Type
 export const BackendConfig = Schema.Struct({
   type: oneOf(...BACKEND_TYPES),
   model: opt(Schema.String),
-  base_url: opt(Schema.String),
+  base_url: opt(BaseUrl),
   api_key: opt(Schema.String),
   temperature: opt(FiniteNumber.pipe(Schema.between(0, 2, { message: (issue) => `Expected a number from 0 to 2${found(issue)}` }))),
   max_tokens: opt(PositiveInt),
@@ -183,6 +208,48 @@ export const expandEnv = (
   return value
 }
 
+/** Whether `value` (a string, or any string within it) holds a `${VAR}` reference. */
+const holdsReference = (value: unknown): boolean =>
+  typeof value === "string"
+    ? new RegExp(ENV_REF.source).test(value)
+    : value !== null && typeof value === "object" && Object.values(value).some(holdsReference)
+
+/**
+ * What a message about `written` (a part of the document as written) may not
+ * show, and what it shows instead: each expanded string that holds a reference,
+ * quoted (the string as written, quoted), and the value of each variable named
+ * (`${NAME}`), longest first.
+ */
+const hiddenValues = (written: unknown, env: Readonly<Record<string, string | undefined>>): ReadonlyArray<readonly [string, string]> => {
+  const pairs: Array<readonly [string, string]> = []
+  const visit = (value: unknown): void => {
+    if (typeof value === "string") {
+      if (!holdsReference(value)) return
+      pairs.push([JSON.stringify(expandEnv(value, env, [])), JSON.stringify(value)])
+      for (const [, name] of value.matchAll(ENV_REF)) {
+        const found = env[name!]
+        if (found !== undefined && found.length >= MIN_HIDDEN_CHARS) pairs.push([found, `\${${name}}`])
+      }
+    } else if (value !== null && typeof value === "object") Object.values(value).forEach(visit)
+  }
+  visit(written)
+  return pairs.sort((a, b) => b[0].length - a[0].length)
+}
+
+/** Variable values shorter than this (`9`, `true`) are only hidden where the message says what it found. */
+const MIN_HIDDEN_CHARS = 4
+
+/**
+ * A problem's message as it may be shown: what was found, as written when it
+ * holds a reference; no value of a variable it names; no URL credential.
+ */
+const shownMessage = (message: string, written: unknown, env: Readonly<Record<string, string | undefined>>): string => {
+  if (!holdsReference(written)) return maskUrlCredentials(message)
+  let out = message.replace(/, found [\s\S]*$/, `, found ${isWholeReference(written) ? String(written) : JSON.stringify(written)}`)
+  for (const [value, shown] of hiddenValues(written, env)) out = out.split(value).join(shown)
+  return maskUrlCredentials(out)
+}
+
 const isWholeReference = (value: unknown): boolean => typeof value === "string" && /^\$\{[A-Za-z_][A-Za-z0-9_]*\}$/.test(value)
 
 /** A number or a boolean when `value` is the text of one (as YAML would read it unquoted), else `value`. */
@@ -241,7 +308,7 @@ export const decodeConfig = (
   if (Either.isLeft(decoded)) {
     const issues = ParseResult.ArrayFormatter.formatErrorSync(decoded.left).map((issue) => ({
       path: formatPath(issue.path),
-      message: issue.message.replace(/, actual /, ", found "),
+      message: shownMessage(issue.message.replace(/, actual /, ", found "), valueAt(raw, issue.path), env),
     }))
     // A union reports one issue per member, and its parent the same failure again:
     // keep the first issue of each path, and no path that holds a deeper one.
@@ -323,9 +390,9 @@ const describe = (value: unknown): string =>
 const SECRET_KEY = /(api_?key|token|secret|password)/i
 const ONLY_ENV_REF = /^\$\{[A-Za-z_][A-Za-z0-9_]*\}$/
 
-/** The raw config as it may be logged: literal secrets become `***`; `${VAR}` references stay. */
+/** The raw config as it may be logged: literal secrets become `***`, and URL credentials too; `${VAR}` references stay. */
 export const maskSecrets = (value: unknown, key = ""): unknown => {
-  if (typeof value === "string") return SECRET_KEY.test(key) && !ONLY_ENV_REF.test(value) ? "***" : value
+  if (typeof value === "string") return SECRET_KEY.test(key) && !ONLY_ENV_REF.test(value) ? "***" : maskUrlCredentials(value)
   if (Array.isArray(value)) return value.map((v) => maskSecrets(v, key))
   if (value !== null && typeof value === "object") {
     return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, maskSecrets(v, k)]))

@@ -10,7 +10,10 @@
  * pair (the `call_end` carries the reply, so the log rebuilds the round), and
  * a retryable failure is tried again (`call_retried`) after the provider's
  * `retry-after` or an exponential backoff with jitter, up to the backend's
- * `maxRetries`. A call that runs past the backend's `callTimeoutSeconds` fails
+ * `maxRetries`; a retry that could only start at or after the round's
+ * `agent_timeout_seconds` is not waited for, and the call fails at once with
+ * its own error (a long `retry-after` is reported as the rate limit it is, not
+ * as a timeout). A call that runs past the backend's `callTimeoutSeconds` fails
  * with reason `timeout`; a round that runs past `agent_timeout_seconds` ends
  * the agent with kind `timeout`. The result is always a `Reply`: a round never
  * fails as an Effect. Whether a call may start at all (the budget, the run's
@@ -20,7 +23,7 @@
  * live display); the full request and reply of each call go to `logCall`,
  * which has them in place before the call's `call_end` is emitted.
  */
-import { Duration, Effect, Random } from "effect"
+import { Clock, Duration, Effect, Random } from "effect"
 import { callHeader } from "../domain/agent-output.ts"
 import type { Reply } from "../domain/decide.ts"
 import type { CallRole, Event } from "../domain/events.ts"
@@ -80,13 +83,24 @@ type Outcome = { readonly _tag: "reply"; readonly reply: LlmReply } | { readonly
 const backoffSeconds = (retry: number) =>
   Random.nextRange(0.8, 1.2).pipe(Effect.map((jitter) => Math.min(30, 2 ** (retry - 1)) * jitter))
 
-/** One call with its retries; `attempt` is the reply attempt it serves. */
+const secs = (s: number) => `${Number(s.toFixed(1))}s`
+
+/** Why a retry is not waited for: its delay would end at or after the round's deadline. */
+const noTimeToRetry = (failure: BackendError, delay: number, left: number): string =>
+  `${failure.message} (${failure.retryAfterSeconds !== null ? `retry-after ${secs(delay)}` : `the next retry in ${secs(delay)}`} is past the ${secs(Math.max(0, left))} left of agent_timeout_seconds)`
+
+/**
+ * One call with its retries; `attempt` is the reply attempt it serves. A retry
+ * whose delay would end at or past `deadline` (the round's agent timeout, in
+ * clock ms) is not waited for: the call fails at once with its own error.
+ */
 const callWithRetries = (
   deps: RoundDeps,
   input: RoundInput,
   role: CallRole,
   request: LlmRequest,
   attempt: number,
+  deadline: number,
 ): Effect.Effect<Outcome> =>
   Effect.gen(function* () {
     const { backend, agent, round } = input
@@ -102,7 +116,7 @@ const callWithRetries = (
         stream = stream.pipe(
           Effect.timeoutFail({
             duration: Duration.seconds(seconds),
-            onTimeout: () => new BackendError({ reason: "timeout", detail: `no reply after ${seconds}s`, retryable: true, retryAfterSeconds: null }),
+            onTimeout: () => new BackendError({ reason: "timeout", detail: `no reply${backend.endpoint === undefined ? "" : ` from ${backend.endpoint}`} after ${seconds}s`, retryable: true, retryAfterSeconds: null }),
           }),
         )
       }
@@ -147,6 +161,8 @@ const callWithRetries = (
       const failure = result.left
       if (!failure.retryable || retry >= backend.maxRetries) return { _tag: "error", message: failure.message } as const
       const delay = failure.retryAfterSeconds ?? (yield* backoffSeconds(retry + 1))
+      const left = (deadline - (yield* Clock.currentTimeMillis)) / 1000
+      if (delay >= left) return { _tag: "error", message: noTimeToRetry(failure, delay, left) } as const
       yield* deps.emit({
         _tag: "call_retried",
         time: yield* deps.now,
@@ -161,20 +177,23 @@ const callWithRetries = (
     }
   })
 
-const withTimeout = (input: RoundInput, body: Effect.Effect<Reply>, onTimeout: (message: string) => Reply): Effect.Effect<Reply> =>
-  body.pipe(
-    Effect.timeoutTo({
-      duration: Duration.seconds(input.agentTimeoutSeconds),
-      onSuccess: (reply): Reply => reply,
-      onTimeout: () => onTimeout(`Agent timeout after ${input.agentTimeoutSeconds}s`),
-    }),
+/** Runs `body` with the round's deadline (clock ms), ended by `agent_timeout_seconds`. */
+const withTimeout = (input: RoundInput, body: (deadline: number) => Effect.Effect<Reply>, onTimeout: (message: string) => Reply): Effect.Effect<Reply> =>
+  Effect.flatMap(Clock.currentTimeMillis, (start) =>
+    body(start + input.agentTimeoutSeconds * 1000).pipe(
+      Effect.timeoutTo({
+        duration: Duration.seconds(input.agentTimeoutSeconds),
+        onSuccess: (reply): Reply => reply,
+        onTimeout: () => onTimeout(`Agent timeout after ${input.agentTimeoutSeconds}s`),
+      }),
+    ),
   )
 
 const noTools = (calls: ReadonlyArray<ToolCall>): ReadonlyArray<ToolResult> =>
   calls.map((c) => ({ callId: c.id, name: c.name, content: `error: no tool named ${c.name} can run here` }))
 
 /** Carries out the machine's steps until it is done. */
-const interpret = (deps: RoundDeps, input: RoundInput, role: CallRole): Effect.Effect<Reply> =>
+const interpret = (deps: RoundDeps, input: RoundInput, role: CallRole, deadline: number): Effect.Effect<Reply> =>
   Effect.gen(function* () {
     let t: Transition = startRound({ agent: input.agent, round: input.round, role, request: input.request })
     for (;;) {
@@ -184,7 +203,7 @@ const interpret = (deps: RoundDeps, input: RoundInput, role: CallRole): Effect.E
         case "done":
           return step.reply
         case "call_model": {
-          const outcome = yield* callWithRetries(deps, input, role, step.request, step.attempt)
+          const outcome = yield* callWithRetries(deps, input, role, step.request, step.attempt, deadline)
           t = outcome._tag === "reply" ? onModelReply(t.machine, outcome.reply, yield* deps.now) : onCallFailed(t.machine, outcome.message)
           break
         }
@@ -199,7 +218,7 @@ const interpret = (deps: RoundDeps, input: RoundInput, role: CallRole): Effect.E
 
 /** An answer round: model calls until a valid workflow call, at most `MAX_ATTEMPTS` invalid replies. */
 export const runRound = (deps: RoundDeps, input: RoundInput): Effect.Effect<Reply> =>
-  withTimeout(input, interpret(deps, input, "round"), (message) => ({
+  withTimeout(input, (deadline) => interpret(deps, input, "round", deadline), (message) => ({
     _tag: "failed",
     agent: input.agent,
     round: input.round,
@@ -209,4 +228,4 @@ export const runRound = (deps: RoundDeps, input: RoundInput): Effect.Effect<Repl
 
 /** The winner's presentation: one call (with its retries); its text is the final answer. */
 export const runPresentation = (deps: RoundDeps, input: RoundInput): Effect.Effect<Reply> =>
-  withTimeout(input, interpret(deps, input, "presentation"), (message) => ({ _tag: "presentation_failed", agent: input.agent, message }))
+  withTimeout(input, (deadline) => interpret(deps, input, "presentation", deadline), (message) => ({ _tag: "presentation_failed", agent: input.agent, message }))

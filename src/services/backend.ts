@@ -47,6 +47,8 @@ export interface Backend {
   /** Backend type as configured (`scripted`, `openai`, `claude`, ...). */
   readonly type: string
   readonly model: string | null
+  /** Where its calls go, `scheme://host:port` (no credentials), as messages name it; none for the scripted backend. */
+  readonly endpoint?: string
   /** How many times a retryable failure is tried again. */
   readonly maxRetries: number
   /** Seconds one call may take before it fails with reason `timeout`; null for none. */

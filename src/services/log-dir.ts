@@ -8,7 +8,10 @@
  * atomically when the name exists; the name then moves on by one microsecond,
  * until a free one is found. So two runs never share a directory, even when
  * they start in the same microsecond, in one process or in several. It returns
- * the directory's absolute path; everything a run writes goes under it.
+ * the directory's absolute path; everything a run writes goes under it. The
+ * run's directory is private (mode 0700: `PRIVATE_DIR_MODE`), and so is every
+ * directory and file made under it (`run-files.ts`, `status-writer.ts`); the
+ * base keeps the modes the user's umask gives it.
  *
  * The base is `$MASSGEN_LOG_BASE_DIR` when set, else `<cwd>/.massgen/massgen_logs`
  * (`logBaseDir`). Time is given in *epoch microseconds*: microseconds since
@@ -35,6 +38,10 @@ export class LogDirError extends Schema.TaggedError<LogDirError>()("LogDirError"
     return `${what[this.reason]} ${this.path}: ${this.detail}`
   }
 }
+
+/** Modes of what a run writes: prompts and answers are its owner's alone. */
+export const PRIVATE_DIR_MODE = 0o700
+export const PRIVATE_FILE_MODE = 0o600
 
 /** How many names after the first `createLogDir` tries before it gives up. */
 export const MAX_NAME_ATTEMPTS = 10_000
@@ -79,7 +86,7 @@ export const createLogDir = (base: string, epochMicros?: number): Effect.Effect<
     for (let attempt = 0; attempt < MAX_NAME_ATTEMPTS; attempt++) {
       const dir = nodePath.join(root, logDirName(start + attempt))
       try {
-        fs.mkdirSync(dir)
+        fs.mkdirSync(dir, { mode: PRIVATE_DIR_MODE })
         return Effect.succeed(dir)
       } catch (cause) {
         if ((cause as { code?: unknown } | null)?.code !== "EEXIST") {

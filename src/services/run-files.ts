@@ -25,6 +25,9 @@
  * cut file can only belong to a call the events never closed, which replay
  * does not read. A `write` that comes before the file is made falls back to
  * the atomic write; the two never lose each other's text.
+ *
+ * Every directory and file it makes is private (0700, 0600), as the log
+ * directory is (`log-dir.ts`).
  */
 import { mkdirSync, writeFileSync } from "node:fs"
 import { appendFile, open } from "node:fs/promises"
@@ -34,6 +37,7 @@ import { ioCause } from "./io-errors.ts"
 import { AGENT_OUTPUTS_DIR } from "../domain/run-paths.ts"
 import { writeFileAtomicSync } from "./status-writer.ts"
 import { BLOBS_DIR } from "./blobs.ts"
+import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from "./log-dir.ts"
 
 /** A whole file of the log directory could not be written. */
 export class RunFilesError extends Schema.TaggedError<RunFilesError>()("RunFilesError", {
@@ -80,7 +84,7 @@ export const liveRunFiles = (logDir: string): Layer.Layer<RunFiles> =>
     // Made now, with the log directory: a new directory costs milliseconds on some disks, and not in a reply's way.
     for (const dir of [outputs, join(logDir, "llm_log"), join(logDir, BLOBS_DIR)]) {
       try {
-        mkdirSync(dir, { recursive: true })
+        mkdirSync(dir, { recursive: true, mode: PRIVATE_DIR_MODE })
         madeDirs.add(dir)
       } catch (e) {
         fail(dir)(e)
@@ -92,7 +96,7 @@ export const liveRunFiles = (logDir: string): Layer.Layer<RunFiles> =>
           const path = join(logDir, relativePath)
           // Appends to one file are chained, so they land in the order made.
           const appended = (appends.get(path) ?? Promise.resolve())
-            .then(() => appendFile(path, text))
+            .then(() => appendFile(path, text, { mode: PRIVATE_FILE_MODE }))
             .catch(fail(relativePath))
           appends.set(path, appended)
           track(appended)
@@ -101,7 +105,7 @@ export const liveRunFiles = (logDir: string): Layer.Layer<RunFiles> =>
         Effect.sync(() => {
           const path = join(logDir, relativePath)
           // "wx": never over a file that exists, such as one an early `write` already made whole.
-          const made = open(path, "wx").then((file) => file.close()).then(
+          const made = open(path, "wx", PRIVATE_FILE_MODE).then((file) => file.close()).then(
             () => void prepared.add(path),
             () => undefined,
           )

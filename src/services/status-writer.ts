@@ -12,7 +12,9 @@
  * How: the text goes to a temporary file in the target's directory, named
  * `<target>.<pid>.<counter>.tmp` so that no two writers (fibers or processes)
  * share one, which is then renamed over the target; a rename within one
- * directory is atomic. A failed write removes its temporary file.
+ * directory is atomic. A failed write removes its temporary file. Files are
+ * made private (0600) and missing directories too (0700), as everything under
+ * a log directory is (`log-dir.ts`).
  *
  * Layers: `StatusWriter.live(path)` on disk; `StatusWriter.memory(written)`
  * keeps every status written, as a reader of the file would parse it.
@@ -20,6 +22,7 @@
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
 import { Context, Effect, Layer, Schema } from "effect"
+import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from "./log-dir.ts"
 
 export const StatusWriteErrorReason = Schema.Literal("not_serializable", "write_failed")
 export type StatusWriteErrorReason = typeof StatusWriteErrorReason.Type
@@ -53,8 +56,8 @@ export const writeFileAtomic = (path: string, text: string): Effect.Effect<void,
       return Effect.tryPromise({
         try: async () => {
           try {
-            await fs.promises.mkdir(nodePath.dirname(path), { recursive: true })
-            await fs.promises.writeFile(temp, text, "utf8")
+            await fs.promises.mkdir(nodePath.dirname(path), { recursive: true, mode: PRIVATE_DIR_MODE })
+            await fs.promises.writeFile(temp, text, { encoding: "utf8", mode: PRIVATE_FILE_MODE })
             await fs.promises.rename(temp, path)
           } catch (cause) {
             await fs.promises.rm(temp, { force: true }).catch(() => undefined)
@@ -77,11 +80,11 @@ export const writeFileAtomicSync = (path: string, text: string, madeDirs?: Set<s
   const temp = `${path}.${process.pid}.${tempCounter}.tmp`
   const dir = nodePath.dirname(path)
   if (!madeDirs?.has(dir)) {
-    fs.mkdirSync(dir, { recursive: true })
+    fs.mkdirSync(dir, { recursive: true, mode: PRIVATE_DIR_MODE })
     madeDirs?.add(dir)
   }
   try {
-    fs.writeFileSync(temp, text, "utf8")
+    fs.writeFileSync(temp, text, { encoding: "utf8", mode: PRIVATE_FILE_MODE })
     fs.renameSync(temp, path)
   } catch (cause) {
     fs.rmSync(temp, { force: true })

@@ -58,6 +58,8 @@ export interface CliOptions {
   readonly exclusive?: boolean
   /** What the child reads on standard input; when not given, stdin is /dev/null. */
   readonly stdin?: string
+  /** Start the child through `sh` with this file mode mask (`umask 022; exec ...`). */
+  readonly umask?: number
 }
 
 /** How many children run at once. */
@@ -135,7 +137,9 @@ export interface RunningCli {
 /** Spawns the CLI now (the caller holds its slot); the returned object watches its stdout line by line. */
 const spawnCli = (mode: Mode, args: ReadonlyArray<string>, options: CliOptions = {}): RunningCli => {
   const cwd = options.cwd ?? sandbox()
-  const proc = Bun.spawn([...command(mode), ...args], {
+  const argv = [...command(mode), ...args]
+  const viaShell = options.umask === undefined ? argv : ["sh", "-c", `umask ${options.umask.toString(8).padStart(3, "0")}; exec "$@"`, "massgen", ...argv]
+  const proc = Bun.spawn(viaShell, {
     cwd,
     env: childEnv(options.env),
     stdin: options.stdin === undefined ? "ignore" : new Blob([options.stdin]),

@@ -7,7 +7,7 @@
  * behaviour replies with a scripted stream (`reply`), an HTTP status (`status`,
  * `rateLimited`), nothing at all (`hang`: no headers until the client aborts), part
  * of a stream then the end of the connection (`cut`), part of a stream then silence
- * (`stall`), or raw SSE text (`raw`). Every request is recorded (path, headers, JSON
+ * (`stall`), or raw SSE text (`raw`). Every request is recorded (path, query, headers, JSON
  * body); `waitForRequest(n)` and `waitForAbort(n)` resolve when the n-th request
  * (1-based) arrives or is aborted by the client, so tests need no sleeps.
  */
@@ -25,6 +25,16 @@ export type Behaviour =
   | { readonly kind: "cut"; readonly spec: ReplySpec; readonly after: number; readonly mode: "close" | "error" }
   | { readonly kind: "stall"; readonly spec: ReplySpec; readonly after: number }
   | { readonly kind: "raw"; readonly body: string }
+
+/** Environment entries that keep a client's requests to the fake off any proxy (merged into a child's env). */
+export const NO_PROXY_ENV: Readonly<Record<string, undefined>> = {
+  HTTP_PROXY: undefined,
+  HTTPS_PROXY: undefined,
+  ALL_PROXY: undefined,
+  http_proxy: undefined,
+  https_proxy: undefined,
+  all_proxy: undefined,
+}
 
 export const reply = (spec: ReplySpec): Behaviour => ({ kind: "reply", spec })
 export const toolCall = (name: string, args: string | object, chunks = 1): Behaviour =>
@@ -45,6 +55,8 @@ export interface FakeRequest {
   readonly n: number
   readonly protocol: Protocol
   readonly path: string
+  /** The query string as sent (`?a=1`), or "". */
+  readonly query: string
   readonly headers: Readonly<Record<string, string>>
   /** The JSON body as the SDK sent it (null when it was not JSON). */
   readonly body: any
@@ -143,14 +155,14 @@ export const startFakeLlm = async (opts: { readonly respond?: Responder } = {}):
     })
     const chunks: Array<Buffer> = []
     for await (const chunk of req) chunks.push(chunk as Buffer)
-    const path = new URL(req.url ?? "/", "http://fake").pathname
+    const { pathname: path, search: query } = new URL(req.url ?? "/", "http://fake")
     const protocol = protocolOf(path)
     let body: unknown = null
     try {
       body = JSON.parse(Buffer.concat(chunks).toString("utf8"))
     } catch {}
     const headers = Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(", ") : (v ?? "")]))
-    const request: FakeRequest = { n, protocol: protocol ?? "chat", path, headers, body }
+    const request: FakeRequest = { n, protocol: protocol ?? "chat", path, query, headers, body }
     requests.push(request)
     requests.sort((a, b) => a.n - b.n)
     arrived.set(n, request)

@@ -3,20 +3,33 @@
  *
  * Contract: `webDisplay(options)` is a scoped resource that serves, until its
  * scope closes, `GET /` (the page, `viewer.html`, embedded in the binary),
- * `GET /events` (an SSE stream: one `data:` message holding the whole `View`
- * as JSON, plus `finalHtml`, the final answer rendered by `markdownToHtml`;
- * sent on connect, after every change at most every `PUSH_MS`, and every
- * second while the run goes on, so the elapsed time moves) and `GET /api/view`
- * (the same JSON, once). Anything else is 404. The page needs no network.
- * A port already taken is a `ViewerError` (`port_in_use`). `firstClient`
- * completes when a page first connects (a replay at a given speed waits for
- * it). `openBrowser` asks `xdg-open` (or `open` on macOS) to show the page;
- * when that fails it only says so.
+ * `GET /events` (an SSE stream, below) and `GET /api/view` (the whole `View`
+ * as JSON, plus `mode` and `finalHtml`, the final answer rendered by
+ * `markdownToHtml`, once). Anything else is 404. It answers only requests
+ * whose `Host` header is its own address (`127.0.0.1:PORT` or
+ * `localhost:PORT`): any other host is 403, so a page of another site cannot
+ * read it through DNS rebinding. The page needs no network. A port already
+ * taken is a `ViewerError` (`port_in_use`). `firstClient` completes when a
+ * page first connects (a replay at a given speed waits for it). `openBrowser`
+ * asks `xdg-open` (or `open` on macOS) to show the page; when that fails it
+ * only says so.
+ *
+ * The SSE stream: a `data:` message is the view as `/api/view` gives it,
+ * except that each *heavy text* (a string of `HEAVY_CHARS` or more: a long
+ * answer, the final answer, its HTML) is a reference `{"$text": KEY}`; an
+ * `event: text` message `{"key", "text"}` brings the text of each key before
+ * the first view that refers to it, and only then: a page is sent each heavy
+ * text once while views keep referring to it. A view is sent on connect and
+ * after every change (at most every `PUSH_MS`). While the run goes on, an
+ * `event: tick` message `{"elapsedSeconds"}` comes every second, so the clock
+ * moves without the view being sent again.
  *
  * Served by `@effect/platform`'s `HttpServer` on Bun (`BunHttpServer`): each
  * request is a fiber, and each page's stream is a subscription to the pushed
  * messages, ended with the server when the scope closes. `viewer-command.ts`
  * imports this module only for `--web`.
+ *
+ * Words: a *heavy text* is a string of a view sent once per page and referenced by its key.
  */
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
@@ -31,6 +44,8 @@ import viewerHtmlText from "./viewer.html" with { type: "text" }
 const viewerHtml = viewerHtmlText as unknown as string
 
 export const PUSH_MS = 50
+/** Strings at least this long are heavy texts: longer than any streamed tail (`TAIL_LIMIT`). */
+export const HEAVY_CHARS = 4096
 
 export interface WebOptions {
   readonly port: number
@@ -42,44 +57,72 @@ export interface WebView extends Display {
   readonly firstClient: Effect.Effect<void>
 }
 
+/** A message for every page: a view (its JSON, with the heavy texts it refers to) or a ready SSE frame. */
+type Push = { readonly _tag: "view"; readonly json: string; readonly texts: ReadonlyMap<string, string> } | { readonly _tag: "frame"; readonly frame: string }
+
 const encoder = new TextEncoder()
+
+const keyOf = (text: string): string => `${Bun.hash(text).toString(36)}.${text.length}`
+
+/** `value` with every heavy text replaced by its reference; the texts go to `texts` by key. */
+const referHeavy = (value: unknown, texts: Map<string, string>): unknown => {
+  if (typeof value === "string") {
+    if (value.length < HEAVY_CHARS) return value
+    const key = keyOf(value)
+    texts.set(key, value)
+    return { $text: key }
+  }
+  if (Array.isArray(value)) return value.map((v) => referHeavy(v, texts))
+  if (value !== null && typeof value === "object") return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, referHeavy(v, texts)]))
+  return value
+}
+
+/** The SSE frames of one push for a page that holds `sent`, and what it holds after them. */
+const framesFor = (sent: ReadonlySet<string>, push: Push): [ReadonlySet<string>, string] => {
+  if (push._tag === "frame") return [sent, push.frame]
+  let frames = ""
+  for (const [key, text] of push.texts) if (!sent.has(key)) frames += `event: text\ndata: ${JSON.stringify({ key, text })}\n\n`
+  return [new Set(push.texts.keys()), `${frames}data: ${push.json}\n\n`]
+}
+
+/** `host:port` as this server may be named in a request's `Host` header. */
+const ownHosts = (port: number): ReadonlySet<string> => new Set([`127.0.0.1:${port}`, `localhost:${port}`])
 
 export const webDisplay = (options: WebOptions) =>
   Effect.gen(function* () {
     const firstClient = yield* Deferred.make<void>()
     const model = yield* Ref.make<ViewModel>(emptyViewModel)
-    // Every message is a whole view, so a client that falls behind only needs the newest ones.
-    const messages = yield* Effect.acquireRelease(PubSub.sliding<string>(16), PubSub.shutdown)
+    // Every view is whole, so a page that falls behind only needs the newest ones.
+    const messages = yield* Effect.acquireRelease(PubSub.sliding<Push>(16), PubSub.shutdown)
     const changed = yield* Queue.sliding<void>(1)
     const now = (m: ViewModel) => (options.clock === "wall" ? Date.now() : m.state.lastTime)
-    const snapshot = Effect.map(Ref.get(model), (m) => {
+    // The final answer's HTML, made again only when the answer changes.
+    let rendered: { readonly content: string; readonly html: string } | null = null
+    const htmlOf = (content: string): string => {
+      if (rendered?.content !== content) rendered = { content, html: markdownToHtml(content) }
+      return rendered.html
+    }
+    const fullView = Effect.map(Ref.get(model), (m) => {
       const view = viewOf(m, now(m))
       // A replay is timed by its events: the page says REPLAY rather than LIVE while it plays.
       const mode = options.clock === "wall" ? "live" : "replay"
-      return JSON.stringify({ ...view, mode, finalHtml: view.final === null ? null : markdownToHtml(view.final.content) })
+      return { ...view, mode, finalHtml: view.final === null ? null : htmlOf(view.final.content) }
     })
-    const push = Effect.flatMap(snapshot, (s) => PubSub.publish(messages, `data: ${s}\n\n`))
+    const viewPush = Effect.map(fullView, (view): Push => {
+      const texts = new Map<string, string>()
+      const json = JSON.stringify(referHeavy(view, texts))
+      return { _tag: "view", json, texts }
+    })
+    const push = Effect.flatMap(viewPush, (p) => PubSub.publish(messages, p))
     // PUSH_MS after a change, with every change made meanwhile.
     yield* Effect.forkScoped(Effect.forever(Queue.take(changed).pipe(Effect.zipRight(Effect.sleep(Duration.millis(PUSH_MS))), Effect.zipRight(Queue.takeAll(changed)), Effect.zipRight(push))))
-    const tick = Effect.flatMap(Ref.get(model), (m) => (m.state.finished === null ? push : PubSub.publish(messages, ": keep-alive\n\n")))
+    const tick = Effect.flatMap(Ref.get(model), (m) =>
+      PubSub.publish(messages, {
+        _tag: "frame",
+        frame: m.state.finished === null ? `event: tick\ndata: ${JSON.stringify({ elapsedSeconds: viewOf(m, now(m)).elapsedSeconds })}\n\n` : ": keep-alive\n\n",
+      }),
+    )
     yield* Effect.forkScoped(Effect.repeat(tick, Schedule.spaced(Duration.seconds(1))).pipe(Effect.delay(Duration.seconds(1))))
-
-    const app = Effect.gen(function* () {
-      const request = yield* HttpServerRequest.HttpServerRequest
-      if (request.method !== "GET") return HttpServerResponse.text("method not allowed", { status: 405 })
-      const path = new URL(request.url, "http://127.0.0.1").pathname
-      if (path === "/") return HttpServerResponse.text(viewerHtml, { contentType: "text/html; charset=utf-8" })
-      if (path === "/api/view") return HttpServerResponse.text(yield* snapshot, { contentType: "application/json" })
-      if (path !== "/events") return HttpServerResponse.text("not found", { status: 404 })
-      const updates = yield* PubSub.subscribe(messages)
-      const first = `retry: 1000\ndata: ${yield* snapshot}\n\n`
-      yield* Deferred.succeed(firstClient, undefined)
-      const body = Stream.concat(Stream.succeed(first), Stream.fromQueue(updates)).pipe(Stream.map((s) => encoder.encode(s)))
-      return HttpServerResponse.stream(body, {
-        contentType: "text/event-stream",
-        headers: { "cache-control": "no-cache", connection: "keep-alive" },
-      })
-    })
 
     const server = yield* BunHttpServer.make({ hostname: "127.0.0.1", port: options.port, idleTimeout: 0 }).pipe(
       Effect.catchAllDefect((e) =>
@@ -90,8 +133,33 @@ export const webDisplay = (options: WebOptions) =>
         }),
       ),
     )
-    yield* server.serve(app)
     const port = server.address._tag === "TcpAddress" ? server.address.port : options.port
+    const hosts = ownHosts(port)
+
+    const app = Effect.gen(function* () {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      if (!hosts.has((request.headers.host ?? "").toLowerCase())) {
+        return HttpServerResponse.text(`forbidden: this viewer answers only for 127.0.0.1:${port} and localhost:${port}\n`, { status: 403 })
+      }
+      if (request.method !== "GET") return HttpServerResponse.text("method not allowed", { status: 405 })
+      const path = new URL(request.url, "http://127.0.0.1").pathname
+      if (path === "/") return HttpServerResponse.text(viewerHtml, { contentType: "text/html; charset=utf-8" })
+      if (path === "/api/view") return HttpServerResponse.text(JSON.stringify(yield* fullView), { contentType: "application/json" })
+      if (path !== "/events") return HttpServerResponse.text("not found", { status: 404 })
+      const updates = yield* PubSub.subscribe(messages)
+      const first = yield* viewPush
+      yield* Deferred.succeed(firstClient, undefined)
+      const [sent, firstFrames] = framesFor(new Set(), first)
+      const body = Stream.concat(Stream.succeed(`retry: 1000\n${firstFrames}`), Stream.fromQueue(updates).pipe(Stream.mapAccum(sent, framesFor))).pipe(
+        Stream.map((frames) => encoder.encode(frames)),
+      )
+      return HttpServerResponse.stream(body, {
+        contentType: "text/event-stream",
+        headers: { "cache-control": "no-cache", connection: "keep-alive" },
+      })
+    })
+
+    yield* server.serve(app)
     const update = (f: (m: ViewModel) => ViewModel) => Effect.zipRight(Ref.update(model, f), Queue.offer(changed, undefined))
     return {
       url: `http://127.0.0.1:${port}/`,

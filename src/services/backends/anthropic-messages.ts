@@ -15,7 +15,7 @@
 import Anthropic from "@anthropic-ai/sdk"
 import type { LlmChunk, LlmMessage, LlmReply, LlmRequest, TokenUsage } from "../../domain/llm.ts"
 import type { Backend } from "../backend.ts"
-import { type Assembly, backendFields, fail, type SdkBackendOptions, sdkCall } from "./sdk-stream.ts"
+import { type Assembly, backendFields, callSite, clientUrl, fail, type SdkBackendOptions, sdkCall } from "./sdk-stream.ts"
 
 type Params = Anthropic.Messages.MessageCreateParamsStreaming
 type Event = Anthropic.Messages.RawMessageStreamEvent
@@ -235,18 +235,18 @@ export const makeAnthropicMessagesBackend = (opts: SdkBackendOptions): Backend =
   const client = new Anthropic({
     apiKey: opts.apiKey ?? "no-key",
     authToken: null,
-    baseURL: opts.baseURL,
+    ...clientUrl(opts.baseURL),
     maxRetries: 0,
     logLevel: "off",
   })
-  const secrets = opts.apiKey === null ? [] : [opts.apiKey]
+  const site = callSite(opts)
   return {
     ...backendFields(opts),
     call: (request, onChunk) =>
       sdkCall({
         open: (signal) => client.messages.create(anthropicParams(request, opts), { signal }),
         assemble: anthropicAssembly,
-        secrets,
+        site,
       })(onChunk),
   }
 }

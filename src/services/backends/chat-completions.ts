@@ -17,7 +17,7 @@ import type { LlmChunk, LlmMessage, LlmReply, LlmRequest, TokenUsage } from "../
 import { noUsage } from "../../domain/llm.ts"
 import { Effect } from "effect"
 import type { Backend, BackendError, OnChunk } from "../backend.ts"
-import { type Assembly, backendFields, fail, type SdkBackendOptions, sdkCall } from "./sdk-stream.ts"
+import { type Assembly, backendFields, callSite, clientUrl, fail, type SdkBackendOptions, sdkCall } from "./sdk-stream.ts"
 
 type Params = OpenAI.Chat.ChatCompletionCreateParamsStreaming
 type Chunk = OpenAI.Chat.ChatCompletionChunk
@@ -164,20 +164,20 @@ export const chatAssembly = (): Assembly<Chunk> => {
 
 /** A keyless server still gets a placeholder: the OpenAI client refuses to start without a key. */
 export const openAiClient = (opts: SdkBackendOptions): OpenAI =>
-  new OpenAI({ apiKey: opts.apiKey ?? "no-key", baseURL: opts.baseURL, maxRetries: 0, logLevel: "off" })
+  new OpenAI({ apiKey: opts.apiKey ?? "no-key", ...clientUrl(opts.baseURL), maxRetries: 0, logLevel: "off" })
 
 /** A 400 whose message names the tool choice: the server will not be told to call a tool. */
 const refusesForcedToolChoice = (e: BackendError): boolean => e.reason === "bad_request" && /tool[_ ]?choice/i.test(e.detail)
 
 export const makeChatCompletionsBackend = (opts: SdkBackendOptions): Backend => {
   const client = openAiClient(opts)
-  const secrets = opts.apiKey === null ? [] : [opts.apiKey]
+  const site = callSite(opts)
   let forceToolChoice = true
   const callWith = (request: LlmRequest, onChunk: OnChunk, force: boolean) =>
     sdkCall({
       open: (signal) => client.chat.completions.create(chatParams(request, opts, force), { signal }),
       assemble: chatAssembly,
-      secrets,
+      site,
     })(onChunk)
   return {
     ...backendFields(opts),

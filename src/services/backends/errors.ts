@@ -1,11 +1,15 @@
 /**
  * Turns whatever an SDK call throws into a `BackendError`, with secrets scrubbed.
  *
- * `toBackendError(e, phase, secrets)` classifies by HTTP status when there is one
+ * `toBackendError(e, phase, secrets, endpoint)` classifies by HTTP status when there is one
  * (429 rate_limited, 5xx server_error, 401/403 auth, other 4xx bad_request), by
  * SDK error class otherwise, and by *phase*: a transport failure while the reply
  * is being read is a `stream_cut`, before the reply started a `network` error.
- * Every detail passes through `scrubSecrets`, so no key reaches a log.
+ * A transport failure names the *endpoint* (`scheme://host:port`, never a
+ * credential or a path) and its cause: connection refused, DNS lookup failed,
+ * TLS error, connection reset, timed out, or the transport's own words.
+ * Every detail passes through `scrubSecrets`, so no key and no credential of
+ * a URL reaches a log.
  *
  * Words: *phase* `open` is up to the response headers, `read` is the SSE body.
  */
@@ -13,6 +17,7 @@ import Anthropic from "@anthropic-ai/sdk"
 import type { APIError as AnthropicApiError } from "@anthropic-ai/sdk/core/error"
 import OpenAI from "openai"
 import type { APIError as OpenAiApiError } from "openai/core/error"
+import { maskUrlCredentials } from "../../domain/safe-url.ts"
 import { BackendError, type BackendErrorReason } from "../backend.ts"
 
 export type Phase = "open" | "read"
@@ -28,12 +33,15 @@ const TOKEN_PATTERNS: ReadonlyArray<readonly [RegExp, string]> = [
   [/((?:x-api-key|api[_-]?key|authorization)["']?\s*[:=]\s*["']?)[^\s"',;}]+/gi, "$1***"],
 ]
 
-/** Removes every occurrence of the given secrets and anything shaped like an API key or bearer token. */
+/**
+ * Removes every occurrence of the given secrets, anything shaped like an API
+ * key or bearer token, and the credentials of every URL.
+ */
 export const scrubSecrets = (text: string, secrets: ReadonlyArray<string>): string => {
   let out = text
   for (const secret of secrets) if (secret.length > 0) out = out.split(secret).join("***")
   for (const [pattern, replacement] of TOKEN_PATTERNS) out = out.replace(pattern, replacement)
-  return out
+  return maskUrlCredentials(out)
 }
 
 /**
@@ -80,19 +88,53 @@ const apiError = (e: unknown) =>
 
 const messageOf = (e: unknown): string => {
   if (e instanceof Error) {
-    const code = (e as { code?: unknown }).code
-    return typeof code === "string" && !e.message.includes(code) ? `${e.message} (${code})` : e.message
+    const code = codeOf(e)
+    return code !== null && !e.message.includes(code) ? `${e.message} (${code})` : e.message
   }
   return String(e)
 }
 
+const codeOf = (e: unknown): string | null => {
+  const code = (e as { code?: unknown } | null)?.code
+  return typeof code === "string" ? code : null
+}
+
+/** The innermost error of a `cause` chain that has a code (the transport's), else the innermost one. */
+const transportError = (e: unknown): unknown => {
+  let found = e
+  let inner = e
+  for (let depth = 0; depth < 5 && inner instanceof Error && inner.cause !== undefined; depth++) {
+    inner = inner.cause
+    if (codeOf(inner) !== null || codeOf(found) === null) found = inner
+  }
+  return found
+}
+
+const TLS_CODE = /^(EPROTO|ERR_TLS|ERR_SSL|CERT_|UNABLE_TO_|DEPTH_ZERO|SELF_SIGNED|HOSTNAME_MISMATCH|TLS)/
+
+/** What went wrong on the wire, in words: the cause of a connection error. */
+export const transportCause = (e: unknown): string => {
+  const inner = transportError(e)
+  const code = codeOf(inner)
+  if (code === "ECONNREFUSED" || code === "ConnectionRefused") return `connection refused (${code})`
+  if (code !== null && /^(ENOTFOUND|EAI_)/.test(code)) return `DNS lookup failed (${code})`
+  if (code !== null && TLS_CODE.test(code)) return `TLS error: ${messageOf(inner)}`
+  if (code === "ECONNRESET" || code === "ConnectionClosed" || code === "EPIPE") return `connection reset (${code})`
+  if (code === "ETIMEDOUT" || code === "Timeout") return `timed out (${code})`
+  return messageOf(inner)
+}
+
 /** The `BackendError` for anything thrown by an SDK call or a stream assembler. */
-export const toBackendError = (e: unknown, phase: Phase, secrets: ReadonlyArray<string>): BackendError => {
+export const toBackendError = (e: unknown, phase: Phase, secrets: ReadonlyArray<string>, endpoint: string | null = null): BackendError => {
   if (e instanceof BackendError) return make(e.reason, scrubSecrets(e.detail, secrets), e.retryable, e.retryAfterSeconds)
-  const detail = (prefix: string) => scrubSecrets(`${prefix}${messageOf(e)}`, secrets).slice(0, MAX_DETAIL)
+  const scrub = (text: string) => scrubSecrets(text, secrets).slice(0, MAX_DETAIL)
+  const detail = (prefix: string) => scrub(`${prefix}${messageOf(e)}`)
+  const where = endpoint ?? "the server"
+  const cut = () => make("stream_cut", scrub(`stream from ${where} broke: ${transportCause(e)}`), true)
+  const unreachable = () => make("network", scrub(`cannot connect to ${where}: ${transportCause(e)}`), true)
   if (isAbort(e)) return make("network", detail("request aborted: "), true)
-  if (isTimeout(e)) return make("timeout", detail("request timed out: "), true)
-  if (isConnection(e)) return phase === "read" ? make("stream_cut", detail("stream broke: "), true) : make("network", detail(""), true)
+  if (isTimeout(e)) return make("timeout", scrub(`no reply from ${where}: request timed out`), true)
+  if (isConnection(e)) return phase === "read" ? cut() : unreachable()
   const api = apiError(e)
   if (api !== null) {
     if (typeof api.status === "number") {
@@ -104,6 +146,5 @@ export const toBackendError = (e: unknown, phase: Phase, secrets: ReadonlyArray<
     return make(reason, detail("error event in stream: "), retryable)
   }
   if (e instanceof SyntaxError) return make("bad_reply", detail("unreadable reply: "), true)
-  if (phase === "read") return make("stream_cut", detail("stream broke: "), true)
-  return make("network", detail(""), true)
+  return phase === "read" ? cut() : unreachable()
 }

@@ -16,7 +16,7 @@ import type { LlmChunk, LlmMessage, LlmReply, LlmRequest, TokenUsage } from "../
 import { noUsage } from "../../domain/llm.ts"
 import type { Backend } from "../backend.ts"
 import { openAiClient } from "./chat-completions.ts"
-import { type Assembly, backendFields, fail, type SdkBackendOptions, sdkCall } from "./sdk-stream.ts"
+import { type Assembly, backendFields, callSite, fail, type SdkBackendOptions, sdkCall } from "./sdk-stream.ts"
 
 type Params = OpenAI.Responses.ResponseCreateParamsStreaming
 type Event = OpenAI.Responses.ResponseStreamEvent
@@ -163,14 +163,14 @@ export const responsesAssembly = (): Assembly<Event> => {
 
 export const makeOpenAiResponsesBackend = (opts: SdkBackendOptions): Backend => {
   const client = openAiClient(opts)
-  const secrets = opts.apiKey === null ? [] : [opts.apiKey]
+  const site = callSite(opts)
   return {
     ...backendFields(opts),
     call: (request, onChunk) =>
       sdkCall({
         open: (signal) => client.responses.create(responsesParams(request, opts), { signal }),
         assemble: responsesAssembly,
-        secrets,
+        site,
       })(onChunk),
   }
 }

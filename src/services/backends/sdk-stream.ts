@@ -6,13 +6,17 @@
  * feeds each SDK event to a fresh `Assembly`, handing the text/reasoning chunks
  * it returns to `onChunk`, and succeeds with the reply from `assembly.finish()`.
  * Interrupting the call at any point aborts the HTTP request. All failures
- * become `BackendError`s (`errors.ts`). Also holds the options every SDK
- * backend takes.
+ * become `BackendError`s (`errors.ts`), naming the backend's endpoint. Also
+ * holds the options every SDK backend takes, and what each derives from them:
+ * the client's URL (`clientUrl`: a query in `base_url` goes with every request)
+ * and the call site (`callSite`: the endpoint, and the secrets no message may
+ * show: the key and the credentials of `base_url`).
  *
  * Words: an *assembly* is the per-call accumulator of one provider's events.
  */
 import { Effect } from "effect"
 import type { LlmChunk, LlmReply } from "../../domain/llm.ts"
+import { endpointOf, urlSecrets } from "../../domain/safe-url.ts"
 import { type Backend, BackendError, type BackendErrorReason, type OnChunk } from "../backend.ts"
 import { toBackendError } from "./errors.ts"
 
@@ -35,9 +39,36 @@ export const DEFAULT_CALL_TIMEOUT_SECONDS = 300
 export const backendFields = (opts: SdkBackendOptions): Omit<Backend, "call"> => ({
   type: opts.type,
   model: opts.model,
+  endpoint: endpointOf(opts.baseURL),
   maxRetries: opts.maxRetries ?? DEFAULT_MAX_RETRIES,
   callTimeoutSeconds: opts.callTimeoutSeconds === undefined ? DEFAULT_CALL_TIMEOUT_SECONDS : opts.callTimeoutSeconds,
 })
+
+/** Where a backend's calls go, as messages name it, and the texts they must never show. */
+export interface CallSite {
+  readonly endpoint: string
+  readonly secrets: ReadonlyArray<string>
+}
+
+/** Credentials of a URL shorter than this are masked inside URLs only: alone, they are too likely to be ordinary words. */
+const MIN_SCRUBBED_CHARS = 6
+
+export const callSite = (opts: SdkBackendOptions): CallSite => ({
+  endpoint: endpointOf(opts.baseURL),
+  secrets: [...(opts.apiKey === null ? [] : [opts.apiKey]), ...urlSecrets(opts.baseURL).filter((s) => s.length >= MIN_SCRUBBED_CHARS)],
+})
+
+/**
+ * The SDK client's `baseURL` and `defaultQuery`: the SDKs append their paths to
+ * `baseURL` as text, so a query in `base_url` (`?api-version=...`, `?key=...`)
+ * is taken off it and sent with every request instead.
+ */
+export const clientUrl = (baseURL: string): { readonly baseURL: string; readonly defaultQuery?: Record<string, string> } => {
+  const at = baseURL.indexOf("?")
+  if (at < 0) return { baseURL }
+  const query = baseURL.slice(at + 1).replace(/#.*$/, "")
+  return { baseURL: baseURL.slice(0, at), defaultQuery: Object.fromEntries(new URLSearchParams(query)) }
+}
 
 export interface Assembly<E> {
   /** Takes one SDK event; returns the chunks to emit now. May throw a `BackendError`. */
@@ -60,10 +91,10 @@ export const sdkCall =
   <E>(args: {
     readonly open: (signal: AbortSignal) => Promise<SdkEventStream<E>>
     readonly assemble: () => Assembly<E>
-    readonly secrets: ReadonlyArray<string>
+    readonly site: CallSite
   }) =>
   (onChunk: OnChunk): Effect.Effect<LlmReply, BackendError> => {
-    const onError = (e: unknown) => toBackendError(e, "read", args.secrets)
+    const onError = (e: unknown) => toBackendError(e, "read", args.site.secrets, args.site.endpoint)
     const read = (events: SdkEventStream<E>) =>
       Effect.gen(function* () {
         const assembly = args.assemble()
@@ -79,7 +110,7 @@ export const sdkCall =
       restore(
         Effect.tryPromise({
           try: (signal) => args.open(signal),
-          catch: (e) => toBackendError(e, "open", args.secrets),
+          catch: (e) => toBackendError(e, "open", args.site.secrets, args.site.endpoint),
         }),
       ).pipe(Effect.flatMap((events) => restore(read(events)).pipe(Effect.ensuring(Effect.sync(() => events.controller.abort()))))),
     )
