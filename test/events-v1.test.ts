@@ -38,8 +38,23 @@ const copyOf = (name: string): string => {
 const readJson = (path: string) => JSON.parse(fs.readFileSync(path, "utf8"))
 
 /** The fixture's status.json as this version projects it for a run now in `dir`. */
+/**
+ * What this version says differently of the same run, on purpose (issue 9): a cost nothing
+ * priced is null, not 0; once a run is over only a completed run's winner is `completed`.
+ */
+const sinceSchema1 = (stored: any) => {
+  const agents = Object.fromEntries(
+    Object.entries<any>(stored.agents).map(([id, a]) => {
+      if (a.status !== "completed" || (stored.finish_reason === "completed" && stored.results.winner === id)) return [id, a]
+      return [id, { ...a, status: a.vote_cast !== null ? "voted" : a.answer_count > 0 ? "answered" : "waiting" }]
+    }),
+  )
+  const priced = Object.values<any>(stored.agents).some((a) => a.token_usage.estimated_cost !== null)
+  return { ...stored, agents, costs: { ...stored.costs, total_estimated_cost: priced ? stored.costs.total_estimated_cost : null } }
+}
+
 const storedStatusAt = (name: string, dir: string) => {
-  const stored = readJson(nodePath.join(FIXTURES, name, "status.json"))
+  const stored = sinceSchema1(readJson(nodePath.join(FIXTURES, name, "status.json")))
   return { ...stored, meta: { ...stored.meta, log_dir: dir, session_id: nodePath.basename(dir) } }
 }
 
