@@ -193,10 +193,43 @@ const resumed = (state: State, t: number): State => {
 }
 
 /** Folds one event into the state. Total: an event that does not fit only counts as skipped. */
-export const evolve = (state: State, event: Event): State => {
+export const evolve = (state: State, event: Event): State => step(state, event, null)
+
+/**
+ * What one fold owns: the answers record and the agents' label arrays it made
+ * itself, which it may then extend in place. No state but the fold's last one
+ * is ever seen outside `foldEvents`, so that stays pure as seen from outside,
+ * and a fold of n answers costs O(n), not O(n²).
+ */
+interface Owned {
+  answers: Record<string, Answer> | null
+  readonly arrays: WeakSet<Array<string>>
+}
+
+const withLabel = (own: Owned | null, labels: ReadonlyArray<string>, label: string): ReadonlyArray<string> => {
+  if (own !== null && own.arrays.has(labels as Array<string>)) {
+    ;(labels as Array<string>).push(label)
+    return labels
+  }
+  const copy = [...labels, label]
+  own?.arrays.add(copy)
+  return copy
+}
+
+const withAnswer = (own: Owned | null, answers: Readonly<Record<string, Answer>>, answer: Answer): Readonly<Record<string, Answer>> => {
+  if (own !== null && own.answers === answers) {
+    own.answers[answer.label] = answer
+    return answers
+  }
+  const copy = { ...answers, [answer.label]: answer }
+  if (own !== null) own.answers = copy
+  return copy
+}
+
+const step = (state: State, event: Event, own: Owned | null): State => {
   const time = Date.parse(event.time)
   const t = Number.isNaN(time) ? state.lastTime : time
-  const next = applyEvent(state, event, t)
+  const next = applyEvent(state, event, t, own)
   return next === state
     ? { ...state, skippedEvents: state.skippedEvents + 1 }
     : { ...next, lastTime: Math.max(next.lastTime, t), eventCount: state.eventCount + 1 }
@@ -213,7 +246,7 @@ const currentAnswerOf = (state: State, label: string): AgentState | undefined =>
   return a !== undefined && a.answers[a.answers.length - 1] === label ? a : undefined
 }
 
-const applyEvent = (state: State, event: Event, t: number): State => {
+const applyEvent = (state: State, event: Event, t: number, own: Owned | null): State => {
   if (event._tag === "run_resumed") return state.run === null ? state : resumed(state, t)
   if (state.run === null && event._tag !== "run_started") return state
   if (state.finished !== null) return state
@@ -269,12 +302,12 @@ const applyEvent = (state: State, event: Event, t: number): State => {
       const answer: Answer = { label: event.label, agent: event.agent, round: event.round, content: event.content, time: t }
       // A new answer clears every vote: everyone must look again.
       const agents = state.agents.map((a, j): AgentState => {
-        if (j === i) return { ...a, inFlight: null, answers: [...a.answers, event.label], vote: null, lastActivity: t }
+        if (j === i) return { ...a, inFlight: null, answers: withLabel(own, a.answers, event.label), vote: null, lastActivity: t }
         if (a.failure !== null) return a
         const undone = a.vote !== null || (a.inFlight !== null && a.answers.length > 0)
         return { ...a, vote: null, restartPending: a.restartPending || undone }
       })
-      return { ...state, agents, answers: { ...state.answers, [event.label]: answer } }
+      return { ...state, agents, answers: withAnswer(own, state.answers, answer) }
     }
     case "vote_cast": {
       const target = currentAnswerOf(state, event.target_label)
@@ -346,7 +379,8 @@ const applyEvent = (state: State, event: Event, t: number): State => {
 
 /** Folds a whole sequence of events from the initial state. */
 export const foldEvents = (events: Iterable<Event>, from: State = initialState): State => {
+  const own: Owned = { answers: null, arrays: new WeakSet() }
   let state = from
-  for (const event of events) state = evolve(state, event)
+  for (const event of events) state = step(state, event, own)
   return state
 }

@@ -1,0 +1,84 @@
+/**
+ * Issue 10: folding stays linear, and the fast fold is the plain fold.
+ *
+ * `foldEvents` extends in place the answers it made itself; `evolve` copies.
+ * The fold of a log must equal the plain reduction with `evolve`, on random
+ * simulated logs (test/properties.test.ts makes those; here dense synthetic
+ * ones) and on the real schema-1 logs, and folding ten times more answers may
+ * cost at most fifteen times the time (a coarse guard against quadratic work,
+ * robust on a noisy machine).
+ */
+import { describe, expect, test } from "bun:test"
+import * as fs from "node:fs"
+import * as nodePath from "node:path"
+import fc from "fast-check"
+import { readEventsText } from "../src/domain/event-codec.ts"
+import type { Event } from "../src/domain/events.ts"
+import { evolve, foldEvents, initialState } from "../src/domain/state.ts"
+import { at, runStarted } from "./support/given.ts"
+
+/** A dense log: `answers` answers by three agents in turn, each in a round of its own (two events per answer). */
+const denseLog = (answers: number, ids: ReadonlyArray<string> = ["a", "b", "c"]): Array<Event> => {
+  const events: Array<Event> = [{ ...runStarted(ids), time: at(0) }]
+  const count = new Map(ids.map((id) => [id, 0]))
+  const latest = new Map<string, string>()
+  for (let n = 0; n < answers; n++) {
+    const i = n % ids.length
+    const id = ids[i]!
+    const round = count.get(id)! + 1
+    count.set(id, round)
+    const shown = ids.flatMap((x) => (latest.has(x) ? [latest.get(x)!] : []))
+    const time = at(1 + n)
+    events.push({ _tag: "round_started", time, agent: id, round, shown, vote_only: false, restart: false })
+    const label = `agent${i + 1}.${round}`
+    events.push({ _tag: "answer_submitted", time, agent: id, round, label, content: `answer ${n}` })
+    latest.set(id, label)
+  }
+  return events
+}
+
+const plainFold = (events: ReadonlyArray<Event>) => events.reduce(evolve, initialState)
+
+describe("the fast fold", () => {
+  test("equals the plain fold of evolve on dense logs of random sizes and agents, from any starting prefix", () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 300 }), fc.integer({ min: 1, max: 6 }), fc.double({ min: 0, max: 1, noNaN: true }), (n, agents, cut) => {
+        const events = denseLog(n, Array.from({ length: agents }, (_, i) => `ag${i}`))
+        const k = Math.floor(cut * events.length)
+        const from = plainFold(events.slice(0, k))
+        const before = structuredClone(from)
+        expect(foldEvents(events.slice(k), from)).toEqual(plainFold(events))
+        // The state it started from is not changed.
+        expect(from).toEqual(before)
+      }),
+      { numRuns: 60 },
+    )
+  })
+
+  test("equals the plain fold on every real schema-1 log", () => {
+    const root = nodePath.join(import.meta.dir, "fixtures", "v1")
+    const names = fs.readdirSync(root).filter((n) => fs.existsSync(nodePath.join(root, n, "events.jsonl")))
+    expect(names.length).toBeGreaterThan(0)
+    for (const name of names) {
+      const events = readEventsText(fs.readFileSync(nodePath.join(root, name, "events.jsonl"), "utf8")).events
+      expect(foldEvents(events)).toEqual(plainFold(events))
+    }
+  })
+
+  test("folding ten times more answers costs at most fifteen times the time", () => {
+    const small = denseLog(4_000)
+    const large = denseLog(40_000)
+    const time = (events: ReadonlyArray<Event>) => {
+      let best = Number.POSITIVE_INFINITY
+      for (let i = 0; i < 3; i++) {
+        const start = performance.now()
+        foldEvents(events)
+        best = Math.min(best, performance.now() - start)
+      }
+      return best
+    }
+    time(small)
+    const ratio = time(large) / time(small)
+    expect(ratio).toBeLessThan(15)
+  })
+})
