@@ -17,11 +17,15 @@
  *   process loses nothing appended, a power loss may). An append is one step
  *   that no other append interleaves with. A stream whose last line is torn
  *   gets a newline first, in the same write, so the next event starts its own
- *   line; the torn line stays and reads as skipped.
+ *   line; the torn line stays and reads as skipped. A line that readers skip
+ *   (an event earlier than the stream's last, or the same line as an earlier
+ *   one: writers are to append neither) is written, and not counted in the
+ *   version, as a read would not count it.
  * - `read(stream, from = 0)` gives the events from position `from`, with the
- *   stream's version, its skipped lines counted by cause and whether its tail
- *   is torn. It never fails on what the lines hold; a stream that does not
- *   exist is an `EventStoreError` `missing`.
+ *   stream's version, its skipped lines counted by cause (`domain/event-codec.ts`:
+ *   unreadable lines, newer schemas, duplicates, events out of order, a torn
+ *   last line) and whether its tail is torn. It never fails on what the lines
+ *   hold; a stream that does not exist is an `EventStoreError` `missing`.
  * - `subscribe(stream, from)` is a `Stream` of the events from position `from`
  *   on: those there now, then each one appended later, in order, read from
  *   whole lines only (a torn last line waits for its newline). It wakes when
@@ -47,10 +51,15 @@ import * as nodePath from "node:path"
 import { Chunk, Context, Effect, Layer, Schema, Stream } from "effect"
 import {
   type CountedSkipCause,
+  type LineMemory,
   type LinesRead,
   type StoredEvent,
+  addSkips,
+  admitLine,
   decodeLines,
+  decodeTail,
   encodeEnvelopeLine,
+  newLineMemory,
   noSkips,
 } from "../domain/event-codec.ts"
 import { Event, EventMeta } from "../domain/events.ts"
@@ -140,20 +149,31 @@ interface Known {
   readonly skippedByCause: Record<CountedSkipCause, number>
   skipped: number
   lines: number
-  /** The torn tail decoded, when there is one. */
-  tail: LinesRead | null
+  /** The whole lines read as events, and the last event's time: what tells a duplicate or an event out of order. */
+  readonly memory: LineMemory
+  /** The torn tail, with what it decodes to, when there is one. */
+  tail: { readonly text: string; readonly read: LinesRead } | null
 }
 
-const unknown = (): Known => ({ size: 0, wholeSize: 0, events: [], skippedByCause: noSkips(), skipped: 0, lines: 0, tail: null })
+const unknown = (): Known => ({
+  size: 0,
+  wholeSize: 0,
+  events: [],
+  skippedByCause: noSkips(),
+  skipped: 0,
+  lines: 0,
+  memory: newLineMemory(),
+  tail: null,
+})
 
 const addLines = (known: Known, read: LinesRead): void => {
   for (const stored of read.events) known.events.push(stored)
-  for (const cause in read.skippedByCause) known.skippedByCause[cause as CountedSkipCause] += read.skippedByCause[cause as CountedSkipCause]
+  addSkips(known.skippedByCause, read.skippedByCause)
   known.skipped += read.skipped
   known.lines += read.lines
 }
 
-const versionOf = (known: Known): number => known.events.length + (known.tail?.events.length ?? 0)
+const versionOf = (known: Known): number => known.events.length + (known.tail?.read.events.length ?? 0)
 
 const detailOf = (cause: unknown): string => (cause instanceof Error ? cause.message : String(cause))
 
@@ -179,9 +199,9 @@ const makeStore = (storage: Storage): EventStoreService => {
     }
     if (size === k.size) return k
     const { whole, wholeSize, rest } = storage.readFrom(stream, k.wholeSize, size)
-    if (whole !== "") addLines(k, decodeLines(whole, k.events.length, k.lines))
+    if (whole !== "") addLines(k, decodeLines(whole, k.events.length, k.lines, k.memory))
     k.wholeSize += wholeSize
-    k.tail = rest === "" ? null : decodeLines(rest, k.events.length, k.lines)
+    k.tail = rest === "" ? null : { text: rest, read: decodeTail(rest, k.events.length, k.lines, k.memory) }
     k.size = size
     return k
   }
@@ -195,9 +215,9 @@ const makeStore = (storage: Storage): EventStoreService => {
   const read = (stream: string, from = 0) =>
     Effect.flatMap(syncOrFail(stream), (k): Effect.Effect<StreamRead, EventStoreError> => {
       if (k === null) return Effect.fail(new EventStoreError({ reason: "missing", stream, detail: "no such stream" }))
-      const tail = k.tail
+      const tail = k.tail?.read ?? null
       const skippedByCause = { ...k.skippedByCause }
-      if (tail !== null) for (const cause in skippedByCause) skippedByCause[cause as CountedSkipCause] += tail.skippedByCause[cause as CountedSkipCause]
+      if (tail !== null) addSkips(skippedByCause, tail.skippedByCause)
       const events = k.events.slice(from)
       if (tail !== null) for (const stored of tail.events) if (stored.position >= from) events.push(stored)
       return Effect.succeed({
@@ -229,7 +249,8 @@ const makeStore = (storage: Storage): EventStoreService => {
       }
       if (envelopes.length === 0) return Effect.succeed(version)
       const k = found ?? unknown()
-      const text = (k.tail !== null ? "\n" : "") + envelopes.map((e) => `${encodeEnvelopeLine(e.event, e.meta)}\n`).join("")
+      const lines = envelopes.map((e) => encodeEnvelopeLine(e.event, e.meta))
+      const text = (k.tail !== null ? "\n" : "") + lines.map((line) => `${line}\n`).join("")
       try {
         storage.write(stream, text)
       } catch (cause) {
@@ -237,12 +258,20 @@ const makeStore = (storage: Storage): EventStoreService => {
         known.delete(stream)
         return Effect.fail(new EventStoreError({ reason: "write_failed", stream, detail: detailOf(cause) }))
       }
-      if (k.tail !== null) addLines(k, k.tail)
+      // The torn tail is a whole line now, read as any other (cut, it is no longer the tail).
+      if (k.tail !== null) addLines(k, decodeLines(k.tail.text, k.events.length, k.lines, k.memory))
       k.tail = null
-      for (const e of envelopes) {
+      // What a reader would skip of these lines is skipped here too: the store knows what a read of the stream gives.
+      envelopes.forEach((e, i) => {
         k.lines += 1
-        k.events.push({ event: e.event, meta: e.meta, position: k.events.length, line: k.lines })
-      }
+        const cause = admitLine(lines[i]!, e.event, k.memory)
+        if (cause === null) {
+          k.events.push({ event: e.event, meta: e.meta, position: k.events.length, line: k.lines })
+        } else {
+          k.skippedByCause[cause] += 1
+          k.skipped += 1
+        }
+      })
       k.size += storage.sizeOf(text)
       k.wholeSize = k.size
       known.set(stream, k)
@@ -268,7 +297,7 @@ const makeStore = (storage: Storage): EventStoreService => {
     let events: ReadonlyArray<StoredEvent> = []
     try {
       const k = sync(stream)
-      if (k !== null) events = k.tail === null ? k.events : [...k.events, ...k.tail.events]
+      if (k !== null) events = k.tail === null ? k.events : [...k.events, ...k.tail.read.events]
     } catch {
       // Listed as empty.
     }
