@@ -241,6 +241,13 @@ describe("readEventsText", () => {
     expect(readEventsText(`${first}\n${first}`).skippedByCause).toMatchObject({ duplicate: 1, torn_tail: 0 })
   })
 
+  test("an agent id that is not a safe name does not decode: it would name a file outside the agent's", () => {
+    for (const id of ["../../etc", "agent a", "", ".hidden", "a/b", "x.reasoning", "agenմ_b"]) {
+      expect(decodeEventLine(encodeEventLine({ ...answer, agent: id }))).toEqual({ _tag: "skipped", cause: "invalid_fields" })
+      expect(decodeEventLine(encodeEventLine({ ...answer, time: TIME, _tag: "vote_cast", target: id, target_label: "agent1.1", reason: "r" } as Event))).toMatchObject({ cause: "invalid_fields" })
+    }
+  })
+
   test("a value nested deeper than the decoder can follow skips the line; it does not throw", () => {
     const deep = (depth: number) => `${"[".repeat(depth)}${"]".repeat(depth)}`
     const end = JSON.parse(encodeEventLine({
