@@ -193,12 +193,15 @@ describe("resume after SIGKILL, with the fake OpenAI server", () => {
       expect(text).toContain('{"schema":1,"type":"call_end","time":"2026-\n')
       const events = readEvents(dir)
       expect(ofType(events, "run_resumed")).toEqual([expect.objectContaining({ dropped_lines: 1, torn_tail: true })])
+      expect(r.stderr).toBe(`massgen: ${eventsPath(dir)}: skipped 1 line (1 torn tail)\n`)
       expect(ofType(events, "answer_submitted").filter((e) => e.agent === "agent_b").map((e) => e.label)).toEqual(["agent2.1"])
       expect(statusOf(dir)).toMatchObject({ is_complete: true, finish_reason: "completed" })
       expect(fake.requests.filter((q) => selfOf(q) === "agent2" && asksFirstAnswer(q))).toHaveLength(1)
       // Replay reads past the torn line and gives the same decisions.
       const check = await runCli("binary", ["replay", dir, "--check"], { cwd, env: ENV })
       expect({ code: check.exitCode, out: check.stdout }).toEqual({ code: 0, out: expect.stringContaining("SAME") })
+      // Ended by resume's newline, the cut line is a whole line that is not JSON.
+      expect(check.stderr).toBe(`massgen: ${eventsPath(dir)}: skipped 1 line (1 unreadable)\n`)
     } finally {
       fake.stop()
     }
@@ -430,7 +433,13 @@ describe("massgen status", () => {
     expect(rebuilt).toEqual(original)
     const json = await runCli("binary", ["status", "--json", dir], { cwd, env: ENV })
     expectExit(json, 0)
-    expect(JSON.parse(json.stdout)).toEqual(original)
+    const { log, stopped, ...status } = JSON.parse(json.stdout)
+    expect(status).toEqual(original)
+    expect({ log, stopped }).toEqual({
+      log: { events: eventsPath(dir), skipped: { torn_tail: 0, unreadable: 0, newer_schema: 0, duplicate: 0, out_of_order: 0, does_not_fit: 0 } },
+      stopped: null,
+    })
+    expect(json.stderr).toBe("")
   })
 
   test("on a run whose lock a live process holds: read only, status.json not written", async () => {
@@ -447,7 +456,7 @@ describe("massgen status", () => {
     expect(fs.existsSync(statusFile)).toBe(false)
   })
 
-  test("on a run that crashed (no live lock): status.json rebuilt, still in progress", async () => {
+  test("on a run that crashed (no live lock): status.json rebuilt, still in progress; the summary says it stopped", async () => {
     const { cwd, dir } = await crashedRun()
     const statusFile = nodePath.join(dir, "status.json")
     fs.rmSync(statusFile)
@@ -455,7 +464,8 @@ describe("massgen status", () => {
     const r = await runCli("binary", ["status", dir], { cwd, env: ENV })
     expectExit(r, 0)
     expect(statusOf(dir)).toMatchObject({ is_complete: false, finish_reason: "in_progress" })
-    expect(r.lines[0]).toMatch(/: in_progress \(/)
+    expect(r.lines[0]).toMatch(/: stopped \(/)
+    expect(r.lines.at(-1)).toBe(`Stopped: its process is gone and the run did not finish; continue it with: massgen resume ${dir}`)
   })
 
   test("a directory that is not a run: exit 1", async () => {

@@ -33,8 +33,9 @@
  *   itself: its consumer ends it. A stream not there yet is waited for.
  * - `list(base, limit)`: the runs under a log base (its `log_*` streams),
  *   newest first (their names are UTC start times), each complete or not (its
- *   last event is `run_finished`), with its number of agents and its question
- *   (from `run_started`). Never fails: what cannot be read lists as empty.
+ *   last event is `run_finished`), started or not (it has a `run_started`),
+ *   with its number of agents and its question (from `run_started`). Never
+ *   fails: what cannot be read lists as empty.
  *
  * A store decodes each line at most once: it keeps what it read and appended
  * of each stream, and later reads decode only what was appended since (a
@@ -125,6 +126,8 @@ export interface RunSummary {
   /** The last part of the stream's name: `log_YYYYMMDD_HHMMSS_ffffff`. */
   readonly name: string
   readonly complete: boolean
+  /** It has a run_started: a run killed before its first event has none. */
+  readonly started: boolean
   readonly agents: number
   readonly question: string
 }
@@ -306,6 +309,7 @@ const makeStore = (storage: Storage): EventStoreService => {
       stream,
       name,
       complete: events[events.length - 1]?.event._tag === "run_finished",
+      started: started?._tag === "run_started",
       agents: started?._tag === "run_started" ? started.agents.length : 0,
       question: started?._tag === "run_started" ? started.question : "",
     }

@@ -9,11 +9,13 @@
  * - `readEvents(dir)`: the JSON objects of its `events.jsonl` lines (unreadable ones left out).
  * - `deadPid()`: the pid of a process that has exited, for a stale `run.lock`.
  * - `expectExit(result, code)`: the exit code, showing the output when it differs.
+ * - `viewerPick(cwd, logs, input)`: `massgen viewer --pick` from source over the
+ *   runs under `logs`, with `input` typed on its stdin.
  */
 import { expect } from "bun:test"
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
-import { type CliResult, type Mode, runCli, sandbox, writeConfig } from "./cli.ts"
+import { type CliResult, type Mode, SOURCE_MAIN, runCli, sandbox, writeConfig } from "./cli.ts"
 
 export const QUESTION = "What is 2+2?"
 /** The child's environment: no API key, no log base (each run logs under its own working directory). */
@@ -79,4 +81,20 @@ export const deadPid = async () => {
   const p = Bun.spawn(["true"])
   await p.exited
   return p.pid
+}
+
+export const viewerPick = async (cwd: string, logs: string, input: string) => {
+  const proc = Bun.spawn([process.execPath, SOURCE_MAIN, "viewer", "--pick"], {
+    cwd,
+    env: { ...process.env, MASSGEN_LOG_BASE_DIR: logs },
+    stdin: "pipe",
+    stdout: "pipe",
+    stderr: "pipe",
+  })
+  proc.stdin.write(input)
+  await proc.stdin.end()
+  const killer = setTimeout(() => proc.kill("SIGKILL"), 20_000)
+  const [code, stdout, stderr] = await Promise.all([proc.exited, new Response(proc.stdout).text(), new Response(proc.stderr).text()])
+  clearTimeout(killer)
+  return { code, stdout, stderr }
 }
