@@ -16,7 +16,7 @@ import { effect } from "./support/effect-test.ts"
 import { cleanupSandboxes, runCli, sandbox, startCli } from "./support/cli.ts"
 import { viewerPick } from "./support/run-dirs.ts"
 import type { MemoryRun } from "./support/harness.ts"
-import { QUESTION, eventLines, playCouncil, shiftEvents, writeRunDir } from "./support/view-fixtures.ts"
+import { QUESTION, eventLines, metaAt, playCouncil, shiftEvents, writeRunDir } from "./support/view-fixtures.ts"
 
 let run: MemoryRun
 let events: Array<Event>
@@ -259,7 +259,7 @@ describe("a run stopped by a signal and then resumed", () => {
     ]
     writeRunDir(dir, stopped, { complete: true })
     const resumed = { _tag: "run_resumed", time: at, dropped_lines: 0, torn_tail: false, restarted_rounds: [], presentation_restarted: false } as Event
-    fs.appendFileSync(nodePath.join(dir, "events.jsonl"), eventLines([resumed]))
+    fs.appendFileSync(nodePath.join(dir, "events.jsonl"), eventLines([resumed], metaAt(dir)))
     return { dir, path: nodePath.join(dir, "events.jsonl"), written: [...stopped, resumed], rest: events.slice(cut) }
   }
 
