@@ -19,14 +19,13 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
-import { type CliResult, type RunningCli, cleanupSandboxes, ensureBinary, runCli, sandbox, startCli, writeConfig } from "./support/cli.ts"
+import { type RunningCli, cleanupSandboxes, ensureBinary, runCli, sandbox, startCli, writeConfig } from "./support/cli.ts"
+import { ENV, QUESTION, SCRIPTED_DOC, crashedRun as crashedRunBy, deadPid, eventsPath, expectExit, readEvents, scriptedRun as scriptedRunBy, snapshot } from "./support/run-dirs.ts"
 import { type Behaviour, type FakeLlm, type FakeRequest, hang, offeredTools, promptText, reply, startFakeLlm } from "./support/fake-llm.ts"
 
 beforeAll(() => ensureBinary().then(() => undefined), 180_000)
 afterAll(() => cleanupSandboxes())
 
-const QUESTION = "What is 2+2?"
-const ENV = { OPENAI_API_KEY: undefined, MASSGEN_LOG_BASE_DIR: undefined }
 const FINAL = "Final: 2+2 is 4."
 
 // ---------------------------------------------------------------------------
@@ -69,29 +68,9 @@ const councilDoc = (fake: FakeLlm) => ({
   timeout_settings: { orchestrator_timeout_seconds: 60, agent_timeout_seconds: 30 },
 })
 
-const scriptedDoc = {
-  agents: [
-    { id: "agent_a", backend: { type: "scripted", answer: "Four.", vote: "agent1", final: "The answer is 4." } },
-    { id: "agent_b", backend: { type: "scripted", answer: "4", vote: "agent1" } },
-    { id: "agent_c", backend: { type: "scripted", answer: "2+2=4", vote: "agent1" } },
-  ],
-}
-
 // ---------------------------------------------------------------------------
 // Files
 
-const eventsPath = (dir: string) => nodePath.join(dir, "events.jsonl")
-const readEvents = (dir: string): Array<any> =>
-  fs
-    .readFileSync(eventsPath(dir), "utf8")
-    .split("\n")
-    .flatMap((l) => {
-      try {
-        return l === "" ? [] : [JSON.parse(l)]
-      } catch {
-        return []
-      }
-    })
 const ofType = (events: ReadonlyArray<any>, type: string) => events.filter((e) => e.type === type)
 const statusOf = (dir: string) => JSON.parse(fs.readFileSync(nodePath.join(dir, "status.json"), "utf8"))
 
@@ -106,51 +85,13 @@ const waitForEvent = async (dir: string, match: (e: any) => boolean, timeoutMs =
   }
 }
 
-/** Every file under `dir` with its bytes, to show nothing changed. */
-const snapshot = (dir: string): Record<string, string> =>
-  Object.fromEntries(
-    fs
-      .readdirSync(dir, { recursive: true, withFileTypes: true })
-      .filter((d) => d.isFile())
-      .map((d): [string, string] => {
-        const path = nodePath.join(d.parentPath, d.name)
-        return [nodePath.relative(dir, path), fs.readFileSync(path, "base64")]
-      })
-      .sort(([a], [b]) => a.localeCompare(b)),
-  )
-
-const shown = (r: CliResult) => `exit ${r.exitCode}\nstdout:\n${r.stdout}\nstderr:\n${r.stderr}`
-const expectExit = (r: CliResult, code: number) => expect({ code: r.exitCode, output: shown(r) }).toEqual({ code, output: expect.any(String) })
-
 const logDirOf = async (cli: RunningCli) => (await cli.waitForLine("LOG_DIR: ")).slice("LOG_DIR: ".length)
 
 const resume = (dir: string, cwd: string, extra: ReadonlyArray<string> = []) =>
   runCli("binary", ["resume", "--automation", ...extra, dir], { cwd, env: ENV })
 
-/** A finished scripted run, made by the binary. */
-const scriptedRun = async () => {
-  const cwd = sandbox()
-  const config = writeConfig(cwd, scriptedDoc)
-  const r = await runCli("binary", ["--automation", "--config", config, QUESTION], { cwd, env: ENV })
-  expectExit(r, 0)
-  return { cwd, dir: r.lines.find((l) => l.startsWith("LOG_DIR: "))!.slice("LOG_DIR: ".length) }
-}
-
-/** A scripted run cut as a crash would leave it: the first `keep` lines of its log. */
-const crashedRun = async (keep = 12) => {
-  const run = await scriptedRun()
-  const lines = fs.readFileSync(eventsPath(run.dir), "utf8").split("\n")
-  fs.writeFileSync(eventsPath(run.dir), lines.slice(0, keep).map((l) => `${l}\n`).join(""))
-  fs.rmSync(nodePath.join(run.dir, "final"), { recursive: true, force: true })
-  return run
-}
-
-/** The pid of a process that has exited. */
-const deadPid = async () => {
-  const p = Bun.spawn(["true"])
-  await p.exited
-  return p.pid
-}
+const scriptedRun = () => scriptedRunBy("binary")
+const crashedRun = (keep?: number) => crashedRunBy("binary", keep)
 
 // ---------------------------------------------------------------------------
 
@@ -252,12 +193,15 @@ describe("resume after SIGKILL, with the fake OpenAI server", () => {
       expect(text).toContain('{"schema":1,"type":"call_end","time":"2026-\n')
       const events = readEvents(dir)
       expect(ofType(events, "run_resumed")).toEqual([expect.objectContaining({ dropped_lines: 1, torn_tail: true })])
+      expect(r.stderr).toBe(`massgen: ${eventsPath(dir)}: skipped 1 line (1 torn tail)\n`)
       expect(ofType(events, "answer_submitted").filter((e) => e.agent === "agent_b").map((e) => e.label)).toEqual(["agent2.1"])
       expect(statusOf(dir)).toMatchObject({ is_complete: true, finish_reason: "completed" })
       expect(fake.requests.filter((q) => selfOf(q) === "agent2" && asksFirstAnswer(q))).toHaveLength(1)
       // Replay reads past the torn line and gives the same decisions.
       const check = await runCli("binary", ["replay", dir, "--check"], { cwd, env: ENV })
       expect({ code: check.exitCode, out: check.stdout }).toEqual({ code: 0, out: expect.stringContaining("SAME") })
+      // Ended by resume's newline, the cut line is a whole line that is not JSON.
+      expect(check.stderr).toBe(`massgen: ${eventsPath(dir)}: skipped 1 line (1 unreadable)\n`)
     } finally {
       fake.stop()
     }
@@ -330,7 +274,7 @@ describe("what resume refuses, and what it leaves alone", () => {
   test("a run started with a relative config path holding a literal key resumes from another directory", async () => {
     const cwd = sandbox()
     fs.mkdirSync(nodePath.join(cwd, "cfgdir"))
-    const doc = { ...scriptedDoc, agents: scriptedDoc.agents.map((a: any) => ({ ...a, backend: { ...a.backend, api_key: "sk-literal-SECRET" } })) }
+    const doc = { ...SCRIPTED_DOC, agents: SCRIPTED_DOC.agents.map((a: any) => ({ ...a, backend: { ...a.backend, api_key: "sk-literal-SECRET" } })) }
     writeConfig(nodePath.join(cwd, "cfgdir"), doc, "cfg.yaml")
     const first = await runCli("binary", ["--automation", "--config", "cfgdir/cfg.yaml", QUESTION], { cwd, env: ENV })
     expectExit(first, 0)
@@ -490,7 +434,13 @@ describe("massgen status", () => {
     expect(rebuilt).toEqual(original)
     const json = await runCli("binary", ["status", "--json", dir], { cwd, env: ENV })
     expectExit(json, 0)
-    expect(JSON.parse(json.stdout)).toEqual(original)
+    const { log, stopped, ...status } = JSON.parse(json.stdout)
+    expect(status).toEqual(original)
+    expect({ log, stopped }).toEqual({
+      log: { events: eventsPath(dir), skipped: { torn_tail: 0, unreadable: 0, newer_schema: 0, duplicate: 0, out_of_order: 0, does_not_fit: 0 } },
+      stopped: null,
+    })
+    expect(json.stderr).toBe("")
   })
 
   test("on a run whose lock a live process holds: read only, status.json not written", async () => {
@@ -507,7 +457,7 @@ describe("massgen status", () => {
     expect(fs.existsSync(statusFile)).toBe(false)
   })
 
-  test("on a run that crashed (no live lock): status.json rebuilt, still in progress", async () => {
+  test("on a run that crashed (no live lock): status.json rebuilt, still in progress; the summary says it stopped", async () => {
     const { cwd, dir } = await crashedRun()
     const statusFile = nodePath.join(dir, "status.json")
     fs.rmSync(statusFile)
@@ -515,7 +465,8 @@ describe("massgen status", () => {
     const r = await runCli("binary", ["status", dir], { cwd, env: ENV })
     expectExit(r, 0)
     expect(statusOf(dir)).toMatchObject({ is_complete: false, finish_reason: "in_progress" })
-    expect(r.lines[0]).toMatch(/: in_progress \(/)
+    expect(r.lines[0]).toMatch(/: stopped \(/)
+    expect(r.lines.at(-1)).toBe(`Stopped: its process is gone and the run did not finish; continue it with: massgen resume ${dir}`)
   })
 
   test("a directory that is not a run: exit 1", async () => {

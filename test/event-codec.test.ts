@@ -200,24 +200,64 @@ describe("encodeEventLine / decodeEventLine", () => {
 })
 
 describe("readEventsText", () => {
+  const later: Event = { ...answer, round: 2, label: "agent1.2", time: "2025-06-01T12:00:01.000Z" }
+
   test("decodes every line, counts the skipped ones by cause, ignores blank lines", () => {
     const line = encodeEventLine(answer)
-    const read = readEventsText([line, "", "garbage", "  ", "[]", line, ""].join("\n"))
-    expect(read.events).toEqual([answer, answer])
+    const read = readEventsText([line, "", "garbage", "  ", "[]", encodeEventLine(later), ""].join("\n"))
+    expect(read.events).toEqual([answer, later])
     expect(read.lines).toEqual([1, 6])
     expect(read.skipped).toBe(2)
     expect(read.skippedByCause).toEqual({
-      not_json: 1, not_an_object: 1, newer_schema: 0, unknown_type: 0, invalid_fields: 0,
+      not_json: 1, not_an_object: 1, newer_schema: 0, unknown_type: 0, invalid_fields: 0, duplicate: 0, out_of_order: 0, torn_tail: 0,
     })
     expect(read.tornTail).toBe(false)
   })
 
-  test("a cut last line is skipped and marks the tail torn; a line missing only its newline is kept", () => {
+  test("a cut last line is skipped as the torn tail; a line missing only its newline is kept", () => {
     const line = encodeEventLine(answer)
     const cut = readEventsText(`${line}\n${line.slice(0, 20)}`)
-    expect(cut).toMatchObject({ events: [answer], skipped: 1, tornTail: true })
-    expect(readEventsText(`${line}\n${line}`)).toMatchObject({ events: [answer, answer], skipped: 0, tornTail: true })
+    expect(cut).toMatchObject({ events: [answer], skipped: 1, tornTail: true, skippedByCause: { torn_tail: 1, not_json: 0 } })
+    // Cut and then followed by a newline, it is a whole line that is not JSON.
+    expect(readEventsText(`${line}\n${line.slice(0, 20)}\n`)).toMatchObject({ skipped: 1, tornTail: false, skippedByCause: { torn_tail: 0, not_json: 1 } })
+    expect(readEventsText(`${line}\n${encodeEventLine(later)}`)).toMatchObject({ events: [answer, later], skipped: 0, tornTail: true })
     expect(readEventsText("")).toMatchObject({ events: [], skipped: 0, tornTail: false })
+  })
+
+  test("a line that repeats an earlier event's line is a duplicate; an event earlier than the one before is out of order", () => {
+    const first = encodeEventLine(answer)
+    const earlier = encodeEventLine({ ...later, time: "2025-06-01T11:59:59.999Z" })
+    // The same event in other words (another key order) is not the same line.
+    const reworded = JSON.stringify(Object.fromEntries(Object.entries(JSON.parse(first)).reverse()))
+    const read = readEventsText([first, first, earlier, reworded, encodeEventLine(later), earlier, first, ""].join("\n"))
+    expect(read.events).toEqual([answer, answer, later])
+    expect(read.lines).toEqual([1, 4, 5])
+    expect(read.skippedByCause).toMatchObject({ duplicate: 2, out_of_order: 2 })
+    expect(read.skipped).toBe(4)
+    // Equal times are in order; times compare as instants, whatever their digits.
+    const sameInstant = encodeEventLine({ ...later, time: "2025-06-01T12:00:01Z" })
+    expect(readEventsText([encodeEventLine(later), sameInstant, ""].join("\n")).skipped).toBe(0)
+    // A torn last line that repeats an earlier line is a duplicate, and is not remembered: its write may finish.
+    expect(readEventsText(`${first}\n${first}`).skippedByCause).toMatchObject({ duplicate: 1, torn_tail: 0 })
+  })
+
+  test("an agent id that is not a safe name does not decode: it would name a file outside the agent's", () => {
+    for (const id of ["../../etc", "agent a", "", ".hidden", "a/b", "x.reasoning", "agenմ_b"]) {
+      expect(decodeEventLine(encodeEventLine({ ...answer, agent: id }))).toEqual({ _tag: "skipped", cause: "invalid_fields" })
+      expect(decodeEventLine(encodeEventLine({ ...answer, time: TIME, _tag: "vote_cast", target: id, target_label: "agent1.1", reason: "r" } as Event))).toMatchObject({ cause: "invalid_fields" })
+    }
+  })
+
+  test("a value nested deeper than the decoder can follow skips the line; it does not throw", () => {
+    const deep = (depth: number) => `${"[".repeat(depth)}${"]".repeat(depth)}`
+    const end = JSON.parse(encodeEventLine({
+      _tag: "call_end", time: TIME, call: 1, agent: "agent_a", round: 1, role: "round", model: "m", seconds: 1,
+      input_tokens: null, cached_input_tokens: null, output_tokens: null, reasoning_tokens: null, truncated: null, cost: null, error: null,
+      reply: { text: "", tool_calls: [], parts: [] },
+    }))
+    const line = JSON.stringify(end).replace('"parts":[]', `"parts":[${deep(50_000)}]`)
+    expect(decodeEventLine(line)).toEqual({ _tag: "skipped", cause: "invalid_fields" })
+    expect(decodeEventLine(JSON.stringify(end).replace('"parts":[]', `"parts":[${deep(20)}]`))._tag).toBe("event")
   })
 
   test("100k events read in well under a second", () => {

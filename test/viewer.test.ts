@@ -13,9 +13,10 @@ import type { Event } from "../src/domain/events.ts"
 import { EventStore } from "../src/services/event-store.ts"
 import { type FeedItem, type FollowOptions, MAX_GAP_MS, follow as followIn, recordedTexts, replay, replayDelayMs } from "../src/services/run-feed.ts"
 import { effect } from "./support/effect-test.ts"
-import { SOURCE_MAIN, cleanupSandboxes, runCli, sandbox, startCli } from "./support/cli.ts"
+import { cleanupSandboxes, runCli, sandbox, startCli } from "./support/cli.ts"
+import { viewerPick } from "./support/run-dirs.ts"
 import type { MemoryRun } from "./support/harness.ts"
-import { QUESTION, eventLines, playCouncil, shiftEvents, writeRunDir } from "./support/view-fixtures.ts"
+import { QUESTION, eventLines, metaAt, playCouncil, shiftEvents, writeRunDir } from "./support/view-fixtures.ts"
 
 let run: MemoryRun
 let events: Array<Event>
@@ -173,6 +174,8 @@ describe("choosing a run", () => {
     writeRunDir(nodePath.join(logs, "log_20260101_000000_000000"), events, { complete: true })
     const live = events.slice(0, 4).map((e) => (e._tag === "run_started" ? { ...e, question: "A second question, still going" } : e))
     writeRunDir(nodePath.join(logs, "log_20260102_000000_000000"), live)
+    // Its lock's owner is alive (this test's process): the run is still going.
+    fs.writeFileSync(nodePath.join(logs, "log_20260102_000000_000000", "run.lock"), `${process.pid}\n`)
     fs.mkdirSync(nodePath.join(logs, "not_a_run"))
     return { root, logs }
   }
@@ -185,21 +188,9 @@ describe("choosing a run", () => {
     ])
   })
 
-  const pick = async (input: string) => {
+  const pick = (input: string) => {
     const { root, logs } = base()
-    const proc = Bun.spawn([process.execPath, SOURCE_MAIN, "viewer", "--pick"], {
-      cwd: root,
-      env: { ...process.env, MASSGEN_LOG_BASE_DIR: logs },
-      stdin: "pipe",
-      stdout: "pipe",
-      stderr: "pipe",
-    })
-    proc.stdin.write(input)
-    await proc.stdin.end()
-    const killer = setTimeout(() => proc.kill("SIGKILL"), 20_000)
-    const [code, stdout, stderr] = await Promise.all([proc.exited, new Response(proc.stdout).text(), new Response(proc.stderr).text()])
-    clearTimeout(killer)
-    return { code, stdout, stderr }
+    return viewerPick(root, logs, input)
   }
 
   test("--pick lists recent runs and shows the one whose number is typed", async () => {
@@ -268,7 +259,7 @@ describe("a run stopped by a signal and then resumed", () => {
     ]
     writeRunDir(dir, stopped, { complete: true })
     const resumed = { _tag: "run_resumed", time: at, dropped_lines: 0, torn_tail: false, restarted_rounds: [], presentation_restarted: false } as Event
-    fs.appendFileSync(nodePath.join(dir, "events.jsonl"), eventLines([resumed]))
+    fs.appendFileSync(nodePath.join(dir, "events.jsonl"), eventLines([resumed], metaAt(dir)))
     return { dir, path: nodePath.join(dir, "events.jsonl"), written: [...stopped, resumed], rest: events.slice(cut) }
   }
 

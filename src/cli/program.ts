@@ -119,7 +119,7 @@ const program = (argv: ReadonlyArray<string>, { stopSignal, print, printError, s
       case "replay":
         return replayCommand(invocation, cli)
       case "status":
-        return statusCommand(invocation.logDir, invocation.json, print)
+        return statusCommand(invocation.logDir, invocation.json, print, printError)
     }
   })()
   return command.pipe(

@@ -7,12 +7,14 @@
  * directory under `replays/` beside the run's (or under `--out DIR`). `--check` compares with the original: exit 0 when every event is
  * the same (wall-clock fields aside), else exit 2 naming the first event that
  * differs. A missing recorded reply or a request this code builds differently
- * is such a difference, not a crash.
+ * is such a difference, not a crash. What the read skipped of the log is said
+ * on stderr in one line (`run-report.ts`).
  */
 import { join } from "node:path"
 import { Effect } from "effect"
 import type { Event } from "../domain/events.ts"
 import { replayRun } from "../domain/replay.ts"
+import { foldEvents } from "../domain/state.ts"
 import { agentFile } from "../domain/run-paths.ts"
 import { project } from "../domain/status.ts"
 import { EventStore, eventsOf } from "../services/event-store.ts"
@@ -21,6 +23,7 @@ import { writeFileAtomic } from "../services/status-writer.ts"
 import { loadDotEnv } from "../services/backends/keys.ts"
 import { openRunDir, recordedCall, runDirConfig } from "./run-dir.ts"
 import type { CliContext } from "./run-command.ts"
+import { reportSkips } from "./run-report.ts"
 
 const describe = (event: Event | null): string =>
   event === null ? "nothing" : JSON.stringify(event, (k, v) => (k === "content" && typeof v === "string" && v.length > 120 ? `${v.slice(0, 120)}...` : v))
@@ -34,6 +37,7 @@ export const replayCommand = (args: { readonly logDir: string; readonly check: b
     const permissive = new Proxy(env, { get: (target, key) => (typeof key === "string" ? (target[key] ?? "") : undefined) })
     const { config } = yield* runDirConfig(dir.path, permissive)
     const recorded = eventsOf(dir.read)
+    reportSkips(ctx.printError, dir.path, dir.read, foldEvents(recorded).skippedEvents)
     const result = replayRun(recorded, config.agents, recordedCall(dir.path))
     // Beside the runs, not among them: the viewer's "newest run" stays the newest real one.
     const parent = args.outDir ?? join(dir.path, "..", "replays")

@@ -9,7 +9,9 @@
  * completed) and not run again; its status.json and derived files are written
  * again from the events, in case its process died before writing them. Nothing in the directory changes before the
  * config is read, every backend is built (keys present) and the lock is taken;
- * a directory that is not a run, or whose config cannot be read, is exit 1.
+ * a directory that is not a run, or whose config cannot be read, is exit 1, and
+ * so is a log with lines of a newer schema, which is not appended to. What the
+ * read skipped of the log is said on stderr in one line (`run-report.ts`).
  */
 import { existsSync } from "node:fs"
 import { Effect } from "effect"
@@ -19,13 +21,14 @@ import { makeBackends } from "./run-setup.ts"
 import { loadDotEnv } from "../services/backends/keys.ts"
 import { RunLockError, acquireRunLock, holder } from "../services/run-lock.ts"
 import { automationHeader } from "./automation-output.ts"
-import { RunDirError, openRunDir, runDirConfig } from "./run-dir.ts"
+import { RunDirError, openRunDir, refuseNewer, runDirConfig } from "./run-dir.ts"
+import { reportSkips } from "./run-report.ts"
 import type { CliContext } from "./run-command.ts"
 import { EXIT_CODES, footerLines, runSession, writeDerivedFiles } from "./run-session.ts"
 import { join } from "node:path"
 import type { Event } from "../domain/events.ts"
 import { project } from "../domain/status.ts"
-import { EventStore, eventsOf } from "../services/event-store.ts"
+import { EventStore, type StreamRead, eventsOf } from "../services/event-store.ts"
 import { liveRunFiles } from "../services/run-files.ts"
 import { writeFileAtomic } from "../services/status-writer.ts"
 import { runDisplay } from "./display.ts"
@@ -42,9 +45,10 @@ export const resumeCommand = (args: ResumeArgs, ctx: CliContext) =>
      * before its last files: when no live process holds the run, status.json and the
      * derived files (and a missing final answer file) are written again from the events (the same bytes when nothing was lost).
      */
-    const reportFinished = (path: string, state: State, events: ReadonlyArray<Event>) =>
+    const reportFinished = (path: string, read: StreamRead, state: State, events: ReadonlyArray<Event>) =>
       Effect.gen(function* () {
         const finished = state.finished!
+        reportSkips(ctx.printError, path, read, state.skippedEvents)
         if (holder(path) === null) {
           yield* writeFileAtomic(join(path, "status.json"), `${JSON.stringify(project(state, finished.time, path), null, 2)}\n`).pipe(Effect.ignore)
           yield* writeDerivedFiles(events).pipe(Effect.provide(liveRunFiles(path)))
@@ -62,10 +66,11 @@ export const resumeCommand = (args: ResumeArgs, ctx: CliContext) =>
       })
     const store = yield* EventStore
     const dir = yield* openRunDir(args.logDir)
+    yield* refuseNewer(dir.path, dir.read)
     const events = eventsOf(dir.read)
     const state = foldEvents(events)
     const run = state.run!
-    if (state.finished !== null && state.finished.reason !== "interrupted") return yield* reportFinished(dir.path, state, events)
+    if (state.finished !== null && state.finished.reason !== "interrupted") return yield* reportFinished(dir.path, dir.read, state, events)
     const live = holder(dir.path)
     if (live !== null) {
       return yield* new RunLockError({ reason: "held", path: dir.path, pid: live, detail: "" })
@@ -82,9 +87,11 @@ export const resumeCommand = (args: ResumeArgs, ctx: CliContext) =>
     // may have taken the run further (or finished it) meanwhile.
     yield* acquireRunLock(dir.path)
     const since = yield* store.read(dir.path, dir.read.version)
+    yield* refuseNewer(dir.path, since)
     const current = foldEvents(eventsOf(since), state)
     const all = [...events, ...eventsOf(since)]
-    if (current.finished !== null && current.finished.reason !== "interrupted") return yield* reportFinished(dir.path, current, all)
+    if (current.finished !== null && current.finished.reason !== "interrupted") return yield* reportFinished(dir.path, since, current, all)
+    reportSkips(ctx.printError, dir.path, since, current.skippedEvents)
     if (args.automation) for (const line of automationHeader(dir.path, run.question)) ctx.print(line)
     return yield* runSession({
       logDir: dir.path,

@@ -2,7 +2,9 @@
  * Opening an existing log directory: its events, its config, its recorded calls.
  *
  * `openRunDir(dir)` reads the run's events through the event store and checks
- * it is a run (its first event is `run_started`); `runDirConfig` decodes the config
+ * it is a run (its first event is `run_started`); `refuseNewer(dir, read)`
+ * fails when the log has lines of a newer schema (a writer must not append to
+ * a log it cannot read whole); `runDirConfig` decodes the config
  * recorded in `execution_metadata.yaml`, or failing that the config file it
  * names; `recordedCall(dir)` looks up `llm_log/<n>.json`. Nothing here writes.
  * A directory that is not a run is a `RunDirError` (exit 1).
@@ -16,10 +18,11 @@ import { decodeConfig } from "../domain/config.ts"
 import type { RecordedCall } from "../domain/replay.ts"
 import type { Env } from "../services/backends/keys.ts"
 import { blobPath, expandJson } from "../services/blobs.ts"
+import { SCHEMA_VERSION } from "../domain/events.ts"
 import { EVENTS_FILE, EventStore, type StreamRead } from "../services/event-store.ts"
 
 export class RunDirError extends Schema.TaggedError<RunDirError>()("RunDirError", {
-  reason: Schema.Literal("missing", "not_a_run", "unreadable", "bad_config"),
+  reason: Schema.Literal("missing", "not_a_run", "unreadable", "bad_config", "newer_schema"),
   path: Schema.String,
   detail: Schema.String,
 }) {
@@ -29,6 +32,7 @@ export class RunDirError extends Schema.TaggedError<RunDirError>()("RunDirError"
       not_a_run: "not a massgen run",
       unreadable: "cannot read",
       bad_config: "cannot read the run's config",
+      newer_schema: "a log written by a newer massgen",
     }[this.reason]
     return `${what}: ${this.path}${this.detail === "" ? "" : ` (${this.detail})`}`
   }
@@ -55,10 +59,24 @@ export const openRunDir = (dir: string): Effect.Effect<RunDir, RunDirError, Even
       ),
     )
     if (read.events[0]?.event._tag !== "run_started") {
+      if (read.skippedByCause.newer_schema > 0) return yield* newer(path, read, "and no run_started this massgen can read")
       return yield* new RunDirError({ reason: "not_a_run", path, detail: "its events.jsonl does not start with run_started" })
     }
     return { path, read }
   })
+
+const newer = (dir: string, read: Pick<StreamRead, "skippedByCause">, consequence: string) => {
+  const n = read.skippedByCause.newer_schema
+  return new RunDirError({
+    reason: "newer_schema",
+    path: join(dir, EVENTS_FILE),
+    detail: `${n} ${n === 1 ? "line has" : "lines have"} a schema after ${SCHEMA_VERSION}, ${consequence}`,
+  })
+}
+
+/** Fails when the log read has lines of a newer schema: nothing may be appended to a log that is not read whole. */
+export const refuseNewer = (dir: string, read: Pick<StreamRead, "skippedByCause">): Effect.Effect<void, RunDirError> =>
+  read.skippedByCause.newer_schema > 0 ? Effect.fail(newer(dir, read, "which this massgen cannot read: resume the run with that massgen")) : Effect.void
 
 export interface RecordedConfig {
   readonly config: Config

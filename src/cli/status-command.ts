@@ -6,22 +6,28 @@
  * `status.json` is rewritten from the log; a run still going (its lock is held
  * by a live process) is only read, never written. It prints a short summary:
  * phase, each agent's status, answers and vote, the votes, the winner and the
- * cost; with `--json`, the rebuilt status itself.
+ * cost, and for a run that stopped (its process is gone unfinished, or a signal
+ * stopped it) the command that resumes it. With `--json`, the rebuilt status
+ * itself, plus `log` (the log read, and what of it was skipped, by kind) and
+ * `stopped` (how the run stopped and the command that resumes it, or null).
+ * What was skipped is also said on stderr, in one line (`run-report.ts`).
  */
 import { join } from "node:path"
 import { Effect } from "effect"
 import { foldEvents } from "../domain/state.ts"
 import { type StatusJson, project } from "../domain/status.ts"
-import { EventStore, eventsOf } from "../services/event-store.ts"
+import { EVENTS_FILE, EventStore, eventsOf } from "../services/event-store.ts"
 import { holder } from "../services/run-lock.ts"
 import { StatusWriter } from "../services/status-writer.ts"
 import { openRunDir } from "./run-dir.ts"
 import { preview } from "./automation-output.ts"
 import { count, formatCost } from "../domain/text.ts"
+import { type Stop, reportSkips, stopOf } from "./run-report.ts"
 
-export const statusSummary = (status: StatusJson, live: boolean): ReadonlyArray<string> => {
+export const statusSummary = (status: StatusJson, live: boolean, stop: Stop | null = null): ReadonlyArray<string> => {
+  const state = live ? "running" : stop?.cause === "process_gone" ? "stopped" : status.finish_reason
   const lines = [
-    `Run ${status.meta.session_id}: ${live ? "running" : status.finish_reason} (${status.coordination.phase}, ${status.coordination.completion_percentage}%)`,
+    `Run ${status.meta.session_id}: ${state} (${status.coordination.phase}, ${status.coordination.completion_percentage}%)`,
     `Question: ${preview(status.meta.question, 100)}`,
   ]
   for (const [id, a] of Object.entries(status.agents)) {
@@ -32,12 +38,16 @@ export const statusSummary = (status: StatusJson, live: boolean): ReadonlyArray<
   const votes = Object.entries(status.results.votes).map(([label, n]) => `${label}: ${n}`).join(", ")
   lines.push(`Votes: ${votes === "" ? "none" : votes}`)
   lines.push(`Winner: ${status.results.winner ?? "none yet"}`)
-  const cost = Object.values(status.agents).some((a) => a.token_usage.estimated_cost !== null) ? status.costs.total_estimated_cost : null
-  lines.push(`Tokens: ${status.costs.total_input_tokens} in, ${status.costs.total_output_tokens} out; cost ${formatCost(cost)}`)
+  lines.push(`Tokens: ${status.costs.total_input_tokens} in, ${status.costs.total_output_tokens} out; cost ${formatCost(status.costs.total_estimated_cost)}`)
+  if (stop !== null) {
+    const how = stop.cause === "process_gone" ? "its process is gone and the run did not finish" : "interrupted by a signal"
+    lines.push(`Stopped: ${how}; continue it with: ${stop.resume}`)
+  }
   return lines
 }
 
-export const statusCommand = (logDir: string, json: boolean, print: (line: string) => void) =>
+/** `printError`: where the skip report goes (stderr). */
+export const statusCommand = (logDir: string, json: boolean, print: (line: string) => void, printError: (line: string) => void = console.error) =>
   Effect.gen(function* () {
     const dir = yield* openRunDir(logDir)
     const state = foldEvents(eventsOf(dir.read))
@@ -49,7 +59,9 @@ export const statusCommand = (logDir: string, json: boolean, print: (line: strin
         Effect.catchAll(() => Effect.void),
       )
     }
-    if (json) print(JSON.stringify(status, null, 2))
-    else for (const line of statusSummary(status, live)) print(line)
+    const skipped = reportSkips(printError, dir.path, dir.read, state.skippedEvents)
+    const stop = stopOf(state, live, dir.path)
+    if (json) print(JSON.stringify({ ...status, log: { events: join(dir.path, EVENTS_FILE), skipped }, stopped: stop }, null, 2))
+    else for (const line of statusSummary(status, live, stop)) print(line)
     return 0
   }).pipe(Effect.provide(EventStore.file()))

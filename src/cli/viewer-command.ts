@@ -9,18 +9,26 @@
  * is replayed (`--replay-speed`); a run still going is followed until it
  * completes. With `--web` the page stays served after the feed ends, until
  * Ctrl+C; a replay at a given speed waits for the first page. Ctrl+C stops the viewer at any time, restoring the terminal; the
- * viewer returns 0. A bad directory or choice is a `ViewerError` (exit 1).
+ * viewer returns 0. A bad directory or choice is a `ViewerError` (exit 1), and
+ * so is a run with no events to show (a run killed before its first event
+ * leaves an empty `events.jsonl`). When the viewer ends it says on stderr, in
+ * one line, what it skipped of the log (`run-report.ts`); a run it followed
+ * whose process is gone, with the command that resumes it. The list of
+ * `--pick` marks each run `[DONE]`, `[LIVE]` or `[STOPPED]` (`progressOf`),
+ * with the command that resumes a stopped run.
  */
 import * as nodePath from "node:path"
 import { Effect } from "effect"
 import { logBaseDir } from "../services/log-dir.ts"
-import { EventStore, type RunSummary, eventsOf } from "../services/event-store.ts"
-import { ViewerError, checkRunDir, latestRun } from "../services/run-catalog.ts"
+import { foldEvents } from "../domain/state.ts"
+import { EventStore, type RunSummary, type StreamRead, eventsOf } from "../services/event-store.ts"
+import { ViewerError, checkRunDir, latestRun, progressOf } from "../services/run-catalog.ts"
 import { type FeedItem, follow, recordedTexts, replay } from "../services/run-feed.ts"
 import type { ViewerArgs } from "./args.ts"
 import { type Display, plainDisplay, wantsTerminalView } from "./display.ts"
 import { terminalDisplay } from "./terminal-view/live.ts"
 import { ellipsis } from "./terminal-view/text.ts"
+import { reportSkips, resumeHint } from "./run-report.ts"
 
 export interface ViewerContext {
   readonly env: Readonly<Record<string, string | undefined>>
@@ -32,8 +40,12 @@ export interface ViewerContext {
   readonly readLine: Effect.Effect<string | null>
 }
 
-export const pickLine = (n: number, run: RunSummary): string =>
-  `${String(n).padStart(2)}. ${run.complete ? "[DONE]" : "[LIVE]"} ${run.name}  ${run.agents} agent${run.agents === 1 ? "" : "s"}  ${ellipsis(run.question.replace(/\s+/g, " ").trim(), 60)}`
+export const pickLine = (n: number, run: RunSummary, progress = progressOf(run)): string => {
+  const head = `${String(n).padStart(2)}. [${progress.toUpperCase()}] ${run.name}  `
+  if (!run.started) return `${head}${progress === "live" ? "starting: no events yet" : "no events: stopped before its first event"}`
+  const line = `${head}${run.agents} agent${run.agents === 1 ? "" : "s"}  ${ellipsis(run.question.replace(/\s+/g, " ").trim(), 60)}`
+  return progress === "stopped" ? `${line}  (resume: ${resumeHint(run.stream)})` : line
+}
 
 const pick = (base: string, ctx: ViewerContext) =>
   Effect.gen(function* () {
@@ -61,18 +73,25 @@ export const viewerCommand = (args: ViewerArgs, ctx: ViewerContext) =>
     const dir =
       args.logDir !== null ? yield* checkRunDir(nodePath.resolve(ctx.cwd, args.logDir)) : args.pick ? yield* pick(base, ctx) : yield* latestRun(base)
     // Read once: the store keeps it, so following from the first event decodes nothing again.
-    const events = eventsOf(yield* Effect.flatMap(EventStore, (store) => store.read(dir)))
+    const store = yield* EventStore
+    const read = yield* store.read(dir)
+    if (read.events[0]?.event._tag !== "run_started") return yield* noEvents(dir, read)
+    const events = eventsOf(read)
     const live = events[events.length - 1]?._tag !== "run_finished"
     const clock = live ? "wall" : "events"
     const feed = (display: Display, before: Effect.Effect<void> = Effect.void) =>
       live
         ? Effect.map(follow(dir, feedTo(display)), (end) =>
-            end === "process_gone" ? ctx.printError(`massgen: the run's process is gone; it stopped without finishing: ${dir}`) : undefined,
+            end === "process_gone"
+              ? ctx.printError(`massgen: the run's process is gone; it stopped without finishing: ${dir} (continue it with: ${resumeHint(dir)})`)
+              : undefined,
           )
         : Effect.zipRight(before, replay(events, args.replaySpeed, feedTo(display), recordedTexts(dir, events)))
+    /** What was skipped of the log, once the viewer is done with it: a followed run may have grown meanwhile. */
+    const reportEnd = Effect.map(store.read(dir), (last) => void reportSkips(ctx.printError, dir, last, foldEvents(eventsOf(last)).skippedEvents))
     const untilInterrupted = <A, E, R>(work: Effect.Effect<A, E, R>) => Effect.raceFirst(Effect.asVoid(work), Effect.asVoid(ctx.interrupt))
 
-    if (args.web) {
+    const inBrowser = Effect.gen(function* () {
       // Loaded only here: the server and its HTTP library cost start-up time every other command would pay.
       const { openBrowser, webDisplay } = yield* Effect.promise(() => import("./web/server.ts"))
       return yield* Effect.scoped(
@@ -95,15 +114,24 @@ export const viewerCommand = (args: ViewerArgs, ctx: ViewerContext) =>
           return 0
         }),
       )
-    }
-    if (wantsTerminalView(false)) {
-      return yield* Effect.scoped(
-        Effect.flatMap(terminalDisplay({ out: process.stdout, clock }), (display) => Effect.as(untilInterrupted(feed(display)), 0)),
-      )
-    }
-    yield* untilInterrupted(feed(plainDisplay(ctx.print, dir)))
-    return 0
+    })
+    const inTerminal = Effect.scoped(
+      Effect.flatMap(terminalDisplay({ out: process.stdout, clock }), (display) => Effect.as(untilInterrupted(feed(display)), 0)),
+    )
+    const inLines = Effect.as(untilInterrupted(feed(plainDisplay(ctx.print, dir))), 0)
+    return yield* Effect.zipLeft(args.web ? inBrowser : wantsTerminalView(false) ? inTerminal : inLines, reportEnd)
   }).pipe(Effect.provide(EventStore.file()))
+
+/** A run with no run_started to show: killed before its first event, or its lines are not this massgen's. */
+const noEvents = (dir: string, read: StreamRead) =>
+  new ViewerError({
+    reason: "no_events",
+    path: dir,
+    detail:
+      read.events.length > 0
+        ? "its events.jsonl does not start with run_started"
+        : `the run stopped before its first event: events.jsonl ${read.skipped === 0 ? "is empty" : "holds no event this massgen can read"}`,
+  })
 
 /** One line from stdin (without its newline), or null when stdin ends first with nothing typed. */
 export const readStdinLine: Effect.Effect<string | null> = Effect.async<string | null>((resume) => {

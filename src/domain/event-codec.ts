@@ -18,12 +18,23 @@
  * version does not know are ignored. Any other line is *skipped*, for one
  * cause, checked in this order:
  * - `blank`: nothing but whitespace. Not damage: it is neither read nor counted;
- * - `not_json`: not JSON, such as a line a crash cut short;
+ * - `duplicate`: the same text as an earlier line of the stream that was read
+ *   as an event (a line written twice);
+ * - `not_json`: not JSON, such as a line a crash cut short; the stream's last
+ *   line, with no newline after it, is the `torn_tail` instead (its write did
+ *   not finish);
  * - `not_an_object`: JSON, but not an object (an array, a string, null, ...);
  * - `newer_schema`: written by a newer version (`schema` > `SCHEMA_VERSION`);
  * - `unknown_type`: `type` names no event type of this version (or is missing);
  * - `invalid_fields`: `schema` is not a version (a whole number from 1), or the
- *   event's fields or its `meta` do not decode.
+ *   event's fields or its `meta` do not decode (nested too deep to decode too);
+ * - `out_of_order`: an event whose `time` is earlier than the time of the event
+ *   read before it (writers append in time order: the line is not where it was
+ *   written).
+ * `decodeEventLine` judges one line alone (the first five); `duplicate` and
+ * `out_of_order` need what was read before: a `LineMemory`, which
+ * `decodeLines` and `decodeTail` take and `admitLine` keeps up to date for
+ * lines a writer appends without reading them back.
  *
  * A number JSON cannot hold (NaN, ±Infinity) is written as `null`, as
  * `JSON.stringify` does: it reads back as `null` where the field allows it, and
@@ -44,6 +55,9 @@ export const SkipCause = Schema.Literal(
   "newer_schema",
   "unknown_type",
   "invalid_fields",
+  "duplicate",
+  "out_of_order",
+  "torn_tail",
 )
 export type SkipCause = typeof SkipCause.Type
 
@@ -118,6 +132,15 @@ const decodeMeta: Decode<EventMeta> = Schema.decodeUnknownEither(EventMeta)
 const skipped = (cause: SkipCause): DecodedLine => ({ _tag: "skipped", cause })
 const BLANK = skipped("blank")
 
+/** A decoder's result, or null when the value is nested deeper than a decoder can follow (it overflows the stack). */
+const guarded = <A>(decode: Decode<A>, input: unknown): Either.Either<A, ParseResult.ParseError> | null => {
+  try {
+    return decode(input)
+  } catch {
+    return null
+  }
+}
+
 const isBlank = (line: string): boolean => line.length === 0 || line.trim().length === 0
 
 /** One line of the file (with or without its newline) as an event, or why it is skipped. */
@@ -141,11 +164,11 @@ export const decodeEventLine = (line: string): DecodedLine => {
   const rawMeta = wire.meta
   delete wire.meta
   wire._tag = type
-  const decoded = decode(wire)
-  if (Either.isLeft(decoded)) return skipped("invalid_fields")
+  const decoded = guarded(decode, wire)
+  if (decoded === null || Either.isLeft(decoded)) return skipped("invalid_fields")
   if (rawMeta === undefined) return { _tag: "event", event: decoded.right }
-  const meta = decodeMeta(rawMeta)
-  return Either.isRight(meta) ? { _tag: "event", event: decoded.right, meta: meta.right } : skipped("invalid_fields")
+  const meta = guarded(decodeMeta, rawMeta)
+  return meta !== null && Either.isRight(meta) ? { _tag: "event", event: decoded.right, meta: meta.right } : skipped("invalid_fields")
 }
 
 export const noSkips = (): Record<CountedSkipCause, number> => ({
@@ -154,7 +177,52 @@ export const noSkips = (): Record<CountedSkipCause, number> => ({
   newer_schema: 0,
   unknown_type: 0,
   invalid_fields: 0,
+  duplicate: 0,
+  out_of_order: 0,
+  torn_tail: 0,
 })
+
+/** What a reader remembers of the lines of a stream it has read, to tell a `duplicate` and an event `out_of_order`. */
+export interface LineMemory {
+  /** The text of every line read as an event. */
+  readonly events: Set<string>
+  /** The time of the last event read; "" before the first. */
+  lastTime: string
+}
+
+export const newLineMemory = (): LineMemory => ({ events: new Set(), lastTime: "" })
+
+/** Whether instant `a` is before `b` (both decoded times). Of one length, they compare as text: digit by digit, most significant first. */
+const before = (a: string, b: string): boolean => (a.length === b.length ? a < b : Date.parse(a) < Date.parse(b))
+
+const DUPLICATE = skipped("duplicate")
+const OUT_OF_ORDER = skipped("out_of_order")
+
+/** One line of a stream as a reader that has read `memory` sees it; with `remember`, the line is then part of `memory`. */
+const readLine = (line: string, memory: LineMemory, remember: boolean): DecodedLine => {
+  if (memory.events.has(line)) return DUPLICATE
+  const decoded = decodeEventLine(line)
+  if (decoded._tag !== "event") return decoded
+  if (memory.lastTime !== "" && before(decoded.event.time, memory.lastTime)) return OUT_OF_ORDER
+  if (remember) {
+    memory.events.add(line)
+    memory.lastTime = decoded.event.time
+  }
+  return decoded
+}
+
+/**
+ * Why a reader that has read `memory` would skip `line`, the line a writer
+ * appends for `event` (`duplicate` or `out_of_order`), or null: then the line
+ * is remembered as read.
+ */
+export const admitLine = (line: string, event: Event, memory: LineMemory): CountedSkipCause | null => {
+  if (memory.events.has(line)) return "duplicate"
+  if (memory.lastTime !== "" && before(event.time, memory.lastTime)) return "out_of_order"
+  memory.events.add(line)
+  memory.lastTime = event.time
+  return null
+}
 
 /** What some lines of a stream hold. */
 export interface LinesRead {
@@ -167,13 +235,7 @@ export interface LinesRead {
   readonly lines: number
 }
 
-/**
- * Every line of a text, decoded; the first event gets `position`, the first
- * line `line + 1`. A last line with no newline is decoded like any line: cut
- * inside its JSON it is skipped as `not_json`; if only its newline is missing,
- * its event is kept.
- */
-export const decodeLines = (text: string, position = 0, line = 0): LinesRead => {
+const decodeInto = (text: string, position: number, line: number, memory: LineMemory, tail: boolean): LinesRead => {
   const events: StoredEvent[] = []
   const skippedByCause = noSkips()
   let skippedCount = 0
@@ -184,15 +246,38 @@ export const decodeLines = (text: string, position = 0, line = 0): LinesRead => 
     const one = end === -1 ? text.slice(start) : text.slice(start, end)
     start = end === -1 ? text.length : end + 1
     lineNumber += 1
-    const decoded = decodeEventLine(one)
+    const decoded = readLine(one, memory, !tail)
     if (decoded._tag === "event") {
       events.push({ event: decoded.event, meta: decoded.meta ?? null, position: position + events.length, line: lineNumber })
     } else if (decoded.cause !== "blank") {
-      skippedByCause[decoded.cause] += 1
+      skippedByCause[tail && decoded.cause === "not_json" ? "torn_tail" : decoded.cause] += 1
       skippedCount += 1
     }
   }
   return { events, skipped: skippedCount, skippedByCause, lines: lineNumber - line }
+}
+
+/**
+ * Every line of a text, decoded, after the lines `memory` remembers (which
+ * then remembers these too); the first event gets `position`, the first line
+ * `line + 1`. A last line with no newline is decoded like any line: cut
+ * inside its JSON it is skipped as `not_json`; if only its newline is missing,
+ * its event is kept. (`decodeTail` reads such a line as a stream's last.)
+ */
+export const decodeLines = (text: string, position = 0, line = 0, memory: LineMemory = newLineMemory()): LinesRead =>
+  decodeInto(text, position, line, memory, false)
+
+/**
+ * A stream's last line, with no newline after it (`line`: the lines before
+ * it), after the lines `memory` remembers, which it does not change: the
+ * line may yet be finished. Not JSON, it is skipped as the `torn_tail`.
+ */
+export const decodeTail = (text: string, position: number, line: number, memory: LineMemory): LinesRead =>
+  decodeInto(text, position, line, memory, true)
+
+/** Adds the skips of `from` to `into`. */
+export const addSkips = (into: Record<CountedSkipCause, number>, from: Readonly<Record<CountedSkipCause, number>>): void => {
+  for (const cause in from) into[cause as CountedSkipCause] += from[cause as CountedSkipCause]
 }
 
 /** What a whole file's text holds, as plain events. */
@@ -208,14 +293,20 @@ export interface EventsRead {
   readonly tornTail: boolean
 }
 
-/** Every line of a whole file's text, decoded (see `decodeLines`); for tests and tools that hold a log's text. */
+/** Every line of a whole file's text, decoded as the event store reads a stream; for tests and tools that hold a log's text. */
 export const readEventsText = (text: string): EventsRead => {
-  const read = decodeLines(text)
+  const cut = text.lastIndexOf("\n") + 1
+  const memory = newLineMemory()
+  const whole = decodeLines(text.slice(0, cut), 0, 0, memory)
+  const tail = cut < text.length ? decodeTail(text.slice(cut), whole.events.length, whole.lines, memory) : null
+  const stored = tail === null ? whole.events : [...whole.events, ...tail.events]
+  const skippedByCause = { ...whole.skippedByCause }
+  if (tail !== null) addSkips(skippedByCause, tail.skippedByCause)
   return {
-    events: read.events.map((s) => s.event),
-    lines: read.events.map((s) => s.line),
-    skipped: read.skipped,
-    skippedByCause: read.skippedByCause,
-    tornTail: text.length > 0 && !text.endsWith("\n"),
+    events: stored.map((s) => s.event),
+    lines: stored.map((s) => s.line),
+    skipped: whole.skipped + (tail?.skipped ?? 0),
+    skippedByCause,
+    tornTail: tail !== null,
   }
 }

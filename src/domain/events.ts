@@ -18,11 +18,14 @@
  * agents, by its anonymous id (`agent1`, its 1-based place in the config);
  * an *answer label* is `agentN.M`, the M-th answer of agentN; a *round* is one
  * piece of work of one agent (numbered per agent from 1) that ends in an answer,
- * a vote, a failure or a cancellation. Counters (rounds, calls, attempts,
+ * a vote, a failure or a cancellation. An agent's id is a safe name
+ * (`run-paths.ts`), as the config requires: it names the agent's files, so a
+ * line that names an agent otherwise does not decode. Counters (rounds, calls, attempts,
  * retries, tokens, votes) are whole numbers of 0 or more; amounts (seconds,
  * dollars) are finite numbers of 0 or more.
  */
 import { Schema } from "effect"
+import { SafeName } from "./run-paths.ts"
 
 /**
  * The version of the events file's format: it changes when an event loses or changes a field.
@@ -45,7 +48,9 @@ export const Time = Schema.String.pipe(
 const Count = Schema.NonNegativeInt
 /** A finite amount of 0 or more: seconds, dollars. */
 const Amount = Schema.JsonNumber.pipe(Schema.nonNegative())
-const AgentId = Schema.String
+const AgentId = SafeName.annotations({
+  arbitrary: () => (fc) => fc.stringMatching(/^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,15}$/).filter((id) => !id.endsWith(".reasoning")),
+})
 /** `agentN.M`; keeping labels to this shape also keeps keys such as `__proto__` out of a record. */
 const Label = Schema.String.pipe(Schema.pattern(/^agent\d+\.\d+$/))
 

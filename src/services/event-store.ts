@@ -17,11 +17,15 @@
  *   process loses nothing appended, a power loss may). An append is one step
  *   that no other append interleaves with. A stream whose last line is torn
  *   gets a newline first, in the same write, so the next event starts its own
- *   line; the torn line stays and reads as skipped.
+ *   line; the torn line stays and reads as skipped. A line that readers skip
+ *   (an event earlier than the stream's last, or the same line as an earlier
+ *   one: writers are to append neither) is written, and not counted in the
+ *   version, as a read would not count it.
  * - `read(stream, from = 0)` gives the events from position `from`, with the
- *   stream's version, its skipped lines counted by cause and whether its tail
- *   is torn. It never fails on what the lines hold; a stream that does not
- *   exist is an `EventStoreError` `missing`.
+ *   stream's version, its skipped lines counted by cause (`domain/event-codec.ts`:
+ *   unreadable lines, newer schemas, duplicates, events out of order, a torn
+ *   last line) and whether its tail is torn. It never fails on what the lines
+ *   hold; a stream that does not exist is an `EventStoreError` `missing`.
  * - `subscribe(stream, from)` is a `Stream` of the events from position `from`
  *   on: those there now, then each one appended later, in order, read from
  *   whole lines only (a torn last line waits for its newline). It wakes when
@@ -29,8 +33,9 @@
  *   itself: its consumer ends it. A stream not there yet is waited for.
  * - `list(base, limit)`: the runs under a log base (its `log_*` streams),
  *   newest first (their names are UTC start times), each complete or not (its
- *   last event is `run_finished`), with its number of agents and its question
- *   (from `run_started`). Never fails: what cannot be read lists as empty.
+ *   last event is `run_finished`), started or not (it has a `run_started`),
+ *   with its number of agents and its question (from `run_started`). Never
+ *   fails: what cannot be read lists as empty.
  *
  * A store decodes each line at most once: it keeps what it read and appended
  * of each stream, and later reads decode only what was appended since (a
@@ -47,10 +52,15 @@ import * as nodePath from "node:path"
 import { Chunk, Context, Effect, Layer, Schema, Stream } from "effect"
 import {
   type CountedSkipCause,
+  type LineMemory,
   type LinesRead,
   type StoredEvent,
+  addSkips,
+  admitLine,
   decodeLines,
+  decodeTail,
   encodeEnvelopeLine,
+  newLineMemory,
   noSkips,
 } from "../domain/event-codec.ts"
 import { Event, EventMeta } from "../domain/events.ts"
@@ -117,6 +127,8 @@ export interface RunSummary {
   /** The last part of the stream's name: `log_YYYYMMDD_HHMMSS_ffffff`. */
   readonly name: string
   readonly complete: boolean
+  /** It has a run_started: a run killed before its first event has none. */
+  readonly started: boolean
   readonly agents: number
   readonly question: string
 }
@@ -141,20 +153,31 @@ interface Known {
   readonly skippedByCause: Record<CountedSkipCause, number>
   skipped: number
   lines: number
-  /** The torn tail decoded, when there is one. */
-  tail: LinesRead | null
+  /** The whole lines read as events, and the last event's time: what tells a duplicate or an event out of order. */
+  readonly memory: LineMemory
+  /** The torn tail, with what it decodes to, when there is one. */
+  tail: { readonly text: string; readonly read: LinesRead } | null
 }
 
-const unknown = (): Known => ({ size: 0, wholeSize: 0, events: [], skippedByCause: noSkips(), skipped: 0, lines: 0, tail: null })
+const unknown = (): Known => ({
+  size: 0,
+  wholeSize: 0,
+  events: [],
+  skippedByCause: noSkips(),
+  skipped: 0,
+  lines: 0,
+  memory: newLineMemory(),
+  tail: null,
+})
 
 const addLines = (known: Known, read: LinesRead): void => {
   for (const stored of read.events) known.events.push(stored)
-  for (const cause in read.skippedByCause) known.skippedByCause[cause as CountedSkipCause] += read.skippedByCause[cause as CountedSkipCause]
+  addSkips(known.skippedByCause, read.skippedByCause)
   known.skipped += read.skipped
   known.lines += read.lines
 }
 
-const versionOf = (known: Known): number => known.events.length + (known.tail?.events.length ?? 0)
+const versionOf = (known: Known): number => known.events.length + (known.tail?.read.events.length ?? 0)
 
 const detailOf = (cause: unknown): string => ioCause(cause)
 
@@ -180,9 +203,9 @@ const makeStore = (storage: Storage): EventStoreService => {
     }
     if (size === k.size) return k
     const { whole, wholeSize, rest } = storage.readFrom(stream, k.wholeSize, size)
-    if (whole !== "") addLines(k, decodeLines(whole, k.events.length, k.lines))
+    if (whole !== "") addLines(k, decodeLines(whole, k.events.length, k.lines, k.memory))
     k.wholeSize += wholeSize
-    k.tail = rest === "" ? null : decodeLines(rest, k.events.length, k.lines)
+    k.tail = rest === "" ? null : { text: rest, read: decodeTail(rest, k.events.length, k.lines, k.memory) }
     k.size = size
     return k
   }
@@ -196,9 +219,9 @@ const makeStore = (storage: Storage): EventStoreService => {
   const read = (stream: string, from = 0) =>
     Effect.flatMap(syncOrFail(stream), (k): Effect.Effect<StreamRead, EventStoreError> => {
       if (k === null) return Effect.fail(new EventStoreError({ reason: "missing", stream, detail: "no such stream" }))
-      const tail = k.tail
+      const tail = k.tail?.read ?? null
       const skippedByCause = { ...k.skippedByCause }
-      if (tail !== null) for (const cause in skippedByCause) skippedByCause[cause as CountedSkipCause] += tail.skippedByCause[cause as CountedSkipCause]
+      if (tail !== null) addSkips(skippedByCause, tail.skippedByCause)
       const events = k.events.slice(from)
       if (tail !== null) for (const stored of tail.events) if (stored.position >= from) events.push(stored)
       return Effect.succeed({
@@ -230,7 +253,8 @@ const makeStore = (storage: Storage): EventStoreService => {
       }
       if (envelopes.length === 0) return Effect.succeed(version)
       const k = found ?? unknown()
-      const text = (k.tail !== null ? "\n" : "") + envelopes.map((e) => `${encodeEnvelopeLine(e.event, e.meta)}\n`).join("")
+      const lines = envelopes.map((e) => encodeEnvelopeLine(e.event, e.meta))
+      const text = (k.tail !== null ? "\n" : "") + lines.map((line) => `${line}\n`).join("")
       try {
         storage.write(stream, text)
       } catch (cause) {
@@ -238,12 +262,20 @@ const makeStore = (storage: Storage): EventStoreService => {
         known.delete(stream)
         return Effect.fail(new EventStoreError({ reason: "write_failed", stream, detail: detailOf(cause) }))
       }
-      if (k.tail !== null) addLines(k, k.tail)
+      // The torn tail is a whole line now, read as any other (cut, it is no longer the tail).
+      if (k.tail !== null) addLines(k, decodeLines(k.tail.text, k.events.length, k.lines, k.memory))
       k.tail = null
-      for (const e of envelopes) {
+      // What a reader would skip of these lines is skipped here too: the store knows what a read of the stream gives.
+      envelopes.forEach((e, i) => {
         k.lines += 1
-        k.events.push({ event: e.event, meta: e.meta, position: k.events.length, line: k.lines })
-      }
+        const cause = admitLine(lines[i]!, e.event, k.memory)
+        if (cause === null) {
+          k.events.push({ event: e.event, meta: e.meta, position: k.events.length, line: k.lines })
+        } else {
+          k.skippedByCause[cause] += 1
+          k.skipped += 1
+        }
+      })
       k.size += storage.sizeOf(text)
       k.wholeSize = k.size
       known.set(stream, k)
@@ -269,7 +301,7 @@ const makeStore = (storage: Storage): EventStoreService => {
     let events: ReadonlyArray<StoredEvent> = []
     try {
       const k = sync(stream)
-      if (k !== null) events = k.tail === null ? k.events : [...k.events, ...k.tail.events]
+      if (k !== null) events = k.tail === null ? k.events : [...k.events, ...k.tail.read.events]
     } catch {
       // Listed as empty.
     }
@@ -278,6 +310,7 @@ const makeStore = (storage: Storage): EventStoreService => {
       stream,
       name,
       complete: events[events.length - 1]?.event._tag === "run_finished",
+      started: started?._tag === "run_started",
       agents: started?._tag === "run_started" ? started.agents.length : 0,
       question: started?._tag === "run_started" ? started.question : "",
     }

@@ -6,15 +6,19 @@
  * there; `not_a_run`: a file, or a directory without `events.jsonl`).
  * `latestRun(base)` is the newest run the event store lists under a log base
  * (`EventStore.list`, which also gives the viewer's list of runs), or
- * `no_runs`. Nothing here writes.
+ * `no_runs`. `progressOf(run)` tells a listed run that is `done` (its log ends
+ * with `run_finished`) from one `live` (a live process holds its lock,
+ * `run-lock.ts`) and one `stopped` (neither: its process died before it
+ * finished, or before its first event). Nothing here writes.
  */
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
 import { Effect, Schema } from "effect"
-import { EVENTS_FILE, EventStore } from "./event-store.ts"
+import { EVENTS_FILE, EventStore, type RunSummary } from "./event-store.ts"
+import { holder } from "./run-lock.ts"
 
 export class ViewerError extends Schema.TaggedError<ViewerError>()("ViewerError", {
-  reason: Schema.Literal("missing_dir", "not_a_run", "no_runs", "bad_choice", "port_in_use"),
+  reason: Schema.Literal("missing_dir", "not_a_run", "no_events", "no_runs", "bad_choice", "port_in_use"),
   path: Schema.String,
   detail: Schema.String,
 }) {
@@ -22,6 +26,7 @@ export class ViewerError extends Schema.TaggedError<ViewerError>()("ViewerError"
     const what = {
       missing_dir: "no such log directory",
       not_a_run: "not a run's log directory (no events.jsonl)",
+      no_events: "no events to view",
       no_runs: "no runs to view under",
       bad_choice: "no run chosen",
       port_in_use: "cannot serve the web view on",
@@ -57,3 +62,7 @@ export const latestRun = (base: string): Effect.Effect<string, ViewerError, Even
         : Effect.succeed(runs[0].stream),
     ),
   )
+
+export type RunProgress = "done" | "live" | "stopped"
+
+export const progressOf = (run: RunSummary): RunProgress => (run.complete ? "done" : holder(run.stream) !== null ? "live" : "stopped")

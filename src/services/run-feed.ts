@@ -16,14 +16,17 @@
  * status.json says `is_complete` (not once a `run_resumed` was read) or when
  * the run's process (the `pid` in the `meta` of its `run_started` or latest
  * `run_resumed`) is gone with the run unfinished; these last two first give
- * the events the store holds past those given.
+ * the events the store holds past those given. A process recorded on another
+ * host, or writing another directory than `dir` (the run was copied or moved
+ * since), is not writing this run: it counts as gone.
  */
 import * as fs from "node:fs"
+import { hostname } from "node:os"
 import * as nodePath from "node:path"
 import { Duration, Effect, Option, Queue, Stream, identity } from "effect"
 import { textByCall } from "../domain/agent-output.ts"
 import type { StoredEvent } from "../domain/event-codec.ts"
-import type { Event } from "../domain/events.ts"
+import type { Event, EventMeta } from "../domain/events.ts"
 import { AGENT_OUTPUTS_DIR, agentFile } from "../domain/run-paths.ts"
 import { EventStore, type EventStoreError, POLL_MS } from "./event-store.ts"
 
@@ -114,6 +117,18 @@ export const processAlive = (pid: number): boolean => {
   }
 }
 
+const sameDirectory = (a: string, b: string): boolean => {
+  try {
+    return fs.realpathSync(a) === fs.realpathSync(b)
+  } catch {
+    return false
+  }
+}
+
+/** The pid of the process that wrote `meta`, if it wrote the run in `dir` on this host; else null. */
+const writerHere = (meta: EventMeta, dir: string): number | null =>
+  (meta.host === undefined || meta.host === hostname()) && sameDirectory(meta.log_dir, dir) ? meta.pid : null
+
 export interface FollowOptions {
   readonly pollMs?: number
   readonly alive?: (pid: number) => boolean
@@ -141,7 +156,8 @@ export const follow = (dir: string, sink: Sink, options: FollowOptions = {}): Ef
       const outputsDir = nodePath.join(dir, AGENT_OUTPUTS_DIR)
       /** The position of the next event to give the sink. */
       let next = 0
-      let pid: number | null = null
+      /** The run's process, as its latest meta names it: null while none is read; `elsewhere` when it is not writing `dir`. */
+      let pid: number | "elsewhere" | null = null
       let watchingOutputs = false
       /** A run_resumed was read: status.json's is_complete may still be the stopped run's until the resume rewrites it. */
       let reopened = false
@@ -156,7 +172,7 @@ export const follow = (dir: string, sink: Sink, options: FollowOptions = {}): Ef
             // Text streamed before following began is not replayed; panels show answers instead.
             for (const a of event.agents) textOffsets.set(a.id, sizeOf(nodePath.join(dir, agentFile(a.id, "output"))))
           }
-          if ((event._tag === "run_started" || event._tag === "run_resumed") && stored.meta !== null) pid = stored.meta.pid
+          if ((event._tag === "run_started" || event._tag === "run_resumed") && stored.meta !== null) pid = writerHere(stored.meta, dir) ?? "elsewhere"
           if (event._tag === "run_started" || event._tag === "run_resumed") reopened = event._tag === "run_resumed"
           yield* sink({ _tag: "event", event })
         })
@@ -207,7 +223,7 @@ export const follow = (dir: string, sink: Sink, options: FollowOptions = {}): Ef
           yield* drainTexts
           if (!item.polled) return Option.none()
           if (!reopened && statusComplete(dir)) return yield* lastRead("complete")
-          if (pid !== null && !alive(pid)) return yield* lastRead("process_gone")
+          if (pid === "elsewhere" || (pid !== null && !alive(pid))) return yield* lastRead("process_gone")
           return Option.none()
         })
       const end = yield* Stream.merge(events, ticks).pipe(Stream.mapEffect(handle), Stream.filterMap(identity), Stream.runHead)

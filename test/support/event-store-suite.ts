@@ -95,7 +95,7 @@ export const eventStoreSuite = (name: string, makeFixture: () => StoreFixture) =
         ],
         version: 4,
         skipped: 0,
-        skippedByCause: { not_json: 0, not_an_object: 0, newer_schema: 0, unknown_type: 0, invalid_fields: 0 },
+        skippedByCause: { not_json: 0, not_an_object: 0, newer_schema: 0, unknown_type: 0, invalid_fields: 0, duplicate: 0, out_of_order: 0, torn_tail: 0 },
         tornTail: false,
       })
       expect(f.rawText(stream)).toBe(line(started(), META) + line(round(1)) + line(answered) + line(finished))
@@ -207,10 +207,12 @@ export const eventStoreSuite = (name: string, makeFixture: () => StoreFixture) =
       f.rawAppend(stream, line(started()) + line(round(1)).slice(0, 25))
       const torn = await withStore(f, (store) => store.read(stream))
       expect(eventsOf(torn)).toEqual([started()])
-      expect(torn).toMatchObject({ version: 1, skipped: 1, tornTail: true, skippedByCause: { not_json: 1 } })
+      expect(torn).toMatchObject({ version: 1, skipped: 1, tornTail: true, skippedByCause: { torn_tail: 1, not_json: 0 } })
       const after = await withStore(f, (store) => Effect.zipRight(store.append(stream, [round(2)], 1), store.read(stream)))
       expect(eventsOf(after)).toEqual([started(), round(2)])
-      expect(after).toMatchObject({ version: 2, skipped: 1, tornTail: false })
+      // Ended by a newline, the cut line is a whole line that is not JSON, for this store and any other.
+      expect(after).toMatchObject({ version: 2, skipped: 1, tornTail: false, skippedByCause: { torn_tail: 0, not_json: 1 } })
+      expect(await withStore(f, (store) => store.read(stream))).toEqual(after)
       expect(f.rawText(stream)).toBe(`${line(started())}${line(round(1)).slice(0, 25)}\n${line(round(2))}`)
     })
 
@@ -246,9 +248,31 @@ export const eventStoreSuite = (name: string, makeFixture: () => StoreFixture) =
       )
       const read = await withStore(f, (store) => store.read(stream))
       expect(eventsOf(read)).toEqual([started(), round(1)])
-      expect(read.skippedByCause).toEqual({ not_json: 1, not_an_object: 1, newer_schema: 1, unknown_type: 1, invalid_fields: 4 })
+      expect(read.skippedByCause).toEqual({ not_json: 1, not_an_object: 1, newer_schema: 1, unknown_type: 1, invalid_fields: 4, duplicate: 0, out_of_order: 0, torn_tail: 0 })
       expect(read).toMatchObject({ version: 2, skipped: 8, tornTail: false })
       expect(await withStore(f, (store) => store.append(stream, [finished], 2))).toBe(3)
+    })
+
+    test("a line written twice is read once; an event earlier than the one before it is skipped; both are counted", async () => {
+      const { f, stream } = fresh()
+      const early = { ...round(2), time: "2025-06-01T11:00:00.000Z" }
+      f.rawAppend(stream, line(started()) + line(round(1)) + line(round(1)) + line(early) + line(started()) + line(round(3)))
+      const read = await withStore(f, (store) => store.read(stream))
+      expect(read.events.map((s) => [s.event, s.line])).toEqual([[started(), 1], [round(1), 2], [round(3), 6]])
+      expect(read).toMatchObject({ version: 3, skipped: 3, skippedByCause: { duplicate: 2, out_of_order: 1 } })
+      // The store's own appends are judged the same way: what it knows is what a fresh read gives.
+      const appended = await withStore(f, (store) =>
+        Effect.gen(function* () {
+          expect(yield* store.read(stream)).toEqual(read)
+          expect(yield* store.append(stream, [round(3), early, round(4)], 3)).toBe(4)
+          return yield* store.read(stream)
+        }),
+      )
+      expect(appended).toMatchObject({ version: 4, skipped: 5, skippedByCause: { duplicate: 3, out_of_order: 2 } })
+      expect(await withStore(f, (store) => store.read(stream))).toEqual(appended)
+      // A torn last line that repeats a line is a duplicate until it ends; subscribers never see it.
+      f.rawAppend(stream, line(round(4)).trimEnd())
+      expect(await withStore(f, (store) => store.read(stream))).toMatchObject({ version: 4, tornTail: true, skippedByCause: { duplicate: 4 } })
     })
 
     test("lines of schema 1 are upcast: their machine facts move into meta, nothing is skipped", async () => {

@@ -11,9 +11,11 @@
  *   machine facts of this process (`TEST_META`).
  * - `writeRunDir(dir, events, opts)`: a log directory with `events.jsonl`
  *   (and a status.json when `complete`, the run's other `files` when given),
- *   as a finished run leaves it.
+ *   as a finished run leaves it, or as a run still going writes it: its machine
+ *   facts (`metaAt(dir)`) are this process's, writing `dir` on this host.
  */
 import * as fs from "node:fs"
+import { hostname } from "node:os"
 import * as nodePath from "node:path"
 import { Effect, Fiber, TestClock, TestContext } from "effect"
 import { encodeEnvelopeLine } from "../../src/domain/event-codec.ts"
@@ -71,6 +73,9 @@ export const shiftEvents = (events: ReadonlyArray<Event>, start: number): Array<
 /** The machine facts the lines of `eventLines` carry: this process, and a directory the run is not in. */
 export const TEST_META: EventMeta = { log_dir: "/where/it/was/written", pid: process.pid, host: "test-host", version: "test" }
 
+/** The machine facts of this process writing the run in `dir`: a follower takes it for the run's live writer. */
+export const metaAt = (dir: string): EventMeta => ({ ...TEST_META, log_dir: dir, host: hostname() })
+
 /** Lines of events.jsonl; run_started and run_resumed carry `meta`. */
 export const eventLines = (events: ReadonlyArray<Event>, meta: EventMeta = TEST_META): string =>
   events.map((e) => `${encodeEnvelopeLine(e, e._tag === "run_started" || e._tag === "run_resumed" ? meta : null)}\n`).join("")
@@ -82,7 +87,7 @@ export const writeRunDir = (
   options: { complete?: boolean; files?: ReadonlyMap<string, string> } = {},
 ): string => {
   fs.mkdirSync(dir, { recursive: true })
-  fs.writeFileSync(nodePath.join(dir, "events.jsonl"), eventLines(events))
+  fs.writeFileSync(nodePath.join(dir, "events.jsonl"), eventLines(events, metaAt(dir)))
   for (const [path, text] of options.files ?? []) {
     fs.mkdirSync(nodePath.dirname(nodePath.join(dir, path)), { recursive: true })
     fs.writeFileSync(nodePath.join(dir, path), text)

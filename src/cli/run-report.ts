@@ -1,0 +1,45 @@
+/**
+ * What the commands that read a run tell of it besides its events: what they skipped of its log, and whether it stopped and how to resume it.
+ *
+ * Contract: `reportSkips(printError, dir, read, skippedEvents)` prints the
+ * skip report of the log in `dir` (`domain/skip-report.ts`: the read's skipped
+ * lines by cause, and the events the fold skipped) as one stderr line,
+ * `massgen: DIR/events.jsonl: skipped ...`, and nothing when nothing was
+ * skipped; it returns the counts. `resumeHint(dir)` is the command that takes
+ * the run in `dir` up again, the path quoted for a shell when it needs it.
+ * `stopOf(state, live, dir)` says how a run stopped that can be resumed: its
+ * process is gone before `run_finished` (`process_gone`), or a signal stopped
+ * it (`interrupted`); null for a run still going (`live`: a live process holds
+ * its lock) or one that finished.
+ */
+import { join } from "node:path"
+import { type SkipCounts, skipCounts, skipSentence } from "../domain/skip-report.ts"
+import type { State } from "../domain/state.ts"
+import { EVENTS_FILE, type StreamRead } from "../services/event-store.ts"
+
+export const reportSkips = (
+  printError: (line: string) => void,
+  dir: string,
+  read: Pick<StreamRead, "skippedByCause">,
+  skippedEvents: number,
+): SkipCounts => {
+  const counts = skipCounts(read.skippedByCause, skippedEvents)
+  const sentence = skipSentence(join(dir, EVENTS_FILE), counts)
+  if (sentence !== null) printError(`massgen: ${sentence}`)
+  return counts
+}
+
+const quoted = (path: string): string => (/^[\w@%+=:,./-]+$/.test(path) ? path : `'${path.replaceAll("'", `'\\''`)}'`)
+
+export const resumeHint = (dir: string): string => `massgen resume ${quoted(dir)}`
+
+export interface Stop {
+  readonly cause: "process_gone" | "interrupted"
+  /** The command that resumes the run. */
+  readonly resume: string
+}
+
+export const stopOf = (state: State, live: boolean, dir: string): Stop | null => {
+  if (state.finished === null) return live ? null : { cause: "process_gone", resume: resumeHint(dir) }
+  return state.finished.reason === "interrupted" ? { cause: "interrupted", resume: resumeHint(dir) } : null
+}
