@@ -131,3 +131,32 @@ describe("stale locks a crash or a full disk leaves", () => {
     expect(holder(dir)).toBe(process.ppid)
   })
 })
+
+describe("a lock copied with its run", () => {
+  test("locks nothing in the copy: the copy's holder is none and its lock is taken; the original stays held", async () => {
+    const original = fs.mkdtempSync(nodePath.join(os.tmpdir(), "massgen-lock-"))
+    const copy = fs.mkdtempSync(nodePath.join(os.tmpdir(), "massgen-lock-"))
+    dirs.push(original, copy)
+    const { results, release } = await contend(original, 1)
+    expect(results).toEqual(["won"])
+    fs.copyFileSync(nodePath.join(original, "run.lock"), nodePath.join(copy, "run.lock"))
+    expect(holder(original)).not.toBeNull()
+    expect(holder(copy)).toBeNull()
+    expect(Exit.isSuccess(await Effect.runPromiseExit(Effect.scoped(Effect.asVoid(acquireRunLock(copy)))))).toBe(true)
+    expect(holder(original)).not.toBeNull()
+    await release()
+  }, 60_000)
+
+  test("a run moved within its file system keeps its lock", async () => {
+    const parent = fs.mkdtempSync(nodePath.join(os.tmpdir(), "massgen-lock-"))
+    dirs.push(parent)
+    const before = nodePath.join(parent, "before")
+    fs.mkdirSync(before)
+    const { results, release } = await contend(before, 1)
+    expect(results).toEqual(["won"])
+    const after = nodePath.join(parent, "after")
+    fs.renameSync(before, after)
+    expect(holder(after)).not.toBeNull()
+    await release()
+  }, 60_000)
+})

@@ -4,7 +4,9 @@
  * A run and a resume hold it while they work. It names its *owner*: the pid
  * and, where the system says (Linux's `/proc/<pid>/stat`), the process's start
  * time, so that a pid the system has since given to another process does not
- * make a dead run look alive. It is created with an exclusive create, so two
+ * make a dead run look alive, and the identity of its directory, so that a
+ * lock copied with a run to another directory locks nothing there (a run moved
+ * within its file system keeps it). It is created with an exclusive create, so two
  * processes never both take a free lock. A lock is *stale*, and is taken over,
  * when its owner is gone (a run killed with SIGKILL, a machine that went
  * down), or when it stays empty or unreadable for longer than a writer needs
@@ -14,7 +16,7 @@
  * and `massgen status` use it to tell a live run.
  */
 import { closeSync, openSync, readFileSync, renameSync, rmSync, statSync, writeFileSync, writeSync } from "node:fs"
-import { join } from "node:path"
+import { dirname, join } from "node:path"
 import { Effect, Schema } from "effect"
 
 export const LOCK_FILE = "run.lock"
@@ -72,11 +74,26 @@ export const isAlive = (owner: Owner | number): boolean => {
   return stat.state !== "Z" && (start === null || stat.start === start)
 }
 
-const ownerText = (o: Owner): string => (o.start === null ? `${o.pid}\n` : `${o.pid} ${o.start}\n`)
+/** The identity of a directory: a copy of it is another directory, a move within a file system is the same one. */
+const dirIdentity = (dir: string): string | null => {
+  try {
+    const st = statSync(dir)
+    return `${st.dev}:${st.ino}`
+  } catch {
+    return null
+  }
+}
+
+/** A lock's text: `PID [START]`, then `dir DEV:INO` of the directory it locks. */
+const ownerText = (o: Owner, lockPath: string): string => {
+  const dir = dirIdentity(dirname(lockPath))
+  return `${o.start === null ? o.pid : `${o.pid} ${o.start}`}\n${dir === null ? "" : `dir ${dir}\n`}`
+}
 
 /** A lock file's content. */
 type Read =
-  | { readonly _tag: "owner"; readonly owner: Owner; readonly text: string }
+  /** `elsewhere`: the lock names another directory: it was copied here with the run, and locks nothing here. */
+  | { readonly _tag: "owner"; readonly owner: Owner; readonly text: string; readonly elsewhere: boolean }
   | { readonly _tag: "empty"; readonly ageMs: number; readonly text: string }
   | { readonly _tag: "missing" }
 
@@ -89,10 +106,13 @@ const readLock = (path: string): Read => {
   } catch (e) {
     return (e as { code?: string }).code === "ENOENT" ? { _tag: "missing" } : { _tag: "empty", ageMs: Number.POSITIVE_INFINITY, text: "" }
   }
-  const [pidText, start] = text.trim().split(/\s+/)
+  const [first = "", second = ""] = text.split("\n")
+  const [pidText, start] = first.trim().split(/\s+/)
   const pid = Number(pidText)
   if (!Number.isInteger(pid) || pid <= 0) return { _tag: "empty", ageMs, text }
-  return { _tag: "owner", owner: { pid, start: start === undefined || start === "" ? null : start }, text }
+  const recorded = second.startsWith("dir ") ? second.slice(4).trim() : null
+  const elsewhere = recorded !== null && recorded !== dirIdentity(dirname(path))
+  return { _tag: "owner", owner: { pid, start: start === undefined || start === "" ? null : start }, text, elsewhere }
 }
 
 const sameOwner = (a: Owner, b: Owner): boolean => a.pid === b.pid && a.start === b.start
@@ -100,14 +120,14 @@ const sameOwner = (a: Owner, b: Owner): boolean => a.pid === b.pid && a.start ==
 /** The pid holding the lock of `logDir` if its owner is alive (and not this process), else null. */
 export const holder = (logDir: string): number | null => {
   const read = readLock(join(logDir, LOCK_FILE))
-  return read._tag === "owner" && isAlive(read.owner) && !sameOwner(read.owner, SELF) ? read.owner.pid : null
+  return read._tag === "owner" && !read.elsewhere && isAlive(read.owner) && !sameOwner(read.owner, SELF) ? read.owner.pid : null
 }
 
 const tryCreate = (path: string): boolean => {
   try {
     const fd = openSync(path, "wx")
     try {
-      writeSync(fd, ownerText(SELF))
+      writeSync(fd, ownerText(SELF, path))
     } finally {
       closeSync(fd)
     }
@@ -126,7 +146,9 @@ const judge = (read: Read): { readonly _tag: "live"; readonly pid: number } | { 
     case "empty":
       return read.ageMs > STALE_EMPTY_MS ? { _tag: "stale", seen: read.text } : { _tag: "wait" }
     case "owner":
-      return isAlive(read.owner) && !sameOwner(read.owner, SELF) ? { _tag: "live", pid: read.owner.pid } : { _tag: "stale", seen: read.text }
+      return !read.elsewhere && isAlive(read.owner) && !sameOwner(read.owner, SELF)
+        ? { _tag: "live", pid: read.owner.pid }
+        : { _tag: "stale", seen: read.text }
   }
 }
 
@@ -158,7 +180,7 @@ const takeOver = (path: string, seen: string): "taken" | "retry" => {
   try {
     if ((contentOf(path) ?? "") !== seen) return "retry"
     const tmp = `${path}.${process.pid}.tmp`
-    writeFileSync(tmp, ownerText(SELF))
+    writeFileSync(tmp, ownerText(SELF, path))
     renameSync(tmp, path)
     return "taken"
   } finally {
