@@ -46,7 +46,7 @@ const closedPort = async (): Promise<number> =>
       const port = (server.address() as net.AddressInfo).port
       server.close(() => resolve(port))
     })
-  })
+  }, 60_000)
 
 const run = (cwd: string, doc: unknown, extra: ReadonlyArray<string> = [], env: Record<string, string | undefined> = {}) =>
   runCli("source", ["--automation", "--config", writeConfig(cwd, doc), ...extra, QUESTION], { cwd, env, timeoutMs: 60_000 })
@@ -55,18 +55,18 @@ describe.concurrent("--automation under faults: stdout holds only the contract's
   test("a bad config (exit 1)", async () => {
     const cwd = sandbox()
     expectContract(await run(cwd, { agents: [{ id: "../x", backend: { type: "scripted" } }] }), 1)
-  })
+  }, 60_000)
 
   test("an unknown flag (exit 1)", async () => {
     const cwd = sandbox()
     expectContract(await run(cwd, { agents: [scripted("a")] }, ["--automaton"]), 1)
-  })
+  }, 60_000)
 
   test("a missing API key (exit 1)", async () => {
     const cwd = sandbox()
     const doc = { agents: [{ id: "a", backend: { type: "openai", model: "gpt-6-luna" } }] }
     expectContract(await run(cwd, doc, [], { OPENAI_API_KEY: undefined }), 1)
-  })
+  }, 60_000)
 
   test("a provider that refuses connections: every agent fails (exit 2)", async () => {
     const cwd = sandbox()
@@ -75,19 +75,19 @@ describe.concurrent("--automation under faults: stdout holds only the contract's
     const result = await run(cwd, doc)
     expectContract(result, 2)
     expect(result.stderr).toContain(`127.0.0.1:${port}`)
-  })
+  }, 60_000)
 
   test("agents whose replies stay invalid and one that fails: the rest still decide (exit 0)", async () => {
     const cwd = sandbox()
     const doc = { agents: [scripted("a", { answer: "4", vote: "agent1" }), scripted("b", { script: [{ text: "x" }, { text: "y" }, { text: "z" }] }), scripted("c", { fail_calls: 9 })] }
     expectContract(await run(cwd, doc), 0)
-  })
+  }, 60_000)
 
   test("the orchestrator timeout (exit 3)", async () => {
     const cwd = sandbox()
     const doc = { agents: [scripted("a", { answer: "4" }), scripted("b", { hang: true })], timeout_settings: { orchestrator_timeout_seconds: 1 } }
     expectContract(await run(cwd, doc), 3)
-  })
+  }, 60_000)
 
   test("a spent budget (exit 3)", async () => {
     const cwd = sandbox()
@@ -97,7 +97,7 @@ describe.concurrent("--automation under faults: stdout holds only the contract's
       orchestrator: { budget_usd: 0.5 },
     }
     expectContract(await run(cwd, doc), 3)
-  })
+  }, 60_000)
 
   test("a derived file that cannot be written: a warning on stderr, the run completes (exit 0)", async () => {
     const cwd = sandbox()
@@ -111,14 +111,14 @@ describe.concurrent("--automation under faults: stdout holds only the contract's
     const result = await running.done
     expectContract(result, 0)
     expect(result.stderr).toContain("massgen: warning: ")
-  })
+  }, 60_000)
 
   test("SIGINT (exit 4)", async () => {
     const cwd = sandbox()
     const running = await startUntilLine("source", ["--automation", "--config", writeConfig(cwd, { agents: [scripted("a", { hang: true })] }), QUESTION], IN_PROGRESS, { cwd })
     running.proc.kill("SIGINT")
     expectContract(await running.done, 4)
-  })
+  }, 60_000)
 
   test("resume of a log whose last line a crash cut (exit 0)", async () => {
     const cwd = sandbox()
@@ -134,11 +134,11 @@ describe.concurrent("--automation under faults: stdout holds only the contract's
     expectContract(result, 0)
     // What was skipped is said on stderr, not stdout.
     expect(result.stderr).not.toBe("")
-  })
+  }, 60_000)
 
   test("a directory that is not a run (exit 1)", async () => {
     const cwd = sandbox()
     const result = await runCli("source", ["resume", cwd, "--automation"], { cwd })
     expectContract(result, 1)
-  })
+  }, 60_000)
 })
