@@ -46,7 +46,7 @@ const closedPort = async (): Promise<number> =>
       const port = (server.address() as net.AddressInfo).port
       server.close(() => resolve(port))
     })
-  }, 60_000)
+  })
 
 const run = (cwd: string, doc: unknown, extra: ReadonlyArray<string> = [], env: Record<string, string | undefined> = {}) =>
   runCli("source", ["--automation", "--config", writeConfig(cwd, doc), ...extra, QUESTION], { cwd, env, timeoutMs: 60_000 })

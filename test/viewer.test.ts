@@ -203,10 +203,21 @@ describe("choosing a run", () => {
     expect(stdout).toContain("Final answer (researcher, presentation):")
   })
 
-  test("--pick with a number out of range: one line, exit 1", async () => {
+  test("--pick asks again after a bad entry, and shows the run then typed", async () => {
+    const { code, stdout, stderr } = await pick("7\nabc\n2\n")
+    expect(code).toBe(0)
+    expect(stderr.trimEnd().split("\n")).toEqual([
+      'massgen: expected a number from 1 to 2, found "7"',
+      'massgen: expected a number from 1 to 2, found "abc"',
+    ])
+    expect(stdout.split("\n").filter((l) => l.startsWith("Which run?"))).toHaveLength(3)
+    expect(stdout).toContain("Final answer (researcher, presentation):")
+  })
+
+  test("--pick with bad entries until the input ends: exit 1, saying no run was chosen", async () => {
     const { code, stderr } = await pick("7\n")
     expect(code).toBe(1)
-    expect(stderr.trimEnd().split("\n")).toEqual([expect.stringMatching(/^massgen: no run chosen: .*expected a number from 1 to 2, found "7"/)])
+    expect(stderr.trimEnd().split("\n")).toEqual(['massgen: expected a number from 1 to 2, found "7"', expect.stringMatching(/^massgen: no run chosen: .*no input/)])
   })
 
   test("without LOG_DIR the newest run is shown", async () => {

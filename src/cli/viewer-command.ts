@@ -53,15 +53,16 @@ const pick = (base: string, ctx: ViewerContext) =>
     if (runs.length === 0) return yield* new ViewerError({ reason: "no_runs", path: base, detail: "" })
     ctx.print(`Recent runs under ${base} (newest first):`)
     runs.forEach((run, i) => ctx.print(pickLine(i + 1, run)))
-    ctx.print(`Which run? [1-${runs.length}, Enter for 1]`)
-    const answer = yield* ctx.readLine
-    if (answer === null) return yield* new ViewerError({ reason: "bad_choice", path: base, detail: "no input" })
-    const n = answer.trim() === "" ? 1 : Number(answer.trim())
-    const run = Number.isInteger(n) ? runs[n - 1] : undefined
-    if (run === undefined) {
-      return yield* new ViewerError({ reason: "bad_choice", path: base, detail: `expected a number from 1 to ${runs.length}, found ${JSON.stringify(answer.trim())}` })
+    // A bad entry is said and asked again; only the end of input gives up.
+    for (;;) {
+      ctx.print(`Which run? [1-${runs.length}, Enter for 1]`)
+      const answer = yield* ctx.readLine
+      if (answer === null) return yield* new ViewerError({ reason: "bad_choice", path: base, detail: "no input" })
+      const n = answer.trim() === "" ? 1 : Number(answer.trim())
+      const run = Number.isInteger(n) ? runs[n - 1] : undefined
+      if (run !== undefined) return run.stream
+      ctx.printError(`massgen: expected a number from 1 to ${runs.length}, found ${JSON.stringify(answer.trim())}`)
     }
-    return run.stream
   })
 
 const feedTo = (display: Display) => (item: FeedItem) =>
@@ -134,24 +135,43 @@ const noEvents = (dir: string, read: StreamRead) =>
   })
 
 /** One line from stdin (without its newline), or null when stdin ends first with nothing typed. */
+/** What standard input sent after the last line taken, and whether it has ended: a reply may hold several lines. */
+const stdinRest = { text: "", ended: false }
+
 export const readStdinLine: Effect.Effect<string | null> = Effect.async<string | null>((resume) => {
   const stdin = process.stdin
-  let buffer = ""
+  const take = (): boolean => {
+    const nl = stdinRest.text.indexOf("\n")
+    if (nl >= 0) {
+      const line = stdinRest.text.slice(0, nl).replace(/\r$/, "")
+      stdinRest.text = stdinRest.text.slice(nl + 1)
+      resume(Effect.succeed(line))
+      return true
+    }
+    if (!stdinRest.ended) return false
+    const last = stdinRest.text
+    stdinRest.text = ""
+    resume(Effect.succeed(last === "" ? null : last))
+    return true
+  }
+  if (take()) return
   const cleanup = () => {
     stdin.off("data", onData)
     stdin.off("end", onEnd)
     stdin.pause()
   }
-  const finish = (line: string | null) => {
-    cleanup()
-    resume(Effect.succeed(line))
-  }
   const onData = (chunk: Buffer | string) => {
-    buffer += chunk.toString()
-    const nl = buffer.indexOf("\n")
-    if (nl >= 0) finish(buffer.slice(0, nl).replace(/\r$/, ""))
+    stdinRest.text += chunk.toString()
+    if (stdinRest.text.includes("\n")) {
+      cleanup()
+      take()
+    }
   }
-  const onEnd = () => finish(buffer === "" ? null : buffer)
+  const onEnd = () => {
+    stdinRest.ended = true
+    cleanup()
+    take()
+  }
   stdin.on("data", onData)
   stdin.on("end", onEnd)
   stdin.resume()
