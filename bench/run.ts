@@ -1,7 +1,9 @@
 /**
  * The benchmark (`bun run bench`): prints plain labelled numbers, no pass/fail.
- * 1. whole-run wall time of zero-delay scripted runs, in process and as the
- *    compiled binary, and where a 3-agent run's time goes (bench/whole-run.ts);
+ * 0. start-up: the compiled binary's `--version` and a whole 3-agent run, each
+ *    a cold process, over a compiled hello-world floor (bench/start-up.ts);
+ * 1. whole-run wall time of zero-delay scripted runs in process, and where a
+ *    3-agent run's time goes (bench/whole-run.ts);
  * 2. events folded per second (bench/fold.ts);
  * 3. wall time over the ideal for agents replying after 200 ms (bench/critical-path.ts);
  * 4. resume of a 100,000-event log, and replay time over a run's wall time (bench/resume-replay.ts).
@@ -11,16 +13,18 @@ import { availableParallelism, loadavg } from "node:os"
 import { criticalPathBench } from "./critical-path.ts"
 import { foldBench } from "./fold.ts"
 import { replayBench, resumeBench } from "./resume-replay.ts"
+import { startUpBench } from "./start-up.ts"
 import { cleanUp, fmt } from "./support.ts"
-import { binaryColdBench, whereTimeGoesBench, wholeRunBench } from "./whole-run.ts"
+import { whereTimeGoesBench, wholeRunBench } from "./whole-run.ts"
 
 const started = performance.now()
 const load = () => loadavg().map((n) => fmt(n)).join(" ")
 // Other processes on the machine inflate wall times (and ratios): the load average says how busy it was.
 console.log(`massgen bench: bun ${Bun.version}, ${process.platform}/${process.arch}, ${availableParallelism()} CPUs, load average ${load()}`)
 try {
+  await startUpBench()
+  console.log("")
   await wholeRunBench()
-  await binaryColdBench()
   console.log("")
   await whereTimeGoesBench()
   console.log("")

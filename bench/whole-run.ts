@@ -6,12 +6,9 @@
  * in-memory layers. Prints median and p90 in ms, and the events per run.
  * Then where a live 3-agent run's time goes: the time spent in each kind of
  * write (timed by wrapping the service layers), and the span of a zero-delay
- * backend call (call_start -> call_end) in both modes. Last, the compiled
- * binary, one cold process per run, as a CLI user runs it.
+ * backend call (call_start -> call_end) in both modes. The compiled binary, one
+ * cold process per run, is bench/start-up.ts.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
 import { type IoKind, type IoProfile, type Mode, type TimedRun, convergingConfig, fmt, line, median, percentile, timedRun } from "./support.ts"
 
 interface Plan {
@@ -100,42 +97,5 @@ export const whereTimeGoesBench = async (): Promise<void> => {
       line(`${mode}: ${kind}: count, ms per run`, `${fmt(entry.count / runs, 1)} writes, ${fmt(entry.ms / runs, 3)} ms`)
     }
     line(`${mode}: one zero-delay backend call, call_start -> call_end: ms median / p90`, `${fmt(median(spans), 3)} / ${fmt(percentile(spans, 90), 3)}`)
-  }
-}
-
-/**
- * What a CLI user gets: `dist/massgen` started once per run, each run in a
- * process of its own (so every run is cold), timed from the `run_started` to
- * the `run_finished` recorded in its events.jsonl (ms resolution), and the
- * whole process from spawn to exit.
- */
-export const binaryColdBench = async (): Promise<void> => {
-  const binary = join(import.meta.dir, "..", "dist", "massgen")
-  if (!existsSync(binary)) {
-    line("binary 3 agents, one run per process", "skipped: no dist/massgen (bun run build)")
-    return
-  }
-  const dir = mkdtempSync(join(tmpdir(), "massgen-bench-binary-"))
-  try {
-    const config = join(dir, "team.yaml")
-    const agent = (i: number) => `  - id: agent_${i}\n    backend: { type: scripted, answer: "Answer ${i}: four.", vote: agent1 }\n`
-    writeFileSync(config, `agents:\n${[1, 2, 3].map(agent).join("")}`)
-    const runs: Array<number> = []
-    const processes: Array<number> = []
-    for (let i = 0; i < 7; i++) {
-      const started = performance.now()
-      const proc = Bun.spawnSync([binary, "--automation", "--config", config, "What is 2+2?"], { env: { ...process.env, MASSGEN_LOG_BASE_DIR: join(dir, "logs") } })
-      processes.push(performance.now() - started)
-      const logDir = /^LOG_DIR: (.*)$/m.exec(proc.stdout.toString())?.[1]
-      if (proc.exitCode !== 0 || logDir === undefined) throw new Error(`dist/massgen exited ${proc.exitCode}: ${proc.stderr.toString()}`)
-      const times = readFileSync(join(logDir, "events.jsonl"), "utf8").trim().split("\n").map((l) => Date.parse(JSON.parse(l).time))
-      runs.push(times[times.length - 1]! - times[0]!)
-    }
-    line(
-      "binary 3 agents, 7 runs, one per process: run ms median / max; process ms",
-      `${fmt(median(runs), 0)} / ${fmt(Math.max(...runs), 0)}   process ${fmt(median(processes), 0)}   target: < ${TARGET_3_AGENTS_MS} ms`,
-    )
-  } finally {
-    rmSync(dir, { recursive: true, force: true })
   }
 }

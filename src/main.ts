@@ -12,6 +12,12 @@
  * with 4, after the runs' forced-stop hooks (`services/forced-stop.ts`) have
  * left their log directories complete. stdout and stderr go quiet, not fatal, once their reader has gone
  * (`massgen ... | head -1`).
+ *
+ * Start-up is lazy: `massgen --help` and `--version` print from `cli/help.ts`
+ * alone (no parser, no Effect, no node streams: Bun takes about 7 ms to make
+ * `process.stdout`), and the program (`cli/program.ts`) loads each command's
+ * code only when it runs. `process.stdout` and `process.stderr` are made at
+ * their first line.
  */
 process.umask(0o077)
 
@@ -33,13 +39,18 @@ const stopSignal = new Promise<string>((resolve) => {
   process.on("SIGTERM", on("SIGTERM"))
 })
 
-const quietly = (stream: NodeJS.WriteStream) => {
+/** Lines to a standard stream, which is made at the first line; they go quiet, not fatal, once its reader has gone. */
+const quietly = (open: () => NodeJS.WriteStream) => {
+  let stream: NodeJS.WriteStream | null = null
   let closed = false
-  stream.on("error", () => {
-    closed = true
-  })
   return (line: string) => {
     if (closed) return
+    if (stream === null) {
+      stream = open()
+      stream.on("error", () => {
+        closed = true
+      })
+    }
     try {
       stream.write(`${line}\n`)
     } catch {
@@ -48,6 +59,14 @@ const quietly = (stream: NodeJS.WriteStream) => {
   }
 }
 
+const argv = process.argv.slice(2)
+const { HELP, VERSION, plainInvocation } = await import("./cli/help.ts")
+const plain = plainInvocation(argv)
+if (plain !== null) {
+  // The whole of stdout, with nothing else writing to it: console.log needs no stream and stays quiet once the reader has gone.
+  console.log("%s", plain === "help" ? HELP : `massgen ${VERSION}`)
+  process.exit(0)
+}
 const { runProgram } = await import("./cli/program.ts")
-const code = await runProgram(process.argv.slice(2), { stopSignal, print: quietly(process.stdout), printError: quietly(process.stderr) })
+const code = await runProgram(argv, { stopSignal, print: quietly(() => process.stdout), printError: quietly(() => process.stderr) })
 process.exit(code)

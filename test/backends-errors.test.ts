@@ -38,14 +38,14 @@ describe("scrubbing", () => {
   test("a BackendError built from an SDK error never carries the key", () => {
     const key = "sk-live-0000111122223333"
     const error = new OpenAI.AuthenticationError(401, { message: `bad key ${key}` }, undefined, new Headers())
-    const mapped = toBackendError(error, "open", [key])
+    const mapped = toBackendError(error, "open", [key], null, OpenAI)
     expect(mapped).toMatchObject({ reason: "auth", retryable: false })
     expect(mapped.message).not.toContain(key)
   })
 
   test("timeouts, 408 and 409 are retryable; other 4xx are not", () => {
-    expect(toBackendError(new OpenAI.APIConnectionTimeoutError(), "open", [])).toMatchObject({ reason: "timeout", retryable: true })
-    const status = (s: number) => toBackendError(OpenAI.APIError.generate(s, { message: "x" }, undefined, new Headers()), "open", [])
+    expect(toBackendError(new OpenAI.APIConnectionTimeoutError(), "open", [], null, OpenAI)).toMatchObject({ reason: "timeout", retryable: true })
+    const status = (s: number) => toBackendError(OpenAI.APIError.generate(s, { message: "x" }, undefined, new Headers()), "open", [], null, OpenAI)
     expect(status(408)).toMatchObject({ reason: "timeout", retryable: true })
     expect(status(409)).toMatchObject({ reason: "server_error", retryable: true })
     expect(status(529)).toMatchObject({ reason: "server_error", retryable: true })
@@ -64,18 +64,18 @@ describe("a connection error names the endpoint and the cause", () => {
   const endpoint = "https://llm.example:443"
 
   test("refused, DNS, TLS, reset, timed out; before the reply a network error, during it a stream cut", () => {
-    const open = (code: string, message: string) => toBackendError(failed(code, message), "open", [], endpoint).message
+    const open = (code: string, message: string) => toBackendError(failed(code, message), "open", [], endpoint, OpenAI).message
     expect(open("ECONNREFUSED", "ECONNREFUSED: Unable to connect.")).toBe(`network: cannot connect to ${endpoint}: connection refused (ECONNREFUSED)`)
     expect(open("ENOTFOUND", "getaddrinfo ENOTFOUND llm.example")).toBe(`network: cannot connect to ${endpoint}: DNS lookup failed (ENOTFOUND)`)
     expect(open("DEPTH_ZERO_SELF_SIGNED_CERT", "self signed certificate")).toBe(
       `network: cannot connect to ${endpoint}: TLS error: self signed certificate (DEPTH_ZERO_SELF_SIGNED_CERT)`,
     )
     expect(open("ETIMEDOUT", "connect ETIMEDOUT")).toBe(`network: cannot connect to ${endpoint}: timed out (ETIMEDOUT)`)
-    expect(toBackendError(failed("ECONNRESET", "socket closed"), "read", [], endpoint)).toMatchObject({
+    expect(toBackendError(failed("ECONNRESET", "socket closed"), "read", [], endpoint, OpenAI)).toMatchObject({
       reason: "stream_cut",
       detail: `stream from ${endpoint} broke: connection reset (ECONNRESET)`,
       retryable: true,
     })
-    expect(toBackendError(new OpenAI.APIConnectionTimeoutError(), "open", [], endpoint).message).toBe(`timeout: no reply from ${endpoint}: request timed out`)
+    expect(toBackendError(new OpenAI.APIConnectionTimeoutError(), "open", [], endpoint, OpenAI).message).toBe(`timeout: no reply from ${endpoint}: request timed out`)
   })
 })

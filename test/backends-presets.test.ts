@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test"
-import { Either } from "effect"
+import { Effect, Either } from "effect"
 import { type Agent, BACKEND_TYPES, type BackendConfig } from "../src/domain/config.ts"
 import { inferBackendType, keyEnvForBaseUrl, PRESETS, presetFor } from "../src/domain/presets.ts"
 import { makeBackend } from "../src/services/backend-factory.ts"
@@ -110,25 +110,25 @@ describe("API keys", () => {
 })
 
 describe("backend factory", () => {
-  test("each family gets its backend, with config over preset defaults", () => {
+  test("each family gets its backend, with config over preset defaults", async () => {
     const env = { OPENAI_API_KEY: "a", ANTHROPIC_API_KEY: "b", XAI_API_KEY: "c" }
-    const made = (b: BackendConfig) => Either.getOrThrow(makeBackend(agent(b), env))
-    expect(made({ type: "openai" })).toMatchObject({ type: "openai", model: "gpt-6-luna", maxRetries: 3, callTimeoutSeconds: 300 })
-    expect(made({ type: "claude", model: "claude-haiku-4-5", max_retries: 1, call_timeout_seconds: 20 })).toMatchObject({
+    const made = (b: BackendConfig) => Effect.runPromise(makeBackend(agent(b), env))
+    expect(await made({ type: "openai" })).toMatchObject({ type: "openai", model: "gpt-6-luna", maxRetries: 3, callTimeoutSeconds: 300 })
+    expect(await made({ type: "claude", model: "claude-haiku-4-5", max_retries: 1, call_timeout_seconds: 20 })).toMatchObject({
       type: "claude",
       model: "claude-haiku-4-5",
       maxRetries: 1,
       callTimeoutSeconds: 20,
     })
-    expect(made({ type: "grok", model: "grok-3-mini" })).toMatchObject({ type: "grok", model: "grok-3-mini" })
-    expect(made({ type: "claude" })).toMatchObject({ type: "claude", model: "claude-sonnet-5-5" })
-    expect(made({ type: "grok" })).toMatchObject({ type: "grok", model: "grok-4.7" })
-    expect(made({ type: "vllm" })).toMatchObject({ type: "vllm" })
-    expect(made({ type: "scripted", answer: "4" }).type).toBe("scripted")
+    expect(await made({ type: "grok", model: "grok-3-mini" })).toMatchObject({ type: "grok", model: "grok-3-mini" })
+    expect(await made({ type: "claude" })).toMatchObject({ type: "claude", model: "claude-sonnet-5-5" })
+    expect(await made({ type: "grok" })).toMatchObject({ type: "grok", model: "grok-4.7" })
+    expect(await made({ type: "vllm" })).toMatchObject({ type: "vllm" })
+    expect((await made({ type: "scripted", answer: "4" })).type).toBe("scripted")
   })
 
-  test("a missing key is a MissingKeyError, not a backend", () => {
-    const result = makeBackend(agent({ type: "claude" }, "critic"), {})
+  test("a missing key is a MissingKeyError, not a backend", async () => {
+    const result = await Effect.runPromise(Effect.either(makeBackend(agent({ type: "claude" }, "critic"), {})))
     expect(Either.isLeft(result) && result.left.message).toBe("missing API key: set ANTHROPIC_API_KEY (agent critic, backend claude)")
   })
 })

@@ -9,11 +9,15 @@
  * word a typo away from a command (`stauts`) with the command it may be
  * (`COMMAND_TYPO_RULE`). Parsing is pure: a run's question is a
  * `QuestionSource` (the words, standard input, or a file) that `question.ts`
- * reads. The help text lives here so that every flag is listed where it is parsed.
+ * reads. The help text (`HELP`, in `help.ts`, so that `--help` needs no
+ * parser) lists every flag parsed here.
  */
 import { type ParseArgsOptionsConfig, parseArgs } from "node:util"
 import { Either, Schema } from "effect"
 import { closest } from "./did-you-mean.ts"
+import { COMMANDS, DEFAULT_PORT } from "./help.ts"
+
+export { COMMAND_TYPO_RULE, HELP } from "./help.ts"
 
 export class UsageError extends Schema.TaggedError<UsageError>()("UsageError", {
   reason: Schema.Literal("unknown_option", "unknown_command", "missing_value", "missing_question", "missing_config", "conflict", "bad_value"),
@@ -71,56 +75,6 @@ export type Invocation =
   | { readonly _tag: "validate"; readonly path: string; readonly json: boolean }
   | { readonly _tag: "version" }
   | { readonly _tag: "help" }
-
-/** The web view's port when `--port` is not given. */
-const DEFAULT_PORT = 8000
-
-const COMMANDS = ["resume", "replay", "status", "viewer"] as const
-
-/** How a mistyped command is told from a question; the help and the README say it in these words. */
-export const COMMAND_TYPO_RULE =
-  "A first word a typo or two away from a command (stauts, resme, veiwer) is taken for a mistyped command when nothing, a flag or a path (a word with a / or a log_ name) follows it; put a one-word question like that after the options."
-
-export const HELP = `massgen: several LLM agents answer one question, vote, and present the best answer.
-
-Usage:
-  massgen [options] --config FILE "question"
-  massgen [options] --config FILE -           the question from standard input (also read
-                                              when stdin is piped and no question is given)
-  massgen [options] --config FILE --question-file FILE
-  massgen --model MODEL "question"            one agent, backend inferred from the model
-  massgen --models M1,M2,M3 "question"        one agent per model
-  massgen --validate FILE [--json]            check a config and print its problems, or "valid"
-  massgen resume LOG_DIR [--automation]      continue a run whose process stopped (crash, kill, Ctrl+C)
-  massgen replay LOG_DIR [--check] [--out DIR]
-                                              make a recorded run's decisions again offline, from llm_log/;
-                                              --check: exit 0 if the same, else 2 and the first difference
-  massgen status LOG_DIR [--json]            rebuild status.json from events.jsonl and summarise the run
-  massgen viewer [LOG_DIR] [--pick] [--replay-speed X] [--web [--port N] [--no-browser]]
-                                              watch a run live, or replay a finished one (read-only);
-                                              without LOG_DIR the newest run; --pick lists recent runs;
-                                              --web serves the view on http://127.0.0.1:${DEFAULT_PORT}
-
-Options:
-  -c, --config FILE             YAML config (agents, orchestrator, timeout_settings)
-      --model MODEL             quick start with one agent
-      --models M1,M2            quick start with one agent per model
-      --backend TYPE            backend type for --model/--models (overrides inference)
-      --base-url URL            base URL for --model/--models
-      --system-message TEXT     system message for --model/--models agents
-      --automation              quiet output for scripts: ~10 lines, status.json, exit codes
-      --no-display              plain lines instead of the live terminal view
-      --orchestrator-timeout S  overrides timeout_settings.orchestrator_timeout_seconds
-      --question-file FILE      read the question from FILE
-      --json                    with --validate: print the result as JSON
-  -v, --version                 print the version
-  -h, --help                    print this help
-
-A question that starts with "-" goes after --: massgen --config FILE -- "-1 or 1?"
-${COMMAND_TYPO_RULE}
-
-Exit codes: 0 success, 1 configuration error, 2 execution error, 3 timeout or budget, 4 interrupted.
-Logs: .massgen/massgen_logs/log_YYYYMMDD_HHMMSS_ffffff/ (MASSGEN_LOG_BASE_DIR overrides the root).`
 
 const options = {
   config: { type: "string", short: "c" },

@@ -13,9 +13,13 @@
  * status.json, a stop event, exit 4); `massgen viewer` stops and exits 0.
  * Whatever the commands log goes to stderr too, one line each
  * (`diagnostics.ts`): stdout carries only what a command prints.
+ *
+ * Each command's module is imported when that command runs (a run does not
+ * load the viewer, `--validate` does not load the orchestrator), so a command
+ * pays at start-up only for the code it uses; `main.ts` prints `--help` and
+ * `--version` without loading this file at all.
  */
 import { Effect, Either } from "effect"
-import pkg from "../../package.json" with { type: "json" }
 import type { BackendError } from "../services/backend.ts"
 import type { DotEnvError, MissingKeyError } from "../services/backends/keys.ts"
 import type { EventStoreConflict, EventStoreError } from "../services/event-store.ts"
@@ -27,17 +31,10 @@ import type { RunLockError } from "../services/run-lock.ts"
 import type { StatusWriteError } from "../services/status-writer.ts"
 import { HELP, type UsageError, parseInvocation } from "./args.ts"
 import { diagnosticsLogger } from "./diagnostics.ts"
+import { VERSION } from "./help.ts"
 import type { ConfigError } from "./load-config.ts"
 import type { RunDirError } from "./run-dir.ts"
-import { type StdinSource, processStdin, readQuestion } from "./question.ts"
-import { runCommand } from "./run-command.ts"
-import { validateCommand } from "./validate-command.ts"
-import { replayCommand } from "./replay-command.ts"
-import { resumeCommand } from "./resume-command.ts"
-import { statusCommand } from "./status-command.ts"
-import { readStdinLine, viewerCommand } from "./viewer-command.ts"
-
-const VERSION = pkg.version
+import type { StdinSource } from "./question.ts"
 
 /** Every error the program renders: what the arguments and the commands can fail with. */
 export type AppError =
@@ -84,11 +81,14 @@ export interface ProgramIo {
   readonly stdin?: StdinSource
 }
 
+/** A command's module, imported when the command runs. */
+const load = <M>(module: () => Promise<M>): Effect.Effect<M> => Effect.promise(module)
+
 /** Runs `massgen` with `argv`; resolves with the exit code. */
 export const runProgram = (argv: ReadonlyArray<string>, io: ProgramIo): Promise<number> =>
   Effect.runPromise(program(argv, io).pipe(Effect.provide(diagnosticsLogger(io.printError))))
 
-const program = (argv: ReadonlyArray<string>, { stopSignal, print, printError, stdin = processStdin }: ProgramIo): Effect.Effect<number> => {
+const program = (argv: ReadonlyArray<string>, { stopSignal, print, printError, stdin }: ProgramIo): Effect.Effect<number> => {
   const parsed = parseInvocation(argv)
   const env = process.env
   const cwd = process.cwd()
@@ -102,24 +102,30 @@ const program = (argv: ReadonlyArray<string>, { stopSignal, print, printError, s
       case "version":
         return Effect.sync(() => (print(`massgen ${VERSION}`), 0))
       case "validate":
-        return validateCommand(invocation.path, invocation.json, env, cwd, print)
+        return Effect.flatMap(load(() => import("./validate-command.ts")), (m) => m.validateCommand(invocation.path, invocation.json, env, cwd, print))
       case "viewer":
-        return viewerCommand(invocation, {
-          env,
-          cwd,
-          interrupt: cli.interrupt,
-          print,
-          printError,
-          readLine: readStdinLine,
-        })
+        return Effect.flatMap(load(() => import("./viewer-command.ts")), (m) =>
+          m.viewerCommand(invocation, {
+            env,
+            cwd,
+            interrupt: cli.interrupt,
+            print,
+            printError,
+            readLine: m.readStdinLine,
+          }),
+        )
       case "run":
-        return Effect.flatMap(readQuestion(invocation.question, stdin), (question) => runCommand({ ...invocation, question }, cli))
+        return Effect.flatMap(load(() => import("./question.ts")), (q) =>
+          Effect.flatMap(q.readQuestion(invocation.question, stdin ?? q.processStdin), (question) =>
+            Effect.flatMap(load(() => import("./run-command.ts")), (m) => m.runCommand({ ...invocation, question }, cli)),
+          ),
+        )
       case "resume":
-        return resumeCommand(invocation, cli)
+        return Effect.flatMap(load(() => import("./resume-command.ts")), (m) => m.resumeCommand(invocation, cli))
       case "replay":
-        return replayCommand(invocation, cli)
+        return Effect.flatMap(load(() => import("./replay-command.ts")), (m) => m.replayCommand(invocation, cli))
       case "status":
-        return statusCommand(invocation.logDir, invocation.json, print, printError)
+        return Effect.flatMap(load(() => import("./status-command.ts")), (m) => m.statusCommand(invocation.logDir, invocation.json, print, printError))
     }
   })()
   return command.pipe(

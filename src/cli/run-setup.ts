@@ -97,11 +97,7 @@ export const makeBackends = (config: Config, env: Env, path = "--models") =>
     const missing = missingKeys(config, env, isFlag(path))
     if (missing.length > 0) return yield* new ConfigError({ reason: "invalid", path, problems: missing })
     const backends = new Map<string, Backend>()
-    for (const agent of config.agents) {
-      const made = makeBackend(agent, env)
-      if (Either.isLeft(made)) return yield* made.left
-      backends.set(agent.id, made.right)
-    }
+    for (const agent of config.agents) backends.set(agent.id, yield* makeBackend(agent, env))
     return backends
   })
 

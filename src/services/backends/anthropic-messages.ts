@@ -247,6 +247,7 @@ export const makeAnthropicMessagesBackend = (opts: SdkBackendOptions): Backend =
         open: (signal) => client.messages.create(anthropicParams(request, opts), { signal }),
         assemble: anthropicAssembly,
         site,
+        sdk: Anthropic,
       })(onChunk),
   }
 }

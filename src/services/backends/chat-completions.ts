@@ -178,6 +178,7 @@ export const makeChatCompletionsBackend = (opts: SdkBackendOptions): Backend => 
       open: (signal) => client.chat.completions.create(chatParams(request, opts, force), { signal }),
       assemble: chatAssembly,
       site,
+      sdk: OpenAI,
     })(onChunk)
   return {
     ...backendFields(opts),

@@ -1,9 +1,10 @@
 /**
  * Turns whatever an SDK call throws into a `BackendError`, with secrets scrubbed.
  *
- * `toBackendError(e, phase, secrets, endpoint)` classifies by HTTP status when there is one
+ * `toBackendError(e, phase, secrets, endpoint, sdk)` classifies by HTTP status when there is one
  * (429 rate_limited, 5xx server_error, 401/403 auth, other 4xx bad_request), by
- * SDK error class otherwise, and by *phase*: a transport failure while the reply
+ * the error classes of the backend's SDK otherwise (`sdk`: the SDK's client
+ * class, which carries them; passed in, so that this file loads no SDK), and by *phase*: a transport failure while the reply
  * is being read is a `stream_cut`, before the reply started a `network` error.
  * A transport failure names the *endpoint* (`scheme://host:port`, never a
  * credential or a path) and its cause: connection refused, DNS lookup failed,
@@ -13,14 +14,22 @@
  *
  * Words: *phase* `open` is up to the response headers, `read` is the SSE body.
  */
-import Anthropic from "@anthropic-ai/sdk"
 import type { APIError as AnthropicApiError } from "@anthropic-ai/sdk/core/error"
-import OpenAI from "openai"
 import type { APIError as OpenAiApiError } from "openai/core/error"
 import { maskUrlCredentials } from "../../domain/safe-url.ts"
 import { BackendError, type BackendErrorReason } from "../backend.ts"
 
 export type Phase = "open" | "read"
+
+type ErrorClass<E = unknown> = abstract new (...args: never) => E
+
+/** The error classes of one SDK; its client class (`OpenAI`, `Anthropic`) carries them. */
+export interface SdkErrors {
+  readonly APIError: ErrorClass<OpenAiApiError | AnthropicApiError>
+  readonly APIUserAbortError: ErrorClass
+  readonly APIConnectionError: ErrorClass
+  readonly APIConnectionTimeoutError: ErrorClass
+}
 
 const MAX_DETAIL = 600
 
@@ -79,12 +88,6 @@ const byErrorType = (body: unknown): { reason: BackendErrorReason; retryable: bo
   return { reason: "server_error", retryable: true }
 }
 
-const isAbort = (e: unknown) => e instanceof OpenAI.APIUserAbortError || e instanceof Anthropic.APIUserAbortError
-const isTimeout = (e: unknown) =>
-  e instanceof OpenAI.APIConnectionTimeoutError || e instanceof Anthropic.APIConnectionTimeoutError
-const isConnection = (e: unknown) => e instanceof OpenAI.APIConnectionError || e instanceof Anthropic.APIConnectionError
-const apiError = (e: unknown) =>
-  e instanceof OpenAI.APIError || e instanceof Anthropic.APIError ? (e as OpenAiApiError | AnthropicApiError) : null
 
 const messageOf = (e: unknown): string => {
   if (e instanceof Error) {
@@ -125,25 +128,32 @@ export const transportCause = (e: unknown): string => {
 }
 
 /** The `BackendError` for anything thrown by an SDK call or a stream assembler. */
-export const toBackendError = (e: unknown, phase: Phase, secrets: ReadonlyArray<string>, endpoint: string | null = null): BackendError => {
+export const toBackendError = (
+  e: unknown,
+  phase: Phase,
+  secrets: ReadonlyArray<string>,
+  endpoint: string | null = null,
+  sdk: SdkErrors | null = null,
+): BackendError => {
   if (e instanceof BackendError) return make(e.reason, scrubSecrets(e.detail, secrets), e.retryable, e.retryAfterSeconds)
   const scrub = (text: string) => scrubSecrets(text, secrets).slice(0, MAX_DETAIL)
   const detail = (prefix: string) => scrub(`${prefix}${messageOf(e)}`)
   const where = endpoint ?? "the server"
   const cut = () => make("stream_cut", scrub(`stream from ${where} broke: ${transportCause(e)}`), true)
   const unreachable = () => make("network", scrub(`cannot connect to ${where}: ${transportCause(e)}`), true)
-  if (isAbort(e)) return make("network", detail("request aborted: "), true)
-  if (isTimeout(e)) return make("timeout", scrub(`no reply from ${where}: request timed out`), true)
-  if (isConnection(e)) return phase === "read" ? cut() : unreachable()
-  const api = apiError(e)
-  if (api !== null) {
-    if (typeof api.status === "number") {
-      const { reason, retryable } = byStatus(api.status)
-      const retryAfter = api.status === 429 ? parseRetryAfter(api.headers, Date.now()) : null
-      return make(reason, detail(api.message.startsWith(String(api.status)) ? "HTTP " : `HTTP ${api.status}: `), retryable, retryAfter)
+  if (sdk !== null) {
+    if (e instanceof sdk.APIUserAbortError) return make("network", detail("request aborted: "), true)
+    if (e instanceof sdk.APIConnectionTimeoutError) return make("timeout", scrub(`no reply from ${where}: request timed out`), true)
+    if (e instanceof sdk.APIConnectionError) return phase === "read" ? cut() : unreachable()
+    if (e instanceof sdk.APIError) {
+      if (typeof e.status === "number") {
+        const { reason, retryable } = byStatus(e.status)
+        const retryAfter = e.status === 429 ? parseRetryAfter(e.headers, Date.now()) : null
+        return make(reason, detail(e.message.startsWith(String(e.status)) ? "HTTP " : `HTTP ${e.status}: `), retryable, retryAfter)
+      }
+      const { reason, retryable } = byErrorType(e.error)
+      return make(reason, detail("error event in stream: "), retryable)
     }
-    const { reason, retryable } = byErrorType(api.error)
-    return make(reason, detail("error event in stream: "), retryable)
   }
   if (e instanceof SyntaxError) return make("bad_reply", detail("unreadable reply: "), true)
   return phase === "read" ? cut() : unreachable()

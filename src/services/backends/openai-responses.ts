@@ -11,7 +11,7 @@
  * The terminal event is `response.completed` or `response.incomplete`; a stream
  * without one is a `stream_cut`, and `response.failed` fails with the provider's code.
  */
-import type OpenAI from "openai"
+import OpenAI from "openai"
 import type { LlmChunk, LlmMessage, LlmReply, LlmRequest, TokenUsage } from "../../domain/llm.ts"
 import { noUsage } from "../../domain/llm.ts"
 import type { Backend } from "../backend.ts"
@@ -171,6 +171,7 @@ export const makeOpenAiResponsesBackend = (opts: SdkBackendOptions): Backend => 
         open: (signal) => client.responses.create(responsesParams(request, opts), { signal }),
         assemble: responsesAssembly,
         site,
+        sdk: OpenAI,
       })(onChunk),
   }
 }

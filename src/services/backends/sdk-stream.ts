@@ -1,7 +1,7 @@
 /**
  * The bridge from an SDK's async-iterable SSE stream to an interruptible backend call.
  *
- * `sdkCall({ open, assemble, secrets })(onChunk)` opens the request with an
+ * `sdkCall({ open, assemble, site, sdk })(onChunk)` opens the request with an
  * AbortSignal (aborted if the fiber is interrupted before the headers), then
  * feeds each SDK event to a fresh `Assembly`, handing the text/reasoning chunks
  * it returns to `onChunk`, and succeeds with the reply from `assembly.finish()`.
@@ -18,7 +18,7 @@ import { Effect } from "effect"
 import type { LlmChunk, LlmReply } from "../../domain/llm.ts"
 import { endpointOf, urlSecrets } from "../../domain/safe-url.ts"
 import { type Backend, BackendError, type BackendErrorReason, type OnChunk } from "../backend.ts"
-import { toBackendError } from "./errors.ts"
+import { type SdkErrors, toBackendError } from "./errors.ts"
 
 /** What every SDK backend constructor takes; `apiKey` null means keyless. */
 export interface SdkBackendOptions {
@@ -92,9 +92,11 @@ export const sdkCall =
     readonly open: (signal: AbortSignal) => Promise<SdkEventStream<E>>
     readonly assemble: () => Assembly<E>
     readonly site: CallSite
+    /** The SDK whose errors the call may fail with: its client class. */
+    readonly sdk: SdkErrors
   }) =>
   (onChunk: OnChunk): Effect.Effect<LlmReply, BackendError> => {
-    const onError = (e: unknown) => toBackendError(e, "read", args.site.secrets, args.site.endpoint)
+    const onError = (e: unknown) => toBackendError(e, "read", args.site.secrets, args.site.endpoint, args.sdk)
     const read = (events: SdkEventStream<E>) =>
       Effect.gen(function* () {
         const assembly = args.assemble()
@@ -110,7 +112,7 @@ export const sdkCall =
       restore(
         Effect.tryPromise({
           try: (signal) => args.open(signal),
-          catch: (e) => toBackendError(e, "open", args.site.secrets, args.site.endpoint),
+          catch: (e) => toBackendError(e, "open", args.site.secrets, args.site.endpoint, args.sdk),
         }),
       ).pipe(Effect.flatMap((events) => restore(read(events)).pipe(Effect.ensuring(Effect.sync(() => events.controller.abort()))))),
     )

@@ -1,0 +1,93 @@
+/**
+ * Start-up, as a CLI user gets it: compiled binaries, each run a cold process
+ * of its own, timed from spawn to exit (median and max of N, the three kinds
+ * interleaved so that other load on the machine falls on each alike):
+ * - the floor: a compiled `console.log("x")` built with the flags of
+ *   `bun run build` (package.json), what any compiled Bun program costs here;
+ * - `massgen --version` (goal: within 2 × the floor);
+ * - a 3-agent zero-delay scripted run with `--automation`, the whole process
+ *   with its log directory written (goal: within 5 × the floor); its events
+ *   also give the run's own span, `run_started` -> `run_finished` (target < 20 ms).
+ * Ratios are to the floor's median; "max" divides the worst case by it too.
+ * `dist/massgen` is built first when it is missing or older than its sources.
+ */
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import pkg from "../package.json" with { type: "json" }
+import { binaryIsStale, ensureBinary } from "../test/support/cli.ts"
+import { fmt, line, median } from "./support.ts"
+
+const RUNS = 21
+const VERSION_GOAL = 2
+const RUN_GOAL = 5
+const TARGET_3_AGENTS_MS = 20
+
+/** The floor program, built with `bun run build`'s flags into `dir`. */
+const buildFloor = (dir: string): string => {
+  const source = join(dir, "hello.ts")
+  const binary = join(dir, "hello")
+  writeFileSync(source, 'console.log("x")\n')
+  const [, ...args] = pkg.scripts.build.split(" ").map((word) => (word === "src/main.ts" ? source : word === "dist/massgen" ? binary : word))
+  const built = Bun.spawnSync([process.execPath, ...args], { cwd: dir })
+  if (built.exitCode !== 0) throw new Error(`building the floor program failed: ${built.stderr.toString()}`)
+  return binary
+}
+
+/** Spawn to exit of `argv`, ms; fails on a non-zero exit. */
+const timedProcess = (argv: ReadonlyArray<string>, env: Record<string, string | undefined> = process.env) => {
+  const started = performance.now()
+  const proc = Bun.spawnSync([...argv], { env })
+  const ms = performance.now() - started
+  if (proc.exitCode !== 0) throw new Error(`${argv.join(" ")} exited ${proc.exitCode}: ${proc.stderr.toString()}`)
+  return { ms, stdout: proc.stdout.toString() }
+}
+
+const stats = (values: ReadonlyArray<number>) => `${fmt(median(values))} / ${fmt(Math.max(...values))}`
+
+const ratioLine = (label: string, values: ReadonlyArray<number>, floor: number, goal: number) => {
+  const ratio = median(values) / floor
+  const worst = Math.max(...values) / floor
+  line(label, `${stats(values)}   ratio ${fmt(ratio)} (max ${fmt(worst)})   goal: <= ${goal}`)
+}
+
+export const startUpBench = async (): Promise<void> => {
+  console.log(`# 0. Start-up: compiled binaries, one cold process per run, spawn to exit (${RUNS} runs each, interleaved)`)
+  if (binaryIsStale()) console.log("(dist/massgen is missing or older than its sources: building it)")
+  const binary = await ensureBinary()
+  const dir = mkdtempSync(join(tmpdir(), "massgen-bench-start-up-"))
+  try {
+    const floorBinary = buildFloor(dir)
+    const config = join(dir, "team.yaml")
+    const agent = (i: number) => `  - id: agent_${i}\n    backend: { type: scripted, answer: "Answer ${i}: four.", vote: agent1 }\n`
+    writeFileSync(config, `agents:\n${[1, 2, 3].map(agent).join("")}`)
+    const env = { ...process.env, MASSGEN_LOG_BASE_DIR: join(dir, "logs") }
+    const floor: Array<number> = []
+    const version: Array<number> = []
+    const whole: Array<number> = []
+    const inRun: Array<number> = []
+    // One of each first, not counted: the first start of a binary reads it from disk.
+    timedProcess([floorBinary])
+    timedProcess([binary, "--version"])
+    for (let i = 0; i < RUNS; i++) {
+      floor.push(timedProcess([floorBinary]).ms)
+      version.push(timedProcess([binary, "--version"]).ms)
+      const run = timedProcess([binary, "--automation", "--config", config, "What is 2+2?"], env)
+      whole.push(run.ms)
+      const logDir = /^LOG_DIR: (.*)$/m.exec(run.stdout)?.[1]
+      if (logDir === undefined) throw new Error(`no LOG_DIR line in: ${run.stdout}`)
+      const times = readFileSync(join(logDir, "events.jsonl"), "utf8").trim().split("\n").map((l) => Date.parse(JSON.parse(l).time))
+      inRun.push(times[times.length - 1]! - times[0]!)
+    }
+    const floorMs = median(floor)
+    line("floor: compiled console.log(\"x\"), same build flags: ms median / max", stats(floor))
+    ratioLine("massgen --version: ms median / max, ratio to the floor", version, floorMs, VERSION_GOAL)
+    ratioLine("3 agents zero-delay, whole process: ms median / max, ratio to the floor", whole, floorMs, RUN_GOAL)
+    line(
+      "3 agents, the same runs, run_started -> run_finished: ms median / max",
+      `${fmt(median(inRun), 0)} / ${fmt(Math.max(...inRun), 0)}   target: < ${TARGET_3_AGENTS_MS} ms`,
+    )
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+}

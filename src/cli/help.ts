@@ -1,0 +1,74 @@
+/**
+ * The help text and the version, and the invocations that print them without
+ * being parsed.
+ *
+ * `plainInvocation(argv)` tells `massgen --help`, `massgen --version` (and
+ * `-h`, `-v`, `massgen COMMAND --help`) from everything else without loading
+ * the parser (`args.ts`) or Effect, so they start as fast as an empty program;
+ * it answers only for argv that `parseInvocation` reads the same way, and
+ * null for every other, which goes to the parser. The text lists every flag
+ * the parser (`args.ts`) takes.
+ */
+import pkg from "../../package.json" with { type: "json" }
+
+export const VERSION = pkg.version
+
+/** The web view's port when `--port` is not given. */
+export const DEFAULT_PORT = 8000
+
+export const COMMANDS = ["resume", "replay", "status", "viewer"] as const
+
+/** How a mistyped command is told from a question; the help and the README say it in these words. */
+export const COMMAND_TYPO_RULE =
+  "A first word a typo or two away from a command (stauts, resme, veiwer) is taken for a mistyped command when nothing, a flag or a path (a word with a / or a log_ name) follows it; put a one-word question like that after the options."
+
+export const HELP = `massgen: several LLM agents answer one question, vote, and present the best answer.
+
+Usage:
+  massgen [options] --config FILE "question"
+  massgen [options] --config FILE -           the question from standard input (also read
+                                              when stdin is piped and no question is given)
+  massgen [options] --config FILE --question-file FILE
+  massgen --model MODEL "question"            one agent, backend inferred from the model
+  massgen --models M1,M2,M3 "question"        one agent per model
+  massgen --validate FILE [--json]            check a config and print its problems, or "valid"
+  massgen resume LOG_DIR [--automation]      continue a run whose process stopped (crash, kill, Ctrl+C)
+  massgen replay LOG_DIR [--check] [--out DIR]
+                                              make a recorded run's decisions again offline, from llm_log/;
+                                              --check: exit 0 if the same, else 2 and the first difference
+  massgen status LOG_DIR [--json]            rebuild status.json from events.jsonl and summarise the run
+  massgen viewer [LOG_DIR] [--pick] [--replay-speed X] [--web [--port N] [--no-browser]]
+                                              watch a run live, or replay a finished one (read-only);
+                                              without LOG_DIR the newest run; --pick lists recent runs;
+                                              --web serves the view on http://127.0.0.1:${DEFAULT_PORT}
+
+Options:
+  -c, --config FILE             YAML config (agents, orchestrator, timeout_settings)
+      --model MODEL             quick start with one agent
+      --models M1,M2            quick start with one agent per model
+      --backend TYPE            backend type for --model/--models (overrides inference)
+      --base-url URL            base URL for --model/--models
+      --system-message TEXT     system message for --model/--models agents
+      --automation              quiet output for scripts: ~10 lines, status.json, exit codes
+      --no-display              plain lines instead of the live terminal view
+      --orchestrator-timeout S  overrides timeout_settings.orchestrator_timeout_seconds
+      --question-file FILE      read the question from FILE
+      --json                    with --validate: print the result as JSON
+  -v, --version                 print the version
+  -h, --help                    print this help
+
+A question that starts with "-" goes after --: massgen --config FILE -- "-1 or 1?"
+${COMMAND_TYPO_RULE}
+
+Exit codes: 0 success, 1 configuration error, 2 execution error, 3 timeout or budget, 4 interrupted.
+Logs: .massgen/massgen_logs/log_YYYYMMDD_HHMMSS_ffffff/ (MASSGEN_LOG_BASE_DIR overrides the root).`
+
+/** The help or version invocation `argv` is, when it is plainly one; null for anything else (the parser decides). */
+export const plainInvocation = (argv: ReadonlyArray<string>): "help" | "version" | null => {
+  const [first, second] = argv
+  if (argv.length === 1 && (first === "--version" || first === "-v")) return "version"
+  if (argv.length === 1 && (first === "--help" || first === "-h")) return "help"
+  const isCommand = (COMMANDS as ReadonlyArray<string | undefined>).includes(first)
+  if (argv.length === 2 && isCommand && (second === "--help" || second === "-h")) return "help"
+  return null
+}
