@@ -9,12 +9,25 @@
  * values, dropped or added at any depth, bad times, negative, fractional and
  * huge counters, unknown and missing types, other schemas, v1 lines, cut and
  * edited text); and on every line of the schema-1 fixtures.
+ *
+ * A reader looks a line up among the lines it read only when its event is not
+ * later than the last one read: `decodeLines` must skip exactly the lines the
+ * plain rule (a set of every line read, checked first) skips, on random
+ * streams of repeated, reordered and same-instant lines.
  */
 import { describe, expect, test } from "bun:test"
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
 import { Arbitrary, FastCheck as fc } from "effect"
-import { type DecodedLine, decodeEventLine, decodeEventLineBySchema, encodeEnvelopeLine } from "../src/domain/event-codec.ts"
+import {
+  type DecodedLine,
+  decodeEventLine,
+  decodeEventLineBySchema,
+  decodeLines,
+  encodeEnvelopeLine,
+  encodeEventLine,
+  noSkips,
+} from "../src/domain/event-codec.ts"
 import { EVENT_TYPES, Event, EventMeta, SCHEMA_VERSION } from "../src/domain/events.ts"
 
 /** Both decoders agree on `line`, down to the order of keys; what they gave. */
@@ -164,5 +177,57 @@ describe("the plain decoders give what the Schema decoders give", () => {
     const deep = `{"schema":${SCHEMA_VERSION},"type":"call_end","time":"2026-01-01T00:00:00.000Z","call":1,"agent":"a","round":1,"role":"round","model":null,"seconds":0,"input_tokens":null,"cached_input_tokens":null,"output_tokens":null,"reasoning_tokens":null,"truncated":null,"cost":null,"error":null,"reply":{"text":"","tool_calls":[],"parts":[${"[".repeat(200_000)}${"]".repeat(200_000)}]}}`
     expect(same(deep)).toEqual({ _tag: "skipped", cause: "invalid_fields" })
     for (const type of EVENT_TYPES) same(JSON.stringify({ schema: SCHEMA_VERSION, type }))
+  })
+})
+
+/** The rule as the docs state it: a line read before is a duplicate; an event earlier than the last read is out of order. */
+const referenceRead = (lines: ReadonlyArray<string>) => {
+  const read = new Set<string>()
+  let last = Number.NEGATIVE_INFINITY
+  const skippedByCause: Record<string, number> = noSkips()
+  const events: Array<unknown> = []
+  for (const line of lines) {
+    if (read.has(line)) {
+      skippedByCause.duplicate! += 1
+      continue
+    }
+    const decoded = decodeEventLineBySchema(line)
+    if (decoded._tag === "skipped") {
+      if (decoded.cause !== "blank") skippedByCause[decoded.cause]! += 1
+      continue
+    }
+    const time = Date.parse(decoded.event.time)
+    if (time < last) {
+      skippedByCause.out_of_order! += 1
+      continue
+    }
+    read.add(line)
+    last = time
+    events.push(decoded.event)
+  }
+  return { events, skippedByCause }
+}
+
+describe("duplicates and lines out of order", () => {
+  // Few instants, each written two ways, so that lines repeat, go back in time and share an instant.
+  const times = fc.constantFrom("2026-01-01T00:00:01Z", "2026-01-01T00:00:01.000Z", "2026-01-01T00:00:02.5Z", "2026-01-01T00:00:02.500Z", "2026-01-01T00:00:03.000Z")
+  const line = fc.tuple(times, fc.constantFrom("a", "b"), fc.nat(2)).map(([time, agent, round]) =>
+    round === 2 ? "not json" : encodeEventLine({ _tag: "round_cancelled", time, agent, round, reason: "new_answer" }),
+  )
+
+  test("decodeLines skips what the plain rule skips, read at once or in pieces", () => {
+    fc.assert(
+      fc.property(fc.array(line, { maxLength: 40 }), fc.nat(40), (lines, cut) => {
+        const reference = referenceRead(lines)
+        const whole = decodeLines(lines.map((l) => `${l}\n`).join(""))
+        expect(whole.events.map((e) => e.event)).toEqual(reference.events as never)
+        expect(whole.skippedByCause).toEqual(reference.skippedByCause as never)
+        const memory = { events: [], seen: null, lastTime: "" }
+        const first = decodeLines(lines.slice(0, cut).map((l) => `${l}\n`).join(""), 0, 0, memory)
+        const rest = decodeLines(lines.slice(cut).map((l) => `${l}\n`).join(""), first.events.length, first.lines, memory)
+        expect([...first.events, ...rest.events]).toEqual(whole.events)
+      }),
+      { numRuns: 1500 },
+    )
   })
 })

@@ -210,30 +210,49 @@ export const noSkips = (): Record<CountedSkipCause, number> => ({
 
 /** What a reader remembers of the lines of a stream it has read, to tell a `duplicate` and an event `out_of_order`. */
 export interface LineMemory {
-  /** The text of every line read as an event. */
-  readonly events: Set<string>
+  /** The text of every line read as an event, in order. */
+  readonly events: string[]
+  /** `events` as a set, made when first needed: when a line's event is not later than the last one read. */
+  seen: Set<string> | null
   /** The time of the last event read; "" before the first. */
   lastTime: string
 }
 
-export const newLineMemory = (): LineMemory => ({ events: new Set(), lastTime: "" })
+export const newLineMemory = (): LineMemory => ({ events: [], seen: null, lastTime: "" })
 
 /** Whether instant `a` is before `b` (both decoded times). Of one length, they compare as text: digit by digit, most significant first. */
 const before = (a: string, b: string): boolean => (a.length === b.length ? a < b : Date.parse(a) < Date.parse(b))
 
+/**
+ * Whether `line`, whose event happened at `time`, is the text of a line read as an event.
+ * Events are read in time order: a line later than the last read is none of them.
+ */
+const isRead = (line: string, time: string, memory: LineMemory): boolean => {
+  if (memory.lastTime === "" || before(memory.lastTime, time)) return false
+  memory.seen ??= new Set(memory.events)
+  return memory.seen.has(line)
+}
+
+const remember = (line: string, time: string, memory: LineMemory): void => {
+  memory.events.push(line)
+  memory.seen?.add(line)
+  memory.lastTime = time
+}
+
 const DUPLICATE = skipped("duplicate")
 const OUT_OF_ORDER = skipped("out_of_order")
 
-/** One line of a stream as a reader that has read `memory` sees it; with `remember`, the line is then part of `memory`. */
-const readLine = (line: string, memory: LineMemory, remember: boolean): DecodedLine => {
-  if (memory.events.has(line)) return DUPLICATE
+/**
+ * One line of a stream as a reader that has read `memory` sees it; with `remember`, the line is then part of `memory`.
+ * A line that does not decode is no line read as an event: only a line that does can be a `duplicate`.
+ */
+const readLine = (line: string, memory: LineMemory, keep: boolean): DecodedLine => {
   const decoded = decodeEventLine(line)
   if (decoded._tag !== "event") return decoded
-  if (memory.lastTime !== "" && before(decoded.event.time, memory.lastTime)) return OUT_OF_ORDER
-  if (remember) {
-    memory.events.add(line)
-    memory.lastTime = decoded.event.time
-  }
+  const time = decoded.event.time
+  if (isRead(line, time, memory)) return DUPLICATE
+  if (memory.lastTime !== "" && before(time, memory.lastTime)) return OUT_OF_ORDER
+  if (keep) remember(line, time, memory)
   return decoded
 }
 
@@ -243,10 +262,9 @@ const readLine = (line: string, memory: LineMemory, remember: boolean): DecodedL
  * is remembered as read.
  */
 export const admitLine = (line: string, event: Event, memory: LineMemory): CountedSkipCause | null => {
-  if (memory.events.has(line)) return "duplicate"
+  if (isRead(line, event.time, memory)) return "duplicate"
   if (memory.lastTime !== "" && before(event.time, memory.lastTime)) return "out_of_order"
-  memory.events.add(line)
-  memory.lastTime = event.time
+  remember(line, event.time, memory)
   return null
 }
 

@@ -21,6 +21,9 @@ import { Option, type Schema, SchemaAST as AST } from "effect"
 export const UNDECIDED: unique symbol = Symbol("undecided")
 type Plain = (input: unknown) => unknown
 
+/** How many verdicts on strings a refinement remembers before it forgets them all. */
+const REMEMBERED = 4096
+
 /** Thrown while compiling: the AST holds a node this does not follow. */
 class Unsupported {}
 
@@ -102,9 +105,30 @@ const compileNode = (ast: AST.AST, memo: Map<AST.AST, Plain>): Plain => {
     case "Refinement": {
       const from = compile(ast.from, memo)
       const filter = ast.filter
+      const passes = (a: unknown): boolean => Option.isNone(filter(a, AST.defaultParseOption, ast))
+      // A filter is a pure function of its input: its verdicts on strings that repeat (ids, labels) are
+      // remembered; on strings that do not (times), remembering costs more than it saves, and stops.
+      const verdicts = new Map<string, boolean>()
+      let remembering = true
+      let asked = 0
+      let hits = 0
       return (u) => {
         const a = from(u)
-        return a !== UNDECIDED && Option.isNone(filter(a, AST.defaultParseOption, ast)) ? a : UNDECIDED
+        if (a === UNDECIDED) return UNDECIDED
+        if (!remembering || typeof a !== "string") return passes(a) ? a : UNDECIDED
+        let verdict = verdicts.get(a)
+        asked += 1
+        if (verdict === undefined) {
+          verdict = passes(a)
+          if (verdicts.size >= REMEMBERED) verdicts.clear()
+          verdicts.set(a, verdict)
+        } else hits += 1
+        if (asked === REMEMBERED) {
+          remembering = hits * 2 > asked
+          if (!remembering) verdicts.clear()
+          asked = hits = 0
+        }
+        return verdict ? a : UNDECIDED
       }
     }
     case "Union": {
@@ -173,10 +197,8 @@ const compileTypeLiteral = (ast: AST.TypeLiteral, memo: Map<AST.AST, Plain>): Pl
     const out: Record<string, unknown> = {}
     for (let i = 0; i < count; i++) {
       const name = names[i]!
-      if (!Object.prototype.hasOwnProperty.call(input, name)) {
-        if (optional[i]) continue
-        return UNDECIDED
-      }
+      // As the Schema decoder does: an optional key must be the input's own; a required one is read as it is.
+      if (optional[i] && !Object.prototype.hasOwnProperty.call(input, name)) continue
       const a = types[i]!(input[name])
       if (a === UNDECIDED) return UNDECIDED
       out[name] = a
