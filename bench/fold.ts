@@ -1,17 +1,27 @@
 /**
- * Events folded per second by `foldEvents`, over two logs of 100,000+ events:
- * - "many runs": the events of real coordinations (scripted agents run by the
- *   orchestrator in memory: 3/10/20 agents converging, agents revising under
- *   an answer cap, a failing agent, rejected replies), copied with shifted times
- *   until the log holds 100,000+ events, folded run by run;
- * - "one long run": a synthetic single run of 20 agents and 1,250 answers, each
+ * Events read and folded per second, over two logs, each at 10,000, 100,000
+ * and 1,000,000 events (`bun bench/fold.ts [SIZE...]` runs some sizes alone):
+ * - "many runs" (sparse: small runs): the events of real coordinations
+ *   (scripted agents run by the orchestrator in memory: 3/10/20 agents
+ *   converging, agents revising under an answer cap, a failing agent, rejected
+ *   replies), copied with shifted times until the log holds enough events,
+ *   folded run by run;
+ * - "one long run" (dense: one run): a synthetic single run of 20 agents, each
  *   answer followed by a vote round of every other agent, folded in one pass.
- * For each: (a) `foldEvents` on decoded events, and (b) `readEventsText` of the
- * JSONL text (built with `encodeEventLine`) then `foldEvents`.
+ * For each: decoding the lines alone, with the Schema decoders alone (as
+ * before issue 10) and with the plain decoders first (`decodeEventLine`, now);
+ * (a) `foldEvents` on decoded events; (b) `readEventsText` of the JSONL text
+ * (built with `encodeEventLine`) then `foldEvents`. At 1,000,000 events, the
+ * dense log is also written to a temp directory and read by `massgen status`
+ * in a process of its own (wall time, start-up included).
  */
 import { Either } from "effect"
 import { type Config, DEFAULT_SETTINGS, decodeConfig } from "../src/domain/config.ts"
-import { encodeEventLine, readEventsText } from "../src/domain/event-codec.ts"
+import { spawnSync } from "node:child_process"
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { decodeEventLine, decodeEventLineBySchema, encodeEventLine, readEventsText } from "../src/domain/event-codec.ts"
 import type { Event } from "../src/domain/events.ts"
 import { type State, foldEvents } from "../src/domain/state.ts"
 import { convergingConfig, fmt, line, median, timedRun } from "./support.ts"
@@ -47,13 +57,17 @@ const sampleConfigs = (): ReadonlyArray<Config> => [
 
 const shiftTime = (event: Event, ms: number): Event => ({ ...event, time: new Date(Date.parse(event.time) + ms).toISOString() })
 
-/** Copies of the sample runs, each copy an hour later, until there are MIN_EVENTS events. */
-const manyRuns = async (): Promise<ReadonlyArray<ReadonlyArray<Event>>> => {
-  const samples: Array<ReadonlyArray<Event>> = []
-  for (const config of sampleConfigs()) samples.push((await timedRun(config, "memory")).events.map((e) => e.event))
+let samples: Array<ReadonlyArray<Event>> | null = null
+
+/** Copies of the sample runs, each copy an hour later, until there are `minEvents` events. */
+const manyRuns = async (minEvents: number): Promise<ReadonlyArray<ReadonlyArray<Event>>> => {
+  if (samples === null) {
+    samples = []
+    for (const config of sampleConfigs()) samples.push((await timedRun(config, "memory")).events.map((e) => e.event))
+  }
   const runs: Array<ReadonlyArray<Event>> = []
   let total = 0
-  for (let copy = 0; total < MIN_EVENTS; copy++) {
+  for (let copy = 0; total < minEvents; copy++) {
     for (const sample of samples) {
       runs.push(sample.map((e) => shiftTime(e, copy * 3_600_000)))
       total += sample.length
@@ -62,8 +76,8 @@ const manyRuns = async (): Promise<ReadonlyArray<ReadonlyArray<Event>>> => {
   return runs
 }
 
-/** One run of 20 agents: 1,250 answers, each followed by a round, a call and a vote of every other agent. */
-export const oneLongRun = (): ReadonlyArray<Event> => {
+/** One run of 20 agents: answers (1,250 for 100,000 events), each followed by a round, a call and a vote of every other agent. */
+export const oneLongRun = (minEvents = MIN_EVENTS): ReadonlyArray<Event> => {
   const agents = Array.from({ length: 20 }, (_, i) => ({ id: `agent_${i + 1}`, anon_id: `agent${i + 1}`, backend: "scripted", model: null }))
   let clock = Date.parse("2025-01-01T00:00:00.000Z")
   const time = () => new Date((clock += 7)).toISOString()
@@ -109,7 +123,7 @@ export const oneLongRun = (): ReadonlyArray<Event> => {
       finish(r),
     )
   }
-  for (let cycle = 0; events.length < MIN_EVENTS; cycle++) {
+  for (let cycle = 0; events.length < minEvents; cycle++) {
     const i = cycle % agents.length
     answers[i]! += 1
     const label = `${agents[i]!.anon_id}.${answers[i]}`
@@ -141,29 +155,65 @@ const report = (label: string, events: number, ms: number): void => {
   line(label, `${fmt(perSecond / 1e6, 3)} M events/s   ${fmt((ms * 100_000) / events)} ms per 100,000 events`)
 }
 
-export const foldBench = async (): Promise<void> => {
-  console.log("# 2. Events folded per second")
-  const logs: Array<{ readonly name: string; readonly runs: ReadonlyArray<ReadonlyArray<Event>> }> = [
-    { name: "many runs", runs: await manyRuns() },
-    { name: "one long run", runs: [oneLongRun()] },
-  ]
-  for (const { name, runs } of logs) {
-    const count = runs.reduce((n, r) => n + r.length, 0)
-    const texts = runs.map((run) => run.map((e) => `${encodeEventLine(e)}\n`).join(""))
-    const bytes = texts.reduce((n, t) => n + Buffer.byteLength(t), 0)
-    // Check the text reads back whole before timing it.
-    const back = texts.reduce((n, t) => n + readEventsText(t).events.length, 0)
-    if (back !== count) throw new Error(`${name}: ${count} events encoded, ${back} decoded`)
-    line(`${name}: events / runs / JSONL size`, `${count} / ${runs.length} / ${fmt(bytes / 1e6, 1)} MB`)
-    let sink: State | null = null
-    const foldMs = timeIt(5, () => {
-      for (const run of runs) sink = foldEvents(run)
-    })
-    report(`${name}: (a) foldEvents on decoded events`, count, foldMs)
-    const textMs = timeIt(2, () => {
-      for (const text of texts) sink = foldEvents(readEventsText(text).events)
-    })
-    report(`${name}: (b) readEventsText + foldEvents from text`, count, textMs)
-    if (sink === null) throw new Error("nothing folded")
+/** Wall time of `massgen status` on a log of `text`, in a process of its own (start-up included). */
+const statusMs = (text: string): number => {
+  const dir = mkdtempSync(join(tmpdir(), "massgen-bench-status-"))
+  try {
+    writeFileSync(join(dir, "events.jsonl"), text)
+    const t0 = performance.now()
+    const run = spawnSync(process.execPath, [join(import.meta.dir, "..", "src", "main.ts"), "status", dir], { encoding: "utf8" })
+    const ms = performance.now() - t0
+    if (run.status !== 0) throw new Error(`massgen status failed (${run.status}): ${run.stderr}`)
+    return ms
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
   }
+}
+
+const SIZES = [10_000, 100_000, 1_000_000]
+
+export const foldBench = async (sizes: ReadonlyArray<number> = SIZES): Promise<void> => {
+  console.log("# 2. Events read and folded per second")
+  for (const size of sizes) {
+    const logs: Array<{ readonly name: string; readonly runs: ReadonlyArray<ReadonlyArray<Event>> }> = [
+      { name: "many runs", runs: await manyRuns(size) },
+      { name: "one long run", runs: [oneLongRun(size)] },
+    ]
+    // Fewer timed repeats of the slow parts on bigger logs.
+    const repeats = size >= 1_000_000 ? 1 : size >= 100_000 ? 2 : 5
+    for (const { name, runs } of logs) {
+      const count = runs.reduce((n, r) => n + r.length, 0)
+      const texts = runs.map((run) => run.map((e) => `${encodeEventLine(e)}\n`).join(""))
+      const bytes = texts.reduce((n, t) => n + Buffer.byteLength(t), 0)
+      // Check the text reads back whole before timing it.
+      const back = texts.reduce((n, t) => n + readEventsText(t).events.length, 0)
+      if (back !== count) throw new Error(`${name}: ${count} events encoded, ${back} decoded`)
+      line(`${name}, ${count} events: runs / JSONL size`, `${runs.length} / ${fmt(bytes / 1e6, 1)} MB`)
+      const lines = runs.flatMap((run) => run.map(encodeEventLine))
+      const schemaMs = timeIt(repeats, () => {
+        for (const l of lines) decodeEventLineBySchema(l)
+      })
+      report(`${name}, ${count}: decode alone, Schema decoders (before)`, count, schemaMs)
+      const plainMs = timeIt(repeats, () => {
+        for (const l of lines) decodeEventLine(l)
+      })
+      report(`${name}, ${count}: decode alone, plain decoders (now)`, count, plainMs)
+      let sink: State | null = null
+      const foldMs = timeIt(repeats * 2, () => {
+        for (const run of runs) sink = foldEvents(run)
+      })
+      report(`${name}, ${count}: (a) foldEvents on decoded events`, count, foldMs)
+      const textMs = timeIt(repeats, () => {
+        for (const text of texts) sink = foldEvents(readEventsText(text).events)
+      })
+      report(`${name}, ${count}: (b) readEventsText + foldEvents from text`, count, textMs)
+      if (sink === null) throw new Error("nothing folded")
+      if (size >= 1_000_000 && runs.length === 1) line(`${name}, ${count}: massgen status (own process)`, `${fmt(statusMs(texts[0]!) / 1000)} s`)
+    }
+  }
+}
+
+if (import.meta.main) {
+  const sizes = process.argv.slice(2).map(Number)
+  await foldBench(sizes.length > 0 ? sizes : SIZES)
 }

@@ -47,6 +47,7 @@
  */
 import { Either, type ParseResult, Schema } from "effect"
 import { Event, EventMeta, SCHEMA_VERSION } from "./events.ts"
+import { UNDECIDED, plainDecoder } from "./event-validate.ts"
 
 export const SkipCause = Schema.Literal(
   "blank",
@@ -119,32 +120,51 @@ export const UPCASTERS: Readonly<Record<number, Upcaster>> = {
 
 type Decode<A> = (input: unknown) => Either.Either<A, ParseResult.ParseError>
 
+/** A schema's decoders: its plain one (`event-validate.ts`) when it has one, and its Schema one for what the plain one leaves undecided. */
+interface Decoders<A> {
+  readonly plain: ((input: unknown) => A | typeof UNDECIDED) | null
+  readonly schema: Decode<A>
+}
+
+const decodersOf = <A, I>(schema: Schema.Schema<A, I>): Decoders<A> => ({
+  plain: plainDecoder(schema),
+  schema: Schema.decodeUnknownEither(schema),
+})
+
 // One decoder per wire name, compiled once: the line's `type` picks its member
 // of the union directly, which is what the union itself would do, with less work.
-const decoders: ReadonlyMap<string, Decode<Event>> = new Map(
-  Event.members.map((member): [string, Decode<Event>] => [
+const decodersByType: ReadonlyMap<string, Decoders<Event>> = new Map(
+  Event.members.map((member): [string, Decoders<Event>] => [
     member.fields._tag.literals[0],
-    Schema.decodeUnknownEither(member as Schema.Schema<Event, typeof Event.Encoded>),
+    decodersOf(member as Schema.Schema<Event, typeof Event.Encoded>),
   ]),
 )
-const decodeMeta: Decode<EventMeta> = Schema.decodeUnknownEither(EventMeta)
+const metaDecoders: Decoders<EventMeta> = decodersOf(EventMeta)
 
 const skipped = (cause: SkipCause): DecodedLine => ({ _tag: "skipped", cause })
 const BLANK = skipped("blank")
 
-/** A decoder's result, or null when the value is nested deeper than a decoder can follow (it overflows the stack). */
-const guarded = <A>(decode: Decode<A>, input: unknown): Either.Either<A, ParseResult.ParseError> | null => {
+/**
+ * What `decoders` make of `input`, or UNDECIDED when it does not decode;
+ * UNDECIDED too when it is nested deeper than a decoder can follow (it overflows the stack).
+ */
+const decodeWith = <A>(decoders: Decoders<A>, input: unknown, plain: boolean): A | typeof UNDECIDED => {
   try {
-    return decode(input)
+    if (plain && decoders.plain !== null) {
+      const plain = decoders.plain(input)
+      if (plain !== UNDECIDED) return plain
+    }
+    const decoded = decoders.schema(input)
+    return Either.isRight(decoded) ? decoded.right : UNDECIDED
   } catch {
-    return null
+    return UNDECIDED
   }
 }
 
 const isBlank = (line: string): boolean => line.length === 0 || line.trim().length === 0
 
-/** One line of the file (with or without its newline) as an event, or why it is skipped. */
-export const decodeEventLine = (line: string): DecodedLine => {
+/** `decodeEventLine`, with the plain decoders or with the Schema decoders alone. */
+const lineDecoder = (plain: boolean) => (line: string): DecodedLine => {
   if (isBlank(line)) return BLANK
   let value: unknown
   try {
@@ -159,17 +179,23 @@ export const decodeEventLine = (line: string): DecodedLine => {
   if (schema > SCHEMA_VERSION) return skipped("newer_schema")
   for (let version = schema; version < SCHEMA_VERSION; version++) wire = UPCASTERS[version]!(wire)
   const type = wire.type
-  const decode = typeof type === "string" ? decoders.get(type) : undefined
-  if (decode === undefined) return skipped("unknown_type")
+  const decoders = typeof type === "string" ? decodersByType.get(type) : undefined
+  if (decoders === undefined) return skipped("unknown_type")
   const rawMeta = wire.meta
-  delete wire.meta
+  if (rawMeta !== undefined) delete wire.meta
   wire._tag = type
-  const decoded = guarded(decode, wire)
-  if (decoded === null || Either.isLeft(decoded)) return skipped("invalid_fields")
-  if (rawMeta === undefined) return { _tag: "event", event: decoded.right }
-  const meta = guarded(decodeMeta, rawMeta)
-  return meta !== null && Either.isRight(meta) ? { _tag: "event", event: decoded.right, meta: meta.right } : skipped("invalid_fields")
+  const event = decodeWith(decoders, wire, plain)
+  if (event === UNDECIDED) return skipped("invalid_fields")
+  if (rawMeta === undefined) return { _tag: "event", event }
+  const meta = decodeWith(metaDecoders, rawMeta, plain)
+  return meta !== UNDECIDED ? { _tag: "event", event, meta } : skipped("invalid_fields")
 }
+
+/** One line of the file (with or without its newline) as an event, or why it is skipped. */
+export const decodeEventLine: (line: string) => DecodedLine = lineDecoder(true)
+
+/** `decodeEventLine` through the Schema decoders alone: what the plain ones are held to (test/event-decode-plain.test.ts). */
+export const decodeEventLineBySchema: (line: string) => DecodedLine = lineDecoder(false)
 
 export const noSkips = (): Record<CountedSkipCause, number> => ({
   not_json: 0,
@@ -184,30 +210,49 @@ export const noSkips = (): Record<CountedSkipCause, number> => ({
 
 /** What a reader remembers of the lines of a stream it has read, to tell a `duplicate` and an event `out_of_order`. */
 export interface LineMemory {
-  /** The text of every line read as an event. */
-  readonly events: Set<string>
+  /** The text of every line read as an event, in order. */
+  readonly events: string[]
+  /** `events` as a set, made when first needed: when a line's event is not later than the last one read. */
+  seen: Set<string> | null
   /** The time of the last event read; "" before the first. */
   lastTime: string
 }
 
-export const newLineMemory = (): LineMemory => ({ events: new Set(), lastTime: "" })
+export const newLineMemory = (): LineMemory => ({ events: [], seen: null, lastTime: "" })
 
 /** Whether instant `a` is before `b` (both decoded times). Of one length, they compare as text: digit by digit, most significant first. */
 const before = (a: string, b: string): boolean => (a.length === b.length ? a < b : Date.parse(a) < Date.parse(b))
 
+/**
+ * Whether `line`, whose event happened at `time`, is the text of a line read as an event.
+ * Events are read in time order: a line later than the last read is none of them.
+ */
+const isRead = (line: string, time: string, memory: LineMemory): boolean => {
+  if (memory.lastTime === "" || before(memory.lastTime, time)) return false
+  memory.seen ??= new Set(memory.events)
+  return memory.seen.has(line)
+}
+
+const remember = (line: string, time: string, memory: LineMemory): void => {
+  memory.events.push(line)
+  memory.seen?.add(line)
+  memory.lastTime = time
+}
+
 const DUPLICATE = skipped("duplicate")
 const OUT_OF_ORDER = skipped("out_of_order")
 
-/** One line of a stream as a reader that has read `memory` sees it; with `remember`, the line is then part of `memory`. */
-const readLine = (line: string, memory: LineMemory, remember: boolean): DecodedLine => {
-  if (memory.events.has(line)) return DUPLICATE
+/**
+ * One line of a stream as a reader that has read `memory` sees it; with `remember`, the line is then part of `memory`.
+ * A line that does not decode is no line read as an event: only a line that does can be a `duplicate`.
+ */
+const readLine = (line: string, memory: LineMemory, keep: boolean): DecodedLine => {
   const decoded = decodeEventLine(line)
   if (decoded._tag !== "event") return decoded
-  if (memory.lastTime !== "" && before(decoded.event.time, memory.lastTime)) return OUT_OF_ORDER
-  if (remember) {
-    memory.events.add(line)
-    memory.lastTime = decoded.event.time
-  }
+  const time = decoded.event.time
+  if (isRead(line, time, memory)) return DUPLICATE
+  if (memory.lastTime !== "" && before(time, memory.lastTime)) return OUT_OF_ORDER
+  if (keep) remember(line, time, memory)
   return decoded
 }
 
@@ -217,10 +262,9 @@ const readLine = (line: string, memory: LineMemory, remember: boolean): DecodedL
  * is remembered as read.
  */
 export const admitLine = (line: string, event: Event, memory: LineMemory): CountedSkipCause | null => {
-  if (memory.events.has(line)) return "duplicate"
+  if (isRead(line, event.time, memory)) return "duplicate"
   if (memory.lastTime !== "" && before(event.time, memory.lastTime)) return "out_of_order"
-  memory.events.add(line)
-  memory.lastTime = event.time
+  remember(line, event.time, memory)
   return null
 }
 

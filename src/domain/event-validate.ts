@@ -1,0 +1,226 @@
+/**
+ * Plain decoders: a Schema's decoder compiled from its AST into plain checks
+ * that build the same output, for the hot path of reading a log.
+ *
+ * Contract: `plainDecoder(schema)` is null when the schema's AST holds a node
+ * it does not follow (a transformation, such as a field with a default; a
+ * declaration; an annotation that changes parsing; a union whose members can
+ * take the same kind of value); else a function that, for any input, returns
+ * either exactly what `Schema.decodeUnknownEither(schema)` gives on the right
+ * (a fresh value, its keys in the order the decoder writes them), or
+ * `UNDECIDED`, for an input the Schema decoder rejects. Callers still take an
+ * `UNDECIDED` input to the Schema decoder, which judges it: the plain decoder
+ * only saves work on the inputs that decode. It may throw on input nested too
+ * deep, as the Schema decoder does. The definitions stay the Schema's:
+ * nothing here names an event or a field.
+ *
+ * Words: *undecided*, an input the plain decoder leaves to the Schema decoder.
+ */
+import { Option, type Schema, SchemaAST as AST } from "effect"
+
+export const UNDECIDED: unique symbol = Symbol("undecided")
+type Plain = (input: unknown) => unknown
+
+/** How many verdicts on strings a refinement remembers before it forgets them all. */
+const REMEMBERED = 4096
+
+/** Thrown while compiling: the AST holds a node this does not follow. */
+class Unsupported {}
+
+const changesParsing = (ast: AST.AST): boolean =>
+  Option.isSome(AST.getParseOptionsAnnotation(ast)) || Option.isSome(AST.getDecodingFallbackAnnotation(ast))
+
+const compile = (ast: AST.AST, memo: Map<AST.AST, Plain>): Plain => {
+  const known = memo.get(ast)
+  if (known !== undefined) return known
+  if (changesParsing(ast)) throw new Unsupported()
+  const plain = compileNode(ast, memo)
+  memo.set(ast, plain)
+  return plain
+}
+
+const literalUnion = (ast: AST.Union): Set<AST.LiteralValue> | null => {
+  const values = new Set<AST.LiteralValue>()
+  for (const member of ast.types) {
+    if (member._tag !== "Literal" || changesParsing(member)) return null
+    values.add(member.literal)
+  }
+  return values
+}
+
+/** The kinds of JavaScript value (`typeof`, with null and arrays apart) an AST can take. */
+const kinds = (ast: AST.AST, seen: Set<AST.AST> = new Set()): ReadonlyArray<string> => {
+  if (seen.has(ast)) throw new Unsupported()
+  seen.add(ast)
+  switch (ast._tag) {
+    case "StringKeyword":
+    case "NumberKeyword":
+    case "BooleanKeyword":
+      return [ast._tag.replace("Keyword", "").toLowerCase()]
+    case "UndefinedKeyword":
+      return ["undefined"]
+    case "Literal":
+      return [ast.literal === null ? "null" : typeof ast.literal]
+    case "Refinement":
+      return kinds(ast.from, seen)
+    case "TupleType":
+      return ["array"]
+    case "TypeLiteral":
+      return ["object"]
+    case "Union":
+      return ast.types.flatMap((member) => kinds(member, seen))
+    case "Suspend":
+      return kinds(ast.f(), seen)
+    default:
+      throw new Unsupported()
+  }
+}
+
+/** The members of a union, when no two can take the same kind of value. */
+const disjoint = (ast: AST.Union): ReadonlyArray<AST.AST> => {
+  const taken = new Set<string>()
+  for (const member of ast.types) {
+    for (const kind of new Set(kinds(member))) {
+      if (taken.has(kind)) throw new Unsupported()
+      taken.add(kind)
+    }
+  }
+  return ast.types
+}
+
+const compileNode = (ast: AST.AST, memo: Map<AST.AST, Plain>): Plain => {
+  switch (ast._tag) {
+    case "StringKeyword":
+      return (u) => (typeof u === "string" ? u : UNDECIDED)
+    case "NumberKeyword":
+      return (u) => (typeof u === "number" ? u : UNDECIDED)
+    case "BooleanKeyword":
+      return (u) => (typeof u === "boolean" ? u : UNDECIDED)
+    case "UndefinedKeyword":
+      return (u) => (u === undefined ? u : UNDECIDED)
+    case "Literal": {
+      const literal = ast.literal
+      return (u) => (u === literal ? u : UNDECIDED)
+    }
+    case "Refinement": {
+      const from = compile(ast.from, memo)
+      const filter = ast.filter
+      const passes = (a: unknown): boolean => Option.isNone(filter(a, AST.defaultParseOption, ast))
+      // A filter is a pure function of its input: its verdicts on strings that repeat (ids, labels) are
+      // remembered; on strings that do not (times), remembering costs more than it saves, and stops.
+      const verdicts = new Map<string, boolean>()
+      let remembering = true
+      let asked = 0
+      let hits = 0
+      return (u) => {
+        const a = from(u)
+        if (a === UNDECIDED) return UNDECIDED
+        if (!remembering || typeof a !== "string") return passes(a) ? a : UNDECIDED
+        let verdict = verdicts.get(a)
+        asked += 1
+        if (verdict === undefined) {
+          verdict = passes(a)
+          if (verdicts.size >= REMEMBERED) verdicts.clear()
+          verdicts.set(a, verdict)
+        } else hits += 1
+        if (asked === REMEMBERED) {
+          remembering = hits * 2 > asked
+          if (!remembering) verdicts.clear()
+          asked = hits = 0
+        }
+        return verdict ? a : UNDECIDED
+      }
+    }
+    case "Union": {
+      const literals = literalUnion(ast)
+      if (literals !== null) return (u) => (literals.has(u as AST.LiteralValue) ? u : UNDECIDED)
+      const members = disjoint(ast).map((member) => compile(member, memo))
+      // Of members that take disjoint kinds of values, at most one fits: the one the Schema decoder picks.
+      return (u) => {
+        for (const member of members) {
+          const a = member(u)
+          if (a !== UNDECIDED) return a
+        }
+        return UNDECIDED
+      }
+    }
+    case "TupleType": {
+      if (ast.elements.length !== 0 || ast.rest.length !== 1) throw new Unsupported()
+      const item = compile(ast.rest[0]!.type, memo)
+      return (u) => {
+        if (!Array.isArray(u)) return UNDECIDED
+        const out: Array<unknown> = new Array(u.length)
+        for (let i = 0; i < u.length; i++) {
+          const a = item(u[i])
+          if (a === UNDECIDED) return UNDECIDED
+          out[i] = a
+        }
+        return out
+      }
+    }
+    case "TypeLiteral":
+      return compileTypeLiteral(ast, memo)
+    case "Suspend": {
+      let inner: Plain | null = null
+      const f = ast.f
+      // Compiled when first used: the AST it names may name this one.
+      return (u) => (inner ??= compile(f(), memo))(u)
+    }
+    default:
+      throw new Unsupported()
+  }
+}
+
+const compileTypeLiteral = (ast: AST.TypeLiteral, memo: Map<AST.AST, Plain>): Plain => {
+  if (ast.propertySignatures.length === 0 && ast.indexSignatures.length === 0) throw new Unsupported()
+  const names = ast.propertySignatures.map((ps) => {
+    if (typeof ps.name !== "string") throw new Unsupported()
+    return ps.name
+  })
+  const optional = ast.propertySignatures.map((ps) => ps.isOptional)
+  const types = ast.propertySignatures.map((ps) => compile(ps.type, memo))
+  if (ast.indexSignatures.length > 1) throw new Unsupported()
+  const index = ast.indexSignatures[0]
+  let key: Plain | null = null
+  let value: Plain | null = null
+  if (index !== undefined) {
+    let parameter: AST.AST = index.parameter
+    while (parameter._tag === "Refinement") parameter = parameter.from
+    if (parameter._tag !== "StringKeyword" || names.length > 0) throw new Unsupported()
+    key = compile(index.parameter, memo)
+    value = compile(index.type, memo)
+  }
+  const count = names.length
+  return (u) => {
+    if (typeof u !== "object" || u === null || Array.isArray(u)) return UNDECIDED
+    const input = u as Record<string, unknown>
+    const out: Record<string, unknown> = {}
+    for (let i = 0; i < count; i++) {
+      const name = names[i]!
+      // As the Schema decoder does: an optional key must be the input's own; a required one is read as it is.
+      if (optional[i] && !Object.prototype.hasOwnProperty.call(input, name)) continue
+      const a = types[i]!(input[name])
+      if (a === UNDECIDED) return UNDECIDED
+      out[name] = a
+    }
+    if (key !== null && value !== null) {
+      for (const k of Object.keys(input)) {
+        if (key(k) === UNDECIDED) continue
+        const a = value(input[k])
+        if (a === UNDECIDED) return UNDECIDED
+        out[k] = a
+      }
+    }
+    return out
+  }
+}
+
+/** The plain decoder of `schema`, or null when its AST holds a node this does not follow. */
+export const plainDecoder = <A, I>(schema: Schema.Schema<A, I>): ((input: unknown) => A | typeof UNDECIDED) | null => {
+  try {
+    return compile(schema.ast, new Map()) as (input: unknown) => A | typeof UNDECIDED
+  } catch (e) {
+    if (e instanceof Unsupported) return null
+    throw e
+  }
+}
