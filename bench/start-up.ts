@@ -16,7 +16,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import pkg from "../package.json" with { type: "json" }
 import { binaryIsStale, ensureBinary } from "../test/support/cli.ts"
-import { fmt, line, median } from "./support.ts"
+import { fmt, line, median, timedProcess } from "./support.ts"
 
 const RUNS = 21
 const VERSION_GOAL = 2
@@ -32,15 +32,6 @@ const buildFloor = (dir: string): string => {
   const built = Bun.spawnSync([process.execPath, ...args], { cwd: dir })
   if (built.exitCode !== 0) throw new Error(`building the floor program failed: ${built.stderr.toString()}`)
   return binary
-}
-
-/** Spawn to exit of `argv`, ms; fails on a non-zero exit. */
-const timedProcess = (argv: ReadonlyArray<string>, env: Record<string, string | undefined> = process.env) => {
-  const started = performance.now()
-  const proc = Bun.spawnSync([...argv], { env })
-  const ms = performance.now() - started
-  if (proc.exitCode !== 0) throw new Error(`${argv.join(" ")} exited ${proc.exitCode}: ${proc.stderr.toString()}`)
-  return { ms, stdout: proc.stdout.toString() }
 }
 
 const stats = (values: ReadonlyArray<number>) => `${fmt(median(values))} / ${fmt(Math.max(...values))}`
@@ -72,7 +63,7 @@ export const startUpBench = async (): Promise<void> => {
     for (let i = 0; i < RUNS; i++) {
       floor.push(timedProcess([floorBinary]).ms)
       version.push(timedProcess([binary, "--version"]).ms)
-      const run = timedProcess([binary, "--automation", "--config", config, "What is 2+2?"], env)
+      const run = timedProcess([binary, "--automation", "--config", config, "What is 2+2?"], { env })
       whole.push(run.ms)
       const logDir = /^LOG_DIR: (.*)$/m.exec(run.stdout)?.[1]
       if (logDir === undefined) throw new Error(`no LOG_DIR line in: ${run.stdout}`)
