@@ -200,12 +200,15 @@ export const targetLine = (
   label: string,
   values: ReadonlyArray<number>,
   unit: string,
-  goal: { readonly ratio: (value: number) => number; readonly op: "<=" | ">="; readonly limit: number; readonly text: string; readonly digits?: number; readonly name?: string },
+  goal: { readonly ratio: (value: number) => number; readonly op: "<" | "<=" | ">="; readonly limit: number; readonly text: string; readonly digits?: number; readonly name?: string },
 ): boolean => {
   const mid = median(values)
   const worst = Math.max(...values)
   const digits = goal.digits ?? 2
-  const passes = (value: number) => (goal.op === "<=" ? goal.ratio(value) <= goal.limit : goal.ratio(value) >= goal.limit)
+  const passes = (value: number) => {
+    const r = goal.ratio(value)
+    return goal.op === "<" ? r < goal.limit : goal.op === "<=" ? r <= goal.limit : r >= goal.limit
+  }
   const met = passes(mid)
   const verdict = met ? (passes(worst) ? "met" : "met (max: not met)") : "NOT MET"
   line(
