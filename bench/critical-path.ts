@@ -13,7 +13,7 @@
  */
 import { Duration, Effect } from "effect"
 import type { Event } from "../src/domain/events.ts"
-import { convergingConfig, fmt, line, median, timedRun } from "./support.ts"
+import { convergingConfig, fmt, line, median, targetLine, timedRun } from "./support.ts"
 
 const DELAY_MS = 200
 const TARGET_RATIO = 1.05
@@ -79,7 +79,6 @@ export const criticalPathBench = async (): Promise<void> => {
   for (const agents of [3, 10]) {
     const config = convergingConfig(agents, DELAY_MS / 1000)
     await timedRun(config, "live") // warm-up
-    const ratios: Array<number> = []
     const walls: Array<number> = []
     const ideals: Array<number> = []
     const parts = { lead: [] as Array<number>, inCalls: [] as Array<number>, between: [] as Array<number>, tail: [] as Array<number> }
@@ -96,7 +95,6 @@ export const criticalPathBench = async (): Promise<void> => {
       const ideal = chain.length * DELAY_MS
       walls.push(run.wallMs)
       ideals.push(ideal)
-      ratios.push(run.wallMs / ideal)
       floors.push(floor / (3 * DELAY_MS))
       overFloor.push(run.wallMs / floor)
       eventCounts.push(run.events.length)
@@ -109,10 +107,13 @@ export const criticalPathBench = async (): Promise<void> => {
       parts.tail.push(finished - chain[chain.length - 1]!.end)
     }
     const layers = median(ideals) / DELAY_MS
-    line(
-      `${agents} agents (${RUNS} runs): wall / ideal (${fmt(layers, 0)} layers x ${DELAY_MS} ms)`,
-      `${fmt(median(walls), 1)} ms / ${fmt(median(ideals), 0)} ms = ratio ${fmt(median(ratios), 4)} (max ${fmt(Math.max(...ratios), 4)})   target: < ${TARGET_RATIO}`,
-    )
+    targetLine(`${agents} agents (${RUNS} runs): wall / ideal (${fmt(layers, 0)} layers x ${DELAY_MS} ms)`, walls, "ms", {
+      ratio: (ms) => ms / median(ideals),
+      op: "<",
+      limit: TARGET_RATIO,
+      text: `< ${TARGET_RATIO}`,
+      digits: 4,
+    })
     line(
       `${agents} agents: floor (3 layers of ${agents} bare ${DELAY_MS} ms sleeps) / ideal; wall / floor`,
       `ratio ${fmt(median(floors), 4)}; ${fmt(median(overFloor), 4)}`,

@@ -24,6 +24,7 @@ import { join } from "node:path"
 import { decodeEventLine, decodeEventLineBySchema, encodeEventLine, readEventsText } from "../src/domain/event-codec.ts"
 import type { Event } from "../src/domain/events.ts"
 import { type State, foldEvents } from "../src/domain/state.ts"
+import { callEnded } from "./scale-logs-gen.ts"
 import { convergingConfig, fmt, line, median, timedRun } from "./support.ts"
 
 const MIN_EVENTS = 100_000
@@ -103,23 +104,7 @@ export const oneLongRun = (minEvents = MIN_EVENTS): ReadonlyArray<Event> => {
     events.push(
       { _tag: "round_started", time: time(), agent, round: r, shown: latest.filter(Boolean), vote_only: false, restart: r > 1 },
       { _tag: "call_start", time: time(), call, agent, round: r, role: "round", model: null, attempt: 1 },
-      {
-        _tag: "call_end",
-        time: time(),
-        call,
-        agent,
-        round: r,
-        role: "round",
-        model: null,
-        seconds: 1.5,
-        input_tokens: 1200,
-        cached_input_tokens: 0,
-        output_tokens: 80,
-        reasoning_tokens: 0,
-        truncated: false,
-        cost: 0.0012,
-        error: null,
-      },
+      callEnded(time(), call, agent, r, "round", { seconds: 1.5, input_tokens: 1200, output_tokens: 80, cost: 0.0012 }),
       finish(r),
     )
   }

@@ -19,7 +19,7 @@ import { foldEvents } from "../src/domain/state.ts"
 import { EventStore, eventsOf } from "../src/services/event-store.ts"
 import { runCoordination } from "../src/services/orchestrator.ts"
 import { oneLongRun } from "./fold.ts"
-import { convergingConfig, fmt, line, median, runScripted, scriptedRunLayers } from "./support.ts"
+import { convergingConfig, fmt, line, median, runScripted, scriptedRunLayers, targetLine } from "./support.ts"
 
 const resumeOnce = async (text: string): Promise<{ readonly foldMs: number; readonly totalMs: number; readonly reason: string }> => {
   const dir = mkdtempSync(join(tmpdir(), "massgen-bench-resume-"))
@@ -60,7 +60,12 @@ export const resumeBench = async (): Promise<void> => {
   const timed = runs.slice(1)
   line("resume of a 100,000-event log: events / JSONL size", `${events.length} / ${fmt(text.length / 1e6, 1)} MB`)
   line("resume: read + decode + fold, ms median", `${fmt(median(timed.map((r) => r.foldMs)))}`)
-  line("resume: read + fold + run to completion, ms median", `${fmt(median(timed.map((r) => r.totalMs)))}   finish: ${timed[0]!.reason}   target: < 1000 ms`)
+  targetLine(`resume: read + fold + run to completion (finish: ${timed[0]!.reason}), ms`, timed.map((r) => r.totalMs), "ms", {
+    ratio: (ms) => ms / 1000,
+    op: "<",
+    limit: 1,
+    text: "< 1 (under 1000 ms)",
+  })
 }
 
 export const replayBench = async (): Promise<void> => {

@@ -1,18 +1,25 @@
 /**
- * The benchmark (`bun run bench`): prints plain labelled numbers, no pass/fail.
+ * The benchmark (`bun run bench`): prints labelled numbers; a line with a goal
+ * prints its median, max, ratio, goal and "met" or "NOT MET" (bench/support.ts `targetLine`).
  * 0. start-up: the compiled binary's `--version` and a whole 3-agent run, each
  *    a cold process, over a compiled hello-world floor (bench/start-up.ts);
  * 1. whole-run wall time of zero-delay scripted runs in process, and where a
  *    3-agent run's time goes (bench/whole-run.ts);
  * 2. events folded per second (bench/fold.ts);
  * 3. wall time over the ideal for agents replying after 200 ms (bench/critical-path.ts);
- * 4. resume of a 100,000-event log, and replay time over a run's wall time (bench/resume-replay.ts).
+ * 4. resume of a 100,000-event log, and replay time over a run's wall time (bench/resume-replay.ts);
+ * 5. logs at scale: status, resume and replay of dense logs as whole processes
+ *    of the binary, read + decode + fold at 10k and 1M events (bench/scale-logs.ts);
+ * 6. many agents: 50 and 200 agents as whole processes of the binary, beside the
+ *    seed orchestrator; extra calls, peak RSS, log size (bench/scale-agents.ts).
  * Live runs write to a temp directory that is removed at the end.
  */
 import { availableParallelism, loadavg } from "node:os"
 import { criticalPathBench } from "./critical-path.ts"
 import { foldBench } from "./fold.ts"
 import { replayBench, resumeBench } from "./resume-replay.ts"
+import { scaleAgentsBench } from "./scale-agents.ts"
+import { scaleLogsBench } from "./scale-logs.ts"
 import { startUpBench } from "./start-up.ts"
 import { cleanUp, fmt } from "./support.ts"
 import { whereTimeGoesBench, wholeRunBench } from "./whole-run.ts"
@@ -35,6 +42,10 @@ try {
   console.log("# 4. Resume and replay")
   await resumeBench()
   await replayBench()
+  console.log("")
+  await scaleLogsBench()
+  console.log("")
+  await scaleAgentsBench()
 } finally {
   cleanUp()
 }

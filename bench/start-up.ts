@@ -16,7 +16,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import pkg from "../package.json" with { type: "json" }
 import { binaryIsStale, ensureBinary } from "../test/support/cli.ts"
-import { fmt, line, median } from "./support.ts"
+import { fmt, line, median, targetLine, timedProcess } from "./support.ts"
 
 const RUNS = 21
 const VERSION_GOAL = 2
@@ -34,22 +34,10 @@ const buildFloor = (dir: string): string => {
   return binary
 }
 
-/** Spawn to exit of `argv`, ms; fails on a non-zero exit. */
-const timedProcess = (argv: ReadonlyArray<string>, env: Record<string, string | undefined> = process.env) => {
-  const started = performance.now()
-  const proc = Bun.spawnSync([...argv], { env })
-  const ms = performance.now() - started
-  if (proc.exitCode !== 0) throw new Error(`${argv.join(" ")} exited ${proc.exitCode}: ${proc.stderr.toString()}`)
-  return { ms, stdout: proc.stdout.toString() }
-}
-
 const stats = (values: ReadonlyArray<number>) => `${fmt(median(values))} / ${fmt(Math.max(...values))}`
 
-const ratioLine = (label: string, values: ReadonlyArray<number>, floor: number, goal: number) => {
-  const ratio = median(values) / floor
-  const worst = Math.max(...values) / floor
-  line(label, `${stats(values)}   ratio ${fmt(ratio)} (max ${fmt(worst)})   goal: <= ${goal}`)
-}
+const ratioLine = (label: string, values: ReadonlyArray<number>, floor: number, goal: number) =>
+  targetLine(label, values, "ms", { ratio: (ms) => ms / floor, op: "<=", limit: goal, text: `<= ${goal}` })
 
 export const startUpBench = async (): Promise<void> => {
   console.log(`# 0. Start-up: compiled binaries, one cold process per run, spawn to exit (${RUNS} runs each, interleaved)`)
@@ -72,7 +60,7 @@ export const startUpBench = async (): Promise<void> => {
     for (let i = 0; i < RUNS; i++) {
       floor.push(timedProcess([floorBinary]).ms)
       version.push(timedProcess([binary, "--version"]).ms)
-      const run = timedProcess([binary, "--automation", "--config", config, "What is 2+2?"], env)
+      const run = timedProcess([binary, "--automation", "--config", config, "What is 2+2?"], { env })
       whole.push(run.ms)
       const logDir = /^LOG_DIR: (.*)$/m.exec(run.stdout)?.[1]
       if (logDir === undefined) throw new Error(`no LOG_DIR line in: ${run.stdout}`)
@@ -83,10 +71,12 @@ export const startUpBench = async (): Promise<void> => {
     line("floor: compiled console.log(\"x\"), same build flags: ms median / max", stats(floor))
     ratioLine("massgen --version: ms median / max, ratio to the floor", version, floorMs, VERSION_GOAL)
     ratioLine("3 agents zero-delay, whole process: ms median / max, ratio to the floor", whole, floorMs, RUN_GOAL)
-    line(
-      "3 agents, the same runs, run_started -> run_finished: ms median / max",
-      `${fmt(median(inRun), 0)} / ${fmt(Math.max(...inRun), 0)}   target: < ${TARGET_3_AGENTS_MS} ms`,
-    )
+    targetLine("3 agents, the same runs, run_started -> run_finished: ms median / max", inRun, "ms", {
+      ratio: (ms) => ms / TARGET_3_AGENTS_MS,
+      op: "<",
+      limit: 1,
+      text: `< 1 (under ${TARGET_3_AGENTS_MS} ms)`,
+    })
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }

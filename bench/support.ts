@@ -5,7 +5,7 @@
  * first append are not counted), with either the live file layers in a temp
  * directory or the in-memory layers; plus small statistics and printing helpers.
  */
-import { mkdtempSync, rmSync } from "node:fs"
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect, Either, Layer } from "effect"
@@ -180,3 +180,57 @@ export const fmt = (n: number, digits = 2): string => n.toFixed(digits)
 
 /** One labelled line: `label: value`, the label padded so values line up. */
 export const line = (label: string, value: string): void => console.log(`${label.padEnd(72)} ${value}`)
+
+/** Spawn to exit of `argv`, ms, with its output; throws on an exit code not in `ok`. */
+export const timedProcess = (argv: ReadonlyArray<string>, options: { env?: Record<string, string | undefined>; ok?: ReadonlyArray<number> } = {}) => {
+  const started = performance.now()
+  const proc = Bun.spawnSync([...argv], { env: options.env ?? process.env })
+  const ms = performance.now() - started
+  if (!(options.ok ?? [0]).includes(proc.exitCode ?? -1)) throw new Error(`${argv.join(" ")} exited ${proc.exitCode}: ${proc.stderr.toString()}`)
+  return { ms, stdout: proc.stdout.toString(), stderr: proc.stderr.toString(), exitCode: proc.exitCode }
+}
+
+/**
+ * A target line: the label, the median and the worst (max) of `values` (costs:
+ * higher is worse) in `unit`, the measure the goal is stated in (`ratio` of the
+ * median, and of the max; named `name`, by default "ratio"), the goal, and "met" or "NOT MET" (judged on the
+ * median; a worst case past the goal is said too).
+ */
+export const targetLine = (
+  label: string,
+  values: ReadonlyArray<number>,
+  unit: string,
+  goal: { readonly ratio: (value: number) => number; readonly op: "<" | "<=" | ">="; readonly limit: number; readonly text: string; readonly digits?: number; readonly name?: string },
+): boolean => {
+  const mid = median(values)
+  const worst = Math.max(...values)
+  const digits = goal.digits ?? 2
+  const passes = (value: number) => {
+    const r = goal.ratio(value)
+    return goal.op === "<" ? r < goal.limit : goal.op === "<=" ? r <= goal.limit : r >= goal.limit
+  }
+  const met = passes(mid)
+  const verdict = met ? (passes(worst) ? "met" : "met (max: not met)") : "NOT MET"
+  line(
+    label,
+    `${fmt(mid)} / ${fmt(worst)} ${unit}   ${goal.name ?? "ratio"} ${fmt(goal.ratio(mid), digits)} (max ${fmt(goal.ratio(worst), digits)})   goal: ${goal.text}   ${verdict}`,
+  )
+  return met
+}
+
+const TIME = "/usr/bin/time"
+let rssFiles = 0
+
+/**
+ * `timedProcess` of `argv`, with the process's peak RSS (`/usr/bin/time`'s
+ * maximum resident set size, read from a file in `dir`), or null where
+ * /usr/bin/time is missing. Its fork and exec add about a millisecond to the time.
+ */
+export const peakRssProcess = (argv: ReadonlyArray<string>, dir: string, options: { env?: Record<string, string | undefined>; ok?: ReadonlyArray<number> } = {}) => {
+  if (!existsSync(TIME)) return { ...timedProcess(argv, options), rssBytes: null }
+  const out = join(dir, `rss-${process.pid}-${++rssFiles}.txt`)
+  const run = timedProcess([TIME, "-f", "%M", "-o", out, ...argv], options)
+  const kb = Number(readFileSync(out, "utf8").trim().split("\n").pop())
+  rmSync(out, { force: true })
+  return { ...run, rssBytes: Number.isFinite(kb) ? kb * 1024 : null }
+}
