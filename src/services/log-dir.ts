@@ -20,6 +20,7 @@
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
 import { Effect, Schema } from "effect"
+import { ioCause } from "./io-errors.ts"
 
 export const LogDirErrorReason = Schema.Literal("base_unusable", "create_failed", "no_free_name")
 export type LogDirErrorReason = typeof LogDirErrorReason.Type
@@ -68,7 +69,7 @@ export const logDirName = (epochMicros: number): string => {
   return `log_${date}_${time}_${pad(micros, 6)}`
 }
 
-const detailOf = (cause: unknown): string => (cause instanceof Error ? cause.message : String(cause))
+const detailOf = (cause: unknown): string => ioCause(cause)
 
 /**
  * Creates a new run's log directory under `base` for a run started at

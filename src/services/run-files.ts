@@ -62,7 +62,6 @@ export interface RunFilesApi {
   readonly flush: Effect.Effect<void>
 }
 
-const reasonOf = (e: unknown): string => (e instanceof Error ? e.message : String(e))
 
 export class RunFiles extends Context.Tag("massgen/RunFiles")<RunFiles, RunFilesApi>() {}
 
@@ -73,7 +72,7 @@ export const liveRunFiles = (logDir: string): Layer.Layer<RunFiles> =>
     const pending = new Set<Promise<void>>()
     // One warning per file that failed, however many of its writes did.
     const failures = new Map<string, string>()
-    const fail = (label: string) => (e: unknown) => void (failures.has(label) || failures.set(label, `${label}: ${reasonOf(e)}`))
+    const fail = (label: string) => (e: unknown) => void (failures.has(label) || failures.set(label, `${label}: ${ioCause(e)}`))
     const track = (write: Promise<void>) => {
       pending.add(write)
       void write.finally(() => pending.delete(write))

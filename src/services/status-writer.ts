@@ -22,6 +22,7 @@
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
 import { Context, Effect, Layer, Schema } from "effect"
+import { ioCause } from "./io-errors.ts"
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from "./log-dir.ts"
 
 export const StatusWriteErrorReason = Schema.Literal("not_serializable", "write_failed")
@@ -39,7 +40,7 @@ export class StatusWriteError extends Schema.TaggedError<StatusWriteError>()("St
   }
 }
 
-const detailOf = (cause: unknown): string => (cause instanceof Error ? cause.message : String(cause))
+const detailOf = (cause: unknown): string => ioCause(cause)
 
 let tempCounter = 0
 
