@@ -16,7 +16,7 @@
 import { existsSync } from "node:fs"
 import { Effect } from "effect"
 import { agentFile } from "../domain/run-paths.ts"
-import { type State, foldEvents } from "../domain/state.ts"
+import { type State, foldEvents, isResumable } from "../domain/state.ts"
 import { makeBackends } from "./run-setup.ts"
 import { loadDotEnv } from "../services/backends/keys.ts"
 import { RunLockError, acquireRunLock, holder } from "../services/run-lock.ts"
@@ -70,7 +70,7 @@ export const resumeCommand = (args: ResumeArgs, ctx: CliContext) =>
     const events = eventsOf(dir.read)
     const state = foldEvents(events)
     const run = state.run!
-    if (state.finished !== null && state.finished.reason !== "interrupted") return yield* reportFinished(dir.path, dir.read, state, events)
+    if (!isResumable(state.finished)) return yield* reportFinished(dir.path, dir.read, state, events)
     const live = holder(dir.path)
     if (live !== null) {
       return yield* new RunLockError({ reason: "held", path: dir.path, pid: live, detail: "" })
@@ -90,7 +90,7 @@ export const resumeCommand = (args: ResumeArgs, ctx: CliContext) =>
     yield* refuseNewer(dir.path, since)
     const current = foldEvents(eventsOf(since), state)
     const all = [...events, ...eventsOf(since)]
-    if (current.finished !== null && current.finished.reason !== "interrupted") return yield* reportFinished(dir.path, since, current, all)
+    if (!isResumable(current.finished)) return yield* reportFinished(dir.path, since, current, all)
     reportSkips(ctx.printError, dir.path, since, current.skippedEvents)
     if (args.automation) for (const line of automationHeader(dir.path, run.question)) ctx.print(line)
     return yield* runSession({

@@ -14,7 +14,7 @@
  */
 import { join } from "node:path"
 import { type SkipCounts, skipCounts, skipSentence } from "../domain/skip-report.ts"
-import type { State } from "../domain/state.ts"
+import { type State, isResumable } from "../domain/state.ts"
 import { EVENTS_FILE, type StreamRead } from "../services/event-store.ts"
 
 export const reportSkips = (
@@ -40,6 +40,6 @@ export interface Stop {
 }
 
 export const stopOf = (state: State, live: boolean, dir: string): Stop | null => {
-  if (state.finished === null) return live ? null : { cause: "process_gone", resume: resumeHint(dir) }
-  return state.finished.reason === "interrupted" ? { cause: "interrupted", resume: resumeHint(dir) } : null
+  if (!isResumable(state.finished) || (state.finished === null && live)) return null
+  return { cause: state.finished === null ? "process_gone" : "interrupted", resume: resumeHint(dir) }
 }

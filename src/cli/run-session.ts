@@ -13,7 +13,7 @@ import { Effect, Layer, type Scope } from "effect"
 import type { Config } from "../domain/config.ts"
 import { coordinationEvents, snapshots } from "../domain/derived-logs.ts"
 import type { Event, FinishReason } from "../domain/events.ts"
-import type { State } from "../domain/state.ts"
+import { type State, isResumable } from "../domain/state.ts"
 import { type Backend, Backends } from "../services/backend.ts"
 import { EventStore, eventsOf } from "../services/event-store.ts"
 import { type Observer, type ResumeInput, runCoordination } from "../services/orchestrator.ts"
@@ -23,6 +23,7 @@ import { onForcedStop } from "../services/forced-stop.ts"
 import { StatusWriter } from "../services/status-writer.ts"
 import { automationFooter } from "./automation-output.ts"
 import { priceOf } from "./run-setup.ts"
+import { resumeHint } from "./run-report.ts"
 
 export const EXIT_CODES: Record<FinishReason, number> = {
   completed: 0,
@@ -50,7 +51,7 @@ export interface SessionInput {
 /** The one-line account of a run that did not complete, for stderr; a run a signal stopped says how to resume it. */
 export const unfinishedMessage = (state: State, logDir: string): string => {
   const failures = state.agents.filter((a) => a.failure !== null).map((a) => `${a.info.id}: ${a.failure!.message}`)
-  const hint = state.finished === null || state.finished.reason === "interrupted" ? `; resume with: massgen resume ${logDir}` : ""
+  const hint = isResumable(state.finished) ? `; resume with: ${resumeHint(logDir)}` : ""
   return `massgen: run ${state.finished?.reason ?? "stopped"}: ${state.finished?.message ?? ""}${failures.length > 0 ? ` (${failures.join("; ")})` : ""}${hint}`
 }
 

@@ -139,6 +139,10 @@ export const activeMs = (state: State, now: number): number =>
 
 export const isLive = (agent: AgentState): boolean => agent.failure === null
 
+/** A run that has not finished, or that a signal stopped, is taken up again by `massgen resume`; any other finish is final. */
+export const isResumable = (finished: { readonly reason: FinishReason } | null): boolean =>
+  finished === null || finished.reason === "interrupted"
+
 export const agentIndex = (state: State, id: string): number => state.agents.findIndex((a) => a.info.id === id)
 
 export const agentByAnonId = (state: State, anonId: string): AgentState | undefined =>

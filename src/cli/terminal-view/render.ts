@@ -16,7 +16,9 @@
  */
 import type { AgentStatus } from "../../domain/status.ts"
 import type { AgentView, View } from "../../domain/view-model.ts"
+import { isResumable } from "../../domain/state.ts"
 import { formatCost } from "../../domain/text.ts"
+import { resumeHint } from "../run-report.ts"
 import { type Segment, cell, ellipsis, width, formatSeconds, formatTokens, reflow, style, wrap } from "./text.ts"
 
 export const MIN_PANEL_WIDTH = 36
@@ -48,8 +50,7 @@ const logsLine = (logDir: string | undefined, columns: number, color: boolean): 
   logDir === undefined ? [] : [line([["Logs: ", "2"], [logDir, "2"]], columns, color)]
 
 /** A run stopped before it finished, or by a signal, is taken up again by `massgen resume`. */
-export const resumeHint = (view: View, logDir: string): string | null =>
-  view.finished === null || view.finished.reason === "interrupted" ? `resume with: massgen resume ${logDir}` : null
+export const resumeLine = (view: View, logDir: string): string | null => (isResumable(view.finished) ? `resume with: ${resumeHint(logDir)}` : null)
 
 export const headerLines = (view: View, columns: number, color: boolean): Array<string> => {
   const state = view.finished === null ? view.phase.replace("_", " ") : view.finished.reason
@@ -224,6 +225,6 @@ export const renderSummary = (view: View, columns: number, options: FrameOptions
     finalTitle(view, cols, color),
     ...finalBody(view, cols),
     ...(options.logDir === undefined ? [] : ["", ...logsLine(options.logDir, cols, color)]),
-    ...(options.logDir === undefined ? [] : [resumeHint(view, options.logDir)].flatMap((hint) => (hint === null ? [] : [style(hint, "1;33", color)]))),
+    ...(options.logDir === undefined ? [] : [resumeLine(view, options.logDir)].flatMap((hint) => (hint === null ? [] : [style(hint, "1;33", color)]))),
   ]
 }
