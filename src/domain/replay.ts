@@ -208,14 +208,13 @@ export const replayRun = (
         case "final_answer": {
           if (rec.source === "salvaged") {
             // The decider's own stop (the budget), else a stop from outside, recorded by the run_finished after it.
+            const stop = recorded.slice(i + 1).find((e) => e._tag === "run_finished")
             let events = decided(state, time)
             if (events[0]?._tag !== "final_answer") {
-              const stop = recorded.slice(i + 1).find((e) => e._tag === "run_finished")
               events = stop?._tag === "run_finished" && stop.reason !== "completed" ? stopRun(state, stop.reason, stop.message, time) : []
             }
             replayed = events[0] ?? null
-            const stopTime = recorded.slice(i + 1).find((e) => e._tag === "run_finished")?.time ?? time
-            queued.push(...events.slice(1).map((e) => ({ ...e, time: stopTime })))
+            queued.push(...events.slice(1).map((e) => ({ ...e, time: stop?.time ?? time })))
             break
           }
           const p = state.presentation
