@@ -5,38 +5,16 @@
 import { describe, expect, test } from "bun:test"
 import { Clock, Effect, Fiber, Option, TestClock } from "effect"
 import type { Event } from "../src/domain/events.ts"
-import type { LlmReply, LlmRequest, ShownAnswer, ToolCall } from "../src/domain/llm.ts"
-import { presentationRequest, roundRequest } from "../src/domain/prompts.ts"
+import type { LlmReply, LlmRequest, ShownAnswer } from "../src/domain/llm.ts"
+import { presentationRequest } from "../src/domain/prompts.ts"
 import { type RoundDeps, type RoundInput, runPresentation, runRound } from "../src/services/agent-round.ts"
 import { MAX_ATTEMPTS } from "../src/domain/round-machine.ts"
 import { type Backend, BackendError } from "../src/services/backend.ts"
 import { effect } from "./support/effect-test.ts"
+import { newAnswer, reply, request, shownOf, tool, voteFor } from "./support/replies.ts"
 
 // ---------------------------------------------------------------- fixtures
 
-const shownOf = (...labels: ReadonlyArray<string>): ReadonlyArray<ShownAnswer> =>
-  labels.map((label) => ({ label, anonId: label.split(".")[0]!, content: `content of ${label}` }))
-
-const request = (shown: ReadonlyArray<ShownAnswer> = [], voteOnly = false): LlmRequest =>
-  roundRequest({ agentId: "a", selfAnonId: "agent1", systemMessage: null, question: "What is 2+2?", shown, voteOnly })
-
-const reply = (text: string, toolCalls: ReadonlyArray<ToolCall> = []): LlmReply => ({
-  text,
-  reasoning: "",
-  toolCalls,
-  usage: { inputTokens: 10, cachedInputTokens: 0, outputTokens: 5, reasoningTokens: 0 },
-  truncated: false,
-  raw: null,
-})
-
-let callIds = 0
-const tool = (name: string, args: unknown): ToolCall => ({
-  id: `call_${++callIds}`,
-  name,
-  arguments: typeof args === "string" ? args : JSON.stringify(args),
-})
-const newAnswer = (content: unknown) => reply("", [tool("new_answer", { content })])
-const voteFor = (agent_id: unknown, reason?: string) => reply("", [tool("vote", reason === undefined ? { agent_id } : { agent_id, reason })])
 const textOnly = (text: string) => reply(text)
 
 type Step =

@@ -33,6 +33,7 @@ import { memoryRunFiles } from "../src/services/run-files.ts"
 import { StatusWriter } from "../src/services/status-writer.ts"
 import { configOf } from "./support/harness.ts"
 import { callsOf } from "./support/call-logs.ts"
+import { reply } from "./support/replies.ts"
 
 // ---------------------------------------------------------------------------
 // A council whose replies depend only on the request
@@ -65,29 +66,20 @@ const councilDoc = (c: Council) => ({
 
 const toolCall = (name: string, args: Record<string, unknown>): ToolCall => ({ id: `call_${name}`, name, arguments: JSON.stringify(args) })
 
-const replyOf = (text: string, toolCalls: ReadonlyArray<ToolCall>): LlmReply => ({
-  text,
-  reasoning: "",
-  toolCalls,
-  usage: { inputTokens: 10, cachedInputTokens: 0, outputTokens: 5, reasoningTokens: 0 },
-  truncated: false,
-  raw: null,
-})
-
 /** The reply a persona gives to a request: a function of the request alone. */
 const personaReply = (p: Persona, request: LlmRequest): LlmReply => {
   const ctx = request.context
   const own = ctx.shown.filter((a) => a.anonId === ctx.selfAnonId)
-  if (ctx.kind === "presentation") return replyOf(p.final ?? own.at(-1)?.content ?? "", [])
-  if (p.rejectFirst && !request.messages.some((m) => m.role === "assistant")) return replyOf("Let me think about it.", [])
+  if (ctx.kind === "presentation") return reply(p.final ?? own.at(-1)?.content ?? "", [])
+  if (p.rejectFirst && !request.messages.some((m) => m.role === "assistant")) return reply("Let me think about it.", [])
   const offersAnswer = request.tools.some((t) => t.name === "new_answer")
   if (offersAnswer && (own.length === 0 || p.keepAnswering)) {
     const n = own.length === 0 ? 1 : Number(own.at(-1)!.label.split(".")[1]) + 1
-    return replyOf("Writing.", [toolCall("new_answer", { content: `${p.answer} [${n}]` })])
+    return reply("Writing.", [toolCall("new_answer", { content: `${p.answer} [${n}]` })])
   }
   const wanted = p.vote === 0 ? ctx.selfAnonId : `agent${p.vote}`
   const target = ctx.shown.some((a) => a.anonId === wanted) ? wanted : ctx.selfAnonId
-  return replyOf("Voting.", [toolCall("vote", { agent_id: target, reason: `${target} is best` })])
+  return reply("Voting.", [toolCall("vote", { agent_id: target, reason: `${target} is best` })])
 }
 
 interface Asked {

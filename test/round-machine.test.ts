@@ -6,8 +6,8 @@
  */
 import { describe, expect, test } from "bun:test"
 import type { Event } from "../src/domain/events.ts"
-import type { LlmReply, LlmRequest, ShownAnswer, ToolCall, ToolSpec } from "../src/domain/llm.ts"
-import { presentationRequest, retryMessages, roundRequest } from "../src/domain/prompts.ts"
+import type { LlmReply, LlmRequest, ShownAnswer, ToolSpec } from "../src/domain/llm.ts"
+import { presentationRequest, retryMessages } from "../src/domain/prompts.ts"
 import {
   MAX_ATTEMPTS,
   type Step,
@@ -20,36 +20,11 @@ import {
   replyOfRecord,
   startRound,
 } from "../src/domain/round-machine.ts"
+import { newAnswer, reply, request, shownOf, tool, voteFor } from "./support/replies.ts"
 
 // ---------------------------------------------------------------- builders
 
 const T = "2025-06-01T12:00:00.000Z"
-
-const shownOf = (...labels: ReadonlyArray<string>): ReadonlyArray<ShownAnswer> =>
-  labels.map((label) => ({ label, anonId: label.split(".")[0]!, content: `content of ${label}` }))
-
-const request = (shown: ReadonlyArray<ShownAnswer> = [], voteOnly = false, extraTools: ReadonlyArray<ToolSpec> = []): LlmRequest => {
-  const base = roundRequest({ agentId: "a", selfAnonId: "agent1", systemMessage: null, question: "What is 2+2?", shown, voteOnly })
-  return { ...base, tools: [...base.tools, ...extraTools] }
-}
-
-const reply = (text: string, toolCalls: ReadonlyArray<ToolCall> = []): LlmReply => ({
-  text,
-  reasoning: "",
-  toolCalls,
-  usage: { inputTokens: 1, cachedInputTokens: 0, outputTokens: 1, reasoningTokens: 0 },
-  truncated: false,
-  raw: null,
-})
-
-let ids = 0
-const tool = (name: string, args: unknown): ToolCall => ({
-  id: `call_${++ids}`,
-  name,
-  arguments: typeof args === "string" ? args : JSON.stringify(args),
-})
-const newAnswer = (content: unknown) => reply("", [tool("new_answer", { content })])
-const voteFor = (agent_id: unknown, reason?: string) => reply("", [tool("vote", reason === undefined ? { agent_id } : { agent_id, reason })])
 
 const searchTool: ToolSpec = {
   name: "search",
