@@ -5,8 +5,7 @@
  * skip report of the log in `dir` (`domain/skip-report.ts`: the read's skipped
  * lines by cause, and the events the fold skipped) as one stderr line,
  * `massgen: DIR/events.jsonl: skipped ...`, and nothing when nothing was
- * skipped; it returns the counts. `resumeHint(dir)` is the command that takes
- * the run in `dir` up again, the path quoted for a shell when it needs it.
+ * skipped; it returns the counts.
  * `stopOf(state, live, dir)` says how a run stopped that can be resumed: its
  * process is gone before `run_finished` (`process_gone`), or a signal stopped
  * it (`interrupted`); null for a run still going (`live`: a live process holds
@@ -14,6 +13,7 @@
  */
 import { join } from "node:path"
 import { type SkipCounts, skipCounts, skipSentence } from "../domain/skip-report.ts"
+import { resumeHint } from "../domain/run-paths.ts"
 import { type State, isResumable } from "../domain/state.ts"
 import { EVENTS_FILE, type StreamRead } from "../services/event-store.ts"
 
@@ -29,9 +29,6 @@ export const reportSkips = (
   return counts
 }
 
-const quoted = (path: string): string => (/^[\w@%+=:,./-]+$/.test(path) ? path : `'${path.replaceAll("'", `'\\''`)}'`)
-
-export const resumeHint = (dir: string): string => `massgen resume ${quoted(dir)}`
 
 export interface Stop {
   readonly cause: "process_gone" | "interrupted"

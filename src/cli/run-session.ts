@@ -23,7 +23,7 @@ import { onForcedStop } from "../services/forced-stop.ts"
 import { StatusWriter } from "../services/status-writer.ts"
 import { automationFooter } from "./automation-output.ts"
 import { priceOf } from "./run-setup.ts"
-import { resumeHint } from "./run-report.ts"
+import { resumeHint } from "../domain/run-paths.ts"
 
 export const EXIT_CODES: Record<FinishReason, number> = {
   completed: 0,

@@ -28,7 +28,8 @@ import type { ViewerArgs } from "./args.ts"
 import { type Display, plainDisplay, wantsTerminalView } from "./display.ts"
 import { terminalDisplay } from "./terminal-view/live.ts"
 import { ellipsis } from "./terminal-view/text.ts"
-import { reportSkips, resumeHint } from "./run-report.ts"
+import { reportSkips } from "./run-report.ts"
+import { resumeHint } from "../domain/run-paths.ts"
 
 export interface ViewerContext {
   readonly env: Readonly<Record<string, string | undefined>>

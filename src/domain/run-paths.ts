@@ -15,6 +15,8 @@
  *   and `vote.json`, for an answer label or a vote label (`agent1.vote1`).
  * It throws on a name that is not safe: ids are checked when the config is
  * read, so that is a bug, never a path outside the log directory.
+ * `resumeHint(logDir)` is the command that takes a run up again, as every
+ * message that offers it words it.
  */
 import { Schema } from "effect"
 
@@ -70,3 +72,8 @@ export function agentFile(agent: string, kind: AgentFileKind | SnapshotKind, lab
       return `snapshots/${id}/${safe(label)}/vote.json`
   }
 }
+
+const shellQuoted = (path: string): string => (/^[\w@%+=:,./-]+$/.test(path) ? path : `'${path.replaceAll("'", `'\\''`)}'`)
+
+/** The command that takes the run in `logDir` up again, the path quoted for a shell when it needs it. */
+export const resumeHint = (logDir: string): string => `massgen resume ${shellQuoted(logDir)}`

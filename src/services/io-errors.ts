@@ -9,6 +9,7 @@
  * second, and `massgen resume` takes it up again once the cause is gone.
  */
 import { Schema } from "effect"
+import { resumeHint } from "../domain/run-paths.ts"
 
 const CAUSES: Readonly<Record<string, string>> = {
   ENOSPC: "disk full",
@@ -50,6 +51,6 @@ export class RunStorageError extends Schema.TaggedError<RunStorageError>()("RunS
   logDir: Schema.String,
 }) {
   override get message(): string {
-    return `cannot write ${this.path}: ${this.cause}; the run stopped (resume with: massgen resume ${this.logDir})`
+    return `cannot write ${this.path}: ${this.cause}; the run stopped (resume with: ${resumeHint(this.logDir)})`
   }
 }

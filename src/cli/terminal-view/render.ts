@@ -18,7 +18,7 @@ import type { AgentStatus } from "../../domain/status.ts"
 import type { AgentView, View } from "../../domain/view-model.ts"
 import { isResumable } from "../../domain/state.ts"
 import { formatCost } from "../../domain/text.ts"
-import { resumeHint } from "../run-report.ts"
+import { resumeHint } from "../../domain/run-paths.ts"
 import { type Segment, cell, ellipsis, width, formatSeconds, formatTokens, reflow, style, wrap } from "./text.ts"
 
 export const MIN_PANEL_WIDTH = 36
