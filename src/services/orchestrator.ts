@@ -373,8 +373,8 @@ export const runCoordination = (input: RunInput) =>
           events = judge(yield* Ref.get(stateRef), yield* isoNow)
         }
         for (const event of events) yield* emit(event)
-        yield* stopBroken
       }
+      // A failed write leaves the state as it was: the rest of the batch appends nothing, and the run stops here.
       yield* stopBroken
       yield* drive
       yield* stopBroken
