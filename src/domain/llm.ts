@@ -90,6 +90,15 @@ export interface LlmReply {
    * unchanged: Anthropic thinking blocks with their signatures, OpenAI reasoning items.
    */
   readonly parts?: ReadonlyArray<unknown>
+  /** The provider's own tools (web search, code execution) the reply used, as the provider reports them. */
+  readonly hostedToolUses?: ReadonlyArray<HostedToolUse>
+}
+
+/** One use of a provider-side tool: `tool` is the provider's name for it (`web_search`, `code_interpreter`, ...). */
+export interface HostedToolUse {
+  readonly tool: string
+  /** A short description of what it did (the query, the code's first line), as the provider reports it. */
+  readonly detail: string
 }
 
 export type LlmChunk =
