@@ -1,0 +1,45 @@
+/**
+ * A tool provider: where an agent's own tools come from (MCP servers, command tools, the scripted backend's tools).
+ *
+ * A provider lists the tools it offers (`ToolSpec`s as the model sees them, with
+ * the MCP server each belongs to) and runs one call of one of them. It returns
+ * the tool's text as the tool gave it: limits on time and size, concurrency,
+ * events and the messages the model is told belong to the caller (the round),
+ * not to the provider. A call that fails fails with a `ToolRunError`; an
+ * interrupted call stops the tool.
+ *
+ * Words: a *tool* here is one the agent may call besides the workflow tools
+ * (`new_answer`, `vote`); an MCP tool is named `mcp__<server>__<tool>`.
+ */
+import { Effect, Schema } from "effect"
+import type { ToolSpec } from "../../domain/llm.ts"
+
+export interface ProvidedTool {
+  readonly spec: ToolSpec
+  /** The MCP server the tool belongs to; null for a command tool or a scripted one. */
+  readonly server: string | null
+}
+
+export const ToolRunErrorReason = Schema.Literal("failed", "server_down", "bad_arguments", "refused", "unknown_tool")
+export type ToolRunErrorReason = typeof ToolRunErrorReason.Type
+
+export class ToolRunError extends Schema.TaggedError<ToolRunError>()("ToolRunError", {
+  reason: ToolRunErrorReason,
+  detail: Schema.String,
+}) {
+  override get message(): string {
+    return `${this.reason.replace("_", " ")}: ${this.detail}`
+  }
+}
+
+export interface ToolProvider {
+  readonly tools: ReadonlyArray<ProvidedTool>
+  /** Runs one call of the tool named `name` (as in `tools`) with its parsed JSON arguments. */
+  readonly run: (name: string, args: Record<string, unknown>) => Effect.Effect<string, ToolRunError>
+}
+
+/** A provider with no tools. */
+export const noTools: ToolProvider = {
+  tools: [],
+  run: (name) => Effect.fail(new ToolRunError({ reason: "unknown_tool", detail: `no tool named ${name}` })),
+}
