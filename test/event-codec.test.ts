@@ -110,7 +110,7 @@ describe("encodeEventLine / decodeEventLine", () => {
       _tag: "event",
       event: {
         _tag: "run_started", time: TIME, run_id: "log_x", question: "Q?", agents: started.agents,
-        settings: { ...started.settings, budget_usd: null },
+        settings: { ...started.settings, budget_usd: null, disable_injection: false },
       },
       meta: { log_dir: "/then/log_x", pid: 99, version: "0.1.0" },
     })

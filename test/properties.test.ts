@@ -13,7 +13,7 @@
 import { describe, expect, test } from "bun:test"
 import { Arbitrary, FastCheck } from "effect"
 import fc from "fast-check"
-import { type Command, type Reply, budgetSpent, commandEvents, decide, judgeReply, stopRun } from "../src/domain/decide.ts"
+import { type Command, type Reply, budgetSpent, commandEvents, decide, judgeReply, stopRun, updateFor } from "../src/domain/decide.ts"
 import { decodeEventLine, encodeEventLine, readEventsText } from "../src/domain/event-codec.ts"
 import { Event, type FinishReason, type RunSettings } from "../src/domain/events.ts"
 import { type State, evolve, foldEvents, initialState, isLive, latestLabels, sameLabels } from "../src/domain/state.ts"
@@ -89,6 +89,17 @@ const checkTransition = (prev: State, event: Event): void => {
       expect(a.answers.length).toBeGreaterThan(0)
       expect(a.inFlight?.round).toBe(event.round)
       expect(sameLabels(a.inFlight!.shown, latestLabels(prev))).toBe(false)
+      break
+    }
+    case "update_injected": {
+      // New answers reach only a round with work to keep, of an agent with an answer, when injection is on; they are the latest.
+      const a = agentOf(event.agent)
+      expect(prev.run!.settings.disable_injection).toBe(false)
+      expect(a.answers.length).toBeGreaterThan(0)
+      expect(a.inFlight?.round).toBe(event.round)
+      expect(a.inFlight!.steps).toBeGreaterThan(0)
+      expect(event.shown).toEqual(latestLabels(prev))
+      expect(sameLabels(a.inFlight!.shown, event.shown)).toBe(false)
       break
     }
     case "vote_cast": {
@@ -205,6 +216,7 @@ const settingsArb: fc.Arbitrary<Partial<RunSettings>> = fc.record({
   skip_final_presentation: fc.boolean(),
   final_answer_strategy: fc.constantFrom("winner_present", "winner_reuse", "synthesize"),
   budget_usd: fc.option(fc.constantFrom(0.5, 1, 2, 4), { nil: null, freq: 3 }),
+  disable_injection: fc.boolean(),
 })
 
 /** Stops from outside; the budget is the decider's own stop. */
@@ -316,7 +328,16 @@ const simulate = (
     const work = pendingWork(sim.state)
     // Liveness: an unfinished run always waits for something.
     expect(work.length).toBeGreaterThan(0)
-    const w = pick(fc.constantFrom(...work))
+    let w = pick(fc.constantFrom(...work))
+    // A step boundary of a round with work to keep: new answers are injected before its next call
+    // (unless they arrived while that call was out: a vote of it then meets them below).
+    if (w._tag === "round" && (sim.state.agents.find((a) => a.info.id === w.agent)?.inFlight?.steps ?? 0) > 0) {
+      const latest = updateFor(sim.state, w.agent, w.round)
+      if (latest !== null && percent(pick) <= 50) {
+        append(sim, { _tag: "update_injected", time: now(sim), agent: w.agent, round: w.round, shown: latest, after_vote: false })
+        w = { ...w, shown: latest }
+      }
+    }
     call(pick, sim, w)
     // The decider may see a spent budget before the reply arrives: the reply is then lost with the run.
     if (budgetSpent(sim.state) && percent(pick) <= 50) {
@@ -324,7 +345,15 @@ const simulate = (
       expect((sim.state as State).finished?.reason).toBe("budget")
       break
     }
+    // A tool step: the call came back with no workflow result, and the round goes on.
+    if (w._tag === "round" && random && percent(pick) <= 25) continue
     const reply = random ? anyReply(pick, w, sim) : validReply(pick, w, sim, 0)
+    // A vote that did not see the newest answers is not judged: the update is injected and the round goes on.
+    const update = reply._tag === "voted" ? updateFor(sim.state, reply.agent, reply.round) : null
+    if (reply._tag === "voted" && update !== null) {
+      append(sim, { _tag: "update_injected", time: now(sim), agent: reply.agent, round: reply.round, shown: update, after_vote: true })
+      continue
+    }
     const events = judgeReply(sim.state, reply, now(sim))
     // A reply to work in flight is never silently dropped.
     expect(events.length).toBeGreaterThan(0)
@@ -406,13 +435,14 @@ describe("simulated runs", () => {
         expect(run.state.skippedEvents).toBe(0)
         if (run.events.some((e) => e._tag === "run_resumed")) reasons.add("resumed")
         if (resumedAfterStop > 0) reasons.add("resumed after a signal")
+        if (run.events.some((e) => e._tag === "update_injected")) reasons.add("injected")
         expect(run.state.finished).not.toBeNull()
         reasons.add(run.state.finished!.reason)
       }),
       { numRuns: 150, ...SHRINK_LIMIT },
     )
-    // The generator reaches every way a run ends.
-    expect([...reasons].sort()).toEqual(["budget", "completed", "error", "interrupted", "resumed", "resumed after a signal", "timeout"])
+    // The generator reaches every way a run ends, and injection.
+    expect([...reasons].sort()).toEqual(["budget", "completed", "error", "injected", "interrupted", "resumed", "resumed after a signal", "timeout"])
   })
 
   test("with valid replies only and no stops, every run completes with a final answer", () => {

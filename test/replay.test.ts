@@ -23,6 +23,7 @@ import { encodeEventLine, readEventsText } from "../src/domain/event-codec.ts"
 import type { Event } from "../src/domain/events.ts"
 import { type RecordedCall, type ReplayResult, replayRun, roundsInFlight, sameDecision } from "../src/domain/replay.ts"
 import { retryMessages } from "../src/domain/prompts.ts"
+import { evolve, initialState, latestLabels } from "../src/domain/state.ts"
 import { callLogOf, callsOf } from "./support/call-logs.ts"
 import { Backends } from "../src/services/backend.ts"
 import { EventStore } from "../src/services/event-store.ts"
@@ -304,6 +305,26 @@ describe("replay of recorded in-memory runs", () => {
   )
 })
 
+/**
+ * The model of a counted vote: the request of the call that made it showed
+ * every answer that was the latest of its agent when the vote was counted
+ * (in its base messages or in an update injected into its round).
+ */
+const expectNoStaleVoteCounted = (run: { readonly events: ReadonlyArray<Event>; readonly files: ReadonlyMap<string, string> }) => {
+  const calls = callsOf(run.files)
+  let state = initialState
+  run.events.forEach((e, i) => {
+    if (e._tag === "vote_cast") {
+      const call = run.events.slice(0, i).findLast((c) => c._tag === "call_end" && c.agent === e.agent && c.role === "round")
+      const request = call?._tag === "call_end" ? calls(call.call)?.request : undefined
+      const seen = JSON.stringify(request?.messages ?? [])
+      const unseen = latestLabels(state).filter((label) => !seen.includes(`<${label}>`))
+      expect({ vote: i, unseen }).toEqual({ vote: i, unseen: [] })
+    }
+    state = evolve(state, e)
+  })
+}
+
 describe("replay of random scripted runs", () => {
   const step = fc.oneof(
     fc.record({ new_answer: fc.constantFrom("A", "B ✓", "C") }),
@@ -321,7 +342,8 @@ describe("replay of random scripted runs", () => {
         fail_calls: fc.constantFrom(0, 0, 0, 1, 9),
         max_retries: fc.constantFrom(0, 1),
         keep_answering: capped ? fc.boolean() : fc.constant(false),
-        script: fc.array(step, { maxLength: 3 }),
+        // An answer first, so that later steps (a reply with no tool call) come in rounds that injection reaches.
+        script: fc.tuple(fc.boolean(), fc.array(step, { maxLength: 3 })).map(([first, rest]) => (first ? [{ new_answer: "A0" }, ...rest] : rest)),
         model: fc.constantFrom("priced", "unpriced"),
         input_tokens: fc.constantFrom(100, 1000),
       },
@@ -333,12 +355,13 @@ describe("replay of random scripted runs", () => {
       cap: fc.option(fc.integer({ min: 1, max: 2 }), { nil: null }),
       skip: fc.boolean(),
       budget: fc.option(fc.constantFrom(0.5, 1.5, 4), { nil: null }),
+      restart: fc.boolean(),
     })
-    .chain(({ n, cap, skip, budget }) =>
+    .chain(({ n, cap, skip, budget, restart }) =>
       fc.array(backend(n, cap !== null), { minLength: n, maxLength: n }).map((backends) => ({
         agents: agents(...backends),
         pricing: { priced: { input: 1000, output: 0 } },
-        orchestrator: { max_new_answers_per_agent: cap, skip_final_presentation: skip, budget_usd: budget },
+        orchestrator: { max_new_answers_per_agent: cap, skip_final_presentation: skip, budget_usd: budget, disable_injection: restart },
         timeout_settings: { orchestrator_timeout_seconds: 300, agent_timeout_seconds: 60 },
       })),
     )
@@ -353,14 +376,17 @@ describe("replay of random scripted runs", () => {
           }).pipe(Effect.provide(TestContext.TestContext)),
         )
         expectSameRun(doc, run)
+        expectNoStaleVoteCounted(run)
         reasons.add(run.reason)
         if (ofTag(run.events, "reply_rejected").length > 0) reasons.add("rejected")
+        for (const e of ofTag(run.events, "update_injected")) reasons.add(e.after_vote ? "injected after a vote" : "injected")
       }),
       { numRuns: 50 },
     )
-    // The runs reach the decider's budget stop and the round machine's retries.
+    // The runs reach the decider's budget stop, the round machine's retries and injection (after a vote; the other kind: test/injection.test.ts).
     expect(reasons).toContain("budget")
     expect(reasons).toContain("rejected")
+    expect(reasons).toContain("injected after a vote")
   })
 })
 

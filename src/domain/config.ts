@@ -140,6 +140,7 @@ const OrchestratorConfig = Schema.Struct({
   skip_final_presentation: opt(Schema.Boolean),
   final_answer_strategy: opt(oneOf("winner_present", "winner_reuse", "synthesize")),
   budget_usd: opt(Schema.NullOr(PositiveNumber)),
+  disable_injection: opt(Schema.Boolean),
 }).annotations({ identifier: "an orchestrator mapping" })
 
 const TimeoutSettings = Schema.Struct({
@@ -283,6 +284,7 @@ export const DEFAULT_SETTINGS: RunSettings = {
   orchestrator_timeout_seconds: 1800,
   agent_timeout_seconds: 600,
   budget_usd: null,
+  disable_injection: false,
 }
 
 /** Decodes a parsed YAML document into a `Config`, or every problem found in it. */
@@ -358,6 +360,7 @@ export const decodeConfig = (
       orchestrator_timeout_seconds: file.timeout_settings?.orchestrator_timeout_seconds ?? DEFAULT_SETTINGS.orchestrator_timeout_seconds,
       agent_timeout_seconds: file.timeout_settings?.agent_timeout_seconds ?? DEFAULT_SETTINGS.agent_timeout_seconds,
       budget_usd: o.budget_usd ?? DEFAULT_SETTINGS.budget_usd,
+      disable_injection: o.disable_injection ?? DEFAULT_SETTINGS.disable_injection,
     },
     pricing: file.pricing ?? {},
   })

@@ -13,12 +13,16 @@
  * further call, so no agent is charged with a failure for it.
  *
  * MassGen's rules: a new answer clears every vote and makes every other agent
- * look again (an agent still on its first answer is not interrupted); a round
+ * look again (an agent still on its first answer is not interrupted). A round
+ * that has work to keep (a model call of it came back) gets the new answers by
+ * injection at its next step boundary (`update_injected`, made by the round
+ * itself); a round whose first call is still out has nothing to keep and is
+ * cancelled and started again, as is every round with `disable_injection`. A round
  * whose agent reached `max_new_answers_per_agent` offers only `vote`; the run
  * is decided when every live agent has voted; the most-voted agent wins, a tie
  * going to the earliest agent in config order.
  */
-import type { Event, FinalAnswerStrategy, FinishReason } from "./events.ts"
+import type { Event, FinalAnswerStrategy, FinishReason, RunSettings } from "./events.ts"
 import {
   type AgentState,
   type State,
@@ -101,6 +105,22 @@ export const budgetSpent = (state: State): boolean => {
 /** Whether a model call may start now: the run goes on and its budget is not spent. */
 export const mayStartCall = (state: State): boolean => state.run !== null && state.finished === null && !budgetSpent(state)
 
+/** Whether new answers reach `a`'s round in flight by injection rather than by a restart. */
+export const injects = (settings: RunSettings, a: AgentState): boolean => !settings.disable_injection && (a.inFlight?.steps ?? 0) > 0
+
+/**
+ * The answers to inject into `agent`'s round `round` at a step boundary: the
+ * latest labels, when the run injects, the round is in flight, its agent has
+ * an answer of its own (first-answer protection) and it does not show them yet.
+ */
+export const updateFor = (state: State, agent: string, round: number): ReadonlyArray<string> | null => {
+  const a = state.agents[agentIndex(state, agent)]
+  if (state.run === null || state.finished !== null || state.run.settings.disable_injection) return null
+  if (a === undefined || !isLive(a) || a.inFlight?.round !== round || a.answers.length === 0) return null
+  const latest = latestLabels(state)
+  return sameLabels(a.inFlight.shown, latest) ? null : latest
+}
+
 export const decide = (state: State): ReadonlyArray<Command> => {
   const run = state.run
   if (run === null || state.finished !== null) return []
@@ -121,7 +141,7 @@ export const decide = (state: State): ReadonlyArray<Command> => {
   const commands: Array<Command> = []
   for (const a of live) {
     // First-answer protection: an agent without an answer finishes its round undisturbed.
-    if (a.inFlight !== null && a.answers.length > 0 && !sameLabels(a.inFlight.shown, shown)) {
+    if (a.inFlight !== null && a.answers.length > 0 && !sameLabels(a.inFlight.shown, shown) && !injects(run.settings, a)) {
       commands.push({ _tag: "CancelRound", agent: a.info.id, round: a.inFlight.round })
     }
   }

@@ -43,6 +43,11 @@ const entry = (event: Event): CoordinationEvent | null => {
       })
     case "round_cancelled":
       return e("restart_triggered", event.agent, `Round ${event.round} stopped by a new answer`)
+    case "update_injected":
+      return e("update_injected", event.agent, `Round ${event.round} now shows ${event.shown.join(", ")}`, {
+        labels: event.shown,
+        after_vote: event.after_vote,
+      })
     case "answer_submitted":
       return e("new_answer", event.agent, `Answer ${event.label}`, { label: event.label })
     case "vote_cast":

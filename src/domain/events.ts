@@ -69,6 +69,8 @@ export const RunSettings = Schema.Struct({
   orchestrator_timeout_seconds: Amount,
   agent_timeout_seconds: Amount,
   budget_usd: Schema.optionalWith(Schema.NullOr(Amount), { default: () => null }),
+  /** True: a new answer cancels other agents' rounds and starts them again, instead of reaching them by injection. */
+  disable_injection: Schema.optionalWith(Schema.Boolean, { default: () => false }),
 })
 export type RunSettings = typeof RunSettings.Type
 
@@ -115,6 +117,19 @@ export const RoundCancelled = defineEvent("round_cancelled", {
   agent: AgentId,
   round: Count,
   reason: Schema.Literal("new_answer"),
+})
+
+/**
+ * New answers reached an agent's round in flight at a step boundary (before its
+ * next model call, or right after a vote of it): the round goes on, now showing
+ * `shown`. With `after_vote`, the vote the round had just made did not see
+ * them and is not counted: the agent is asked again in the same round.
+ */
+export const UpdateInjected = defineEvent("update_injected", {
+  agent: AgentId,
+  round: Count,
+  shown: Schema.Array(Label),
+  after_vote: Schema.Boolean,
 })
 
 export const RejectionReason = Schema.Literal(
@@ -301,6 +316,7 @@ export const Event = Schema.Union(
   RunResumed,
   RoundStarted,
   RoundCancelled,
+  UpdateInjected,
   ReplyRejected,
   AnswerSubmitted,
   VoteCast,

@@ -93,6 +93,29 @@ export const roundRequest = (input: {
   }
 }
 
+/**
+ * The message that brings new answers into a round in flight (injection): the
+ * answers `shown` has that `before` did not, each with the label it replaces.
+ */
+export const updateMessage = (before: ReadonlyArray<ShownAnswer>, shown: ReadonlyArray<ShownAnswer>): string => {
+  const had = new Set(before.map((a) => a.label))
+  const fresh = shown.filter((a) => !had.has(a.label))
+  const block = fresh
+    .map((a) => {
+      const replaced = before.find((b) => b.anonId === a.anonId)
+      return `<${a.label}>${replaced ? ` (replaces ${replaced.label})` : ""}\n${a.content}\n<end of ${a.label}>`
+    })
+    .join("\n")
+  return [
+    "UPDATE: While you were working, new answers were provided.",
+    `<NEW ANSWERS>\n${block}\n<END OF NEW ANSWERS>`,
+    `The answers you can vote for are now those of ${votableIds(shown).join(", ")}. Take them into account, then call \`new_answer\` or \`vote\`.`,
+  ].join("\n")
+}
+
+/** What each call of a vote that did not see the newest answers gets back: it is not counted. */
+export const STALE_VOTE_RESULT = "Your vote was not counted: new answers arrived while you worked (see the update that follows)."
+
 /** What a reply that used no valid tool gets back, with what it said kept in view. */
 export const retryMessages = (replyText: string, problem: string): ReadonlyArray<LlmMessage> => [
   { role: "assistant", content: replyText === "" ? "(no text)" : replyText },

@@ -22,11 +22,11 @@
  * Pure: the recorded calls come in as a lookup function.
  */
 import type { Agent } from "./config.ts"
-import { type Command, type Reply, commandEvents, decide, judgeReply, stopRun } from "./decide.ts"
+import { type Command, type Reply, commandEvents, decide, judgeReply, stopRun, updateFor } from "./decide.ts"
 import type { Event } from "./events.ts"
 import type { LlmReply, LlmRequest } from "./llm.ts"
-import { requestForPresentation, requestForRound } from "./requests.ts"
-import { type RoundMachine, type Transition, onCallFailed, onModelReply, replyOfRecord, startRound } from "./round-machine.ts"
+import { requestForPresentation, requestForRound, shownAnswers } from "./requests.ts"
+import { type RoundMachine, type Transition, onCallFailed, onModelReply, onUpdate, replyOfRecord, startRound } from "./round-machine.ts"
 import { type State, evolve, initialState } from "./state.ts"
 
 export interface RecordedCall {
@@ -87,6 +87,8 @@ export const replayRun = (
   const pending = new Map<string, Reply>()
   /** The round machine of each agent's work in flight. */
   const machines = new Map<string, Transition>()
+  /** The last model reply of each agent's work in flight: a vote an update comes right after. */
+  const lastReply = new Map<string, LlmReply>()
   /** Events a machine produced that the log must show next for that agent. */
   const expected = new Map<string, Array<Event>>()
   const queued: Array<Event> = []
@@ -179,6 +181,7 @@ export const replayRun = (
           const reply = rec.reply ? replyOfRecord(rec.reply) : call?.reply
           if (!reply) return diverge(i, rec, `the reply of call ${rec.call} is missing from llm_log/`)
           const next = onModelReply(t.machine, reply, time)
+          lastReply.set(rec.agent, reply)
           machines.set(rec.agent, next)
           if (next.events.length > 0) expected.set(rec.agent, [...(expected.get(rec.agent) ?? []), ...next.events])
           if (next.step._tag === "done") pending.set(rec.agent, next.step.reply)
@@ -188,6 +191,21 @@ export const replayRun = (
           pending.delete(rec.agent)
           replayed = rec
           break
+        case "update_injected": {
+          // When the round reached a step boundary is the timing's; what it is told is this code's.
+          const t = machines.get(rec.agent)
+          const latest = updateFor(state, rec.agent, rec.round)
+          const waiting = pending.get(rec.agent)
+          const afterVote = t?.step._tag === "done" && waiting?._tag === "voted"
+          if (t === undefined || latest === null || t.machine.round !== rec.round || (t.step._tag !== "call_model" && !afterVote)) {
+            reason = `this code injects no update into round ${rec.round} of ${rec.agent} here`
+            break
+          }
+          replayed = { _tag: "update_injected", time, agent: rec.agent, round: rec.round, shown: latest, after_vote: afterVote }
+          if (afterVote) pending.delete(rec.agent)
+          machines.set(rec.agent, onUpdate(t.machine, shownAnswers(state, latest), afterVote ? (lastReply.get(rec.agent) ?? null) : null))
+          break
+        }
         case "reply_rejected":
           replayed = expected.get(rec.agent)?.shift() ?? null
           if (replayed === null) reason = `this code rejects no reply of ${rec.agent} here`

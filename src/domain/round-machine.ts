@@ -22,9 +22,9 @@
  * messages: earlier replies, the problems it was told of, and tool results.
  */
 import type { CallRole, Event, RecordedReply, RejectionReason } from "./events.ts"
-import { type LlmMessage, type LlmReply, type LlmRequest, type ToolCall, noUsage } from "./llm.ts"
+import { type LlmMessage, type LlmReply, type LlmRequest, type ShownAnswer, type ToolCall, noUsage } from "./llm.ts"
 import type { Reply } from "./decide.ts"
-import { retryMessages, votableIds } from "./prompts.ts"
+import { STALE_VOTE_RESULT, retryMessages, updateMessage, votableIds, voteTool } from "./prompts.ts"
 
 /** Attempts a round has at a valid reply. */
 export const MAX_ATTEMPTS = 3
@@ -222,6 +222,36 @@ export const onToolResults = (machine: RoundMachine, results: ReadonlyArray<Tool
     ...machine,
     transcript: [...machine.transcript, ...messages],
     toolSteps: machine.toolSteps + 1,
+    pendingTools: [],
+  }
+  return { machine: next, events: [], step: callModel(next) }
+}
+
+/**
+ * New answers reach the round (injection, `update_injected`): it goes on with
+ * `shown` and an update message, the `vote` offer widened to the agents now
+ * shown. `staleVote` is the reply whose vote did not see them, when the update
+ * comes right after it: the vote is answered as not counted and the model is
+ * asked again in the same round.
+ */
+export const onUpdate = (machine: RoundMachine, shown: ReadonlyArray<ShownAnswer>, staleVote: LlmReply | null): Transition => {
+  const ctx = machine.request.context
+  if (ctx.kind !== "round") return { machine, events: [], step: callModel(machine) }
+  const ids = votableIds(shown)
+  const others = machine.request.tools.filter((t) => t.name !== "vote")
+  const at = others.findIndex((t) => t.name === "new_answer") + 1
+  const tools = ids.length === 0 ? others : [...others.slice(0, at), voteTool(ids), ...others.slice(at)]
+  const answered: ReadonlyArray<LlmMessage> =
+    staleVote === null
+      ? []
+      : [
+          { role: "assistant", content: staleVote.text, toolCalls: staleVote.toolCalls, ...(staleVote.parts?.length ? { parts: staleVote.parts } : {}) },
+          ...staleVote.toolCalls.map((c): LlmMessage => ({ role: "tool", toolCallId: c.id, name: c.name, content: STALE_VOTE_RESULT })),
+        ]
+  const next: RoundMachine = {
+    ...machine,
+    request: { ...machine.request, tools, context: { ...ctx, shown } },
+    transcript: [...machine.transcript, ...answered, { role: "user", content: updateMessage(ctx.shown, shown) }],
     pendingTools: [],
   }
   return { machine: next, events: [], step: callModel(next) }

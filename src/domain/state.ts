@@ -43,6 +43,8 @@ export interface InFlight {
   readonly round: number
   readonly shown: ReadonlyArray<string>
   readonly voteOnly: boolean
+  /** Model calls of the round that came back with a reply: the work a restart would throw away. */
+  readonly steps: number
 }
 
 export interface Vote {
@@ -287,12 +289,16 @@ const applyEvent = (state: State, event: Event, t: number, own: Owned | null): S
           : {
               ...a,
               rounds: event.round,
-              inFlight: { round: event.round, shown: event.shown, voteOnly: event.vote_only },
+              inFlight: { round: event.round, shown: event.shown, voteOnly: event.vote_only, steps: 0 },
               vote: null,
               restartPending: false,
               timesRestarted: a.timesRestarted + (event.restart ? 1 : 0),
               lastActivity: t,
             },
+      )
+    case "update_injected":
+      return updateAgent(state, event.agent, (a) =>
+        inRound(a, event.round) ? { ...a, inFlight: { ...a.inFlight, shown: event.shown }, lastActivity: t } : a,
       )
     case "round_cancelled":
       return updateAgent(state, event.agent, (a) =>
@@ -341,7 +347,15 @@ const applyEvent = (state: State, event: Event, t: number, own: Owned | null): S
       return updateAgent(
         { ...state, usage: addUsage(state.usage, event), openCalls: Math.max(0, state.openCalls - 1) },
         event.agent,
-        (a) => ({ ...a, usage: addUsage(a.usage, event), lastActivity: t }),
+        (a) => ({
+          ...a,
+          usage: addUsage(a.usage, event),
+          lastActivity: t,
+          inFlight:
+            event.role === "round" && event.error === null && inRound(a, event.round)
+              ? { ...a.inFlight, steps: a.inFlight.steps + 1 }
+              : a.inFlight,
+        }),
       )
     case "agent_failed":
       return updateAgent(state, event.agent, (a) =>

@@ -27,13 +27,14 @@ import { Clock, Duration, Effect, Random } from "effect"
 import { callHeader } from "../domain/agent-output.ts"
 import type { Reply } from "../domain/decide.ts"
 import type { CallRole, Event } from "../domain/events.ts"
-import type { LlmReply, LlmRequest, TokenUsage, ToolCall } from "../domain/llm.ts"
+import type { LlmReply, LlmRequest, ShownAnswer, TokenUsage, ToolCall } from "../domain/llm.ts"
 import {
   type ToolResult,
   type Transition,
   onCallFailed,
   onModelReply,
   onToolResults,
+  onUpdate,
   recordReply,
   startRound,
 } from "../domain/round-machine.ts"
@@ -51,6 +52,14 @@ export interface RoundDeps {
   readonly logCall: (call: number, record: unknown) => Effect.Effect<void>
   /** USD of a call's usage for a model; null when the model has no price. */
   readonly priceOf: (model: string | null, usage: TokenUsage) => number | null
+  /**
+   * New answers for the agent's round in flight, when they reach it by
+   * injection: the orchestrator appends `update_injected` (with `afterVote`)
+   * and gives the answers the round now shows; null when there is nothing to
+   * inject. Asked at each step boundary: before every model call but the
+   * round's first, and when the round ends with a vote.
+   */
+  readonly injectUpdate?: (agent: string, round: number, afterVote: boolean) => Effect.Effect<ReadonlyArray<ShownAnswer> | null>
   /** Runs the tool calls of a reply; without it, every call gets an error result. */
   readonly runTools?: (agent: string, round: number, calls: ReadonlyArray<ToolCall>) => Effect.Effect<ReadonlyArray<ToolResult>>
 }
@@ -196,14 +205,26 @@ const noTools = (calls: ReadonlyArray<ToolCall>): ReadonlyArray<ToolResult> =>
 const interpret = (deps: RoundDeps, input: RoundInput, role: CallRole, deadline: number): Effect.Effect<Reply> =>
   Effect.gen(function* () {
     let t: Transition = startRound({ agent: input.agent, round: input.round, role, request: input.request })
+    let last: LlmReply | null = null
+    const inject = role === "round" ? deps.injectUpdate : undefined
     for (;;) {
       for (const event of t.events) yield* deps.emit(event)
       const step = t.step
       switch (step._tag) {
-        case "done":
-          return step.reply
+        case "done": {
+          const shown = inject && step.reply._tag === "voted" ? yield* inject(input.agent, input.round, true) : null
+          if (shown === null) return step.reply
+          t = onUpdate(t.machine, shown, last)
+          break
+        }
         case "call_model": {
+          const shown = inject && t.machine.transcript.length > 0 ? yield* inject(input.agent, input.round, false) : null
+          if (shown !== null) {
+            t = onUpdate(t.machine, shown, null)
+            break
+          }
           const outcome = yield* callWithRetries(deps, input, role, step.request, step.attempt, deadline)
+          last = outcome._tag === "reply" ? outcome.reply : null
           t = outcome._tag === "reply" ? onModelReply(t.machine, outcome.reply, yield* deps.now) : onCallFailed(t.machine, outcome.message)
           break
         }

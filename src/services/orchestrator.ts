@@ -17,11 +17,11 @@ import { hostname } from "node:os"
 import * as nodePath from "node:path"
 import { Duration, Effect, Fiber, Queue, Ref, Schedule } from "effect"
 import type { Config } from "../domain/config.ts"
-import { type Command, type Reply, budgetSpent, commandEvents, decide, judgeReply, mayStartCall, stopRun } from "../domain/decide.ts"
+import { type Command, type Reply, budgetSpent, commandEvents, decide, judgeReply, mayStartCall, stopRun, updateFor } from "../domain/decide.ts"
 import type { Event, FinishReason } from "../domain/events.ts"
 import type { TokenUsage } from "../domain/llm.ts"
-import { requestText } from "../domain/prompts.ts"
-import { requestForPresentation, requestForRound } from "../domain/requests.ts"
+import { requestText, updateMessage } from "../domain/prompts.ts"
+import { requestForPresentation, requestForRound, shownAnswers } from "../domain/requests.ts"
 import { agentFile } from "../domain/run-paths.ts"
 import { type State, activeMs, evolve, foldEvents, initialState } from "../domain/state.ts"
 import { project } from "../domain/status.ts"
@@ -135,8 +135,7 @@ export const runCoordination = (input: RunInput) =>
      * Nothing is appended after `run_finished`: a call still in flight when the
      * run stopped (budget, timeout, signal) ends unrecorded while it is interrupted.
      */
-    const emit = (given: Event): Effect.Effect<void> =>
-      emitLock.withPermits(1)(
+    const emitLocked = (given: Event): Effect.Effect<void> =>
         Effect.gen(function* () {
           const current = yield* Ref.get(stateRef)
           const broken = (yield* Ref.get(fatal)) !== null
@@ -170,6 +169,25 @@ export const runCoordination = (input: RunInput) =>
           const next = evolve(current, event)
           yield* Ref.set(stateRef, next)
           if (observe) yield* observe.onEvent(event, next)
+        })
+    const emit = (given: Event): Effect.Effect<void> => emitLock.withPermits(1)(emitLocked(given))
+
+    /** Injection: the latest answers into `agent`'s round in flight, decided and recorded under the emit lock. */
+    const injectUpdate = (agent: string, round: number, afterVote: boolean) =>
+      emitLock.withPermits(1)(
+        Effect.gen(function* () {
+          const state = yield* Ref.get(stateRef)
+          const latest = updateFor(state, agent, round)
+          if (latest === null) return null
+          const before = shownAnswers(state, state.agents.find((a) => a.info.id === agent)?.inFlight?.shown ?? [])
+          yield* emitLocked({ _tag: "update_injected", time: yield* isoNow, agent, round, shown: latest, after_vote: afterVote })
+          // Not recorded (the run is stopping, or a write failed): nothing reaches the round.
+          if (updateFor(yield* Ref.get(stateRef), agent, round) !== null) return null
+          const shown = shownAnswers(state, latest)
+          const key = workKey(agent, round)
+          const seen = contexts.get(key)
+          if (seen !== undefined) contexts.set(key, `${seen}\n\n${updateMessage(before, shown)}`)
+          return shown
         }),
       )
 
@@ -202,6 +220,7 @@ export const runCoordination = (input: RunInput) =>
           yield* files.write(`llm_log/${call}.json`, `${JSON.stringify(compact, null, 2)}\n`)
         }).pipe(Effect.catchAll((e) => failStorage("call_log", e.path, e.detail))),
       priceOf: input.priceOf ?? (() => null),
+      injectUpdate,
     }
 
     /** Runs a round or a presentation in a fiber of its own, under its `workKey`. */

@@ -40,6 +40,7 @@ const started = (question = "What is 2+2?", agents = 2): Event => ({
     max_new_answers_per_agent: null,
     skip_final_presentation: false,
     final_answer_strategy: "winner_present",
+    disable_injection: false,
     orchestrator_timeout_seconds: 60,
     agent_timeout_seconds: 30,
     budget_usd: null,

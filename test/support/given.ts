@@ -72,6 +72,35 @@ export const roundCancelled = (agent: string, round: number): Event => ({
   reason: "new_answer",
 })
 
+/** A round call of `agent` that came back with a reply (`error` null) or failed. */
+export const callEnded = (agent: string, round: number, call: number, error: string | null = null): Event => ({
+  _tag: "call_end",
+  time: NO_TIME,
+  call,
+  agent,
+  round,
+  role: "round",
+  model: null,
+  seconds: 1,
+  input_tokens: null,
+  cached_input_tokens: null,
+  output_tokens: null,
+  reasoning_tokens: null,
+  truncated: null,
+  cost: null,
+  error,
+  reply: error === null ? { text: "", tool_calls: [], parts: [] } : null,
+})
+
+export const updateInjected = (agent: string, round: number, shown: ReadonlyArray<string>, afterVote = false): Event => ({
+  _tag: "update_injected",
+  time: NO_TIME,
+  agent,
+  round,
+  shown,
+  after_vote: afterVote,
+})
+
 export const answer = (agent: string, round: number, label: string, content: string): Event => ({
   _tag: "answer_submitted",
   time: NO_TIME,

@@ -16,6 +16,8 @@ export interface Observed {
   readonly votes: Record<string, string | null>
   readonly out: ReadonlyArray<string>
   readonly inFlight: Record<string, number | null>
+  /** The labels each round in flight shows (an injected update changes them). */
+  readonly shown: Record<string, ReadonlyArray<string> | null>
   readonly restarts: Record<string, number>
   readonly presenter: string | null
   readonly final: string | null
@@ -32,6 +34,7 @@ export const reference = (events: ReadonlyArray<Event>): Observed => {
   const out = new Set<string>()
   const inFlight = new Map<string, number | null>()
   const restarts = new Map<string, number>()
+  const shown = new Map<string, ReadonlyArray<string>>()
   let presenter: string | null = null
   let final: { label: string; salvaged: boolean } | null = null
   let finished: string | null = null
@@ -58,11 +61,15 @@ export const reference = (events: ReadonlyArray<Event>): Observed => {
         break
       case "round_started":
         inFlight.set(e.agent, e.round)
+        shown.set(e.agent, e.shown)
         votes.set(e.agent, null)
         if (e.restart) restarts.set(e.agent, restarts.get(e.agent)! + 1)
         break
       case "round_cancelled":
         inFlight.set(e.agent, null)
+        break
+      case "update_injected":
+        if (inFlight.get(e.agent) === e.round && !out.has(e.agent)) shown.set(e.agent, e.shown)
         break
       case "answer_submitted":
         answers.get(e.agent)!.push(e.label)
@@ -106,6 +113,7 @@ export const reference = (events: ReadonlyArray<Event>): Observed => {
     votes: Object.fromEntries(votes),
     out: [...out].sort(),
     inFlight: Object.fromEntries(inFlight),
+    shown: Object.fromEntries(ids.map((id) => [id, inFlight.get(id) == null ? null : (shown.get(id) ?? null)])),
     restarts: Object.fromEntries(restarts),
     presenter,
     final: final?.label ?? null,
@@ -121,6 +129,7 @@ export const observe = (state: State): Observed => ({
   votes: Object.fromEntries(state.agents.map((a) => [a.info.id, a.vote?.targetLabel ?? null])),
   out: state.agents.filter((a) => a.failure !== null).map((a) => a.info.id).sort(),
   inFlight: Object.fromEntries(state.agents.map((a) => [a.info.id, a.inFlight?.round ?? null])),
+  shown: Object.fromEntries(state.agents.map((a) => [a.info.id, a.inFlight?.shown ?? null])),
   restarts: Object.fromEntries(state.agents.map((a) => [a.info.id, a.timesRestarted])),
   presenter: state.presentation?.agent ?? null,
   final: state.final?.label ?? null,
