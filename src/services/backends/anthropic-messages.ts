@@ -13,9 +13,9 @@
  * `stream_cut`. Input tokens are `input_tokens` plus both cache counts.
  */
 import Anthropic from "@anthropic-ai/sdk"
-import type { LlmChunk, LlmMessage, LlmReply, LlmRequest, TokenUsage } from "../../domain/llm.ts"
+import type { HostedToolUse, LlmChunk, LlmMessage, LlmReply, LlmRequest, TokenUsage } from "../../domain/llm.ts"
 import type { Backend } from "../backend.ts"
-import { type Assembly, backendFields, callSite, clientUrl, fail, type SdkBackendOptions, sdkCall } from "./sdk-stream.ts"
+import { type Assembly, backendFields, callSite, clientUrl, fail, firstLine, type SdkBackendOptions, sdkCall, withExtraBody } from "./sdk-stream.ts"
 
 type Params = Anthropic.Messages.MessageCreateParamsStreaming
 type Event = Anthropic.Messages.RawMessageStreamEvent
@@ -56,7 +56,11 @@ const toTurn = (m: LlmMessage): { role: "user" | "assistant"; blocks: Array<Bloc
   }
 }
 
-/** Merges consecutive turns of one role and drops empty ones (the API rejects empty text). */
+/**
+ * Merges consecutive turns of one role and drops empty ones (the API rejects empty
+ * text). In a user turn the tool results come first, as the API requires: the
+ * results of one reply's parallel calls are one user message, followed by any text.
+ */
 export const toAnthropicMessages = (messages: ReadonlyArray<LlmMessage>): Array<Anthropic.Messages.MessageParam> => {
   const out: Array<{ role: "user" | "assistant"; content: Array<Block> }> = []
   for (const turn of messages.map(toTurn)) {
@@ -65,29 +69,82 @@ export const toAnthropicMessages = (messages: ReadonlyArray<LlmMessage>): Array<
     if (last !== undefined && last.role === turn.role) last.content.push(...turn.blocks)
     else out.push({ role: turn.role, content: [...turn.blocks] })
   }
+  for (const turn of out) {
+    if (turn.role === "user") turn.content.sort((a, b) => Number(b.type === "tool_result") - Number(a.type === "tool_result"))
+  }
   return out
 }
 
+/**
+ * The provider's own tools the config turns on, as server tools: basic web search
+ * (every Claude model with web search takes it) and the Bash-and-files code
+ * execution tool. Both are generally available: no beta header.
+ */
+const hostedTools = (opts: SdkBackendOptions): Array<Anthropic.Messages.ToolUnion> => [
+  ...(opts.provider?.webSearch === true ? [{ type: "web_search_20250305" as const, name: "web_search" as const }] : []),
+  ...(opts.provider?.codeExecution === true ? [{ type: "code_execution_20250825" as const, name: "code_execution" as const }] : []),
+]
+
+/**
+ * The pass-through settings: `top_p` as written, `reasoning.effort` as
+ * `output_config.effort` (`decodeConfig` allows only the levels Claude takes).
+ * Sampling settings are not in the SDK's types (Claude 5 models refuse them), so
+ * they go in as extra fields.
+ */
+const settings = (opts: SdkBackendOptions): Record<string, unknown> => {
+  const p = opts.provider
+  return {
+    // The Messages API accepts 0..1 where the config allows 0..2.
+    ...(opts.temperature !== undefined ? { temperature: Math.min(1, opts.temperature) } : {}),
+    ...(p?.topP === undefined ? {} : { top_p: p.topP }),
+    ...(p?.reasoningEffort === undefined ? {} : { output_config: { effort: p.reasoningEffort } }),
+  }
+}
+
 /** The request body for one call (without the transport options). */
-export const anthropicParams = (request: LlmRequest, opts: SdkBackendOptions): Params => ({
-  model: opts.model,
-  max_tokens: opts.maxTokens ?? DEFAULT_ANTHROPIC_MAX_TOKENS,
-  stream: true,
-  ...(request.system === "" ? {} : { system: request.system }),
-  messages: toAnthropicMessages(request.messages),
-  ...(request.tools.length > 0
-    ? {
-        tools: request.tools.map((t) => ({
-          name: t.name,
-          description: t.description,
-          input_schema: { ...t.parameters, required: [...t.parameters.required] },
-        })),
-        tool_choice: { type: "auto" as const },
-      }
-    : {}),
-  // The Messages API accepts 0..1 where the config allows 0..2.
-  ...(opts.temperature !== undefined ? { temperature: Math.min(1, opts.temperature) } : {}),
-})
+export const anthropicParams = (request: LlmRequest, opts: SdkBackendOptions): Params => {
+  const tools = [
+    ...hostedTools(opts),
+    ...request.tools.map((t) => ({
+      name: t.name,
+      description: t.description,
+      input_schema: { ...t.parameters, required: [...t.parameters.required] },
+    })),
+  ]
+  return withExtraBody(
+    {
+      model: opts.model,
+      max_tokens: opts.maxTokens ?? DEFAULT_ANTHROPIC_MAX_TOKENS,
+      stream: true,
+      ...(request.system === "" ? {} : { system: request.system }),
+      messages: toAnthropicMessages(request.messages),
+      ...(tools.length > 0 ? { tools } : {}),
+      ...(request.tools.length > 0 ? { tool_choice: { type: "auto" as const } } : {}),
+      ...settings(opts),
+    },
+    opts,
+  )
+}
+
+/** What a hosted tool use shows of its input: the query, the URL, the command or the code's first line. */
+const hostedDetail = (name: string, input: unknown): string => {
+  const i = (input ?? {}) as Record<string, unknown>
+  const text = (key: string) => (typeof i[key] === "string" ? (i[key] as string) : "")
+  switch (name) {
+    case "web_search":
+      return firstLine(text("query"))
+    case "web_fetch":
+      return firstLine(text("url"))
+    case "code_execution":
+      return firstLine(text("code"))
+    case "bash_code_execution":
+      return firstLine(text("command"))
+    case "text_editor_code_execution":
+      return firstLine(`${text("command")} ${text("path")}`)
+    default:
+      return firstLine(JSON.stringify(input ?? {}))
+  }
+}
 
 interface BlockState {
   type: string
@@ -99,6 +156,8 @@ interface BlockState {
   id?: string
   name?: string
   input?: unknown
+  /** A server tool's result block, as it came: it goes back unchanged. */
+  raw?: Block
 }
 
 interface UsageState {
@@ -150,7 +209,8 @@ export const anthropicAssembly = (): Assembly<Event> => {
             state.text = cb.text
             out.push({ _tag: "text", text: cb.text })
           }
-          if (cb.type === "tool_use") Object.assign(state, { id: cb.id, name: cb.name, input: cb.input })
+          if (cb.type === "tool_use" || cb.type === "server_tool_use") Object.assign(state, { id: cb.id, name: cb.name, input: cb.input })
+          if (cb.type.endsWith("_tool_result")) state.raw = cb as Block
           if (cb.type === "thinking") Object.assign(state, { text: cb.thinking ?? "", signature: cb.signature ?? "" })
           if (cb.type === "redacted_thinking") state.data = cb.data
           blocks.set(event.index, state)
@@ -168,7 +228,7 @@ export const anthropicAssembly = (): Assembly<Event> => {
           } else if (d.type === "signature_delta") {
             if (block !== undefined) block.signature = (block.signature ?? "") + d.signature
           } else if (d.type === "input_json_delta") {
-            if (block?.type !== "tool_use") fail("bad_reply", `input_json_delta for content block ${event.index}, which is not a tool_use`)
+            if (block?.type !== "tool_use" && block?.type !== "server_tool_use") fail("bad_reply", `input_json_delta for content block ${event.index}, which is not a tool_use`)
             else block.json += d.partial_json
           }
           break
@@ -189,23 +249,33 @@ export const anthropicAssembly = (): Assembly<Event> => {
       const toolCalls = ordered
         .filter((b) => b.type === "tool_use")
         .map((b) => ({ id: b.id ?? "", name: b.name ?? "", arguments: b.json !== "" ? b.json : JSON.stringify(b.input ?? {}) }))
+      const inputOf = (b: BlockState) => (b.json !== "" ? parseInput(b.json) : (b.input ?? {}))
       const content = ordered.map((b) =>
-        b.type === "tool_use"
-          ? { type: "tool_use", id: b.id, name: b.name, input: b.json !== "" ? parseInput(b.json) : (b.input ?? {}) }
+        b.type === "tool_use" || b.type === "server_tool_use"
+          ? { type: b.type, id: b.id, name: b.name, input: inputOf(b) }
           : b.type === "thinking"
             ? { type: "thinking", thinking: b.text }
-            : { type: b.type, text: b.text },
+            : (b.raw ?? { type: b.type, text: b.text }),
       )
-      // Thinking must go back, signed and unchanged, with a later call that continues from this reply.
+      // Thinking must go back, signed and unchanged, with a later call that continues from this reply;
+      // so do the server tools' uses and results, which the model reads on.
       const parts = ordered.flatMap((b): Array<Block> =>
         b.type === "thinking"
           ? [{ type: "thinking", thinking: b.text, signature: b.signature ?? "" }]
           : b.type === "redacted_thinking"
             ? [{ type: "redacted_thinking", data: b.data ?? "" }]
-            : [],
+            : b.type === "server_tool_use"
+              ? [{ type: "server_tool_use", id: b.id ?? "", name: b.name as Anthropic.Messages.ServerToolUseBlockParam["name"], input: inputOf(b) }]
+              : b.raw !== undefined
+                ? [b.raw]
+                : [],
+      )
+      const hostedToolUses = ordered.flatMap((b): Array<HostedToolUse> =>
+        b.type === "server_tool_use" ? [{ tool: b.name ?? "", detail: hostedDetail(b.name ?? "", inputOf(b)) }] : [],
       )
       return {
         parts,
+        ...(hostedToolUses.length > 0 ? { hostedToolUses } : {}),
         text: ordered.filter((b) => b.type === "text").map((b) => b.text).join(""),
         reasoning: ordered.filter((b) => b.type === "thinking").map((b) => b.text).join(""),
         toolCalls,

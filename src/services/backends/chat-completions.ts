@@ -17,7 +17,7 @@ import type { LlmChunk, LlmMessage, LlmReply, LlmRequest, TokenUsage } from "../
 import { noUsage } from "../../domain/llm.ts"
 import { Effect } from "effect"
 import type { Backend, BackendError, OnChunk } from "../backend.ts"
-import { type Assembly, backendFields, callSite, clientUrl, fail, type SdkBackendOptions, sdkCall } from "./sdk-stream.ts"
+import { type Assembly, backendFields, callSite, clientUrl, fail, type SdkBackendOptions, sdkCall, withExtraBody } from "./sdk-stream.ts"
 
 type Params = OpenAI.Chat.ChatCompletionCreateParamsStreaming
 type Chunk = OpenAI.Chat.ChatCompletionChunk
@@ -39,27 +39,43 @@ const toMessage = (m: LlmMessage): OpenAI.Chat.ChatCompletionMessageParam => {
   }
 }
 
+/** The config's pass-through settings as Chat Completions names them; a reasoning summary has no Chat form. */
+const settings = (opts: SdkBackendOptions): Partial<Params> => {
+  const p = opts.provider
+  if (p === undefined) return {}
+  return {
+    ...(p.reasoningEffort === undefined ? {} : { reasoning_effort: p.reasoningEffort as OpenAI.ReasoningEffort }),
+    ...(p.verbosity === undefined ? {} : { verbosity: p.verbosity as "low" | "medium" | "high" }),
+    ...(p.topP === undefined ? {} : { top_p: p.topP }),
+  }
+}
+
 /** The request body for one call (without the transport options). */
-export const chatParams = (request: LlmRequest, opts: SdkBackendOptions, forceToolChoice = true): Params => ({
-  model: opts.model,
-  stream: true,
-  stream_options: { include_usage: true },
-  messages: [
-    ...(request.system === "" ? [] : [{ role: "system" as const, content: request.system }]),
-    ...request.messages.map(toMessage),
-  ],
-  ...(request.tools.length > 0
-    ? {
-        tools: request.tools.map((t) => ({
-          type: "function" as const,
-          function: { name: t.name, description: t.description, parameters: { ...t.parameters } },
-        })),
-        tool_choice: forceToolChoice ? ("required" as const) : ("auto" as const),
-      }
-    : {}),
-  ...(opts.temperature !== undefined ? { temperature: opts.temperature } : {}),
-  ...(opts.maxTokens !== undefined ? { max_tokens: opts.maxTokens } : {}),
-})
+export const chatParams = (request: LlmRequest, opts: SdkBackendOptions, forceToolChoice = true): Params =>
+  withExtraBody(
+    {
+      model: opts.model,
+      stream: true,
+      stream_options: { include_usage: true },
+      messages: [
+        ...(request.system === "" ? [] : [{ role: "system" as const, content: request.system }]),
+        ...request.messages.map(toMessage),
+      ],
+      ...(request.tools.length > 0
+        ? {
+            tools: request.tools.map((t) => ({
+              type: "function" as const,
+              function: { name: t.name, description: t.description, parameters: { ...t.parameters } },
+            })),
+            tool_choice: forceToolChoice ? ("required" as const) : ("auto" as const),
+          }
+        : {}),
+      ...(opts.temperature !== undefined ? { temperature: opts.temperature } : {}),
+      ...(opts.maxTokens !== undefined ? { max_tokens: opts.maxTokens } : {}),
+      ...settings(opts),
+    },
+    opts,
+  )
 
 interface PartialCall {
   id: string | undefined
