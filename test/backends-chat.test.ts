@@ -1,9 +1,9 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test"
 import { makeChatCompletionsBackend } from "../src/services/backends/chat-completions.ts"
 import type { SdkBackendOptions } from "../src/services/backends/sdk-stream.ts"
-import { backendSuite, collect, failureOf, replyOf, TEST_KEY } from "./support/backend-suite.ts"
+import { backendSuite, collect, failureOf, parallelToolStep, replyOf, TEST_KEY } from "./support/backend-suite.ts"
 import { type FakeLlm, raw, reply, startFakeLlm, status, toolCall } from "./support/fake-llm.ts"
-import { followUpMessages, presentationRequest, roundRequest } from "./support/llm-requests.ts"
+import { echoTool, followUpMessages, presentationRequest, roundRequest, sumTool } from "./support/llm-requests.ts"
 
 backendSuite("chat", makeChatCompletionsBackend)
 
@@ -74,6 +74,40 @@ describe("chat: wire format", () => {
       { role: "tool", tool_call_id: "call_9", content: "recorded" },
       { role: "user", content: "Now vote." },
     ])
+  })
+
+  test("two parallel agent tool calls: one assistant message with both tool_calls, then a role tool message per result", async () => {
+    const step = await parallelToolStep(backend(), fake, "chat")
+    const [echo, sum] = step.first.toolCalls
+    expect(step.sent.tools.map((t: { function: { name: string } }) => t.function.name)).toEqual(["new_answer", "vote", echoTool.name, sumTool.name])
+    expect(step.sent.tool_choice).toBe("required")
+    expect(step.sent.messages).toEqual([
+      { role: "system", content: "You are agent_a." },
+      { role: "user", content: "What is 2+2?" },
+      {
+        role: "assistant",
+        content: null,
+        tool_calls: [
+          { id: echo?.id, type: "function", function: { name: echoTool.name, arguments: '{"message":"hi"}' } },
+          { id: sum?.id, type: "function", function: { name: sumTool.name, arguments: '{"a":2,"b":2}' } },
+        ],
+      },
+      { role: "tool", tool_call_id: echo?.id, content: "Echo: hi" },
+      { role: "tool", tool_call_id: sum?.id, content: "4" },
+    ])
+  })
+
+  test("reasoning effort, verbosity, top_p and extra_body are sent as Chat Completions names them, also after the tool-choice fallback", async () => {
+    const refusal = { error: { message: "tool_choice 'required' is not supported with this model", type: "invalid_request_error" } }
+    fake.enqueue("chat", status(400, { body: refusal }), reply({ text: "ok" }))
+    const provider = { reasoningEffort: "low", reasoningSummary: "auto", verbosity: "high", topP: 0.5, extraBody: { chat_template_kwargs: { enable_thinking: false }, stream: false } }
+    await collect(backend({ provider }))
+    for (const request of fake.requests) {
+      expect(request.body).toMatchObject({ reasoning_effort: "low", verbosity: "high", top_p: 0.5, chat_template_kwargs: { enable_thinking: false }, stream: true })
+      // A reasoning summary is a Responses setting: Chat Completions has no such field.
+      expect(request.body.reasoning).toBeUndefined()
+    }
+    expect(fake.requests.map((r) => r.body.tool_choice)).toEqual(["required", "auto"])
   })
 
   test("`reasoning` deltas (OpenRouter/Groq style) and tool calls without an index (Gemini style) are read", async () => {

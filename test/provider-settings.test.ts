@@ -6,9 +6,12 @@
  */
 import { afterAll, describe, expect, test } from "bun:test"
 import * as fs from "node:fs"
-import { Either } from "effect"
+import { Effect, Either } from "effect"
 import { decodeConfig, unknownKeys } from "../src/domain/config.ts"
+import { makeBackend } from "../src/services/backend-factory.ts"
+import { collect } from "./support/backend-suite.ts"
 import { cleanupSandboxes, runCli, sandbox, writeConfig } from "./support/cli.ts"
+import { reply, startFakeLlm } from "./support/fake-llm.ts"
 import { expectExit } from "./support/run-dirs.ts"
 
 const ENV = { OPENAI_API_KEY: "sk-test", ANTHROPIC_API_KEY: "sk-ant-test", GROQ_API_KEY: "gsk-test" }
@@ -71,6 +74,38 @@ describe("provider settings in the config", () => {
       'agents[0].backend.reasoning.effort: agent c: type claude takes an effort of low, medium, high, xhigh, max, found "minimal"',
     ])
   })
+})
+
+test("from the config to the wire: each backend type sends the settings its protocol has", async () => {
+  const fake = await startFakeLlm()
+  try {
+    const settings = { reasoning: { effort: "high", summary: "detailed" }, text: { verbosity: "low" }, top_p: 0.5, extra_body: { user: "massgen" } }
+    const config = Either.getOrThrow(
+      decodeConfig(
+        {
+          agents: [
+            { id: "gpt", backend: { type: "openai", base_url: fake.openAiBaseUrl, enable_web_search: true, enable_code_execution: true, ...settings } },
+            { id: "claude", backend: { type: "claude", base_url: fake.url, enable_web_search: true, enable_code_interpreter: true, ...settings } },
+            { id: "local", backend: { type: "vllm", base_url: fake.openAiBaseUrl, ...settings } },
+          ],
+        },
+        ENV,
+      ),
+    )
+    fake.enqueue("responses", reply({ text: "a" }))
+    fake.enqueue("anthropic", reply({ text: "b" }))
+    fake.enqueue("chat", reply({ text: "c" }))
+    for (const agent of config.agents) await collect(await Effect.runPromise(makeBackend(agent, ENV)))
+    const [gpt, claude, local] = fake.requests.map((r) => r.body)
+    expect(gpt).toMatchObject({ reasoning: { effort: "high", summary: "detailed" }, text: { verbosity: "low" }, top_p: 0.5, user: "massgen" })
+    expect(gpt.tools.slice(0, 2).map((t: { type: string }) => t.type)).toEqual(["web_search", "code_interpreter"])
+    expect(claude).toMatchObject({ output_config: { effort: "high" }, top_p: 0.5, user: "massgen" })
+    expect(claude.tools.slice(0, 2).map((t: { type: string }) => t.type)).toEqual(["web_search_20250305", "code_execution_20250825"])
+    expect(local).toMatchObject({ reasoning_effort: "high", verbosity: "low", top_p: 0.5, user: "massgen" })
+    expect(local.tools.map((t: { function: { name: string } }) => t.function.name)).toEqual(["new_answer", "vote"])
+  } finally {
+    fake.stop()
+  }
 })
 
 describe("a provider tool where the protocol has none, on the command line", () => {

@@ -3,9 +3,13 @@
  *
  * `makeAnthropicMessagesBackend(opts)` streams `POST {baseURL}/v1/messages` with the
  * system prompt at top level, the conversation as content blocks (tool results go
- * back in a user message, and consecutive messages of one role are merged), and the
- * workflow tools as `{name, description, input_schema}` with `tool_choice: {type:
- * "auto"}` (none when the request has none): Claude models that think by default
+ * back as `tool_result` blocks leading one user message, and consecutive messages of
+ * one role are merged), and the request's tools as `{name, description, input_schema}`
+ * after the server tools the config turns on (web search, code execution), with
+ * `tool_choice: {type: "auto"}` (none when the request has no tools of its own). `top_p`,
+ * `reasoning.effort` (as `output_config.effort`) and `extra_body` pass through.
+ * `server_tool_use` blocks are the reply's hosted tool uses; they and their result
+ * blocks go back with the signed thinking as its opaque parts. Claude models that think by default
  * (Sonnet 5 and later) answer a forced tool choice with a 400, and a reply
  * without a tool call is asked again like on any backend. `text_delta` becomes `text` chunks,
  * `thinking_delta` `reasoning` chunks; `input_json_delta` fragments are joined per

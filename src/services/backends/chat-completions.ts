@@ -2,8 +2,11 @@
  * The Chat Completions backend: type `chatcompletion` and the OpenAI-compatible presets.
  *
  * `makeChatCompletionsBackend(opts)` streams `POST {baseURL}/chat/completions` with
- * `stream_options.include_usage`, offering the workflow tools as `function` tools with
- * `tool_choice: "required"` (no tools at all when the request has none). A server
+ * `stream_options.include_usage`, offering the request's tools as `function` tools with
+ * `tool_choice: "required"` (no tools at all when the request has none); tool results
+ * go back as `role: tool` messages after the assistant message with its `tool_calls`.
+ * `reasoning.effort` is sent as `reasoning_effort`, and `verbosity`, `top_p` and
+ * `extra_body` pass through (provider tools are refused by `decodeConfig`). A server
  * that refuses a forced tool choice with a 400 naming it (Claude 5 models behind
  * OpenRouter do) is asked again at once with `"auto"`, and that backend says
  * `"auto"` from then on; a reply without a tool call is asked again like on any backend. Content

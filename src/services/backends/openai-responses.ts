@@ -2,9 +2,14 @@
  * The OpenAI Responses backend: type `openai`.
  *
  * `makeOpenAiResponsesBackend(opts)` streams `POST {baseURL}/responses` with the
- * system prompt as `instructions`, the conversation as input items, and the workflow
- * tools as non-strict `function` tools with `tool_choice: "required"` (none when the
- * request has none). `response.output_text.delta` becomes `text` chunks and
+ * system prompt as `instructions`, the conversation as input items (tool results as
+ * `function_call_output` items after the reply's opaque parts and `function_call`
+ * items), and the request's tools as non-strict `function` tools with `tool_choice:
+ * "required"` (none when the request has none). The provider's own tools the config
+ * turns on (`web_search`, `code_interpreter`) come first; `reasoning`, `text`,
+ * `top_p` and `extra_body` pass through. Its `web_search_call` and
+ * `code_interpreter_call` output items are the reply's hosted tool uses, and go
+ * back with the reasoning items as its opaque parts. `response.output_text.delta` becomes `text` chunks and
  * `response.reasoning_summary_text.delta` / `response.reasoning_text.delta`
  * `reasoning` chunks. Function-call arguments are joined from their deltas, and the
  * `...arguments.done` / `output_item.done` events, when sent, give the final text.

@@ -10,9 +10,13 @@
  * holds the options every SDK backend takes, and what each derives from them:
  * the client's URL (`clientUrl`: a query in `base_url` goes with every request)
  * and the call site (`callSite`: the endpoint, and the secrets no message may
- * show: the key and the credentials of `base_url`).
+ * show: the key and the credentials of `base_url`), and the provider settings
+ * (`ProviderSettings`: the config's provider tools and pass-through settings,
+ * `withExtraBody` merging `extra_body` into a body).
  *
- * Words: an *assembly* is the per-call accumulator of one provider's events.
+ * Words: an *assembly* is the per-call accumulator of one provider's events; a
+ * *hosted tool use* is one use of a tool the provider runs itself (web search,
+ * code execution).
  */
 import { Effect } from "effect"
 import type { LlmChunk, LlmReply } from "../../domain/llm.ts"
