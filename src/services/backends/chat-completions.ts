@@ -6,7 +6,9 @@
  * `tool_choice: "required"` (no tools at all when the request has none); tool results
  * go back as `role: tool` messages after the assistant message with its `tool_calls`.
  * `reasoning.effort` is sent as `reasoning_effort`, and `verbosity`, `top_p` and
- * `extra_body` pass through (provider tools are refused by `decodeConfig`). A server
+ * `extra_body` pass through (provider tools are refused by `decodeConfig`). Reasoning
+ * streamed as `reasoning_content` is the reply's opaque part and goes back on its
+ * assistant message (DeepSeek requires it beside tool calls). A server
  * that refuses a forced tool choice with a 400 naming it (Claude 5 models behind
  * OpenRouter do) is asked again at once with `"auto"`, and that backend says
  * `"auto"` from then on; a reply without a tool call is asked again like on any backend. Content
@@ -25,18 +27,35 @@ import { type Assembly, backendFields, callSite, clientUrl, fail, type SdkBacken
 type Params = OpenAI.Chat.ChatCompletionCreateParamsStreaming
 type Chunk = OpenAI.Chat.ChatCompletionChunk
 
+/**
+ * A reply's `reasoning_content`, kept as its opaque part: DeepSeek (and the servers
+ * that copy it) refuse a later call whose assistant message with tool calls lacks
+ * the reasoning that came with them. Reasoning sent as `reasoning` (OpenRouter,
+ * Groq) is not sent back: not every server takes that field in a message.
+ */
+interface ReasoningPart {
+  readonly reasoning_content: string
+}
+
+const isReasoningPart = (part: unknown): part is ReasoningPart =>
+  part !== null && typeof part === "object" && typeof (part as { reasoning_content?: unknown }).reasoning_content === "string"
+
 const toMessage = (m: LlmMessage): OpenAI.Chat.ChatCompletionMessageParam => {
   switch (m.role) {
     case "user":
       return { role: "user", content: m.content }
-    case "assistant":
-      return m.toolCalls !== undefined && m.toolCalls.length > 0
-        ? {
-            role: "assistant",
-            content: m.content === "" ? null : m.content,
-            tool_calls: m.toolCalls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: c.arguments } })),
-          }
-        : { role: "assistant", content: m.content }
+    case "assistant": {
+      const message: OpenAI.Chat.ChatCompletionAssistantMessageParam =
+        m.toolCalls !== undefined && m.toolCalls.length > 0
+          ? {
+              role: "assistant",
+              content: m.content === "" ? null : m.content,
+              tool_calls: m.toolCalls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: c.arguments } })),
+            }
+          : { role: "assistant", content: m.content }
+      const carried = (m.parts ?? []).find(isReasoningPart)
+      return carried === undefined ? message : { ...message, ...carried }
+    }
     case "tool":
       return { role: "tool", tool_call_id: m.toolCallId, content: m.content }
   }
@@ -104,6 +123,8 @@ export const chatAssembly = (): Assembly<Chunk> => {
   let reasoning = ""
   let finishReason: string | null = null
   let usage: OpenAI.CompletionUsage | null = null
+  /** Whether the reasoning came as `reasoning_content`, which goes back with the round's later calls. */
+  let reasoningContent = false
   const calls = new Map<number, PartialCall>()
 
   const slotFor = (index: number | undefined, callId: string | undefined): number => {
@@ -121,6 +142,7 @@ export const chatAssembly = (): Assembly<Chunk> => {
       const choice = chunk.choices?.[0]
       if (choice === undefined) return out
       const delta = (choice.delta ?? {}) as OpenAI.Chat.ChatCompletionChunk.Choice.Delta & { reasoning_content?: unknown; reasoning?: unknown }
+      if (typeof delta.reasoning_content === "string") reasoningContent = true
       const thought = typeof delta.reasoning_content === "string" ? delta.reasoning_content : delta.reasoning
       if (typeof thought === "string" && thought !== "") {
         reasoning += thought
@@ -151,6 +173,7 @@ export const chatAssembly = (): Assembly<Chunk> => {
           arguments: c.args,
         }))
       return {
+        ...(reasoningContent ? { parts: [{ reasoning_content: reasoning } satisfies ReasoningPart] } : {}),
         text,
         reasoning,
         toolCalls,
