@@ -133,6 +133,27 @@ describe("anthropic: wire format", () => {
     expect(replyOf(await collect(b)).hostedToolUses).toBeUndefined()
   })
 
+  test("a paused turn (pause_turn) goes back as it came, and the call goes on to one reply holding both", async () => {
+    fake.enqueue(
+      "anthropic",
+      reply({ text: "Searching.", hosted: [{ tool: "web_search", query: "capital of France" }], paused: true, usage: { input: 100, output: 10 } }),
+      reply({ hosted: [{ tool: "web_search", query: "population of Paris" }], text: " Paris.", toolCalls: [{ name: "new_answer", args: { content: "Paris" } }], usage: { input: 150, output: 20 } }),
+    )
+    const chunks = await collect(backend({ provider: { webSearch: true } }))
+    const r = replyOf(chunks)
+    expect(chunks.filter((c) => c._tag === "text").map((c) => (c._tag === "text" ? c.text : ""))).toEqual(["Searching.", " Paris."])
+    expect(r.text).toBe("Searching. Paris.")
+    expect(r.toolCalls.map((c) => c.name)).toEqual(["new_answer"])
+    expect(r.hostedToolUses?.map((u) => u.detail)).toEqual(["capital of France", "population of Paris"])
+    expect(r.usage).toMatchObject({ inputTokens: 250, outputTokens: 30 })
+    expect(r.parts?.map((p) => (p as { type: string }).type)).toEqual(["server_tool_use", "web_search_tool_result", "server_tool_use", "web_search_tool_result"])
+    expect(fake.requests).toHaveLength(2)
+    const messages = fake.requests[1]?.body.messages
+    expect(messages).toHaveLength(2)
+    expect(messages[1].role).toBe("assistant")
+    expect(messages[1].content.map((b: { type: string }) => b.type)).toEqual(["server_tool_use", "web_search_tool_result", "text"])
+  })
+
   test("top_p, reasoning effort (as output_config.effort) and extra_body are sent", async () => {
     fake.enqueue("anthropic", reply({ text: "ok" }))
     const provider = { reasoningEffort: "high", reasoningSummary: "auto", topP: 0.8, extraBody: { thinking: { type: "enabled", budget_tokens: 2048 }, stream: false } }

@@ -47,6 +47,8 @@ export interface ReplySpec {
   readonly truncated?: boolean
   /** Responses and Anthropic only: provider-side tool uses, streamed before the text. */
   readonly hosted?: ReadonlyArray<FakeHostedUse>
+  /** Anthropic only: the turn stops with `pause_turn` (the server tools' loop paused). */
+  readonly paused?: boolean
   /** Responses only: send function-call arguments in deltas only, without the `*.done` events. */
   readonly deltasOnly?: boolean
 }
@@ -244,7 +246,7 @@ const anthropicFrames = (spec: ReplySpec): Array<string> => {
     block({ type: "tool_use", id: c.id, name: c.name, input: {} }, c.pieces.map((partial_json) => ({ type: "input_json_delta", partial_json })))
   }
   const cached = r.usage.cached ?? 0
-  const stop = r.truncated ? "max_tokens" : r.calls.length > 0 ? "tool_use" : "end_turn"
+  const stop = spec.paused ? "pause_turn" : r.truncated ? "max_tokens" : r.calls.length > 0 ? "tool_use" : "end_turn"
   return [
     ev("message_start", {
       message: {

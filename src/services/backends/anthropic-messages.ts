@@ -9,7 +9,10 @@
  * `tool_choice: {type: "auto"}` (none when the request has no tools of its own). `top_p`,
  * `reasoning.effort` (as `output_config.effort`) and `extra_body` pass through.
  * `server_tool_use` blocks are the reply's hosted tool uses; they and their result
- * blocks go back with the signed thinking as its opaque parts. Claude models that think by default
+ * blocks go back with the signed thinking as its opaque parts. A turn paused by the
+ * server tools' loop (`pause_turn`) is sent back as it came and continued within
+ * the same call (up to `MAX_PAUSE_CONTINUATIONS` times); the call's reply joins
+ * them. Claude models that think by default
  * (Sonnet 5 and later) answer a forced tool choice with a 400, and a reply
  * without a tool call is asked again like on any backend. `text_delta` becomes `text` chunks,
  * `thinking_delta` `reasoning` chunks; `input_json_delta` fragments are joined per
@@ -18,7 +21,8 @@
  */
 import Anthropic from "@anthropic-ai/sdk"
 import type { HostedToolUse, LlmChunk, LlmMessage, LlmReply, LlmRequest, TokenUsage } from "../../domain/llm.ts"
-import type { Backend } from "../backend.ts"
+import { Effect } from "effect"
+import type { Backend, OnChunk } from "../backend.ts"
 import { type Assembly, backendFields, callSite, clientUrl, fail, firstLine, type SdkBackendOptions, sdkCall, withExtraBody } from "./sdk-stream.ts"
 
 type Params = Anthropic.Messages.MessageCreateParamsStreaming
@@ -160,9 +164,12 @@ interface BlockState {
   id?: string
   name?: string
   input?: unknown
-  /** A server tool's result block, as it came: it goes back unchanged. */
+  /** A block that comes whole (a server tool's result), as it came: it goes back unchanged. */
   raw?: Block
 }
+
+/** The block types whose content streams in deltas; every other block comes whole at its start. */
+const STREAMED_BLOCKS: ReadonlySet<string> = new Set(["text", "thinking", "redacted_thinking", "tool_use", "server_tool_use"])
 
 interface UsageState {
   input: number | null
@@ -214,7 +221,7 @@ export const anthropicAssembly = (): Assembly<Event> => {
             out.push({ _tag: "text", text: cb.text })
           }
           if (cb.type === "tool_use" || cb.type === "server_tool_use") Object.assign(state, { id: cb.id, name: cb.name, input: cb.input })
-          if (cb.type.endsWith("_tool_result")) state.raw = cb as Block
+          if (!STREAMED_BLOCKS.has(cb.type)) state.raw = cb as Block
           if (cb.type === "thinking") Object.assign(state, { text: cb.thinking ?? "", signature: cb.signature ?? "" })
           if (cb.type === "redacted_thinking") state.data = cb.data
           blocks.set(event.index, state)
@@ -254,26 +261,26 @@ export const anthropicAssembly = (): Assembly<Event> => {
         .filter((b) => b.type === "tool_use")
         .map((b) => ({ id: b.id ?? "", name: b.name ?? "", arguments: b.json !== "" ? b.json : JSON.stringify(b.input ?? {}) }))
       const inputOf = (b: BlockState) => (b.json !== "" ? parseInput(b.json) : (b.input ?? {}))
-      const content = ordered.map((b) =>
-        b.type === "tool_use" || b.type === "server_tool_use"
-          ? { type: b.type, id: b.id, name: b.name, input: inputOf(b) }
-          : b.type === "thinking"
-            ? { type: "thinking", thinking: b.text }
-            : (b.raw ?? { type: b.type, text: b.text }),
-      )
+      // The reply's blocks as they go back to the API: thinking signed, server tools' uses and results as they came.
+      const content = ordered.map((b): Block => {
+        switch (b.type) {
+          case "text":
+            return { type: "text", text: b.text }
+          case "thinking":
+            return { type: "thinking", thinking: b.text, signature: b.signature ?? "" }
+          case "redacted_thinking":
+            return { type: "redacted_thinking", data: b.data ?? "" }
+          case "tool_use":
+            return { type: "tool_use", id: b.id ?? "", name: b.name ?? "", input: inputOf(b) }
+          case "server_tool_use":
+            return { type: "server_tool_use", id: b.id ?? "", name: b.name as Anthropic.Messages.ServerToolUseBlockParam["name"], input: inputOf(b) }
+          default:
+            return b.raw as Block
+        }
+      })
       // Thinking must go back, signed and unchanged, with a later call that continues from this reply;
       // so do the server tools' uses and results, which the model reads on.
-      const parts = ordered.flatMap((b): Array<Block> =>
-        b.type === "thinking"
-          ? [{ type: "thinking", thinking: b.text, signature: b.signature ?? "" }]
-          : b.type === "redacted_thinking"
-            ? [{ type: "redacted_thinking", data: b.data ?? "" }]
-            : b.type === "server_tool_use"
-              ? [{ type: "server_tool_use", id: b.id ?? "", name: b.name as Anthropic.Messages.ServerToolUseBlockParam["name"], input: inputOf(b) }]
-              : b.raw !== undefined
-                ? [b.raw]
-                : [],
-      )
+      const parts = content.filter((block) => block.type !== "text" && block.type !== "tool_use")
       const hostedToolUses = ordered.flatMap((b): Array<HostedToolUse> =>
         b.type === "server_tool_use" ? [{ tool: b.name ?? "", detail: hostedDetail(b.name ?? "", inputOf(b)) }] : [],
       )
@@ -314,14 +321,60 @@ export const makeAnthropicMessagesBackend = (opts: SdkBackendOptions): Backend =
     logLevel: "off",
   })
   const site = callSite(opts)
+  const once = (request: LlmRequest, onChunk: OnChunk) =>
+    sdkCall({
+      open: (signal) => client.messages.create(anthropicParams(request, opts), { signal }),
+      assemble: anthropicAssembly,
+      site,
+      sdk: Anthropic,
+    })(onChunk)
   return {
     ...backendFields(opts),
     call: (request, onChunk) =>
-      sdkCall({
-        open: (signal) => client.messages.create(anthropicParams(request, opts), { signal }),
-        assemble: anthropicAssembly,
-        site,
-        sdk: Anthropic,
-      })(onChunk),
+      Effect.gen(function* () {
+        let reply = yield* once(request, onChunk)
+        // The paused turn goes back as it came, and the model goes on from there, in the same call.
+        const paused: Array<Block> = []
+        for (let n = 0; isPaused(reply) && n < MAX_PAUSE_CONTINUATIONS; n++) {
+          paused.push(...(reply.raw as { content: Array<Block> }).content)
+          const turn: LlmMessage = { role: "assistant", content: "", parts: [...paused] }
+          reply = joinReplies(reply, yield* once({ ...request, messages: [...request.messages, turn] }, onChunk))
+        }
+        return reply
+      }),
+  }
+}
+
+/**
+ * How many times one call continues a paused turn (`stop_reason: "pause_turn"`:
+ * the server tools' loop stopped before the model finished, and the API asks for
+ * the turn back to go on) before the reply is taken as it is.
+ */
+export const MAX_PAUSE_CONTINUATIONS = 5
+
+const isPaused = (reply: LlmReply): boolean => {
+  const raw = reply.raw as { stop_reason?: unknown } | Array<{ stop_reason?: unknown }>
+  return (Array.isArray(raw) ? raw[raw.length - 1] : raw)?.stop_reason === "pause_turn"
+}
+
+const sum = (a: number | null, b: number | null): number | null => (a === null ? b : b === null ? a : a + b)
+
+/** A paused turn's reply and its continuation's, as one reply: both were billed, and the later one says how it ended. */
+const joinReplies = (a: LlmReply, b: LlmReply): LlmReply => {
+  const hosted = [...(a.hostedToolUses ?? []), ...(b.hostedToolUses ?? [])]
+  return {
+    text: a.text + b.text,
+    reasoning: a.reasoning + b.reasoning,
+    toolCalls: [...a.toolCalls, ...b.toolCalls],
+    usage: {
+      inputTokens: sum(a.usage.inputTokens, b.usage.inputTokens),
+      cachedInputTokens: sum(a.usage.cachedInputTokens, b.usage.cachedInputTokens),
+      outputTokens: sum(a.usage.outputTokens, b.usage.outputTokens),
+      reasoningTokens: sum(a.usage.reasoningTokens, b.usage.reasoningTokens),
+    },
+    truncated: b.truncated,
+    raw: [...(Array.isArray(a.raw) ? a.raw : [a.raw]), b.raw],
+    parts: [...(a.parts ?? []), ...(b.parts ?? [])],
+    ...(hosted.length > 0 ? { hostedToolUses: hosted } : {}),
   }
 }
