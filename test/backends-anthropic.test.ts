@@ -186,19 +186,20 @@ describe("anthropic: wire format", () => {
   })
 })
 
-test("tool results lead their user message, even when a user text came between the tool calls and their results", () => {
+test("tool results lead their user message, even when a user text came between the tool calls and their results; an empty one says so", () => {
   const messages = toAnthropicMessages([
     { role: "user", content: "Q" },
     { role: "assistant", content: "", toolCalls: [{ id: "t1", name: "a", arguments: "{}" }, { id: "t2", name: "b", arguments: "{}" }] },
     { role: "tool", toolCallId: "t1", name: "a", content: "one" },
     { role: "user", content: "New answers arrived." },
-    { role: "tool", toolCallId: "t2", name: "b", content: "two" },
+    { role: "tool", toolCallId: "t2", name: "b", content: "" },
   ])
   expect(messages[2]).toEqual({
     role: "user",
     content: [
       { type: "tool_result", tool_use_id: "t1", content: "one" },
-      { type: "tool_result", tool_use_id: "t2", content: "two" },
+      // The API refuses an empty result.
+      { type: "tool_result", tool_use_id: "t2", content: "(no output)" },
       { type: "text", text: "New answers arrived." },
     ],
   })

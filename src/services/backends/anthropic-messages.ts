@@ -37,6 +37,9 @@ type Block = Anthropic.Messages.ContentBlockParam
  */
 export const DEFAULT_ANTHROPIC_MAX_TOKENS = 32_000
 
+/** What an empty tool result is sent as. */
+export const EMPTY_RESULT = "(no output)"
+
 const parseInput = (args: string): unknown => {
   try {
     const value: unknown = JSON.parse(args)
@@ -60,7 +63,8 @@ const toTurn = (m: LlmMessage): { role: "user" | "assistant"; blocks: Array<Bloc
         ],
       }
     case "tool":
-      return { role: "user", blocks: [{ type: "tool_result", tool_use_id: m.toolCallId, content: m.content }] }
+      // The API refuses an empty result ("content field is empty").
+      return { role: "user", blocks: [{ type: "tool_result", tool_use_id: m.toolCallId, content: m.content === "" ? EMPTY_RESULT : m.content }] }
   }
 }
 
