@@ -133,6 +133,25 @@ describe("chat: wire format", () => {
     expect(r.parts).toBeUndefined()
   })
 
+  test("Gemini 3's signed tool calls (extra_content) go back signed, each on its own entry", async () => {
+    const signed = (id: string, name: string, args: string, signature: string) =>
+      chunk({ tool_calls: [{ id, type: "function", function: { name, arguments: args }, extra_content: { google: { thought_signature: signature } } }] })
+    fake.enqueue(
+      "chat",
+      raw(sse(signed("g1", echoTool.name, '{"message":"hi"}', "sig-1"), signed("g2", sumTool.name, '{"a":2,"b":2}', "sig-2"), chunk({}, "tool_calls"), "[DONE]")),
+      reply({ text: "ok" }),
+    )
+    const b = backend()
+    const first = replyOf(await collect(b))
+    expect(first.toolCalls.map((c) => c.id)).toEqual(["g1", "g2"])
+    const results = first.toolCalls.map((c) => ({ role: "tool" as const, toolCallId: c.id, name: c.name, content: "done" }))
+    await collect(b, roundRequest([{ role: "user", content: "Q" }, { role: "assistant", content: "", toolCalls: first.toolCalls, parts: first.parts ?? [] }, ...results]))
+    expect(fake.requests[1]?.body.messages[2].tool_calls).toEqual([
+      { id: "g1", type: "function", function: { name: echoTool.name, arguments: '{"message":"hi"}' }, extra_content: { google: { thought_signature: "sig-1" } } },
+      { id: "g2", type: "function", function: { name: sumTool.name, arguments: '{"a":2,"b":2}' }, extra_content: { google: { thought_signature: "sig-2" } } },
+    ])
+  })
+
   test("tool-call fragments that never get a name give bad_reply", async () => {
     fake.enqueue("chat", raw(sse(chunk({ tool_calls: [{ index: 0, function: { arguments: "{}" } }] }), chunk({}, "tool_calls"), "[DONE]")))
     expect(await failureOf(backend())).toMatchObject({ reason: "bad_reply", retryable: true })

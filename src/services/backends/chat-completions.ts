@@ -8,7 +8,8 @@
  * `reasoning.effort` is sent as `reasoning_effort`, and `verbosity`, `top_p` and
  * `extra_body` pass through (provider tools are refused by `decodeConfig`). Reasoning
  * streamed as `reasoning_content` is the reply's opaque part and goes back on its
- * assistant message (DeepSeek requires it beside tool calls). A server
+ * assistant message (DeepSeek requires it beside tool calls), and so does a tool
+ * call's `extra_content` on its entry (Gemini 3's signature). A server
  * that refuses a forced tool choice with a 400 naming it (Claude 5 models behind
  * OpenRouter do) is asked again at once with `"auto"`, and that backend says
  * `"auto"` from then on; a reply without a tool call is asked again like on any backend. Content
@@ -28,32 +29,52 @@ type Params = OpenAI.Chat.ChatCompletionCreateParamsStreaming
 type Chunk = OpenAI.Chat.ChatCompletionChunk
 
 /**
- * A reply's `reasoning_content`, kept as its opaque part: DeepSeek (and the servers
- * that copy it) refuse a later call whose assistant message with tool calls lacks
- * the reasoning that came with them. Reasoning sent as `reasoning` (OpenRouter,
- * Groq) is not sent back: not every server takes that field in a message.
+ * What a reply must send back, kept as its opaque parts. Its `reasoning_content`:
+ * DeepSeek (and the servers that copy it) refuse a later call whose assistant
+ * message with tool calls lacks the reasoning that came with them; reasoning sent
+ * as `reasoning` (OpenRouter, Groq) is not sent back, as not every server takes
+ * that field in a message. And a tool call's `extra_content`: Gemini 3 signs its
+ * tool calls there (`google.thought_signature`) and refuses them back unsigned.
  */
 interface ReasoningPart {
   readonly reasoning_content: string
 }
 
+interface ToolCallExtraPart {
+  readonly tool_call_id: string
+  readonly extra_content: unknown
+}
+
 const isReasoningPart = (part: unknown): part is ReasoningPart =>
   part !== null && typeof part === "object" && typeof (part as { reasoning_content?: unknown }).reasoning_content === "string"
+
+const isToolCallExtraPart = (part: unknown): part is ToolCallExtraPart =>
+  part !== null && typeof part === "object" && typeof (part as { tool_call_id?: unknown }).tool_call_id === "string" && "extra_content" in part
 
 const toMessage = (m: LlmMessage): OpenAI.Chat.ChatCompletionMessageParam => {
   switch (m.role) {
     case "user":
       return { role: "user", content: m.content }
     case "assistant": {
+      const parts = m.parts ?? []
+      const extraOf = (id: string) => parts.find((p): p is ToolCallExtraPart => isToolCallExtraPart(p) && p.tool_call_id === id)
       const message: OpenAI.Chat.ChatCompletionAssistantMessageParam =
         m.toolCalls !== undefined && m.toolCalls.length > 0
           ? {
               role: "assistant",
               content: m.content === "" ? null : m.content,
-              tool_calls: m.toolCalls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: c.arguments } })),
+              tool_calls: m.toolCalls.map((c) => {
+                const extra = extraOf(c.id)
+                return {
+                  id: c.id,
+                  type: "function" as const,
+                  function: { name: c.name, arguments: c.arguments },
+                  ...(extra === undefined ? {} : { extra_content: extra.extra_content }),
+                }
+              }),
             }
           : { role: "assistant", content: m.content }
-      const carried = (m.parts ?? []).find(isReasoningPart)
+      const carried = parts.find(isReasoningPart)
       return carried === undefined ? message : { ...message, ...carried }
     }
     case "tool":
@@ -103,6 +124,7 @@ interface PartialCall {
   id: string | undefined
   name: string | undefined
   args: string
+  extra?: unknown
 }
 
 const toUsage = (u: OpenAI.CompletionUsage | null | undefined): TokenUsage =>
@@ -159,21 +181,29 @@ export const chatAssembly = (): Assembly<Chunk> => {
         if (tc.id) call.id = tc.id
         if (tc.function?.name) call.name = tc.function.name
         call.args += tc.function?.arguments ?? ""
+        const extra = (tc as { extra_content?: unknown }).extra_content
+        if (extra !== undefined && extra !== null) call.extra = extra
       }
       if (choice.finish_reason) finishReason = choice.finish_reason
       return out
     },
     finish: (): LlmReply => {
       if (finishReason === null) fail("stream_cut", "chat completion stream ended before a finish_reason")
-      const toolCalls = [...calls.entries()]
+      const entries = [...calls.entries()]
         .sort(([a], [b]) => a - b)
         .map(([index, c]) => ({
           id: c.id ?? `call_${index}`,
           name: c.name ?? fail("bad_reply", `tool call at index ${index} has arguments but no name`),
           arguments: c.args,
+          extra: c.extra,
         }))
+      const parts = [
+        ...(reasoningContent ? [{ reasoning_content: reasoning } satisfies ReasoningPart] : []),
+        ...entries.flatMap((c) => (c.extra === undefined ? [] : [{ tool_call_id: c.id, extra_content: c.extra } satisfies ToolCallExtraPart])),
+      ]
+      const toolCalls = entries.map(({ id, name, arguments: args }) => ({ id, name, arguments: args }))
       return {
-        ...(reasoningContent ? { parts: [{ reasoning_content: reasoning } satisfies ReasoningPart] } : {}),
+        ...(parts.length > 0 ? { parts } : {}),
         text,
         reasoning,
         toolCalls,
