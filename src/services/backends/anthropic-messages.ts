@@ -12,9 +12,9 @@
  * blocks go back with the signed thinking as its opaque parts. A turn paused by the
  * server tools' loop (`pause_turn`) is sent back as it came and continued within
  * the same call (up to `MAX_PAUSE_CONTINUATIONS` times); the call's reply joins
- * them. Claude models that think by default
- * (Sonnet 5 and later) answer a forced tool choice with a 400, and a reply
- * without a tool call is asked again like on any backend. `text_delta` becomes `text` chunks,
+ * them. Claude models that think by default (Sonnet 5 and later) answer a forced
+ * tool choice with a 400, and a reply without a tool call is asked again like on
+ * any backend. `text_delta` becomes `text` chunks,
  * `thinking_delta` `reasoning` chunks; `input_json_delta` fragments are joined per
  * content block. The terminal event is `message_stop`; without it the call is a
  * `stream_cut`. Input tokens are `input_tokens` plus both cache counts.

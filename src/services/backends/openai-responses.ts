@@ -9,9 +9,9 @@
  * turns on (`web_search`, `code_interpreter`) come first; `reasoning`, `text`,
  * `top_p` and `extra_body` pass through. Its `web_search_call` and
  * `code_interpreter_call` output items are the reply's hosted tool uses, and go
- * back with the reasoning items as its opaque parts. `response.output_text.delta` becomes `text` chunks and
- * `response.reasoning_summary_text.delta` / `response.reasoning_text.delta`
- * `reasoning` chunks. Function-call arguments are joined from their deltas, and the
+ * back with the reasoning items as its opaque parts. `response.output_text.delta`
+ * becomes `text` chunks and `response.reasoning_summary_text.delta` /
+ * `response.reasoning_text.delta` `reasoning` chunks. Function-call arguments are joined from their deltas, and the
  * `...arguments.done` / `output_item.done` events, when sent, give the final text.
  * The terminal event is `response.completed` or `response.incomplete`; a stream
  * without one is a `stream_cut`, and `response.failed` fails with the provider's code.
