@@ -692,3 +692,38 @@ describe.concurrent("replay of runs recorded through each real-backend protocol"
     }, 60_000)
   }
 })
+
+/** How each protocol's request carries the config's reasoning effort. */
+const EFFORT_SENT: Readonly<Record<Provider, string>> = {
+  openai: '"reasoning":{"effort":"high"}',
+  chatcompletion: '"reasoning_effort":"high"',
+  claude: '"output_config":{"effort":"high"}',
+}
+
+describe.concurrent("replay of runs with provider tools and settings", () => {
+  for (const provider of ["openai", "chatcompletion", "claude"] as const) {
+    test(`${provider}: every reply reasons and searches the web (where the protocol can); --check passes`, async () => {
+      const fake = await startFakeLlm({
+        respond: (req) => {
+          const behaviour = council(req)
+          return behaviour.kind === "reply"
+            ? reply({ ...behaviour.spec, reasoning: ["Weighing it."], hosted: [{ tool: "web_search", query: "2+2" }] })
+            : behaviour
+        },
+      })
+      try {
+        const hosted = provider === "chatcompletion" ? {} : { enable_web_search: true }
+        const settings = { ...hosted, reasoning: { effort: "high" }, top_p: 0.9, extra_body: { metadata: { run: "replay" } } }
+        const doc = providerDoc(fake, provider)
+        const { cwd, logDir } = await recordRun({ ...doc, agents: doc.agents.map((a) => ({ ...a, backend: { ...a.backend, ...settings } })) })
+        expect(fake.requests.every((r) => JSON.stringify(r.body).includes(EFFORT_SENT[provider]))).toBe(true)
+        const result = await replayCli(logDir, cwd, { FAKE_LLM_KEY: undefined })
+        expect({ code: result.exitCode, out: result.stdout, err: result.stderr }).toEqual({ code: 0, out: expect.stringContaining("SAME"), err: "" })
+        const logs = fs.readdirSync(nodePath.join(logDir, "llm_log")).map((f) => fs.readFileSync(nodePath.join(logDir, "llm_log", f), "utf8"))
+        expect(logs.some((l) => l.includes('"hostedToolUses"'))).toBe(provider !== "chatcompletion")
+      } finally {
+        fake.stop()
+      }
+    }, 60_000)
+  }
+})

@@ -20,6 +20,7 @@
  */
 import { Either, ParseResult, Schema } from "effect"
 import type { RunSettings } from "./events.ts"
+import { presetFor } from "./presets.ts"
 import { SafeName } from "./run-paths.ts"
 import { hasMaskedCredential, maskUrlCredentials } from "./safe-url.ts"
 
@@ -98,6 +99,55 @@ export const ScriptStep = Schema.Union(
 })
 export type ScriptStep = typeof ScriptStep.Type
 
+// Provider-side tools and pass-through settings (docs/backends.md, "Provider tools and settings").
+// `enable_code_interpreter` (MassGen's key for openai) and `enable_code_execution` (for claude) are one switch.
+export const REASONING_EFFORTS = ["none", "minimal", "low", "medium", "high", "xhigh", "max"] as const
+/** The effort levels Claude's `output_config.effort` takes. */
+export const CLAUDE_EFFORTS: ReadonlyArray<string> = ["low", "medium", "high", "xhigh", "max"]
+const ProviderFields = {
+  enable_web_search: opt(Schema.Boolean),
+  enable_code_interpreter: opt(Schema.Boolean),
+  enable_code_execution: opt(Schema.Boolean),
+  reasoning: opt(
+    Schema.Struct({
+      effort: opt(oneOf(...REASONING_EFFORTS)),
+      summary: opt(oneOf("auto", "concise", "detailed")),
+    }).annotations({ identifier: "a reasoning mapping {effort, summary}" }),
+  ),
+  text: opt(Schema.Struct({ verbosity: opt(oneOf("low", "medium", "high")) }).annotations({ identifier: "a text mapping {verbosity}" })),
+  top_p: opt(FiniteNumber.pipe(Schema.between(0, 1, { message: (issue) => `Expected a number from 0 to 1${found(issue)}` }))),
+  extra_body: opt(Schema.Record({ key: Schema.String, value: Schema.Unknown }).annotations({ identifier: "a mapping" })),
+}
+
+/** An agent's provider tools and settings its protocol cannot honour, as problems naming the agent and the key. */
+const providerProblems = (agent: Agent, i: number): ReadonlyArray<ConfigProblem> => {
+  const b = agent.backend
+  if (b.type === "scripted") return []
+  const family = presetFor(b.type).family
+  const at = (key: string) => `agents[${i}].backend.${key}`
+  const problems: Array<ConfigProblem> = []
+  if (family === "chat") {
+    const tools: ReadonlyArray<readonly [string, boolean | undefined, string]> = [
+      ["enable_web_search", b.enable_web_search, "web search"],
+      ["enable_code_interpreter", b.enable_code_interpreter, "code execution"],
+      ["enable_code_execution", b.enable_code_execution, "code execution"],
+    ]
+    for (const [key, on, what] of tools) {
+      if (on === true) {
+        problems.push({
+          path: at(key),
+          message: `agent ${agent.id}: type ${b.type} speaks Chat Completions, which has no provider-side ${what}: remove ${key}, or use type openai or claude`,
+        })
+      }
+    }
+  }
+  const effort = b.reasoning?.effort
+  if (family === "anthropic" && effort !== undefined && !CLAUDE_EFFORTS.includes(effort)) {
+    problems.push({ path: at("reasoning.effort"), message: `agent ${agent.id}: type claude takes an effort of ${CLAUDE_EFFORTS.join(", ")}, found ${JSON.stringify(effort)}` })
+  }
+  return problems
+}
+
 export const BackendConfig = Schema.Struct({
   type: oneOf(...BACKEND_TYPES),
   model: opt(Schema.String),
@@ -107,6 +157,7 @@ export const BackendConfig = Schema.Struct({
   max_tokens: opt(PositiveInt),
   max_retries: opt(NonNegativeInt),
   call_timeout_seconds: opt(PositiveNumber),
+  ...ProviderFields,
   // scripted backend
   answer: opt(Schema.String),
   vote: opt(Schema.String.pipe(Schema.pattern(/^agent\d+$/, { message: () => "Expected agentN" }))),
@@ -344,6 +395,7 @@ export const decodeConfig = (
         message: `Expected agent1..agent${agents.length}, found ${JSON.stringify(vote)}`,
       })
     }
+    problems.push(...providerProblems(agent, i))
     if (agent.backend.type === "chatcompletion" && agent.backend.base_url === undefined) {
       problems.push({ path: `agents[${i}].backend.base_url`, message: "Expected a base_url for type chatcompletion, found none" })
     }

@@ -5,7 +5,9 @@
  * other type an SDK backend of its preset's family (`responses`, `chat`,
  * `anthropic`) with the config's `base_url` over the preset's, the config's `model`
  * over the preset's default, and the key from `resolveApiKey`; a key that is
- * needed and missing is a `MissingKeyError`. Nothing is sent until `call` runs.
+ * needed and missing is a `MissingKeyError`. The provider tools and pass-through
+ * settings (`enable_web_search`, `reasoning`, `extra_body`, ...) go to the backend as
+ * `provider`, each protocol sending them its own way. Nothing is sent until `call` runs.
  * A family's module, and with it its provider's SDK, is imported only when an
  * agent of that family is made: a run of scripted agents loads no SDK.
  */
@@ -40,6 +42,15 @@ export const makeBackend = (agent: Agent, env: Env): Effect.Effect<Backend, Miss
       maxTokens: b.max_tokens,
       maxRetries: b.max_retries,
       callTimeoutSeconds: b.call_timeout_seconds,
+      provider: {
+        webSearch: b.enable_web_search,
+        codeExecution: b.enable_code_interpreter === true || b.enable_code_execution === true,
+        reasoningEffort: b.reasoning?.effort,
+        reasoningSummary: b.reasoning?.summary,
+        verbosity: b.text?.verbosity,
+        topP: b.top_p,
+        extraBody: b.extra_body,
+      },
     }
     return Effect.map(Effect.promise(BUILDERS[preset.family]), (build) => build(opts))
   })

@@ -10,11 +10,11 @@
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test"
 import { Deferred, Effect, Exit, Fiber } from "effect"
-import type { LlmChunk, LlmReply, LlmRequest } from "../../src/domain/llm.ts"
+import type { LlmChunk, LlmMessage, LlmReply, LlmRequest } from "../../src/domain/llm.ts"
 import type { Backend, BackendError } from "../../src/services/backend.ts"
-import type { SdkBackendOptions } from "../../src/services/backends/sdk-stream.ts"
-import { cut, type FakeLlm, hang, type Protocol, rateLimited, raw, reply, startFakeLlm, stall, status } from "./fake-llm.ts"
-import { roundRequest } from "./llm-requests.ts"
+import type { ProviderSettings, SdkBackendOptions } from "../../src/services/backends/sdk-stream.ts"
+import { cut, type FakeLlm, hang, type Protocol, rateLimited, raw, reply, startFakeLlm, stall, status, toolCall } from "./fake-llm.ts"
+import { echoTool, presentationRequest, roundRequest, sumTool, toolRoundRequest } from "./llm-requests.ts"
 
 export const TEST_KEY = "sk-test-0123456789abcdefSECRET"
 
@@ -40,6 +40,79 @@ export const failureOf = async (backend: Backend, request: LlmRequest = roundReq
   expect(error.detail).not.toContain(TEST_KEY)
   expect(error.message).not.toMatch(/Bearer\s+sk-/)
   return error
+}
+
+/** What `parallelToolStep` saw: both replies, and the body of the second request as the server received it. */
+export interface ToolStep {
+  readonly first: LlmReply
+  readonly second: LlmReply
+  readonly sent: any
+}
+
+/**
+ * A round's tool step, as the tool loop runs it: the first reply (after some
+ * reasoning) calls two agent tools at once, their arguments split across chunks;
+ * the transcript then holds that reply, with its opaque parts, and both results,
+ * and the second call answers with `new_answer`.
+ */
+export const parallelToolStep = async (backend: Backend, fake: FakeLlm, protocol: Protocol): Promise<ToolStep> => {
+  fake.enqueue(
+    protocol,
+    reply({
+      reasoning: ["Two lookups ", "at once."],
+      toolCalls: [
+        { name: echoTool.name, args: { message: "hi" }, chunks: 3 },
+        { name: sumTool.name, args: { a: 2, b: 2 }, chunks: 4 },
+      ],
+    }),
+    toolCall("new_answer", { content: "4" }),
+  )
+  const question: LlmMessage = { role: "user", content: "What is 2+2?" }
+  const first = replyOf(await collect(backend, toolRoundRequest([question])))
+  const results: ReadonlyArray<LlmMessage> = first.toolCalls.map((c) => ({
+    role: "tool",
+    toolCallId: c.id,
+    name: c.name,
+    content: c.name === echoTool.name ? "Echo: hi" : "4",
+  }))
+  const transcript: ReadonlyArray<LlmMessage> = [
+    question,
+    { role: "assistant", content: first.text, toolCalls: first.toolCalls, ...(first.parts === undefined ? {} : { parts: first.parts }) },
+    ...results,
+  ]
+  const second = replyOf(await collect(backend, toolRoundRequest(transcript)))
+  return { first, second, sent: fake.requests[1]?.body }
+}
+
+/** The requests of a round and of a presentation made by a backend whose config turns both provider tools on. */
+export const hostedToolRequests = async (make: (provider: ProviderSettings) => Backend, fake: FakeLlm, protocol: Protocol) => {
+  fake.enqueue(protocol, reply({ text: "ok" }), reply({ text: "final" }))
+  const backend = make({ webSearch: true, codeExecution: true })
+  await collect(backend)
+  await collect(backend, presentationRequest())
+  const [round, presentation] = fake.requests
+  return { round: round!, presentation: presentation! }
+}
+
+/**
+ * A reply that searched the web and ran code (provider tools) before it answered,
+ * and the body of the round's next call, which carries that reply back.
+ */
+export const hostedToolStep = async (backend: Backend, fake: FakeLlm, protocol: Protocol, reasoning: ReadonlyArray<string> = []) => {
+  fake.enqueue(
+    protocol,
+    reply({
+      reasoning,
+      hosted: [{ tool: "web_search", query: "capital of France" }, { tool: "code", code: "python3 -c 'print(2+2)'\necho done" }],
+      text: "Paris",
+      toolCalls: [{ name: "new_answer", args: { content: "Paris" } }],
+    }),
+    reply({ text: "ok" }),
+  )
+  const first = replyOf(await collect(backend))
+  const assistant: LlmMessage = { role: "assistant", content: first.text, toolCalls: first.toolCalls, parts: first.parts ?? [] }
+  await collect(backend, roundRequest([{ role: "user", content: "Q" }, assistant]))
+  return { first, sent: fake.requests[1]?.body }
 }
 
 const BAD_SSE: Readonly<Record<Protocol, string>> = {
@@ -83,6 +156,18 @@ export const backendSuite = (protocol: Protocol, make: (opts: SdkBackendOptions)
       expect(r.toolCalls.every((c) => c.id.length > 0)).toBe(true)
       expect(new Set(r.toolCalls.map((c) => c.id)).size).toBe(2)
       expect(r.truncated).toBe(false)
+    })
+
+    test("a reply calling two agent tools at once is read whole, and the next call, given both results, answers", async () => {
+      const step = await parallelToolStep(backend(), fake, protocol)
+      expect(step.first.toolCalls.map((c) => [c.name, JSON.parse(c.arguments)])).toEqual([
+        [echoTool.name, { message: "hi" }],
+        [sumTool.name, { a: 2, b: 2 }],
+      ])
+      expect(new Set(step.first.toolCalls.map((c) => c.id)).size).toBe(2)
+      expect(step.first.reasoning).toBe("Two lookups at once.")
+      expect(step.second.toolCalls.map((c) => [c.name, c.arguments])).toEqual([["new_answer", '{"content":"4"}']])
+      expect(fake.requests).toHaveLength(2)
     })
 
     test("usage from the end of the stream is reported", async () => {

@@ -6,7 +6,11 @@
  * ending in a usage chunk and `[DONE]`; Responses events from `response.created`
  * to `response.completed` (or `response.incomplete`); Anthropic events from
  * `message_start` to `message_stop`. Tool-call arguments are split into `chunks`
- * pieces. Used by `fake-llm.ts`; cutting a stream short is slicing this list.
+ * pieces. Provider-side tool uses (`hosted`: a web search, code run by the
+ * provider) come before the text, as the Responses API streams its
+ * `web_search_call`/`code_interpreter_call` items and the Messages API its
+ * `server_tool_use` blocks and their results (shapes from the providers' API
+ * references). Used by `fake-llm.ts`; cutting a stream short is slicing this list.
  *
  * Words: a *frame* is one SSE event including its blank-line terminator.
  */
@@ -21,6 +25,9 @@ export interface FakeToolCall {
   readonly chunks?: number
   readonly id?: string
 }
+
+/** A provider-side tool use: a web search for `query`, or `code` run by the provider. */
+export type FakeHostedUse = { readonly tool: "web_search"; readonly query: string } | { readonly tool: "code"; readonly code: string }
 
 export interface FakeUsage {
   /** All input tokens, cached ones included. */
@@ -38,6 +45,10 @@ export interface ReplySpec {
   readonly toolCalls?: ReadonlyArray<FakeToolCall>
   readonly usage?: FakeUsage
   readonly truncated?: boolean
+  /** Responses and Anthropic only: provider-side tool uses, streamed before the text. */
+  readonly hosted?: ReadonlyArray<FakeHostedUse>
+  /** Anthropic only: the turn stops with `pause_turn` (the server tools' loop paused). */
+  readonly paused?: boolean
   /** Responses only: send function-call arguments in deltas only, without the `*.done` events. */
   readonly deltasOnly?: boolean
 }
@@ -119,6 +130,35 @@ const responsesFrames = (spec: ReplySpec): Array<string> => {
       frames: () => r.reasoning.map((delta) => ev("response.reasoning_summary_text.delta", { item_id: "rs_1", output_index: 0, summary_index: 0, delta })),
     })
   }
+  ;(spec.hosted ?? []).forEach((use, i) => {
+    const index = items.length
+    if (use.tool === "web_search") {
+      const item = (status: string) => ({ type: "web_search_call", id: `ws_${i}`, status, action: { type: "search", ...(status === "completed" ? { query: use.query } : {}) } })
+      items.push({
+        item: item("completed"),
+        frames: () => [
+          ev("response.output_item.added", { output_index: index, item: item("in_progress") }),
+          ...["in_progress", "searching", "completed"].map((phase) => ev(`response.web_search_call.${phase}`, { item_id: `ws_${i}`, output_index: index })),
+          ev("response.output_item.done", { output_index: index, item: item("completed") }),
+        ],
+      })
+    } else {
+      const item = (status: string, code: string) => ({ type: "code_interpreter_call", id: `ci_${i}`, status, code, container_id: "cntr_1", outputs: null })
+      const id = { item_id: `ci_${i}`, output_index: index }
+      items.push({
+        item: item("completed", use.code),
+        frames: () => [
+          ev("response.output_item.added", { output_index: index, item: item("in_progress", "") }),
+          ev("response.code_interpreter_call.in_progress", id),
+          ev("response.code_interpreter_call_code.delta", { ...id, delta: use.code }),
+          ev("response.code_interpreter_call_code.done", { ...id, code: use.code }),
+          ev("response.code_interpreter_call.interpreting", id),
+          ev("response.code_interpreter_call.completed", id),
+          ev("response.output_item.done", { output_index: index, item: item("completed", use.code) }),
+        ],
+      })
+    }
+  })
   if (r.text.length > 0) {
     const text = r.text.join("")
     const index = items.length
@@ -186,12 +226,27 @@ const anthropicFrames = (spec: ReplySpec): Array<string> => {
       { type: "signature_delta", signature: "sig" },
     ])
   }
+  ;(spec.hosted ?? []).forEach((use, i) => {
+    const id = `srvtoolu_${i + 1}`
+    const [name, input] = use.tool === "web_search" ? ["web_search", { query: use.query }] : ["bash_code_execution", { command: use.code }]
+    block({ type: "server_tool_use", id, name, input: {} }, [{ type: "input_json_delta", partial_json: JSON.stringify(input) }])
+    block(
+      use.tool === "web_search"
+        ? {
+            type: "web_search_tool_result",
+            tool_use_id: id,
+            content: [{ type: "web_search_result", url: "https://example.com/", title: "Example", encrypted_content: "enc", page_age: null }],
+          }
+        : { type: "bash_code_execution_tool_result", tool_use_id: id, content: { type: "bash_code_execution_result", stdout: "4\n", stderr: "", return_code: 0, content: [] } },
+      [],
+    )
+  })
   if (r.text.length > 0) block({ type: "text", text: "" }, r.text.map((text) => ({ type: "text_delta", text })))
   for (const c of r.calls) {
     block({ type: "tool_use", id: c.id, name: c.name, input: {} }, c.pieces.map((partial_json) => ({ type: "input_json_delta", partial_json })))
   }
   const cached = r.usage.cached ?? 0
-  const stop = r.truncated ? "max_tokens" : r.calls.length > 0 ? "tool_use" : "end_turn"
+  const stop = spec.paused ? "pause_turn" : r.truncated ? "max_tokens" : r.calls.length > 0 ? "tool_use" : "end_turn"
   return [
     ev("message_start", {
       message: {

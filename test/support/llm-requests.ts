@@ -50,3 +50,22 @@ export const followUpMessages: ReadonlyArray<LlmMessage> = [
   { role: "tool", toolCallId: "call_9", name: "new_answer", content: "recorded" },
   { role: "user", content: "Now vote." },
 ]
+
+/** Agent tools as MCP servers name them (`mcp__<server>__<tool>`, with `-` and `__` in names). */
+export const echoTool: ToolSpec = {
+  name: "mcp__everything__echo",
+  description: "Echoes back the input",
+  parameters: { type: "object", properties: { message: { type: "string" } }, required: ["message"] },
+}
+
+export const sumTool: ToolSpec = {
+  name: "mcp__everything__get-sum",
+  description: "Returns the sum of two numbers",
+  parameters: { type: "object", properties: { a: { type: "number" }, b: { type: "number" } }, required: ["a", "b"] },
+}
+
+/** A round offering the workflow tools and two agent tools. */
+export const toolRoundRequest = (messages: ReadonlyArray<LlmMessage> = [{ role: "user", content: "What is 2+2?" }]): LlmRequest => ({
+  ...roundRequest(messages),
+  tools: [newAnswerTool, voteTool, echoTool, sumTool],
+})

@@ -2,8 +2,14 @@
  * The Chat Completions backend: type `chatcompletion` and the OpenAI-compatible presets.
  *
  * `makeChatCompletionsBackend(opts)` streams `POST {baseURL}/chat/completions` with
- * `stream_options.include_usage`, offering the workflow tools as `function` tools with
- * `tool_choice: "required"` (no tools at all when the request has none). A server
+ * `stream_options.include_usage`, offering the request's tools as `function` tools with
+ * `tool_choice: "required"` (no tools at all when the request has none); tool results
+ * go back as `role: tool` messages after the assistant message with its `tool_calls`.
+ * `reasoning.effort` is sent as `reasoning_effort`, and `verbosity`, `top_p` and
+ * `extra_body` pass through (provider tools are refused by `decodeConfig`). Reasoning
+ * streamed as `reasoning_content` is the reply's opaque part and goes back on its
+ * assistant message (DeepSeek requires it beside tool calls), and so does a tool
+ * call's `extra_content` on its entry (Gemini 3's signature). A server
  * that refuses a forced tool choice with a 400 naming it (Claude 5 models behind
  * OpenRouter do) is asked again at once with `"auto"`, and that backend says
  * `"auto"` from then on; a reply without a tool call is asked again like on any backend. Content
@@ -17,54 +23,108 @@ import type { LlmChunk, LlmMessage, LlmReply, LlmRequest, TokenUsage } from "../
 import { noUsage } from "../../domain/llm.ts"
 import { Effect } from "effect"
 import type { Backend, BackendError, OnChunk } from "../backend.ts"
-import { type Assembly, backendFields, callSite, clientUrl, fail, type SdkBackendOptions, sdkCall } from "./sdk-stream.ts"
+import { type Assembly, backendFields, callSite, clientUrl, fail, type SdkBackendOptions, sdkCall, withExtraBody } from "./sdk-stream.ts"
 
 type Params = OpenAI.Chat.ChatCompletionCreateParamsStreaming
 type Chunk = OpenAI.Chat.ChatCompletionChunk
+
+/**
+ * What a reply must send back, kept as its opaque parts. Its `reasoning_content`:
+ * DeepSeek (and the servers that copy it) refuse a later call whose assistant
+ * message with tool calls lacks the reasoning that came with them; reasoning sent
+ * as `reasoning` (OpenRouter, Groq) is not sent back, as not every server takes
+ * that field in a message. And a tool call's `extra_content`: Gemini 3 signs its
+ * tool calls there (`google.thought_signature`) and refuses them back unsigned.
+ */
+interface ReasoningPart {
+  readonly reasoning_content: string
+}
+
+interface ToolCallExtraPart {
+  readonly tool_call_id: string
+  readonly extra_content: unknown
+}
+
+const isReasoningPart = (part: unknown): part is ReasoningPart =>
+  part !== null && typeof part === "object" && typeof (part as { reasoning_content?: unknown }).reasoning_content === "string"
+
+const isToolCallExtraPart = (part: unknown): part is ToolCallExtraPart =>
+  part !== null && typeof part === "object" && typeof (part as { tool_call_id?: unknown }).tool_call_id === "string" && "extra_content" in part
 
 const toMessage = (m: LlmMessage): OpenAI.Chat.ChatCompletionMessageParam => {
   switch (m.role) {
     case "user":
       return { role: "user", content: m.content }
-    case "assistant":
-      return m.toolCalls !== undefined && m.toolCalls.length > 0
-        ? {
-            role: "assistant",
-            content: m.content === "" ? null : m.content,
-            tool_calls: m.toolCalls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: c.arguments } })),
-          }
-        : { role: "assistant", content: m.content }
+    case "assistant": {
+      const parts = m.parts ?? []
+      const extraOf = (id: string) => parts.find((p): p is ToolCallExtraPart => isToolCallExtraPart(p) && p.tool_call_id === id)
+      const message: OpenAI.Chat.ChatCompletionAssistantMessageParam =
+        m.toolCalls !== undefined && m.toolCalls.length > 0
+          ? {
+              role: "assistant",
+              content: m.content === "" ? null : m.content,
+              tool_calls: m.toolCalls.map((c) => {
+                const extra = extraOf(c.id)
+                return {
+                  id: c.id,
+                  type: "function" as const,
+                  function: { name: c.name, arguments: c.arguments },
+                  ...(extra === undefined ? {} : { extra_content: extra.extra_content }),
+                }
+              }),
+            }
+          : { role: "assistant", content: m.content }
+      const carried = parts.find(isReasoningPart)
+      return carried === undefined ? message : { ...message, ...carried }
+    }
     case "tool":
       return { role: "tool", tool_call_id: m.toolCallId, content: m.content }
   }
 }
 
+/** The config's pass-through settings as Chat Completions names them; a reasoning summary has no Chat form. */
+const settings = (opts: SdkBackendOptions): Partial<Params> => {
+  const p = opts.provider
+  if (p === undefined) return {}
+  return {
+    ...(p.reasoningEffort === undefined ? {} : { reasoning_effort: p.reasoningEffort as OpenAI.ReasoningEffort }),
+    ...(p.verbosity === undefined ? {} : { verbosity: p.verbosity as "low" | "medium" | "high" }),
+    ...(p.topP === undefined ? {} : { top_p: p.topP }),
+  }
+}
+
 /** The request body for one call (without the transport options). */
-export const chatParams = (request: LlmRequest, opts: SdkBackendOptions, forceToolChoice = true): Params => ({
-  model: opts.model,
-  stream: true,
-  stream_options: { include_usage: true },
-  messages: [
-    ...(request.system === "" ? [] : [{ role: "system" as const, content: request.system }]),
-    ...request.messages.map(toMessage),
-  ],
-  ...(request.tools.length > 0
-    ? {
-        tools: request.tools.map((t) => ({
-          type: "function" as const,
-          function: { name: t.name, description: t.description, parameters: { ...t.parameters } },
-        })),
-        tool_choice: forceToolChoice ? ("required" as const) : ("auto" as const),
-      }
-    : {}),
-  ...(opts.temperature !== undefined ? { temperature: opts.temperature } : {}),
-  ...(opts.maxTokens !== undefined ? { max_tokens: opts.maxTokens } : {}),
-})
+export const chatParams = (request: LlmRequest, opts: SdkBackendOptions, forceToolChoice = true): Params =>
+  withExtraBody(
+    {
+      model: opts.model,
+      stream: true,
+      stream_options: { include_usage: true },
+      messages: [
+        ...(request.system === "" ? [] : [{ role: "system" as const, content: request.system }]),
+        ...request.messages.map(toMessage),
+      ],
+      ...(request.tools.length > 0
+        ? {
+            tools: request.tools.map((t) => ({
+              type: "function" as const,
+              function: { name: t.name, description: t.description, parameters: { ...t.parameters } },
+            })),
+            tool_choice: forceToolChoice ? ("required" as const) : ("auto" as const),
+          }
+        : {}),
+      ...(opts.temperature !== undefined ? { temperature: opts.temperature } : {}),
+      ...(opts.maxTokens !== undefined ? { max_tokens: opts.maxTokens } : {}),
+      ...settings(opts),
+    },
+    opts,
+  )
 
 interface PartialCall {
   id: string | undefined
   name: string | undefined
   args: string
+  extra?: unknown
 }
 
 const toUsage = (u: OpenAI.CompletionUsage | null | undefined): TokenUsage =>
@@ -85,6 +145,8 @@ export const chatAssembly = (): Assembly<Chunk> => {
   let reasoning = ""
   let finishReason: string | null = null
   let usage: OpenAI.CompletionUsage | null = null
+  /** Whether the reasoning came as `reasoning_content`, which goes back with the round's later calls. */
+  let reasoningContent = false
   const calls = new Map<number, PartialCall>()
 
   const slotFor = (index: number | undefined, callId: string | undefined): number => {
@@ -102,6 +164,7 @@ export const chatAssembly = (): Assembly<Chunk> => {
       const choice = chunk.choices?.[0]
       if (choice === undefined) return out
       const delta = (choice.delta ?? {}) as OpenAI.Chat.ChatCompletionChunk.Choice.Delta & { reasoning_content?: unknown; reasoning?: unknown }
+      if (typeof delta.reasoning_content === "string") reasoningContent = true
       const thought = typeof delta.reasoning_content === "string" ? delta.reasoning_content : delta.reasoning
       if (typeof thought === "string" && thought !== "") {
         reasoning += thought
@@ -118,20 +181,29 @@ export const chatAssembly = (): Assembly<Chunk> => {
         if (tc.id) call.id = tc.id
         if (tc.function?.name) call.name = tc.function.name
         call.args += tc.function?.arguments ?? ""
+        const extra = (tc as { extra_content?: unknown }).extra_content
+        if (extra !== undefined && extra !== null) call.extra = extra
       }
       if (choice.finish_reason) finishReason = choice.finish_reason
       return out
     },
     finish: (): LlmReply => {
       if (finishReason === null) fail("stream_cut", "chat completion stream ended before a finish_reason")
-      const toolCalls = [...calls.entries()]
+      const entries = [...calls.entries()]
         .sort(([a], [b]) => a - b)
         .map(([index, c]) => ({
           id: c.id ?? `call_${index}`,
           name: c.name ?? fail("bad_reply", `tool call at index ${index} has arguments but no name`),
           arguments: c.args,
+          extra: c.extra,
         }))
+      const parts = [
+        ...(reasoningContent ? [{ reasoning_content: reasoning } satisfies ReasoningPart] : []),
+        ...entries.flatMap((c) => (c.extra === undefined ? [] : [{ tool_call_id: c.id, extra_content: c.extra } satisfies ToolCallExtraPart])),
+      ]
+      const toolCalls = entries.map(({ id, name, arguments: args }) => ({ id, name, arguments: args }))
       return {
+        ...(parts.length > 0 ? { parts } : {}),
         text,
         reasoning,
         toolCalls,

@@ -2,21 +2,26 @@
  * The OpenAI Responses backend: type `openai`.
  *
  * `makeOpenAiResponsesBackend(opts)` streams `POST {baseURL}/responses` with the
- * system prompt as `instructions`, the conversation as input items, and the workflow
- * tools as non-strict `function` tools with `tool_choice: "required"` (none when the
- * request has none). `response.output_text.delta` becomes `text` chunks and
- * `response.reasoning_summary_text.delta` / `response.reasoning_text.delta`
- * `reasoning` chunks. Function-call arguments are joined from their deltas, and the
+ * system prompt as `instructions`, the conversation as input items (tool results as
+ * `function_call_output` items after the reply's opaque parts and `function_call`
+ * items), and the request's tools as non-strict `function` tools with `tool_choice:
+ * "required"` (none when the request has none). The provider's own tools the config
+ * turns on (`web_search`, `code_interpreter`) come first; `reasoning`, `text`,
+ * `top_p` and `extra_body` pass through. Its `web_search_call` and
+ * `code_interpreter_call` output items are the reply's hosted tool uses, and go
+ * back with the reasoning items as its opaque parts. `response.output_text.delta`
+ * becomes `text` chunks and `response.reasoning_summary_text.delta` /
+ * `response.reasoning_text.delta` `reasoning` chunks. Function-call arguments are joined from their deltas, and the
  * `...arguments.done` / `output_item.done` events, when sent, give the final text.
  * The terminal event is `response.completed` or `response.incomplete`; a stream
  * without one is a `stream_cut`, and `response.failed` fails with the provider's code.
  */
 import OpenAI from "openai"
-import type { LlmChunk, LlmMessage, LlmReply, LlmRequest, TokenUsage } from "../../domain/llm.ts"
+import type { HostedToolUse, LlmChunk, LlmMessage, LlmReply, LlmRequest, TokenUsage } from "../../domain/llm.ts"
 import { noUsage } from "../../domain/llm.ts"
 import type { Backend } from "../backend.ts"
 import { openAiClient } from "./chat-completions.ts"
-import { type Assembly, backendFields, callSite, fail, type SdkBackendOptions, sdkCall } from "./sdk-stream.ts"
+import { type Assembly, backendFields, callSite, fail, firstLine, type SdkBackendOptions, sdkCall, withExtraBody } from "./sdk-stream.ts"
 
 type Params = OpenAI.Responses.ResponseCreateParamsStreaming
 type Event = OpenAI.Responses.ResponseStreamEvent
@@ -37,27 +42,54 @@ const toItems = (m: LlmMessage): Array<OpenAI.Responses.ResponseInputItem> => {
   }
 }
 
+/** The provider's own tools the config turns on, in the Responses tool format (as MassGen sends them). */
+const hostedTools = (opts: SdkBackendOptions): Array<OpenAI.Responses.Tool> => [
+  ...(opts.provider?.webSearch === true ? [{ type: "web_search" as const }] : []),
+  ...(opts.provider?.codeExecution === true ? [{ type: "code_interpreter" as const, container: { type: "auto" as const } }] : []),
+]
+
+/** `reasoning` and `text` as the config gives them; effort and summary are checked by `decodeConfig`. */
+const settings = (opts: SdkBackendOptions): Partial<Params> => {
+  const p = opts.provider
+  if (p === undefined) return {}
+  const reasoning = {
+    ...(p.reasoningEffort === undefined ? {} : { effort: p.reasoningEffort as OpenAI.ReasoningEffort }),
+    ...(p.reasoningSummary === undefined ? {} : { summary: p.reasoningSummary as "auto" | "concise" | "detailed" }),
+  }
+  return {
+    ...(Object.keys(reasoning).length === 0 ? {} : { reasoning }),
+    ...(p.verbosity === undefined ? {} : { text: { verbosity: p.verbosity as "low" | "medium" | "high" } }),
+    ...(p.topP === undefined ? {} : { top_p: p.topP }),
+  }
+}
+
 /** The request body for one call (without the transport options). */
-export const responsesParams = (request: LlmRequest, opts: SdkBackendOptions): Params => ({
-  model: opts.model,
-  stream: true,
-  ...(request.system === "" ? {} : { instructions: request.system }),
-  input: request.messages.flatMap(toItems),
-  ...(request.tools.length > 0
-    ? {
-        tools: request.tools.map((t) => ({
-          type: "function" as const,
-          name: t.name,
-          description: t.description,
-          parameters: { ...t.parameters },
-          strict: false,
-        })),
-        tool_choice: "required" as const,
-      }
-    : {}),
-  ...(opts.temperature !== undefined ? { temperature: opts.temperature } : {}),
-  ...(opts.maxTokens !== undefined ? { max_output_tokens: opts.maxTokens } : {}),
-})
+export const responsesParams = (request: LlmRequest, opts: SdkBackendOptions): Params => {
+  const tools = [
+    ...hostedTools(opts),
+    ...request.tools.map((t) => ({
+      type: "function" as const,
+      name: t.name,
+      description: t.description,
+      parameters: { ...t.parameters },
+      strict: false,
+    })),
+  ]
+  return withExtraBody(
+    {
+      model: opts.model,
+      stream: true,
+      ...(request.system === "" ? {} : { instructions: request.system }),
+      input: request.messages.flatMap(toItems),
+      ...(tools.length > 0 ? { tools } : {}),
+      ...(request.tools.length > 0 ? { tool_choice: "required" as const } : {}),
+      ...(opts.temperature !== undefined ? { temperature: opts.temperature } : {}),
+      ...(opts.maxTokens !== undefined ? { max_output_tokens: opts.maxTokens } : {}),
+      ...settings(opts),
+    },
+    opts,
+  )
+}
 
 interface PartialCall {
   id: string | undefined
@@ -74,6 +106,23 @@ const toUsage = (u: OpenAI.Responses.ResponseUsage | null | undefined): TokenUsa
         outputTokens: u.output_tokens ?? null,
         reasoningTokens: u.output_tokens_details?.reasoning_tokens ?? null,
       }
+
+/** A web search or code interpreter item of the output, as a hosted tool use; null for any other item. */
+const hostedUse = (item: Response["output"][number]): HostedToolUse | null => {
+  if (item.type === "code_interpreter_call") return { tool: "code_interpreter", detail: firstLine(item.code ?? "") }
+  if (item.type !== "web_search_call") return null
+  const action = item.action as Partial<{ type: string; query: string; queries: Array<string>; url: string | null; pattern: string }> | undefined
+  const detail =
+    action?.type === "open_page"
+      ? `open ${action.url ?? ""}`
+      : action?.type === "find_in_page"
+        ? `find ${JSON.stringify(action.pattern ?? "")} in ${action.url ?? ""}`
+        : (action?.queries ?? []).join("; ") || (action?.query ?? "")
+  return { tool: "web_search", detail: firstLine(detail) }
+}
+
+/** Output items a later call of the round must get back: reasoning, and the hosted tool calls that may follow it. */
+const OPAQUE_ITEMS: ReadonlySet<string> = new Set(["reasoning", "web_search_call", "code_interpreter_call"])
 
 const failed = (response: Response): never => {
   const code = response.error?.code ?? "unknown"
@@ -147,9 +196,12 @@ export const responsesAssembly = (): Assembly<Event> => {
           name: c.name ?? fail("bad_reply", `function call at output ${index} has arguments but no name`),
           arguments: c.args,
         }))
+      const output = response.output ?? []
+      const hostedToolUses = output.flatMap((item) => hostedUse(item) ?? [])
       return {
-        // Reasoning items go back with a later call that continues from this reply.
-        parts: (response.output ?? []).filter((item) => item.type === "reasoning"),
+        // Reasoning items (and the hosted tool calls after them) go back with a later call that continues from this reply.
+        parts: output.filter((item) => OPAQUE_ITEMS.has(item.type)),
+        ...(hostedToolUses.length > 0 ? { hostedToolUses } : {}),
         text: text === "" ? (response.output_text ?? "") : text,
         reasoning,
         toolCalls,

@@ -10,13 +10,18 @@
  * holds the options every SDK backend takes, and what each derives from them:
  * the client's URL (`clientUrl`: a query in `base_url` goes with every request)
  * and the call site (`callSite`: the endpoint, and the secrets no message may
- * show: the key and the credentials of `base_url`).
+ * show: the key and the credentials of `base_url`), and the provider settings
+ * (`ProviderSettings`: the config's provider tools and pass-through settings,
+ * `withExtraBody` merging `extra_body` into a body).
  *
- * Words: an *assembly* is the per-call accumulator of one provider's events.
+ * Words: an *assembly* is the per-call accumulator of one provider's events; a
+ * *hosted tool use* is one use of a tool the provider runs itself (web search,
+ * code execution).
  */
 import { Effect } from "effect"
 import type { LlmChunk, LlmReply } from "../../domain/llm.ts"
 import { endpointOf, urlSecrets } from "../../domain/safe-url.ts"
+import { truncate } from "../../domain/text.ts"
 import { type Backend, BackendError, type BackendErrorReason, type OnChunk } from "../backend.ts"
 import { type SdkErrors, toBackendError } from "./errors.ts"
 
@@ -30,7 +35,39 @@ export interface SdkBackendOptions {
   readonly maxTokens?: number | undefined
   readonly maxRetries?: number | undefined
   readonly callTimeoutSeconds?: number | null | undefined
+  /** The provider-side tools and pass-through settings of the config (`enable_web_search`, `reasoning`, ...). */
+  readonly provider?: ProviderSettings | undefined
 }
+
+/**
+ * What the config asks of the provider beyond the workflow: its own tools and
+ * settings each protocol sends in its own way. `decodeConfig` has already
+ * refused the ones a protocol cannot honour (provider tools on Chat Completions).
+ */
+export interface ProviderSettings {
+  readonly webSearch?: boolean | undefined
+  /** `enable_code_interpreter` or `enable_code_execution`: either turns on the provider's code tool. */
+  readonly codeExecution?: boolean | undefined
+  readonly reasoningEffort?: string | undefined
+  readonly reasoningSummary?: string | undefined
+  readonly verbosity?: string | undefined
+  readonly topP?: number | undefined
+  /** Merged into the request body last: its keys win over massgen's, but for `stream`. */
+  readonly extraBody?: Readonly<Record<string, unknown>> | undefined
+}
+
+/** Longer details of a hosted tool use are cut to this many characters. */
+const MAX_DETAIL_CHARS = 200
+
+/** The first line of `text`, cut at `MAX_DETAIL_CHARS`: what a hosted tool use shows of its query or code. */
+export const firstLine = (text: string): string => {
+  const line = text.trim().split("\n", 1)[0] ?? ""
+  return line.length > MAX_DETAIL_CHARS ? `${truncate(line, MAX_DETAIL_CHARS - 1)}…` : line
+}
+
+/** `params` with the config's `extra_body` merged in (the stream stays on: the reply is read as one). */
+export const withExtraBody = <P extends { readonly stream: true }>(params: P, opts: SdkBackendOptions): P =>
+  opts.provider?.extraBody === undefined ? params : { ...params, ...opts.provider.extraBody, stream: true }
 
 export const DEFAULT_MAX_RETRIES = 3
 export const DEFAULT_CALL_TIMEOUT_SECONDS = 300
