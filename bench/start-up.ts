@@ -4,6 +4,9 @@
  * interleaved so that other load on the machine falls on each alike):
  * - the floor: a compiled `console.log("x")` built with the flags of
  *   `bun run build` (package.json), what any compiled Bun program costs here;
+ * - the Effect floor: the same, importing `effect` and printing through
+ *   `Effect.runPromise`: what any program built on Effect costs (not a goal;
+ *   it says how much of the 5 × the run has left for its own work);
  * - `massgen --version` (goal: within 2 × the floor);
  * - a 3-agent zero-delay scripted run with `--automation`, the whole process
  *   with its log directory written (goal: within 5 × the floor); its events
@@ -23,14 +26,18 @@ const VERSION_GOAL = 2
 const RUN_GOAL = 5
 const TARGET_3_AGENTS_MS = 20
 
-/** The floor program, built with `bun run build`'s flags into `dir`. */
-const buildFloor = (dir: string): string => {
-  const source = join(dir, "hello.ts")
-  const binary = join(dir, "hello")
-  writeFileSync(source, 'console.log("x")\n')
+const FLOOR_SOURCE = 'console.log("x")\n'
+// Resolved from the repository, so the program finds `effect` wherever its temp directory is.
+const EFFECT_FLOOR_SOURCE = `const { Effect } = await import(${JSON.stringify(Bun.resolveSync("effect", import.meta.dir))})\nawait Effect.runPromise(Effect.sync(() => console.log("x")))\n`
+
+/** A program of `text`, built with `bun run build`'s flags into `dir` as `name`. */
+const buildFloor = (dir: string, name: string, text: string): string => {
+  const source = join(dir, `${name}.ts`)
+  const binary = join(dir, name)
+  writeFileSync(source, text)
   const [, ...args] = pkg.scripts.build.split(" ").map((word) => (word === "src/main.ts" ? source : word === "dist/massgen" ? binary : word))
   const built = Bun.spawnSync([process.execPath, ...args], { cwd: dir })
-  if (built.exitCode !== 0) throw new Error(`building the floor program failed: ${built.stderr.toString()}`)
+  if (built.exitCode !== 0) throw new Error(`building the ${name} program failed: ${built.stderr.toString()}`)
   return binary
 }
 
@@ -45,20 +52,24 @@ export const startUpBench = async (): Promise<void> => {
   const binary = await ensureBinary()
   const dir = mkdtempSync(join(tmpdir(), "massgen-bench-start-up-"))
   try {
-    const floorBinary = buildFloor(dir)
+    const floorBinary = buildFloor(dir, "hello", FLOOR_SOURCE)
+    const effectBinary = buildFloor(dir, "hello-effect", EFFECT_FLOOR_SOURCE)
     const config = join(dir, "team.yaml")
     const agent = (i: number) => `  - id: agent_${i}\n    backend: { type: scripted, answer: "Answer ${i}: four.", vote: agent1 }\n`
     writeFileSync(config, `agents:\n${[1, 2, 3].map(agent).join("")}`)
     const env = { ...process.env, MASSGEN_LOG_BASE_DIR: join(dir, "logs") }
     const floor: Array<number> = []
+    const effectFloor: Array<number> = []
     const version: Array<number> = []
     const whole: Array<number> = []
     const inRun: Array<number> = []
     // One of each first, not counted: the first start of a binary reads it from disk.
     timedProcess([floorBinary])
+    timedProcess([effectBinary])
     timedProcess([binary, "--version"])
     for (let i = 0; i < RUNS; i++) {
       floor.push(timedProcess([floorBinary]).ms)
+      effectFloor.push(timedProcess([effectBinary]).ms)
       version.push(timedProcess([binary, "--version"]).ms)
       const run = timedProcess([binary, "--automation", "--config", config, "What is 2+2?"], { env })
       whole.push(run.ms)
@@ -69,6 +80,7 @@ export const startUpBench = async (): Promise<void> => {
     }
     const floorMs = median(floor)
     line("floor: compiled console.log(\"x\"), same build flags: ms median / max", stats(floor))
+    line("Effect floor: the same importing effect, through Effect.runPromise: ms median / max, ratio", `${stats(effectFloor)}   ratio ${fmt(median(effectFloor) / floorMs)}`)
     ratioLine("massgen --version: ms median / max, ratio to the floor", version, floorMs, VERSION_GOAL)
     ratioLine("3 agents zero-delay, whole process: ms median / max, ratio to the floor", whole, floorMs, RUN_GOAL)
     targetLine("3 agents, the same runs, run_started -> run_finished: ms median / max", inRun, "ms", {

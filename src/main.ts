@@ -10,14 +10,17 @@
  * 4) instead of killing the process. The first signal resolves `stopSignal`
  * (`cli/program.ts` turns it into a clean stop); a second one exits at once
  * with 4, after the runs' forced-stop hooks (`services/forced-stop.ts`) have
- * left their log directories complete. stdout and stderr go quiet, not fatal, once their reader has gone
- * (`massgen ... | head -1`).
+ * left their log directories complete. Lines go out through `console.log` and
+ * `console.error`: they go quiet, not fatal, once their reader has gone
+ * (`massgen ... | head -1`), and a slow reader gets every line before exit.
  *
  * Start-up is lazy: `massgen --help` and `--version` print from `cli/help.ts`
- * alone (no parser, no Effect, no node streams: Bun takes about 7 ms to make
- * `process.stdout`), and the program (`cli/program.ts`) loads each command's
- * code only when it runs. `process.stdout` and `process.stderr` are made at
- * their first line.
+ * alone (no parser, no Effect), and the program (`cli/program.ts`) loads each
+ * command's code only when it runs. No node stream is made unless a command
+ * needs one (the terminal view, the viewer): Bun takes about as long to make
+ * `process.stdout` as to start a whole program, and Effect's logger module
+ * asks for it while it loads (to pick the colours of a logger massgen does not
+ * use), so the program is imported with `process.stdout` hidden from it.
  */
 process.umask(0o077)
 
@@ -39,25 +42,23 @@ const stopSignal = new Promise<string>((resolve) => {
   process.on("SIGTERM", on("SIGTERM"))
 })
 
-/** Lines to a standard stream, which is made at the first line; they go quiet, not fatal, once its reader has gone. */
-const quietly = (open: () => NodeJS.WriteStream) => {
-  let stream: NodeJS.WriteStream | null = null
-  let closed = false
-  return (line: string) => {
-    if (closed) return
-    if (stream === null) {
-      stream = open()
-      stream.on("error", () => {
-        closed = true
-      })
-    }
-    try {
-      stream.write(`${line}\n`)
-    } catch {
-      closed = true
-    }
+/**
+ * Imports `load()` with `process.stdout` reading as undefined, so that module
+ * code run meanwhile does not make the stream; everything else of `process` is
+ * as it was, and `process` itself again once the import is done.
+ */
+const withoutStdout = async <M>(load: () => Promise<M>): Promise<M> => {
+  const real = globalThis.process
+  globalThis.process = new Proxy(real, { get: (target, key) => (key === "stdout" ? undefined : Reflect.get(target, key)) })
+  try {
+    return await load()
+  } finally {
+    globalThis.process = real
   }
 }
+
+/** How long a command runs before the JIT is back to its normal policy. */
+const JIT_NORMAL_AFTER_MS = 1000
 
 const argv = process.argv.slice(2)
 const { HELP, VERSION, plainInvocation } = await import("./cli/help.ts")
@@ -67,6 +68,13 @@ if (plain !== null) {
   console.log("%s", plain === "help" ? HELP : `massgen ${VERSION}`)
   process.exit(0)
 }
-const { runProgram } = await import("./cli/program.ts")
-const code = await runProgram(argv, { stopSignal, print: quietly(() => process.stdout), printError: quietly(() => process.stderr) })
+// The binary starts with the JIT reluctant (`--compile-jit-policy` in package.json's build): most of a
+// short command's code runs once, and compiling it costs more than it saves. Past a second, the normal JIT.
+setTimeout(() => Bun.unsafe.setJITPolicy(1), JIT_NORMAL_AFTER_MS).unref()
+const { runProgram } = await withoutStdout(() => import("./cli/program.ts"))
+const code = await runProgram(argv, {
+  stopSignal,
+  print: (line) => console.log("%s", line),
+  printError: (line) => console.error("%s", line),
+})
 process.exit(code)

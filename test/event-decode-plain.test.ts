@@ -10,6 +10,10 @@
  * huge counters, unknown and missing types, other schemas, v1 lines, cut and
  * edited text); and on every line of the schema-1 fixtures.
  *
+ * `isEvent` and `isEventMeta`, which the event store checks every appended
+ * event with, say what `Schema.is(Event)` and `Schema.is(EventMeta)` say, on
+ * random events and meta and on those mutated.
+ *
  * A reader looks a line up among the lines it read only when its event is not
  * later than the last one read: `decodeLines` must skip exactly the lines the
  * plain rule (a set of every line read, checked first) skips, on random
@@ -18,7 +22,7 @@
 import { describe, expect, test } from "bun:test"
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
-import { Arbitrary, FastCheck as fc } from "effect"
+import { Arbitrary, FastCheck as fc, Schema } from "effect"
 import {
   type DecodedLine,
   decodeEventLine,
@@ -26,6 +30,8 @@ import {
   decodeLines,
   encodeEnvelopeLine,
   encodeEventLine,
+  isEvent,
+  isEventMeta,
   noSkips,
 } from "../src/domain/event-codec.ts"
 import { EVENT_TYPES, Event, EventMeta, SCHEMA_VERSION } from "../src/domain/events.ts"
@@ -177,6 +183,38 @@ describe("the plain decoders give what the Schema decoders give", () => {
     const deep = `{"schema":${SCHEMA_VERSION},"type":"call_end","time":"2026-01-01T00:00:00.000Z","call":1,"agent":"a","round":1,"role":"round","model":null,"seconds":0,"input_tokens":null,"cached_input_tokens":null,"output_tokens":null,"reasoning_tokens":null,"truncated":null,"cost":null,"error":null,"reply":{"text":"","tool_calls":[],"parts":[${"[".repeat(200_000)}${"]".repeat(200_000)}]}}`
     expect(same(deep)).toEqual({ _tag: "skipped", cause: "invalid_fields" })
     for (const type of EVENT_TYPES) same(JSON.stringify({ schema: SCHEMA_VERSION, type }))
+  })
+})
+
+describe("isEvent and isEventMeta say what Schema.is says", () => {
+  const schemaIsEvent = Schema.is(Event)
+  const schemaIsMeta = Schema.is(EventMeta)
+
+  test("on random events and meta, as they are and mutated", () => {
+    const verdicts = new Set<string>()
+    fc.assert(
+      fc.property(
+        Arbitrary.make(Event),
+        Arbitrary.make(EventMeta),
+        fc.array(fc.tuple(fc.nat(2), fc.nat(), anyValue), { maxLength: 3 }),
+        (event, meta, steps) => {
+          const values = [structuredClone(event), structuredClone(meta)] as Array<Record<string, Json>>
+          // The first three mutations: a value changed, a key dropped, a key added, anywhere.
+          for (const [m, pick, value] of steps) MUTATIONS[m]!(values[pick % 2]!, pick, structuredClone(value))
+          const [e, mt] = values
+          expect({ event: isEvent(e), meta: isEventMeta(mt) }).toEqual({ event: schemaIsEvent(e), meta: schemaIsMeta(mt) })
+          verdicts.add(`${isEvent(e)}/${isEventMeta(mt)}`)
+        },
+      ),
+      { numRuns: 3000 },
+    )
+    expect([...verdicts].sort()).toEqual(["false/false", "false/true", "true/false", "true/true"])
+  })
+
+  test("on values that are not events at all", () => {
+    for (const value of [null, undefined, 1, "run_started", [], {}, { _tag: "nope" }, { _tag: 1 }, ...EVENT_TYPES.map((_tag) => ({ _tag }))]) {
+      expect({ value, event: isEvent(value), meta: isEventMeta(value) }).toEqual({ value, event: schemaIsEvent(value), meta: schemaIsMeta(value) })
+    }
   })
 })
 

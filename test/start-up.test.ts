@@ -4,13 +4,17 @@
  * (`plainInvocation`); every other command line loads the parser and then its
  * command's module (`cli/program.ts`). On the compiled binary (split into
  * chunks that load on demand): the same text and exit code through either
- * path, and each command's module loads and answers.
+ * path, and each command's module loads and answers. Every subcommand's
+ * `--help`, through the parser too, prints the one help text, which shows
+ * that subcommand's usage line. A stdout reader that goes away does not stop a run.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import pkg from "../package.json" with { type: "json" }
 import { HELP, parseInvocation } from "../src/cli/args.ts"
 import { plainInvocation } from "../src/cli/help.ts"
-import { cleanupSandboxes, ensureBinary, runCli, sandbox, writeConfig } from "./support/cli.ts"
+import * as fs from "node:fs"
+import * as nodePath from "node:path"
+import { BINARY, cleanupSandboxes, ensureBinary, runCli, sandbox, writeConfig } from "./support/cli.ts"
 
 afterAll(cleanupSandboxes)
 
@@ -73,5 +77,51 @@ describe("compiled binary: help, version, and each command's module", () => {
     const config = writeConfig(cwd, { agents: [{ id: "a", backend: { type: "scripted", answer: "4" } }] })
     const result = await runCli("binary", ["--validate", config], { cwd })
     expect({ exitCode: result.exitCode, stdout: result.stdout, stderr: result.stderr }).toEqual({ exitCode: 0, stdout: "valid\n", stderr: "" })
+  }, TEST_TIMEOUT_MS)
+
+  // Each subcommand, its help asked after its own arguments (the parser's path) and alone (the plain path).
+  const SUBCOMMAND_HELP: ReadonlyArray<{ readonly usage: string; readonly lines: ReadonlyArray<string> }> = [
+    { usage: "massgen [options] --config FILE", lines: ["--config x.yaml --automation --help", "--config x.yaml -h"] },
+    { usage: "massgen --model MODEL", lines: ["--model gpt-4o --help"] },
+    { usage: "massgen --models M1,M2,M3", lines: ["--models gpt-4o,claude-sonnet-4 --no-display --help"] },
+    { usage: "massgen --validate FILE", lines: ["--validate x.yaml --help", "--validate x.yaml --json -h"] },
+    { usage: "massgen resume LOG_DIR", lines: ["resume --help", "resume /x --automation --help"] },
+    { usage: "massgen replay LOG_DIR", lines: ["replay --help", "replay /x --check --out /y --help"] },
+    { usage: "massgen status LOG_DIR", lines: ["status --help", "status /x --json -h"] },
+    { usage: "massgen viewer [LOG_DIR]", lines: ["viewer --help", "viewer /x --pick --help", "viewer --web --port 8123 --no-browser --help"] },
+  ]
+
+  test.each(SUBCOMMAND_HELP.flatMap(({ usage, lines }) => lines.map((line) => [line, usage] as const)))(
+    "massgen %s prints the help, with its usage line %s",
+    async (line, usage) => {
+      const result = await runCli("binary", line.split(" "))
+      expect({ exitCode: result.exitCode, stdout: result.stdout, stderr: result.stderr }).toEqual({ exitCode: 0, stdout: `${HELP}\n`, stderr: "" })
+      expect(result.lines.some((l) => l.trimStart().startsWith(usage))).toBe(true)
+    },
+    TEST_TIMEOUT_MS,
+  )
+
+  /** A scripted 3-agent team in a fresh sandbox; the sandbox and the config's path. */
+  const team = () => {
+    const cwd = sandbox()
+    const agents = [1, 2, 3].map((i) => ({ id: `agent_${i}`, backend: { type: "scripted", answer: `Answer ${i}: four.`, vote: "agent1" } }))
+    return { cwd, config: writeConfig(cwd, { agents }) }
+  }
+
+  /** Runs the binary through bash with its stdout piped into `reader`; stdout of the pipe, and the binary's exit code. */
+  const piped = (cwd: string, args: ReadonlyArray<string>, reader: string) => {
+    const quoted = [BINARY, ...args].map((a) => `'${a}'`).join(" ")
+    const proc = Bun.spawnSync(["bash", "-c", `${quoted} | ${reader}; echo "exit=\${PIPESTATUS[0]}" >&2`], { cwd, env: { ...process.env, MASSGEN_LOG_BASE_DIR: nodePath.join(cwd, "logs") } })
+    return { stdout: proc.stdout.toString(), stderr: proc.stderr.toString() }
+  }
+
+  test("a run whose stdout reader goes away after one line still completes, exit 0, its log whole", () => {
+    const { cwd, config } = team()
+    const { stdout, stderr } = piped(cwd, ["--automation", "--config", config, "What is 2+2?"], "head -1")
+    expect(stdout).toStartWith("LOG_DIR: ")
+    expect(stderr).toBe("exit=0\n")
+    const logDir = stdout.trim().slice("LOG_DIR: ".length)
+    const events = fs.readFileSync(nodePath.join(logDir, "events.jsonl"), "utf8").trim().split("\n")
+    expect(JSON.parse(events[events.length - 1]!).type).toBe("run_finished")
   }, TEST_TIMEOUT_MS)
 })

@@ -8,15 +8,16 @@
  * view model. `runDisplay` picks the display of a run: none with
  * `--automation`, the terminal view when stdout is a terminal and
  * `--no-display` is not given, else the plain lines. A display that holds the
- * terminal lives in a scope: closing it restores the terminal.
+ * terminal lives in a scope: closing it restores the terminal. The terminal
+ * view's module (and `log-update` with it) is imported only when a run shows it.
  */
+import { isatty } from "node:tty"
 import { Effect, type Scope } from "effect"
 import type { Event } from "../domain/events.ts"
 import { type State, evolve, initialState } from "../domain/state.ts"
 import type { Observer } from "../services/orchestrator.ts"
 import type { RunArgs } from "./args.ts"
 import { plainLine } from "./automation-output.ts"
-import { terminalDisplay } from "./terminal-view/live.ts"
 
 export interface Display {
   readonly onEvent: (event: Event) => Effect.Effect<void>
@@ -42,7 +43,8 @@ export const observerOf = (display: Display): Observer => ({
   onText: display.onText,
 })
 
-export const wantsTerminalView = (noDisplay: boolean, stdout: { readonly isTTY?: boolean } = process.stdout): boolean =>
+/** Whether a run shows the terminal view; `isatty(1)` rather than `process.stdout.isTTY`, which makes the stream. */
+export const wantsTerminalView = (noDisplay: boolean, stdout: { readonly isTTY?: boolean } = { isTTY: isatty(1) }): boolean =>
   !noDisplay && stdout.isTTY === true
 
 /** The observer of a run started from the command line, or none in automation mode. */
@@ -54,5 +56,7 @@ export const runDisplay = (
   args.automation
     ? Effect.succeed(undefined)
     : wantsTerminalView(args.noDisplay)
-      ? Effect.map(terminalDisplay({ out: process.stdout, clock: "wall", logDir }), observerOf)
+      ? Effect.flatMap(Effect.promise(() => import("./terminal-view/live.ts")), (m) =>
+          Effect.map(m.terminalDisplay({ out: process.stdout, clock: "wall", logDir }), observerOf),
+        )
       : Effect.succeed(observerOf(plainDisplay(print, logDir)))

@@ -126,10 +126,21 @@ interface Decoders<A> {
   readonly schema: Decode<A>
 }
 
-const decodersOf = <A, I>(schema: Schema.Schema<A, I>): Decoders<A> => ({
-  plain: plainDecoder(schema),
-  schema: Schema.decodeUnknownEither(schema),
-})
+/** Compiled at their first use: a run that only appends never compiles the decoders of its events. */
+const decodersOf = <A, I>(schema: Schema.Schema<A, I>): Decoders<A> => {
+  let plain: Decoders<A>["plain"] | undefined
+  let bySchema: Decode<A> | undefined
+  return {
+    get plain() {
+      if (plain === undefined) plain = plainDecoder(schema)
+      return plain
+    },
+    get schema() {
+      bySchema ??= Schema.decodeUnknownEither(schema)
+      return bySchema
+    },
+  }
+}
 
 // One decoder per wire name, compiled once: the line's `type` picks its member
 // of the union directly, which is what the union itself would do, with less work.
@@ -140,6 +151,32 @@ const decodersByType: ReadonlyMap<string, Decoders<Event>> = new Map(
   ]),
 )
 const metaDecoders: Decoders<EventMeta> = decodersOf(EventMeta)
+
+let isEventBySchema: ((value: unknown) => boolean) | undefined
+let isMetaBySchema: ((value: unknown) => boolean) | undefined
+
+/** Whether `decoders` take `value` as it is (its plain decoder when it has one), else what `is` says. */
+const holds = <A>(decoders: Decoders<A>, value: unknown, is: () => (value: unknown) => boolean): boolean => {
+  try {
+    if (decoders.plain !== null && decoders.plain(value) !== UNDECIDED) return true
+  } catch {
+    // nested too deep for the plain decoder: the Schema judges it
+  }
+  return is()(value)
+}
+
+/**
+ * `Schema.is(Event)` and `Schema.is(EventMeta)`, for writers: a value the
+ * plain decoder of its member takes is one (the plain decoders follow only
+ * schemas whose decoded and encoded forms are the same); any other is left to
+ * the Schema.
+ */
+export const isEvent = (value: unknown): value is Event => {
+  const tag = typeof value === "object" && value !== null ? (value as { _tag?: unknown })._tag : undefined
+  const decoders = typeof tag === "string" ? decodersByType.get(tag) : undefined
+  return decoders !== undefined && holds(decoders, value, () => (isEventBySchema ??= Schema.is(Event)))
+}
+export const isEventMeta = (value: unknown): value is EventMeta => holds(metaDecoders, value, () => (isMetaBySchema ??= Schema.is(EventMeta)))
 
 const skipped = (cause: SkipCause): DecodedLine => ({ _tag: "skipped", cause })
 const BLANK = skipped("blank")
