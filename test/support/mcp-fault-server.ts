@@ -5,7 +5,9 @@
  * - `never-starts`: says so on stderr and never answers the handshake;
  * - `fails-to-start`: says why on stderr and exits with code 1 before the handshake;
  * - no mode: serves the tools below.
- * When `STARTS_FILE` is set, it first appends its pid to that file.
+ * When `STARTS_FILE` is set, it first appends its pid to that file. With
+ * `KEEP_ALIVE` set it outlives the end of its stdin (as many servers do), so
+ * only a signal stops it.
  * Tools: `whoami` (its pid, arguments, directory and the variables `TOKEN` and
  * `OPENAI_API_KEY`, as JSON), `big {bytes}` (that many `x`), `fails` (an error
  * result), `crash` (says so on stderr and exits with code 3 mid-call),
@@ -62,4 +64,5 @@ if (mode === "never-starts") {
     }
   })
   await server.connect(new StdioServerTransport())
+  if (process.env.KEEP_ALIVE) setInterval(() => {}, 60_000)
 }

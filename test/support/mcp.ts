@@ -6,7 +6,8 @@
  * - `startEverythingHttp()` runs the reference server over streamable HTTP on a
  *   free loopback port and resolves once it listens (its `url` and `stop`).
  * - `startsOf(file)` reads the pids the fault server appended at its starts;
- *   `waitForStarts(file, n)` waits for `n` of them.
+ *   `waitForStarts(file, n)` waits for `n` of them; `waitForRunStart(logDirLine)`
+ *   waits for a run's `run_started` (its servers are up by then).
  * - `isGone(pid)`: the process has exited (a zombie no one reaped counts as gone);
  *   `waitUntilGone(pid)` waits for that, bounded.
  */
@@ -74,6 +75,12 @@ const poll = async (done: () => boolean, what: string, ms: number): Promise<void
 export const waitForStarts = async (file: string, n = 1, ms = 20_000): Promise<ReadonlyArray<number>> => {
   await poll(() => startsOf(file).length >= n, `no ${n} server start(s)`, ms)
   return startsOf(file)
+}
+
+/** Waits for a run's first event: its MCP servers have started (and answered their handshake) by then. */
+export const waitForRunStart = async (logDirLine: string, ms = 20_000): Promise<void> => {
+  const events = nodePath.join(logDirLine.slice("LOG_DIR: ".length), "events.jsonl")
+  await poll(() => fs.existsSync(events) && fs.readFileSync(events, "utf8").includes("run_started"), "no run_started", ms)
 }
 
 export const waitUntilGone = (pid: number, ms = 5_000): Promise<void> => poll(() => isGone(pid), `process ${pid} still running`, ms)
