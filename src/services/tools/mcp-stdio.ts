@@ -141,7 +141,8 @@ export class StdioServerTransport implements Transport {
     const proc = this.proc
     if (proc === null || this.ended !== null || this.closing !== null) throw new Error("Not connected")
     proc.stdin.write(serializeMessage(message))
-    await proc.stdin.flush()
+    const flushed = proc.stdin.flush()
+    if (flushed instanceof Promise) await flushed
   }
 
   close(): Promise<void> {
