@@ -100,7 +100,7 @@ describe("the reference server over stdio", () => {
   }, 30_000)
 })
 
-describe("the reference server over streamable HTTP", () => {
+describe("the reference server over streamable HTTP and SSE", () => {
   test("lists and calls its tools at its URL; once it is gone, a call fails with server_down", async () => {
     const http = await startEverythingHttp()
     const { providers, stop } = await start(agentsWith([{ name: "remote", type: "streamable-http", url: http.url, headers: { "X-Test": "1" } }]))
@@ -116,6 +116,17 @@ describe("the reference server over streamable HTTP", () => {
     } finally {
       await stop()
       await http.stop()
+    }
+  }, 30_000)
+
+  test("over SSE too", async () => {
+    const sse = await startEverythingHttp("sse")
+    const { providers, stop } = await start(agentsWith([{ name: "old", type: "sse", url: sse.url }]))
+    try {
+      expect(await call(providers.get("agent_1")!, "mcp__old__get-sum", { a: 20, b: 22 })).toEqual(Either.right("The sum of 20 and 22 is 42."))
+    } finally {
+      await stop()
+      await sse.stop()
     }
   }, 30_000)
 
@@ -185,9 +196,9 @@ describe("entries", () => {
 describe("faults", () => {
   test("a server that never answers the handshake fails the start at its timeout, with its stderr; it is stopped", async () => {
     const starts = nodePath.join(tempDir(), "starts")
-    const error = await startFailure(agentsWith([{ name: "slow", ...faultServer("never-starts", { timeout: 0.5, env: { STARTS_FILE: starts } }) }]))
+    const error = await startFailure(agentsWith([{ name: "slow", ...faultServer("never-starts", { timeout: 2, env: { STARTS_FILE: starts } }) }]))
     expect(error.reason).toBe("timeout")
-    expect(error.message).toBe("MCP server slow did not start: no handshake within 0.5 s (its timeout); its stderr ends: fault server: starting very slowly")
+    expect(error.message).toBe("MCP server slow did not start: no handshake within 2 s (its timeout); its stderr ends: fault server: starting very slowly")
     for (const pid of startsOf(starts)) expect(isGone(pid)).toBe(true)
   }, 30_000)
 
@@ -207,6 +218,7 @@ describe("faults", () => {
     const error = await startFailure(agentsWith([{ name: "ghost", command: "/nonexistent/mcp-server" }]))
     expect(error.reason).toBe("failed")
     expect(error.message).toStartWith("MCP server ghost did not start: ")
+    expect(error.message).toContain("/nonexistent/mcp-server")
   }, 30_000)
 
   test("a server that crashes mid-call: that call and every later one fail with server_down and why; other servers still answer", async () => {

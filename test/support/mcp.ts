@@ -3,8 +3,9 @@
  *
  * - `EVERYTHING` / `FAULT_SERVER`: the servers' scripts; `everythingStdio(extra)`
  *   and `faultServer(mode, extra)` are stdio entries (`extra` adds keys).
- * - `startEverythingHttp()` runs the reference server over streamable HTTP on a
- *   free loopback port and resolves once it listens (its `url` and `stop`).
+ * - `startEverythingHttp(transport)` runs the reference server over streamable
+ *   HTTP (or SSE) on a free loopback port and resolves once it listens (its
+ *   `url` and `stop`).
  * - `startsOf(file)` reads the pids the fault server appended at its starts;
  *   `waitForStarts(file, n)` waits for `n` of them; `waitForRunStart(logDirLine)`
  *   waits for a run's `run_started` (its servers are up by then).
@@ -32,19 +33,19 @@ const freePort = (): number => {
   return port
 }
 
-export const startEverythingHttp = async (): Promise<{ readonly url: string; readonly stop: () => Promise<void> }> => {
+export const startEverythingHttp = async (transport: "streamableHttp" | "sse" = "streamableHttp"): Promise<{ readonly url: string; readonly stop: () => Promise<void> }> => {
   const port = freePort()
-  const proc = Bun.spawn([process.execPath, EVERYTHING, "streamableHttp"], { env: { ...process.env, PORT: String(port) }, stdout: "ignore", stderr: "pipe" })
+  const proc = Bun.spawn([process.execPath, EVERYTHING, transport], { env: { ...process.env, PORT: String(port) }, stdout: "ignore", stderr: "pipe" })
   const decoder = new TextDecoder()
   let seen = ""
   // It says where it listens on stderr.
   for await (const chunk of proc.stderr) {
     seen += decoder.decode(chunk, { stream: true })
-    if (seen.includes(`listening on port ${port}`)) break
+    if (seen.includes(`on port ${port}`)) break
   }
-  if (!seen.includes(`listening on port ${port}`)) throw new Error(`the reference server did not listen: ${seen}`)
+  if (!seen.includes(`on port ${port}`)) throw new Error(`the reference server did not listen: ${seen}`)
   return {
-    url: `http://127.0.0.1:${port}/mcp`,
+    url: `http://127.0.0.1:${port}/${transport === "sse" ? "sse" : "mcp"}`,
     stop: async () => {
       proc.kill("SIGKILL")
       await proc.exited

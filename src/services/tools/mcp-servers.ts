@@ -31,7 +31,7 @@ import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import { ErrorCode, McpError, type CallToolResult, type Tool } from "@modelcontextprotocol/sdk/types.js"
-import { Duration, Effect, Runtime, Schema, type Scope } from "effect"
+import { Cause, Duration, Effect, Runtime, Schema, type Scope } from "effect"
 import type { Agent } from "../../domain/config.ts"
 import type { ToolSpec } from "../../domain/llm.ts"
 import {
@@ -129,40 +129,40 @@ const startServer = (
     let started = false
     let stopping = false
     const client = new Client({ name: "massgen", version: pkg.version })
-    /** How the server ended (`when`) and what its stderr said last, for a message. */
-    const ending = (when = ""): string => {
-      const tail = stdio?.stderrTail() ?? ""
-      return scrub(`${stdio?.exitDescription ?? "closed the connection"}${when}${tail === "" ? "" : `; its stderr ends: ${tail}`}`)
+    const tail = (): string => {
+      const text = stdio?.stderrTail() ?? ""
+      return text === "" ? "" : `; its stderr ends: ${text}`
     }
+    /** How the server ended (`when`) and what its stderr said last, for a message. */
+    const ending = (when = ""): string => scrub(`${stdio?.exitDescription ?? "closed the connection"}${when}${tail()}`)
     yield* Effect.addFinalizer(() =>
       Effect.promise(() => {
         stopping = true
         return transport.close().catch(() => undefined)
       }),
     )
+    const stopThen = (error: () => McpStartError) => Effect.flatMap(Effect.promise(() => transport.close().catch(() => undefined)), () => Effect.fail(error()))
+    // A server that fails to start is stopped first, so that the message has how it ended and all it said on stderr.
     const tools = yield* Effect.tryPromise({
       try: async (signal) => {
         await client.connect(transport, { signal, timeout: UNBOUNDED_MS })
         return listAllTools(client, signal)
       },
-      catch: (e) =>
-        new McpStartError({
-          reason: "failed",
-          server: entry.name,
-          detail: stdio?.exitDescription != null ? ending(" before its handshake") : scrub(`${messageOf(e)}${where}`),
-        }),
+      catch: (e) => e,
     }).pipe(
-      Effect.timeoutFail({
-        duration: Duration.seconds(timeoutSeconds),
-        onTimeout: () => {
-          const tail = stdio?.stderrTail() ?? ""
-          return new McpStartError({
-            reason: "timeout",
-            server: entry.name,
-            detail: scrub(`no handshake within ${timeoutSeconds} s${where} (its timeout)${tail === "" ? "" : `; its stderr ends: ${tail}`}`),
-          })
-        },
-      }),
+      Effect.timeout(Duration.seconds(timeoutSeconds)),
+      Effect.catchAll((e) =>
+        e instanceof Cause.TimeoutException
+          ? stopThen(() => new McpStartError({ reason: "timeout", server: entry.name, detail: scrub(`no handshake within ${timeoutSeconds} s${where} (its timeout)${tail()}`) }))
+          : stopThen(
+              () =>
+                new McpStartError({
+                  reason: "failed",
+                  server: entry.name,
+                  detail: stdio?.exitedOnItsOwn === true ? ending(" before its handshake") : scrub(`${messageOf(e)}${where}${tail()}`),
+                }),
+            ),
+      ),
     )
     started = true
     if (stdio !== null) {

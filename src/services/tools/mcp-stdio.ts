@@ -66,12 +66,18 @@ export class StdioServerTransport implements Transport {
   private stderr = ""
   private ended: string | null = null
   private closing: Promise<void> | null = null
+  private endedBeforeClose = false
 
   constructor(private readonly server: ResolvedStdio) {}
 
   /** How the process ended (`exited with code 1`, `killed by SIGKILL`), or null while it runs. */
   get exitDescription(): string | null {
     return this.ended
+  }
+
+  /** Whether the process ended before `close()` was called: on its own, or by someone else's signal. */
+  get exitedOnItsOwn(): boolean {
+    return this.endedBeforeClose
   }
 
   get pid(): number | null {
@@ -101,6 +107,7 @@ export class StdioServerTransport implements Transport {
     const stderr = this.readStderr(proc.stderr)
     void proc.exited.then(async (code) => {
       running.delete(proc.pid)
+      this.endedBeforeClose = this.closing === null
       await Promise.all([stdout, stderr])
       this.ended = proc.signalCode !== null ? `killed by ${proc.signalCode}` : `exited with code ${code}`
       this.onclose?.()
