@@ -11,12 +11,14 @@
  * 5. logs at scale: status, resume and replay of dense logs as whole processes
  *    of the binary, read + decode + fold at 10k and 1M events (bench/scale-logs.ts);
  * 6. many agents: 50 and 200 agents as whole processes of the binary, beside the
- *    seed orchestrator; extra calls, peak RSS, log size (bench/scale-agents.ts).
+ *    seed orchestrator; extra calls, peak RSS, log size (bench/scale-agents.ts);
+ * 7. an MCP stdio tool call through massgen's provider over the bare SDK client (bench/mcp.ts).
  * Live runs write to a temp directory that is removed at the end.
  */
 import { availableParallelism, loadavg } from "node:os"
 import { criticalPathBench } from "./critical-path.ts"
 import { foldBench } from "./fold.ts"
+import { mcpBench } from "./mcp.ts"
 import { replayBench, resumeBench } from "./resume-replay.ts"
 import { scaleAgentsBench } from "./scale-agents.ts"
 import { scaleLogsBench } from "./scale-logs.ts"
@@ -46,6 +48,8 @@ try {
   await scaleLogsBench()
   console.log("")
   await scaleAgentsBench()
+  console.log("")
+  await mcpBench()
 } finally {
   cleanUp()
 }

@@ -105,5 +105,6 @@ export const resumeCommand = (args: ResumeArgs, ctx: CliContext) =>
       resume: { events: all, skipped: since.skipped, tornTail: since.tornTail, state: current },
       print: ctx.print,
       printError: ctx.printError,
+      env,
     })
   }).pipe(Effect.scoped, Effect.provide(EventStore.file()))

@@ -70,5 +70,6 @@ export const runCommand = (args: RunArgs, ctx: CliContext) =>
       display: runDisplay(args, ctx.print, logDir),
       print: ctx.print,
       printError: ctx.printError,
+      env: loaded.env,
     })
   }).pipe(Effect.provide(EventStore.file()))

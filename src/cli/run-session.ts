@@ -1,7 +1,9 @@
 /**
  * Running the orchestrator on a log directory with the live layers, for a new run or a resumed one.
  *
- * `runSession` holds the directory's lock for the whole run, runs the
+ * `runSession` holds the directory's lock for the whole run, starts the
+ * agents' MCP servers before any call (a server that does not start ends the
+ * run with exit 1) and stops them at its end, runs the
  * coordination, writes the files derived from the events at the end
  * (`coordination_events.json`, `snapshot_mappings.json`, `snapshots/`), prints
  * the automation footer when asked, reports a run that did not complete on
@@ -46,6 +48,8 @@ export interface SessionInput {
   readonly resume?: ResumeInput
   readonly print: (line: string) => void
   readonly printError: (line: string) => void
+  /** Where the `${VAR}` of MCP server entries come from: the run's environment, `.env` included. */
+  readonly env: Readonly<Record<string, string | undefined>>
 }
 
 /** The one-line account of a run that did not complete, for stderr; a run a signal stopped says how to resume it. */
@@ -84,6 +88,15 @@ export const runSession = (input: SessionInput) =>
     const outcome = yield* Effect.gen(function* () {
       yield* acquireRunLock(logDir)
       yield* onForcedStop(() => releaseRunLockSync(logDir))
+      // Before the display and any call; the servers stop when this scope closes. The agents' tool providers
+      // (by agent id) are what the agents' tool services take.
+      const toolProviders = input.config.agents.some((a) => a.backend.mcp_servers !== undefined)
+        ? yield* Effect.flatMap(
+            Effect.promise(() => import("../services/tools/mcp-servers.ts")),
+            (m) => m.startMcpServers(input.config.agents, { cwd: logDir, env: input.env }),
+          )
+        : new Map()
+      void toolProviders
       const observe = yield* input.display
       const result = yield* runCoordination({
         config: input.config,

@@ -23,6 +23,7 @@ import type { RunSettings } from "./events.ts"
 import { presetFor } from "./presets.ts"
 import { SafeName } from "./run-paths.ts"
 import { hasMaskedCredential, maskUrlCredentials } from "./safe-url.ts"
+import { mcpProblems } from "./mcp-config.ts"
 
 /** Backend types the config accepts; each is built by `services/backend-factory.ts`. */
 export const BACKEND_TYPES = [
@@ -148,6 +149,38 @@ const providerProblems = (agent: Agent, i: number): ReadonlyArray<ConfigProblem>
   return problems
 }
 
+/** The name of an MCP server: it is part of its tools' names (`mcp__<server>__<tool>`). */
+const McpServerName = Schema.String.pipe(
+  Schema.pattern(/^[A-Za-z0-9_-]{1,64}$/, { message: (issue) => `Expected a server name of 1 to 64 letters, digits, _ or -${found(issue)}` }),
+)
+const McpScalar = Schema.Union(Schema.String, FiniteNumber, Schema.Boolean)
+/**
+ * One MCP server entry, MassGen's keys. Its strings keep their `${VAR}` (and `${cwd}`) references:
+ * they are expanded when the server starts (`domain/mcp-config.ts`), not when the config is read.
+ */
+const mcpEntryFields = {
+  type: opt(oneOf("stdio", "streamable-http", "sse")),
+  command: opt(Schema.Union(Schema.String, Schema.Array(McpScalar))),
+  args: opt(Schema.Array(McpScalar)),
+  env: opt(Schema.Record({ key: Schema.String, value: McpScalar })),
+  cwd: opt(Schema.String),
+  url: opt(Schema.String),
+  headers: opt(Schema.Record({ key: Schema.String, value: McpScalar })),
+  allowed_tools: opt(Schema.Array(Schema.String)),
+  exclude_tools: opt(Schema.Array(Schema.String)),
+  timeout: opt(PositiveNumber),
+}
+export const McpServerEntry = Schema.Struct(mcpEntryFields)
+export type McpServerEntry = typeof McpServerEntry.Type
+/** `mcp_servers`: a list of entries with a `name`, or a mapping of names to entries. */
+export const McpServers = Schema.Union(
+  Schema.Array(
+    Schema.Struct({ name: Schema.propertySignature(McpServerName).annotations({ missingMessage: () => "Expected a server name, found none" }), ...mcpEntryFields }),
+  ).annotations({ identifier: "a list of MCP server entries (or a mapping of names to entries)" }),
+  Schema.Record({ key: McpServerName, value: McpServerEntry }).annotations({ identifier: "a mapping of MCP server names to entries" }),
+)
+export type McpServers = typeof McpServers.Type
+
 export const BackendConfig = Schema.Struct({
   type: oneOf(...BACKEND_TYPES),
   model: opt(Schema.String),
@@ -170,6 +203,7 @@ export const BackendConfig = Schema.Struct({
   script: opt(Schema.Array(ScriptStep)),
   input_tokens: opt(NonNegativeInt),
   output_tokens: opt(NonNegativeInt),
+  mcp_servers: opt(McpServers),
 }).annotations({ identifier: "a backend mapping" })
 export type BackendConfig = typeof BackendConfig.Type
 
@@ -243,6 +277,8 @@ export const expandEnv = (
   problems: Array<ConfigProblem>,
   path: ReadonlyArray<PropertyKey> = [],
 ): unknown => {
+  // MCP entries are expanded when their server starts, for the agents that use them (`domain/mcp-config.ts`).
+  if (path.at(-1) === "mcp_servers" && path.at(-2) === "backend") return value
   if (typeof value === "string") {
     return value.replace(ENV_REF, (_, name: string) => {
       const found = env[name]
@@ -396,6 +432,7 @@ export const decodeConfig = (
       })
     }
     problems.push(...providerProblems(agent, i))
+    problems.push(...mcpProblems(agent.backend.mcp_servers, `agents[${i}].backend.mcp_servers`))
     if (agent.backend.type === "chatcompletion" && agent.backend.base_url === undefined) {
       problems.push({ path: `agents[${i}].backend.base_url`, message: "Expected a base_url for type chatcompletion, found none" })
     }
@@ -442,7 +479,7 @@ export const unknownKeys = (raw: unknown): ReadonlyArray<ConfigProblem> => {
 const describe = (value: unknown): string =>
   value === null || value === undefined ? "an empty document" : Array.isArray(value) ? "a list" : `${typeof value} ${JSON.stringify(value)}`
 
-const SECRET_KEY = /(api_?key|token|secret|password)/i
+const SECRET_KEY = /(api_?key|token|secret|password|authorization)/i
 const ONLY_ENV_REF = /^\$\{[A-Za-z_][A-Za-z0-9_]*\}$/
 
 /** The raw config as it may be logged: literal secrets become `***`, and URL credentials too; `${VAR}` references stay. */

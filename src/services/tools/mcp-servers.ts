@@ -1,0 +1,296 @@
+/**
+ * MCP servers: started with the run, one `ToolProvider` per agent, stopped with the run.
+ *
+ * `startMcpServers(agents, { cwd, env })` reads every agent's `mcp_servers`,
+ * expands each entry's `${VAR}` from `env` and `${cwd}` to `cwd` (an unset
+ * variable stops the start before any server runs, naming the server and the
+ * variable; entries of no agent are never read), starts each distinct server
+ * once (entries that resolve to the same command, arguments, environment and
+ * directory, or URL and headers, share one server), all in parallel, and waits
+ * for each handshake and tool list within the entry's `timeout` (seconds,
+ * `DEFAULT_MCP_TIMEOUT_SECONDS` by default). A server that does not start fails
+ * the whole start with an `McpStartError` naming it, with how it ended and the
+ * tail of its stderr. The servers live as long as the scope: closing it stops
+ * them (`mcp-stdio.ts` says how a process is stopped, and how it dies with
+ * massgen).
+ *
+ * Each agent's provider offers its entries' tools that pass the entry's
+ * filters, as `mcp__<server>__<tool>` with the tool's description and input
+ * schema, and runs a call on the server with no time limit of its own (the
+ * caller bounds it; interrupting the call cancels the request). A call's
+ * result is its text content (other content is described in brackets); a
+ * result the server marks as an error fails with `failed`; invalid arguments
+ * with `bad_arguments`; a server that has exited, or that cannot be reached,
+ * with `server_down` and why. A server that exits mid-run is said once on
+ * stderr, as a warning.
+ *
+ * No message shows the value a `${VAR}` expanded to: the references stand in.
+ */
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js"
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
+import { ErrorCode, McpError, type CallToolResult, type Tool } from "@modelcontextprotocol/sdk/types.js"
+import { Cause, Duration, Effect, Runtime, Schema, type Scope } from "effect"
+import type { Agent } from "../../domain/config.ts"
+import type { ToolSpec } from "../../domain/llm.ts"
+import {
+  DEFAULT_MCP_TIMEOUT_SECONDS,
+  type McpEntry,
+  type ResolvedServer,
+  entryKey,
+  mcpEntries,
+  mcpToolName,
+  resolveEntry,
+  toolAllowed,
+} from "../../domain/mcp-config.ts"
+import { maskUrlCredentials } from "../../domain/safe-url.ts"
+import pkg from "../../../package.json" with { type: "json" }
+import { StdioServerTransport } from "./mcp-stdio.ts"
+import { type ProvidedTool, type ToolProvider, ToolRunError } from "./tool-provider.ts"
+
+export class McpStartError extends Schema.TaggedError<McpStartError>()("McpStartError", {
+  reason: Schema.Literal("unset_variable", "failed", "timeout"),
+  /** The server's name, as the (first) entry that names it. */
+  server: Schema.String,
+  detail: Schema.String,
+}) {
+  override get message(): string {
+    return `MCP server ${this.server} did not start: ${this.detail}`
+  }
+}
+
+export interface McpStartOptions {
+  /** The agents' working directory: `${cwd}`, and where a stdio server runs unless its entry says otherwise. */
+  readonly cwd: string
+  /** Where `${VAR}` comes from. */
+  readonly env: Readonly<Record<string, string | undefined>>
+}
+
+/** A request the caller bounds: longer than any run (the SDK's default would end a call at 60 s). */
+const UNBOUNDED_MS = 2 ** 31 - 1
+
+/** One started server, shared by the entries that resolve to it. */
+interface RunningServer {
+  readonly client: Client
+  readonly tools: ReadonlyArray<Tool>
+  /** Why the server can no longer be called, or null while it can. */
+  readonly down: () => string | null
+  /** A text with the values of the entry's variables replaced by their references, and URL credentials masked. */
+  readonly scrub: (text: string) => string
+}
+
+const messageOf = (e: unknown): string => (e instanceof Error ? e.message : String(e))
+
+/** The values the entry's `${VAR}` references expand to (4 characters or more), with the reference that stands for each. */
+const referencedValues = (entry: McpEntry, env: McpStartOptions["env"]): ReadonlyArray<readonly [string, string]> =>
+  [...JSON.stringify(entry.fields).matchAll(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g)]
+    .flatMap(([ref, name]) => {
+      const value = name === "cwd" ? undefined : env[name!]
+      return value !== undefined && value.length >= 4 ? [[value, ref] as const] : []
+    })
+    .sort((a, b) => b[0].length - a[0].length)
+
+const scrubber =
+  (pairs: ReadonlyArray<readonly [string, string]>) =>
+  (text: string): string =>
+    maskUrlCredentials(pairs.reduce((out, [value, ref]) => out.split(value).join(ref), text))
+
+const transportOf = (server: ResolvedServer): Transport =>
+  server.type === "stdio"
+    ? new StdioServerTransport(server)
+    : server.type === "sse"
+      ? new SSEClientTransport(new URL(server.url), { requestInit: { headers: server.headers } })
+      : new StreamableHTTPClientTransport(new URL(server.url), { requestInit: { headers: server.headers } })
+
+const listAllTools = async (client: Client, signal: AbortSignal): Promise<ReadonlyArray<Tool>> => {
+  const tools: Array<Tool> = []
+  let cursor: string | undefined
+  do {
+    const page = await client.listTools(cursor === undefined ? {} : { cursor }, { signal, timeout: UNBOUNDED_MS })
+    tools.push(...page.tools)
+    cursor = page.nextCursor
+  } while (cursor !== undefined)
+  return tools
+}
+
+/** Starts one server and lists its tools, within `timeoutSeconds`; the scope stops it. */
+const startServer = (
+  entry: McpEntry,
+  server: ResolvedServer,
+  timeoutSeconds: number,
+  scrub: (text: string) => string,
+  warn: (line: string) => void,
+): Effect.Effect<RunningServer, McpStartError, Scope.Scope> =>
+  Effect.gen(function* () {
+    const transport = transportOf(server)
+    const stdio = transport instanceof StdioServerTransport ? transport : null
+    const where = server.type === "stdio" ? "" : ` at ${maskUrlCredentials(entry.fields.url ?? "")}`
+    let started = false
+    let stopping = false
+    const client = new Client({ name: "massgen", version: pkg.version })
+    const tail = (): string => {
+      const text = stdio?.stderrTail() ?? ""
+      return text === "" ? "" : `; its stderr ends: ${text}`
+    }
+    /** How the server ended (`when`) and what its stderr said last, for a message. */
+    const ending = (when = ""): string => scrub(`${stdio?.exitDescription ?? "closed the connection"}${when}${tail()}`)
+    yield* Effect.addFinalizer(() =>
+      Effect.promise(() => {
+        stopping = true
+        return transport.close().catch(() => undefined)
+      }),
+    )
+    const stopThen = (error: () => McpStartError) => Effect.flatMap(Effect.promise(() => transport.close().catch(() => undefined)), () => Effect.fail(error()))
+    // A server that fails to start is stopped first, so that the message has how it ended and all it said on stderr.
+    const tools = yield* Effect.tryPromise({
+      try: async (signal) => {
+        await client.connect(transport, { signal, timeout: UNBOUNDED_MS })
+        return listAllTools(client, signal)
+      },
+      catch: (e) => e,
+    }).pipe(
+      Effect.timeout(Duration.seconds(timeoutSeconds)),
+      Effect.catchAll((e) =>
+        e instanceof Cause.TimeoutException
+          ? stopThen(() => new McpStartError({ reason: "timeout", server: entry.name, detail: scrub(`no handshake within ${timeoutSeconds} s${where} (its timeout)${tail()}`) }))
+          : stopThen(
+              () =>
+                new McpStartError({
+                  reason: "failed",
+                  server: entry.name,
+                  detail: stdio?.exitedOnItsOwn === true ? ending(" before its handshake") : scrub(`${messageOf(e)}${where}${tail()}`),
+                }),
+            ),
+      ),
+    )
+    started = true
+    if (stdio !== null) {
+      const previous = transport.onclose
+      transport.onclose = () => {
+        previous?.()
+        if (started && !stopping) warn(`MCP server ${entry.name} ${ending()}; calls to its tools fail from now on`)
+      }
+    }
+    return {
+      client,
+      tools,
+      down: () => (stdio?.exitDescription != null ? ending() : null),
+      scrub,
+    } satisfies RunningServer
+  })
+
+/** The text of a tool's result: its text parts, one after another; other parts described in brackets. */
+export const resultText = (result: CallToolResult): string => {
+  const parts = result.content.map((part) => {
+    switch (part.type) {
+      case "text":
+        return part.text
+      case "image":
+      case "audio":
+        return `[${part.type} ${part.mimeType}, ${Math.floor((part.data.length * 3) / 4)} bytes]`
+      case "resource":
+        return "text" in part.resource ? part.resource.text : `[resource ${part.resource.uri} (${part.resource.mimeType ?? "binary"})]`
+      case "resource_link":
+        return `[resource link ${part.uri}]`
+      default:
+        return `[${(part as { type: string }).type}]`
+    }
+  })
+  if (parts.length === 0 && result.structuredContent !== undefined) return JSON.stringify(result.structuredContent)
+  return parts.join("\n")
+}
+
+const runOn = (running: RunningServer, server: string, tool: string, args: Record<string, unknown>): Effect.Effect<string, ToolRunError> =>
+  Effect.suspend(() => {
+    const down = running.down()
+    if (down !== null) return Effect.fail(new ToolRunError({ reason: "server_down", detail: `MCP server ${server} ${down}` }))
+    return Effect.tryPromise({
+      try: (signal) => running.client.callTool({ name: tool, arguments: args }, undefined, { signal, timeout: UNBOUNDED_MS }),
+      catch: (e) => {
+        const gone = running.down()
+        if (gone !== null) return new ToolRunError({ reason: "server_down", detail: `MCP server ${server} ${gone}` })
+        if (e instanceof McpError) {
+          return new ToolRunError({ reason: e.code === ErrorCode.InvalidParams ? "bad_arguments" : "failed", detail: running.scrub(e.message) })
+        }
+        return new ToolRunError({ reason: "server_down", detail: running.scrub(`MCP server ${server} cannot be reached: ${messageOf(e)}`) })
+      },
+    }).pipe(
+      Effect.flatMap((result) => {
+        const text = resultText(result as CallToolResult)
+        return result.isError === true ? Effect.fail(new ToolRunError({ reason: "failed", detail: text })) : Effect.succeed(text)
+      }),
+    )
+  })
+
+/** A tool as the model sees it: the server's description and input schema, under its `mcp__` name. */
+const specOf = (name: string, tool: Tool): ToolSpec => {
+  const { $schema: _, ...schema } = tool.inputSchema as Tool["inputSchema"] & { $schema?: unknown }
+  return {
+    name,
+    description: tool.description ?? tool.title ?? "",
+    parameters: { ...schema, type: "object", properties: schema.properties ?? {}, required: schema.required ?? [] },
+  }
+}
+
+const providerOf = (entries: ReadonlyArray<readonly [McpEntry, RunningServer]>): ToolProvider => {
+  const byName = new Map<string, { readonly running: RunningServer; readonly server: string; readonly tool: string }>()
+  const tools: Array<ProvidedTool> = []
+  for (const [entry, running] of entries) {
+    for (const tool of running.tools) {
+      const name = mcpToolName(entry.name, tool.name)
+      if (!toolAllowed(entry, tool.name) || byName.has(name)) continue
+      byName.set(name, { running, server: entry.name, tool: tool.name })
+      tools.push({ spec: specOf(name, tool), server: entry.name })
+    }
+  }
+  return {
+    tools,
+    run: (name, args) => {
+      const target = byName.get(name)
+      return target === undefined
+        ? Effect.fail(new ToolRunError({ reason: "unknown_tool", detail: `no MCP tool named ${name}` }))
+        : runOn(target.running, target.server, target.tool, args)
+    },
+  }
+}
+
+/** Starts every agent's MCP servers (each distinct server once, in parallel); each agent's provider of their tools, by agent id. */
+export const startMcpServers = (
+  agents: ReadonlyArray<Agent>,
+  options: McpStartOptions,
+): Effect.Effect<ReadonlyMap<string, ToolProvider>, McpStartError, Scope.Scope> =>
+  Effect.gen(function* () {
+    const runtime = yield* Effect.runtime<never>()
+    const warn = (line: string) => Runtime.runFork(runtime)(Effect.logWarning(line))
+    const uses: Array<{ readonly agent: string; readonly entry: McpEntry; readonly key: string }> = []
+    const distinct = new Map<string, { entry: McpEntry; server: ResolvedServer; timeout: number; scrub: (text: string) => string }>()
+    for (const agent of agents) {
+      for (const entry of mcpEntries(agent.backend.mcp_servers)) {
+        const server = resolveEntry(entry, options.env, options.cwd)
+        if ("_tag" in server) {
+          return yield* new McpStartError({
+            reason: "unset_variable",
+            server: entry.name,
+            detail: `environment variable ${server.variable} is not set (agent ${agent.id})`,
+          })
+        }
+        const key = entryKey(server)
+        const timeout = entry.fields.timeout ?? DEFAULT_MCP_TIMEOUT_SECONDS
+        const known = distinct.get(key)
+        if (known === undefined) distinct.set(key, { entry, server, timeout, scrub: scrubber(referencedValues(entry, options.env)) })
+        else known.timeout = Math.max(known.timeout, timeout)
+        uses.push({ agent: agent.id, entry, key })
+      }
+    }
+    const started = new Map(
+      yield* Effect.forEach(
+        [...distinct],
+        ([key, { entry, server, timeout, scrub }]) => Effect.map(startServer(entry, server, timeout, scrub, warn), (running) => [key, running] as const),
+        { concurrency: "unbounded" },
+      ),
+    )
+    return new Map(
+      agents.map((agent) => [agent.id, providerOf(uses.filter((u) => u.agent === agent.id).map((u) => [u.entry, started.get(u.key)!] as const))]),
+    )
+  })
