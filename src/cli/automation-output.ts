@@ -14,6 +14,7 @@ import type { Event } from "../domain/events.ts"
 import { agentFile } from "../domain/run-paths.ts"
 import { count, formatCost, truncate } from "../domain/text.ts"
 import { type State, activeMs } from "../domain/state.ts"
+import { toolCallLine } from "../domain/tool-calls.ts"
 
 export const IN_PROGRESS = "[Coordination in progress - monitor status.json for real-time updates]"
 
@@ -79,8 +80,12 @@ export const plainLine = (event: Event, state: State, logDir: string): string | 
       return `Final answer (${event.agent}, ${event.source.replace("_", " ")}):\n${event.content}`
     case "run_finished":
       return `Run ${event.reason} in ${duration(state)}: ${event.message} (${count(state.usage.inputTokens + state.usage.outputTokens, "token")}, cost ${formatCost(state.usage.cost)})`
+    case "tool_call_finished":
+    case "hosted_tool_used":
+      return `[${event.agent}] ${toolCallLine(event)}`
     case "call_start":
     case "call_end":
+    case "tool_call_started":
       return null
   }
 }

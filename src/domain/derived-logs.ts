@@ -69,6 +69,9 @@ const entry = (event: Event): CoordinationEvent | null => {
     case "call_start":
     case "call_end":
     case "call_retried":
+    case "tool_call_started":
+    case "tool_call_finished":
+    case "hosted_tool_used":
       return null
   }
 }

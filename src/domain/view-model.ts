@@ -18,6 +18,7 @@ import type { Event, FinalSource, FinishReason } from "./events.ts"
 import { type State, evolve, initialState } from "./state.ts"
 import { type AgentStatus, type Phase, project } from "./status.ts"
 import { count } from "./text.ts"
+import { toolCallLine } from "./tool-calls.ts"
 
 export const TAIL_LIMIT = 4000
 export const TIMELINE_LIMIT = 200
@@ -115,8 +116,12 @@ export const timelineText = (event: Event): string | null => {
       return `final answer (${event.source.replace("_", " ")})`
     case "run_finished":
       return `run ${event.reason}${event.winner ? `, winner ${event.winner}` : ""}`
+    case "tool_call_finished":
+    case "hosted_tool_used":
+      return toolCallLine(event)
     case "call_start":
     case "call_end":
+    case "tool_call_started":
       return null
   }
 }

@@ -5,7 +5,8 @@
  * shows, whether only `vote` is offered), never the prompt text. Per call, in
  * order: it waits `delay_seconds` (on the Effect clock, so TestClock drives it);
  * with `hang: true` it never replies; its first `fail_calls` calls fail; then
- * it plays the next `script` step if any is left; otherwise it follows the
+ * it plays the next `script` step if any is left (`{tool, args}` calls one of
+ * the agent's own tools); otherwise it follows the
  * rules: `new_answer` with `answer` while none of its own answers is shown
  * (with `keep_answering`, whenever `new_answer` is offered), else `vote` for
  * the agent named by `vote` once that agent's answer is shown, else for
@@ -57,6 +58,7 @@ export const makeScriptedBackend = (agent: Agent): Backend => {
       if ("new_answer" in step) return make("", [toolCall(n, "new_answer", { content: step.new_answer })])
       if ("vote" in step) return make("", [toolCall(n, "vote", { agent_id: step.vote, reason: step.reason ?? "scripted vote" })])
       if ("text" in step) return make(step.text, [])
+      if ("tool" in step) return make("", [toolCall(n, step.tool, step.args ?? {})])
       return new BackendError({ reason: "scripted_failure", detail: step.fail, retryable: false, retryAfterSeconds: null })
     }
     const offersAnswer = request.tools.some((t) => t.name === "new_answer")
