@@ -380,6 +380,13 @@ export const decodeConfig = (
         message: `Expected agent1..agent${agents.length}, found ${JSON.stringify(vote)}`,
       })
     }
+    const toolNames = new Set<string>()
+    agent.backend.custom_tools?.forEach((tool, j) => {
+      const path = `agents[${i}].backend.custom_tools[${j}].name`
+      if (tool.name === "new_answer" || tool.name === "vote") problems.push({ path, message: `Expected a name other than the workflow tool ${tool.name}` })
+      else if (toolNames.has(tool.name)) problems.push({ path, message: `Expected a unique tool name, found ${JSON.stringify(tool.name)} again` })
+      toolNames.add(tool.name)
+    })
     if (agent.backend.type === "chatcompletion" && agent.backend.base_url === undefined) {
       problems.push({ path: `agents[${i}].backend.base_url`, message: "Expected a base_url for type chatcompletion, found none" })
     }

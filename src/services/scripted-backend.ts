@@ -12,10 +12,13 @@
  * the agent named by `vote` once that agent's answer is shown, else for
  * itself. A presentation says `final`, or repeats its own latest answer.
  * Token counts are `input_tokens`/`output_tokens` when set, else about one
- * token per four characters.
+ * token per four characters. A resumed run's backend starts where the
+ * recorded calls left it (`history`): the script goes on at the step after the
+ * last recorded reply, so a resumed round gets the replies it would have got.
  */
 import { Duration, Effect } from "effect"
 import type { Agent } from "../domain/config.ts"
+import type { Event } from "../domain/events.ts"
 import type { LlmReply, LlmRequest, ToolCall } from "../domain/llm.ts"
 import { count } from "../domain/text.ts"
 import { type Backend, BackendError } from "./backend.ts"
@@ -28,10 +31,14 @@ const toolCall = (n: number, name: string, args: Record<string, unknown>): ToolC
   arguments: JSON.stringify(args),
 })
 
-export const makeScriptedBackend = (agent: Agent): Backend => {
+/** A call's error that a `fail` script step gave (not `fail_calls`, not a cut-off call). */
+const isScriptFailure = (error: string): boolean => error.startsWith("scripted failure: ") && !/^scripted failure: scripted failure of call \d+$/.test(error)
+
+export const makeScriptedBackend = (agent: Agent, history: ReadonlyArray<Event> = []): Backend => {
   const cfg = agent.backend
-  let calls = 0
-  let scriptAt = 0
+  const ended = history.filter((e): e is Extract<Event, { _tag: "call_end" }> => e._tag === "call_end" && e.agent === agent.id)
+  let calls = ended.filter((e) => e.error !== "cancelled").length
+  let scriptAt = ended.filter((e) => (e.reply ?? null) !== null || (e.error !== null && isScriptFailure(e.error))).length
   let revisions = 0
 
   const reply = (request: LlmRequest, n: number): LlmReply | BackendError => {
