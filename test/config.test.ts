@@ -95,7 +95,7 @@ describe("maskSecrets", () => {
 })
 
 describe("custom_tools", () => {
-  const command = { name: "count", description: "counts", parameters: { type: "object", properties: {} }, command: ["wc", "-w"] }
+  const command = { name: "count", description: "counts", parameters: { type: "object", properties: {} }, command: ["wc", "-w"] as [string, ...Array<string>] }
 
   test("a command tool is read with its name, description, parameters and command", () => {
     const config = Either.getOrThrow(decodeConfig({ ...doc({ custom_tools: [command] }), timeout_settings: { tool_timeout_seconds: 5 } }, {}))

@@ -54,6 +54,9 @@ export interface AgentView {
   readonly error: string | null
   readonly tokens: number
   readonly cost: number | null
+  /** The agent's tool calls that finished, and those that gave an error result. */
+  readonly toolCalls: number
+  readonly toolErrors: number
 }
 
 export interface VoteRow {
@@ -128,13 +131,20 @@ export const timelineText = (event: Event): string | null => {
 
 const keepTail = (text: string): string => (text.length > TAIL_LIMIT ? text.slice(text.length - TAIL_LIMIT) : text)
 
-/** Folds one event: the state through `evolve`; a round's start, or the presentation's, clears its agent's tail. */
+/**
+ * Folds one event: the state through `evolve`; a round's start, or the
+ * presentation's, clears its agent's tail; a tool call's start and end are
+ * lines of its agent's tail.
+ */
 export const applyEvent = (model: ViewModel, event: Event): ViewModel => {
   const state = evolve(model.state, event)
   // An event that does not fit is only counted.
   if (state.skippedEvents !== model.state.skippedEvents) return { ...model, state }
   // The presenter's tail still holds its last round's text (its vote): stale once it starts presenting.
-  const tails = event._tag === "round_started" || event._tag === "presentation_started" ? { ...model.tails, [event.agent]: "" } : model.tails
+  let tails = event._tag === "round_started" || event._tag === "presentation_started" ? { ...model.tails, [event.agent]: "" } : model.tails
+  // A tool call shows in its agent's text where it happened: name, short arguments, ok or error, duration.
+  const toolLine = toolCallLine(event)
+  if (toolLine !== null && "agent" in event) tails = { ...tails, [event.agent]: keepTail(`${(tails[event.agent] ?? "").trimEnd()}\n[${toolLine}]\n`) }
   const text = timelineText(event)
   if (text === null) return { ...model, state, tails }
   const start = state.run?.startTime ?? state.lastTime
@@ -181,6 +191,8 @@ export const viewOf = (model: ViewModel, now: number): View => {
       error: a.failure?.message ?? null,
       tokens: a.usage.inputTokens + a.usage.outputTokens,
       cost: a.usage.cost,
+      toolCalls: a.tools.calls,
+      toolErrors: a.tools.errors,
     }
   })
   return {
