@@ -11,7 +11,8 @@
  * 5. logs at scale: status, resume and replay of dense logs as whole processes
  *    of the binary, read + decode + fold at 10k and 1M events (bench/scale-logs.ts);
  * 6. many agents: 50 and 200 agents as whole processes of the binary, beside the
- *    seed orchestrator; extra calls, peak RSS, log size (bench/scale-agents.ts).
+ *    seed orchestrator; extra calls, peak RSS, log size (bench/scale-agents.ts);
+ * 7. tool calls: massgen's own overhead per tool call, the tool excluded (bench/tool-calls.ts).
  * Live runs write to a temp directory that is removed at the end.
  */
 import { availableParallelism, loadavg } from "node:os"
@@ -21,6 +22,7 @@ import { replayBench, resumeBench } from "./resume-replay.ts"
 import { scaleAgentsBench } from "./scale-agents.ts"
 import { scaleLogsBench } from "./scale-logs.ts"
 import { startUpBench } from "./start-up.ts"
+import { toolCallBench } from "./tool-calls.ts"
 import { cleanUp, fmt } from "./support.ts"
 import { whereTimeGoesBench, wholeRunBench } from "./whole-run.ts"
 
@@ -46,6 +48,8 @@ try {
   await scaleLogsBench()
   console.log("")
   await scaleAgentsBench()
+  console.log("")
+  await toolCallBench()
 } finally {
   cleanUp()
 }

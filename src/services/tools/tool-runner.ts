@@ -6,8 +6,9 @@
  * Each call is numbered run-wide (`tool_call`), appended as
  * `tool_call_started`, run by the agent's `ToolProvider` under the timeout
  * (`timeout_settings.tool_timeout_seconds`, default
- * `DEFAULT_TOOL_TIMEOUT_SECONDS`), written whole to `tool_log/<n>.json` and
- * appended as `tool_call_finished`, all before its result is handed back: a
+ * `DEFAULT_TOOL_TIMEOUT_SECONDS`), written whole to `tool_log/<n>.json` when
+ * its result is too long for its event (`INLINE_RESULT_CHARS`), and appended
+ * as `tool_call_finished`, all before its result is handed back: a
  * result is recorded before the model sees it. Arguments that are not a JSON
  * object, an unknown tool, a failure, a timeout and a result over
  * `MAX_TOOL_RESULT_CHARS` (cut, with a note) are error results, `error: ...`
@@ -86,7 +87,8 @@ export const makeToolRunner = (deps: ToolRunnerDeps): RunTools => {
       const { content, error } = yield* outcome(provider, call)
       const seconds = ((yield* Effect.clockWith((c) => c.currentTimeMillis)) - started) / 1000
       const ok = error === null
-      yield* deps.writeLog(n, { ...fields, ok, error, seconds, result: content })
+      // A result its event cannot hold is kept whole beside it, before the event that names it.
+      if (content.length > INLINE_RESULT_CHARS) yield* deps.writeLog(n, { ...fields, ok, error, seconds, result: content })
       yield* deps.emit({
         _tag: "tool_call_finished",
         time: yield* deps.now,
