@@ -22,7 +22,8 @@
  * or from `tool_log/` through `toolResultOf`), checked against the event's
  * `digest` when `digestOf` is given: a changed result is a divergence at that
  * event. The agent's own tools a request offers are taken from the recorded
- * request of the call (else `toolsOf`).
+ * request of the call, else from `toolsOf`, else from another recorded request
+ * of the agent (a call cut off by a crash has none of its own).
  *
  * The round machines still in flight at the end of the log are the rounds a
  * resume would continue: `rounds` gives them, transcript included, and
@@ -106,6 +107,9 @@ const baseRequest = (
   return role === "round" ? requestForRound(state, agent, tools) : requestForPresentation(state, agent, tools)
 }
 
+/** The agent's own tools a request offers (all but the workflow tools). */
+const ownTools = (request: LlmRequest): ReadonlyArray<ToolSpec> => request.tools.filter((tool) => !WORKFLOW_TOOLS.has(tool.name))
+
 const requestKey = (r: LlmRequest): string => JSON.stringify({ system: r.system, messages: r.messages, tools: r.tools })
 
 /** The events of the decider's commands now, the one like `rec` first. */
@@ -144,6 +148,18 @@ export const replayRun = (
       e._tag === "hosted_tool_used") &&
     (!("role" in e) || e.role === "round") &&
     cancelled.has(`${e.agent}#${e.round}`)
+  /** An agent's own tools as any of its recorded requests offers them. */
+  const recordedToolsOf = new Map<string, ReadonlyArray<ToolSpec>>()
+  const agentTools = (agent: string): ReadonlyArray<ToolSpec> => {
+    if (options.toolsOf) return options.toolsOf(agent)
+    let tools = recordedToolsOf.get(agent)
+    if (tools === undefined) {
+      const call = recorded.find((e) => e._tag === "call_start" && e.agent === agent && callOf(e.call)?.request)
+      tools = call?._tag === "call_start" ? ownTools(callOf(call.call)!.request!) : []
+      recordedToolsOf.set(agent, tools)
+    }
+    return tools
+  }
   const inFlight = (): ReadonlyMap<string, RoundMachine> =>
     new Map([...machines].flatMap(([agent, t]) => (t.step._tag === "done" ? [] : [[agent, t.machine] as const])))
   const continuations = (): ReadonlyMap<string, Transition> =>
@@ -243,8 +259,8 @@ export const replayRun = (
         case "call_start": {
           let t = machines.get(rec.agent)
           if (t === undefined) {
-            const recordedTools = callOf(rec.call)?.request?.tools.filter((tool) => !WORKFLOW_TOOLS.has(tool.name))
-            const base = baseRequest(state, agents, rec.agent, rec.role, recordedTools ?? options.toolsOf?.(rec.agent) ?? [])
+            const own = callOf(rec.call)?.request
+            const base = baseRequest(state, agents, rec.agent, rec.role, own ? ownTools(own) : agentTools(rec.agent))
             if (base === null) {
               reason = `this code makes no ${rec.role} call for ${rec.agent} here`
               break
