@@ -17,6 +17,7 @@ import type { Event } from "./events.ts"
 import { type ReplayOptions, continuationsOf } from "./replay.ts"
 import type { Transition } from "./round-machine.ts"
 import { type State, foldEvents } from "./state.ts"
+import { count } from "./text.ts"
 
 export interface ResumePlan {
   readonly continuedRounds: ReadonlyArray<{ readonly agent: string; readonly round: number; readonly shown: ReadonlyArray<string>; readonly vote_only: boolean }>
@@ -47,4 +48,14 @@ export const resumePlan = (
     ),
   )
   return { continuedRounds, presentationContinued, machines }
+}
+
+/** What a `run_resumed` did with the work in flight, for people: "2 rounds go on", "1 round starts again". */
+export const resumedText = (event: Extract<Event, { _tag: "run_resumed" }>): string => {
+  const said = (rounds: number, presentation: boolean, verb: readonly [string, string]) =>
+    `${rounds === 0 && presentation ? "the presentation" : `${count(rounds, "round")}${presentation ? " and the presentation" : ""}`} ${rounds === 1 && !presentation ? verb[0] : verb[1]}`
+  const on = said(event.continued_rounds?.length ?? 0, event.presentation_continued === true, ["goes on", "go on"])
+  if (event.restarted_rounds.length === 0 && !event.presentation_restarted) return on
+  const again = said(event.restarted_rounds.length, event.presentation_restarted, ["starts again", "start again"])
+  return (event.continued_rounds?.length ?? 0) === 0 && event.presentation_continued !== true ? again : `${on}, ${again}`
 }

@@ -18,6 +18,7 @@ import type { Event, FinalSource, FinishReason } from "./events.ts"
 import { type State, evolve, initialState } from "./state.ts"
 import { type AgentStatus, type Phase, project } from "./status.ts"
 import { count } from "./text.ts"
+import { resumedText } from "./resume-plan.ts"
 import { toolCallLine } from "./tool-calls.ts"
 
 export const TAIL_LIMIT = 4000
@@ -96,7 +97,7 @@ export const timelineText = (event: Event): string | null => {
     case "run_started":
       return `run started: ${count(event.agents.length, "agent")}`
     case "run_resumed":
-      return `run resumed, ${count(event.restarted_rounds.length, "round")} restarted`
+      return `run resumed: ${resumedText(event)}`
     case "round_started":
       return `round ${event.round}${event.restart ? " (restart)" : ""}${event.vote_only ? ", vote only" : ""}, ${event.shown.length} shown`
     case "round_cancelled":
