@@ -89,9 +89,11 @@ export const RunStarted = defineEvent("run_started", {
 
 /**
  * A run was taken up again by `massgen resume` after its process stopped. The
- * rounds (and a presentation) that were in flight start again with new round
- * numbers; `dropped_lines` lines of the log could not be read (a line a crash
- * cut short is one) and stay in the file, skipped.
+ * rounds (and a presentation) that were in flight go on where they were
+ * (`continued_rounds`, `presentation_continued`; older versions started them
+ * again with new round numbers: `restarted_rounds`, `presentation_restarted`);
+ * `dropped_lines` lines of the log could not be read (a line a crash cut short
+ * is one) and stay in the file, skipped.
  */
 export const RunResumed = defineEvent("run_resumed", {
   dropped_lines: Count,
