@@ -48,24 +48,26 @@ const harness = (provider: ToolProvider, options: { timeoutSeconds?: number; max
 }
 
 describe("the tool runner", () => {
-  effect("a result is logged and recorded before it is handed back; a short one is held by its event", () =>
+  effect("a result is recorded before it is handed back; a short one is held by its event alone", () =>
     Effect.gen(function* () {
       const h = harness(providerOf({ echo: (args) => Effect.succeed(`said ${String(args.text)}`) }))
       const results = yield* h.run("a", 1, "round", [call("c1", "echo", { text: "hi" })])
       expect(results).toEqual([{ callId: "c1", name: "echo", content: "said hi" }])
-      expect(h.trail.map((x) => (x.kind === "event" ? x.event._tag : "log"))).toEqual(["tool_call_started", "log", "tool_call_finished"])
+      expect(h.trail.map((x) => (x.kind === "event" ? x.event._tag : "log"))).toEqual(["tool_call_started", "tool_call_finished"])
       expect(h.finished()).toEqual([
         expect.objectContaining({ tool_call: 1, agent: "a", round: 1, role: "round", call_id: "c1", tool: "echo", server: null, ok: true, error: null, result: "said hi", result_chars: 7, digest: hashText("said hi") }),
       ])
     }),
   )
 
-  effect("a long result is only in its log file; the event has its length and digest", () =>
+  effect("a long result is logged whole before its event, which has only its length and digest", () =>
     Effect.gen(function* () {
       const long = "x".repeat(INLINE_RESULT_CHARS + 1)
       const h = harness(providerOf({ big: () => Effect.succeed(long) }))
       yield* h.run("a", 1, "round", [call("c1", "big", {})])
       expect(h.finished()[0]).toMatchObject({ ok: true, result: null, result_chars: long.length, digest: hashText(long) })
+      // Its log is written before the event that names it.
+      expect(h.trail.map((x) => (x.kind === "event" ? x.event._tag : "log"))).toEqual(["tool_call_started", "log", "tool_call_finished"])
       expect(h.trail.find((x) => x.kind === "log")).toMatchObject({ n: 1, record: { result: long } })
     }),
   )
