@@ -13,6 +13,7 @@
  * 6. many agents: 50 and 200 agents as whole processes of the binary, beside the
  *    seed orchestrator; extra calls, peak RSS, log size (bench/scale-agents.ts);
  * 7. an MCP stdio tool call through massgen's provider over the bare SDK client (bench/mcp.ts).
+ * 7. tool calls: massgen's own overhead per tool call, the tool excluded (bench/tool-calls.ts).
  * Live runs write to a temp directory that is removed at the end.
  */
 import { availableParallelism, loadavg } from "node:os"
@@ -23,6 +24,7 @@ import { replayBench, resumeBench } from "./resume-replay.ts"
 import { scaleAgentsBench } from "./scale-agents.ts"
 import { scaleLogsBench } from "./scale-logs.ts"
 import { startUpBench } from "./start-up.ts"
+import { toolCallBench } from "./tool-calls.ts"
 import { cleanUp, fmt } from "./support.ts"
 import { whereTimeGoesBench, wholeRunBench } from "./whole-run.ts"
 
@@ -50,6 +52,7 @@ try {
   await scaleAgentsBench()
   console.log("")
   await mcpBench()
+  await toolCallBench()
 } finally {
   cleanUp()
 }

@@ -103,7 +103,7 @@ let scratch: string | null = null
 let runNumber = 0
 
 /** A fresh directory for one live run, under one temp dir removed by `cleanUp`. */
-const freshDir = (): string => {
+export const freshDir = (): string => {
   scratch ??= mkdtempSync(join(tmpdir(), "massgen-bench-"))
   runNumber += 1
   return join(scratch, `log_${runNumber}`)

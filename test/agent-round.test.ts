@@ -372,3 +372,50 @@ describe("runPresentation", () => {
     }),
   )
 })
+
+describe("tools in a round and in the presentation", () => {
+  const lookup = { name: "lookup", description: "looks up", parameters: { type: "object" as const, properties: {}, required: [] } }
+  const withRunner = () => {
+    const made = makeDeps()
+    const ran: Array<string> = []
+    const deps: RoundDeps = {
+      ...made.deps,
+      runTools: (agent, round, role, calls) =>
+        Effect.gen(function* () {
+          for (const c of calls) {
+            ran.push(`${agent}#${round} ${role} ${c.name} ${c.arguments}`)
+            yield* made.deps.emit({ _tag: "tool_call_finished", time: "2026-01-01T00:00:00.000Z", tool_call: ran.length, agent, round, role, call_id: c.id, tool: c.name, server: null, arguments: c.arguments, ok: true, error: null, seconds: 0, result: "42", result_chars: 2, digest: "d" })
+          }
+          return calls.map((c) => ({ callId: c.id, name: c.name, content: "42" }))
+        }),
+    }
+    return { ...made, deps, ran }
+  }
+
+  effect("a presentation may call its tools; its next reply's text is the final answer, sent the results", () =>
+    Effect.gen(function* () {
+      const { deps, events, ran } = withRunner()
+      const call = tool("lookup", { q: "2+2" })
+      const backend = fakeBackend([ok(reply("Checking.", [call])), ok(textOnly("It is 4."))])
+      const base = presentationRequest({ agentId: "b", selfAnonId: "agent2", systemMessage: null, question: "What is 2+2?", answers: [], shown: [], voteReasons: [], isTie: false, strategy: "winner_present" })
+      const result = yield* runPresentation(deps, { agent: "b", round: 4, backend, request: { ...base, tools: [lookup] }, agentTimeoutSeconds: 600 })
+      expect(result).toEqual({ _tag: "presented", agent: "b", content: "It is 4." })
+      expect(ran).toEqual([`b#4 presentation lookup ${call.arguments}`])
+      expect(tags(events)).toEqual(["call_start", "call_end", "tool_call_finished", "call_start", "call_end"])
+      expect(backend.requests[1]!.messages.at(-1)).toEqual({ role: "tool", toolCallId: call.id, name: "lookup", content: "42" })
+    }),
+  )
+
+  effect("each provider tool a reply used is a hosted_tool_used event after its call_end", () =>
+    Effect.gen(function* () {
+      const { deps, events } = makeDeps()
+      const searched = { ...newAnswer("4"), hostedToolUses: [{ tool: "web_search", detail: "2+2" }, { tool: "code_interpreter", detail: "print(2+2)" }] }
+      yield* runRound(deps, roundInput(fakeBackend([ok(searched)])))
+      expect(tags(events)).toEqual(["call_start", "call_end", "hosted_tool_used", "hosted_tool_used"])
+      expect(ofTag(events, "hosted_tool_used").map((e) => [e.call, e.round, e.role, e.tool, e.detail])).toEqual([
+        [1, 1, "round", "web_search", "2+2"],
+        [1, 1, "round", "code_interpreter", "print(2+2)"],
+      ])
+    }),
+  )
+})

@@ -93,3 +93,30 @@ describe("maskSecrets", () => {
     })
   })
 })
+
+describe("custom_tools", () => {
+  const command = { name: "count", description: "counts", parameters: { type: "object", properties: {} }, command: ["wc", "-w"] as [string, ...Array<string>] }
+
+  test("a command tool is read with its name, description, parameters and command", () => {
+    const config = Either.getOrThrow(decodeConfig({ ...doc({ custom_tools: [command] }), timeout_settings: { tool_timeout_seconds: 5 } }, {}))
+    expect(config.agents[0]!.backend.custom_tools).toEqual([command])
+    expect(config.toolTimeoutSeconds).toBe(5)
+  })
+
+  test("MassGen's Python custom tools (path + function) are refused as not supported, saying what to use instead", () => {
+    const python = { name: ["calculate_sum"], category: "math", path: "massgen/tool/_basic/_two_num_tool.py", function: ["two_num_tool"] }
+    expect(problemsOf(doc({ custom_tools: [command, python] }), {})).toEqual([
+      "agents[0].backend.custom_tools[1]: MassGen's Python custom tools (path + function) are not supported: use a command tool (name, description, parameters, command: [...]) or an MCP server",
+    ])
+  })
+
+  test("a tool named like a workflow tool, a name used twice, and an empty command are refused", () => {
+    expect(problemsOf(doc({ custom_tools: [{ ...command, name: "vote" }, command, command, { name: "x", command: [] }] }), {})).toEqual([
+      "agents[0].backend.custom_tools[3].command: Expected a command: a list of the program and its arguments",
+    ])
+    expect(problemsOf(doc({ custom_tools: [{ ...command, name: "vote" }, command, command] }), {})).toEqual([
+      "agents[0].backend.custom_tools[0].name: Expected a name other than the workflow tool vote",
+      'agents[0].backend.custom_tools[2].name: Expected a unique tool name, found "count" again',
+    ])
+  })
+})

@@ -137,12 +137,15 @@ describe("resume after SIGKILL, with the fake OpenAI server", () => {
         expect.objectContaining({
           dropped_lines: 0,
           torn_tail: false,
-          restarted_rounds: [
-            { agent: "agent_a", round: 2 },
-            { agent: "agent_b", round: 1 },
-            { agent: "agent_c", round: 1 },
-          ],
+          restarted_rounds: [],
           presentation_restarted: false,
+          // The rounds in flight go on where they were.
+          continued_rounds: [
+            { agent: "agent_a", round: 2, shown: ["agent1.1"], vote_only: false },
+            { agent: "agent_b", round: 1, shown: [], vote_only: false },
+            { agent: "agent_c", round: 1, shown: [], vote_only: false },
+          ],
+          presentation_continued: false,
         }),
       ])
       expect(ofType(events, "run_finished")).toEqual([expect.objectContaining({ reason: "completed", winner: "agent_a" })])
@@ -380,11 +383,13 @@ describe("what resume refuses, and what it leaves alone", () => {
       expect(early.stderr).toContain(`process ${first.proc.pid}`)
       first.proc.kill("SIGKILL")
       await first.done
+      const lastCall = Math.max(...ofType(readEvents(dir), "call_start").map((e) => e.call))
 
       holder = await startCli("binary", ["resume", "--automation", dir], { cwd, env: ENV })
       await holder.waitForLine("LOG_DIR: ")
       await waitForEvent(dir, (e) => e.type === "run_resumed")
-      await waitForEvent(dir, (e) => e.type === "call_start" && e.agent === "agent_c" && e.round === 2)
+      // agent_c's round goes on: its call is made again.
+      await waitForEvent(dir, (e) => e.type === "call_start" && e.agent === "agent_c" && e.round === 1 && e.call > lastCall)
       expect(fs.readFileSync(nodePath.join(dir, "run.lock"), "utf8").trim().split(" ")[0]).toBe(String(holder.proc.pid))
       const events = fs.readFileSync(eventsPath(dir), "utf8")
 

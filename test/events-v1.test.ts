@@ -44,7 +44,9 @@ const readJson = (path: string) => JSON.parse(fs.readFileSync(path, "utf8"))
  */
 const sinceSchema1 = (stored: any) => {
   const agents = Object.fromEntries(
-    Object.entries<any>(stored.agents).map(([id, a]) => {
+    Object.entries<any>(stored.agents).map(([id, agent]) => {
+      // Added since: each agent's tool-call counts (none in these runs).
+      const a = { ...agent, tool_calls: { total: 0, errors: 0, hosted: 0 } }
       if (a.status !== "completed" || (stored.finish_reason === "completed" && stored.results.winner === id)) return [id, a]
       return [id, { ...a, status: a.vote_cast !== null ? "voted" : a.answer_count > 0 ? "answered" : "waiting" }]
     }),
@@ -143,7 +145,7 @@ describe("schema-1 logs", () => {
     expect(stream.skipped).toBe(0)
     const resumed = stream.events.find((s) => s.event._tag === "run_resumed")!
     expect(resumed.meta).toMatchObject({ log_dir: dir, pid: process.pid, host: os.hostname(), version: "test" })
-    expect(resumed.event).toMatchObject({ dropped_lines: 0, restarted_rounds: [{ agent: "agent_b", round: 1 }] })
+    expect(resumed.event).toMatchObject({ dropped_lines: 0, restarted_rounds: [], continued_rounds: [{ agent: "agent_b", round: 1, shown: [], vote_only: false }] })
     expect(readEventsText(after).events.at(-1)).toMatchObject({ _tag: "run_finished", reason: "completed", winner: "agent_a" })
     expect(readJson(nodePath.join(dir, "status.json")).meta).toMatchObject({ log_dir: dir, session_id: "log_interrupted" })
   }, 30_000)

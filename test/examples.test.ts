@@ -69,6 +69,15 @@ describe("examples/*.yaml", () => {
     if (preset.keyEnv.length > 0) expect(referenced(textOf(file))).toContain(preset.keyEnv[0]!)
   })
 
+  test("tools.yaml runs offline: the writer's command tool runs once, its result is recorded, and the run completes", async () => {
+    const result = await runCli("source", ["--automation", "--config", nodePath.join(EXAMPLES, "tools.yaml"), "Say something in six words."], { cwd: emptyDir, env: {} })
+    expect(result.exitCode).toBe(0)
+    expect(result.lines).toContain("WINNER: writer")
+    const dir = result.lines.find((l) => l.startsWith("LOG_DIR: "))!.slice("LOG_DIR: ".length)
+    const events = fs.readFileSync(nodePath.join(dir, "events.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l))
+    expect(events.filter((e) => e.type === "tool_call_finished").map((e) => [e.agent, e.tool, e.ok, e.result.trim()])).toEqual([["writer", "count_words", true, "6"]])
+  })
+
   test("mixed.yaml puts OpenAI, Claude and a local server in one run", () => {
     const types = parseYaml(textOf("mixed.yaml")).agents.map((a: { backend: { type: string } }) => a.backend.type)
     expect(types).toEqual(["openai", "claude", "ollama"])

@@ -271,19 +271,23 @@ describe("resume (model-based)", () => {
         expect(readEventsText(resumed.text).skipped).toBe(left.skipped)
         expectFoldOfEveryPrefix(resumed)
 
-        // One run_resumed, right after the prefix, saying what was dropped and restarted.
+        // One run_resumed, right after the prefix, saying what was dropped and what goes on.
         expect(ofTag(events, "run_started")).toHaveLength(1)
         expect(ofTag(events, "run_resumed")).toHaveLength(1)
         const resumeEvent = after[0]
+        // A signal's run_finished closed the rounds it stopped; they go on all the same.
+        const beforeSignal = foldEvents(left.events.filter((e) => !(e._tag === "run_finished" && e.reason === "interrupted")))
         expect(resumeEvent).toEqual({
           _tag: "run_resumed",
           time: expect.any(String),
           dropped_lines: cut._tag === "torn" ? 1 : 0,
           torn_tail: cut._tag === "torn",
-          // A signal's run_finished closed the rounds it stopped; they are listed as restarted all the same.
-          restarted_rounds: foldEvents(left.events.filter((e) => !(e._tag === "run_finished" && e.reason === "interrupted")))
-            .agents.flatMap((a) => (a.inFlight ? [{ agent: a.info.id, round: a.inFlight.round }] : [])),
-          presentation_restarted: before.presentation !== null && before.final === null && before.presentation.callsModel,
+          restarted_rounds: [],
+          presentation_restarted: false,
+          continued_rounds: beforeSignal.agents.flatMap((a) =>
+            a.inFlight ? [{ agent: a.info.id, round: a.inFlight.round, shown: a.inFlight.shown, vote_only: a.inFlight.voteOnly }] : [],
+          ),
+          presentation_continued: beforeSignal.presentation !== null && beforeSignal.final === null && beforeSignal.presentation.callsModel,
         })
 
         // The run completes, with the reference's winner and final answer.
@@ -333,13 +337,13 @@ describe("resume (model-based)", () => {
         // A finished presentation is not asked for again; one in flight is (a signal's salvaged answer is a stand-in).
         if (before.final !== null && before.final.source !== "salvaged") expect(resumed.asked.filter((x) => x.request.context.kind === "presentation")).toEqual([])
 
-        // The rounds in flight start again, with the answers current at the resume.
-        for (const a of before.agents) {
+        // The rounds in flight go on where they were: no round is started again, and no recorded reply is asked for again.
+        for (const a of beforeSignal.agents) {
           if (a.inFlight === null) continue
-          const next = ofTag(after, "round_started").find((e) => e.agent === a.info.id)
-          expect(next).toBeDefined()
-          expect(next!.round).toBe(a.inFlight.round + 1)
-          expect(next!.shown).toEqual(latestLabels(before))
+          expect(ofTag(after, "round_started").filter((e) => e.agent === a.info.id && e.round <= a.inFlight!.round)).toEqual([])
+          const recordedReplies = ofTag(left.events, "call_end").filter((e) => e.agent === a.info.id && e.round === a.inFlight!.round && e.reply)
+          const askedAgain = ofTag(after, "call_start").filter((e) => e.agent === a.info.id && e.round === a.inFlight!.round && e.role === "round")
+          expect(askedAgain.every((e) => e.attempt > recordedReplies.length)).toBe(true)
         }
 
         // The whole log, first process and resume, replays from the recorded calls.

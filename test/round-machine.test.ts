@@ -15,10 +15,12 @@ import {
   classifyReply,
   onCallFailed,
   onModelReply,
+  onToolRecorded,
   onToolResults,
   recordReply,
   replyOfRecord,
   startRound,
+  unfinishedTools,
 } from "../src/domain/round-machine.ts"
 import { newAnswer, reply, request, shownOf, tool, voteFor } from "./support/replies.ts"
 
@@ -170,7 +172,7 @@ describe("a presentation", () => {
     strategy: "winner_present",
   })
 
-  test("its reply's text is the result, whatever tools it calls", () => {
+  test("its reply's text is the result, whatever tools it calls that it was not offered", () => {
     given(req)
       .when({ _tag: "reply", reply: reply("The answer is 4.", [tool("vote", {})]) })
       .then([], { _tag: "done", reply: { _tag: "presented", agent: "a", content: "The answer is 4." } })
@@ -182,6 +184,62 @@ describe("a presentation", () => {
 
   test("has one attempt", () => {
     expect(startRound({ agent: "a", round: 2, role: "presentation", request: req }).machine.maxAttempts).toBe(1)
+  })
+
+  const withTools: LlmRequest = { ...req, tools: [searchTool] }
+
+  test("a reply that calls its offered tools is a tool step; the text after the results is the final answer", () => {
+    const call = tool("search", { q: "2+2" })
+    const t = given(withTools)
+      .when({ _tag: "reply", reply: reply("Let me check.", [call]) })
+      .then([], { _tag: "run_tools", calls: [call] })
+    const next = onToolResults(t.machine, [{ callId: call.id, name: "search", content: "4" }])
+    expect(next.step).toMatchObject({ _tag: "call_model" })
+    expect(onModelReply(next.machine, reply("The answer is 4."), T).step).toEqual({
+      _tag: "done",
+      reply: { _tag: "presented", agent: "a", content: "The answer is 4." },
+    })
+  })
+
+  test("once its tool steps are spent, its reply's text is the final answer", () => {
+    const t = startRound({ agent: "a", round: 2, role: "presentation", request: withTools, maxToolSteps: 0 })
+    expect(onModelReply(t.machine, reply("Four.", [tool("search", { q: "x" })]), T).step).toMatchObject({ _tag: "done", reply: { content: "Four." } })
+  })
+})
+
+describe("tool results recorded one by one (replay, resume)", () => {
+  const a = tool("search", { q: "a" })
+  const b = tool("search", { q: "b" })
+  const stepped = () => given(request([], false, [searchTool]), { _tag: "reply", reply: reply("", [a, b]) }).transition
+
+  test("given a tool step of two calls, when one result is recorded, then only the other is left to run", () => {
+    const next = onToolRecorded(stepped().machine, { callId: b.id, name: "search", content: "B" })
+    expect(next.events).toEqual([])
+    expect(next.step).toEqual({ _tag: "run_tools", calls: [a] })
+    expect(unfinishedTools(next.machine)).toEqual([a])
+  })
+
+  test("when the last result comes, the model is called with every result in the order of the calls", () => {
+    const one = onToolRecorded(stepped().machine, { callId: b.id, name: "search", content: "B" })
+    const both = onToolResults(one.machine, [{ callId: a.id, name: "search", content: "A" }])
+    expect(both.step._tag).toBe("call_model")
+    const messages = both.step._tag === "call_model" ? both.step.request.messages : []
+    expect(messages.slice(-2)).toEqual([
+      { role: "tool", toolCallId: a.id, name: "search", content: "A" },
+      { role: "tool", toolCallId: b.id, name: "search", content: "B" },
+    ])
+    const recorded = onToolRecorded(onToolRecorded(stepped().machine, { callId: b.id, name: "search", content: "B" }).machine, {
+      callId: a.id,
+      name: "search",
+      content: "A",
+    })
+    expect(recorded.step).toEqual(both.step)
+    expect(recorded.machine.toolSteps).toBe(1)
+  })
+
+  test("a result of no pending call changes nothing", () => {
+    const t = stepped()
+    expect(onToolRecorded(t.machine, { callId: "other", name: "search", content: "X" }).machine).toEqual(t.machine)
   })
 })
 

@@ -87,3 +87,34 @@ test("the presentation clears the presenter's tail: its voting round's text is n
   model = applyText(model, winner, "Learn by")
   expect(viewOf(model, 0).agents.find((a) => a.id === winner)).toMatchObject({ tail: "Learn by", tailIsAnswer: false })
 })
+
+test("an agent's tool calls: a line each in its text (name, short arguments, ok or error, duration), counts, and the timeline", () => {
+  const started = run.events.find((e) => e._tag === "round_started")!
+  const base = { agent: started.agent, round: started.round, role: "round" as const, call_id: "c1", tool: "search", server: null, arguments: '{"q":"2+2"}' }
+  const at = (ms: number) => new Date(Date.parse(started.time) + ms).toISOString()
+  const finished = (ok: boolean, tool_call: number) => ({
+    _tag: "tool_call_finished" as const,
+    time: at(20 + tool_call),
+    ...base,
+    tool_call,
+    ok,
+    error: ok ? null : "failed: no network",
+    seconds: 0.25,
+    result: ok ? "4" : "error: failed: no network",
+    result_chars: 1,
+    digest: "d",
+  })
+  const prefix = run.events.slice(0, run.events.indexOf(started) + 1)
+  const model = foldView([...prefix, { _tag: "tool_call_started", time: at(10), tool_call: 1, ...base }, finished(true, 1), finished(false, 2)])
+  const agent = viewOf(model, 0).agents.find((a) => a.id === started.agent)!
+  expect(agent.tail.trim().split("\n")).toEqual([
+    '[tool search(q="2+2") running]',
+    '[tool search(q="2+2") ok in 0.25s]',
+    '[tool search(q="2+2") error: failed: no network in 0.25s]',
+  ])
+  expect([agent.toolCalls, agent.toolErrors]).toEqual([2, 1])
+  expect(model.timeline.slice(-2).map((e) => [e.agent, e.text])).toEqual([
+    [started.agent, 'tool search(q="2+2") ok in 0.25s'],
+    [started.agent, 'tool search(q="2+2") error: failed: no network in 0.25s'],
+  ])
+})

@@ -14,6 +14,8 @@ import type { Event } from "../domain/events.ts"
 import { agentFile } from "../domain/run-paths.ts"
 import { count, formatCost, truncate } from "../domain/text.ts"
 import { type State, activeMs } from "../domain/state.ts"
+import { resumedText } from "../domain/resume-plan.ts"
+import { toolCallLine } from "../domain/tool-calls.ts"
 
 export const IN_PROGRESS = "[Coordination in progress - monitor status.json for real-time updates]"
 
@@ -56,7 +58,7 @@ export const plainLine = (event: Event, state: State, logDir: string): string | 
     case "run_started":
       return `Run ${event.run_id}: ${count(event.agents.length, "agent")} on "${preview(event.question, 80)}" (logs: ${logDir})`
     case "run_resumed":
-      return `Resumed: ${count(event.restarted_rounds.length, "round")} ${event.restarted_rounds.length === 1 ? "starts" : "start"} again${event.dropped_lines > 0 ? `, ${count(event.dropped_lines, "unreadable line")} dropped` : ""}`
+      return `Resumed: ${resumedText(event)}${event.dropped_lines > 0 ? `, ${count(event.dropped_lines, "unreadable line")} dropped` : ""}`
     case "round_started":
       return `[${event.agent}] round ${event.round}${event.restart ? " (restart)" : ""}: ${count(event.shown.length, "answer")} shown${event.vote_only ? ", vote only" : ""}`
     case "round_cancelled":
@@ -81,8 +83,12 @@ export const plainLine = (event: Event, state: State, logDir: string): string | 
       return `Final answer (${event.agent}, ${event.source.replace("_", " ")}):\n${event.content}`
     case "run_finished":
       return `Run ${event.reason} in ${duration(state)}: ${event.message} (${count(state.usage.inputTokens + state.usage.outputTokens, "token")}, cost ${formatCost(state.usage.cost)})`
+    case "tool_call_finished":
+    case "hosted_tool_used":
+      return `[${event.agent}] ${toolCallLine(event)}`
     case "call_start":
     case "call_end":
+    case "tool_call_started":
       return null
   }
 }

@@ -1,8 +1,10 @@
 /**
  * `massgen replay LOG_DIR [--check]`: make a recorded run's decisions again, offline.
  *
- * It replays the run from the replies recorded in `llm_log/` on a virtual clock
- * (`domain/replay.ts`): no model is called and nothing costs anything. The
+ * It replays the run from the replies recorded in `llm_log/` and the tool
+ * results recorded in `tool_call_finished` (and `tool_log/`) on a virtual clock
+ * (`domain/replay.ts`): no model is called, no tool runs and nothing costs
+ * anything; a recorded tool result that does not match its digest is a difference. The
  * replayed events, `status.json` and the final answer are written to a new log
  * directory under `replays/` beside the run's (or under `--out DIR`). `--check` compares with the original: exit 0 when every event is
  * the same (wall-clock fields aside), else exit 2 naming the first event that
@@ -21,7 +23,8 @@ import { EventStore, eventsOf } from "../services/event-store.ts"
 import { createLogDir } from "../services/log-dir.ts"
 import { writeFileAtomic } from "../services/status-writer.ts"
 import { loadDotEnv } from "../services/backends/keys.ts"
-import { openRunDir, recordedCall, runDirConfig } from "./run-dir.ts"
+import { openRunDir, recordedCall, recordedToolResult, runDirConfig } from "./run-dir.ts"
+import { hashText } from "../services/blobs.ts"
 import type { CliContext } from "./run-command.ts"
 import { reportSkips } from "./run-report.ts"
 
@@ -38,7 +41,11 @@ export const replayCommand = (args: { readonly logDir: string; readonly check: b
     const { config } = yield* runDirConfig(dir.path, permissive)
     const recorded = eventsOf(dir.read)
     reportSkips(ctx.printError, dir.path, dir.read, foldEvents(recorded).skippedEvents)
-    const result = replayRun(recorded, config.agents, recordedCall(dir.path))
+    const result = replayRun(recorded, config.agents, recordedCall(dir.path), {
+      checkRequests: true,
+      toolResultOf: recordedToolResult(dir.path),
+      digestOf: hashText,
+    })
     // Beside the runs, not among them: the viewer's "newest run" stays the newest real one.
     const parent = args.outDir ?? join(dir.path, "..", "replays")
     const out = yield* createLogDir(parent)

@@ -3,8 +3,9 @@
  *
  * It folds `events.jsonl` (a line a crash cut short is dropped and counted),
  * and when the run is unfinished, or was stopped by a signal, continues it in
- * the same directory: every recorded answer and vote is kept, the rounds that
- * were in flight start again with the context they would get now. A run that
+ * the same directory: every recorded answer and vote is kept, and the rounds
+ * (and a presentation) that were in flight go on where they were, from their
+ * recorded replies and tool results (`domain/resume-plan.ts`). A run that
  * already finished is reported with the exit code it ended with (0 when it
  * completed) and not run again; its status.json and derived files are written
  * again from the events, in case its process died before writing them. Nothing in the directory changes before the
@@ -17,11 +18,11 @@ import { existsSync } from "node:fs"
 import { Effect } from "effect"
 import { agentFile } from "../domain/run-paths.ts"
 import { type State, foldEvents, isResumable } from "../domain/state.ts"
-import { makeBackends } from "./run-setup.ts"
+import { makeAgentTools, makeBackends } from "./run-setup.ts"
 import { loadDotEnv } from "../services/backends/keys.ts"
 import { RunLockError, acquireRunLock, holder } from "../services/run-lock.ts"
 import { automationHeader } from "./automation-output.ts"
-import { RunDirError, openRunDir, refuseNewer, runDirConfig } from "./run-dir.ts"
+import { RunDirError, openRunDir, recordedToolResult, refuseNewer, runDirConfig } from "./run-dir.ts"
 import { reportSkips } from "./run-report.ts"
 import type { CliContext } from "./run-command.ts"
 import { EXIT_CODES, footerLines, runSession, writeDerivedFiles } from "./run-session.ts"
@@ -82,7 +83,8 @@ export const resumeCommand = (args: ResumeArgs, ctx: CliContext) =>
     if (configIds !== recordedIds) {
       return yield* new RunDirError({ reason: "bad_config", path: dir.path, detail: `its config has agents ${configIds}, the run has ${recordedIds}` })
     }
-    const backends = yield* makeBackends(config, env, dir.path)
+    const backends = yield* makeBackends(config, env, dir.path, events)
+    const tools = yield* makeAgentTools(config, env, dir.path, dir.path)
     // Under the lock, read what was appended since the read above: another resume
     // may have taken the run further (or finished it) meanwhile.
     yield* acquireRunLock(dir.path)
@@ -97,12 +99,13 @@ export const resumeCommand = (args: ResumeArgs, ctx: CliContext) =>
       logDir: dir.path,
       config,
       backends,
+      tools,
       question: run.question,
       version: ctx.version,
       interrupt: ctx.interrupt,
       automation: args.automation,
       display: runDisplay({ automation: args.automation, noDisplay: false }, ctx.print, dir.path),
-      resume: { events: all, skipped: since.skipped, tornTail: since.tornTail, state: current },
+      resume: { events: all, skipped: since.skipped, tornTail: since.tornTail, state: current, toolResultOf: recordedToolResult(dir.path) },
       print: ctx.print,
       printError: ctx.printError,
       env,

@@ -17,7 +17,7 @@ import { RunFiles, liveRunFiles } from "../services/run-files.ts"
 import type { RunArgs } from "./args.ts"
 import { automationHeader } from "./automation-output.ts"
 import { runDisplay } from "./display.ts"
-import { makeBackends, resolveRunConfig, unpricedUnderBudget } from "./run-setup.ts"
+import { makeAgentTools, makeBackends, resolveRunConfig, unpricedUnderBudget } from "./run-setup.ts"
 import { runSession } from "./run-session.ts"
 
 export interface CliContext {
@@ -58,11 +58,13 @@ export const runCommand = (args: RunArgs, ctx: CliContext) =>
     }
     yield* Effect.flatMap(RunFiles, (f) => f.write("execution_metadata.yaml", toYaml(metadata))).pipe(Effect.provide(liveRunFiles(logDir)))
 
+    const tools = yield* makeAgentTools(loaded.config, loaded.env, logDir, loaded.where)
     if (args.automation) for (const line of automationHeader(logDir, args.question)) ctx.print(line)
     return yield* runSession({
       logDir,
       config: loaded.config,
       backends,
+      tools,
       question: args.question,
       version: ctx.version,
       interrupt: ctx.interrupt,

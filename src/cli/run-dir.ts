@@ -6,7 +6,7 @@
  * fails when the log has lines of a newer schema (a writer must not append to
  * a log it cannot read whole); `runDirConfig` decodes the config
  * recorded in `execution_metadata.yaml`, or failing that the config file it
- * names; `recordedCall(dir)` looks up `llm_log/<n>.json`. Nothing here writes.
+ * names; `recordedCall(dir)` looks up `llm_log/<n>.json`, `recordedToolResult(dir)` `tool_log/<n>.json`. Nothing here writes.
  * A directory that is not a run is a `RunDirError` (exit 1).
  */
 import { existsSync, readFileSync, statSync } from "node:fs"
@@ -136,6 +136,18 @@ export const recordedCall =
         }
       }) as Partial<RecordedCall>
       return { request: record.request ?? null, reply: record.reply ?? null, error: record.error ?? null }
+    } catch {
+      return undefined
+    }
+  }
+
+/** The whole result of tool call `n`, from `tool_log/<n>.json`; undefined when it is not there. */
+export const recordedToolResult =
+  (dir: string) =>
+  (n: number): string | undefined => {
+    try {
+      const record = JSON.parse(readFileSync(join(dir, "tool_log", `${n}.json`), "utf8")) as { readonly result?: unknown }
+      return typeof record.result === "string" ? record.result : undefined
     } catch {
       return undefined
     }

@@ -23,6 +23,8 @@ import { RunFiles, liveRunFiles } from "../services/run-files.ts"
 import { acquireRunLock, releaseRunLockSync } from "../services/run-lock.ts"
 import { onForcedStop } from "../services/forced-stop.ts"
 import { StatusWriter } from "../services/status-writer.ts"
+import { AgentTools } from "../services/tools/agent-tools.ts"
+import type { ToolProvider } from "../services/tools/tool-provider.ts"
 import { automationFooter } from "./automation-output.ts"
 import { priceOf } from "./run-setup.ts"
 import { resumeHint } from "../domain/run-paths.ts"
@@ -39,6 +41,8 @@ export interface SessionInput {
   readonly logDir: string
   readonly config: Config
   readonly backends: ReadonlyMap<string, Backend>
+  /** Each agent's own tools (`makeAgentTools`); an agent without an entry has none. */
+  readonly tools?: ReadonlyMap<string, ToolProvider>
   readonly question: string
   readonly version: string
   readonly interrupt: Effect.Effect<string>
@@ -84,6 +88,7 @@ export const runSession = (input: SessionInput) =>
       StatusWriter.live(join(logDir, "status.json")),
       liveRunFiles(logDir),
       Layer.succeed(Backends, { forAgent: (id: string) => input.backends.get(id)! }),
+      AgentTools.fromProviders(input.tools ?? new Map()),
     )
     const outcome = yield* Effect.gen(function* () {
       yield* acquireRunLock(logDir)

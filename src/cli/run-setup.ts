@@ -19,6 +19,9 @@ import type { Backend } from "../services/backend.ts"
 import { makeBackend } from "../services/backend-factory.ts"
 import { type Env, loadDotEnv, resolveApiKey } from "../services/backends/keys.ts"
 import type { RunArgs } from "./args.ts"
+import type { Event } from "../domain/events.ts"
+import { combineProviders, commandToolProviders } from "../services/tools/agent-tools.ts"
+import type { ToolProvider } from "../services/tools/tool-provider.ts"
 import { ConfigError, decodeDocument, isFlag, loadConfigFile } from "./load-config.ts"
 
 export interface RunConfig {
@@ -92,13 +95,34 @@ export const missingKeys = (config: Config, env: Env, fromFlag = false): Readonl
   })
 
 /** Every agent's backend; a run with any key missing stops here, naming every missing variable. `path`: the config file or flag. */
-export const makeBackends = (config: Config, env: Env, path = "--models") =>
+export const makeBackends = (config: Config, env: Env, path = "--models", history: ReadonlyArray<Event> = []) =>
   Effect.gen(function* () {
     const missing = missingKeys(config, env, isFlag(path))
     if (missing.length > 0) return yield* new ConfigError({ reason: "invalid", path, problems: missing })
     const backends = new Map<string, Backend>()
-    for (const agent of config.agents) backends.set(agent.id, yield* makeBackend(agent, env))
+    for (const agent of config.agents) backends.set(agent.id, yield* makeBackend(agent, env, history))
     return backends
+  })
+
+/**
+ * Every agent's own tools, one provider per agent: its command tools (run in
+ * `cwd`, the run's log directory) and the providers of `extra` (its MCP
+ * servers'), merged; two tools of one agent with one name stop the run (exit 1).
+ */
+export const makeAgentTools = (config: Config, env: Env, cwd: string, path: string, extra: ReadonlyMap<string, ReadonlyArray<ToolProvider>> = new Map()) =>
+  Effect.gen(function* () {
+    const commands = commandToolProviders(config, env, cwd)
+    const out = new Map<string, ToolProvider>()
+    const problems: Array<ConfigProblem> = []
+    config.agents.forEach((agent, i) => {
+      const providers = [...(commands.has(agent.id) ? [commands.get(agent.id)!] : []), ...(extra.get(agent.id) ?? [])]
+      if (providers.length === 0) return
+      const combined = combineProviders(providers)
+      if (Either.isLeft(combined)) problems.push({ path: `agents[${i}].backend`, message: combined.left })
+      else out.set(agent.id, combined.right)
+    })
+    if (problems.length > 0) return yield* new ConfigError({ reason: "invalid", path, problems })
+    return out as ReadonlyMap<string, ToolProvider>
   })
 
 /** The agents a budget cannot see: `budget_usd` is set, and their model has no price (`id (model)`). */

@@ -95,8 +95,9 @@ export const ScriptStep = Schema.Union(
   Schema.Struct({ vote: Schema.String, reason: opt(Schema.String) }),
   Schema.Struct({ text: Schema.String }),
   Schema.Struct({ fail: Schema.String }),
+  Schema.Struct({ tool: Schema.String, args: opt(Schema.Record({ key: Schema.String, value: Schema.Unknown })) }),
 ).annotations({
-  message: () => ({ message: "Expected one of {new_answer}, {vote, reason}, {text} or {fail}", override: true }),
+  message: () => ({ message: "Expected one of {new_answer}, {vote, reason}, {text}, {fail} or {tool, args}", override: true }),
 })
 export type ScriptStep = typeof ScriptStep.Type
 
@@ -180,6 +181,38 @@ export const McpServers = Schema.Union(
   Schema.Record({ key: McpServerName, value: McpServerEntry }).annotations({ identifier: "a mapping of MCP server names to entries" }),
 )
 export type McpServers = typeof McpServers.Type
+/**
+ * A command tool (`custom_tools` entry): a program the agent may call. Its JSON
+ * arguments arrive on stdin; what it prints on stdout is the result.
+ */
+export const CommandToolConfig = Schema.Struct({
+  name: Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9_-]{1,64}$/, { message: () => "Expected a tool name of 1 to 64 letters, digits, _ or -" })),
+  description: opt(Schema.String),
+  parameters: opt(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
+  command: Schema.NonEmptyArray(Schema.String).annotations({ message: () => ({ message: "Expected a command: a list of the program and its arguments", override: true }) }),
+}).annotations({ identifier: "a command tool {name, description, parameters, command}" })
+export type CommandToolConfig = typeof CommandToolConfig.Type
+
+/** MassGen's Python custom tools, which massgen cannot load, and what to use instead. */
+export const PYTHON_TOOL_PROBLEM =
+  "MassGen's Python custom tools (path + function) are not supported: use a command tool (name, description, parameters, command: [...]) or an MCP server"
+
+/** Takes MassGen's Python custom tools out of `doc`, with a problem for each. */
+const withoutPythonTools = (doc: unknown, problems: Array<ConfigProblem>): unknown => {
+  const agents = valueAt(doc, ["agents"])
+  const paths: Array<ReadonlyArray<PropertyKey>> = Array.isArray(agents) ? agents.map((_, i) => ["agents", i, "backend", "custom_tools"]) : [["agent", "backend", "custom_tools"]]
+  let out = doc
+  for (const path of paths) {
+    const tools = valueAt(out, path)
+    if (!Array.isArray(tools)) continue
+    const python = (t: unknown) => t !== null && typeof t === "object" && !("command" in t) && ("path" in t || "function" in t)
+    tools.forEach((t, i) => {
+      if (python(t)) problems.push({ path: formatPath([...path, i]), message: PYTHON_TOOL_PROBLEM })
+    })
+    if (tools.some(python)) out = setAt(out, path, tools.filter((t) => !python(t)))
+  }
+  return out
+}
 
 export const BackendConfig = Schema.Struct({
   type: oneOf(...BACKEND_TYPES),
@@ -201,6 +234,7 @@ export const BackendConfig = Schema.Struct({
   hang: opt(Schema.Boolean),
   keep_answering: opt(Schema.Boolean),
   script: opt(Schema.Array(ScriptStep)),
+  custom_tools: opt(Schema.Array(CommandToolConfig)),
   input_tokens: opt(NonNegativeInt),
   output_tokens: opt(NonNegativeInt),
   mcp_servers: opt(McpServers),
@@ -231,6 +265,7 @@ const OrchestratorConfig = Schema.Struct({
 const TimeoutSettings = Schema.Struct({
   orchestrator_timeout_seconds: opt(PositiveNumber),
   agent_timeout_seconds: opt(PositiveNumber),
+  tool_timeout_seconds: opt(PositiveNumber),
 }).annotations({ identifier: "a timeout_settings mapping" })
 
 const ConfigFile = Schema.Struct({
@@ -252,6 +287,8 @@ export interface Config {
   readonly agents: ReadonlyArray<Agent>
   readonly settings: RunSettings
   readonly pricing: Readonly<Record<string, Price>>
+  /** Seconds one tool call may run (`timeout_settings.tool_timeout_seconds`); absent: the default of `tool-calls.ts`. */
+  readonly toolTimeoutSeconds?: number
 }
 
 export interface ConfigProblem {
@@ -383,7 +420,7 @@ export const decodeConfig = (
     return Either.left([{ path: "", message: `Expected a mapping with an agents list, found ${describe(raw)}` }])
   }
   const problems: Array<ConfigProblem> = []
-  const expanded = expandEnv(raw, env, problems)
+  const expanded = withoutPythonTools(expandEnv(raw, env, problems), problems)
   let decoded = decodeFile(expanded)
   // `max_tokens: ${MAX_TOKENS}`: a value that is one whole reference, found where a number or a
   // boolean was expected, is read as one when its text is one. Strings stay strings everywhere else.
@@ -433,6 +470,13 @@ export const decodeConfig = (
     }
     problems.push(...providerProblems(agent, i))
     problems.push(...mcpProblems(agent.backend.mcp_servers, `agents[${i}].backend.mcp_servers`))
+    const toolNames = new Set<string>()
+    agent.backend.custom_tools?.forEach((tool, j) => {
+      const path = `agents[${i}].backend.custom_tools[${j}].name`
+      if (tool.name === "new_answer" || tool.name === "vote") problems.push({ path, message: `Expected a name other than the workflow tool ${tool.name}` })
+      else if (toolNames.has(tool.name)) problems.push({ path, message: `Expected a unique tool name, found ${JSON.stringify(tool.name)} again` })
+      toolNames.add(tool.name)
+    })
     if (agent.backend.type === "chatcompletion" && agent.backend.base_url === undefined) {
       problems.push({ path: `agents[${i}].backend.base_url`, message: "Expected a base_url for type chatcompletion, found none" })
     }
@@ -452,6 +496,7 @@ export const decodeConfig = (
       disable_injection: o.disable_injection ?? DEFAULT_SETTINGS.disable_injection,
     },
     pricing: file.pricing ?? {},
+    ...(file.timeout_settings?.tool_timeout_seconds !== undefined ? { toolTimeoutSeconds: file.timeout_settings.tool_timeout_seconds } : {}),
   })
 }
 
@@ -469,7 +514,8 @@ export const unknownKeys = (raw: unknown): ReadonlyArray<ConfigProblem> => {
   const seen = new Set<string>()
   return ParseResult.ArrayFormatter.formatErrorSync(decoded.left).flatMap((issue) => {
     const path = formatPath(issue.path)
-    if (issue._tag !== "Unexpected" || seen.has(path) || /\.script\[/.test(path)) return []
+    // MassGen's Python custom tools are a problem of their own (PYTHON_TOOL_PROBLEM), not a list of unknown keys.
+    if (issue._tag !== "Unexpected" || seen.has(path) || /\.script\[/.test(path) || /\.custom_tools\[\d+\]\.(path|function|category)$/.test(path)) return []
     seen.add(path)
     const expected = /expected: (.*)$/.exec(issue.message)?.[1]?.replace(/"/g, "").split(" | ").join(", ")
     return [{ path, message: `unknown key, ignored${expected ? ` (known keys here: ${expected})` : ""}` }]

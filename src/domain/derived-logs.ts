@@ -11,6 +11,7 @@
 import type { Event } from "./events.ts"
 import { agentFile } from "./run-paths.ts"
 import { count } from "./text.ts"
+import { resumedText } from "./resume-plan.ts"
 
 const unix = (iso: string): number => Date.parse(iso) / 1000
 
@@ -35,7 +36,7 @@ const entry = (event: Event): CoordinationEvent | null => {
     case "run_started":
       return e("session_start", null, `Started with ${count(event.agents.length, "agent")}`)
     case "run_resumed":
-      return e("session_resumed", null, `Resumed; ${count(event.restarted_rounds.length, "round")} restarted`)
+      return e("session_resumed", null, `Resumed; ${resumedText(event)}`)
     case "round_started":
       return e(event.restart ? "restart_completed" : "context_received", event.agent, `Round ${event.round} shows ${event.shown.join(", ") || "no answers"}`, {
         labels: event.shown,
@@ -74,6 +75,9 @@ const entry = (event: Event): CoordinationEvent | null => {
     case "call_start":
     case "call_end":
     case "call_retried":
+    case "tool_call_started":
+    case "tool_call_finished":
+    case "hosted_tool_used":
       return null
   }
 }

@@ -91,15 +91,26 @@ export const RunStarted = defineEvent("run_started", {
 
 /**
  * A run was taken up again by `massgen resume` after its process stopped. The
- * rounds (and a presentation) that were in flight start again with new round
- * numbers; `dropped_lines` lines of the log could not be read (a line a crash
- * cut short is one) and stay in the file, skipped.
+ * rounds (and a presentation) that were in flight go on where they were
+ * (`continued_rounds`, `presentation_continued`; older versions started them
+ * again with new round numbers: `restarted_rounds`, `presentation_restarted`);
+ * `dropped_lines` lines of the log could not be read (a line a crash cut short
+ * is one) and stay in the file, skipped.
  */
 export const RunResumed = defineEvent("run_resumed", {
   dropped_lines: Count,
   torn_tail: Schema.Boolean,
   restarted_rounds: Schema.Array(Schema.Struct({ agent: AgentId, round: Count })),
   presentation_restarted: Schema.Boolean,
+  /**
+   * The rounds in flight that go on where they were: their recorded replies and
+   * tool results are fed back, and they continue at their first step without a record.
+   */
+  continued_rounds: Schema.optional(
+    Schema.Array(Schema.Struct({ agent: AgentId, round: Count, shown: Schema.Array(Label), vote_only: Schema.Boolean })),
+  ),
+  /** The unfinished presentation goes on where it was (absent: false). */
+  presentation_continued: Schema.optional(Schema.Boolean),
 })
 
 /** A round was given to an agent: which answer labels it shows, and whether only `vote` is offered. */
@@ -251,6 +262,57 @@ export const CallRetried = defineEvent("call_retried", {
   error: Schema.String,
 })
 
+/**
+ * A tool call of a model reply began to run. `tool_call` numbers the tool calls
+ * of a run from 1 (its full result is `tool_log/<tool_call>.json`); `call_id`
+ * is the id the model gave the call; `server` is the MCP server of the tool,
+ * null for a command tool; `arguments` are as the model wrote them.
+ */
+export const ToolCallStarted = defineEvent("tool_call_started", {
+  tool_call: Count,
+  agent: AgentId,
+  round: Count,
+  role: CallRole,
+  call_id: Schema.String,
+  tool: Schema.String,
+  server: Schema.NullOr(Schema.String),
+  arguments: Schema.String,
+})
+
+/**
+ * A tool call ended, and this is what the model is given: `result` (the whole
+ * text when it is short, else null: it is in `tool_log/<tool_call>.json`),
+ * `result_chars` its length and `digest` its SHA-256 (hex). `ok` is false for
+ * an error result, whose `error` says why (a failure, a timeout, an oversized
+ * result cut to the cap).
+ */
+export const ToolCallFinished = defineEvent("tool_call_finished", {
+  tool_call: Count,
+  agent: AgentId,
+  round: Count,
+  role: CallRole,
+  call_id: Schema.String,
+  tool: Schema.String,
+  server: Schema.NullOr(Schema.String),
+  arguments: Schema.String,
+  ok: Schema.Boolean,
+  error: Schema.NullOr(Schema.String),
+  seconds: Amount,
+  result: Schema.NullOr(Schema.String),
+  result_chars: Count,
+  digest: Schema.String,
+})
+
+/** A reply of call `call` used one of the provider's own tools (web search, code execution), as the provider reports it. */
+export const HostedToolUsed = defineEvent("hosted_tool_used", {
+  call: Count,
+  agent: AgentId,
+  round: Count,
+  role: CallRole,
+  tool: Schema.String,
+  detail: Schema.String,
+})
+
 export const FailureKind = Schema.Literal("error", "timeout")
 export type FailureKind = typeof FailureKind.Type
 
@@ -324,6 +386,9 @@ export const Event = Schema.Union(
   CallStarted,
   CallEnded,
   CallRetried,
+  ToolCallStarted,
+  ToolCallFinished,
+  HostedToolUsed,
   AgentFailed,
   PresentationStarted,
   FinalAnswerChosen,

@@ -16,17 +16,41 @@
  * aside) is the divergence; a missing recorded reply or request, or a request
  * built differently, is one too.
  *
+ * Tool calls are fed back, never run: a `tool_call_started` must be a call
+ * the machine's tool step has not had a result for, and a
+ * `tool_call_finished` gives the machine its recorded result (from the event,
+ * or from `tool_log/` through `toolResultOf`), checked against the event's
+ * `digest` when `digestOf` is given: a changed result is a divergence at that
+ * event. The agent's own tools a request offers are taken from the recorded
+ * request of the call, else from `toolsOf`, else from another recorded request
+ * of the agent (a call cut off by a crash has none of its own).
+ *
  * The round machines still in flight at the end of the log are the rounds a
- * resume would continue: `rounds` gives them, transcript included.
+ * resume would continue: `rounds` gives them, transcript included, and
+ * `continuations` gives each with the step it goes on from (a round whose
+ * result was not judged yet is `done` with it). A `run_resumed` keeps the
+ * machines of the rounds it continues (`continued_rounds`,
+ * `presentation_continued`) and drops the others.
  *
  * Pure: the recorded calls come in as a lookup function.
  */
 import type { Agent } from "./config.ts"
 import { type Command, type Reply, commandEvents, decide, judgeReply, stopRun, updateFor } from "./decide.ts"
 import type { Event } from "./events.ts"
-import type { LlmReply, LlmRequest } from "./llm.ts"
+import type { LlmReply, LlmRequest, ToolSpec } from "./llm.ts"
 import { requestForPresentation, requestForRound, shownAnswers } from "./requests.ts"
-import { type RoundMachine, type Transition, onCallFailed, onModelReply, onUpdate, replyOfRecord, startRound } from "./round-machine.ts"
+import {
+  type RoundMachine,
+  type Transition,
+  WORKFLOW_TOOLS,
+  onCallFailed,
+  onModelReply,
+  onToolRecorded,
+  onUpdate,
+  replyOfRecord,
+  startRound,
+  unfinishedTools,
+} from "./round-machine.ts"
 import { type State, evolve, initialState } from "./state.ts"
 
 export interface RecordedCall {
@@ -49,6 +73,18 @@ export interface ReplayResult {
   readonly divergence: Divergence | null
   /** The rounds (and a presentation) in flight at the end of the log, by agent: what a resume would continue. */
   readonly rounds: ReadonlyMap<string, RoundMachine>
+  /** The same, each with the step it goes on from; a round whose result is not judged yet is `done` with it. */
+  readonly continuations: ReadonlyMap<string, Transition>
+}
+
+export interface ReplayOptions {
+  readonly checkRequests: boolean
+  /** The agent's own tools, for a call whose recorded request is not at hand (resume). */
+  readonly toolsOf?: (agent: string) => ReadonlyArray<ToolSpec>
+  /** The whole result of tool call `n` (`tool_log/<n>.json`), for a `tool_call_finished` that does not hold it. */
+  readonly toolResultOf?: (n: number) => string | undefined
+  /** SHA-256 (hex) of a text: with it, each recorded tool result is checked against its digest. */
+  readonly digestOf?: (text: string) => string
 }
 
 /** Fields that say where and when a run happened, not what it decided. */
@@ -60,11 +96,20 @@ const comparable = (event: Event): string =>
 export const sameDecision = (a: Event, b: Event): boolean => comparable(a) === comparable(b)
 
 /** The request this code builds for an agent's current round or presentation, before its transcript. */
-const baseRequest = (state: State, agents: ReadonlyArray<Agent>, agentId: string, role: "round" | "presentation"): LlmRequest | null => {
+const baseRequest = (
+  state: State,
+  agents: ReadonlyArray<Agent>,
+  agentId: string,
+  role: "round" | "presentation",
+  tools: ReadonlyArray<ToolSpec>,
+): LlmRequest | null => {
   const agent = agents.find((a) => a.id === agentId)
   if (agent === undefined) return null
-  return role === "round" ? requestForRound(state, agent) : requestForPresentation(state, agent)
+  return role === "round" ? requestForRound(state, agent, tools) : requestForPresentation(state, agent, tools)
 }
+
+/** The agent's own tools a request offers (all but the workflow tools). */
+const ownTools = (request: LlmRequest): ReadonlyArray<ToolSpec> => request.tools.filter((tool) => !WORKFLOW_TOOLS.has(tool.name))
 
 const requestKey = (r: LlmRequest): string => JSON.stringify({ system: r.system, messages: r.messages, tools: r.tools })
 
@@ -79,7 +124,7 @@ export const replayRun = (
   recorded: ReadonlyArray<Event>,
   agents: ReadonlyArray<Agent>,
   callOf: (call: number) => RecordedCall | undefined,
-  options: { readonly checkRequests: boolean } = { checkRequests: true },
+  options: ReplayOptions = { checkRequests: true },
 ): ReplayResult => {
   let state = initialState
   const out: Array<Event> = []
@@ -97,17 +142,56 @@ export const replayRun = (
   // facts of the timing, with no result to judge and no request to rebuild.
   const cancelled = new Set<string>()
   const isStaleCall = (e: Event): boolean =>
-    (e._tag === "call_start" || e._tag === "call_end" || e._tag === "call_retried" || e._tag === "reply_rejected") &&
+    (e._tag === "call_start" ||
+      e._tag === "call_end" ||
+      e._tag === "call_retried" ||
+      e._tag === "reply_rejected" ||
+      e._tag === "tool_call_started" ||
+      e._tag === "tool_call_finished" ||
+      e._tag === "hosted_tool_used") &&
     (!("role" in e) || e.role === "round") &&
     cancelled.has(`${e.agent}#${e.round}`)
+  /** An agent's own tools as any of its recorded requests offers them. */
+  const recordedToolsOf = new Map<string, ReadonlyArray<ToolSpec>>()
+  const agentTools = (agent: string): ReadonlyArray<ToolSpec> => {
+    if (options.toolsOf) return options.toolsOf(agent)
+    let tools = recordedToolsOf.get(agent)
+    if (tools === undefined) {
+      const call = recorded.find((e) => e._tag === "call_start" && e.agent === agent && callOf(e.call)?.request)
+      tools = call?._tag === "call_start" ? ownTools(callOf(call.call)!.request!) : []
+      recordedToolsOf.set(agent, tools)
+    }
+    return tools
+  }
   const inFlight = (): ReadonlyMap<string, RoundMachine> =>
     new Map([...machines].flatMap(([agent, t]) => (t.step._tag === "done" ? [] : [[agent, t.machine] as const])))
+  const continuations = (): ReadonlyMap<string, Transition> =>
+    new Map(
+      [...machines].flatMap(([agent, t]): ReadonlyArray<readonly [string, Transition]> => {
+        if (t.step._tag !== "done") return [[agent, { ...t, events: [] }]]
+        const result = pending.get(agent)
+        return result === undefined ? [] : [[agent, { machine: t.machine, events: [], step: { _tag: "done", reply: result } }]]
+      }),
+    )
   const diverge = (index: number, replayed: Event | null, reason: string): ReplayResult => ({
     events: out,
     state,
     divergence: { index, recorded: recorded[index] ?? null, replayed, reason },
     rounds: inFlight(),
+    continuations: continuations(),
   })
+  /** The tool step of `agent` that `rec` (a tool call's start or end) belongs to, or why there is none. */
+  const toolStepOf = (rec: Extract<Event, { _tag: "tool_call_started" | "tool_call_finished" }>): Transition | string => {
+    const t = machines.get(rec.agent)
+    if (t === undefined || t.step._tag !== "run_tools" || t.machine.round !== rec.round || t.machine.role !== rec.role) {
+      return `this code runs no tool for ${rec.agent} here`
+    }
+    const call = unfinishedTools(t.machine).find((c) => c.id === rec.call_id)
+    if (call === undefined || call.name !== rec.tool || call.arguments !== rec.arguments) {
+      return `the reply of ${rec.agent} has no tool call ${rec.call_id} of ${rec.tool} with these arguments waiting to run`
+    }
+    return t
+  }
 
   for (let i = 0; i < recorded.length; i++) {
     const rec = recorded[i]!
@@ -124,11 +208,43 @@ export const replayRun = (
         case "run_started":
           replayed = state.run === null ? rec : null
           break
-        case "run_resumed":
-          // A process stopped here: what it had in flight is gone.
-          pending.clear()
-          machines.clear()
+        case "run_resumed": {
+          // A process stopped here: what it had in flight is gone, but for the rounds it continues.
+          const kept = new Set((rec.continued_rounds ?? []).map((r) => `${r.agent}#round#${r.round}`))
+          for (const [agent, t] of [...machines]) {
+            const key = t.machine.role === "presentation" ? (rec.presentation_continued === true ? null : agent) : `${agent}#round#${t.machine.round}`
+            if (key !== null && !kept.has(key)) {
+              machines.delete(agent)
+              pending.delete(agent)
+            }
+          }
+          for (const agent of [...pending.keys()]) if (!machines.has(agent)) pending.delete(agent)
           expected.clear()
+          replayed = rec
+          break
+        }
+        case "tool_call_started": {
+          const t = toolStepOf(rec)
+          if (typeof t === "string") reason = t
+          else replayed = rec
+          break
+        }
+        case "tool_call_finished": {
+          const t = toolStepOf(rec)
+          if (typeof t === "string") {
+            reason = t
+            break
+          }
+          const content = rec.result ?? options.toolResultOf?.(rec.tool_call)
+          if (content === undefined) return diverge(i, null, `the result of tool call ${rec.tool_call} is missing from tool_log/`)
+          if (options.digestOf !== undefined && options.digestOf(content) !== rec.digest) {
+            return diverge(i, null, `the recorded result of tool call ${rec.tool_call} (${rec.tool}) does not match its digest: it was changed`)
+          }
+          machines.set(rec.agent, onToolRecorded(t.machine, { callId: rec.call_id, name: rec.tool, content }))
+          replayed = rec
+          break
+        }
+        case "hosted_tool_used":
           replayed = rec
           break
         case "round_started":
@@ -146,7 +262,8 @@ export const replayRun = (
         case "call_start": {
           let t = machines.get(rec.agent)
           if (t === undefined) {
-            const base = baseRequest(state, agents, rec.agent, rec.role)
+            const own = callOf(rec.call)?.request
+            const base = baseRequest(state, agents, rec.agent, rec.role, own ? ownTools(own) : agentTools(rec.agent))
             if (base === null) {
               reason = `this code makes no ${rec.role} call for ${rec.agent} here`
               break
@@ -258,12 +375,22 @@ export const replayRun = (
     out.push(replayed)
     state = evolve(state, replayed)
   }
-  return { events: out, state, divergence: null, rounds: inFlight() }
+  return { events: out, state, divergence: null, rounds: inFlight(), continuations: continuations() }
 }
 
 /**
  * The rounds (and a presentation) in flight at the end of a log, transcript
  * included, rebuilt from its events alone: what a resume continues.
  */
-export const roundsInFlight = (events: ReadonlyArray<Event>, agents: ReadonlyArray<Agent>): ReadonlyMap<string, RoundMachine> =>
-  replayRun(events, agents, () => undefined, { checkRequests: false }).rounds
+export const roundsInFlight = (
+  events: ReadonlyArray<Event>,
+  agents: ReadonlyArray<Agent>,
+  options: Omit<ReplayOptions, "checkRequests"> = {},
+): ReadonlyMap<string, RoundMachine> => replayRun(events, agents, () => undefined, { ...options, checkRequests: false }).rounds
+
+/** What a resume continues: each round (and a presentation) in flight, with the step it goes on from. */
+export const continuationsOf = (
+  events: ReadonlyArray<Event>,
+  agents: ReadonlyArray<Agent>,
+  options: Omit<ReplayOptions, "checkRequests"> = {},
+): ReadonlyMap<string, Transition> => replayRun(events, agents, () => undefined, { ...options, checkRequests: false }).continuations

@@ -4,10 +4,12 @@
  * The orchestrator builds every call from these, right after folding the
  * `round_started` or `presentation_started` that begins the work, and replay
  * (`replay.ts`) builds the same request at the same point to compare it with
- * the recorded one. Pure: the same state gives the same request.
+ * the recorded one. Pure: the same state gives the same request. An agent's
+ * own tools (`tools`: command tools, MCP tools) are offered after the workflow
+ * tools, in every round and in the presentation.
  */
 import type { Agent } from "./config.ts"
-import type { LlmRequest, ShownAnswer } from "./llm.ts"
+import type { LlmRequest, ShownAnswer, ToolSpec } from "./llm.ts"
 import { presentationRequest, roundRequest } from "./prompts.ts"
 import type { State } from "./state.ts"
 
@@ -18,11 +20,21 @@ export const shownAnswers = (state: State, labels: ReadonlyArray<string>): Reado
     return answer ? [{ label, anonId: label.split(".")[0]!, content: answer.content }] : []
   })
 
+/** `request` with the agent's own tools offered too, and the system message saying how to use them. */
+const withAgentTools = (request: LlmRequest, tools: ReadonlyArray<ToolSpec>, finish: string): LlmRequest =>
+  tools.length === 0
+    ? request
+    : {
+        ...request,
+        system: `${request.system}\nYou may call your other tools (${tools.map((t) => t.name).join(", ")}) first, as often as you need; then ${finish}.`,
+        tools: [...request.tools, ...tools],
+      }
+
 /** The request of `agent`'s round in flight; null when it has none. */
-export const requestForRound = (state: State, agent: Agent): LlmRequest | null => {
+export const requestForRound = (state: State, agent: Agent, tools: ReadonlyArray<ToolSpec> = []): LlmRequest | null => {
   const inFlight = state.agents.find((a) => a.info.id === agent.id)?.inFlight ?? null
   if (state.run === null || inFlight === null) return null
-  return roundRequest({
+  const request = roundRequest({
     agentId: agent.id,
     selfAnonId: agent.anonId,
     systemMessage: agent.systemMessage,
@@ -30,13 +42,14 @@ export const requestForRound = (state: State, agent: Agent): LlmRequest | null =
     shown: shownAnswers(state, inFlight.shown),
     voteOnly: inFlight.voteOnly,
   })
+  return withAgentTools(request, tools, inFlight.voteOnly ? "call vote" : "call new_answer or vote")
 }
 
 /** The request of the winner's presentation; null unless `agent` is presenting. */
-export const requestForPresentation = (state: State, agent: Agent): LlmRequest | null => {
+export const requestForPresentation = (state: State, agent: Agent, tools: ReadonlyArray<ToolSpec> = []): LlmRequest | null => {
   const p = state.presentation
   if (state.run === null || p === null || p.agent !== agent.id) return null
-  return presentationRequest({
+  const request = presentationRequest({
     agentId: agent.id,
     selfAnonId: agent.anonId,
     systemMessage: agent.systemMessage,
@@ -51,4 +64,5 @@ export const requestForPresentation = (state: State, agent: Agent): LlmRequest |
     isTie: p.isTie,
     strategy: state.run.settings.final_answer_strategy,
   })
+  return withAgentTools(request, tools, "reply with the final answer itself")
 }

@@ -17,6 +17,13 @@
  * invalid reply uses up an attempt (`MAX_ATTEMPTS` per round); a tool step uses
  * up a tool step (`MAX_TOOL_STEPS`): the two budgets are separate. A tool
  * step past the cap is refused as `tool_limit`, which tells the model to finish.
+ * A presentation may take tool steps too; its first reply that calls no offered
+ * tool (or any reply once its tool steps are spent) is the final answer.
+ *
+ * The results of a tool step may come back at once (`onToolResults`, a live
+ * round) or one by one as the log records them (`onToolRecorded`, replay and
+ * resume): a `run_tools` step lists only the calls that have no result yet,
+ * which is what a resumed round runs (again, for a call cut off by the crash).
  *
  * Words: the *transcript* of a round is what follows its base request's
  * messages: earlier replies, the problems it was told of, and tool results.
@@ -28,7 +35,7 @@ import { STALE_VOTE_RESULT, retryMessages, updateMessage, votableIds, voteTool }
 
 /** Attempts a round has at a valid reply. */
 export const MAX_ATTEMPTS = 3
-/** Tool steps a round may take before it must answer or vote. */
+/** Tool steps a round (or a presentation) may take before it must answer or vote (or give its final text). */
 export const MAX_TOOL_STEPS = 25
 
 export const WORKFLOW_TOOLS: ReadonlySet<string> = new Set(["new_answer", "vote"])
@@ -45,6 +52,8 @@ export interface RoundMachine {
   readonly toolSteps: number
   /** Tool calls waiting for their results (the `run_tools` step). */
   readonly pendingTools: ReadonlyArray<ToolCall>
+  /** Results of pending calls already recorded (replay, resume). */
+  readonly recordedTools: ReadonlyArray<ToolResult>
   readonly maxAttempts: number
   readonly maxToolSteps: number
 }
@@ -141,6 +150,7 @@ export const startRound = (input: StartInput): Transition => {
     attempt: 1,
     toolSteps: 0,
     pendingTools: [],
+    recordedTools: [],
     maxAttempts: input.role === "presentation" ? 1 : (input.maxAttempts ?? MAX_ATTEMPTS),
     maxToolSteps: input.maxToolSteps ?? MAX_TOOL_STEPS,
   }
@@ -148,7 +158,7 @@ export const startRound = (input: StartInput): Transition => {
 }
 
 const done = (machine: RoundMachine, reply: Reply, events: ReadonlyArray<Event> = []): Transition => ({
-  machine: { ...machine, pendingTools: [] },
+  machine: { ...machine, pendingTools: [], recordedTools: [] },
   events,
   step: { _tag: "done", reply },
 })
@@ -156,7 +166,12 @@ const done = (machine: RoundMachine, reply: Reply, events: ReadonlyArray<Event> 
 /** The model replied to the current call. */
 export const onModelReply = (machine: RoundMachine, reply: LlmReply, time: string): Transition => {
   const { agent, round } = machine
-  if (machine.role === "presentation") return done(machine, { _tag: "presented", agent, content: reply.text })
+  if (machine.role === "presentation") {
+    const offered = new Set(machine.request.tools.map((t) => t.name))
+    const usesTools = reply.toolCalls.length > 0 && reply.toolCalls.every((c) => offered.has(c.name))
+    if (!usesTools || machine.toolSteps >= machine.maxToolSteps) return done(machine, { _tag: "presented", agent, content: reply.text })
+    return toolStep(machine, reply, reply.toolCalls)
+  }
   let classified = classifyReply(agent, round, machine.request, reply)
   if (classified._tag === "tool_calls" && machine.toolSteps >= machine.maxToolSteps) {
     classified = {
@@ -168,17 +183,8 @@ export const onModelReply = (machine: RoundMachine, reply: LlmReply, time: strin
   switch (classified._tag) {
     case "workflow":
       return done(machine, classified.reply)
-    case "tool_calls": {
-      const next: RoundMachine = {
-        ...machine,
-        transcript: [
-          ...machine.transcript,
-          { role: "assistant", content: reply.text, toolCalls: classified.calls, ...(reply.parts?.length ? { parts: reply.parts } : {}) },
-        ],
-        pendingTools: classified.calls,
-      }
-      return { machine: next, events: [], step: { _tag: "run_tools", calls: classified.calls } }
-    }
+    case "tool_calls":
+      return toolStep(machine, reply, classified.calls)
     case "invalid": {
       const rejected: Event = {
         _tag: "reply_rejected",
@@ -203,15 +209,32 @@ export const onModelReply = (machine: RoundMachine, reply: LlmReply, time: strin
   }
 }
 
+/** A reply that calls tools: it joins the transcript, and its calls run. */
+const toolStep = (machine: RoundMachine, reply: LlmReply, calls: ReadonlyArray<ToolCall>): Transition => {
+  const next: RoundMachine = {
+    ...machine,
+    transcript: [
+      ...machine.transcript,
+      { role: "assistant", content: reply.text, toolCalls: calls, ...(reply.parts?.length ? { parts: reply.parts } : {}) },
+    ],
+    pendingTools: calls,
+    recordedTools: [],
+  }
+  return { machine: next, events: [], step: { _tag: "run_tools", calls } }
+}
+
 /** The current call failed for good (its retries, if any, are spent). */
 export const onCallFailed = (machine: RoundMachine, message: string): Transition =>
   machine.role === "presentation"
     ? done(machine, { _tag: "presentation_failed", agent: machine.agent, message })
     : done(machine, { _tag: "failed", agent: machine.agent, round: machine.round, kind: "error", message })
 
-/** The pending tool calls came back: their results join the transcript and the model is called again. */
+/**
+ * The pending tool calls without a recorded result came back: every result joins
+ * the transcript, in the order of the calls, and the model is called again.
+ */
 export const onToolResults = (machine: RoundMachine, results: ReadonlyArray<ToolResult>): Transition => {
-  const byId = new Map(results.map((r) => [r.callId, r]))
+  const byId = new Map([...machine.recordedTools, ...results].map((r) => [r.callId, r]))
   const messages: Array<LlmMessage> = machine.pendingTools.map((call) => ({
     role: "tool",
     toolCallId: call.id,
@@ -223,6 +246,7 @@ export const onToolResults = (machine: RoundMachine, results: ReadonlyArray<Tool
     transcript: [...machine.transcript, ...messages],
     toolSteps: machine.toolSteps + 1,
     pendingTools: [],
+    recordedTools: [],
   }
   return { machine: next, events: [], step: callModel(next) }
 }
@@ -255,6 +279,23 @@ export const onUpdate = (machine: RoundMachine, shown: ReadonlyArray<ShownAnswer
     pendingTools: [],
   }
   return { machine: next, events: [], step: callModel(next) }
+}
+
+/** The calls of a tool step that have no result yet. */
+export const unfinishedTools = (machine: RoundMachine): ReadonlyArray<ToolCall> =>
+  machine.pendingTools.filter((c) => !machine.recordedTools.some((r) => r.callId === c.id))
+
+/**
+ * The log recorded the result of one pending tool call: once every pending call
+ * has one, the model is called again; until then the step runs the others.
+ * A result of no pending call changes nothing.
+ */
+export const onToolRecorded = (machine: RoundMachine, result: ToolResult): Transition => {
+  const known = machine.pendingTools.some((c) => c.id === result.callId)
+  const next: RoundMachine = known ? { ...machine, recordedTools: [...machine.recordedTools.filter((r) => r.callId !== result.callId), result] } : machine
+  const left = unfinishedTools(next)
+  if (known && left.length === 0) return onToolResults(next, [])
+  return { machine: next, events: [], step: { _tag: "run_tools", calls: left } }
 }
 
 /** A model reply as `call_end` records it. */

@@ -68,7 +68,17 @@ export interface AgentState {
   readonly timesRestarted: number
   readonly lastActivity: number
   readonly usage: Usage
+  /** The agent's tool calls that finished, those of them that gave an error result, and its replies' uses of provider tools. */
+  readonly tools: ToolCounts
 }
+
+export interface ToolCounts {
+  readonly calls: number
+  readonly errors: number
+  readonly hosted: number
+}
+
+export const noToolCounts: ToolCounts = { calls: 0, errors: 0, hosted: 0 }
 
 export interface Answer {
   readonly label: string
@@ -179,19 +189,28 @@ const updateAgent = (state: State, id: string, f: (a: AgentState) => AgentState)
 }
 
 /**
- * A resumed run: nothing is in flight any more (its rounds and an unfinished
- * presentation start again), and a run stopped by a signal is open again.
+ * A resumed run: nothing is in flight any more but the rounds and the
+ * presentation it continues (the others start again), and a run stopped by a
+ * signal is open again.
  */
-const resumed = (state: State, t: number): State => {
+const resumed = (state: State, event: Extract<Event, { _tag: "run_resumed" }>, t: number): State => {
   if (state.finished !== null && state.finished.reason !== "interrupted") return state
   // What a signal salvaged was a stand-in; the resumed run decides again.
   const final = state.finished?.reason === "interrupted" && state.final?.source === "salvaged" ? null : state.final
-  const presentation = final === null ? null : state.presentation
+  const presentation = final === null && event.presentation_continued !== true ? null : state.presentation
+  const continued = new Map((event.continued_rounds ?? []).map((r) => [r.agent, r]))
   return {
     ...state,
     run: state.run === null ? null : { ...state.run, pausedMs: state.run.pausedMs + Math.max(0, t - state.lastTime) },
     final,
-    agents: state.agents.map((a) => (a.inFlight === null ? a : { ...a, inFlight: null })),
+    agents: state.agents.map((a) => {
+      const goesOn = continued.get(a.info.id)
+      if (goesOn !== undefined && a.failure === null && goesOn.round >= a.rounds && presentation === null) {
+        const steps = a.inFlight?.round === goesOn.round ? a.inFlight.steps : 0
+        return { ...a, rounds: goesOn.round, inFlight: { round: goesOn.round, shown: goesOn.shown, voteOnly: goesOn.vote_only, steps } }
+      }
+      return a.inFlight === null ? a : { ...a, inFlight: null }
+    }),
     presentation,
     finished: null,
     openCalls: 0,
@@ -253,7 +272,7 @@ const currentAnswerOf = (state: State, label: string): AgentState | undefined =>
 }
 
 const applyEvent = (state: State, event: Event, t: number, own: Owned | null): State => {
-  if (event._tag === "run_resumed") return state.run === null ? state : resumed(state, t)
+  if (event._tag === "run_resumed") return state.run === null ? state : resumed(state, event, t)
   if (state.run === null && event._tag !== "run_started") return state
   if (state.finished !== null) return state
   switch (event._tag) {
@@ -279,6 +298,7 @@ const applyEvent = (state: State, event: Event, t: number, own: Owned | null): S
           timesRestarted: 0,
           lastActivity: t,
           usage: emptyUsage,
+          tools: noToolCounts,
         })),
       }
     case "round_started":
@@ -342,6 +362,16 @@ const applyEvent = (state: State, event: Event, t: number, own: Owned | null): S
         event.agent,
         (a) => ({ ...a, lastActivity: t }),
       )
+    case "tool_call_started":
+      return updateAgent(state, event.agent, (a) => ({ ...a, lastActivity: t }))
+    case "tool_call_finished":
+      return updateAgent(state, event.agent, (a) => ({
+        ...a,
+        tools: { ...a.tools, calls: a.tools.calls + 1, errors: a.tools.errors + (event.ok ? 0 : 1) },
+        lastActivity: t,
+      }))
+    case "hosted_tool_used":
+      return updateAgent(state, event.agent, (a) => ({ ...a, tools: { ...a.tools, hosted: a.tools.hosted + 1 }, lastActivity: t }))
     case "call_end":
       if (agentIndex(state, event.agent) < 0) return state
       return updateAgent(

@@ -4,7 +4,7 @@
  * The shape is MassGen's status file reference (`meta`, `coordination`,
  * `agents`, `results`, with the same field names, types and status values),
  * plus `is_complete`, `finish_reason` and `costs`, and a per-agent `model`,
- * `answer_labels` and `token_usage`. Times are Unix seconds (floats). The
+ * `answer_labels`, `token_usage` and `tool_calls`. Times are Unix seconds (floats). The
  * status writer (`services/status-writer.ts`) writes it every 2 s and at the
  * end; scripts read it with jq, so a field never changes its type.
  *
@@ -43,6 +43,8 @@ export interface AgentStatusJson {
   readonly last_activity: number
   readonly error: { readonly type: "error" | "timeout"; readonly message: string; readonly timestamp: number } | null
   readonly token_usage: TokenUsageJson
+  /** The agent's own tool calls that finished (`errors` of them gave an error result), and its uses of provider tools. */
+  readonly tool_calls: { readonly total: number; readonly errors: number; readonly hosted: number }
 }
 
 export interface StatusJson {
@@ -141,6 +143,7 @@ export const project = (state: State, at: number, logDir = ""): StatusJson => {
       last_activity: seconds(a.lastActivity),
       error: a.failure === null ? null : { type: a.failure.kind, message: a.failure.message, timestamp: seconds(a.failure.time) },
       token_usage: usageJson(a),
+      tool_calls: { total: a.tools.calls, errors: a.tools.errors, hosted: a.tools.hosted },
     }
   }
   const anyVote = state.agents.some((a) => a.vote !== null)

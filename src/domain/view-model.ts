@@ -18,6 +18,8 @@ import type { Event, FinalSource, FinishReason } from "./events.ts"
 import { type State, evolve, initialState } from "./state.ts"
 import { type AgentStatus, type Phase, project } from "./status.ts"
 import { count } from "./text.ts"
+import { resumedText } from "./resume-plan.ts"
+import { toolCallLine } from "./tool-calls.ts"
 
 export const TAIL_LIMIT = 4000
 export const TIMELINE_LIMIT = 200
@@ -53,6 +55,9 @@ export interface AgentView {
   readonly error: string | null
   readonly tokens: number
   readonly cost: number | null
+  /** The agent's tool calls that finished, and those that gave an error result. */
+  readonly toolCalls: number
+  readonly toolErrors: number
 }
 
 export interface VoteRow {
@@ -92,7 +97,7 @@ export const timelineText = (event: Event): string | null => {
     case "run_started":
       return `run started: ${count(event.agents.length, "agent")}`
     case "run_resumed":
-      return `run resumed, ${count(event.restarted_rounds.length, "round")} restarted`
+      return `run resumed: ${resumedText(event)}`
     case "round_started":
       return `round ${event.round}${event.restart ? " (restart)" : ""}${event.vote_only ? ", vote only" : ""}, ${event.shown.length} shown`
     case "round_cancelled":
@@ -117,21 +122,32 @@ export const timelineText = (event: Event): string | null => {
       return `final answer (${event.source.replace("_", " ")})`
     case "run_finished":
       return `run ${event.reason}${event.winner ? `, winner ${event.winner}` : ""}`
+    case "tool_call_finished":
+    case "hosted_tool_used":
+      return toolCallLine(event)
     case "call_start":
     case "call_end":
+    case "tool_call_started":
       return null
   }
 }
 
 const keepTail = (text: string): string => (text.length > TAIL_LIMIT ? text.slice(text.length - TAIL_LIMIT) : text)
 
-/** Folds one event: the state through `evolve`; a round's start, or the presentation's, clears its agent's tail. */
+/**
+ * Folds one event: the state through `evolve`; a round's start, or the
+ * presentation's, clears its agent's tail; a tool call's start and end are
+ * lines of its agent's tail.
+ */
 export const applyEvent = (model: ViewModel, event: Event): ViewModel => {
   const state = evolve(model.state, event)
   // An event that does not fit is only counted.
   if (state.skippedEvents !== model.state.skippedEvents) return { ...model, state }
   // The presenter's tail still holds its last round's text (its vote): stale once it starts presenting.
-  const tails = event._tag === "round_started" || event._tag === "presentation_started" ? { ...model.tails, [event.agent]: "" } : model.tails
+  let tails = event._tag === "round_started" || event._tag === "presentation_started" ? { ...model.tails, [event.agent]: "" } : model.tails
+  // A tool call shows in its agent's text where it happened: name, short arguments, ok or error, duration.
+  const toolLine = toolCallLine(event)
+  if (toolLine !== null && "agent" in event) tails = { ...tails, [event.agent]: keepTail(`${(tails[event.agent] ?? "").trimEnd()}\n[${toolLine}]\n`) }
   const text = timelineText(event)
   if (text === null) return { ...model, state, tails }
   const start = state.run?.startTime ?? state.lastTime
@@ -178,6 +194,8 @@ export const viewOf = (model: ViewModel, now: number): View => {
       error: a.failure?.message ?? null,
       tokens: a.usage.inputTokens + a.usage.outputTokens,
       cost: a.usage.cost,
+      toolCalls: a.tools.calls,
+      toolErrors: a.tools.errors,
     }
   })
   return {

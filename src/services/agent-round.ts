@@ -19,6 +19,11 @@
  * fails as an Effect. Whether a call may start at all (the budget, the run's
  * end) is the orchestrator's to say when it appends the `call_start`.
  *
+ * Each use of a provider tool a reply reports (`LlmReply.hostedToolUses`) is a
+ * `hosted_tool_used` event after the call's `call_end`. A round resumed
+ * mid-way (`RoundInput.from`) starts at the step the log rebuilt, not at the
+ * first call: its recorded replies and tool results are not asked for again.
+ *
  * Streamed text goes to `onText` as it arrives (the agent's output file and the
  * live display); the full request and reply of each call go to `logCall`,
  * which has them in place before the call's `call_end` is emitted.
@@ -60,8 +65,8 @@ export interface RoundDeps {
    * round's first, and when the round ends with a vote.
    */
   readonly injectUpdate?: (agent: string, round: number, afterVote: boolean) => Effect.Effect<ReadonlyArray<ShownAnswer> | null>
-  /** Runs the tool calls of a reply; without it, every call gets an error result. */
-  readonly runTools?: (agent: string, round: number, calls: ReadonlyArray<ToolCall>) => Effect.Effect<ReadonlyArray<ToolResult>>
+  /** Runs the tool calls of a reply (`tools/tool-runner.ts`); without it, every call gets an error result. */
+  readonly runTools?: (agent: string, round: number, role: CallRole, calls: ReadonlyArray<ToolCall>) => Effect.Effect<ReadonlyArray<ToolResult>>
 }
 
 export interface RoundInput {
@@ -70,6 +75,8 @@ export interface RoundInput {
   readonly backend: Backend
   readonly request: LlmRequest
   readonly agentTimeoutSeconds: number
+  /** The round's machine as the log rebuilt it (resume): the round goes on from its step. */
+  readonly from?: Transition
 }
 
 /** What a reply did with its tools, as the agent's output file shows it. */
@@ -165,6 +172,9 @@ const callWithRetries = (
       // The call's log is in place before its call_end: replay finds the reply of every call the events record.
       yield* logged(reply, error)
       yield* callEnd(reply, error)
+      for (const use of reply?.hostedToolUses ?? []) {
+        yield* deps.emit({ _tag: "hosted_tool_used", time: yield* deps.now, call, agent, round, role, tool: use.tool, detail: use.detail })
+      }
       yield* record(reply !== null ? toolCallsText(reply) : `\n[error] ${error}\n`)
       if (result._tag === "Right") return { _tag: "reply", reply: result.right } as const
       const failure = result.left
@@ -204,7 +214,8 @@ const noTools = (calls: ReadonlyArray<ToolCall>): ReadonlyArray<ToolResult> =>
 /** Carries out the machine's steps until it is done. */
 const interpret = (deps: RoundDeps, input: RoundInput, role: CallRole, deadline: number): Effect.Effect<Reply> =>
   Effect.gen(function* () {
-    let t: Transition = startRound({ agent: input.agent, round: input.round, role, request: input.request })
+    // A rebuilt machine's events are in the log already.
+    let t: Transition = input.from ? { ...input.from, events: [] } : startRound({ agent: input.agent, round: input.round, role, request: input.request })
     let last: LlmReply | null = null
     const inject = role === "round" ? deps.injectUpdate : undefined
     for (;;) {
@@ -229,7 +240,7 @@ const interpret = (deps: RoundDeps, input: RoundInput, role: CallRole, deadline:
           break
         }
         case "run_tools": {
-          const results = deps.runTools ? yield* deps.runTools(input.agent, input.round, step.calls) : noTools(step.calls)
+          const results = deps.runTools ? yield* deps.runTools(input.agent, input.round, role, step.calls) : noTools(step.calls)
           t = onToolResults(t.machine, results)
           break
         }
@@ -247,6 +258,6 @@ export const runRound = (deps: RoundDeps, input: RoundInput): Effect.Effect<Repl
     message,
   }))
 
-/** The winner's presentation: one call (with its retries); its text is the final answer. */
+/** The winner's presentation: calls (with their retries and tool steps) until a reply's text, the final answer. */
 export const runPresentation = (deps: RoundDeps, input: RoundInput): Effect.Effect<Reply> =>
   withTimeout(input, (deadline) => interpret(deps, input, "presentation", deadline), (message) => ({ _tag: "presentation_failed", agent: input.agent, message }))

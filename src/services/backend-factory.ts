@@ -13,6 +13,7 @@
  */
 import { Effect } from "effect"
 import type { Agent } from "../domain/config.ts"
+import type { Event } from "../domain/events.ts"
 import { type ApiFamily, presetFor } from "../domain/presets.ts"
 import type { Backend } from "./backend.ts"
 import { type Env, type MissingKeyError, resolveApiKey } from "./backends/keys.ts"
@@ -27,9 +28,10 @@ const BUILDERS: { readonly [F in ApiFamily]: () => Promise<Builder> } = {
   anthropic: () => import("./backends/anthropic-messages.ts").then((m) => m.makeAnthropicMessagesBackend),
 }
 
-export const makeBackend = (agent: Agent, env: Env): Effect.Effect<Backend, MissingKeyError> => {
+/** `history`: a resumed run's events, where a scripted backend takes up its script. */
+export const makeBackend = (agent: Agent, env: Env, history: ReadonlyArray<Event> = []): Effect.Effect<Backend, MissingKeyError> => {
   const b = agent.backend
-  if (b.type === "scripted") return Effect.succeed(makeScriptedBackend(agent))
+  if (b.type === "scripted") return Effect.succeed(makeScriptedBackend(agent, history))
   const preset = presetFor(b.type)
   return Effect.flatMap(resolveApiKey(agent, env), (apiKey) => {
     const opts: SdkBackendOptions = {

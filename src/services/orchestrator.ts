@@ -9,13 +9,18 @@
  * orchestrator acts on it, and a final answer file is written before the
  * `final_answer` event that announces it.
  *
+ * The agents' own tools (`AgentTools`, none when the layer is absent) are
+ * offered in every request and run by the tool runner (`tools/tool-runner.ts`).
+ * A resumed run continues the work its stopped process had in flight from the
+ * rebuilt round machines (`domain/resume-plan.ts`) instead of starting it again.
+ *
  * `status.json` is written at the start, every 2 s on the Effect clock and
  * once more at the end. `observe` sees every event with the state after it and
  * every streamed text delta, for the display.
  */
 import { hostname } from "node:os"
 import * as nodePath from "node:path"
-import { Duration, Effect, Fiber, Queue, Ref, Schedule } from "effect"
+import { Duration, Effect, Fiber, Option, Queue, Ref, Schedule } from "effect"
 import type { Config } from "../domain/config.ts"
 import { type Command, type Reply, budgetSpent, commandEvents, decide, judgeReply, mayStartCall, stopRun, updateFor } from "../domain/decide.ts"
 import type { Event, FinishReason } from "../domain/events.ts"
@@ -31,8 +36,13 @@ import { EVENTS_FILE, EventStore, type NewEvent } from "./event-store.ts"
 import { RunFiles } from "./run-files.ts"
 import { StatusWriter } from "./status-writer.ts"
 import { RunStorageError, type StorageKind } from "./io-errors.ts"
-import { blobPath, compactJson } from "./blobs.ts"
+import { blobPath, compactJson, hashText } from "./blobs.ts"
 import { onForcedStop } from "./forced-stop.ts"
+import { resumePlan } from "../domain/resume-plan.ts"
+import type { Transition } from "../domain/round-machine.ts"
+import { AgentTools } from "./tools/agent-tools.ts"
+import { noTools } from "./tools/tool-provider.ts"
+import { makeToolRunner } from "./tools/tool-runner.ts"
 
 export interface RunInput {
   readonly config: Config
@@ -56,6 +66,8 @@ export interface ResumeInput {
   readonly tornTail: boolean
   /** The fold of `events`, when the caller has it already. */
   readonly state?: State
+  /** The whole result of tool call `n` (`tool_log/<n>.json`), for results the events do not hold. */
+  readonly toolResultOf?: (n: number) => string | undefined
 }
 
 export interface Observer {
@@ -191,7 +203,14 @@ export const runCoordination = (input: RunInput) =>
         }),
       )
 
+    const agentTools = Option.getOrElse(yield* Effect.serviceOption(AgentTools), () => ({ forAgent: () => noTools }))
+    const toolSpecs = (agentId: string) => agentTools.forAgent(agentId).tools.map((t) => t.spec)
+    const toolCounter = yield* Ref.make(
+      input.resume?.events.reduce((n, e) => (e._tag === "tool_call_started" ? Math.max(n, e.tool_call) : n), 0) ?? 0,
+    )
+
     const deps: RoundDeps = {
+      runTools: (agent, round, role, calls) => runTools(agent, round, role, calls),
       emit: (event) =>
         Effect.gen(function* () {
           yield* emit(event)
@@ -223,6 +242,17 @@ export const runCoordination = (input: RunInput) =>
       injectUpdate,
     }
 
+    const runTools = makeToolRunner({
+      providerOf: agentTools.forAgent,
+      emit: deps.emit,
+      now: isoNow,
+      nextToolCall: Ref.updateAndGet(toolCounter, (n) => n + 1),
+      writeLog: (n, record) =>
+        files.write(`tool_log/${n}.json`, `${JSON.stringify(record, null, 2)}\n`).pipe(Effect.catchAll((e) => failStorage("tool_log", e.path, e.detail))),
+      digest: hashText,
+      ...(config.toolTimeoutSeconds !== undefined ? { timeoutSeconds: config.toolTimeoutSeconds } : {}),
+    })
+
     /** Runs a round or a presentation in a fiber of its own, under its `workKey`. */
     const spawn = (key: string, work: Effect.Effect<Reply>) =>
       Effect.gen(function* () {
@@ -235,6 +265,31 @@ export const runCoordination = (input: RunInput) =>
       fibers.clear()
       yield* Effect.forEach(all, (f) => Fiber.interrupt(f), { discard: true })
     })
+
+    /** Starts `agentId`'s round `round` (from its rebuilt machine, when a resume continues it). */
+    const startRound = (state: State, agentId: string, round: number, from?: Transition) =>
+      Effect.suspend(() => {
+        const agent = agentById.get(agentId)!
+        const request = requestForRound(state, agent, toolSpecs(agent.id))!
+        const key = workKey(agent.id, round)
+        contexts.set(key, requestText(request))
+        const backend = backends.forAgent(agent.id)
+        return spawn(key, runRound(deps, { agent: agent.id, round, backend, request, agentTimeoutSeconds: settings.agent_timeout_seconds, ...(from ? { from } : {}) }))
+      })
+
+    /** Starts the winner's presentation (from its rebuilt machine, when a resume continues it). */
+    const startPresentation = (state: State, agentId: string, from?: Transition) =>
+      Effect.suspend(() => {
+        const agent = agentById.get(agentId)!
+        const request = requestForPresentation(state, agent, toolSpecs(agent.id))!
+        contexts.set(workKey(agent.id, "present"), requestText(request))
+        const round = from?.machine.round ?? (state.agents.find((a) => a.info.id === agent.id)?.rounds ?? 0) + 1
+        const backend = backends.forAgent(agent.id)
+        return spawn(
+          workKey(agent.id, "present"),
+          runPresentation(deps, { agent: agent.id, round, backend, request, agentTimeoutSeconds: settings.agent_timeout_seconds, ...(from ? { from } : {}) }),
+        )
+      })
 
     const execute = (command: Command) =>
       Effect.gen(function* () {
@@ -249,39 +304,12 @@ export const runCoordination = (input: RunInput) =>
         for (const event of commandEvents(yield* Ref.get(stateRef), command, yield* isoNow)) yield* emit(event)
         const state = yield* Ref.get(stateRef)
         switch (command._tag) {
-          case "StartRound": {
-            const agent = agentById.get(command.agent)!
-            const request = requestForRound(state, agent)!
-            const key = workKey(agent.id, command.round)
-            contexts.set(key, requestText(request))
-            const work = runRound(deps, {
-              agent: agent.id,
-              round: command.round,
-              backend: backends.forAgent(agent.id),
-              request,
-              agentTimeoutSeconds: settings.agent_timeout_seconds,
-            })
-            return yield* spawn(key, work)
-          }
+          case "StartRound":
+            return yield* startRound(state, command.agent, command.round)
           case "CancelRound":
             return
-          case "StartPresentation": {
-            if (!command.callsModel) return
-            const agent = agentById.get(command.agent)!
-            const request = requestForPresentation(state, agent)!
-            contexts.set(workKey(agent.id, "present"), requestText(request))
-            const presentationRound = (state.agents.find((a) => a.info.id === agent.id)?.rounds ?? 0) + 1
-            return yield* spawn(
-              workKey(agent.id, "present"),
-              runPresentation(deps, {
-                agent: agent.id,
-                round: presentationRound,
-                backend: backends.forAgent(agent.id),
-                request,
-                agentTimeoutSeconds: settings.agent_timeout_seconds,
-              }),
-            )
-          }
+          case "StartPresentation":
+            return command.callsModel ? yield* startPresentation(state, command.agent) : undefined
           case "UseStoredAnswer":
           case "FinishRun":
           case "StopRun":
@@ -319,18 +347,22 @@ export const runCoordination = (input: RunInput) =>
         }
       }
       yield* Ref.set(stateRef, recorded)
+      // The work in flight goes on where it was: nothing recorded is asked of a model or run again.
+      const plan = resumePlan(input.resume.events, config.agents, { toolsOf: toolSpecs, ...(input.resume.toolResultOf ? { toolResultOf: input.resume.toolResultOf } : {}) }, recorded)
       yield* emit({
         _tag: "run_resumed",
         time: yield* isoNow,
         dropped_lines: input.resume.skipped,
         torn_tail: input.resume.tornTail,
-        // A signal's run_finished closed the rounds it stopped: they are the ones that start again.
-        restarted_rounds: (recorded.finished?.reason === "interrupted"
-          ? foldEvents(input.resume.events.filter((e) => !(e._tag === "run_finished" && e.reason === "interrupted")))
-          : recorded
-        ).agents.flatMap((a) => (a.inFlight ? [{ agent: a.info.id, round: a.inFlight.round }] : [])),
-        presentation_restarted: recorded.presentation !== null && recorded.final === null && recorded.presentation.callsModel,
+        restarted_rounds: [],
+        presentation_restarted: false,
+        continued_rounds: plan.continuedRounds,
+        presentation_continued: plan.presentationContinued,
       })
+      const now = yield* Ref.get(stateRef)
+      for (const a of now.agents) if (a.inFlight !== null) yield* startRound(now, a.info.id, a.inFlight.round, plan.machines.get(a.info.id))
+      const p = now.presentation
+      if (plan.presentationContinued && p !== null && now.final === null) yield* startPresentation(now, p.agent, plan.machines.get(p.agent))
     } else {
       yield* emit({
         _tag: "run_started",

@@ -5,16 +5,20 @@
  * shows, whether only `vote` is offered), never the prompt text. Per call, in
  * order: it waits `delay_seconds` (on the Effect clock, so TestClock drives it);
  * with `hang: true` it never replies; its first `fail_calls` calls fail; then
- * it plays the next `script` step if any is left; otherwise it follows the
+ * it plays the next `script` step if any is left (`{tool, args}` calls one of
+ * the agent's own tools); otherwise it follows the
  * rules: `new_answer` with `answer` while none of its own answers is shown
  * (with `keep_answering`, whenever `new_answer` is offered), else `vote` for
  * the agent named by `vote` once that agent's answer is shown, else for
  * itself. A presentation says `final`, or repeats its own latest answer.
  * Token counts are `input_tokens`/`output_tokens` when set, else about one
- * token per four characters.
+ * token per four characters. A resumed run's backend starts where the
+ * recorded calls left it (`history`): the script goes on at the step after the
+ * last recorded reply, so a resumed round gets the replies it would have got.
  */
 import { Duration, Effect } from "effect"
 import type { Agent } from "../domain/config.ts"
+import type { Event } from "../domain/events.ts"
 import type { LlmReply, LlmRequest, ToolCall } from "../domain/llm.ts"
 import { count } from "../domain/text.ts"
 import { type Backend, BackendError } from "./backend.ts"
@@ -27,10 +31,14 @@ const toolCall = (n: number, name: string, args: Record<string, unknown>): ToolC
   arguments: JSON.stringify(args),
 })
 
-export const makeScriptedBackend = (agent: Agent): Backend => {
+/** A call's error that a `fail` script step gave (not `fail_calls`, not a cut-off call). */
+const isScriptFailure = (error: string): boolean => error.startsWith("scripted failure: ") && !/^scripted failure: scripted failure of call \d+$/.test(error)
+
+export const makeScriptedBackend = (agent: Agent, history: ReadonlyArray<Event> = []): Backend => {
   const cfg = agent.backend
-  let calls = 0
-  let scriptAt = 0
+  const ended = history.filter((e): e is Extract<Event, { _tag: "call_end" }> => e._tag === "call_end" && e.agent === agent.id)
+  let calls = ended.filter((e) => e.error !== "cancelled").length
+  let scriptAt = ended.filter((e) => (e.reply ?? null) !== null || (e.error !== null && isScriptFailure(e.error))).length
   let revisions = 0
 
   const reply = (request: LlmRequest, n: number): LlmReply | BackendError => {
@@ -57,6 +65,7 @@ export const makeScriptedBackend = (agent: Agent): Backend => {
       if ("new_answer" in step) return make("", [toolCall(n, "new_answer", { content: step.new_answer })])
       if ("vote" in step) return make("", [toolCall(n, "vote", { agent_id: step.vote, reason: step.reason ?? "scripted vote" })])
       if ("text" in step) return make(step.text, [])
+      if ("tool" in step) return make("", [toolCall(n, step.tool, step.args ?? {})])
       return new BackendError({ reason: "scripted_failure", detail: step.fail, retryable: false, retryAfterSeconds: null })
     }
     const offersAnswer = request.tools.some((t) => t.name === "new_answer")

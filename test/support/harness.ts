@@ -15,6 +15,7 @@ import { memoryRunFiles } from "../../src/services/run-files.ts"
 import { makeScriptedBackend } from "../../src/services/scripted-backend.ts"
 import { StatusWriter } from "../../src/services/status-writer.ts"
 import { priceOf } from "../../src/cli/run-setup.ts"
+import { AgentTools } from "../../src/services/tools/agent-tools.ts"
 
 /** The log directory of a run in memory: the name of its stream. */
 export const LOG_DIR = "/tmp/massgen-test/log_x"
@@ -38,19 +39,25 @@ export const runInMemory = (
     interrupt?: Effect.Effect<string>
     /** Where the statuses written go, to watch them while the run goes on. */
     statuses?: Array<unknown>
+    /** The agents' own tools. */
+    tools?: Layer.Layer<AgentTools>
+    /** Take up this recorded run (its events, as text, then as read) instead of starting one. */
+    resume?: { readonly text: string; readonly files?: Map<string, string> }
   } = {},
 ) =>
   Effect.gen(function* () {
     const config = configOf(doc)
-    const streams = new Map<string, string>()
+    const streams = new Map<string, string>(options.resume ? [[LOG_DIR, options.resume.text]] : [])
     const statuses: Array<unknown> = options.statuses ?? []
     const runFiles = memoryRunFiles()
-    const backends = new Map(config.agents.map((a) => [a.id, makeScriptedBackend(a)]))
+    const recorded = options.resume ? readEventsText(options.resume.text) : null
+    const backends = new Map(config.agents.map((a) => [a.id, makeScriptedBackend(a, recorded?.events ?? [])]))
     const layer = Layer.mergeAll(
       EventStore.memory(streams),
       StatusWriter.memory(statuses),
       runFiles.layer,
       Layer.succeed(Backends, { forAgent: (id: string) => backends.get(id)! }),
+      options.tools ?? AgentTools.fromProviders(new Map()),
     )
     const outcome = yield* runCoordination({
       config,
@@ -60,6 +67,7 @@ export const runInMemory = (
       version: "test",
       pid: 1,
       interrupt: options.interrupt ?? Effect.never,
+      ...(recorded ? { resume: { events: recorded.events, skipped: recorded.skipped, tornTail: recorded.tornTail } } : {}),
       // Only a config with a pricing section is priced, so fixtures of known models stay unpriced.
       ...(Object.keys(config.pricing).length > 0 ? { priceOf: priceOf(config) } : {}),
     }).pipe(Effect.scoped, Effect.provide(layer))

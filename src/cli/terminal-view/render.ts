@@ -91,6 +91,7 @@ const statusSegments = (agent: AgentView): Array<Segment> => {
     [`${symbol} ${agent.status}`, sgr],
     [agent.round > 0 ? `  r${agent.round}` : ""],
     [agent.answers.length > 0 ? `  ${answerList(agent.answers)}` : "  no answer yet", agent.answers.length > 0 ? "34" : "2"],
+    [agent.toolCalls > 0 ? `  tools ${agent.toolCalls}${agent.toolErrors > 0 ? ` (${agent.toolErrors} failed)` : ""}` : "", agent.toolErrors > 0 ? "33" : "2"],
   ]
 }
 

@@ -1,0 +1,61 @@
+/**
+ * What a resume does with the work a stopped process had in flight: it goes on where it was.
+ *
+ * `resumePlan(events, agents, options)` reads a stopped run's events and says,
+ * for its `run_resumed`, which rounds continue (each in-flight round of a live
+ * agent, with what it showed) and whether the presentation does, and gives
+ * each the round machine rebuilt from the log (`replay.ts` continuations):
+ * its recorded replies and tool results are fed back in order, so no model
+ * call is made again and no finished tool call runs again. Work with no
+ * recorded call yet starts at its first step. A tool call that was started and
+ * not finished when the process stopped has no result: its step runs it
+ * again. A run stopped by a signal is read as it was before the signal's
+ * `run_finished`, which closed its rounds. Pure.
+ */
+import type { Agent } from "./config.ts"
+import type { Event } from "./events.ts"
+import { type ReplayOptions, continuationsOf } from "./replay.ts"
+import type { Transition } from "./round-machine.ts"
+import { type State, foldEvents } from "./state.ts"
+import { count } from "./text.ts"
+
+export interface ResumePlan {
+  readonly continuedRounds: ReadonlyArray<{ readonly agent: string; readonly round: number; readonly shown: ReadonlyArray<string>; readonly vote_only: boolean }>
+  readonly presentationContinued: boolean
+  /** The rebuilt machine of each agent's work that continues and has a recorded call, by agent. */
+  readonly machines: ReadonlyMap<string, Transition>
+}
+
+export const resumePlan = (
+  events: ReadonlyArray<Event>,
+  agents: ReadonlyArray<Agent>,
+  options: Omit<ReplayOptions, "checkRequests"> = {},
+  recorded: State = foldEvents(events),
+): ResumePlan => {
+  const beforeSignal =
+    recorded.finished?.reason === "interrupted" ? foldEvents(events.filter((e) => !(e._tag === "run_finished" && e.reason === "interrupted"))) : recorded
+  const continuedRounds = beforeSignal.agents.flatMap((a) =>
+    a.inFlight !== null && a.failure === null ? [{ agent: a.info.id, round: a.inFlight.round, shown: a.inFlight.shown, vote_only: a.inFlight.voteOnly }] : [],
+  )
+  const p = beforeSignal.presentation
+  const presentationContinued = p !== null && beforeSignal.final === null && p.callsModel
+  const rebuilt = continuationsOf(events, agents, options)
+  const machines = new Map(
+    [...rebuilt].filter(([agent, t]) =>
+      t.machine.role === "presentation"
+        ? presentationContinued && p?.agent === agent
+        : continuedRounds.some((r) => r.agent === agent && r.round === t.machine.round),
+    ),
+  )
+  return { continuedRounds, presentationContinued, machines }
+}
+
+/** What a `run_resumed` did with the work in flight, for people: "2 rounds go on", "1 round starts again". */
+export const resumedText = (event: Extract<Event, { _tag: "run_resumed" }>): string => {
+  const said = (rounds: number, presentation: boolean, verb: readonly [string, string]) =>
+    `${rounds === 0 && presentation ? "the presentation" : `${count(rounds, "round")}${presentation ? " and the presentation" : ""}`} ${rounds === 1 && !presentation ? verb[0] : verb[1]}`
+  const on = said(event.continued_rounds?.length ?? 0, event.presentation_continued === true, ["goes on", "go on"])
+  if (event.restarted_rounds.length === 0 && !event.presentation_restarted) return on
+  const again = said(event.restarted_rounds.length, event.presentation_restarted, ["starts again", "start again"])
+  return (event.continued_rounds?.length ?? 0) === 0 && event.presentation_continued !== true ? again : `${on}, ${again}`
+}

@@ -1,0 +1,102 @@
+/**
+ * Command tools: an agent's `custom_tools` entries with a `command`, as a `ToolProvider`.
+ *
+ * A call runs the command (`command[0]` with the rest as its arguments, no
+ * shell) in the agent's working directory (the run's log directory until
+ * workspaces exist), writes the call's JSON arguments to its stdin and closes
+ * it; what it prints on stdout is the result. A non-zero exit (or a signal) is
+ * a `ToolRunError` with the exit status and the tail of stderr. Interrupting a
+ * call (the runner's timeout, a cancelled round, the run's end) kills the
+ * command. Time and size limits are the tool runner's (`tool-runner.ts`).
+ *
+ * The environment a command gets holds no API key: `toolEnvironment` drops
+ * every provider's key variable (`presets.ts`), every variable whose name
+ * looks like a secret (`*_API_KEY`, `*_TOKEN`, `*SECRET*`, `*PASSWORD*`, ...)
+ * and every variable whose value is one of the run's keys.
+ *
+ * Words: a *command tool* is a tool the config defines as a program to run.
+ */
+import { Effect } from "effect"
+import type { CommandToolConfig } from "../../domain/config.ts"
+import { PRESETS } from "../../domain/presets.ts"
+import type { ToolSpec } from "../../domain/llm.ts"
+import type { Env } from "../backends/keys.ts"
+import { type ProvidedTool, ToolRunError, type ToolProvider } from "./tool-provider.ts"
+
+/** Characters of stderr an error result quotes, from its end. */
+const STDERR_TAIL = 2_000
+
+const SECRET_NAME = /(API_?KEY|(^|_)KEY$|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|(^|_)AUTH($|_))/i
+const KEY_VARIABLES: ReadonlySet<string> = new Set(Object.values(PRESETS).flatMap((p) => p.keyEnv))
+
+/** `env` without anything that may be a credential: key variables, secret-looking names, and any value in `secrets`. */
+export const toolEnvironment = (env: Env, secrets: ReadonlyArray<string> = []): Record<string, string> => {
+  const hidden = new Set(secrets.filter((s) => s.length > 0))
+  const out: Record<string, string> = {}
+  for (const [name, value] of Object.entries(env)) {
+    if (value === undefined || KEY_VARIABLES.has(name) || SECRET_NAME.test(name) || hidden.has(value)) continue
+    out[name] = value
+  }
+  return out
+}
+
+/** The tool as the model sees it: the config's parameters schema (an object schema), or one that takes no arguments. */
+export const commandToolSpec = (tool: CommandToolConfig): ToolSpec => {
+  const p = (tool.parameters ?? {}) as Record<string, unknown>
+  const properties = p.properties !== null && typeof p.properties === "object" ? (p.properties as Record<string, unknown>) : {}
+  const required = Array.isArray(p.required) ? p.required.filter((r): r is string => typeof r === "string") : []
+  return {
+    name: tool.name,
+    description: tool.description ?? `Runs ${tool.command[0]}`,
+    parameters: {
+      type: "object",
+      properties,
+      required,
+      ...(typeof p.additionalProperties === "boolean" ? { additionalProperties: p.additionalProperties } : {}),
+    },
+  }
+}
+
+const tail = (text: string): string => (text.length > STDERR_TAIL ? `…${text.slice(text.length - STDERR_TAIL)}` : text).trim()
+
+/** Runs `command` with `input` on stdin; its stdout, or a `ToolRunError`. Interrupting it kills the process. */
+const runCommand = (command: ReadonlyArray<string>, input: string, cwd: string, env: Record<string, string>): Effect.Effect<string, ToolRunError> =>
+  Effect.async<string, ToolRunError>((resume) => {
+    let proc: ReturnType<typeof Bun.spawn<"pipe", "pipe", "pipe">>
+    try {
+      proc = Bun.spawn([...command], { cwd, env, stdin: "pipe", stdout: "pipe", stderr: "pipe" })
+    } catch (e) {
+      resume(Effect.fail(new ToolRunError({ reason: "failed", detail: `cannot start ${command[0]}: ${e instanceof Error ? e.message : String(e)}` })))
+      return
+    }
+    const stdout = new Response(proc.stdout).text()
+    const stderr = new Response(proc.stderr).text()
+    // A command that exits without reading its stdin closes the pipe: that is not an error of the call.
+    Promise.resolve()
+      .then(async () => {
+        proc.stdin.write(input)
+        await proc.stdin.end()
+      })
+      .catch(() => undefined)
+    void Promise.all([proc.exited, stdout, stderr]).then(([code, out, err]) => {
+      if (code === 0) return resume(Effect.succeed(out))
+      const how = proc.signalCode !== null ? `was stopped by ${proc.signalCode}` : `exited with ${code}`
+      const why = tail(err)
+      resume(Effect.fail(new ToolRunError({ reason: "failed", detail: `${command[0]} ${how}${why === "" ? "" : `: ${why}`}` })))
+    })
+    return Effect.sync(() => proc.kill("SIGKILL"))
+  })
+
+/** The command tools of one agent: run in `cwd` with `env` (already cleared of keys by `toolEnvironment`). */
+export const makeCommandTools = (tools: ReadonlyArray<CommandToolConfig>, cwd: string, env: Record<string, string>): ToolProvider => {
+  const byName = new Map(tools.map((t) => [t.name, t]))
+  const provided: ReadonlyArray<ProvidedTool> = tools.map((t) => ({ spec: commandToolSpec(t), server: null }))
+  return {
+    tools: provided,
+    run: (name, args) => {
+      const tool = byName.get(name)
+      if (tool === undefined) return Effect.fail(new ToolRunError({ reason: "unknown_tool", detail: `no command tool named ${name}` }))
+      return runCommand(tool.command, JSON.stringify(args), cwd, env)
+    },
+  }
+}

@@ -1,0 +1,177 @@
+/**
+ * Command tools end to end, with the compiled binary: a scripted agent calls a
+ * command tool that appends to a counter file; massgen is killed (SIGKILL)
+ * while the tool runs, and again between two tool calls; `massgen resume`
+ * finishes the run, every tool call that finished ran exactly once (a call cut
+ * off by the kill runs again, as the docs say), and `replay --check` passes,
+ * and fails naming the event once a recorded tool result is changed.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import * as fs from "node:fs"
+import * as nodePath from "node:path"
+import { cleanupSandboxes, ensureBinary, runCli, sandbox, startCli, writeConfig } from "./support/cli.ts"
+import { ENV, eventsPath, expectExit, readEvents } from "./support/run-dirs.ts"
+
+beforeAll(async () => {
+  await ensureBinary()
+}, 180_000)
+afterAll(() => cleanupSandboxes())
+
+const ofType = (events: ReadonlyArray<any>, type: string) => events.filter((e) => e.type === type)
+
+/** Polls a condition on files the run writes (a bounded loop of tiny awaits, not a timing assumption). */
+const waitFor = async <T>(what: string, probe: () => T | undefined, timeoutMs = 15_000): Promise<T> => {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const found = probe()
+    if (found !== undefined) return found
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`)
+    await Bun.sleep(5)
+  }
+}
+const eventOf = (dir: string, match: (e: any) => boolean) => (fs.existsSync(eventsPath(dir)) ? readEvents(dir).find(match) : undefined)
+
+/**
+ * A tool that appends `start N` and `end N` to the counter around its work; call
+ * 2 holds (as a sleep whose pid it writes down) until the file `resumed` exists.
+ */
+const BUMP = [
+  "read -r args",
+  'n=$(printf %s "$args" | tr -dc 0-9)',
+  'echo "start $n" >> "$0/counter"',
+  'if [ "$n" = 2 ] && [ ! -e "$0/resumed" ]; then echo $$ > "$0/held.pid"; exec sleep 1000; fi',
+  'echo "end $n" >> "$0/counter"',
+  'echo "bumped $n"',
+].join("\n")
+
+const toolDoc = (cwd: string) => ({
+  agents: [
+    {
+      id: "worker",
+      backend: {
+        type: "scripted",
+        delay_seconds: 0.3,
+        script: [{ tool: "bump", args: { n: 1 } }, { tool: "bump", args: { n: 2 } }, { new_answer: "bumped twice" }],
+        vote: "agent1",
+        final: "bumped twice",
+        custom_tools: [
+          {
+            name: "bump",
+            description: "Counts a step",
+            parameters: { type: "object", properties: { n: { type: "integer" } }, required: ["n"] },
+            command: ["sh", "-c", BUMP, cwd],
+          },
+        ],
+      },
+    },
+  ],
+  timeout_settings: { orchestrator_timeout_seconds: 60, agent_timeout_seconds: 30, tool_timeout_seconds: 20 },
+})
+
+const counterOf = (cwd: string) => (fs.existsSync(nodePath.join(cwd, "counter")) ? fs.readFileSync(nodePath.join(cwd, "counter"), "utf8").trim().split("\n") : [])
+
+const killHeld = (cwd: string) => {
+  const file = nodePath.join(cwd, "held.pid")
+  if (!fs.existsSync(file)) return
+  try {
+    process.kill(Number(fs.readFileSync(file, "utf8").trim()), "SIGKILL")
+  } catch {
+    // gone already
+  }
+}
+
+/** Runs the tool council until `killAt` says so, kills massgen with SIGKILL, resumes it; the run's directory and events. */
+const killAndResume = async (cwd: string, killAt: (dir: string) => unknown) => {
+  const config = writeConfig(cwd, toolDoc(cwd))
+  const first = await startCli("binary", ["--automation", "--config", config, "Count twice."], { cwd, env: ENV })
+  const dir = (await first.waitForLine("LOG_DIR: ")).slice("LOG_DIR: ".length)
+  await waitFor("the moment to kill", () => (killAt(dir) ? true : undefined))
+  first.proc.kill("SIGKILL")
+  expect((await first.done).signal).toBe("SIGKILL")
+  const before = readEvents(dir)
+  expect(ofType(before, "run_finished")).toEqual([])
+  fs.writeFileSync(nodePath.join(cwd, "resumed"), "")
+  const r = await runCli("binary", ["resume", "--automation", dir], { cwd, env: ENV })
+  expectExit(r, 0)
+  expect(r.lines).toContain("WINNER: worker")
+  return { dir, before, events: readEvents(dir) }
+}
+
+/** Each tool call finished once, in order; the round went on from the record. */
+const expectEachCallOnce = (events: ReadonlyArray<any>) => {
+  const finished = ofType(events, "tool_call_finished")
+  expect(finished.map((e) => [e.arguments, e.ok, e.result])).toEqual([
+    ['{"n":1}', true, "bumped 1\n"],
+    ['{"n":2}', true, "bumped 2\n"],
+  ])
+  expect(ofType(events, "round_started").map((e) => e.round)).toEqual([1, 2])
+  expect(ofType(events, "answer_submitted").map((e) => e.content)).toEqual(["bumped twice"])
+  expect(ofType(events, "run_finished")).toEqual([expect.objectContaining({ reason: "completed", winner: "worker" })])
+}
+
+describe("a command tool and kill -9", () => {
+  test("killed while a tool call runs: resume runs that call again, and no finished call twice", async () => {
+    const cwd = sandbox()
+    try {
+      const { dir, before, events } = await killAndResume(cwd, () => (counterOf(cwd).includes("start 2") ? true : undefined))
+      // Call 1 finished before the kill; call 2 was cut off: started, not finished.
+      expect(ofType(before, "tool_call_finished").map((e) => e.arguments)).toEqual(['{"n":1}'])
+      expect(ofType(before, "tool_call_started").map((e) => e.arguments)).toEqual(['{"n":1}', '{"n":2}'])
+      expect(counterOf(cwd)).toEqual(["start 1", "end 1", "start 2", "start 2", "end 2"])
+      expectEachCallOnce(events)
+      // The round went on: no model call with a recorded reply was made again.
+      const resumed = events.slice(before.length)
+      expect(resumed[0]).toMatchObject({ type: "run_resumed", continued_rounds: [{ agent: "worker", round: 1, shown: [], vote_only: false }] })
+      expect(ofType(resumed, "tool_call_started").map((e) => e.arguments)).toEqual(['{"n":2}'])
+      expect(ofType(resumed, "call_start").filter((e) => e.round === 1)).toHaveLength(1)
+      const check = await runCli("binary", ["replay", dir, "--check"], { cwd, env: ENV })
+      expect({ code: check.exitCode, out: check.stdout }).toEqual({ code: 0, out: expect.stringContaining("SAME") })
+      const status = JSON.parse(fs.readFileSync(nodePath.join(dir, "status.json"), "utf8"))
+      expect(status.agents.worker.tool_calls).toEqual({ total: 2, errors: 0, hosted: 0 })
+    } finally {
+      killHeld(cwd)
+    }
+  }, 60_000)
+
+  test("killed between two tool calls: resume makes the model call again and runs each tool once", async () => {
+    const cwd = sandbox()
+    fs.writeFileSync(nodePath.join(cwd, "resumed"), "")
+    const { dir, before, events } = await killAndResume(cwd, (dir) =>
+      eventOf(dir, (e) => e.type === "tool_call_finished") && eventOf(dir, (e) => e.type === "call_start" && e.call === 2),
+    )
+    expect(ofType(before, "tool_call_started").map((e) => e.arguments)).toEqual(['{"n":1}'])
+    expect(counterOf(cwd)).toEqual(["start 1", "end 1", "start 2", "end 2"])
+    expectEachCallOnce(events)
+    const check = await runCli("binary", ["replay", dir, "--check"], { cwd, env: ENV })
+    expect({ code: check.exitCode, out: check.stdout }).toEqual({ code: 0, out: expect.stringContaining("SAME") })
+
+    // A recorded tool result changed by hand: replay --check names the event.
+    const lines = fs.readFileSync(eventsPath(dir), "utf8").split("\n")
+    const at = lines.findIndex((l) => l.includes('"type":"tool_call_finished"'))
+    lines[at] = lines[at]!.replace("bumped 1", "bumped 9")
+    fs.writeFileSync(eventsPath(dir), lines.join("\n"))
+    const changed = await runCli("binary", ["replay", dir, "--check"], { cwd, env: ENV })
+    expect(changed.exitCode).toBe(2)
+    expect(changed.stdout).toContain(`DIVERGED at event ${at + 1} (line ${at + 1} of events.jsonl): the recorded result of tool call 1 (bump) does not match its digest`)
+  }, 60_000)
+})
+
+describe("MassGen's Python custom tools", () => {
+  test("--validate and a run refuse them (exit 1), saying to use a command tool or an MCP server", async () => {
+    const cwd = sandbox()
+    const config = writeConfig(cwd, {
+      agents: [{ id: "a", backend: { type: "scripted", custom_tools: [{ name: ["two_num_tool"], path: "massgen/tool/_basic/_two_num_tool.py", function: ["two_num_tool"] }] } }],
+    })
+    const [validated, run] = await Promise.all([
+      runCli("binary", ["--validate", config], { cwd, env: ENV }),
+      runCli("binary", ["--config", config, "Add 2 and 3."], { cwd, env: ENV }),
+    ])
+    const message = "agents[0].backend.custom_tools[0]: MassGen's Python custom tools (path + function) are not supported: use a command tool (name, description, parameters, command: [...]) or an MCP server"
+    expect(validated.exitCode).toBe(1)
+    expect(validated.stdout + validated.stderr).toContain(message)
+    expect(validated.stdout + validated.stderr).not.toContain("unknown key")
+    expect(run.exitCode).toBe(1)
+    expect(run.stderr).toContain(message)
+    expect(fs.existsSync(nodePath.join(cwd, ".massgen"))).toBe(false)
+  }, 60_000)
+})
