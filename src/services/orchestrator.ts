@@ -31,7 +31,7 @@ import { EVENTS_FILE, EventStore, type NewEvent } from "./event-store.ts"
 import { RunFiles } from "./run-files.ts"
 import { StatusWriter } from "./status-writer.ts"
 import { RunStorageError, type StorageKind } from "./io-errors.ts"
-import { blobPath, compactJson } from "./blobs.ts"
+import { blobPath, blobWriter, compactJsonText } from "./blobs.ts"
 import { onForcedStop } from "./forced-stop.ts"
 
 export interface RunInput {
@@ -125,8 +125,9 @@ export const runCoordination = (input: RunInput) =>
       )
     })
 
-    /** Blobs this process has stored (a resumed run may store one again: the same bytes). */
-    const storedBlobs = new Set<string>()
+    /** Blobs found new by this process and not written yet (a resumed run may store one again: the same bytes). */
+    const freshBlobs: Array<readonly [string, string]> = []
+    const storeBlob = blobWriter((hash, text) => void freshBlobs.push([hash, text]))
     /** Calls refused at their call_start (`mayStartCall`): the budget was spent or the run ended. */
     const refusedCalls = new Set<number>()
 
@@ -191,15 +192,10 @@ export const runCoordination = (input: RunInput) =>
       record: (agent, text) => files.append(agentFile(agent, "output"), text),
       logCall: (call, record) =>
         Effect.gen(function* () {
-          // Long texts go to the blob store once; the call log references them.
-          const fresh: Array<readonly [string, string]> = []
-          const compact = compactJson(record, (hash, text) => {
-            if (storedBlobs.has(hash)) return
-            storedBlobs.add(hash)
-            fresh.push([hash, text])
-          })
-          for (const [hash, text] of fresh) yield* files.write(blobPath(hash), text)
-          yield* files.write(`llm_log/${call}.json`, `${JSON.stringify(compact, null, 2)}\n`)
+          // Long texts and large values go to the blob store once; the call log references them.
+          const text = compactJsonText(record, storeBlob)
+          for (const [hash, blob] of freshBlobs.splice(0)) yield* files.write(blobPath(hash), blob)
+          yield* files.write(`llm_log/${call}.json`, `${text}\n`)
         }).pipe(Effect.catchAll((e) => failStorage("call_log", e.path, e.detail))),
       priceOf: input.priceOf ?? (() => null),
     }
