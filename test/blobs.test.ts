@@ -9,11 +9,11 @@ import { BLOB_MIN_CHARS, BLOB_MIN_JSON_CHARS, blobWriter, compactJsonText, expan
 const store = () => {
   const blobs = new Map<string, string>()
   const puts: Array<string> = []
-  const put = blobWriter((hash, text) => {
+  const sink = blobWriter((hash, text) => {
     puts.push(hash)
     blobs.set(hash, text)
   })
-  return { blobs, puts, put }
+  return { blobs, puts, sink }
 }
 
 const long = (c: string) => c.repeat(BLOB_MIN_CHARS)
@@ -29,7 +29,7 @@ describe("blobs", () => {
     fc.assert(
       fc.property(json, (value) => {
         const s = store()
-        const written = compactJsonText(value, s.put)
+        const written = compactJsonText(value, s.sink)
         expect(written).not.toContain("\n")
         expect(expandJson(JSON.parse(written), (h) => s.blobs.get(h))).toEqual(JSON.parse(JSON.stringify(value)))
         for (const [hash, blob] of s.blobs) expect(hashText(blob)).toBe(hash)
@@ -43,7 +43,7 @@ describe("blobs", () => {
     const tools = Array.from({ length: 200 }, (_, i) => `agent${i + 1}`)
     const system = long("s")
     const call = (n: number) => ({ call: n, request: { agentId: `agent_${n}`, system, tools: { enum: tools } } })
-    const logs = [1, 2, 3].map((n) => compactJsonText(call(n), s.put))
+    const logs = [1, 2, 3].map((n) => compactJsonText(call(n), s.sink))
     expect(s.puts).toHaveLength(2)
     expect(JSON.stringify({ enum: tools }).length).toBeGreaterThanOrEqual(BLOB_MIN_JSON_CHARS)
     for (const log of logs) {

@@ -141,6 +141,18 @@ const decodersByType: ReadonlyMap<string, Decoders<Event>> = new Map(
 )
 const metaDecoders: Decoders<EventMeta> = decodersOf(EventMeta)
 
+const isEventBySchema = Schema.is(Event)
+/** Whether `value` is an event as its Schema defines it: what an append checks, by the plain decoder of its type where it decides. */
+export const isEventValue = (value: Event): boolean => {
+  const plain = decodersByType.get(value._tag)?.plain
+  try {
+    if (plain != null && plain(value) !== UNDECIDED) return true
+  } catch {
+    // nested too deep for the plain decoder: the Schema judges it
+  }
+  return isEventBySchema(value)
+}
+
 const skipped = (cause: SkipCause): DecodedLine => ({ _tag: "skipped", cause })
 const BLANK = skipped("blank")
 

@@ -6,11 +6,11 @@
  * (with every agent a vote may name), the reply again inside the provider's
  * raw reply. `compactJsonText` writes a JSON value as one line of compact JSON
  * in which every string of at least `BLOB_MIN_CHARS` characters is a reference
- * `{"$blob": "<sha256 hex>"}` to that text, and every array or object (but the
- * value itself) that holds no reference and whose compact JSON has at least
+ * `{"$blob": "<sha256 hex>"}` to that text, and every array (but the value
+ * itself) that holds no such string and whose compact JSON has at least
  * `BLOB_MIN_JSON_CHARS` characters is a reference `{"$json": "<sha256 hex>"}`
- * to that JSON text: a block that repeats whole (the tools, the answers a
- * round shows), while the values around references are mostly one call's own. Each text goes to `put`, which stores it as
+ * to that JSON text: the blocks that repeat whole (the tools, the answers a
+ * round shows), while the objects around them are mostly one call's own. Each text goes to `put`, which stores it as
  * `blobs/<hash>.txt` when the run does not have it yet. `expandJson` puts the
  * texts and values back; a
  * reference whose blob is missing or is not JSON reads as `null`, so a damaged
@@ -43,20 +43,28 @@ const refOf = (value: unknown): { readonly kind: "$blob" | "$json"; readonly has
   return (kind === "$blob" || kind === "$json") && typeof hash === "string" ? { kind, hash } : null
 }
 
-/**
- * Stores texts by hash through `put`, hashing each distinct text once: a run
- * logs the same system prompt, answers and tools call after call.
- */
-export const blobWriter = (put: (hash: string, text: string) => void) => {
+/** Where `compactJsonText` stores texts: by hash, each distinct text hashed once. */
+export interface BlobSink {
+  /** Stores `text` (when new) and returns its hash. */
+  readonly store: (text: string) => string
+  /** What each large array already written was written as: rounds share their tools and shown answers. */
+  readonly arrays: WeakMap<object, string>
+}
+
+/** A sink handing each new text to `put` with its hash: a run logs the same system prompt, answers and tools call after call. */
+export const blobWriter = (put: (hash: string, text: string) => void): BlobSink => {
   const hashes = new Map<string, string>()
-  return (text: string): string => {
-    let hash = hashes.get(text)
-    if (hash === undefined) {
-      hash = hashText(text)
-      hashes.set(text, hash)
-      put(hash, text)
-    }
-    return hash
+  return {
+    store: (text) => {
+      let hash = hashes.get(text)
+      if (hash === undefined) {
+        hash = hashText(text)
+        hashes.set(text, hash)
+        put(hash, text)
+      }
+      return hash
+    },
+    arrays: new WeakMap(),
   }
 }
 
@@ -64,44 +72,51 @@ export const blobWriter = (put: (hash: string, text: string) => void) => {
 const absent = (v: unknown): boolean => v === undefined || typeof v === "function" || typeof v === "symbol"
 
 /**
- * `value` as one line of compact JSON, its long strings and large arrays and
- * objects stored through `store` (text to hash, see `blobWriter`) and referenced.
+ * Whether compact JSON `text` may hold a string of `BLOB_MIN_CHARS` or more
+ * characters: a run that long between two quotes (a string's text is never
+ * shorter than the string). It may say yes for a value that has none.
  */
-export const compactJsonText = (value: unknown, store: (text: string) => string): string => {
-  /** Whether the last value written holds a reference. */
-  let referenced = false
+const LONG_RUN = new RegExp(`"(?:[^"\\\\]|\\\\.){${BLOB_MIN_CHARS},}"`)
+
+/** Arrays this long are written by JSON.stringify when they can hold no long string; shorter ones item by item. */
+const LONG_ARRAY = 16
+
+/**
+ * `value` as one line of compact JSON, its long strings and large arrays
+ * stored in `sink` and referenced. A large array met again (the same object,
+ * never changed: requests are immutable) is its reference again.
+ */
+export const compactJsonText = (value: unknown, sink: BlobSink): string => {
+  /** References written so far: an array that added none may be a blob itself. */
+  let refs = 0
+  const ref = (kind: "$blob" | "$json", text: string): string => {
+    refs += 1
+    return `{"${kind}":"${sink.store(text)}"}`
+  }
   const write = (v: unknown, top: boolean): string => {
-    referenced = false
-    if (typeof v === "string") {
-      if (v.length < BLOB_MIN_CHARS) return JSON.stringify(v)
-      referenced = true
-      return `{"$blob":"${store(v)}"}`
-    }
+    if (typeof v === "string") return v.length < BLOB_MIN_CHARS ? JSON.stringify(v) : ref("$blob", v)
     if (typeof v !== "object" || v === null) return JSON.stringify(v) ?? "null"
     const json = (v as { toJSON?: unknown }).toJSON
     if (typeof json === "function") return write(json.call(v), top)
-    let text: string
-    let inner = false
-    if (Array.isArray(v)) {
+    if (!Array.isArray(v)) {
       const parts: Array<string> = []
-      for (const x of v) {
-        parts.push(absent(x) ? "null" : write(x, false))
-        inner ||= referenced
-      }
-      text = `[${parts.join(",")}]`
-    } else {
-      const parts: Array<string> = []
-      for (const [k, x] of Object.entries(v)) {
-        if (absent(x)) continue
-        parts.push(`${JSON.stringify(k)}:${write(x, false)}`)
-        inner ||= referenced
-      }
-      text = `{${parts.join(",")}}`
+      for (const [k, x] of Object.entries(v)) if (!absent(x)) parts.push(`${JSON.stringify(k)}:${write(x, false)}`)
+      return `{${parts.join(",")}}`
     }
-    referenced = inner
-    if (top || inner || text.length < BLOB_MIN_JSON_CHARS) return text
-    referenced = true
-    return `{"$json":"${store(text)}"}`
+    const known = top ? undefined : sink.arrays.get(v)
+    if (known !== undefined) {
+      refs += 1
+      return known
+    }
+    const before = refs
+    let text = v.length >= LONG_ARRAY ? JSON.stringify(v) : ""
+    if (text === "" || (text.length >= BLOB_MIN_CHARS && LONG_RUN.test(text))) {
+      text = `[${v.map((x) => (absent(x) ? "null" : write(x, false))).join(",")}]`
+    }
+    if (top || refs !== before || text.length < BLOB_MIN_JSON_CHARS) return text
+    const reference = ref("$json", text)
+    sink.arrays.set(v, reference)
+    return reference
   }
   return write(value, true)
 }

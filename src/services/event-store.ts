@@ -60,6 +60,7 @@ import {
   decodeLines,
   decodeTail,
   encodeEnvelopeLine,
+  isEventValue,
   newLineMemory,
   noSkips,
 } from "../domain/event-codec.ts"
@@ -181,7 +182,6 @@ const versionOf = (known: Known): number => known.events.length + (known.tail?.r
 
 const detailOf = (cause: unknown): string => ioCause(cause)
 
-const isEvent = Schema.is(Event)
 const isMeta = Schema.is(EventMeta)
 const envelopeOf = (item: NewEvent): { readonly event: Event; readonly meta: EventMeta | null } =>
   "_tag" in item ? { event: item, meta: null } : { event: item.event, meta: item.meta }
@@ -237,7 +237,7 @@ const makeStore = (storage: Storage): EventStoreService => {
   const append = (stream: string, items: ReadonlyArray<NewEvent>, expectedVersion: number): Effect.Effect<number, EventStoreFailure> =>
     Effect.suspend((): Effect.Effect<number, EventStoreFailure> => {
       const envelopes = items.map(envelopeOf)
-      const invalid = envelopes.find((e) => !isEvent(e.event) || (e.meta !== null && !isMeta(e.meta)))
+      const invalid = envelopes.find((e) => !isEventValue(e.event) || (e.meta !== null && !isMeta(e.meta)))
       if (invalid !== undefined) {
         return Effect.fail(new EventStoreError({ reason: "invalid_event", stream, detail: `${invalid.event._tag} does not fit its schema` }))
       }

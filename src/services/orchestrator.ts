@@ -15,11 +15,11 @@
  */
 import { hostname } from "node:os"
 import * as nodePath from "node:path"
-import { Duration, Effect, Fiber, Queue, Ref, Schedule } from "effect"
+import { Chunk, Duration, Effect, Fiber, Queue, Ref, Schedule } from "effect"
 import type { Config } from "../domain/config.ts"
 import { type Command, type Reply, budgetSpent, commandEvents, decide, judgeReply, mayStartCall, stopRun } from "../domain/decide.ts"
 import type { Event, FinishReason } from "../domain/events.ts"
-import type { TokenUsage } from "../domain/llm.ts"
+import type { LlmRequest, TokenUsage } from "../domain/llm.ts"
 import { requestText } from "../domain/prompts.ts"
 import { requestForPresentation, requestForRound } from "../domain/requests.ts"
 import { agentFile } from "../domain/run-paths.ts"
@@ -79,6 +79,13 @@ type Input =
 /** Lets I/O callbacks that are already due (replies of other calls) run first. */
 const nextMacrotask = Effect.promise(() => new Promise<void>((resolve) => setImmediate(resolve)))
 
+/** A wait on the real clock (not the Effect clock: a test's clock stands still while replies come in). */
+const realSleep = (ms: number) => Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, ms)))
+
+/** How long a scheduling window waits for another reply once a turn of the event loop brought none, and its longest span. */
+export const REPLY_WINDOW_MS = 3
+export const MAX_WINDOW_MS = 50
+
 /** The key of a piece of work (its fiber, its request text): `agent#round`, or `agent#present` for a presentation. */
 const workKey = (agent: string, round: number | "present"): string => `${agent}#${round}`
 
@@ -106,7 +113,8 @@ export const runCoordination = (input: RunInput) =>
     const callCounter = yield* Ref.make(
       input.resume?.events.reduce((n, e) => (e._tag === "call_start" ? Math.max(n, e.call) : n), 0) ?? 0,
     )
-    const contexts = new Map<string, string>()
+    /** The base request of each piece of work, by `workKey`: what the winner saw, for `final/<winner>/context.txt`. */
+    const contexts = new Map<string, LlmRequest>()
     const agentById = new Map(config.agents.map((a) => [a.id, a]))
     const observe = input.observe
 
@@ -127,52 +135,63 @@ export const runCoordination = (input: RunInput) =>
 
     /** Blobs found new by this process and not written yet (a resumed run may store one again: the same bytes). */
     const freshBlobs: Array<readonly [string, string]> = []
-    const storeBlob = blobWriter((hash, text) => void freshBlobs.push([hash, text]))
+    const blobSink = blobWriter((hash, text) => void freshBlobs.push([hash, text]))
     /** Calls refused at their call_start (`mayStartCall`): the budget was spent or the run ended. */
     const refusedCalls = new Set<number>()
 
     /**
-     * Appends an event, then folds it: the log holds every fact the state knows.
-     * Nothing is appended after `run_finished`: a call still in flight when the
-     * run stopped (budget, timeout, signal) ends unrecorded while it is interrupted.
+     * Appends events (in one write), then folds them: the log holds every fact
+     * the state knows. Nothing is appended after `run_finished`: a call still in
+     * flight when the run stopped (budget, timeout, signal) ends unrecorded while
+     * it is interrupted.
      */
-    const emit = (given: Event): Effect.Effect<void> =>
+    const emitAll = (given: ReadonlyArray<Event>): Effect.Effect<void> =>
       emitLock.withPermits(1)(
         Effect.gen(function* () {
-          const current = yield* Ref.get(stateRef)
+          const before = yield* Ref.get(stateRef)
           const broken = (yield* Ref.get(fatal)) !== null
-          // Checked under the lock: another call may have spent the budget since this call was asked for.
-          if (given._tag === "call_start" && (broken || !mayStartCall(current))) return void refusedCalls.add(given.call)
-          // Once a write failed, the log takes nothing more: the run is stopping.
-          if (broken) return
-          // run_resumed is the one event that re-opens a run a signal stopped.
-          if (current.finished !== null && given._tag !== "run_resumed") return
-          // Times never go back in the log, whichever fiber read the clock first.
-          const event = Date.parse(given.time) < current.lastTime ? { ...given, time: new Date(current.lastTime).toISOString() } : given
-          if (event._tag === "final_answer") {
-            const written = yield* Effect.either(
-              Effect.zipRight(
-                files.write(agentFile(event.agent, "final_answer"), event.content),
-                Effect.suspend(() => {
-                  const round = current.answers[event.label]?.round
-                  const seen = contexts.get(workKey(event.agent, "present")) ?? (round === undefined ? undefined : contexts.get(workKey(event.agent, round))) ?? ""
-                  return files.write(agentFile(event.agent, "final_context"), seen)
-                }),
-              ),
-            )
-            if (written._tag === "Left") return yield* failStorage("final_answer", written.left.path, written.left.detail)
+          let state = before
+          const accepted: Array<readonly [Event, State]> = []
+          for (const next of given) {
+            // Checked under the lock: another call may have spent the budget since this call was asked for.
+            if (next._tag === "call_start" && (broken || !mayStartCall(state))) {
+              refusedCalls.add(next.call)
+              continue
+            }
+            // Once a write failed, the log takes nothing more: the run is stopping.
+            if (broken) return
+            // run_resumed is the one event that re-opens a run a signal stopped.
+            if (state.finished !== null && next._tag !== "run_resumed") continue
+            // Times never go back in the log, whichever fiber read the clock first.
+            const event = Date.parse(next.time) < state.lastTime ? { ...next, time: new Date(state.lastTime).toISOString() } : next
+            if (event._tag === "final_answer") {
+              const round = state.answers[event.label]?.round
+              const written = yield* Effect.either(
+                Effect.zipRight(
+                  files.write(agentFile(event.agent, "final_answer"), event.content),
+                  Effect.suspend(() => {
+                    const seen = contexts.get(workKey(event.agent, "present")) ?? (round === undefined ? undefined : contexts.get(workKey(event.agent, round)))
+                    return files.write(agentFile(event.agent, "final_context"), seen === undefined ? "" : requestText(seen))
+                  }),
+                ),
+              )
+              if (written._tag === "Left") return yield* failStorage("final_answer", written.left.path, written.left.detail)
+            }
+            state = evolve(state, event)
+            accepted.push([event, state])
           }
-          const appended = yield* Effect.either(store.append(input.logDir, [enveloped(event)], version))
+          if (accepted.length === 0) return
+          const appended = yield* Effect.either(store.append(input.logDir, accepted.map(([event]) => enveloped(event)), version))
           if (appended._tag === "Left") {
             const e = appended.left
             return yield* failStorage("event_log", nodePath.join(input.logDir, EVENTS_FILE), e._tag === "EventStoreError" ? e.detail : e.message)
           }
           version = appended.right
-          const next = evolve(current, event)
-          yield* Ref.set(stateRef, next)
-          if (observe) yield* observe.onEvent(event, next)
+          yield* Ref.set(stateRef, state)
+          if (observe) for (const [event, after] of accepted) yield* observe.onEvent(event, after)
         }),
       )
+    const emit = (event: Event): Effect.Effect<void> => emitAll([event])
 
     const deps: RoundDeps = {
       emit: (event) =>
@@ -193,7 +212,7 @@ export const runCoordination = (input: RunInput) =>
       logCall: (call, record) =>
         Effect.gen(function* () {
           // Long texts and large values go to the blob store once; the call log references them.
-          const text = compactJsonText(record, storeBlob)
+          const text = compactJsonText(record, blobSink)
           for (const [hash, blob] of freshBlobs.splice(0)) yield* files.write(blobPath(hash), blob)
           yield* files.write(`llm_log/${call}.json`, `${text}\n`)
         }).pipe(Effect.catchAll((e) => failStorage("call_log", e.path, e.detail))),
@@ -207,30 +226,29 @@ export const runCoordination = (input: RunInput) =>
         fibers.set(key, fiber)
       })
 
-    const stopAll = Effect.gen(function* () {
-      const all = [...fibers.values()]
-      fibers.clear()
-      yield* Effect.forEach(all, (f) => Fiber.interrupt(f), { discard: true })
-    })
-
-    const execute = (command: Command) =>
-      Effect.gen(function* () {
-        // Work being stopped ends (and records its last call) before the event that stops it.
-        if (command._tag === "CancelRound") {
-          const key = workKey(command.agent, command.round)
+    /** Ends the work under `keys` all at once; each records its cut-off call before this returns. */
+    const stopWork = (keys: ReadonlyArray<string>) =>
+      Effect.suspend(() => {
+        const stopping = keys.flatMap((key) => {
           const fiber = fibers.get(key)
           fibers.delete(key)
-          if (fiber) yield* Fiber.interrupt(fiber)
-        }
-        if (command._tag === "FinishRun" || command._tag === "StopRun") yield* stopAll
-        for (const event of commandEvents(yield* Ref.get(stateRef), command, yield* isoNow)) yield* emit(event)
-        const state = yield* Ref.get(stateRef)
+          return fiber === undefined ? [] : [fiber]
+        })
+        return stopping.length === 0 ? Effect.void : Fiber.interruptAll(stopping)
+      })
+
+    const stopAll = Effect.suspend(() => stopWork([...fibers.keys()]))
+
+    /** Starts the work a command asks for, from the state after its event. */
+    const start = (state: State, command: Command) =>
+      Effect.gen(function* () {
         switch (command._tag) {
           case "StartRound": {
             const agent = agentById.get(command.agent)!
-            const request = requestForRound(state, agent)!
+            const request = requestForRound(state, agent)
+            if (request === null) return
             const key = workKey(agent.id, command.round)
-            contexts.set(key, requestText(request))
+            contexts.set(key, request)
             const work = runRound(deps, {
               agent: agent.id,
               round: command.round,
@@ -240,13 +258,12 @@ export const runCoordination = (input: RunInput) =>
             })
             return yield* spawn(key, work)
           }
-          case "CancelRound":
-            return
           case "StartPresentation": {
             if (!command.callsModel) return
             const agent = agentById.get(command.agent)!
-            const request = requestForPresentation(state, agent)!
-            contexts.set(workKey(agent.id, "present"), requestText(request))
+            const request = requestForPresentation(state, agent)
+            if (request === null) return
+            contexts.set(workKey(agent.id, "present"), request)
             const presentationRound = (state.agents.find((a) => a.info.id === agent.id)?.rounds ?? 0) + 1
             return yield* spawn(
               workKey(agent.id, "present"),
@@ -259,6 +276,7 @@ export const runCoordination = (input: RunInput) =>
               }),
             )
           }
+          case "CancelRound":
           case "UseStoredAnswer":
           case "FinishRun":
           case "StopRun":
@@ -268,14 +286,54 @@ export const runCoordination = (input: RunInput) =>
 
     const isBroken = Effect.map(Ref.get(fatal), (f) => f !== null)
 
-    /** Runs the decider's commands until it asks for nothing more (or a write failed: the state then stays put). */
+    /**
+     * Runs the decider's commands until it asks for nothing more (or a write
+     * failed: the state then stays put). The commands of one decision are
+     * carried out together: the rounds it cancels are stopped at once (each
+     * records its cut-off call before the events that cancel it), its events
+     * are appended in one write, and then the work it starts is started.
+     */
     const drive = Effect.gen(function* () {
-      for (let commands = decide(yield* Ref.get(stateRef)); commands.length > 0; commands = decide(yield* Ref.get(stateRef))) {
-        for (const command of commands) {
-          if (yield* isBroken) return
-          yield* execute(command)
-        }
+      for (;;) {
+        if (yield* isBroken) return
+        const commands = decide(yield* Ref.get(stateRef))
+        if (commands.length === 0) return
+        yield* stopWork(commands.flatMap((c) => (c._tag === "CancelRound" ? [workKey(c.agent, c.round)] : [])))
+        if (commands.some((c) => c._tag === "FinishRun" || c._tag === "StopRun")) yield* stopAll
+        const time = yield* isoNow
+        const before = yield* Ref.get(stateRef)
+        yield* emitAll(commands.flatMap((c) => commandEvents(before, c, time)))
+        const after = yield* Ref.get(stateRef)
+        if (after === before) return
+        for (const command of commands) yield* start(after, command)
       }
+    })
+
+    /**
+     * The inputs of one scheduling window: the first to come, then every one
+     * that arrives while others keep arriving. After each turn of the event
+     * loop that brought something, the window stays open; once a turn brings
+     * nothing, it waits `REPLY_WINDOW_MS` more if work is still out (its reply
+     * may be on its way), and closes when that brings nothing either, or
+     * `MAX_WINDOW_MS` after it opened.
+     */
+    const takeBatch = Effect.gen(function* () {
+      const batch = [yield* Queue.take(inbox)]
+      const opened = performance.now()
+      const replies = () => batch.reduce((n, x) => n + (x._tag === "reply" ? 1 : 0), 0)
+      for (let waited = false; performance.now() - opened < MAX_WINDOW_MS; ) {
+        yield* waited ? realSleep(REPLY_WINDOW_MS) : nextMacrotask
+        const more = yield* Queue.takeAll(inbox)
+        if (Chunk.isNonEmpty(more)) {
+          batch.push(...more)
+          waited = false
+          continue
+        }
+        // Only replies wait for replies: a stop or a failed write is acted on at once.
+        if (waited || replies() < batch.length || fibers.size <= replies()) break
+        waited = true
+      }
+      return batch
     })
 
     /** Stops the run on a failed write: the work ends, nothing more is written, and the run fails with why. */
@@ -349,26 +407,29 @@ export const runCoordination = (input: RunInput) =>
     yield* drive
     yield* stopBroken
     while ((yield* Ref.get(stateRef)).finished === null) {
-      const first = yield* Queue.take(inbox)
-      // Replies that arrive together are judged together before deciding, as MassGen
-      // applies a batch: no round is started only to be cancelled by the next reply.
-      yield* nextMacrotask
-      // Replies before stops: the reply whose call spent the budget is paid for, so it counts.
-      const batch = [first, ...(yield* Queue.takeAll(inbox))]
-      for (const next of [...batch.filter((x) => x._tag === "reply"), ...batch.filter((x) => x._tag === "stop")]) {
-        const judge = (state: State, time: string) =>
-          next._tag === "reply" ? judgeReply(state, next.reply, time) : stopRun(state, next.reason, next.message, time)
-        if (next._tag === "reply") {
-          const r = next.reply
-          fibers.delete(workKey(r.agent, "round" in r ? r.round : "present"))
+      const batch = yield* takeBatch
+      const replies = batch.flatMap((x) => (x._tag === "reply" ? [x.reply] : []))
+      for (const r of replies) fibers.delete(workKey(r.agent, "round" in r ? r.round : "present"))
+      // Every reply of the batch is judged before anything is decided, each against the state its predecessors left.
+      const time = yield* isoNow
+      let judged = yield* Ref.get(stateRef)
+      const events: Array<Event> = []
+      for (const reply of replies) {
+        for (const event of judgeReply(judged, reply, time)) {
+          events.push(event)
+          judged = evolve(judged, event)
         }
-        let events = judge(yield* Ref.get(stateRef), yield* isoNow)
-        if (events.some((e) => e._tag === "run_finished")) {
+      }
+      yield* emitAll(events)
+      // Replies before stops: the reply whose call spent the budget is paid for, so it counts.
+      for (const next of batch) {
+        if (next._tag !== "stop") continue
+        const judge = (state: State, at: string) => stopRun(state, next.reason, next.message, at)
+        if (judge(yield* Ref.get(stateRef), yield* isoNow).length > 0) {
           // The work still running ends (its calls record call_end) before the stop, which is judged after it.
           yield* stopAll
-          events = judge(yield* Ref.get(stateRef), yield* isoNow)
+          yield* emitAll(judge(yield* Ref.get(stateRef), yield* isoNow))
         }
-        for (const event of events) yield* emit(event)
       }
       // A failed write leaves the state as it was: the rest of the batch appends nothing, and the run stops here.
       yield* stopBroken

@@ -8,7 +8,7 @@ import { Effect, Either, Layer } from "effect"
 import { type Config, decodeConfig } from "../../src/domain/config.ts"
 import { type Event } from "../../src/domain/events.ts"
 import { readEventsText } from "../../src/domain/event-codec.ts"
-import { Backends } from "../../src/services/backend.ts"
+import { type Backend, Backends } from "../../src/services/backend.ts"
 import { EventStore } from "../../src/services/event-store.ts"
 import { type RunOutcome, runCoordination } from "../../src/services/orchestrator.ts"
 import { memoryRunFiles } from "../../src/services/run-files.ts"
@@ -38,6 +38,8 @@ export const runInMemory = (
     interrupt?: Effect.Effect<string>
     /** Where the statuses written go, to watch them while the run goes on. */
     statuses?: Array<unknown>
+    /** Wraps each agent's scripted backend (to hold its calls back, say). */
+    wrap?: (agentId: string, backend: Backend) => Backend
   } = {},
 ) =>
   Effect.gen(function* () {
@@ -45,7 +47,8 @@ export const runInMemory = (
     const streams = new Map<string, string>()
     const statuses: Array<unknown> = options.statuses ?? []
     const runFiles = memoryRunFiles()
-    const backends = new Map(config.agents.map((a) => [a.id, makeScriptedBackend(a)]))
+    const wrap = options.wrap ?? ((_: string, backend: Backend) => backend)
+    const backends = new Map(config.agents.map((a) => [a.id, wrap(a.id, makeScriptedBackend(a))]))
     const layer = Layer.mergeAll(
       EventStore.memory(streams),
       StatusWriter.memory(statuses),
