@@ -79,12 +79,14 @@ type Input =
 /** Lets I/O callbacks that are already due (replies of other calls) run first. */
 const nextMacrotask = Effect.promise(() => new Promise<void>((resolve) => setImmediate(resolve)))
 
+const replyKey = (reply: Reply): string => workKey(reply.agent, "round" in reply ? reply.round : "present")
+
 /** A wait on the real clock (not the Effect clock: a test's clock stands still while replies come in). */
 const realSleep = (ms: number) => Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, ms)))
 
-/** How long a scheduling window waits for another reply once a turn of the event loop brought none, and its longest span. */
-export const REPLY_WINDOW_MS = 3
-export const MAX_WINDOW_MS = 50
+/** How long a scheduling window stays open past the last reply it expects, and its longest span. */
+export const REPLY_WINDOW_MS = 2
+export const MAX_WINDOW_MS = 200
 
 /** The key of a piece of work (its fiber, its request text): `agent#round`, or `agent#present` for a presentation. */
 const workKey = (agent: string, round: number | "present"): string => `${agent}#${round}`
@@ -136,6 +138,8 @@ export const runCoordination = (input: RunInput) =>
     /** Blobs found new by this process and not written yet (a resumed run may store one again: the same bytes). */
     const freshBlobs: Array<readonly [string, string]> = []
     const blobSink = blobWriter((hash, text) => void freshBlobs.push([hash, text]))
+    /** When the latest call of each piece of work went out (performance.now()), by `workKey`: when its reply may be due. */
+    const callSentAt = new Map<string, number>()
     /** Calls refused at their call_start (`mayStartCall`): the budget was spent or the run ended. */
     const refusedCalls = new Set<number>()
 
@@ -200,7 +204,10 @@ export const runCoordination = (input: RunInput) =>
           // A refused call never starts: the run is stopping, so its round ends here.
           if (event._tag === "call_start" && refusedCalls.has(event.call)) return yield* Effect.interrupt
           // Its log file is made while the call is out; the log is written before the call_end.
-          if (event._tag === "call_start") yield* files.prepare(`llm_log/${event.call}.json`)
+          if (event._tag === "call_start") {
+            callSentAt.set(workKey(event.agent, event.role === "presentation" ? "present" : event.round), performance.now())
+            yield* files.prepare(`llm_log/${event.call}.json`)
+          }
           if (event._tag === "call_end" && budgetSpent(yield* Ref.get(stateRef))) yield* Queue.offer(inbox, { _tag: "wake" })
         }),
       now: isoNow,
@@ -232,6 +239,7 @@ export const runCoordination = (input: RunInput) =>
         const stopping = keys.flatMap((key) => {
           const fiber = fibers.get(key)
           fibers.delete(key)
+          callSentAt.delete(key)
           return fiber === undefined ? [] : [fiber]
         })
         return stopping.length === 0 ? Effect.void : Fiber.interruptAll(stopping)
@@ -311,27 +319,39 @@ export const runCoordination = (input: RunInput) =>
 
     /**
      * The inputs of one scheduling window: the first to come, then every one
-     * that arrives while others keep arriving. After each turn of the event
-     * loop that brought something, the window stays open; once a turn brings
-     * nothing, it waits `REPLY_WINDOW_MS` more if work is still out (its reply
-     * may be on its way), and closes when that brings nothing either, or
-     * `MAX_WINDOW_MS` after it opened.
+     * that arrives while the window is open. It stays open while each turn of
+     * the event loop brings more, and, after a reply, until the replies it
+     * foretells are due: work whose call went out at most `MAX_WINDOW_MS` after
+     * that reply's call is expected as long after its own call went out as the
+     * reply took, and the window waits for the last of those (plus
+     * `REPLY_WINDOW_MS`). Work that started together replies together, and is
+     * judged together. It closes at once on a stop or a failed write, and
+     * `MAX_WINDOW_MS` after it opened at the latest.
      */
     const takeBatch = Effect.gen(function* () {
       const batch = [yield* Queue.take(inbox)]
       const opened = performance.now()
-      const replies = () => batch.reduce((n, x) => n + (x._tag === "reply" ? 1 : 0), 0)
-      for (let waited = false; performance.now() - opened < MAX_WINDOW_MS; ) {
-        yield* waited ? realSleep(REPLY_WINDOW_MS) : nextMacrotask
-        const more = yield* Queue.takeAll(inbox)
-        if (Chunk.isNonEmpty(more)) {
-          batch.push(...more)
-          waited = false
-          continue
+      const first = batch[0]!
+      const firstKey = first._tag === "reply" ? replyKey(first.reply) : null
+      const firstCall = firstKey === null ? undefined : callSentAt.get(firstKey)
+      let due = opened
+      if (firstCall !== undefined) {
+        const took = opened - firstCall
+        for (const [key, sent] of callSentAt) {
+          if (key !== firstKey && fibers.has(key) && sent - firstCall <= MAX_WINDOW_MS) due = Math.max(due, sent + took)
         }
+      }
+      const closes = Math.min(opened + MAX_WINDOW_MS, due + REPLY_WINDOW_MS)
+      for (let brought = true; ; ) {
+        const left = closes - performance.now()
+        if (!brought && left <= 0) break
+        yield* brought ? nextMacrotask : realSleep(Math.min(1, left))
+        const more = yield* Queue.takeAll(inbox)
+        brought = Chunk.isNonEmpty(more)
+        batch.push(...more)
         // Only replies wait for replies: a stop or a failed write is acted on at once.
-        if (waited || replies() < batch.length || fibers.size <= replies()) break
-        waited = true
+        if (batch.some((x) => x._tag !== "reply") || performance.now() - opened >= MAX_WINDOW_MS) break
+        if (!brought && batch.length >= fibers.size) break
       }
       return batch
     })
@@ -409,7 +429,10 @@ export const runCoordination = (input: RunInput) =>
     while ((yield* Ref.get(stateRef)).finished === null) {
       const batch = yield* takeBatch
       const replies = batch.flatMap((x) => (x._tag === "reply" ? [x.reply] : []))
-      for (const r of replies) fibers.delete(workKey(r.agent, "round" in r ? r.round : "present"))
+      for (const r of replies) {
+        fibers.delete(replyKey(r))
+        callSentAt.delete(replyKey(r))
+      }
       // Every reply of the batch is judged before anything is decided, each against the state its predecessors left.
       const time = yield* isoNow
       let judged = yield* Ref.get(stateRef)
