@@ -4,8 +4,12 @@
  * It appends an event, folds it, asks `decide` what to do, and carries that
  * out: a round or a presentation runs in a fiber of its own, and what it
  * returns comes back through one inbox together with the stops from outside
- * (orchestrator timeout, budget, signal). State changes only when an event is
- * appended; nothing polls. Every event is appended (and so flushed) before the
+ * (orchestrator timeout, budget, signal). The inbox is taken a scheduling
+ * window at a time (`takeBatch`): every reply of the window is judged before
+ * anything is decided, so replies that come together cancel the rounds they
+ * undo once, not once each. A decision's commands are carried out together:
+ * the rounds it cancels stop at once, its events go in one append, then its
+ * work starts. State changes only when an event is appended; nothing polls. Every event is appended (and so flushed) before the
  * orchestrator acts on it, and a final answer file is written before the
  * `final_answer` event that announces it.
  *
@@ -88,7 +92,7 @@ const realSleep = (ms: number) => Effect.promise(() => new Promise<void>((resolv
 export const REPLY_WINDOW_MS = 2
 export const MAX_WINDOW_MS = 200
 
-/** The key of a piece of work (its fiber, its request text): `agent#round`, or `agent#present` for a presentation. */
+/** The key of a piece of work (its fiber, its request, its call's time): `agent#round`, or `agent#present` for a presentation. */
 const workKey = (agent: string, round: number | "present"): string => `${agent}#${round}`
 
 const isoNow = Effect.clockWith((c) => c.currentTimeMillis).pipe(Effect.map((ms) => new Date(ms).toISOString()))
