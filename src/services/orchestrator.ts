@@ -207,11 +207,7 @@ export const runCoordination = (input: RunInput) =>
           yield* emit(event)
           // A refused call never starts: the run is stopping, so its round ends here.
           if (event._tag === "call_start" && refusedCalls.has(event.call)) return yield* Effect.interrupt
-          // Its log file is made while the call is out; the log is written before the call_end.
-          if (event._tag === "call_start") {
-            callSentAt.set(workKey(event.agent, event.role === "presentation" ? "present" : event.round), performance.now())
-            yield* files.prepare(`llm_log/${event.call}.json`)
-          }
+          if (event._tag === "call_start") callSentAt.set(workKey(event.agent, event.role === "presentation" ? "present" : event.round), performance.now())
           if (event._tag === "call_end" && budgetSpent(yield* Ref.get(stateRef))) yield* Queue.offer(inbox, { _tag: "wake" })
         }),
       now: isoNow,
