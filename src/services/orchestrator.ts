@@ -90,7 +90,7 @@ const realSleep = (ms: number) => Effect.promise(() => new Promise<void>((resolv
 
 /** How long a scheduling window stays open past the last reply it expects, and its longest span. */
 export const REPLY_WINDOW_MS = 2
-export const MAX_WINDOW_MS = 200
+export const MAX_WINDOW_MS = 1000
 
 /** The key of a piece of work (its fiber, its request, its call's time): `agent#round`, or `agent#present` for a presentation. */
 const workKey = (agent: string, round: number | "present"): string => `${agent}#${round}`
