@@ -5,7 +5,7 @@
  * out: a round or a presentation runs in a fiber of its own, and what it
  * returns comes back through one inbox together with the stops from outside
  * (orchestrator timeout, budget, signal). The inbox is taken a scheduling
- * window at a time (`takeBatch`): every reply of the window is judged before
+ * window at a time (`scheduling-window.ts`): every reply of the window is judged before
  * anything is decided, so replies that come together cancel the rounds they
  * undo once, not once each. A decision's commands are carried out together:
  * the rounds it cancels stop at once, its events go in one append, then its
@@ -19,7 +19,7 @@
  */
 import { hostname } from "node:os"
 import * as nodePath from "node:path"
-import { Chunk, Duration, Effect, Fiber, Queue, Ref, Schedule } from "effect"
+import { Duration, Effect, Fiber, Queue, Ref, Schedule } from "effect"
 import type { Config } from "../domain/config.ts"
 import { type Command, type Reply, budgetSpent, commandEvents, decide, judgeReply, mayStartCall, stopRun } from "../domain/decide.ts"
 import type { Event, FinishReason } from "../domain/events.ts"
@@ -37,6 +37,7 @@ import { StatusWriter } from "./status-writer.ts"
 import { RunStorageError, type StorageKind } from "./io-errors.ts"
 import { blobPath, blobWriter, compactJsonText } from "./blobs.ts"
 import { onForcedStop } from "./forced-stop.ts"
+import { takeWindow } from "./scheduling-window.ts"
 
 export interface RunInput {
   readonly config: Config
@@ -80,17 +81,7 @@ type Input =
   /** The state changed in a way the decider must see (a call spent the budget). */
   | { readonly _tag: "wake" }
 
-/** Lets I/O callbacks that are already due (replies of other calls) run first. */
-const nextMacrotask = Effect.promise(() => new Promise<void>((resolve) => setImmediate(resolve)))
-
 const replyKey = (reply: Reply): string => workKey(reply.agent, "round" in reply ? reply.round : "present")
-
-/** A wait on the real clock (not the Effect clock: a test's clock stands still while replies come in). */
-const realSleep = (ms: number) => Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, ms)))
-
-/** How long a scheduling window stays open past the last reply it expects, and its longest span. */
-export const REPLY_WINDOW_MS = 2
-export const MAX_WINDOW_MS = 1000
 
 /** The key of a piece of work (its fiber, its request, its call's time): `agent#round`, or `agent#present` for a presentation. */
 const workKey = (agent: string, round: number | "present"): string => `${agent}#${round}`
@@ -317,44 +308,8 @@ export const runCoordination = (input: RunInput) =>
       }
     })
 
-    /**
-     * The inputs of one scheduling window: the first to come, then every one
-     * that arrives while the window is open. It stays open while each turn of
-     * the event loop brings more, and, after a reply, until the replies it
-     * foretells are due: work whose call went out at most `MAX_WINDOW_MS` after
-     * that reply's call is expected as long after its own call went out as the
-     * reply took, and the window waits for the last of those (plus
-     * `REPLY_WINDOW_MS`). Work that started together replies together, and is
-     * judged together. It closes at once on a stop or a failed write, and
-     * `MAX_WINDOW_MS` after it opened at the latest.
-     */
-    const takeBatch = Effect.gen(function* () {
-      const batch = [yield* Queue.take(inbox)]
-      const opened = performance.now()
-      const first = batch[0]!
-      const firstKey = first._tag === "reply" ? replyKey(first.reply) : null
-      const firstCall = firstKey === null ? undefined : callSentAt.get(firstKey)
-      let due = opened
-      if (firstCall !== undefined) {
-        const took = opened - firstCall
-        for (const [key, sent] of callSentAt) {
-          if (key !== firstKey && fibers.has(key) && sent - firstCall <= MAX_WINDOW_MS) due = Math.max(due, sent + took)
-        }
-      }
-      const closes = Math.min(opened + MAX_WINDOW_MS, due + REPLY_WINDOW_MS)
-      for (let brought = true; ; ) {
-        const left = closes - performance.now()
-        if (!brought && left <= 0) break
-        yield* brought ? nextMacrotask : realSleep(Math.min(1, left))
-        const more = yield* Queue.takeAll(inbox)
-        brought = Chunk.isNonEmpty(more)
-        batch.push(...more)
-        // Only replies wait for replies: a stop or a failed write is acted on at once.
-        if (batch.some((x) => x._tag !== "reply") || performance.now() - opened >= MAX_WINDOW_MS) break
-        if (!brought && batch.length >= fibers.size) break
-      }
-      return batch
-    })
+    /** The inputs of one scheduling window (`scheduling-window.ts`). */
+    const takeBatch = takeWindow(inbox, { callTimes: callSentAt, count: () => fibers.size }, (x) => (x._tag === "reply" ? replyKey(x.reply) : null))
 
     /** Stops the run on a failed write: the work ends, nothing more is written, and the run fails with why. */
     const stopBroken = Effect.gen(function* () {
