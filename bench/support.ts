@@ -64,7 +64,6 @@ export const runLayers = (mode: Mode, dir: string, profile: IoProfile | undefine
         append: (path: string, text: string) => timed(profile, "agent output append", files.append(path, text)),
         write: (path: string, text: string) =>
           timed(profile, path.startsWith("llm_log/") ? "llm_log write" : "final/ files write", files.write(path, text)),
-        prepare: files.prepare,
         flush: files.flush,
       })),
     ).pipe(Layer.provide(runFiles)),

@@ -4,9 +4,10 @@
  * clock moved by hand; runs without any go under `live`.
  */
 import { describe, expect } from "bun:test"
-import { Deferred, Effect, Fiber, Option, TestClock } from "effect"
+import { Deferred, Effect, Fiber, Option, Queue, TestClock } from "effect"
 import type { Event } from "../src/domain/events.ts"
 import { foldEvents } from "../src/domain/state.ts"
+import type { Backend as LlmBackend } from "../src/services/backend.ts"
 import { effect, live } from "./support/effect-test.ts"
 import { runInMemory } from "./support/harness.ts"
 
@@ -127,6 +128,70 @@ describe("runCoordination", () => {
       expect(status.agents.agent_b.times_restarted).toBeGreaterThanOrEqual(1)
       expect(status.results.votes).toEqual({ "agent1.1": 3, "agent2.1": 0, "agent3.1": 0 })
       expectConsistent(run)
+    }),
+  )
+
+  /**
+   * Four agents: a and b answer at once, and their rounds that show fewer than
+   * four answers never reply (they are cancelled); c and d answer when the test
+   * opens their gates, while every other round is out. `together` opens both
+   * gates in one step; otherwise c's, then d's once the rounds c's answer made are out.
+   */
+  const lateAnswers = (together: boolean) =>
+    Effect.gen(function* () {
+      const gates = { agent_c: yield* Deferred.make<void>(), agent_d: yield* Deferred.make<void>() }
+      /** Rounds that showed fewer than four answers and now wait for ever. */
+      const out = yield* Queue.unbounded<string>()
+      const wrap = (id: string, backend: LlmBackend): LlmBackend => ({
+        ...backend,
+        call: (request, onChunk) => {
+          const shown = request.context?.kind === "round" ? request.context.shown.length : 4
+          const held =
+            id === "agent_c" || id === "agent_d"
+              ? shown === 0 ? Deferred.await(gates[id]) : shown < 4 ? Effect.zipRight(Queue.offer(out, id), Effect.never) : Effect.void
+              : shown > 0 && shown < 4 ? Effect.zipRight(Queue.offer(out, id), Effect.never) : Effect.void
+          return Effect.zipRight(held, backend.call(request, onChunk))
+        },
+      })
+      const waitOut = (n: number) => Effect.forEach(Array.from({ length: n }), () => Queue.take(out), { discard: true })
+      const fiber = yield* Effect.fork(
+        runInMemory({ agents: agents({ answer: "A" }, { answer: "B" }, { answer: "C" }, { answer: "D" }).map((a) => ({ ...a, backend: { ...a.backend, vote: "agent1" } })) }, { wrap }),
+      )
+      yield* waitOut(2)
+      if (together) {
+        yield* Effect.all([Deferred.succeed(gates.agent_c, undefined), Deferred.succeed(gates.agent_d, undefined)])
+      } else {
+        yield* Deferred.succeed(gates.agent_c, undefined)
+        yield* waitOut(3)
+        yield* Deferred.succeed(gates.agent_d, undefined)
+      }
+      const run = yield* Fiber.join(fiber)
+      expect(run.reason).toBe("completed")
+      expectConsistent(run)
+      const cancelled = (agent: string) => ofTag(run.events, "round_cancelled").filter(by(agent)).length
+      return { run, cancelled: ["agent_a", "agent_b", "agent_c", "agent_d"].map(cancelled) }
+    })
+
+  live("two answers that arrive together are judged as one batch: the vote rounds they undo are cancelled once, not once per answer", () =>
+    Effect.gen(function* () {
+      const { run, cancelled } = yield* lateAnswers(true)
+      expect(cancelled).toEqual([1, 1, 0, 0])
+      // Both answers are in the log before any round is cancelled or started again.
+      const types = run.events.map((e) => `${e._tag}:${"agent" in e ? e.agent : ""}`)
+      const c = types.indexOf("answer_submitted:agent_c")
+      const d = types.indexOf("answer_submitted:agent_d")
+      const next = types.findIndex((t, i) => i > Math.min(c, d) && (t.startsWith("round_cancelled") || t.startsWith("round_started")))
+      expect(next).toBeGreaterThan(Math.max(c, d))
+      // Every round started after them shows all four answers.
+      for (const e of ofTag(run.events.slice(Math.max(c, d)), "round_started")) expect(e.shown).toEqual(["agent1.1", "agent2.1", "agent3.1", "agent4.1"])
+    }),
+  )
+
+  live("two answers that arrive apart each undo the vote rounds out at the time", () =>
+    Effect.gen(function* () {
+      const { cancelled } = yield* lateAnswers(false)
+      // c's answer cancels a's and b's votes; d's cancels their second rounds, and c's vote round.
+      expect(cancelled).toEqual([2, 2, 1, 0])
     }),
   )
 

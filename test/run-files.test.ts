@@ -63,23 +63,17 @@ const suite = (name: string, makeFixture: () => Fixture) =>
       )
     })
 
-    test("a prepared file is filled by write; a write before or without prepare is whole too", async () => {
+    test("a call log is written whole, over what was there", async () => {
       const f = makeFixture()
       await withFiles(f, (files) =>
         Effect.gen(function* () {
-          yield* files.prepare("llm_log/1.json")
-          yield* files.flush
+          yield* files.write("llm_log/1.json", "a longer first text\n")
           yield* files.write("llm_log/1.json", "one\n")
-          // Prepared and written at once: the write may come before the file is made.
-          yield* files.prepare("llm_log/2.json")
           yield* files.write("llm_log/2.json", "two\n")
-          // Written, then prepared (late): the prepare leaves it alone.
-          yield* files.write("llm_log/3.json", "three\n")
-          yield* files.prepare("llm_log/3.json")
           yield* files.flush
         }),
       )
-      expect([f.read("llm_log/1.json"), f.read("llm_log/2.json"), f.read("llm_log/3.json")]).toEqual(["one\n", "two\n", "three\n"])
+      expect([f.read("llm_log/1.json"), f.read("llm_log/2.json")]).toEqual(["one\n", "two\n"])
     })
   })
 
@@ -95,8 +89,6 @@ describe("RunFiles (live) modes", () => {
       await withFiles({ layer: liveRunFiles(dir), read: () => undefined }, (files) =>
         Effect.gen(function* () {
           yield* files.append(agentFile("a", "output"), "streamed")
-          yield* files.prepare("llm_log/1.json")
-          yield* files.flush
           yield* files.write("llm_log/1.json", "{}")
           yield* files.write("final/a/answer.txt", "4")
           yield* files.write("snapshots/a/1/answer.txt", "4")

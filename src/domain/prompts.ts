@@ -72,6 +72,24 @@ export const roundUserMessage = (question: string, shown: ReadonlyArray<ShownAns
 /** The anonymous ids a vote may name: the agents whose answer the round shows. */
 export const votableIds = (shown: ReadonlyArray<ShownAnswer>): ReadonlyArray<string> => [...new Set(shown.map((a) => a.anonId))]
 
+/** What the rounds shown one list of answers (the same array) have in common: built once, not once per agent. */
+interface SharedParts {
+  readonly question: string
+  readonly user: string
+  readonly tools: { readonly [voteOnly: string]: ReadonlyArray<ToolSpec> }
+}
+const shared = new WeakMap<ReadonlyArray<ShownAnswer>, SharedParts>()
+
+const sharedParts = (question: string, shown: ReadonlyArray<ShownAnswer>): SharedParts => {
+  const known = shared.get(shown)
+  if (known !== undefined && known.question === question) return known
+  const ids = votableIds(shown)
+  const tools = (voteOnly: boolean): ReadonlyArray<ToolSpec> => [...(voteOnly ? [] : [newAnswerTool]), ...(ids.length > 0 ? [voteTool(ids)] : [])]
+  const parts = { question, user: roundUserMessage(question, shown), tools: { true: tools(true), false: tools(false) } }
+  shared.set(shown, parts)
+  return parts
+}
+
 export const roundRequest = (input: {
   readonly agentId: string
   readonly selfAnonId: string
@@ -80,15 +98,12 @@ export const roundRequest = (input: {
   readonly shown: ReadonlyArray<ShownAnswer>
   readonly voteOnly: boolean
 }): LlmRequest => {
-  const ids = votableIds(input.shown)
-  const tools: Array<ToolSpec> = []
-  if (!input.voteOnly) tools.push(newAnswerTool)
-  if (ids.length > 0) tools.push(voteTool(ids))
+  const parts = sharedParts(input.question, input.shown)
   return {
     agentId: input.agentId,
     system: withAgentMessage(coordinationSystem(input.voteOnly), input.systemMessage),
-    messages: [{ role: "user", content: roundUserMessage(input.question, input.shown) }],
-    tools,
+    messages: [{ role: "user", content: parts.user }],
+    tools: parts.tools[String(input.voteOnly)]!,
     context: { kind: "round", selfAnonId: input.selfAnonId, shown: input.shown, voteOnly: input.voteOnly },
   }
 }

@@ -13,12 +13,23 @@ import type { LlmRequest, ShownAnswer, ToolSpec } from "./llm.ts"
 import { presentationRequest, roundRequest } from "./prompts.ts"
 import type { State } from "./state.ts"
 
-/** The answers behind `labels`, as a request shows them. */
-export const shownAnswers = (state: State, labels: ReadonlyArray<string>): ReadonlyArray<ShownAnswer> =>
-  labels.flatMap((label) => {
+/** Shown answers by the answers record and the labels array they were read from: answers of a label never change. */
+const shownOf = new WeakMap<object, WeakMap<ReadonlyArray<string>, ReadonlyArray<ShownAnswer>>>()
+
+/** The answers behind `labels`, as a request shows them (the same array for the same labels array, so rounds share what they show). */
+export const shownAnswers = (state: State, labels: ReadonlyArray<string>): ReadonlyArray<ShownAnswer> => {
+  let byLabels = shownOf.get(state.answers)
+  if (byLabels === undefined) shownOf.set(state.answers, (byLabels = new WeakMap()))
+  const known = byLabels.get(labels)
+  if (known !== undefined) return known
+  const shown = labels.flatMap((label) => {
     const answer = state.answers[label]
     return answer ? [{ label, anonId: label.split(".")[0]!, content: answer.content }] : []
   })
+  // Only a list that names every label is kept: an answer not folded yet may come later.
+  if (shown.length === labels.length) byLabels.set(labels, shown)
+  return shown
+}
 
 /** `request` with the agent's own tools offered too, and the system message saying how to use them. */
 const withAgentTools = (request: LlmRequest, tools: ReadonlyArray<ToolSpec>, finish: string): LlmRequest =>

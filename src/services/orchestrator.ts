@@ -4,19 +4,23 @@
  * It appends an event, folds it, asks `decide` what to do, and carries that
  * out: a round or a presentation runs in a fiber of its own, and what it
  * returns comes back through one inbox together with the stops from outside
- * (orchestrator timeout, budget, signal). State changes only when an event is
- * appended; nothing polls. Every event is appended (and so flushed) before the
+ * (orchestrator timeout, budget, signal). The inbox is taken a scheduling
+ * window at a time (`scheduling-window.ts`): every reply of the window is judged before
+ * anything is decided, so replies that come together cancel the rounds they
+ * undo once, not once each. A decision's commands are carried out together:
+ * the rounds it cancels stop at once, its events go in one append, then its
+ * work starts. State changes only when an event is appended; nothing polls. Every event is appended (and so flushed) before the
  * orchestrator acts on it, and a final answer file is written before the
  * `final_answer` event that announces it.
+ *
+ * `status.json` is written at the start, every 2 s on the Effect clock and
+ * once more at the end. `observe` sees every event with the state after it and
+ * every streamed text delta, for the display.
  *
  * The agents' own tools (`AgentTools`, none when the layer is absent) are
  * offered in every request and run by the tool runner (`tools/tool-runner.ts`).
  * A resumed run continues the work its stopped process had in flight from the
  * rebuilt round machines (`domain/resume-plan.ts`) instead of starting it again.
- *
- * `status.json` is written at the start, every 2 s on the Effect clock and
- * once more at the end. `observe` sees every event with the state after it and
- * every streamed text delta, for the display.
  */
 import { hostname } from "node:os"
 import * as nodePath from "node:path"
@@ -24,7 +28,7 @@ import { Duration, Effect, Fiber, Option, Queue, Ref, Schedule } from "effect"
 import type { Config } from "../domain/config.ts"
 import { type Command, type Reply, budgetSpent, commandEvents, decide, judgeReply, mayStartCall, stopRun, updateFor } from "../domain/decide.ts"
 import type { Event, FinishReason } from "../domain/events.ts"
-import type { TokenUsage } from "../domain/llm.ts"
+import type { LlmRequest, TokenUsage } from "../domain/llm.ts"
 import { requestText, updateMessage } from "../domain/prompts.ts"
 import { requestForPresentation, requestForRound, shownAnswers } from "../domain/requests.ts"
 import { agentFile } from "../domain/run-paths.ts"
@@ -36,8 +40,9 @@ import { EVENTS_FILE, EventStore, type NewEvent } from "./event-store.ts"
 import { RunFiles } from "./run-files.ts"
 import { StatusWriter } from "./status-writer.ts"
 import { RunStorageError, type StorageKind } from "./io-errors.ts"
-import { blobPath, compactJson, hashText } from "./blobs.ts"
+import { blobPath, blobWriter, compactJsonText, hashText } from "./blobs.ts"
 import { onForcedStop } from "./forced-stop.ts"
+import { takeWindow } from "./scheduling-window.ts"
 import { resumePlan } from "../domain/resume-plan.ts"
 import type { Transition } from "../domain/round-machine.ts"
 import { AgentTools } from "./tools/agent-tools.ts"
@@ -88,10 +93,9 @@ type Input =
   /** The state changed in a way the decider must see (a call spent the budget). */
   | { readonly _tag: "wake" }
 
-/** Lets I/O callbacks that are already due (replies of other calls) run first. */
-const nextMacrotask = Effect.promise(() => new Promise<void>((resolve) => setImmediate(resolve)))
+const replyKey = (reply: Reply): string => workKey(reply.agent, "round" in reply ? reply.round : "present")
 
-/** The key of a piece of work (its fiber, its request text): `agent#round`, or `agent#present` for a presentation. */
+/** The key of a piece of work (its fiber, its request, its call's time): `agent#round`, or `agent#present` for a presentation. */
 const workKey = (agent: string, round: number | "present"): string => `${agent}#${round}`
 
 const isoNow = Effect.clockWith((c) => c.currentTimeMillis).pipe(Effect.map((ms) => new Date(ms).toISOString()))
@@ -118,7 +122,8 @@ export const runCoordination = (input: RunInput) =>
     const callCounter = yield* Ref.make(
       input.resume?.events.reduce((n, e) => (e._tag === "call_start" ? Math.max(n, e.call) : n), 0) ?? 0,
     )
-    const contexts = new Map<string, string>()
+    /** The base request of each piece of work, by `workKey`: what the winner saw, for `final/<winner>/context.txt`. */
+    const contexts = new Map<string, LlmRequest>()
     const agentById = new Map(config.agents.map((a) => [a.id, a]))
     const observe = input.observe
 
@@ -137,52 +142,66 @@ export const runCoordination = (input: RunInput) =>
       )
     })
 
-    /** Blobs this process has stored (a resumed run may store one again: the same bytes). */
-    const storedBlobs = new Set<string>()
+    /** Blobs found new by this process and not written yet (a resumed run may store one again: the same bytes). */
+    const freshBlobs: Array<readonly [string, string]> = []
+    const blobSink = blobWriter((hash, text) => void freshBlobs.push([hash, text]))
+    /** When the latest call of each piece of work went out (performance.now()), by `workKey`: when its reply may be due. */
+    const callSentAt = new Map<string, number>()
     /** Calls refused at their call_start (`mayStartCall`): the budget was spent or the run ended. */
     const refusedCalls = new Set<number>()
 
     /**
-     * Appends an event, then folds it: the log holds every fact the state knows.
-     * Nothing is appended after `run_finished`: a call still in flight when the
-     * run stopped (budget, timeout, signal) ends unrecorded while it is interrupted.
+     * Appends events (in one write), then folds them: the log holds every fact
+     * the state knows. Nothing is appended after `run_finished`: a call still in
+     * flight when the run stopped (budget, timeout, signal) ends unrecorded while
+     * it is interrupted.
      */
-    const emitLocked = (given: Event): Effect.Effect<void> =>
+    const appendAll = (given: ReadonlyArray<Event>): Effect.Effect<void> =>
         Effect.gen(function* () {
-          const current = yield* Ref.get(stateRef)
+          const before = yield* Ref.get(stateRef)
           const broken = (yield* Ref.get(fatal)) !== null
-          // Checked under the lock: another call may have spent the budget since this call was asked for.
-          if (given._tag === "call_start" && (broken || !mayStartCall(current))) return void refusedCalls.add(given.call)
-          // Once a write failed, the log takes nothing more: the run is stopping.
-          if (broken) return
-          // run_resumed is the one event that re-opens a run a signal stopped.
-          if (current.finished !== null && given._tag !== "run_resumed") return
-          // Times never go back in the log, whichever fiber read the clock first.
-          const event = Date.parse(given.time) < current.lastTime ? { ...given, time: new Date(current.lastTime).toISOString() } : given
-          if (event._tag === "final_answer") {
-            const written = yield* Effect.either(
-              Effect.zipRight(
-                files.write(agentFile(event.agent, "final_answer"), event.content),
-                Effect.suspend(() => {
-                  const round = current.answers[event.label]?.round
-                  const seen = contexts.get(workKey(event.agent, "present")) ?? (round === undefined ? undefined : contexts.get(workKey(event.agent, round))) ?? ""
-                  return files.write(agentFile(event.agent, "final_context"), seen)
-                }),
-              ),
-            )
-            if (written._tag === "Left") return yield* failStorage("final_answer", written.left.path, written.left.detail)
+          let state = before
+          const accepted: Array<readonly [Event, State]> = []
+          for (const next of given) {
+            // Checked under the lock: another call may have spent the budget since this call was asked for.
+            if (next._tag === "call_start" && (broken || !mayStartCall(state))) {
+              refusedCalls.add(next.call)
+              continue
+            }
+            // Once a write failed, the log takes nothing more: the run is stopping.
+            if (broken) return
+            // run_resumed is the one event that re-opens a run a signal stopped.
+            if (state.finished !== null && next._tag !== "run_resumed") continue
+            // Times never go back in the log, whichever fiber read the clock first.
+            const event = Date.parse(next.time) < state.lastTime ? { ...next, time: new Date(state.lastTime).toISOString() } : next
+            if (event._tag === "final_answer") {
+              const round = state.answers[event.label]?.round
+              const written = yield* Effect.either(
+                Effect.zipRight(
+                  files.write(agentFile(event.agent, "final_answer"), event.content),
+                  Effect.suspend(() => {
+                    const seen = contexts.get(workKey(event.agent, "present")) ?? (round === undefined ? undefined : contexts.get(workKey(event.agent, round)))
+                    return files.write(agentFile(event.agent, "final_context"), seen === undefined ? "" : requestText(seen))
+                  }),
+                ),
+              )
+              if (written._tag === "Left") return yield* failStorage("final_answer", written.left.path, written.left.detail)
+            }
+            state = evolve(state, event)
+            accepted.push([event, state])
           }
-          const appended = yield* Effect.either(store.append(input.logDir, [enveloped(event)], version))
+          if (accepted.length === 0) return
+          const appended = yield* Effect.either(store.append(input.logDir, accepted.map(([event]) => enveloped(event)), version))
           if (appended._tag === "Left") {
             const e = appended.left
             return yield* failStorage("event_log", nodePath.join(input.logDir, EVENTS_FILE), e._tag === "EventStoreError" ? e.detail : e.message)
           }
           version = appended.right
-          const next = evolve(current, event)
-          yield* Ref.set(stateRef, next)
-          if (observe) yield* observe.onEvent(event, next)
+          yield* Ref.set(stateRef, state)
+          if (observe) for (const [event, after] of accepted) yield* observe.onEvent(event, after)
         })
-    const emit = (given: Event): Effect.Effect<void> => emitLock.withPermits(1)(emitLocked(given))
+    const emitAll = (given: ReadonlyArray<Event>): Effect.Effect<void> => emitLock.withPermits(1)(appendAll(given))
+    const emit = (event: Event): Effect.Effect<void> => emitAll([event])
 
     /** Injection: the latest answers into `agent`'s round in flight, decided and recorded under the emit lock. */
     const injectUpdate = (agent: string, round: number, afterVote: boolean) =>
@@ -192,13 +211,14 @@ export const runCoordination = (input: RunInput) =>
           const latest = updateFor(state, agent, round)
           if (latest === null) return null
           const before = shownAnswers(state, state.agents.find((a) => a.info.id === agent)?.inFlight?.shown ?? [])
-          yield* emitLocked({ _tag: "update_injected", time: yield* isoNow, agent, round, shown: latest, after_vote: afterVote })
+          yield* appendAll([{ _tag: "update_injected", time: yield* isoNow, agent, round, shown: latest, after_vote: afterVote }])
           // Not recorded (the run is stopping, or a write failed): nothing reaches the round.
           if (updateFor(yield* Ref.get(stateRef), agent, round) !== null) return null
           const shown = shownAnswers(state, latest)
           const key = workKey(agent, round)
           const seen = contexts.get(key)
-          if (seen !== undefined) contexts.set(key, `${seen}\n\n${updateMessage(before, shown)}`)
+          // What the agent saw, for final/<winner>/context.txt: the update too.
+          if (seen !== undefined) contexts.set(key, { ...seen, messages: [...seen.messages, { role: "user", content: updateMessage(before, shown) }] })
           return shown
         }),
       )
@@ -216,8 +236,7 @@ export const runCoordination = (input: RunInput) =>
           yield* emit(event)
           // A refused call never starts: the run is stopping, so its round ends here.
           if (event._tag === "call_start" && refusedCalls.has(event.call)) return yield* Effect.interrupt
-          // Its log file is made while the call is out; the log is written before the call_end.
-          if (event._tag === "call_start") yield* files.prepare(`llm_log/${event.call}.json`)
+          if (event._tag === "call_start") callSentAt.set(workKey(event.agent, event.role === "presentation" ? "present" : event.round), performance.now())
           if (event._tag === "call_end" && budgetSpent(yield* Ref.get(stateRef))) yield* Queue.offer(inbox, { _tag: "wake" })
         }),
       now: isoNow,
@@ -228,15 +247,10 @@ export const runCoordination = (input: RunInput) =>
       record: (agent, text) => files.append(agentFile(agent, "output"), text),
       logCall: (call, record) =>
         Effect.gen(function* () {
-          // Long texts go to the blob store once; the call log references them.
-          const fresh: Array<readonly [string, string]> = []
-          const compact = compactJson(record, (hash, text) => {
-            if (storedBlobs.has(hash)) return
-            storedBlobs.add(hash)
-            fresh.push([hash, text])
-          })
-          for (const [hash, text] of fresh) yield* files.write(blobPath(hash), text)
-          yield* files.write(`llm_log/${call}.json`, `${JSON.stringify(compact, null, 2)}\n`)
+          // Long texts and large values go to the blob store once; the call log references them.
+          const text = compactJsonText(record, blobSink)
+          for (const [hash, blob] of freshBlobs.splice(0)) yield* files.write(blobPath(hash), blob)
+          yield* files.write(`llm_log/${call}.json`, `${text}\n`)
         }).pipe(Effect.catchAll((e) => failStorage("call_log", e.path, e.detail))),
       priceOf: input.priceOf ?? (() => null),
       injectUpdate,
@@ -260,19 +274,28 @@ export const runCoordination = (input: RunInput) =>
         fibers.set(key, fiber)
       })
 
-    const stopAll = Effect.gen(function* () {
-      const all = [...fibers.values()]
-      fibers.clear()
-      yield* Effect.forEach(all, (f) => Fiber.interrupt(f), { discard: true })
-    })
+    /** Ends the work under `keys` all at once; each records its cut-off call before this returns. */
+    const stopWork = (keys: ReadonlyArray<string>) =>
+      Effect.suspend(() => {
+        const stopping = keys.flatMap((key) => {
+          const fiber = fibers.get(key)
+          fibers.delete(key)
+          callSentAt.delete(key)
+          return fiber === undefined ? [] : [fiber]
+        })
+        return stopping.length === 0 ? Effect.void : Fiber.interruptAll(stopping)
+      })
+
+    const stopAll = Effect.suspend(() => stopWork([...fibers.keys()]))
 
     /** Starts `agentId`'s round `round` (from its rebuilt machine, when a resume continues it). */
     const startRound = (state: State, agentId: string, round: number, from?: Transition) =>
       Effect.suspend(() => {
         const agent = agentById.get(agentId)!
-        const request = requestForRound(state, agent, toolSpecs(agent.id))!
+        const request = requestForRound(state, agent, toolSpecs(agent.id))
+        if (request === null) return Effect.void
         const key = workKey(agent.id, round)
-        contexts.set(key, requestText(request))
+        contexts.set(key, request)
         const backend = backends.forAgent(agent.id)
         return spawn(key, runRound(deps, { agent: agent.id, round, backend, request, agentTimeoutSeconds: settings.agent_timeout_seconds, ...(from ? { from } : {}) }))
       })
@@ -281,8 +304,9 @@ export const runCoordination = (input: RunInput) =>
     const startPresentation = (state: State, agentId: string, from?: Transition) =>
       Effect.suspend(() => {
         const agent = agentById.get(agentId)!
-        const request = requestForPresentation(state, agent, toolSpecs(agent.id))!
-        contexts.set(workKey(agent.id, "present"), requestText(request))
+        const request = requestForPresentation(state, agent, toolSpecs(agent.id))
+        if (request === null) return Effect.void
+        contexts.set(workKey(agent.id, "present"), request)
         const round = from?.machine.round ?? (state.agents.find((a) => a.info.id === agent.id)?.rounds ?? 0) + 1
         const backend = backends.forAgent(agent.id)
         return spawn(
@@ -291,25 +315,15 @@ export const runCoordination = (input: RunInput) =>
         )
       })
 
-    const execute = (command: Command) =>
+    /** Starts the work a command asks for, from the state after its event. */
+    const start = (state: State, command: Command) =>
       Effect.gen(function* () {
-        // Work being stopped ends (and records its last call) before the event that stops it.
-        if (command._tag === "CancelRound") {
-          const key = workKey(command.agent, command.round)
-          const fiber = fibers.get(key)
-          fibers.delete(key)
-          if (fiber) yield* Fiber.interrupt(fiber)
-        }
-        if (command._tag === "FinishRun" || command._tag === "StopRun") yield* stopAll
-        for (const event of commandEvents(yield* Ref.get(stateRef), command, yield* isoNow)) yield* emit(event)
-        const state = yield* Ref.get(stateRef)
         switch (command._tag) {
           case "StartRound":
             return yield* startRound(state, command.agent, command.round)
-          case "CancelRound":
-            return
           case "StartPresentation":
             return command.callsModel ? yield* startPresentation(state, command.agent) : undefined
+          case "CancelRound":
           case "UseStoredAnswer":
           case "FinishRun":
           case "StopRun":
@@ -319,15 +333,31 @@ export const runCoordination = (input: RunInput) =>
 
     const isBroken = Effect.map(Ref.get(fatal), (f) => f !== null)
 
-    /** Runs the decider's commands until it asks for nothing more (or a write failed: the state then stays put). */
+    /**
+     * Runs the decider's commands until it asks for nothing more (or a write
+     * failed: the state then stays put). The commands of one decision are
+     * carried out together: the rounds it cancels are stopped at once (each
+     * records its cut-off call before the events that cancel it), its events
+     * are appended in one write, and then the work it starts is started.
+     */
     const drive = Effect.gen(function* () {
-      for (let commands = decide(yield* Ref.get(stateRef)); commands.length > 0; commands = decide(yield* Ref.get(stateRef))) {
-        for (const command of commands) {
-          if (yield* isBroken) return
-          yield* execute(command)
-        }
+      for (;;) {
+        if (yield* isBroken) return
+        const commands = decide(yield* Ref.get(stateRef))
+        if (commands.length === 0) return
+        yield* stopWork(commands.flatMap((c) => (c._tag === "CancelRound" ? [workKey(c.agent, c.round)] : [])))
+        if (commands.some((c) => c._tag === "FinishRun" || c._tag === "StopRun")) yield* stopAll
+        const time = yield* isoNow
+        const before = yield* Ref.get(stateRef)
+        yield* emitAll(commands.flatMap((c) => commandEvents(before, c, time)))
+        const after = yield* Ref.get(stateRef)
+        if (after === before) return
+        for (const command of commands) yield* start(after, command)
       }
     })
+
+    /** The inputs of one scheduling window (`scheduling-window.ts`). */
+    const takeBatch = takeWindow(inbox, { callTimes: callSentAt, count: () => fibers.size }, (x) => (x._tag === "reply" ? replyKey(x.reply) : null))
 
     /** Stops the run on a failed write: the work ends, nothing more is written, and the run fails with why. */
     const stopBroken = Effect.gen(function* () {
@@ -404,26 +434,32 @@ export const runCoordination = (input: RunInput) =>
     yield* drive
     yield* stopBroken
     while ((yield* Ref.get(stateRef)).finished === null) {
-      const first = yield* Queue.take(inbox)
-      // Replies that arrive together are judged together before deciding, as MassGen
-      // applies a batch: no round is started only to be cancelled by the next reply.
-      yield* nextMacrotask
-      // Replies before stops: the reply whose call spent the budget is paid for, so it counts.
-      const batch = [first, ...(yield* Queue.takeAll(inbox))]
-      for (const next of [...batch.filter((x) => x._tag === "reply"), ...batch.filter((x) => x._tag === "stop")]) {
-        const judge = (state: State, time: string) =>
-          next._tag === "reply" ? judgeReply(state, next.reply, time) : stopRun(state, next.reason, next.message, time)
-        if (next._tag === "reply") {
-          const r = next.reply
-          fibers.delete(workKey(r.agent, "round" in r ? r.round : "present"))
+      const batch = yield* takeBatch
+      const replies = batch.flatMap((x) => (x._tag === "reply" ? [x.reply] : []))
+      for (const r of replies) {
+        fibers.delete(replyKey(r))
+        callSentAt.delete(replyKey(r))
+      }
+      // Every reply of the batch is judged before anything is decided, each against the state its predecessors left.
+      const time = yield* isoNow
+      let judged = yield* Ref.get(stateRef)
+      const events: Array<Event> = []
+      for (const reply of replies) {
+        for (const event of judgeReply(judged, reply, time)) {
+          events.push(event)
+          judged = evolve(judged, event)
         }
-        let events = judge(yield* Ref.get(stateRef), yield* isoNow)
-        if (events.some((e) => e._tag === "run_finished")) {
+      }
+      yield* emitAll(events)
+      // Replies before stops: the reply whose call spent the budget is paid for, so it counts.
+      for (const next of batch) {
+        if (next._tag !== "stop") continue
+        const judge = (state: State, at: string) => stopRun(state, next.reason, next.message, at)
+        if (judge(yield* Ref.get(stateRef), yield* isoNow).length > 0) {
           // The work still running ends (its calls record call_end) before the stop, which is judged after it.
           yield* stopAll
-          events = judge(yield* Ref.get(stateRef), yield* isoNow)
+          yield* emitAll(judge(yield* Ref.get(stateRef), yield* isoNow))
         }
-        for (const event of events) yield* emit(event)
       }
       // A failed write leaves the state as it was: the rest of the batch appends nothing, and the run stops here.
       yield* stopBroken

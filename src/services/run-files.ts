@@ -17,20 +17,18 @@
  * never holds up the event loop; appends to one file land in the order made,
  * and `flush`, which a run does before its final status, waits for them all.
  *
- * `prepare(path)` makes an empty file in the background, so that creating it
- * (a millisecond or more on a virtual disk) is done while the call is out, and
- * a later `write` only fills it, in place rather than by rename. A run prepares
- * each call's log at `call_start`. In place is safe there: that write comes
- * before the `call_end` that makes the log readable to replay, so an empty or
- * cut file can only belong to a call the events never closed, which replay
- * does not read. A `write` that comes before the file is made falls back to
- * the atomic write; the two never lose each other's text.
+ * A call's log (`llm_log/`) is written in place, in one step (no temporary
+ * file and rename, which cost a millisecond or more on a virtual disk), not
+ * atomically: that write comes before the `call_end` that makes the log
+ * readable to replay, so an empty or cut file can only belong to a call the
+ * events never closed, which replay does not read. Every other whole file is
+ * written atomically.
  *
  * Every directory and file it makes is private (0700, 0600), as the log
  * directory is (`log-dir.ts`).
  */
 import { mkdirSync, writeFileSync } from "node:fs"
-import { appendFile, open } from "node:fs/promises"
+import { appendFile } from "node:fs/promises"
 import { join } from "node:path"
 import { Context, Effect, Layer, Schema } from "effect"
 import { ioCause } from "./io-errors.ts"
@@ -56,12 +54,13 @@ export interface RunFilesApi {
   readonly append: (relativePath: string, text: string) => Effect.Effect<void>
   /** Writes a whole file, atomically, creating its directory; done when the file is in place, or failed with why not. */
   readonly write: (relativePath: string, text: string) => Effect.Effect<void, RunFilesError>
-  /** Starts making an empty file for a later `write`, and returns at once. */
-  readonly prepare: (relativePath: string) => Effect.Effect<void>
-  /** Waits for every append and prepare started; failures are logged as warnings, one per file. */
+  /** Waits for every append started; failures are logged as warnings, one per file. */
   readonly flush: Effect.Effect<void>
 }
 
+
+/** Where the call logs go: written in place, before their call_end. */
+const CALL_LOGS = "llm_log/"
 
 export class RunFiles extends Context.Tag("massgen/RunFiles")<RunFiles, RunFilesApi>() {}
 
@@ -78,10 +77,8 @@ export const liveRunFiles = (logDir: string): Layer.Layer<RunFiles> =>
       void write.finally(() => pending.delete(write))
     }
     const appends = new Map<string, Promise<void>>()
-    // Files made by `prepare` and not written yet.
-    const prepared = new Set<string>()
     // Made now, with the log directory: a new directory costs milliseconds on some disks, and not in a reply's way.
-    for (const dir of [outputs, join(logDir, "llm_log"), join(logDir, BLOBS_DIR)]) {
+    for (const dir of [outputs, join(logDir, CALL_LOGS), join(logDir, BLOBS_DIR)]) {
       try {
         mkdirSync(dir, { recursive: true, mode: PRIVATE_DIR_MODE })
         madeDirs.add(dir)
@@ -100,21 +97,11 @@ export const liveRunFiles = (logDir: string): Layer.Layer<RunFiles> =>
           appends.set(path, appended)
           track(appended)
         }),
-      prepare: (relativePath) =>
-        Effect.sync(() => {
-          const path = join(logDir, relativePath)
-          // "wx": never over a file that exists, such as one an early `write` already made whole.
-          const made = open(path, "wx", PRIVATE_FILE_MODE).then((file) => file.close()).then(
-            () => void prepared.add(path),
-            () => undefined,
-          )
-          track(made)
-        }),
       write: (relativePath, text) =>
         Effect.try({
           try: () => {
             const path = join(logDir, relativePath)
-            if (prepared.delete(path)) writeFileSync(path, text)
+            if (relativePath.startsWith(CALL_LOGS)) writeFileSync(path, text, { mode: PRIVATE_FILE_MODE })
             else writeFileAtomicSync(path, text, madeDirs)
           },
           catch: (e) => new RunFilesError({ reason: "write_failed", path: join(logDir, relativePath), detail: ioCause(e) }),
@@ -135,7 +122,6 @@ export const memoryRunFiles = (): { readonly layer: Layer.Layer<RunFiles>; reado
   const api: RunFilesApi = {
     append: (relativePath, text) => Effect.sync(() => void files.set(relativePath, (files.get(relativePath) ?? "") + text)),
     write: (relativePath, text) => Effect.sync(() => void files.set(relativePath, text)),
-    prepare: () => Effect.void,
     flush: Effect.void,
   }
   return { layer: Layer.succeed(RunFiles, api), files }

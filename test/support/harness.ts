@@ -8,7 +8,7 @@ import { Effect, Either, Layer } from "effect"
 import { type Config, decodeConfig } from "../../src/domain/config.ts"
 import { type Event } from "../../src/domain/events.ts"
 import { readEventsText } from "../../src/domain/event-codec.ts"
-import { Backends } from "../../src/services/backend.ts"
+import { type Backend, Backends } from "../../src/services/backend.ts"
 import { EventStore } from "../../src/services/event-store.ts"
 import { type RunOutcome, runCoordination } from "../../src/services/orchestrator.ts"
 import { memoryRunFiles } from "../../src/services/run-files.ts"
@@ -43,6 +43,8 @@ export const runInMemory = (
     tools?: Layer.Layer<AgentTools>
     /** Take up this recorded run (its events, as text, then as read) instead of starting one. */
     resume?: { readonly text: string; readonly files?: Map<string, string> }
+    /** Wraps each agent's scripted backend (to hold its calls back, say). */
+    wrap?: (agentId: string, backend: Backend) => Backend
   } = {},
 ) =>
   Effect.gen(function* () {
@@ -51,7 +53,8 @@ export const runInMemory = (
     const statuses: Array<unknown> = options.statuses ?? []
     const runFiles = memoryRunFiles()
     const recorded = options.resume ? readEventsText(options.resume.text) : null
-    const backends = new Map(config.agents.map((a) => [a.id, makeScriptedBackend(a, recorded?.events ?? [])]))
+    const wrap = options.wrap ?? ((_: string, backend: Backend) => backend)
+    const backends = new Map(config.agents.map((a) => [a.id, wrap(a.id, makeScriptedBackend(a, recorded?.events ?? []))]))
     const layer = Layer.mergeAll(
       EventStore.memory(streams),
       StatusWriter.memory(statuses),

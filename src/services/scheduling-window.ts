@@ -1,0 +1,64 @@
+/**
+ * The scheduling window: which of the orchestrator's inputs it takes as one batch.
+ *
+ * `takeWindow` takes the first input to come, then every one that arrives
+ * while the window is open. It stays open while each turn of the event loop
+ * brings more, and, after a reply, until the replies it foretells are due:
+ * work whose call went out at most `MAX_WINDOW_MS` after that reply's call is
+ * expected as long after its own call went out as the reply took, and the
+ * window waits for the last of those (plus `REPLY_WINDOW_MS`). Work that
+ * started together replies together, and the orchestrator judges it together,
+ * before deciding anything. The window closes at once on an input that is not
+ * a reply (a stop, a failed write), once no work is out, and `MAX_WINDOW_MS`
+ * after it opened at the latest. Waits are on the real clock, not the Effect
+ * clock: a test's clock stands still while replies come in.
+ *
+ * Words: *work* is a round or a presentation in flight, named by its key; its
+ * *call time* is when its latest call went out (performance.now()).
+ */
+import { Chunk, Effect, Queue } from "effect"
+
+/** How long a window stays open past the last reply it expects, and its longest span. */
+export const REPLY_WINDOW_MS = 2
+export const MAX_WINDOW_MS = 1000
+
+/** Lets I/O callbacks that are already due (replies of other calls) run first. */
+const nextMacrotask = Effect.promise(() => new Promise<void>((resolve) => setImmediate(resolve)))
+
+const realSleep = (ms: number) => Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, ms)))
+
+export interface WorkOut {
+  /** The call time of each piece of work out, by key. */
+  readonly callTimes: ReadonlyMap<string, number>
+  /** How many pieces of work are out (those whose replies are in the window included). */
+  readonly count: () => number
+}
+
+/** The inputs of one window; `replyKey` names the work a reply is from, and is null for any other input. */
+export const takeWindow = <I>(inbox: Queue.Queue<I>, out: WorkOut, replyKey: (input: I) => string | null): Effect.Effect<Array<I>> =>
+  Effect.gen(function* () {
+    const batch = [yield* Queue.take(inbox)]
+    const opened = performance.now()
+    const firstKey = replyKey(batch[0]!)
+    const firstCall = firstKey === null ? undefined : out.callTimes.get(firstKey)
+    let due = opened
+    if (firstCall !== undefined) {
+      const took = opened - firstCall
+      for (const [key, sent] of out.callTimes) {
+        if (key !== firstKey && sent - firstCall <= MAX_WINDOW_MS) due = Math.max(due, sent + took)
+      }
+    }
+    const closes = Math.min(opened + MAX_WINDOW_MS, due + REPLY_WINDOW_MS)
+    for (let brought = true; ; ) {
+      const left = closes - performance.now()
+      if (!brought && left <= 0) break
+      yield* brought ? nextMacrotask : realSleep(Math.min(1, left))
+      const more = yield* Queue.takeAll(inbox)
+      brought = Chunk.isNonEmpty(more)
+      batch.push(...more)
+      // Only replies wait for replies: a stop or a failed write is acted on at once.
+      if (batch.some((x) => replyKey(x) === null) || performance.now() - opened >= MAX_WINDOW_MS) break
+      if (!brought && batch.length >= out.count()) break
+    }
+    return batch
+  })

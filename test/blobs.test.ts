@@ -1,0 +1,71 @@
+/**
+ * The blob store's call-log form: what `compactJsonText` writes, `expandJson`
+ * reads back as the same JSON, with every repeated long text or large block stored once.
+ */
+import { describe, expect, test } from "bun:test"
+import fc from "fast-check"
+import { BLOB_MIN_CHARS, BLOB_MIN_JSON_CHARS, blobWriter, compactJsonText, expandJson, hashText } from "../src/services/blobs.ts"
+
+const store = () => {
+  const blobs = new Map<string, string>()
+  const puts: Array<string> = []
+  const sink = blobWriter((hash, text) => {
+    puts.push(hash)
+    blobs.set(hash, text)
+  })
+  return { blobs, puts, sink }
+}
+
+const long = (c: string) => c.repeat(BLOB_MIN_CHARS)
+
+describe("blobs", () => {
+  test("any JSON value comes back the same, whatever its long texts and large blocks", () => {
+    const text = fc.oneof(fc.string(), fc.constantFrom(long("a"), long("ü"), `${long("x")}"\n`))
+    const json = fc.letrec((tie) => ({
+      value: fc.oneof({ depthSize: "small" }, text, fc.integer(), fc.double({ noNaN: true, noDefaultInfinity: true }), fc.boolean(), fc.constant(null), tie("array"), tie("object")),
+      array: fc.array(tie("value"), { maxLength: 40 }),
+      object: fc.dictionary(fc.oneof(fc.string(), fc.constant("__proto__")), tie("value"), { maxKeys: 40 }),
+    })).value
+    fc.assert(
+      fc.property(json, (value) => {
+        const s = store()
+        const written = compactJsonText(value, s.sink)
+        expect(written).not.toContain("\n")
+        expect(expandJson(JSON.parse(written), (h) => s.blobs.get(h))).toEqual(JSON.parse(JSON.stringify(value)))
+        for (const [hash, blob] of s.blobs) expect(hashText(blob)).toBe(hash)
+      }),
+      { numRuns: 300 },
+    )
+  })
+
+  test("a large block and a long text that repeat across calls are stored once; a call's own small values stay in its log", () => {
+    const s = store()
+    const tools = Array.from({ length: 200 }, (_, i) => `agent${i + 1}`)
+    const system = long("s")
+    const call = (n: number) => ({ call: n, request: { agentId: `agent_${n}`, system, tools: { enum: tools } } })
+    const logs = [1, 2, 3].map((n) => compactJsonText(call(n), s.sink))
+    expect(s.puts).toHaveLength(2)
+    expect(JSON.stringify({ enum: tools }).length).toBeGreaterThanOrEqual(BLOB_MIN_JSON_CHARS)
+    for (const log of logs) {
+      expect(log).not.toContain(system)
+      expect(log).not.toContain("agent200")
+      expect(log.length).toBeLessThan(300)
+    }
+    expect(expandJson(JSON.parse(logs[1]!), (h) => s.blobs.get(h))).toEqual(call(2))
+  })
+
+  test("a missing blob, one that is not JSON, or blobs that name each other read as null, not a crash", () => {
+    const a = "a".repeat(64)
+    const b = "b".repeat(64)
+    const blobs = new Map([
+      [a, `{"x":{"$json":"${b}"}}`],
+      [b, `[{"$json":"${a}"}]`],
+      ["c".repeat(64), "{ not json"],
+    ])
+    const get = (h: string) => blobs.get(h)
+    expect(expandJson({ t: { $blob: "d".repeat(64) } }, get)).toEqual({ t: null })
+    expect(expandJson({ t: { $json: "c".repeat(64) } }, get)).toEqual({ t: null })
+    expect(expandJson({ $json: a }, get)).toEqual({ x: [null] })
+    expect(expandJson({ $blob: "../etc/passwd" }, get)).toBeNull()
+  })
+})
