@@ -24,7 +24,7 @@
  */
 import { hostname } from "node:os"
 import * as nodePath from "node:path"
-import { Duration, Effect, Fiber, Option, Queue, Ref, Schedule } from "effect"
+import { Clock, Duration, Effect, Fiber, Option, Queue, Ref, Schedule } from "effect"
 import type { Config } from "../domain/config.ts"
 import { type Command, type Reply, budgetSpent, commandEvents, decide, judgeReply, mayStartCall, stopRun, updateFor } from "../domain/decide.ts"
 import type { Event, FinishReason } from "../domain/events.ts"
@@ -145,7 +145,7 @@ export const runCoordination = (input: RunInput) =>
     /** Blobs found new by this process and not written yet (a resumed run may store one again: the same bytes). */
     const freshBlobs: Array<readonly [string, string]> = []
     const blobSink = blobWriter((hash, text) => void freshBlobs.push([hash, text]))
-    /** When the latest call of each piece of work went out (performance.now()), by `workKey`: when its reply may be due. */
+    /** When the latest call of each piece of work went out (the Effect clock, ms), by `workKey`: when its reply may be due. */
     const callSentAt = new Map<string, number>()
     /** Calls refused at their call_start (`mayStartCall`): the budget was spent or the run ended. */
     const refusedCalls = new Set<number>()
@@ -236,7 +236,7 @@ export const runCoordination = (input: RunInput) =>
           yield* emit(event)
           // A refused call never starts: the run is stopping, so its round ends here.
           if (event._tag === "call_start" && refusedCalls.has(event.call)) return yield* Effect.interrupt
-          if (event._tag === "call_start") callSentAt.set(workKey(event.agent, event.role === "presentation" ? "present" : event.round), performance.now())
+          if (event._tag === "call_start") callSentAt.set(workKey(event.agent, event.role === "presentation" ? "present" : event.round), yield* Clock.currentTimeMillis)
           if (event._tag === "call_end" && budgetSpent(yield* Ref.get(stateRef))) yield* Queue.offer(inbox, { _tag: "wake" })
         }),
       now: isoNow,

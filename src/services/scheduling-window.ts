@@ -10,13 +10,14 @@
  * started together replies together, and the orchestrator judges it together,
  * before deciding anything. The window closes at once on an input that is not
  * a reply (a stop, a failed write), once no work is out, and `MAX_WINDOW_MS`
- * after it opened at the latest. Waits are on the real clock, not the Effect
- * clock: a test's clock stands still while replies come in.
+ * after it opened at the latest. Times and waits are on the Effect clock, as
+ * the calls' own delays and timeouts are: under a test's clock the window
+ * spans the same virtual time a real one would.
  *
  * Words: *work* is a round or a presentation in flight, named by its key; its
- * *call time* is when its latest call went out (performance.now()).
+ * *call time* is when its latest call went out (the Effect clock, ms).
  */
-import { Chunk, Effect, Queue } from "effect"
+import { Chunk, Clock, Duration, Effect, Queue } from "effect"
 
 /** How long a window stays open past the last reply it expects, and its longest span. */
 export const REPLY_WINDOW_MS = 2
@@ -25,7 +26,6 @@ export const MAX_WINDOW_MS = 1000
 /** Lets I/O callbacks that are already due (replies of other calls) run first. */
 const nextMacrotask = Effect.promise(() => new Promise<void>((resolve) => setImmediate(resolve)))
 
-const realSleep = (ms: number) => Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, ms)))
 
 export interface WorkOut {
   /** The call time of each piece of work out, by key. */
@@ -38,7 +38,7 @@ export interface WorkOut {
 export const takeWindow = <I>(inbox: Queue.Queue<I>, out: WorkOut, replyKey: (input: I) => string | null): Effect.Effect<Array<I>> =>
   Effect.gen(function* () {
     const batch = [yield* Queue.take(inbox)]
-    const opened = performance.now()
+    const opened = yield* Clock.currentTimeMillis
     const firstKey = replyKey(batch[0]!)
     const firstCall = firstKey === null ? undefined : out.callTimes.get(firstKey)
     let due = opened
@@ -50,14 +50,14 @@ export const takeWindow = <I>(inbox: Queue.Queue<I>, out: WorkOut, replyKey: (in
     }
     const closes = Math.min(opened + MAX_WINDOW_MS, due + REPLY_WINDOW_MS)
     for (let brought = true; ; ) {
-      const left = closes - performance.now()
+      const left = closes - (yield* Clock.currentTimeMillis)
       if (!brought && left <= 0) break
-      yield* brought ? nextMacrotask : realSleep(Math.min(1, left))
+      yield* brought ? nextMacrotask : Effect.sleep(Duration.millis(Math.min(1, left)))
       const more = yield* Queue.takeAll(inbox)
       brought = Chunk.isNonEmpty(more)
       batch.push(...more)
       // Only replies wait for replies: a stop or a failed write is acted on at once.
-      if (batch.some((x) => replyKey(x) === null) || performance.now() - opened >= MAX_WINDOW_MS) break
+      if (batch.some((x) => replyKey(x) === null) || (yield* Clock.currentTimeMillis) - opened >= MAX_WINDOW_MS) break
       if (!brought && batch.length >= out.count()) break
     }
     return batch
