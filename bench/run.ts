@@ -13,12 +13,14 @@
  * 6. many agents: 50 and 200 agents as whole processes of the binary, beside the
  *    seed orchestrator; extra calls, peak RSS, log size (bench/scale-agents.ts);
  * 7. an MCP stdio tool call through massgen's provider over the bare SDK client (bench/mcp.ts).
- * 7. tool calls: massgen's own overhead per tool call, the tool excluded (bench/tool-calls.ts).
+ * 8. tool calls: massgen's own overhead per tool call, the tool excluded (bench/tool-calls.ts).
+ * 9. injection against restart: wasted calls, tokens and tool calls on a staggered 10-agent run with tool steps (bench/injection.ts).
  * Live runs write to a temp directory that is removed at the end.
  */
 import { availableParallelism, loadavg } from "node:os"
 import { criticalPathBench } from "./critical-path.ts"
 import { foldBench } from "./fold.ts"
+import { injectionBench } from "./injection.ts"
 import { mcpBench } from "./mcp.ts"
 import { replayBench, resumeBench } from "./resume-replay.ts"
 import { scaleAgentsBench } from "./scale-agents.ts"
@@ -53,6 +55,8 @@ try {
   console.log("")
   await mcpBench()
   await toolCallBench()
+  console.log("")
+  await injectionBench()
 } finally {
   cleanUp()
 }

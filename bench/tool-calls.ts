@@ -69,7 +69,7 @@ const floorBatch = (tool: ToolProvider, perReply: number) =>
   })
 
 export const toolCallBench = async (): Promise<void> => {
-  console.log("# 7. Tool calls: massgen's overhead per call, the tool excluded (live events.jsonl and tool_log/)")
+  console.log("# 8. Tool calls: massgen's overhead per call, the tool excluded (live events.jsonl and tool_log/)")
   for (const [size, result] of [["short", SHORT], ["long", LONG]] as const) {
     const tool = toolOf(result)
     for (const perReply of [1, 8]) {
