@@ -122,21 +122,30 @@ export const runDirConfig = (dir: string, env: Env): Effect.Effect<RecordedConfi
     return Either.isRight(decoded) ? Effect.succeed({ config: decoded.right, raw, configPath }) : fail(decoded.left)
   })
 
-/** The recorded request and reply of call `n`, if `llm_log/<n>.json` holds them (its long texts from `blobs/`). */
-export const recordedCall =
-  (dir: string) =>
-  (n: number): RecordedCall | undefined => {
+/**
+ * The recorded request and reply of call `n`, if `llm_log/<n>.json` holds them (its long texts from `blobs/`).
+ * A blob is read once per lookup function: calls of one run share most of their texts (the system prompt, the answers).
+ */
+export const recordedCall = (dir: string) => {
+  const blobs = new Map<string, string | undefined>()
+  const blob = (hash: string): string | undefined => {
+    if (blobs.has(hash)) return blobs.get(hash)
+    let text: string | undefined
+    try {
+      text = readFileSync(join(dir, blobPath(hash)), "utf8")
+    } catch {
+      text = undefined
+    }
+    blobs.set(hash, text)
+    return text
+  }
+  return (n: number): RecordedCall | undefined => {
     try {
       const text = readFileSync(join(dir, "llm_log", `${n}.json`), "utf8")
-      const record = expandJson(JSON.parse(text), (hash) => {
-        try {
-          return readFileSync(join(dir, blobPath(hash)), "utf8")
-        } catch {
-          return undefined
-        }
-      }) as Partial<RecordedCall>
+      const record = expandJson(JSON.parse(text), blob) as Partial<RecordedCall>
       return { request: record.request ?? null, reply: record.reply ?? null, error: record.error ?? null }
     } catch {
       return undefined
     }
   }
+}

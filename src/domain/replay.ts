@@ -27,7 +27,7 @@ import type { Event } from "./events.ts"
 import type { LlmReply, LlmRequest } from "./llm.ts"
 import { requestForPresentation, requestForRound } from "./requests.ts"
 import { type RoundMachine, type Transition, onCallFailed, onModelReply, replyOfRecord, startRound } from "./round-machine.ts"
-import { type State, evolve, initialState } from "./state.ts"
+import { type State, folding } from "./state.ts"
 
 export interface RecordedCall {
   readonly request: LlmRequest | null
@@ -81,7 +81,9 @@ export const replayRun = (
   callOf: (call: number) => RecordedCall | undefined,
   options: { readonly checkRequests: boolean } = { checkRequests: true },
 ): ReplayResult => {
-  let state = initialState
+  // The fast fold: the plain one copies every answer on every answer, O(n²) in a long run's answers.
+  const fold = folding()
+  let state = fold.state()
   const out: Array<Event> = []
   /** Results waiting to be judged, by agent. */
   const pending = new Map<string, Reply>()
@@ -238,7 +240,7 @@ export const replayRun = (
     }
     if (replayed === null || !sameDecision(replayed, rec)) return diverge(i, replayed, reason)
     out.push(replayed)
-    state = evolve(state, replayed)
+    state = fold.add(replayed)
   }
   return { events: out, state, divergence: null, rounds: inFlight() }
 }
