@@ -205,7 +205,7 @@ const isMeta = Schema.is(EventMeta)
 const envelopeOf = (item: NewEvent): { readonly event: Event; readonly meta: EventMeta | null } =>
   "_tag" in item ? { event: item, meta: null } : { event: item.event, meta: item.meta }
 
-const makeStore = (storage: Storage): EventStoreService => {
+const makeStore = (storage: Storage, foldChunk = FOLD_CHUNK): EventStoreService => {
   const known = new Map<string, Known>()
 
   /** Brings what is known of `stream` up to date, decoding only what was appended since; null when it does not exist. */
@@ -261,7 +261,7 @@ const makeStore = (storage: Storage): EventStoreService => {
     let version = 0
     let lines = 0
     let offset = 0
-    let chunk = FOLD_CHUNK
+    let chunk = foldChunk
     const take = (read: LinesRead) => {
       for (const stored of read.events) {
         first ??= stored
@@ -296,7 +296,7 @@ const makeStore = (storage: Storage): EventStoreService => {
   const fold = <S>(stream: string, init: S, f: (state: S, stored: StoredEvent) => S): Effect.Effect<StreamFold<S>, EventStoreError> =>
     Effect.suspend(() => {
       if (known.has(stream)) {
-        return Effect.map(read(stream), (r) => ({ ...r, state: r.events.reduce(f, init), first: r.events[0] ?? null }))
+        return Effect.map(read(stream), ({ events, ...r }) => ({ ...r, state: events.reduce(f, init), first: events[0] ?? null }))
       }
       return Effect.flatMap(
         Effect.try({
@@ -413,14 +413,16 @@ const makeStore = (storage: Storage): EventStoreService => {
 export interface StoreOptions {
   /** The longest a subscription waits before it looks again, in ms. */
   readonly pollMs?: number
+  /** How much of a stream `fold` reads at a time, in the storage's unit (4 MB on disk). */
+  readonly foldChunk?: number
 }
 
 export class EventStore extends Context.Tag("massgen/EventStore")<EventStore, EventStoreService>() {
   /** Streams on disk: a stream is a log directory, its events in `events.jsonl`; files stay open until the scope closes. */
   static file = (options: StoreOptions = {}): Layer.Layer<EventStore> =>
-    Layer.scoped(EventStore, Effect.map(fileStorage(options.pollMs ?? POLL_MS), makeStore))
+    Layer.scoped(EventStore, Effect.map(fileStorage(options.pollMs ?? POLL_MS), (storage) => makeStore(storage, options.foldChunk)))
 
   /** Streams in `texts`, which the caller keeps to read back or damage; raw changes are seen at the next poll. */
   static memory = (texts: MemoryStreams = new Map(), options: StoreOptions = {}): Layer.Layer<EventStore> =>
-    Layer.sync(EventStore, () => makeStore(memoryStorage(texts, options.pollMs ?? 20)))
+    Layer.sync(EventStore, () => makeStore(memoryStorage(texts, options.pollMs ?? 20), options.foldChunk))
 }
