@@ -13,19 +13,24 @@
  * vote and the presentation left to do; a finished one ends as a completed
  * run does (the last agent's vote, the presentation, final answer, run_finished).
  * Lines are written in chunks, so a log of 1,000,000 events never sits whole in memory.
+ * An unfinished log comes with the derived files (`coordination_events.json`,
+ * `snapshot_mappings.json`, `snapshots/`) up to its last event, as a run
+ * leaves them when it is killed (it writes them as it goes).
  */
 import { closeSync, mkdirSync, openSync, writeFileSync, writeSync } from "node:fs"
 import { join } from "node:path"
 import { DEFAULT_SETTINGS } from "../src/domain/config.ts"
 import { encodeEnvelopeLine } from "../src/domain/event-codec.ts"
 import type { Event } from "../src/domain/events.ts"
+import { openDerivedFiles } from "../src/services/derived-files.ts"
+import { Effect } from "effect"
 
 export type Shape = "dense" | "sparse"
 
 const QUESTION = "What is 2+2?"
 
 /** Writes events.jsonl and execution_metadata.yaml of a run of about `events` events into `dir`; the exact count. */
-export const writeRunDir = (dir: string, shape: Shape, events: number, finished: boolean): number => {
+export const writeRunDir = async (dir: string, shape: Shape, events: number, finished: boolean): Promise<number> => {
   mkdirSync(dir, { recursive: true })
   const agentCount = shape === "dense" ? 3 : 20
   const agents = Array.from({ length: agentCount }, (_, i) => ({ id: `agent_${i + 1}`, anon_id: `agent${i + 1}`, backend: "scripted", model: null }))
@@ -36,8 +41,11 @@ export const writeRunDir = (dir: string, shape: Shape, events: number, finished:
   let clock = Date.parse("2026-01-01T00:00:00.000Z")
   // One ms per event keeps a 1,000,000-event run well inside the default orchestrator timeout.
   const time = () => new Date(clock++).toISOString()
+  // An unfinished run's derived files are as its process left them (services/derived-files.ts): up to its events.
+  const derived = finished ? null : openDerivedFiles(dir)
   const emit = (event: Event, meta: Parameters<typeof encodeEnvelopeLine>[1] = null) => {
     chunk.push(encodeEnvelopeLine(event, meta))
+    derived?.add([event])
     written += 1
     if (chunk.length >= 10_000) flush()
   }
@@ -109,6 +117,7 @@ export const writeRunDir = (dir: string, shape: Shape, events: number, finished:
   }
   flush()
   closeSync(fd)
+  if (derived !== null) await Effect.runPromise(derived.write)
   return written
 }
 

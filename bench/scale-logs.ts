@@ -150,16 +150,16 @@ export const scaleLogsBench = async (): Promise<void> => {
   if (!existsSync(BINARY)) throw new Error(`${BINARY} is missing: run bun run build`)
   const root = mkdtempSync(join(tmpdir(), "massgen-bench-scale-logs-"))
   try {
-    const make = (name: string, shape: Shape, events: number, finished: boolean) => {
+    const make = async (name: string, shape: Shape, events: number, finished: boolean) => {
       const dir = join(root, name)
-      return { dir, events: writeRunDir(dir, shape, events, finished) }
+      return { dir, events: await writeRunDir(dir, shape, events, finished) }
     }
-    const dense1m = make("dense_1m", "dense", 1_000_000, true)
-    const sparse1m = make("sparse_1m", "sparse", 1_000_000, true)
-    const dense100k = make("dense_100k", "dense", 100_000, true)
-    const unfinished = make("dense_100k_unfinished", "dense", 100_000, false)
-    const dense10k = make("dense_10k", "dense", 10_000, true)
-    const sparse10k = make("sparse_10k", "sparse", 10_000, true)
+    const dense1m = await make("dense_1m", "dense", 1_000_000, true)
+    const sparse1m = await make("sparse_1m", "sparse", 1_000_000, true)
+    const dense100k = await make("dense_100k", "dense", 100_000, true)
+    const unfinished = await make("dense_100k_unfinished", "dense", 100_000, false)
+    const dense10k = await make("dense_10k", "dense", 10_000, true)
+    const sparse10k = await make("sparse_10k", "sparse", 10_000, true)
     const size = (dir: string) => mb(Bun.file(join(dir, "events.jsonl")).size)
     line("logs: events.jsonl of dense / sparse 1M events, dense 100k", `${size(dense1m.dir)} / ${size(sparse1m.dir)} / ${size(dense100k.dir)}`)
     statusLines(root, { "dense 1M": dense1m, "sparse 1M": sparse1m, "dense 100k": dense100k })

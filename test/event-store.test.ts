@@ -29,7 +29,7 @@ const fileFixture = (): StoreFixture => {
   const fileOf = (stream: string) => nodePath.join(stream, EVENTS_FILE)
   return {
     base,
-    layer: () => EventStore.file({ pollMs: 20 }),
+    layer: (options = {}) => EventStore.file({ pollMs: 20, ...options }),
     rawAppend: (stream, text) => {
       fs.mkdirSync(stream, { recursive: true })
       fs.appendFileSync(fileOf(stream), text)
@@ -42,7 +42,7 @@ const memoryFixture = (): StoreFixture => {
   const texts: MemoryStreams = new Map()
   return {
     base: "/memory/logs",
-    layer: () => EventStore.memory(texts, { pollMs: 20 }),
+    layer: (options = {}) => EventStore.memory(texts, { pollMs: 20, ...options }),
     rawAppend: (stream, text) => texts.set(stream, (texts.get(stream) ?? "") + text),
     rawText: (stream) => texts.get(stream) ?? "",
   }

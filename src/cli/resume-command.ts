@@ -25,12 +25,12 @@ import { automationHeader } from "./automation-output.ts"
 import { RunDirError, openRunDir, recordedToolResult, refuseNewer, runDirConfig } from "./run-dir.ts"
 import { reportSkips } from "./run-report.ts"
 import type { CliContext } from "./run-command.ts"
-import { EXIT_CODES, footerLines, runSession, writeDerivedFiles } from "./run-session.ts"
+import { EXIT_CODES, footerLines, runSession } from "./run-session.ts"
 import { join } from "node:path"
 import type { Event } from "../domain/events.ts"
 import { project } from "../domain/status.ts"
 import { EventStore, type StreamRead, eventsOf } from "../services/event-store.ts"
-import { liveRunFiles } from "../services/run-files.ts"
+import { writeDerivedFiles } from "../services/derived-files.ts"
 import { writeFileAtomic } from "../services/status-writer.ts"
 import { runDisplay } from "./display.ts"
 
@@ -52,7 +52,7 @@ export const resumeCommand = (args: ResumeArgs, ctx: CliContext) =>
         reportSkips(ctx.printError, path, read, state.skippedEvents)
         if (holder(path) === null) {
           yield* writeFileAtomic(join(path, "status.json"), `${JSON.stringify(project(state, finished.time, path), null, 2)}\n`).pipe(Effect.ignore)
-          yield* writeDerivedFiles(events).pipe(Effect.provide(liveRunFiles(path)))
+          yield* writeDerivedFiles(path, events)
           // The final answer is in its event: a file lost since (or never written, by an older massgen) is written again.
           const final = state.final
           const answerFile = final === null ? null : join(path, agentFile(final.agent, "final_answer"))

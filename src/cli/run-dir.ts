@@ -19,7 +19,9 @@ import type { RecordedCall } from "../domain/replay.ts"
 import type { Env } from "../services/backends/keys.ts"
 import { blobPath, expandJson } from "../services/blobs.ts"
 import { SCHEMA_VERSION } from "../domain/events.ts"
-import { EVENTS_FILE, EventStore, type StreamRead } from "../services/event-store.ts"
+import type { StoredEvent } from "../domain/event-codec.ts"
+import { type State, folding, initialState } from "../domain/state.ts"
+import { EVENTS_FILE, EventStore, type EventStoreError, type EventStoreService, type StreamFold, type StreamRead } from "../services/event-store.ts"
 
 export class RunDirError extends Schema.TaggedError<RunDirError>()("RunDirError", {
   reason: Schema.Literal("missing", "not_a_run", "unreadable", "bad_config", "newer_schema"),
@@ -44,26 +46,39 @@ export interface RunDir {
   readonly read: StreamRead
 }
 
-/** The run in `dir`, read through the command's event store. */
-export const openRunDir = (dir: string): Effect.Effect<RunDir, RunDirError, EventStore> =>
+/** The run in `dir` as `readWith` reads its stream; `first`: the first event of what was read. */
+const openWith = <R>(
+  dir: string,
+  readWith: (store: EventStoreService, path: string) => Effect.Effect<R, EventStoreError>,
+  first: (read: R) => StoredEvent | null | undefined,
+): Effect.Effect<{ readonly path: string; readonly read: R }, RunDirError, EventStore> =>
   Effect.gen(function* () {
     const path = resolve(dir)
     if (!existsSync(path)) return yield* new RunDirError({ reason: "missing", path, detail: "" })
     if (!statSync(path).isDirectory()) return yield* new RunDirError({ reason: "not_a_run", path, detail: "a file, not a directory" })
     const store = yield* EventStore
-    const read = yield* store.read(path).pipe(
+    const read = yield* readWith(store, path).pipe(
       Effect.mapError((e) =>
         e.reason === "missing"
           ? new RunDirError({ reason: "not_a_run", path, detail: "it has no events.jsonl" })
           : new RunDirError({ reason: "unreadable", path: join(path, EVENTS_FILE), detail: e.detail }),
       ),
     )
-    if (read.events[0]?.event._tag !== "run_started") {
-      if (read.skippedByCause.newer_schema > 0) return yield* newer(path, read, "and no run_started this massgen can read")
+    const counted = read as R & Pick<StreamRead, "skippedByCause">
+    if (first(read)?.event._tag !== "run_started") {
+      if (counted.skippedByCause.newer_schema > 0) return yield* newer(path, counted, "and no run_started this massgen can read")
       return yield* new RunDirError({ reason: "not_a_run", path, detail: "its events.jsonl does not start with run_started" })
     }
     return { path, read }
   })
+
+/** The run in `dir`, read through the command's event store. */
+export const openRunDir = (dir: string): Effect.Effect<RunDir, RunDirError, EventStore> =>
+  openWith(dir, (store, path) => store.read(path), (read) => read.events[0])
+
+/** The run in `dir` folded in one pass (`EventStore.fold`), its events not kept: for a command that needs only the state. */
+export const foldRunDir = (dir: string): Effect.Effect<{ readonly path: string; readonly read: StreamFold<State> }, RunDirError, EventStore> =>
+  openWith(dir, (store, path) => store.fold(path, initialState, stepState()), (read) => read.first)
 
 const newer = (dir: string, read: Pick<StreamRead, "skippedByCause">, consequence: string) => {
   const n = read.skippedByCause.newer_schema
@@ -77,6 +92,15 @@ const newer = (dir: string, read: Pick<StreamRead, "skippedByCause">, consequenc
 /** Fails when the log read has lines of a newer schema: nothing may be appended to a log that is not read whole. */
 export const refuseNewer = (dir: string, read: Pick<StreamRead, "skippedByCause">): Effect.Effect<void, RunDirError> =>
   read.skippedByCause.newer_schema > 0 ? Effect.fail(newer(dir, read, "which this massgen cannot read: resume the run with that massgen")) : Effect.void
+
+/** A step for `EventStore.fold` that folds with the fast fold (`folding`): one per fold. */
+const stepState = () => {
+  let fold: ReturnType<typeof folding> | null = null
+  return (state: State, stored: StoredEvent): State => {
+    fold ??= folding(state)
+    return fold.add(stored.event)
+  }
+}
 
 export interface RecordedConfig {
   readonly config: Config
@@ -122,24 +146,33 @@ export const runDirConfig = (dir: string, env: Env): Effect.Effect<RecordedConfi
     return Either.isRight(decoded) ? Effect.succeed({ config: decoded.right, raw, configPath }) : fail(decoded.left)
   })
 
-/** The recorded request and reply of call `n`, if `llm_log/<n>.json` holds them (its long texts from `blobs/`). */
-export const recordedCall =
-  (dir: string) =>
-  (n: number): RecordedCall | undefined => {
+/**
+ * The recorded request and reply of call `n`, if `llm_log/<n>.json` holds them (its long texts from `blobs/`).
+ * A blob is read once per lookup function: calls of one run share most of their texts (the system prompt, the answers).
+ */
+export const recordedCall = (dir: string) => {
+  const blobs = new Map<string, string | undefined>()
+  const blob = (hash: string): string | undefined => {
+    if (blobs.has(hash)) return blobs.get(hash)
+    let text: string | undefined
+    try {
+      text = readFileSync(join(dir, blobPath(hash)), "utf8")
+    } catch {
+      text = undefined
+    }
+    blobs.set(hash, text)
+    return text
+  }
+  return (n: number): RecordedCall | undefined => {
     try {
       const text = readFileSync(join(dir, "llm_log", `${n}.json`), "utf8")
-      const record = expandJson(JSON.parse(text), (hash) => {
-        try {
-          return readFileSync(join(dir, blobPath(hash)), "utf8")
-        } catch {
-          return undefined
-        }
-      }) as Partial<RecordedCall>
+      const record = expandJson(JSON.parse(text), blob) as Partial<RecordedCall>
       return { request: record.request ?? null, reply: record.reply ?? null, error: record.error ?? null }
     } catch {
       return undefined
     }
   }
+}
 
 /** The whole result of tool call `n`, from `tool_log/<n>.json`; undefined when it is not there. */
 export const recordedToolResult =

@@ -4,22 +4,23 @@
  * `runSession` holds the directory's lock for the whole run, starts the
  * agents' MCP servers before any call (a server that does not start ends the
  * run with exit 1) and stops them at its end, runs the
- * coordination, writes the files derived from the events at the end
- * (`coordination_events.json`, `snapshot_mappings.json`, `snapshots/`), prints
+ * coordination, keeps the files derived from the events up to them
+ * (`coordination_events.json`, `snapshot_mappings.json`, `snapshots/`;
+ * `services/derived-files.ts`) every second and at the end, prints
  * the automation footer when asked, reports a run that did not complete on
  * stderr, and returns the exit code of its finish reason.
  */
 import { existsSync } from "node:fs"
 import { join } from "node:path"
-import { Effect, Layer, type Scope } from "effect"
+import { Duration, Effect, Fiber, Layer, type Scope } from "effect"
 import type { Config } from "../domain/config.ts"
-import { coordinationEvents, snapshots } from "../domain/derived-logs.ts"
-import type { Event, FinishReason } from "../domain/events.ts"
+import type { FinishReason } from "../domain/events.ts"
 import { type State, isResumable } from "../domain/state.ts"
 import { type Backend, Backends } from "../services/backend.ts"
 import { EventStore, eventsOf } from "../services/event-store.ts"
 import { type Observer, type ResumeInput, runCoordination } from "../services/orchestrator.ts"
-import { RunFiles, liveRunFiles } from "../services/run-files.ts"
+import { openDerivedFiles } from "../services/derived-files.ts"
+import { liveRunFiles } from "../services/run-files.ts"
 import { acquireRunLock, releaseRunLockSync } from "../services/run-lock.ts"
 import { onForcedStop } from "../services/forced-stop.ts"
 import { StatusWriter } from "../services/status-writer.ts"
@@ -63,18 +64,8 @@ export const unfinishedMessage = (state: State, logDir: string): string => {
   return `massgen: run ${state.finished?.reason ?? "stopped"}: ${state.finished?.message ?? ""}${failures.length > 0 ? ` (${failures.join("; ")})` : ""}${hint}`
 }
 
-/**
- * The files derived from a run's events at its end: coordination_events.json, snapshot_mappings.json, snapshots/.
- * One that cannot be written is a warning: `massgen status` or `massgen resume` writes them again from the events.
- */
-export const writeDerivedFiles = (events: ReadonlyArray<Event>) =>
-  Effect.gen(function* () {
-    const files = yield* RunFiles
-    yield* files.write("coordination_events.json", `${JSON.stringify(coordinationEvents(events), null, 2)}\n`)
-    const snaps = snapshots(events)
-    yield* files.write("snapshot_mappings.json", `${JSON.stringify(snaps.mappings, null, 2)}\n`)
-    for (const file of snaps.files) yield* files.write(file.path, file.text)
-  }).pipe(Effect.catchAll((e) => Effect.logWarning(`${e.message} (a file derived from events.jsonl)`)))
+/** How often a run brings its derived files up to its events. */
+const DERIVED_FILES_EVERY = Duration.seconds(1)
 
 /** The automation footer, without an `ANSWER_FILE:` line for a file that is not there. */
 export const footerLines = (state: State, logDir: string): ReadonlyArray<string> =>
@@ -103,6 +94,17 @@ export const runSession = (input: SessionInput) =>
         : new Map()
       void toolProviders
       const observe = yield* input.display
+      // The derived files follow the events every second, and at the end: a run killed midway leaves them nearly whole.
+      const store = yield* EventStore
+      const derived = openDerivedFiles(logDir)
+      let next = 0
+      const catchUp = Effect.gen(function* () {
+        const read = yield* store.read(logDir, next)
+        derived.add(eventsOf(read))
+        next += read.events.length
+        yield* derived.write
+      }).pipe(Effect.ignore)
+      const follower = yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Effect.sleep(DERIVED_FILES_EVERY), catchUp)))
       const result = yield* runCoordination({
         config: input.config,
         question: input.question,
@@ -115,8 +117,9 @@ export const runSession = (input: SessionInput) =>
         ...(observe ? { observe } : {}),
         ...(input.resume ? { resume: input.resume } : {}),
       })
-      const store = yield* EventStore
-      yield* writeDerivedFiles(eventsOf(yield* store.read(logDir)))
+      yield* Fiber.interrupt(follower)
+      yield* catchUp
+      yield* derived.warn
       return result
     }).pipe(Effect.scoped, Effect.provide(layer))
     if (input.automation) for (const line of footerLines(outcome.state, logDir)) input.print(line)

@@ -1,7 +1,8 @@
 /**
  * `massgen status LOG_DIR [--json]`: what a run is doing or did, rebuilt from `events.jsonl`.
  *
- * It folds the log, read through the event store, and projects `status.json`
+ * It folds the log in one pass through the event store (`EventStore.fold`:
+ * in chunks, no event kept), and projects `status.json`
  * from it, for the directory it was given (where the run is now). A finished run's
  * `status.json` is rewritten from the log; a run still going (its lock is held
  * by a live process) is only read, never written. It prints a short summary:
@@ -14,12 +15,11 @@
  */
 import { join } from "node:path"
 import { Effect } from "effect"
-import { foldEvents } from "../domain/state.ts"
 import { type StatusJson, project } from "../domain/status.ts"
-import { EVENTS_FILE, EventStore, eventsOf } from "../services/event-store.ts"
+import { EVENTS_FILE, EventStore } from "../services/event-store.ts"
 import { holder } from "../services/run-lock.ts"
 import { StatusWriter } from "../services/status-writer.ts"
-import { openRunDir } from "./run-dir.ts"
+import { foldRunDir } from "./run-dir.ts"
 import { preview } from "./automation-output.ts"
 import { count, formatCost } from "../domain/text.ts"
 import { type Stop, reportSkips, stopOf } from "./run-report.ts"
@@ -49,8 +49,8 @@ export const statusSummary = (status: StatusJson, live: boolean, stop: Stop | nu
 /** `printError`: where the skip report goes (stderr). */
 export const statusCommand = (logDir: string, json: boolean, print: (line: string) => void, printError: (line: string) => void = console.error) =>
   Effect.gen(function* () {
-    const dir = yield* openRunDir(logDir)
-    const state = foldEvents(eventsOf(dir.read))
+    const dir = yield* foldRunDir(logDir)
+    const state = dir.read.state
     const live = state.finished === null && holder(dir.path) !== null
     const status = project(state, state.finished !== null ? state.finished.time : Date.now(), dir.path)
     if (!live) {

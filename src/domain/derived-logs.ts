@@ -1,12 +1,23 @@
 /**
- * Files derived from the events at the end of a run, in MassGen's formats.
+ * Files derived from the events, in MassGen's formats.
  *
  * `coordinationEvents(events)` gives `coordination_events.json`
  * (`session_metadata` and a list of `{timestamp, event_type, agent_id, details,
- * context}` with MassGen's event type names); `snapshotMappings(events)` gives
+ * context}` with MassGen's event type names); `snapshots(events)` gives
  * `snapshot_mappings.json` (every answer label and every vote `agentN.voteK`,
- * with the path of its snapshot under `snapshots/`); `snapshotFiles` gives
- * those snapshot files. All pure: the same events give the same files.
+ * with the path of its snapshot under `snapshots/`) and those snapshot files.
+ * All pure: the same events give the same files.
+ *
+ * They are also made a piece at a time, for a writer that extends them as
+ * events come (`services/derived-files.ts`): a `Derivation` takes the events in
+ * order and says what each adds (a coordination entry, a mapping and its
+ * snapshot file); `coordinationText` and `mappingsText` lay the files out in
+ * *parts*, the same bytes as `JSON.stringify(value, null, 2)` and a newline:
+ * a `head`, the entries' texts each after a comma but the first (`entryText`),
+ * and an `end` that depends only on whether there is an entry. So a file can
+ * be extended by cutting its `end` and writing the new entries and the `end`
+ * again. Only `coordination_events.json`'s head changes as events come (its
+ * `session_metadata` names the run's start and finish).
  */
 import type { Event } from "./events.ts"
 import { agentFile } from "./run-paths.ts"
@@ -82,22 +93,33 @@ const entry = (event: Event): CoordinationEvent | null => {
   }
 }
 
+interface SessionMetadata {
+  readonly user_prompt: string | null
+  readonly agent_ids: ReadonlyArray<string>
+  readonly start_time: number | null
+  readonly end_time: number | null
+  readonly final_winner: string | null
+}
+
+type RunStarted = Extract<Event, { _tag: "run_started" }>
+type RunFinished = Extract<Event, { _tag: "run_finished" }>
+
+const sessionMetadata = (started: RunStarted | undefined, finished: RunFinished | undefined): SessionMetadata => ({
+  user_prompt: started ? started.question : null,
+  agent_ids: started ? started.agents.map((a) => a.id) : [],
+  start_time: started ? unix(started.time) : null,
+  end_time: finished ? unix(finished.time) : null,
+  final_winner: finished ? finished.winner : null,
+})
+
 export const coordinationEvents = (events: ReadonlyArray<Event>) => {
-  const started = events.find((e) => e._tag === "run_started")
-  const finished = events.findLast((e) => e._tag === "run_finished")
-  return {
-    session_metadata: {
-      user_prompt: started?._tag === "run_started" ? started.question : null,
-      agent_ids: started?._tag === "run_started" ? started.agents.map((a) => a.id) : [],
-      start_time: started ? unix(started.time) : null,
-      end_time: finished ? unix(finished.time) : null,
-      final_winner: finished?._tag === "run_finished" ? finished.winner : null,
-    },
-    events: events.flatMap((event) => {
-      const x = entry(event)
-      return x ? [x] : []
-    }),
+  const d = derivation()
+  const entries: Array<CoordinationEvent> = []
+  for (const event of events) {
+    const x = d.add(event).entry
+    if (x !== null) entries.push(x)
   }
+  return { session_metadata: d.metadata(), events: entries }
 }
 
 export interface Snapshot {
@@ -105,40 +127,93 @@ export interface Snapshot {
   readonly text: string
 }
 
-/** Snapshot mappings and the files they point at, from the answers and votes. */
-export const snapshots = (events: ReadonlyArray<Event>) => {
-  const mappings: Record<string, Record<string, unknown>> = {}
-  const files: Array<Snapshot> = []
+/** One answer's or vote's line of `snapshot_mappings.json`, and its snapshot file. */
+export interface SnapshotOf {
+  readonly label: string
+  readonly mapping: Record<string, unknown>
+  readonly file: Snapshot
+}
+
+/** What one event adds to the derived files. */
+export interface Derived {
+  readonly entry: CoordinationEvent | null
+  readonly snapshot: SnapshotOf | null
+}
+
+/** The derived files' pieces, event by event, in order; `metadata()` is the session metadata of the events added so far. */
+export interface Derivation {
+  readonly add: (event: Event) => Derived
+  readonly metadata: () => SessionMetadata
+}
+
+export const derivation = (): Derivation => {
+  let started: RunStarted | undefined
+  let finished: RunFinished | undefined
   const anonOf = new Map<string, string>()
   const votesBy = new Map<string, number>()
-  for (const event of events) {
-    if (event._tag === "run_started") for (const a of event.agents) anonOf.set(a.id, a.anon_id)
+  const snapshotOf = (event: Event): SnapshotOf | null => {
     if (event._tag === "answer_submitted") {
       const path = agentFile(event.agent, "answer_snapshot", event.label)
-      mappings[event.label] = { type: "answer", label: event.label, agent_id: event.agent, timestamp: unix(event.time), iteration: event.round, round: event.round, path }
-      files.push({ path, text: event.content })
+      const mapping = { type: "answer", label: event.label, agent_id: event.agent, timestamp: unix(event.time), iteration: event.round, round: event.round, path }
+      return { label: event.label, mapping, file: { path, text: event.content } }
     }
-    if (event._tag === "vote_cast") {
-      const k = (votesBy.get(event.agent) ?? 0) + 1
-      votesBy.set(event.agent, k)
-      const label = `${anonOf.get(event.agent) ?? event.agent}.vote${k}`
-      const path = agentFile(event.agent, "vote_snapshot", label)
-      mappings[label] = {
-        type: "vote",
-        label,
-        agent_id: event.agent,
-        voted_for: event.target,
-        voted_for_label: event.target_label,
-        timestamp: unix(event.time),
-        iteration: event.round,
-        round: event.round,
-        path,
+    if (event._tag !== "vote_cast") return null
+    const k = (votesBy.get(event.agent) ?? 0) + 1
+    votesBy.set(event.agent, k)
+    const label = `${anonOf.get(event.agent) ?? event.agent}.vote${k}`
+    const path = agentFile(event.agent, "vote_snapshot", label)
+    const mapping = {
+      type: "vote",
+      label,
+      agent_id: event.agent,
+      voted_for: event.target,
+      voted_for_label: event.target_label,
+      timestamp: unix(event.time),
+      iteration: event.round,
+      round: event.round,
+      path,
+    }
+    const text = `${JSON.stringify({ voter_id: event.agent, voted_for: event.target, voted_for_label: event.target_label, reason: event.reason, timestamp: event.time }, null, 2)}\n`
+    return { label, mapping, file: { path, text } }
+  }
+  return {
+    add: (event) => {
+      if (event._tag === "run_started") {
+        started ??= event
+        for (const a of event.agents) anonOf.set(a.id, a.anon_id)
       }
-      files.push({
-        path,
-        text: `${JSON.stringify({ voter_id: event.agent, voted_for: event.target, voted_for_label: event.target_label, reason: event.reason, timestamp: event.time }, null, 2)}\n`,
-      })
-    }
+      if (event._tag === "run_finished") finished = event
+      return { entry: entry(event), snapshot: snapshotOf(event) }
+    },
+    metadata: () => sessionMetadata(started, finished),
+  }
+}
+
+/** Snapshot mappings and the files they point at, from the answers and votes. */
+export const snapshots = (events: ReadonlyArray<Event>) => {
+  const d = derivation()
+  const mappings: Record<string, Record<string, unknown>> = {}
+  const files: Array<Snapshot> = []
+  for (const event of events) {
+    const s = d.add(event).snapshot
+    if (s === null) continue
+    mappings[s.label] = s.mapping
+    files.push(s.file)
   }
   return { mappings, files }
+}
+
+/** `value` as `JSON.stringify(value, null, 2)` gives it, nested `depth` levels in: every line after the first indented. */
+const nested = (value: unknown, depth: number): string => JSON.stringify(value, null, 2).replaceAll("\n", `\n${"  ".repeat(depth)}`)
+
+export const coordinationLayout = {
+  head: (metadata: SessionMetadata) => `{\n  "session_metadata": ${nested(metadata, 1)},\n  "events": [`,
+  entryText: (entry: CoordinationEvent) => `\n    ${nested(entry, 2)}`,
+  end: (empty: boolean) => (empty ? "]\n}\n" : "\n  ]\n}\n"),
+}
+
+export const mappingsLayout = {
+  head: "{",
+  entryText: (s: Pick<SnapshotOf, "label" | "mapping">) => `\n  ${JSON.stringify(s.label)}: ${nested(s.mapping, 1)}`,
+  end: (empty: boolean) => (empty ? "}\n" : "\n}\n"),
 }

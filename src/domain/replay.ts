@@ -51,7 +51,7 @@ import {
   startRound,
   unfinishedTools,
 } from "./round-machine.ts"
-import { type State, evolve, initialState } from "./state.ts"
+import { type State, folding } from "./state.ts"
 
 export interface RecordedCall {
   readonly request: LlmRequest | null
@@ -126,7 +126,9 @@ export const replayRun = (
   callOf: (call: number) => RecordedCall | undefined,
   options: ReplayOptions = { checkRequests: true },
 ): ReplayResult => {
-  let state = initialState
+  // The fast fold: the plain one copies every answer on every answer, O(n²) in a long run's answers.
+  const fold = folding()
+  let state = fold.state()
   const out: Array<Event> = []
   /** Results waiting to be judged, by agent. */
   const pending = new Map<string, Reply>()
@@ -373,7 +375,7 @@ export const replayRun = (
     }
     if (replayed === null || !sameDecision(replayed, rec)) return diverge(i, replayed, reason)
     out.push(replayed)
-    state = evolve(state, replayed)
+    state = fold.add(replayed)
   }
   return { events: out, state, divergence: null, rounds: inFlight(), continuations: continuations() }
 }

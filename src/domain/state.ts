@@ -425,10 +425,24 @@ const applyEvent = (state: State, event: Event, t: number, own: Owned | null): S
   }
 }
 
-/** Folds a whole sequence of events from the initial state. */
-export const foldEvents = (events: Iterable<Event>, from: State = initialState): State => {
+/**
+ * A fold that goes on one event at a time, from `from`: `add(event)` gives
+ * the state after it, as `foldEvents` would. Like `foldEvents`, it extends in
+ * place what it made itself: a state it returned is not to be kept once the
+ * next event is added (the next state may share, and extend, its answers).
+ */
+export const folding = (from: State = initialState): { readonly add: (event: Event) => State; readonly state: () => State } => {
   const own: Owned = { answers: null, arrays: new WeakSet() }
   let state = from
-  for (const event of events) state = step(state, event, own)
-  return state
+  return {
+    add: (event) => (state = step(state, event, own)),
+    state: () => state,
+  }
+}
+
+/** Folds a whole sequence of events from the initial state. */
+export const foldEvents = (events: Iterable<Event>, from: State = initialState): State => {
+  const fold = folding(from)
+  for (const event of events) fold.add(event)
+  return fold.state()
 }

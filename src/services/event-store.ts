@@ -26,6 +26,10 @@
  *   unreadable lines, newer schemas, duplicates, events out of order, a torn
  *   last line) and whether its tail is torn. It never fails on what the lines
  *   hold; a stream that does not exist is an `EventStoreError` `missing`.
+ * - `fold(stream, init, f)` folds every event `read(stream)` would give with
+ *   `f`, and says what `read` says of the stream but its events, plus its first
+ *   event. A stream this store has not read is read in chunks and nothing of it
+ *   is kept (a one-pass reader such as `massgen status` holds no log in memory).
  * - `subscribe(stream, from)` is a `Stream` of the events from position `from`
  *   on: those there now, then each one appended later, in order, read from
  *   whole lines only (a torn last line waits for its newline). It wakes when
@@ -70,6 +74,9 @@ import { EVENTS_FILE, type MemoryStreams, type Storage, fileStorage, memoryStora
 import { ioCause } from "./io-errors.ts"
 
 export { EVENTS_FILE, type MemoryStreams }
+
+/** How much of a stream `fold` reads at a time (more for a longer line). */
+const FOLD_CHUNK = 4 * 1024 * 1024
 
 /** How long a subscription waits for a change before it looks anyway. */
 export const POLL_MS = 250
@@ -135,9 +142,21 @@ export interface RunSummary {
   readonly question: string
 }
 
+/** What `fold` gives: the fold of the stream's events, and what a read says of the stream but its events. */
+export interface StreamFold<S> extends Omit<StreamRead, "events"> {
+  readonly state: S
+  /** The stream's first event, if it has one. */
+  readonly first: StoredEvent | null
+}
+
 export interface EventStoreService {
   readonly append: (stream: string, events: ReadonlyArray<NewEvent>, expectedVersion: number) => Effect.Effect<number, EventStoreFailure>
   readonly read: (stream: string, from?: number) => Effect.Effect<StreamRead, EventStoreError>
+  /**
+   * Folds every event of the stream with `f`, from `init`, as `read` would give them; a stream the store
+   * has not read is read in chunks, and neither its text nor its events are kept: one pass, in little memory.
+   */
+  readonly fold: <S>(stream: string, init: S, f: (state: S, stored: StoredEvent) => S) => Effect.Effect<StreamFold<S>, EventStoreError>
   readonly subscribe: (stream: string, from: number) => Stream.Stream<StoredEvent, EventStoreError>
   readonly list: (base: string, limit?: number) => Effect.Effect<ReadonlyArray<RunSummary>>
 }
@@ -186,7 +205,7 @@ const detailOf = (cause: unknown): string => ioCause(cause)
 const envelopeOf = (item: NewEvent): { readonly event: Event; readonly meta: EventMeta | null } =>
   "_tag" in item ? { event: item, meta: null } : { event: item.event, meta: item.meta }
 
-const makeStore = (storage: Storage): EventStoreService => {
+const makeStore = (storage: Storage, foldChunk = FOLD_CHUNK): EventStoreService => {
   const known = new Map<string, Known>()
 
   /** Brings what is known of `stream` up to date, decoding only what was appended since; null when it does not exist. */
@@ -231,6 +250,64 @@ const makeStore = (storage: Storage): EventStoreService => {
         skippedByCause,
         tornTail: tail !== null,
       })
+    })
+
+  /** Folds a stream the store has not read, a chunk of whole lines at a time. */
+  const foldUnknown = <S>(stream: string, size: number, init: S, f: (state: S, stored: StoredEvent) => S): StreamFold<S> => {
+    const memory = newLineMemory()
+    const skippedByCause = noSkips()
+    let state = init
+    let first: StoredEvent | null = null
+    let version = 0
+    let lines = 0
+    let offset = 0
+    let chunk = foldChunk
+    const take = (read: LinesRead) => {
+      for (const stored of read.events) {
+        first ??= stored
+        state = f(state, stored)
+      }
+      version += read.events.length
+      lines += read.lines
+      addSkips(skippedByCause, read.skippedByCause)
+    }
+    let tornTail = false
+    while (offset < size) {
+      const end = Math.min(size, offset + chunk)
+      const { whole, wholeSize, rest } = storage.readFrom(stream, offset, end)
+      if (wholeSize === 0 && end < size) {
+        // A line longer than the chunk.
+        chunk *= 2
+        continue
+      }
+      if (whole !== "") take(decodeLines(whole, version, lines, memory))
+      offset += wholeSize
+      if (end === size && rest !== "") {
+        take(decodeTail(rest, version, lines, memory))
+        tornTail = true
+        offset = size
+      }
+    }
+    let skipped = 0
+    for (const cause in skippedByCause) skipped += skippedByCause[cause as CountedSkipCause]
+    return { state, first, version, skipped, skippedByCause, tornTail }
+  }
+
+  const fold = <S>(stream: string, init: S, f: (state: S, stored: StoredEvent) => S): Effect.Effect<StreamFold<S>, EventStoreError> =>
+    Effect.suspend(() => {
+      if (known.has(stream)) {
+        return Effect.map(read(stream), ({ events, ...r }) => ({ ...r, state: events.reduce(f, init), first: events[0] ?? null }))
+      }
+      return Effect.flatMap(
+        Effect.try({
+          try: () => {
+            const size = storage.size(stream)
+            return size === null ? null : foldUnknown(stream, size, init, f)
+          },
+          catch: (cause) => new EventStoreError({ reason: "unreadable", stream, detail: detailOf(cause) }),
+        }),
+        (folded) => (folded === null ? Effect.fail(new EventStoreError({ reason: "missing", stream, detail: "no such stream" })) : Effect.succeed(folded)),
+      )
     })
 
   // One synchronous step from the version check to the write: no other fiber's append comes in between.
@@ -330,20 +407,22 @@ const makeStore = (storage: Storage): EventStoreService => {
         .map(summary)
     })
 
-  return { append, read, subscribe, list }
+  return { append, read, fold, subscribe, list }
 }
 
 export interface StoreOptions {
   /** The longest a subscription waits before it looks again, in ms. */
   readonly pollMs?: number
+  /** How much of a stream `fold` reads at a time, in the storage's unit (4 MB on disk). */
+  readonly foldChunk?: number
 }
 
 export class EventStore extends Context.Tag("massgen/EventStore")<EventStore, EventStoreService>() {
   /** Streams on disk: a stream is a log directory, its events in `events.jsonl`; files stay open until the scope closes. */
   static file = (options: StoreOptions = {}): Layer.Layer<EventStore> =>
-    Layer.scoped(EventStore, Effect.map(fileStorage(options.pollMs ?? POLL_MS), makeStore))
+    Layer.scoped(EventStore, Effect.map(fileStorage(options.pollMs ?? POLL_MS), (storage) => makeStore(storage, options.foldChunk)))
 
   /** Streams in `texts`, which the caller keeps to read back or damage; raw changes are seen at the next poll. */
   static memory = (texts: MemoryStreams = new Map(), options: StoreOptions = {}): Layer.Layer<EventStore> =>
-    Layer.sync(EventStore, () => makeStore(memoryStorage(texts, options.pollMs ?? 20)))
+    Layer.sync(EventStore, () => makeStore(memoryStorage(texts, options.pollMs ?? 20), options.foldChunk))
 }

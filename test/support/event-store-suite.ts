@@ -14,11 +14,11 @@ import { Chunk, Effect, Fiber, type Layer, Queue, Stream } from "effect"
 import fc from "fast-check"
 import { encodeEnvelopeLine, encodeEventLine } from "../../src/domain/event-codec.ts"
 import type { Event, EventMeta } from "../../src/domain/events.ts"
-import { EventStore, type EventStoreService, eventsOf } from "../../src/services/event-store.ts"
+import { EventStore, type EventStoreService, type StoreOptions, eventsOf } from "../../src/services/event-store.ts"
 
 export interface StoreFixture {
   /** A store over this fixture's storage; each call opens it anew. */
-  readonly layer: () => Layer.Layer<EventStore>
+  readonly layer: (options?: StoreOptions) => Layer.Layer<EventStore>
   /** A log base with no runs under it. */
   readonly base: string
   /** Appends text to a stream's stored lines as they are, making the stream. */
@@ -75,8 +75,8 @@ export const eventStoreSuite = (name: string, makeFixture: () => StoreFixture) =
       streams += 1
       return { f, stream: `${f.base}/log_2026010${1 + (streams % 9)}_000000_${String(streams).padStart(6, "0")}` }
     }
-    const withStore = <A, E>(f: StoreFixture, body: (store: EventStoreService) => Effect.Effect<A, E>) =>
-      Effect.runPromise(Effect.flatMap(EventStore, body).pipe(Effect.provide(f.layer())))
+    const withStore = <A, E>(f: StoreFixture, body: (store: EventStoreService) => Effect.Effect<A, E>, options?: StoreOptions) =>
+      Effect.runPromise(Effect.flatMap(EventStore, body).pipe(Effect.provide(f.layer(options))))
 
     test("append then read gives the events back in order, with their meta, positions and lines", async () => {
       const { f, stream } = fresh()
@@ -354,5 +354,27 @@ export const eventStoreSuite = (name: string, makeFixture: () => StoreFixture) =
         }),
         { numRuns: 60 },
       )
+    })
+
+    test("fold gives what read gives: the fold of its events, its counts, its first event; in chunks of any size", async () => {
+      const eventLine = fc.constantFrom(started(), round(3), round(1), answered, finished).map(encodeEventLine)
+      const someLine = fc.oneof(eventLine, eventLine, eventLine.map((l) => l.slice(0, -3)), fc.string()).map((l) => l.replaceAll("\n", ""))
+      await fc.assert(
+        fc.asyncProperty(fc.array(someLine, { maxLength: 14 }), fc.boolean(), fc.integer({ min: 1, max: 400 }), async (lines, newlineAtEnd, chunk) => {
+          const { f, stream } = fresh()
+          f.rawAppend(stream, lines.join("\n") + (newlineAtEnd ? "\n" : ""))
+          const { events, ...read } = await withStore(f, (store) => store.read(stream))
+          const positions = (seen: ReadonlyArray<number>, s: { readonly position: number }) => [...seen, s.position]
+          // A store that has not read the stream reads it in chunks; one that has folds what it holds.
+          const cold = await withStore(f, (store) => store.fold(stream, [] as ReadonlyArray<number>, positions), { foldChunk: chunk })
+          const warm = await withStore(f, (store) => Effect.zipRight(store.read(stream), store.fold(stream, [] as ReadonlyArray<number>, positions)))
+          const expected = { ...read, state: events.map((s) => s.position), first: events[0] ?? null }
+          expect(cold).toEqual(expected)
+          expect(warm).toEqual(expected)
+        }),
+        { numRuns: 80 },
+      )
+      const { f, stream: none } = fresh()
+      expect(await withStore(f, (store) => Effect.flip(store.fold(none, 0, (n) => n + 1)))).toMatchObject({ _tag: "EventStoreError", reason: "missing" })
     })
   })
