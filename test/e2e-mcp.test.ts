@@ -87,6 +87,37 @@ describe.concurrent("MCP servers in a run", () => {
   }, TEST_TIMEOUT_MS)
 })
 
+describe.concurrent("an agent that calls an MCP tool", () => {
+  const everything = {
+    name: "everything",
+    command: process.execPath,
+    args: [nodePath.join(import.meta.dir, "..", "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js"), "stdio"],
+  }
+
+  test("the reference server's echo and get-sum run in a round, their results are events, and replay --check runs no tool", async () => {
+    const cwd = sandbox()
+    const script = [
+      { tool: "mcp__everything__echo", args: { message: "hello from the council" } },
+      { tool: "mcp__everything__get-sum", args: { a: 2, b: 2 } },
+    ]
+    const config = writeConfig(cwd, team({ answer: "A: four.", vote: "agent1", script, mcp_servers: [everything] }, { answer: "B: 4.", vote: "agent1" }))
+    const result = await runCli("binary", ["--automation", "--config", config, "What is 2+2?"], { cwd })
+    expect(result.exitCode).toBe(0)
+    const logDir = /^LOG_DIR: (.*)$/m.exec(result.stdout)![1]!
+    const events = fs.readFileSync(nodePath.join(logDir, "events.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l))
+    const finished = events.filter((e) => e.type === "tool_call_finished")
+    expect(finished.map((e) => [e.tool, e.server, e.ok, e.result])).toEqual([
+      ["mcp__everything__echo", "everything", true, "Echo: hello from the council"],
+      ["mcp__everything__get-sum", "everything", true, expect.stringContaining("The sum of 2 and 2 is 4")],
+    ])
+    const status = JSON.parse(fs.readFileSync(nodePath.join(logDir, "status.json"), "utf8"))
+    expect(status.agents.agent_a.tool_calls).toMatchObject({ total: 2, errors: 0 })
+    // Replay offers the same tools from the recorded requests and feeds the recorded results: no server is started.
+    const replay = await runCli("binary", ["replay", "--check", logDir], { cwd, env: { ...process.env, PATH: "/nonexistent" } })
+    expect({ code: replay.exitCode, out: replay.stdout }).toEqual({ code: 0, out: expect.stringContaining("SAME") })
+  }, TEST_TIMEOUT_MS)
+})
+
 describe.concurrent("--validate and MCP entries", () => {
   test("entries are checked without their variables; a bad entry is named", async () => {
     const cwd = sandbox()

@@ -84,7 +84,6 @@ export const resumeCommand = (args: ResumeArgs, ctx: CliContext) =>
       return yield* new RunDirError({ reason: "bad_config", path: dir.path, detail: `its config has agents ${configIds}, the run has ${recordedIds}` })
     }
     const backends = yield* makeBackends(config, env, dir.path, events)
-    const tools = yield* makeAgentTools(config, env, dir.path, dir.path)
     // Under the lock, read what was appended since the read above: another resume
     // may have taken the run further (or finished it) meanwhile.
     yield* acquireRunLock(dir.path)
@@ -99,7 +98,7 @@ export const resumeCommand = (args: ResumeArgs, ctx: CliContext) =>
       logDir: dir.path,
       config,
       backends,
-      tools,
+      tools: (servers) => makeAgentTools(config, env, dir.path, dir.path, servers),
       question: run.question,
       version: ctx.version,
       interrupt: ctx.interrupt,

@@ -58,13 +58,12 @@ export const runCommand = (args: RunArgs, ctx: CliContext) =>
     }
     yield* Effect.flatMap(RunFiles, (f) => f.write("execution_metadata.yaml", toYaml(metadata))).pipe(Effect.provide(liveRunFiles(logDir)))
 
-    const tools = yield* makeAgentTools(loaded.config, loaded.env, logDir, loaded.where)
     if (args.automation) for (const line of automationHeader(logDir, args.question)) ctx.print(line)
     return yield* runSession({
       logDir,
       config: loaded.config,
       backends,
-      tools,
+      tools: (servers) => makeAgentTools(loaded.config, loaded.env, logDir, loaded.where, servers),
       question: args.question,
       version: ctx.version,
       interrupt: ctx.interrupt,

@@ -27,6 +27,7 @@ import { StatusWriter } from "../services/status-writer.ts"
 import { AgentTools } from "../services/tools/agent-tools.ts"
 import type { ToolProvider } from "../services/tools/tool-provider.ts"
 import { automationFooter } from "./automation-output.ts"
+import type { ConfigError } from "./load-config.ts"
 import { priceOf } from "./run-setup.ts"
 import { resumeHint } from "../domain/run-paths.ts"
 
@@ -42,8 +43,11 @@ export interface SessionInput {
   readonly logDir: string
   readonly config: Config
   readonly backends: ReadonlyMap<string, Backend>
-  /** Each agent's own tools (`makeAgentTools`); an agent without an entry has none. */
-  readonly tools?: ReadonlyMap<string, ToolProvider>
+  /**
+   * Each agent's own tools, given its MCP servers' providers once they have
+   * started (`makeAgentTools`); an agent without an entry has none.
+   */
+  readonly tools?: (servers: ReadonlyMap<string, ReadonlyArray<ToolProvider>>) => Effect.Effect<ReadonlyMap<string, ToolProvider>, ConfigError>
   readonly question: string
   readonly version: string
   readonly interrupt: Effect.Effect<string>
@@ -79,20 +83,18 @@ export const runSession = (input: SessionInput) =>
       StatusWriter.live(join(logDir, "status.json")),
       liveRunFiles(logDir),
       Layer.succeed(Backends, { forAgent: (id: string) => input.backends.get(id)! }),
-      AgentTools.fromProviders(input.tools ?? new Map()),
     )
     const outcome = yield* Effect.gen(function* () {
       yield* acquireRunLock(logDir)
       yield* onForcedStop(() => releaseRunLockSync(logDir))
-      // Before the display and any call; the servers stop when this scope closes. The agents' tool providers
-      // (by agent id) are what the agents' tool services take.
-      const toolProviders = input.config.agents.some((a) => a.backend.mcp_servers !== undefined)
+      // Before the display and any call; the servers stop when this scope closes.
+      const servers: ReadonlyMap<string, ToolProvider> = input.config.agents.some((a) => a.backend.mcp_servers !== undefined)
         ? yield* Effect.flatMap(
             Effect.promise(() => import("../services/tools/mcp-servers.ts")),
             (m) => m.startMcpServers(input.config.agents, { cwd: logDir, env: input.env }),
           )
         : new Map()
-      void toolProviders
+      const tools = input.tools ? yield* input.tools(new Map([...servers].map(([agent, provider]) => [agent, [provider]]))) : new Map()
       const observe = yield* input.display
       // The derived files follow the events every second, and at the end: a run killed midway leaves them nearly whole.
       const store = yield* EventStore
@@ -116,7 +118,7 @@ export const runSession = (input: SessionInput) =>
         priceOf: priceOf(input.config),
         ...(observe ? { observe } : {}),
         ...(input.resume ? { resume: input.resume } : {}),
-      })
+      }).pipe(Effect.provide(AgentTools.fromProviders(tools)))
       yield* Fiber.interrupt(follower)
       yield* catchUp
       yield* derived.warn
