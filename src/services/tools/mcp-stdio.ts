@@ -116,8 +116,17 @@ export class StdioServerTransport implements Transport {
 
   private async readStdout(stream: ReadableStream<Uint8Array>): Promise<void> {
     try {
+      // A chunk with no end of line is kept aside: the read buffer copies all it holds on every append,
+      // which made a long message (a 1 MB result comes in many chunks) cost O(n²).
+      let pending: Array<Buffer> = []
       for await (const chunk of stream) {
-        this.buffer.append(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength))
+        const bytes = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)
+        if (bytes.indexOf(0x0a) === -1) {
+          pending.push(bytes)
+          continue
+        }
+        this.buffer.append(pending.length === 0 ? bytes : Buffer.concat([...pending, bytes]))
+        pending = []
         for (;;) {
           let message: JSONRPCMessage | null
           try {
