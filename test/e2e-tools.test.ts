@@ -4,12 +4,14 @@
  * while the tool runs, and again between two tool calls; `massgen resume`
  * finishes the run, every tool call that finished ran exactly once (a call cut
  * off by the kill runs again, as the docs say), and `replay --check` passes,
- * and fails naming the event once a recorded tool result is changed.
+ * and fails naming the event once a recorded tool result is changed. The
+ * tool that was running when massgen was killed dies with it.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
 import { cleanupSandboxes, ensureBinary, runCli, sandbox, startCli, writeConfig } from "./support/cli.ts"
+import { isGone } from "./support/mcp.ts"
 import { ENV, eventsPath, expectExit, readEvents } from "./support/run-dirs.ts"
 
 beforeAll(async () => {
@@ -119,6 +121,9 @@ describe("a command tool and kill -9", () => {
       expect(ofType(before, "tool_call_started").map((e) => e.arguments)).toEqual(['{"n":1}', '{"n":2}'])
       expect(counterOf(cwd)).toEqual(["start 1", "end 1", "start 2", "start 2", "end 2"])
       expectEachCallOnce(events)
+      // The tool that was running when massgen was killed died with it: no orphan (its sleep never ends by itself).
+      const held = Number(fs.readFileSync(nodePath.join(cwd, "held.pid"), "utf8").trim())
+      await waitFor("the killed run's tool to be gone", () => (isGone(held) ? true : undefined))
       // The round went on: no model call with a recorded reply was made again.
       const resumed = events.slice(before.length)
       expect(resumed[0]).toMatchObject({ type: "run_resumed", continued_rounds: [{ agent: "worker", round: 1, shown: [], vote_only: false }] })

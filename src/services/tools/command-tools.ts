@@ -21,6 +21,7 @@ import type { CommandToolConfig } from "../../domain/config.ts"
 import { PRESETS } from "../../domain/presets.ts"
 import type { ToolSpec } from "../../domain/llm.ts"
 import type { Env } from "../backends/keys.ts"
+import { deathBoundCommand } from "./death-bound.ts"
 import { type ProvidedTool, ToolRunError, type ToolProvider } from "./tool-provider.ts"
 
 /** Characters of stderr an error result quotes, from its end. */
@@ -64,7 +65,10 @@ const runCommand = (command: ReadonlyArray<string>, input: string, cwd: string, 
   Effect.async<string, ToolRunError>((resume) => {
     let proc: ReturnType<typeof Bun.spawn<"pipe", "pipe", "pipe">>
     try {
-      proc = Bun.spawn([...command], { cwd, env, stdin: "pipe", stdout: "pipe", stderr: "pipe" })
+      // Resolved here, so that a missing program is "cannot start", not the exit of the wrapper that runs it.
+      const program = Bun.which(command[0]!, { PATH: env.PATH ?? "", cwd })
+      if (program === null) throw new Error("no such program")
+      proc = Bun.spawn([...deathBoundCommand(program, command.slice(1))], { cwd, env, stdin: "pipe", stdout: "pipe", stderr: "pipe" })
     } catch (e) {
       resume(Effect.fail(new ToolRunError({ reason: "failed", detail: `cannot start ${command[0]}: ${e instanceof Error ? e.message : String(e)}` })))
       return

@@ -26,13 +26,12 @@ import { ReadBuffer, serializeMessage } from "@modelcontextprotocol/sdk/shared/s
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js"
 import type { ResolvedStdio } from "../../domain/mcp-config.ts"
+import { deathBoundCommand } from "./death-bound.ts"
 
 /** How long `close()` waits for the server to exit after its stdin ends, and again after SIGTERM. */
 const GRACE_MS = 1000
 /** How much of a server's stderr is kept, from its end. */
 const STDERR_KEPT = 8192
-
-const setpriv: string | null = Bun.which("setpriv")
 
 /** Process groups of the servers still running: killed when massgen exits, however it exits. */
 const running = new Set<number>()
@@ -52,9 +51,6 @@ const installExitHook = (): void => {
   })
 }
 
-/** The command line that starts `command`: under `setpriv --pdeathsig SIGKILL` where there is one. */
-export const deathBoundCommand = (command: string, args: ReadonlyArray<string>): ReadonlyArray<string> =>
-  setpriv === null ? [command, ...args] : [setpriv, "--pdeathsig", "SIGKILL", "--", command, ...args]
 
 export class StdioServerTransport implements Transport {
   onclose?: () => void
