@@ -61,6 +61,8 @@ export interface RunFilesApi {
 
 /** Where the call logs go: written in place, before their call_end. */
 const CALL_LOGS = "llm_log/"
+/** Where the whole results of tool calls go: written in place too, before their tool_call_finished. */
+const TOOL_LOGS = "tool_log/"
 
 export class RunFiles extends Context.Tag("massgen/RunFiles")<RunFiles, RunFilesApi>() {}
 
@@ -101,8 +103,16 @@ export const liveRunFiles = (logDir: string): Layer.Layer<RunFiles> =>
         Effect.try({
           try: () => {
             const path = join(logDir, relativePath)
+            // No event names such a file until it is whole: a crash mid-write leaves a file nothing reads.
             if (relativePath.startsWith(CALL_LOGS)) writeFileSync(path, text, { mode: PRIVATE_FILE_MODE })
-            else writeFileAtomicSync(path, text, madeDirs)
+            else if (relativePath.startsWith(TOOL_LOGS)) {
+              const dir = join(logDir, TOOL_LOGS)
+              if (!madeDirs.has(dir)) {
+                mkdirSync(dir, { recursive: true, mode: PRIVATE_DIR_MODE })
+                madeDirs.add(dir)
+              }
+              writeFileSync(path, text, { mode: PRIVATE_FILE_MODE })
+            } else writeFileAtomicSync(path, text, madeDirs)
           },
           catch: (e) => new RunFilesError({ reason: "write_failed", path: join(logDir, relativePath), detail: ioCause(e) }),
         }),
