@@ -40,8 +40,9 @@ const eventOf = (dir: string, match: (e: any) => boolean) => (fs.existsSync(even
 const BUMP = [
   "read -r args",
   'n=$(printf %s "$args" | tr -dc 0-9)',
+  // Its pid is down before the counter says it started: the test kills massgen on that line.
+  'if [ "$n" = 2 ] && [ ! -e "$0/resumed" ]; then echo $$ > "$0/held.pid"; echo "start $n" >> "$0/counter"; exec sleep 1000; fi',
   'echo "start $n" >> "$0/counter"',
-  'if [ "$n" = 2 ] && [ ! -e "$0/resumed" ]; then echo $$ > "$0/held.pid"; exec sleep 1000; fi',
   'echo "end $n" >> "$0/counter"',
   'echo "bumped $n"',
 ].join("\n")
@@ -75,8 +76,11 @@ const counterOf = (cwd: string) => (fs.existsSync(nodePath.join(cwd, "counter"))
 const killHeld = (cwd: string) => {
   const file = nodePath.join(cwd, "held.pid")
   if (!fs.existsSync(file)) return
+  const pid = Number(fs.readFileSync(file, "utf8").trim())
+  // Never 0 or less: that would signal this test's own process group.
+  if (!Number.isInteger(pid) || pid <= 0) return
   try {
-    process.kill(Number(fs.readFileSync(file, "utf8").trim()), "SIGKILL")
+    process.kill(pid, "SIGKILL")
   } catch {
     // gone already
   }
@@ -123,6 +127,7 @@ describe("a command tool and kill -9", () => {
       expectEachCallOnce(events)
       // The tool that was running when massgen was killed died with it: no orphan (its sleep never ends by itself).
       const held = Number(fs.readFileSync(nodePath.join(cwd, "held.pid"), "utf8").trim())
+      expect(held).toBeGreaterThan(0)
       await waitFor("the killed run's tool to be gone", () => (isGone(held) ? true : undefined))
       // The round went on: no model call with a recorded reply was made again.
       const resumed = events.slice(before.length)
