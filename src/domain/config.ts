@@ -20,10 +20,14 @@
  */
 import { Either, ParseResult, Schema } from "effect"
 import type { RunSettings } from "./events.ts"
-import { presetFor } from "./presets.ts"
 import { SafeName } from "./run-paths.ts"
 import { hasMaskedCredential, maskUrlCredentials } from "./safe-url.ts"
 import { mcpProblems } from "./mcp-config.ts"
+import { type ConfigProblem, FiniteNumber, NonNegativeInt, PositiveInt, PositiveNumber, formatPath, found, oneOf, opt, setAt, valueAt } from "./config-schema.ts"
+import { CommandToolConfig, McpServers, ProviderFields, providerProblems, withoutPythonTools } from "./config-tools.ts"
+
+export { type ConfigProblem, formatProblem } from "./config-schema.ts"
+export { CLAUDE_EFFORTS, CommandToolConfig, McpServerEntry, McpServers, PYTHON_TOOL_PROBLEM, REASONING_EFFORTS } from "./config-tools.ts"
 
 /** Backend types the config accepts; each is built by `services/backend-factory.ts`. */
 export const BACKEND_TYPES = [
@@ -44,30 +48,6 @@ export const BACKEND_TYPES = [
   "sglang",
 ] as const
 export type BackendType = (typeof BACKEND_TYPES)[number]
-
-const opt = <S extends Schema.Schema.All>(schema: S) => Schema.optionalWith(schema, { exact: true })
-
-/** A closed set of strings whose error lists the choices and the value found. */
-const oneOf = <const L extends ReadonlyArray<string>>(...values: L) =>
-  Schema.Literal(...values).annotations({
-    message: (issue) => ({
-      message: `Expected one of ${values.join(", ")}, found ${JSON.stringify(issue.actual)}`,
-      override: true,
-    }),
-  })
-
-/** A finite number: YAML's .inf and an overflowing 1e400 are not numbers a run can use or log. */
-const FiniteNumber = Schema.Number.pipe(Schema.finite({ message: (issue) => `Expected a finite number, found ${String(issue.actual)}` }))
-const found = (issue: { readonly actual: unknown }) => `, found ${JSON.stringify(issue.actual)}`
-const PositiveNumber = FiniteNumber.pipe(Schema.positive({ message: (issue) => `Expected a number above 0${found(issue)}` }))
-const NonNegativeInt = FiniteNumber.pipe(
-  Schema.int({ message: (issue) => `Expected a whole number${found(issue)}` }),
-  Schema.nonNegative({ message: (issue) => `Expected a number of 0 or more${found(issue)}` }),
-)
-const PositiveInt = FiniteNumber.pipe(
-  Schema.int({ message: (issue) => `Expected a whole number${found(issue)}` }),
-  Schema.positive({ message: (issue) => `Expected a number of 1 or more${found(issue)}` }),
-)
 
 const isHttpUrl = (text: string): boolean => {
   try {
@@ -100,119 +80,6 @@ export const ScriptStep = Schema.Union(
   message: () => ({ message: "Expected one of {new_answer}, {vote, reason}, {text}, {fail} or {tool, args}", override: true }),
 })
 export type ScriptStep = typeof ScriptStep.Type
-
-// Provider-side tools and pass-through settings (docs/backends.md, "Provider tools and settings").
-// `enable_code_interpreter` (MassGen's key for openai) and `enable_code_execution` (for claude) are one switch.
-export const REASONING_EFFORTS = ["none", "minimal", "low", "medium", "high", "xhigh", "max"] as const
-/** The effort levels Claude's `output_config.effort` takes. */
-export const CLAUDE_EFFORTS: ReadonlyArray<string> = ["low", "medium", "high", "xhigh", "max"]
-const ProviderFields = {
-  enable_web_search: opt(Schema.Boolean),
-  enable_code_interpreter: opt(Schema.Boolean),
-  enable_code_execution: opt(Schema.Boolean),
-  reasoning: opt(
-    Schema.Struct({
-      effort: opt(oneOf(...REASONING_EFFORTS)),
-      summary: opt(oneOf("auto", "concise", "detailed")),
-    }).annotations({ identifier: "a reasoning mapping {effort, summary}" }),
-  ),
-  text: opt(Schema.Struct({ verbosity: opt(oneOf("low", "medium", "high")) }).annotations({ identifier: "a text mapping {verbosity}" })),
-  top_p: opt(FiniteNumber.pipe(Schema.between(0, 1, { message: (issue) => `Expected a number from 0 to 1${found(issue)}` }))),
-  extra_body: opt(Schema.Record({ key: Schema.String, value: Schema.Unknown }).annotations({ identifier: "a mapping" })),
-}
-
-/** An agent's provider tools and settings its protocol cannot honour, as problems naming the agent and the key. */
-const providerProblems = (agent: Agent, i: number): ReadonlyArray<ConfigProblem> => {
-  const b = agent.backend
-  if (b.type === "scripted") return []
-  const family = presetFor(b.type).family
-  const at = (key: string) => `agents[${i}].backend.${key}`
-  const problems: Array<ConfigProblem> = []
-  if (family === "chat") {
-    const tools: ReadonlyArray<readonly [string, boolean | undefined, string]> = [
-      ["enable_web_search", b.enable_web_search, "web search"],
-      ["enable_code_interpreter", b.enable_code_interpreter, "code execution"],
-      ["enable_code_execution", b.enable_code_execution, "code execution"],
-    ]
-    for (const [key, on, what] of tools) {
-      if (on === true) {
-        problems.push({
-          path: at(key),
-          message: `agent ${agent.id}: type ${b.type} speaks Chat Completions, which has no provider-side ${what}: remove ${key}, or use type openai or claude`,
-        })
-      }
-    }
-  }
-  const effort = b.reasoning?.effort
-  if (family === "anthropic" && effort !== undefined && !CLAUDE_EFFORTS.includes(effort)) {
-    problems.push({ path: at("reasoning.effort"), message: `agent ${agent.id}: type claude takes an effort of ${CLAUDE_EFFORTS.join(", ")}, found ${JSON.stringify(effort)}` })
-  }
-  return problems
-}
-
-/** The name of an MCP server: it is part of its tools' names (`mcp__<server>__<tool>`). */
-const McpServerName = Schema.String.pipe(
-  Schema.pattern(/^[A-Za-z0-9_-]{1,64}$/, { message: (issue) => `Expected a server name of 1 to 64 letters, digits, _ or -${found(issue)}` }),
-)
-const McpScalar = Schema.Union(Schema.String, FiniteNumber, Schema.Boolean)
-/**
- * One MCP server entry, MassGen's keys. Its strings keep their `${VAR}` (and `${cwd}`) references:
- * they are expanded when the server starts (`domain/mcp-config.ts`), not when the config is read.
- */
-const mcpEntryFields = {
-  type: opt(oneOf("stdio", "streamable-http", "sse")),
-  command: opt(Schema.Union(Schema.String, Schema.Array(McpScalar))),
-  args: opt(Schema.Array(McpScalar)),
-  env: opt(Schema.Record({ key: Schema.String, value: McpScalar })),
-  cwd: opt(Schema.String),
-  url: opt(Schema.String),
-  headers: opt(Schema.Record({ key: Schema.String, value: McpScalar })),
-  allowed_tools: opt(Schema.Array(Schema.String)),
-  exclude_tools: opt(Schema.Array(Schema.String)),
-  timeout: opt(PositiveNumber),
-}
-export const McpServerEntry = Schema.Struct(mcpEntryFields)
-export type McpServerEntry = typeof McpServerEntry.Type
-/** `mcp_servers`: a list of entries with a `name`, or a mapping of names to entries. */
-export const McpServers = Schema.Union(
-  Schema.Array(
-    Schema.Struct({ name: Schema.propertySignature(McpServerName).annotations({ missingMessage: () => "Expected a server name, found none" }), ...mcpEntryFields }),
-  ).annotations({ identifier: "a list of MCP server entries (or a mapping of names to entries)" }),
-  Schema.Record({ key: McpServerName, value: McpServerEntry }).annotations({ identifier: "a mapping of MCP server names to entries" }),
-)
-export type McpServers = typeof McpServers.Type
-/**
- * A command tool (`custom_tools` entry): a program the agent may call. Its JSON
- * arguments arrive on stdin; what it prints on stdout is the result.
- */
-export const CommandToolConfig = Schema.Struct({
-  name: Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9_-]{1,64}$/, { message: () => "Expected a tool name of 1 to 64 letters, digits, _ or -" })),
-  description: opt(Schema.String),
-  parameters: opt(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
-  command: Schema.NonEmptyArray(Schema.String).annotations({ message: () => ({ message: "Expected a command: a list of the program and its arguments", override: true }) }),
-}).annotations({ identifier: "a command tool {name, description, parameters, command}" })
-export type CommandToolConfig = typeof CommandToolConfig.Type
-
-/** MassGen's Python custom tools, which massgen cannot load, and what to use instead. */
-export const PYTHON_TOOL_PROBLEM =
-  "MassGen's Python custom tools (path + function) are not supported: use a command tool (name, description, parameters, command: [...]) or an MCP server"
-
-/** Takes MassGen's Python custom tools out of `doc`, with a problem for each. */
-const withoutPythonTools = (doc: unknown, problems: Array<ConfigProblem>): unknown => {
-  const agents = valueAt(doc, ["agents"])
-  const paths: Array<ReadonlyArray<PropertyKey>> = Array.isArray(agents) ? agents.map((_, i) => ["agents", i, "backend", "custom_tools"]) : [["agent", "backend", "custom_tools"]]
-  let out = doc
-  for (const path of paths) {
-    const tools = valueAt(out, path)
-    if (!Array.isArray(tools)) continue
-    const python = (t: unknown) => t !== null && typeof t === "object" && !("command" in t) && ("path" in t || "function" in t)
-    tools.forEach((t, i) => {
-      if (python(t)) problems.push({ path: formatPath([...path, i]), message: PYTHON_TOOL_PROBLEM })
-    })
-    if (tools.some(python)) out = setAt(out, path, tools.filter((t) => !python(t)))
-  }
-  return out
-}
 
 export const BackendConfig = Schema.Struct({
   type: oneOf(...BACKEND_TYPES),
@@ -290,20 +157,6 @@ export interface Config {
   /** Seconds one tool call may run (`timeout_settings.tool_timeout_seconds`); absent: the default of `tool-calls.ts`. */
   readonly toolTimeoutSeconds?: number
 }
-
-export interface ConfigProblem {
-  /** Dotted path of the key, `agents[0].backend.type`; empty for the whole document. */
-  readonly path: string
-  readonly message: string
-}
-
-export const formatProblem = (p: ConfigProblem): string => (p.path === "" ? p.message : `${p.path}: ${p.message}`)
-
-const formatPath = (path: ReadonlyArray<PropertyKey>): string =>
-  path.reduce<string>(
-    (acc, key) => (typeof key === "number" ? `${acc}[${key}]` : acc === "" ? String(key) : `${acc}.${String(key)}`),
-    "",
-  )
 
 const ENV_REF = /\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g
 
@@ -383,19 +236,6 @@ const scalarOf = (value: unknown): unknown => {
   const text = value.trim()
   if (text === "true" || text === "false") return text === "true"
   return /^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/.test(text) ? Number(text) : value
-}
-
-const valueAt = (doc: unknown, path: ReadonlyArray<PropertyKey>): unknown =>
-  path.reduce<unknown>((node, key) => (node !== null && typeof node === "object" ? (node as Record<PropertyKey, unknown>)[key] : undefined), doc)
-
-/** `doc` with the value at `path` replaced (copies along the path; `doc` is not changed). */
-const setAt = (doc: unknown, path: ReadonlyArray<PropertyKey>, value: unknown): unknown => {
-  if (path.length === 0) return value
-  if (doc === null || typeof doc !== "object") return doc
-  const [key, ...rest] = path as [PropertyKey, ...Array<PropertyKey>]
-  const copy = (Array.isArray(doc) ? [...doc] : { ...doc }) as Record<PropertyKey, unknown>
-  copy[key] = setAt(copy[key], rest, value)
-  return copy
 }
 
 const decodeFile = Schema.decodeUnknownEither(ConfigFile, { errors: "all", onExcessProperty: "ignore" })
