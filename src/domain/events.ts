@@ -268,7 +268,7 @@ export const CallRetried = defineEvent("call_retried", {
  * is the id the model gave the call; `server` is the MCP server of the tool,
  * null for a command tool; `arguments` are as the model wrote them.
  */
-export const ToolCallStarted = defineEvent("tool_call_started", {
+const toolCallFields = {
   tool_call: Count,
   agent: AgentId,
   round: Count,
@@ -277,7 +277,9 @@ export const ToolCallStarted = defineEvent("tool_call_started", {
   tool: Schema.String,
   server: Schema.NullOr(Schema.String),
   arguments: Schema.String,
-})
+}
+
+export const ToolCallStarted = defineEvent("tool_call_started", toolCallFields)
 
 /**
  * A tool call ended, and this is what the model is given: `result` (the whole
@@ -287,14 +289,7 @@ export const ToolCallStarted = defineEvent("tool_call_started", {
  * result cut to the cap).
  */
 export const ToolCallFinished = defineEvent("tool_call_finished", {
-  tool_call: Count,
-  agent: AgentId,
-  round: Count,
-  role: CallRole,
-  call_id: Schema.String,
-  tool: Schema.String,
-  server: Schema.NullOr(Schema.String),
-  arguments: Schema.String,
+  ...toolCallFields,
   ok: Schema.Boolean,
   error: Schema.NullOr(Schema.String),
   seconds: Amount,
