@@ -34,29 +34,29 @@ const started = performance.now()
 const load = () => loadavg().map((n) => fmt(n)).join(" ")
 // Other processes on the machine inflate wall times (and ratios): the load average says how busy it was.
 console.log(`massgen bench: bun ${Bun.version}, ${process.platform}/${process.arch}, ${availableParallelism()} CPUs, load average ${load()}`)
+/** The sections in order, each printed after a blank line but the first. */
+const SECTIONS: ReadonlyArray<() => Promise<void>> = [
+  startUpBench,
+  wholeRunBench,
+  whereTimeGoesBench,
+  foldBench,
+  criticalPathBench,
+  async () => {
+    console.log("# 4. Resume and replay")
+    await resumeBench()
+    await replayBench()
+  },
+  scaleLogsBench,
+  scaleAgentsBench,
+  mcpBench,
+  toolCallBench,
+  injectionBench,
+]
 try {
-  await startUpBench()
-  console.log("")
-  await wholeRunBench()
-  console.log("")
-  await whereTimeGoesBench()
-  console.log("")
-  await foldBench()
-  console.log("")
-  await criticalPathBench()
-  console.log("")
-  console.log("# 4. Resume and replay")
-  await resumeBench()
-  await replayBench()
-  console.log("")
-  await scaleLogsBench()
-  console.log("")
-  await scaleAgentsBench()
-  console.log("")
-  await mcpBench()
-  await toolCallBench()
-  console.log("")
-  await injectionBench()
+  for (const [i, section] of SECTIONS.entries()) {
+    if (i > 0) console.log("")
+    await section()
+  }
 } finally {
   cleanUp()
 }
