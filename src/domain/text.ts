@@ -17,6 +17,12 @@ export const truncate = (text: string, max: number): string => {
   return isHighSurrogate(text.charCodeAt(max - 1)) ? text.slice(0, max - 1) : text.slice(0, max)
 }
 
+/** `text` on one line (runs of white space as one space), cut to `max` units with an ellipsis when longer. */
+export const oneLine = (text: string, max: number): string => {
+  const flat = text.replace(/\s+/g, " ").trim()
+  return flat.length > max ? `${truncate(flat, max - 1)}…` : flat
+}
+
 /** `n` and the word, singular for one: "1 answer", "0 answers", "1,200 tokens". */
 export const count = (n: number, word: string, plural = `${word}s`): string => `${n.toLocaleString("en-US")} ${n === 1 ? word : plural}`
 

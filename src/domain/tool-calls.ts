@@ -13,7 +13,7 @@
  * MCP tool) from a model reply; its *result* is the text the model is given.
  */
 import type { Event } from "./events.ts"
-import { truncate } from "./text.ts"
+import { oneLine, truncate } from "./text.ts"
 
 /** Calls of one reply that run at the same time; the others wait for a free slot. */
 export const TOOL_CONCURRENCY = 8
@@ -27,11 +27,6 @@ export const INLINE_RESULT_CHARS = 2_000
 /** A result over the cap: its first `MAX_TOOL_RESULT_CHARS` characters and a note saying so. */
 export const cutResult = (text: string, max = MAX_TOOL_RESULT_CHARS): string =>
   `${truncate(text, max)}\n[massgen: the result was ${text.length} characters, cut to the first ${max}]`
-
-const oneLine = (text: string, max: number): string => {
-  const flat = text.replace(/\s+/g, " ").trim()
-  return flat.length > max ? `${truncate(flat, max - 1)}…` : flat
-}
 
 /** A tool call's arguments on one short line: `{"path":"a.txt"}` as `path="a.txt"`. */
 export const shortArguments = (args: string, max = 60): string => {

@@ -17,7 +17,7 @@
 import type { Event, FinalSource, FinishReason } from "./events.ts"
 import { type State, evolve, initialState } from "./state.ts"
 import { type AgentStatus, type Phase, project } from "./status.ts"
-import { count } from "./text.ts"
+import { count, oneLine } from "./text.ts"
 import { resumedText } from "./resume-plan.ts"
 import { toolCallLine } from "./tool-calls.ts"
 
@@ -86,11 +86,6 @@ export interface View {
   readonly finished: { readonly reason: FinishReason; readonly message: string } | null
 }
 
-const flat = (text: string, max: number): string => {
-  const one = text.replace(/\s+/g, " ").trim()
-  return one.length > max ? `${one.slice(0, max - 1)}…` : one
-}
-
 /** A short line for the timeline, or null for events not worth one. */
 export const timelineText = (event: Event): string | null => {
   switch (event._tag) {
@@ -107,15 +102,15 @@ export const timelineText = (event: Event): string | null => {
     case "reply_rejected":
       return `reply rejected (${event.reason})`
     case "answer_submitted":
-      return `answer ${event.label}: ${flat(event.content, 60)}`
+      return `answer ${event.label}: ${oneLine(event.content, 60)}`
     case "vote_cast":
       return `votes for ${event.target} (${event.target_label})`
     case "vote_ignored":
       return `vote for ${event.target} ignored (${event.reason})`
     case "call_retried":
-      return `call retry ${event.retry}: ${flat(event.error, 60)}`
+      return `call retry ${event.retry}: ${oneLine(event.error, 60)}`
     case "agent_failed":
-      return `out (${event.kind}): ${flat(event.message, 60)}`
+      return `out (${event.kind}): ${oneLine(event.message, 60)}`
     case "presentation_started":
       return `winner chosen${event.is_tie ? " (tie)" : ""}, presenting ${event.label}`
     case "final_answer":
