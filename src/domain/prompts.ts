@@ -58,10 +58,11 @@ const coordinationSystem = (voteOnly: boolean): string =>
 const withAgentMessage = (base: string, systemMessage: string | null): string =>
   systemMessage === null || systemMessage.trim() === "" ? base : `${systemMessage.trim()}\n\n${base}`
 
+/** One answer as a request shows it; `note` follows its opening label. */
+const answerBlock = (a: ShownAnswer, note = ""): string => `<${a.label}>${note}\n${a.content}\n<end of ${a.label}>`
+
 const answersBlock = (shown: ReadonlyArray<ShownAnswer>): string =>
-  shown.length === 0
-    ? "(no answers available yet)"
-    : shown.map((a) => `<${a.label}>\n${a.content}\n<end of ${a.label}>`).join("\n")
+  shown.length === 0 ? "(no answers available yet)" : shown.map((a) => answerBlock(a)).join("\n")
 
 export const roundUserMessage = (question: string, shown: ReadonlyArray<ShownAnswer>): string =>
   [
@@ -118,7 +119,7 @@ export const updateMessage = (before: ReadonlyArray<ShownAnswer>, shown: Readonl
   const block = fresh
     .map((a) => {
       const replaced = before.find((b) => b.anonId === a.anonId)
-      return `<${a.label}>${replaced ? ` (replaces ${replaced.label})` : ""}\n${a.content}\n<end of ${a.label}>`
+      return answerBlock(a, replaced ? ` (replaces ${replaced.label})` : "")
     })
     .join("\n")
   return [
