@@ -253,7 +253,8 @@ export const runCoordination = (input: RunInput) =>
           yield* files.write(`llm_log/${call}.json`, `${text}\n`)
         }).pipe(Effect.catchAll((e) => failStorage("call_log", e.path, e.detail))),
       priceOf: input.priceOf ?? (() => null),
-      injectUpdate,
+      // Without injection a round has nothing to ask at its step boundaries (and no lock to take there).
+      ...(settings.disable_injection ? {} : { injectUpdate }),
     }
 
     const runTools = makeToolRunner({
