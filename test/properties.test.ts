@@ -345,8 +345,12 @@ const simulate = (
       expect((sim.state as State).finished?.reason).toBe("budget")
       break
     }
-    // A tool step: the call came back with no workflow result, and the round goes on.
-    if (w._tag === "round" && random && percent(pick) <= 25) continue
+    // A tool step: the call came back with no workflow result, and the round goes on. Its call_end
+    // wakes the decider, as in the orchestrator: a budget the call spent stops the run here.
+    if (w._tag === "round" && random && percent(pick) <= 25) {
+      drive(sim)
+      continue
+    }
     const reply = random ? anyReply(pick, w, sim) : validReply(pick, w, sim, 0)
     // A vote that did not see the newest answers is not judged: the update is injected and the round goes on.
     const update = reply._tag === "voted" ? updateFor(sim.state, reply.agent, reply.round) : null
