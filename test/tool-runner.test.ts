@@ -14,7 +14,7 @@ import * as nodePath from "node:path"
 import { Effect, Either, Fiber, TestClock } from "effect"
 import type { Event } from "../src/domain/events.ts"
 import type { ToolCall } from "../src/domain/llm.ts"
-import { INLINE_RESULT_CHARS, TOOL_CONCURRENCY } from "../src/domain/tool-calls.ts"
+import { INLINE_RESULT_CHARS, MAX_TOOL_RESULT_CHARS, TOOL_CONCURRENCY } from "../src/domain/tool-calls.ts"
 import { hashText } from "../src/services/blobs.ts"
 import { combineProviders } from "../src/services/tools/agent-tools.ts"
 import { makeCommandTools, toolEnvironment } from "../src/services/tools/command-tools.ts"
@@ -167,6 +167,7 @@ describe("command tools", () => {
       { name: "env", command: ["env"] },
       { name: "fails", command: ["sh", "-c", "echo partial; echo 'it broke' >&2; exit 3"] },
       { name: "sleeps", command: ["sh", "-c", `echo $$ > ${dir}/sleeper.pid; exec sleep 30`] },
+      { name: "floods", command: ["yes", "flood"] },
     ],
     dir,
     env,
@@ -191,6 +192,15 @@ describe("command tools", () => {
     Effect.gen(function* () {
       const failed = yield* Effect.flip(tools.run("fails", {}))
       expect(failed.message).toBe("failed: sh exited with 3: it broke")
+    }),
+  )
+
+  live("a command that prints without end is stopped just past the cap, and its output so far is its result", () =>
+    Effect.gen(function* () {
+      const out = yield* tools.run("floods", {})
+      expect(out.length).toBeGreaterThan(MAX_TOOL_RESULT_CHARS)
+      expect(out.length).toBeLessThanOrEqual((MAX_TOOL_RESULT_CHARS + 1) * 4)
+      expect(out.startsWith("flood\nflood\n")).toBe(true)
     }),
   )
 

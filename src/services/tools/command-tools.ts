@@ -7,7 +7,10 @@
  * it; what it prints on stdout is the result. A non-zero exit (or a signal) is
  * a `ToolRunError` with the exit status and the tail of stderr. Interrupting a
  * call (the runner's timeout, a cancelled round, the run's end) kills the
- * command. Time and size limits are the tool runner's (`tool-runner.ts`).
+ * command. Time and size limits are the tool runner's (`tool-runner.ts`);
+ * what a command prints is held only up to just past the cap the model is
+ * given (a command that prints more is stopped, and its result cut by the
+ * runner), and of its stderr only the tail an error quotes.
  *
  * The environment a command gets holds no API key: `toolEnvironment` drops
  * every provider's key variable (`presets.ts`), every variable whose name
@@ -20,6 +23,7 @@ import { Effect } from "effect"
 import type { CommandToolConfig } from "../../domain/config.ts"
 import { PRESETS } from "../../domain/presets.ts"
 import type { ToolSpec } from "../../domain/llm.ts"
+import { MAX_TOOL_RESULT_CHARS } from "../../domain/tool-calls.ts"
 import type { Env } from "../backends/keys.ts"
 import { deathBoundCommand } from "./death-bound.ts"
 import { type ProvidedTool, ToolRunError, type ToolProvider } from "./tool-provider.ts"
@@ -60,6 +64,36 @@ export const commandToolSpec = (tool: CommandToolConfig): ToolSpec => {
 
 const tail = (text: string): string => (text.length > STDERR_TAIL ? `…${text.slice(text.length - STDERR_TAIL)}` : text).trim()
 
+/**
+ * Bytes of stdout kept: enough for a result one character over the cap the
+ * model is given (`MAX_TOOL_RESULT_CHARS`, 4 bytes a character at most), so the
+ * runner still cuts it with its note; a command that prints more is stopped.
+ */
+const STDOUT_KEPT = (MAX_TOOL_RESULT_CHARS + 1) * 4
+
+/** A stream's text, at most `max` bytes of it; `over` is called once when it brings more. */
+const readUpTo = async (stream: ReadableStream<Uint8Array>, max: number, over: () => void): Promise<string> => {
+  const chunks: Array<Uint8Array> = []
+  let size = 0
+  for await (const chunk of stream) {
+    chunks.push(chunk)
+    size += chunk.byteLength
+    if (size > max) {
+      over()
+      break
+    }
+  }
+  return new TextDecoder().decode(Buffer.concat(chunks).subarray(0, max))
+}
+
+/** A stream's last `max` characters (what an error message quotes), however much it brings. */
+const readTail = async (stream: ReadableStream<Uint8Array>, max: number): Promise<string> => {
+  const decoder = new TextDecoder()
+  let text = ""
+  for await (const chunk of stream) text = (text + decoder.decode(chunk, { stream: true })).slice(-max)
+  return text
+}
+
 /** Runs `command` with `input` on stdin; its stdout, or a `ToolRunError`. Interrupting it kills the process. */
 const runCommand = (command: ReadonlyArray<string>, input: string, cwd: string, env: Record<string, string>): Effect.Effect<string, ToolRunError> =>
   Effect.async<string, ToolRunError>((resume) => {
@@ -73,8 +107,13 @@ const runCommand = (command: ReadonlyArray<string>, input: string, cwd: string, 
       resume(Effect.fail(new ToolRunError({ reason: "failed", detail: `cannot start ${command[0]}: ${e instanceof Error ? e.message : String(e)}` })))
       return
     }
-    const stdout = new Response(proc.stdout).text()
-    const stderr = new Response(proc.stderr).text()
+    // A command that prints without end is stopped once its output is past what the model could be given.
+    let overflowed = false
+    const stdout = readUpTo(proc.stdout, STDOUT_KEPT, () => {
+      overflowed = true
+      proc.kill("SIGKILL")
+    })
+    const stderr = readTail(proc.stderr, STDERR_TAIL + 1)
     // A command that exits without reading its stdin closes the pipe: that is not an error of the call.
     Promise.resolve()
       .then(async () => {
@@ -83,7 +122,8 @@ const runCommand = (command: ReadonlyArray<string>, input: string, cwd: string, 
       })
       .catch(() => undefined)
     void Promise.all([proc.exited, stdout, stderr]).then(([code, out, err]) => {
-      if (code === 0) return resume(Effect.succeed(out))
+      // Over the cap: its output so far, which the runner cuts with its note.
+      if (code === 0 || overflowed) return resume(Effect.succeed(out))
       const how = proc.signalCode !== null ? `was stopped by ${proc.signalCode}` : `exited with ${code}`
       const why = tail(err)
       resume(Effect.fail(new ToolRunError({ reason: "failed", detail: `${command[0]} ${how}${why === "" ? "" : `: ${why}`}` })))
