@@ -9,9 +9,9 @@
  *   `setpriv --pdeathsig SIGKILL` (util-linux) where that exists, so the kernel
  *   kills it when massgen dies; and any server still running when the process
  *   exits (`process.exit`, a second Ctrl+C) is killed with its process group;
- * - it runs in a process group of its own, so that stopping it stops what it
- *   started (`npx` starts a second process) and a Ctrl+C at the terminal
- *   reaches massgen, which stops the servers itself;
+ * - it runs in a process group of its own (`groupLeaderCommand`), so that
+ *   stopping it stops what it started (`npx` starts a second process) and a
+ *   Ctrl+C at the terminal reaches massgen, which stops the servers itself;
  * - how it ended (`exitDescription`: the exit code or the signal) and the tail
  *   of its stderr (`stderrTail`) are known once it has ended, before `onclose`
  *   is called, so a start failure or a later call can say why.
@@ -26,7 +26,7 @@ import { ReadBuffer, serializeMessage } from "@modelcontextprotocol/sdk/shared/s
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js"
 import type { ResolvedStdio } from "../../domain/mcp-config.ts"
-import { deathBoundCommand } from "./death-bound.ts"
+import { groupLeaderCommand } from "./death-bound.ts"
 
 /** How long `close()` waits for the server to exit after its stdin ends, and again after SIGTERM. */
 const GRACE_MS = 1000
@@ -89,13 +89,14 @@ export class StdioServerTransport implements Transport {
   async start(): Promise<void> {
     if (this.proc !== null) throw new Error("the server was started already")
     installExitHook()
-    const proc = Bun.spawn([...deathBoundCommand(this.server.command, this.server.args)], {
+    const { argv, detached } = groupLeaderCommand(this.server.command, this.server.args)
+    const proc = Bun.spawn([...argv], {
       cwd: this.server.cwd,
       env: { ...getDefaultEnvironment(), ...this.server.env },
       stdin: "pipe",
       stdout: "pipe",
       stderr: "pipe",
-      detached: true,
+      detached,
     })
     this.proc = proc
     running.add(proc.pid)
