@@ -83,3 +83,21 @@ describe("execute_command in a run", () => {
     expect(r.stderr).toContain("massgen: agent worker: command_line_execution_mode sandbox: bwrap is not on the PATH")
   }, 60_000)
 })
+
+describe("examples/commands.yaml", () => {
+  test("runs offline: the sum is computed in the sandbox, the write to /etc fails, the run completes", async () => {
+    const cwd = sandbox()
+    const r = await runCli("source", ["--automation", "--config", nodePath.join(import.meta.dir, "..", "examples", "commands.yaml"), "What is 3 + 4 + 5?"], { cwd, env: ENV })
+    expectExit(r, 0)
+    expect(r.lines).toContain("WINNER: calculator")
+    const dir = lineValue(r, "LOG_DIR")
+    const results = readEvents(dir).filter((e) => e.type === "tool_call_finished").map((e) => JSON.parse(e.result))
+    expect(results.map((x) => [x.success, x.stdout])).toEqual([
+      [true, "12\n"],
+      [false, ""],
+    ])
+    expect(results[1].stderr).toContain("Read-only file system")
+    expect(fs.readFileSync(nodePath.join(dir, "nums.txt"), "utf8")).toBe("3\n4\n5\n")
+    expect(fs.existsSync("/etc/planted.txt")).toBe(false)
+  }, 60_000)
+})
