@@ -149,6 +149,55 @@ describe("the sandbox", () => {
   })
 })
 
+describe("docker mode, with a stand-in docker CLI that runs the container's command on the host", () => {
+  /** A `docker` that answers the checks, logs each invocation, and runs `run`'s command (its last 3 arguments) itself. */
+  const fakeDocker = () => {
+    const bin = tempDir(os.tmpdir())
+    const log = nodePath.join(bin, "calls.log")
+    const script = [
+      "#!/bin/sh",
+      `echo "$*" >> ${log}`,
+      'case "$1" in',
+      "  run) shift $(($# - 3)); exec \"$@\" ;;",
+      "  *) exit 0 ;;",
+      "esac",
+    ].join("\n")
+    fs.writeFileSync(nodePath.join(bin, "docker"), `${script}\n`, { mode: 0o755 })
+    const calls = () => fs.readFileSync(log, "utf8").trim().split("\n")
+    return { env: { PATH: `${bin}:${process.env.PATH}` }, calls }
+  }
+
+  test("checks the daemon and the image at start, mounts the workspace read-write and read-only paths read-only, no network by default", async () => {
+    const docker = fakeDocker()
+    const { workspace, ctx } = layout()
+    const settings = commandLineSettings({ type: "scripted", enable_mcp_command_line: true, command_line_execution_mode: "docker", command_line_docker_memory_limit: "2g" } as BackendConfig)!
+    const executor = await Effect.runPromise(startExecutor(settings, docker.env, "a"))
+    const tool = makeCommandLine(workspace, [ctx], settings, { env: docker.env, executor })
+    const r = await Effect.runPromise(tool.run("execute_command", { command: "echo from-container" }))
+    expect(JSON.parse(r)).toMatchObject({ success: true, stdout: "from-container\n" })
+    const [version, inspect, run] = docker.calls()
+    expect([version, inspect]).toEqual(["version --format {{.Server.Version}}", "image inspect massgen/mcp-runtime:latest"])
+    expect(run).toMatch(
+      new RegExp(`^run --rm -i --name massgen-cmd-\\S+ --network none --memory 2g -v ${ctx}:${ctx}:ro -v ${workspace}:${workspace}:rw -w ${workspace} massgen/mcp-runtime:latest /bin/sh -c echo from-container$`),
+    )
+  })
+
+  test("a command past its timeout has its container killed by name", async () => {
+    const docker = fakeDocker()
+    const { workspace } = layout()
+    const settings = commandLineSettings({ type: "scripted", enable_mcp_command_line: true, command_line_execution_mode: "docker", command_line_network: true } as BackendConfig)!
+    const executor = await Effect.runPromise(startExecutor(settings, docker.env, "a"))
+    const tool = makeCommandLine(workspace, [], settings, { env: docker.env, executor })
+    const r = await Effect.runPromise(Effect.flip(tool.run("execute_command", { command: "sleep 1000", timeout: 1 })))
+    expect(r.message).toContain("timed out after 1s")
+    const name = docker.calls()[2]!.match(/--name (\S+)/)![1]!
+    expect(docker.calls()[2]).toContain("--network bridge")
+    // `docker kill` runs beside the killed CLI: its line is written when it has started.
+    while (!docker.calls().includes(`kill ${name}`)) await Bun.sleep(10)
+    expect(docker.calls().slice(3)).toEqual([`kill ${name}`])
+  })
+})
+
 describe("a mode that cannot run here fails at start", () => {
   const emptyPath = () => ({ PATH: tempDir(os.tmpdir()) })
   const startIn = (mode: ExecutionMode, env: Record<string, string>) =>
