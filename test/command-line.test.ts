@@ -100,6 +100,8 @@ describe("what is refused", () => {
     const { run } = await localTool()
     expect(refusedWith(await run({}))).toEqual({ reason: "bad_arguments", message: "bad arguments: command must be a non-empty string" })
     expect(refusedWith(await run({ command: "ls", timeout: -1 })).reason).toBe("bad_arguments")
+    expect(refusedWith(await run({ command: "ls", timeout: "soon" })).message).toBe("bad arguments: timeout must be a number of seconds above 0")
+    expect(ok(await run({ command: "echo quick", timeout: "30" })).stdout).toBe("quick\n")
   })
 
   test("an invalid pattern is a config error, not a refusal at run time", () => {

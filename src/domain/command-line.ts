@@ -87,9 +87,13 @@ export interface CommandArgs {
 
 /** The call's arguments, or what is wrong with them. */
 export const commandArgs = (args: Record<string, unknown>): CommandArgs | string => {
-  const { command, timeout, work_dir } = args
+  const { command, work_dir } = args
+  // Models often send a number as a string ("30").
+  const timeout = typeof args.timeout === "string" && args.timeout.trim() !== "" ? Number(args.timeout) : args.timeout
   if (typeof command !== "string" || command.trim() === "") return "command must be a non-empty string"
-  if (timeout !== undefined && timeout !== null && (typeof timeout !== "number" || !(timeout > 0))) return "timeout must be a number of seconds above 0"
+  if (timeout !== undefined && timeout !== null && (typeof timeout !== "number" || !(timeout > 0) || !Number.isFinite(timeout))) {
+    return "timeout must be a number of seconds above 0"
+  }
   if (work_dir !== undefined && work_dir !== null && typeof work_dir !== "string") return "work_dir must be a string"
   return {
     command,
