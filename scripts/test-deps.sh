@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the test suite drives, when missing: jq (the status.json
-# recipes), tmux (the terminal view end to end) and chromium (the web view, through
-# playwright-core). Needs root or sudo; does nothing when all three are present.
+# recipes), tmux (the terminal view end to end), chromium (the web view, through
+# playwright-core) and bubblewrap (bwrap: the sandbox of execute_command). Needs root
+# or sudo; does nothing when all four are present.
 set -euo pipefail
 need=()
 command -v jq >/dev/null 2>&1 || need+=(jq)
 command -v tmux >/dev/null 2>&1 || need+=(tmux)
 [ -x /usr/bin/chromium ] || need+=(chromium)
+command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
 [ "${#need[@]}" -eq 0 ] && exit 0
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 echo "installing ${need[*]}" >&2

@@ -30,6 +30,7 @@ import type { ViewerError } from "../services/run-catalog.ts"
 import type { RunLockError } from "../services/run-lock.ts"
 import type { StatusWriteError } from "../services/status-writer.ts"
 import type { McpStartError } from "../services/tools/mcp-servers.ts"
+import type { CommandLineStartError } from "../services/tools/sandbox.ts"
 import { HELP, type UsageError, parseInvocation } from "./args.ts"
 import { diagnosticsLogger } from "./diagnostics.ts"
 import { VERSION } from "./help.ts"
@@ -54,6 +55,7 @@ export type AppError =
   | StatusWriteError
   | BackendError
   | McpStartError
+  | CommandLineStartError
 
 /** The exit code of each error class: 1 for usage and configuration errors, 2 for execution errors. */
 export const ERROR_EXIT_CODES: { readonly [Tag in AppError["_tag"]]: 1 | 2 } = {
@@ -72,6 +74,7 @@ export const ERROR_EXIT_CODES: { readonly [Tag in AppError["_tag"]]: 1 | 2 } = {
   StatusWriteError: 2,
   BackendError: 2,
   McpStartError: 1,
+  CommandLineStartError: 1,
 }
 
 export const exitCodeOf = (error: AppError): 1 | 2 => ERROR_EXIT_CODES[error._tag]

@@ -3,7 +3,9 @@
  *
  * `runSession` holds the directory's lock for the whole run, starts the
  * agents' MCP servers before any call (a server that does not start ends the
- * run with exit 1) and stops them at its end, runs the
+ * run with exit 1) and stops them at its end, makes the agents' tools (an
+ * execution mode of `execute_command` that cannot run here ends the run with
+ * exit 1), runs the
  * coordination, keeps the files derived from the events up to them
  * (`coordination_events.json`, `snapshot_mappings.json`, `snapshots/`;
  * `services/derived-files.ts`) every second and at the end, prints
@@ -26,6 +28,7 @@ import { onForcedStop } from "../services/forced-stop.ts"
 import { StatusWriter } from "../services/status-writer.ts"
 import { AgentTools } from "../services/tools/agent-tools.ts"
 import type { ToolProvider } from "../services/tools/tool-provider.ts"
+import type { CommandLineStartError } from "../services/tools/sandbox.ts"
 import { automationFooter } from "./automation-output.ts"
 import type { ConfigError } from "./load-config.ts"
 import { priceOf } from "./run-setup.ts"
@@ -47,7 +50,7 @@ export interface SessionInput {
    * Each agent's own tools, given its MCP servers' providers once they have
    * started (`makeAgentTools`); an agent without an entry has none.
    */
-  readonly tools?: (servers: ReadonlyMap<string, ReadonlyArray<ToolProvider>>) => Effect.Effect<ReadonlyMap<string, ToolProvider>, ConfigError>
+  readonly tools?: (servers: ReadonlyMap<string, ReadonlyArray<ToolProvider>>) => Effect.Effect<ReadonlyMap<string, ToolProvider>, ConfigError | CommandLineStartError>
   readonly question: string
   readonly version: string
   readonly interrupt: Effect.Effect<string>

@@ -20,7 +20,7 @@ import { makeBackend } from "../services/backend-factory.ts"
 import { type Env, loadDotEnv, resolveApiKey } from "../services/backends/keys.ts"
 import type { RunArgs } from "./args.ts"
 import type { Event } from "../domain/events.ts"
-import { combineProviders, commandToolProviders } from "../services/tools/agent-tools.ts"
+import { combineProviders, commandLineProviders, commandToolProviders } from "../services/tools/agent-tools.ts"
 import type { ToolProvider } from "../services/tools/tool-provider.ts"
 import { ConfigError, decodeDocument, isFlag, loadConfigFile } from "./load-config.ts"
 
@@ -105,17 +105,21 @@ export const makeBackends = (config: Config, env: Env, path = "--models", histor
   })
 
 /**
- * Every agent's own tools, one provider per agent: its command tools (run in
- * `cwd`, the run's log directory) and the providers of `extra` (its MCP
- * servers'), merged; two tools of one agent with one name stop the run (exit 1).
+ * Every agent's own tools, one provider per agent: its command tools and its
+ * `execute_command` tool (run in its workspace: `workspaceOf` in `cwd`, the
+ * run's log directory) and the providers of `extra` (its MCP servers'),
+ * merged; two tools of one agent with one name, or an execution mode that
+ * cannot run here, stop the run (exit 1).
  */
 export const makeAgentTools = (config: Config, env: Env, cwd: string, path: string, extra: ReadonlyMap<string, ReadonlyArray<ToolProvider>> = new Map()) =>
   Effect.gen(function* () {
     const commands = commandToolProviders(config, env, cwd)
+    const commandLines = yield* commandLineProviders(config, env, cwd)
     const out = new Map<string, ToolProvider>()
     const problems: Array<ConfigProblem> = []
     config.agents.forEach((agent, i) => {
-      const providers = [...(commands.has(agent.id) ? [commands.get(agent.id)!] : []), ...(extra.get(agent.id) ?? [])]
+      const own = [commands.get(agent.id), commandLines.get(agent.id)].filter((p): p is ToolProvider => p !== undefined)
+      const providers = [...own, ...(extra.get(agent.id) ?? [])]
       if (providers.length === 0) return
       const combined = combineProviders(providers)
       if (Either.isLeft(combined)) problems.push({ path: `agents[${i}].backend`, message: combined.left })

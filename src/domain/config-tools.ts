@@ -6,7 +6,8 @@
  * `reasoning`, `text`, `top_p`, `extra_body`), checked against the agent's
  * protocol; MCP server entries (`mcp_servers`, read by `mcp-config.ts`); and
  * command tools (`custom_tools`), with MassGen's Python tools taken out of the
- * document and refused. `config.ts` puts them in its backend schema. Pure.
+ * document and refused; and the `execute_command` tool's keys
+ * (`CommandLineFields`: `enable_mcp_command_line`, `command_line_*`). `config.ts` puts them in its backend schema. Pure.
  */
 import { Schema } from "effect"
 import type { Agent } from "./config.ts"
@@ -124,4 +125,30 @@ export const withoutPythonTools = (doc: unknown, problems: Array<ConfigProblem>)
     if (tools.some(python)) out = setAt(out, path, tools.filter((t) => !python(t)))
   }
   return out
+}
+
+/** A regular expression of `command_line_allowed_commands` / `command_line_blocked_commands`: one JavaScript can compile. */
+const CommandPattern = Schema.String.pipe(
+  Schema.filter((p) => {
+    try {
+      new RegExp(p)
+      return true
+    } catch (e) {
+      return `Expected a regular expression, found ${JSON.stringify(p)} (${e instanceof Error ? e.message : String(e)})`
+    }
+  }),
+)
+export const EXECUTION_MODES = ["local", "sandbox", "docker"] as const
+export type ExecutionMode = (typeof EXECUTION_MODES)[number]
+/** The keys of the `execute_command` tool (docs/commands.md), MassGen's names; `command_line_network` and `sandbox` are massgen's own. */
+export const CommandLineFields = {
+  enable_mcp_command_line: opt(Schema.Boolean),
+  command_line_execution_mode: opt(oneOf(...EXECUTION_MODES)),
+  command_line_allowed_commands: opt(Schema.Array(CommandPattern).annotations({ identifier: "a list of regular expressions" })),
+  command_line_blocked_commands: opt(Schema.Array(CommandPattern).annotations({ identifier: "a list of regular expressions" })),
+  command_line_network: opt(Schema.Boolean),
+  command_line_docker_image: opt(Schema.String),
+  command_line_docker_network_mode: opt(oneOf("none", "bridge", "host")),
+  command_line_docker_memory_limit: opt(Schema.String),
+  command_line_docker_cpu_limit: opt(PositiveNumber),
 }

@@ -24,7 +24,7 @@ import { SafeName } from "./run-paths.ts"
 import { hasMaskedCredential, maskUrlCredentials } from "./safe-url.ts"
 import { mcpProblems } from "./mcp-config.ts"
 import { type ConfigProblem, FiniteNumber, NonNegativeInt, PositiveInt, PositiveNumber, formatPath, found, oneOf, opt, setAt, valueAt } from "./config-schema.ts"
-import { CommandToolConfig, McpServers, ProviderFields, providerProblems, withoutPythonTools } from "./config-tools.ts"
+import { CommandLineFields, CommandToolConfig, McpServers, ProviderFields, providerProblems, withoutPythonTools } from "./config-tools.ts"
 
 export { type ConfigProblem, formatProblem } from "./config-schema.ts"
 export { CLAUDE_EFFORTS, CommandToolConfig, McpServerEntry, McpServers, PYTHON_TOOL_PROBLEM, REASONING_EFFORTS } from "./config-tools.ts"
@@ -105,6 +105,7 @@ export const BackendConfig = Schema.Struct({
   input_tokens: opt(NonNegativeInt),
   output_tokens: opt(NonNegativeInt),
   mcp_servers: opt(McpServers),
+  ...CommandLineFields,
 }).annotations({ identifier: "a backend mapping" })
 export type BackendConfig = typeof BackendConfig.Type
 

@@ -8,13 +8,19 @@
  * (`AgentTools.fromProviders`) serves a map of agent id to provider; an agent
  * missing from it has no tools. `AgentTools.fake` is the test layer: tools
  * given as plain functions of their arguments.
- * `commandToolProviders` makes every agent's command tools from the config.
+ * `commandToolProviders` makes every agent's command tools from the config,
+ * `commandLineProviders` every `execute_command` tool, each mode checked once
+ * (a mode that cannot run here stops the run at start: `sandbox.ts`).
+ * `workspaceOf` is where an agent's commands and tools run.
  */
 import { Context, Effect, Either, Layer } from "effect"
 import type { Config } from "../../domain/config.ts"
 import { WORKFLOW_TOOLS } from "../../domain/round-machine.ts"
 import { type Env, resolveApiKey } from "../backends/keys.ts"
+import { commandLineSettings } from "../../domain/command-line.ts"
+import { makeCommandLine } from "./command-line.ts"
 import { makeCommandTools, toolEnvironment } from "./command-tools.ts"
+import { type CommandLineStartError, type Executor, startExecutor } from "./sandbox.ts"
 import { type ProvidedTool, ToolRunError, type ToolProvider, noTools } from "./tool-provider.ts"
 
 export class AgentTools extends Context.Tag("massgen/AgentTools")<AgentTools, { readonly forAgent: (agentId: string) => ToolProvider }>() {
@@ -64,17 +70,54 @@ export const combineProviders = (providers: ReadonlyArray<ToolProvider>): Either
   })
 }
 
+/** `env` cleared of every key, the run's own keys included (found by `resolveApiKey`): the environment of every tool process. */
+export const cleanToolEnvironment = (config: Config, env: Env): Record<string, string> =>
+  toolEnvironment(
+    env,
+    config.agents.flatMap((a) => {
+      const key = resolveApiKey(a, env)
+      return Either.isRight(key) && key.right !== null ? [key.right] : []
+    }),
+  )
+
 /**
- * Every agent's command tools, run in `cwd` with `env` cleared of every key
- * (the run's own keys included, found by `resolveApiKey`).
+ * The directory an agent's commands and tools run in, given the run's working
+ * directory `cwd` (its log directory): the one place an agent's workspace
+ * will be chosen; until then, `cwd` itself.
  */
+export const workspaceOf = (_agent: Config["agents"][number], cwd: string): string => cwd
+
+/** Every agent's command tools, run in its workspace with `env` cleared of every key. */
 export const commandToolProviders = (config: Config, env: Env, cwd: string): ReadonlyMap<string, ToolProvider> => {
-  const secrets = config.agents.flatMap((a) => {
-    const key = resolveApiKey(a, env)
-    return Either.isRight(key) && key.right !== null ? [key.right] : []
-  })
-  const clean = toolEnvironment(env, secrets)
+  const clean = cleanToolEnvironment(config, env)
   return new Map(
-    config.agents.flatMap((a) => (a.backend.custom_tools?.length ? [[a.id, makeCommandTools(a.backend.custom_tools, cwd, clean)] as const] : [])),
+    config.agents.flatMap((a) => (a.backend.custom_tools?.length ? [[a.id, makeCommandTools(a.backend.custom_tools, workspaceOf(a, cwd), clean)] as const] : [])),
   )
 }
+
+/**
+ * Every `execute_command` tool (agents with `enable_mcp_command_line: true`),
+ * run in the agent's workspace with `env` cleared of every key; each execution
+ * mode is checked once, and one that cannot run here fails the start.
+ * `readOnlyPaths` are the paths the agent may read in the sandbox besides the root filesystem's.
+ */
+export const commandLineProviders = (
+  config: Config,
+  env: Env,
+  cwd: string,
+  readOnlyPaths: (agent: Config["agents"][number]) => ReadonlyArray<string> = () => [],
+): Effect.Effect<ReadonlyMap<string, ToolProvider>, CommandLineStartError> =>
+  Effect.gen(function* () {
+    const clean = cleanToolEnvironment(config, env)
+    const executors = new Map<string, Executor>()
+    const out = new Map<string, ToolProvider>()
+    for (const agent of config.agents) {
+      const settings = commandLineSettings(agent.backend)
+      if (settings === null) continue
+      const key = JSON.stringify([settings.mode, settings.network, settings.docker])
+      const executor = executors.get(key) ?? (yield* startExecutor(settings, clean, agent.id))
+      executors.set(key, executor)
+      out.set(agent.id, makeCommandLine(workspaceOf(agent, cwd), readOnlyPaths(agent), settings, { env: clean, executor }))
+    }
+    return out as ReadonlyMap<string, ToolProvider>
+  })

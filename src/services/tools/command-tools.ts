@@ -7,8 +7,9 @@
  * it; what it prints on stdout is the result. A non-zero exit (or a signal) is
  * a `ToolRunError` with the exit status and the tail of stderr. Interrupting a
  * call (the runner's timeout, a cancelled round, the run's end) kills the
- * command. Time and size limits are the tool runner's (`tool-runner.ts`);
- * what a command prints is held only up to just past the cap the model is
+ * command and every process it started (its process group; `child-process.ts`),
+ * and so does its end: nothing it started outlives the call. Time and size
+ * limits are the tool runner's (`tool-runner.ts`); what a command prints is held only up to just past the cap the model is
  * given (a command that prints more is stopped, and its result cut by the
  * runner), and of its stderr only the tail an error quotes.
  *
@@ -25,7 +26,7 @@ import { PRESETS } from "../../domain/presets.ts"
 import type { ToolSpec } from "../../domain/llm.ts"
 import { MAX_TOOL_RESULT_CHARS } from "../../domain/tool-calls.ts"
 import type { Env } from "../backends/keys.ts"
-import { deathBoundCommand } from "./death-bound.ts"
+import { type GroupProcess, forgetGroup, killGroup, readTail, readUpTo, spawnInGroup } from "./child-process.ts"
 import { type ProvidedTool, ToolRunError, type ToolProvider } from "./tool-provider.ts"
 
 /** Characters of stderr an error result quotes, from its end. */
@@ -71,38 +72,15 @@ const tail = (text: string): string => (text.length > STDERR_TAIL ? `…${text.s
  */
 const STDOUT_KEPT = (MAX_TOOL_RESULT_CHARS + 1) * 4
 
-/** A stream's text, at most `max` bytes of it; `over` is called once when it brings more. */
-const readUpTo = async (stream: ReadableStream<Uint8Array>, max: number, over: () => void): Promise<string> => {
-  const chunks: Array<Uint8Array> = []
-  let size = 0
-  for await (const chunk of stream) {
-    chunks.push(chunk)
-    size += chunk.byteLength
-    if (size > max) {
-      over()
-      break
-    }
-  }
-  return new TextDecoder().decode(Buffer.concat(chunks).subarray(0, max))
-}
-
-/** A stream's last `max` characters (what an error message quotes), however much it brings. */
-const readTail = async (stream: ReadableStream<Uint8Array>, max: number): Promise<string> => {
-  const decoder = new TextDecoder()
-  let text = ""
-  for await (const chunk of stream) text = (text + decoder.decode(chunk, { stream: true })).slice(-max)
-  return text
-}
-
 /** Runs `command` with `input` on stdin; its stdout, or a `ToolRunError`. Interrupting it kills the process. */
 const runCommand = (command: ReadonlyArray<string>, input: string, cwd: string, env: Record<string, string>): Effect.Effect<string, ToolRunError> =>
   Effect.async<string, ToolRunError>((resume) => {
-    let proc: ReturnType<typeof Bun.spawn<"pipe", "pipe", "pipe">>
+    let proc: GroupProcess<"pipe">
     try {
       // Resolved here, so that a missing program is "cannot start", not the exit of the wrapper that runs it.
       const program = Bun.which(command[0]!, { PATH: env.PATH ?? "", cwd })
       if (program === null) throw new Error("no such program")
-      proc = Bun.spawn([...deathBoundCommand(program, command.slice(1))], { cwd, env, stdin: "pipe", stdout: "pipe", stderr: "pipe" })
+      proc = spawnInGroup(program, command.slice(1), { cwd, env, stdin: "pipe" })
     } catch (e) {
       resume(Effect.fail(new ToolRunError({ reason: "failed", detail: `cannot start ${command[0]}: ${e instanceof Error ? e.message : String(e)}` })))
       return
@@ -111,7 +89,7 @@ const runCommand = (command: ReadonlyArray<string>, input: string, cwd: string, 
     let overflowed = false
     const stdout = readUpTo(proc.stdout, STDOUT_KEPT, () => {
       overflowed = true
-      proc.kill("SIGKILL")
+      killGroup(proc.pid)
     })
     const stderr = readTail(proc.stderr, STDERR_TAIL + 1)
     // A command that exits without reading its stdin closes the pipe: that is not an error of the call.
@@ -121,6 +99,8 @@ const runCommand = (command: ReadonlyArray<string>, input: string, cwd: string, 
         await proc.stdin.end()
       })
       .catch(() => undefined)
+    // What the command left running in its group (a process in the background) ends with it.
+    void proc.exited.then(() => (killGroup(proc.pid), forgetGroup(proc.pid)))
     void Promise.all([proc.exited, stdout, stderr]).then(([code, out, err]) => {
       // Over the cap: its output so far, which the runner cuts with its note.
       if (code === 0 || overflowed) return resume(Effect.succeed(out))
@@ -128,7 +108,7 @@ const runCommand = (command: ReadonlyArray<string>, input: string, cwd: string, 
       const why = tail(err)
       resume(Effect.fail(new ToolRunError({ reason: "failed", detail: `${command[0]} ${how}${why === "" ? "" : `: ${why}`}` })))
     })
-    return Effect.sync(() => proc.kill("SIGKILL"))
+    return Effect.sync(() => killGroup(proc.pid))
   })
 
 /** The command tools of one agent: run in `cwd` with `env` (already cleared of keys by `toolEnvironment`). */

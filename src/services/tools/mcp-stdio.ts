@@ -9,7 +9,7 @@
  *   `setpriv --pdeathsig SIGKILL` (util-linux) where that exists, so the kernel
  *   kills it when massgen dies; and any server still running when the process
  *   exits (`process.exit`, a second Ctrl+C) is killed with its process group;
- * - it runs in a process group of its own (`groupLeaderCommand`), so that
+ * - it runs in a process group of its own (`spawnInGroup`), so that
  *   stopping it stops what it started (`npx` starts a second process) and a
  *   Ctrl+C at the terminal reaches massgen, which stops the servers itself;
  * - how it ended (`exitDescription`: the exit code or the signal) and the tail
@@ -26,38 +26,19 @@ import { ReadBuffer, serializeMessage } from "@modelcontextprotocol/sdk/shared/s
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js"
 import type { ResolvedStdio } from "../../domain/mcp-config.ts"
-import { groupLeaderCommand } from "./death-bound.ts"
+import { type GroupProcess, forgetGroup, killGroup, spawnInGroup } from "./child-process.ts"
 
 /** How long `close()` waits for the server to exit after its stdin ends, and again after SIGTERM. */
 const GRACE_MS = 1000
 /** How much of a server's stderr is kept, from its end. */
 const STDERR_KEPT = 8192
 
-/** Process groups of the servers still running: killed when massgen exits, however it exits. */
-const running = new Set<number>()
-let exitHookInstalled = false
-const killGroup = (pid: number, signal: NodeJS.Signals): void => {
-  try {
-    process.kill(-pid, signal)
-  } catch {
-    // Gone already.
-  }
-}
-const installExitHook = (): void => {
-  if (exitHookInstalled) return
-  exitHookInstalled = true
-  process.on("exit", () => {
-    for (const pid of running) killGroup(pid, "SIGKILL")
-  })
-}
-
-
 export class StdioServerTransport implements Transport {
   onclose?: () => void
   onerror?: (error: Error) => void
   onmessage?: <T extends JSONRPCMessage>(message: T) => void
 
-  private proc: Bun.Subprocess<"pipe", "pipe", "pipe"> | null = null
+  private proc: GroupProcess<"pipe"> | null = null
   private readonly buffer = new ReadBuffer()
   private stderr = ""
   private ended: string | null = null
@@ -88,22 +69,16 @@ export class StdioServerTransport implements Transport {
 
   async start(): Promise<void> {
     if (this.proc !== null) throw new Error("the server was started already")
-    installExitHook()
-    const { argv, detached } = groupLeaderCommand(this.server.command, this.server.args)
-    const proc = Bun.spawn([...argv], {
+    const proc = spawnInGroup(this.server.command, this.server.args, {
       cwd: this.server.cwd,
       env: { ...getDefaultEnvironment(), ...this.server.env },
       stdin: "pipe",
-      stdout: "pipe",
-      stderr: "pipe",
-      detached,
     })
     this.proc = proc
-    running.add(proc.pid)
     const stdout = this.readStdout(proc.stdout)
     const stderr = this.readStderr(proc.stderr)
     void proc.exited.then(async (code) => {
-      running.delete(proc.pid)
+      forgetGroup(proc.pid)
       this.endedBeforeClose = this.closing === null
       await Promise.all([stdout, stderr])
       this.ended = proc.signalCode !== null ? `killed by ${proc.signalCode}` : `exited with code ${code}`
@@ -182,6 +157,6 @@ export class StdioServerTransport implements Transport {
       killGroup(proc.pid, "SIGKILL")
     }
     await exited
-    running.delete(proc.pid)
+    forgetGroup(proc.pid)
   }
 }

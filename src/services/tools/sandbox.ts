@@ -1,0 +1,117 @@
+/**
+ * Execution modes: how a command of `execute_command` is started, checked once at the start of a run.
+ *
+ * `startExecutor(settings, env, agent)` makes sure the mode can run commands
+ * here, or fails with a `CommandLineStartError` (the run stops before its
+ * first event, exit 1, naming the agent, the mode and why):
+ * - `local`: `/bin/sh -c` on the host; nothing to check.
+ * - `sandbox`: `bwrap` (bubblewrap) must be on the `PATH` and able to make a
+ *   sandbox here (it needs user namespaces, or root): it is tried once.
+ * - `docker`: the `docker` CLI must be on the `PATH`, its daemon must answer,
+ *   and the image must be there (it is pulled once when it is not).
+ * The `Executor` it gives turns a command into the program and arguments that
+ * run it (`domain/command-line.ts` builds them), and says what else stopping
+ * it takes (a container outlives the `docker` CLI: it is killed by name).
+ *
+ * Words: the *execution mode* is `command_line_execution_mode`; the *sandbox*
+ * is what `bwrap` makes (docs/commands.md says what it allows).
+ */
+import { Effect, Schema } from "effect"
+import { type CommandLineSettings, type Mounts, bwrapArgs, dockerRunArgs } from "../../domain/command-line.ts"
+import type { ExecutionMode } from "../../domain/config-tools.ts"
+import { forgetGroup, killGroup, readTail, spawnInGroup } from "./child-process.ts"
+
+export class CommandLineStartError extends Schema.TaggedError<CommandLineStartError>()("CommandLineStartError", {
+  agent: Schema.String,
+  mode: Schema.String,
+  detail: Schema.String,
+}) {
+  override get message(): string {
+    return `agent ${this.agent}: command_line_execution_mode ${this.mode}: ${this.detail}`
+  }
+}
+
+export interface Launch {
+  readonly program: string
+  readonly args: ReadonlyArray<string>
+  /** Stops what killing the program's process group does not (a container); null when that is enough. */
+  readonly stop: (() => void) | null
+}
+
+export interface Executor {
+  readonly mode: ExecutionMode
+  /** How to run `command` in `cwd` (a real path within the mounts). */
+  readonly launch: (mounts: Mounts, cwd: string, command: string) => Launch
+}
+
+/** How long a check of the mode (`bwrap` tried once, `docker version`, `docker image inspect`) may take; a pull, `PULL_MS`. */
+const PROBE_MS = 20_000
+const PULL_MS = 600_000
+
+interface Probe {
+  readonly ok: boolean
+  readonly why: string
+}
+
+/** Runs `program args` to its end (or `ms`); whether it exited 0, and else the last line of its stderr, or how it ended. */
+const probe = (program: string, args: ReadonlyArray<string>, env: Record<string, string>, ms: number): Effect.Effect<Probe> =>
+  Effect.promise(async () => {
+    const proc = spawnInGroup(program, args, { cwd: "/", env, stdin: "ignore" })
+    const timer = setTimeout(() => killGroup(proc.pid), ms)
+    const [code, err] = await Promise.all([proc.exited, readTail(proc.stderr, 2_000), new Response(proc.stdout).arrayBuffer()])
+    clearTimeout(timer)
+    killGroup(proc.pid)
+    forgetGroup(proc.pid)
+    const line = err.trim().split("\n").filter((l) => l.trim() !== "").pop() ?? ""
+    const how = proc.signalCode !== null ? `was stopped after ${ms / 1000} s` : `exited with ${code}`
+    return { ok: code === 0, why: line !== "" ? line.trim() : how }
+  })
+
+const local: Executor = { mode: "local", launch: (_mounts, _cwd, command) => ({ program: "/bin/sh", args: ["-c", command], stop: null }) }
+
+let containers = 0
+const containerName = (): string => `massgen-cmd-${process.pid}-${Date.now().toString(36)}-${(containers++).toString(36)}`
+
+/** The executor of `settings.mode` for `agent`, once the mode is known to work here. */
+export const startExecutor = (settings: CommandLineSettings, env: Record<string, string>, agent: string): Effect.Effect<Executor, CommandLineStartError> =>
+  Effect.gen(function* () {
+    const fail = (detail: string) => new CommandLineStartError({ agent, mode: settings.mode, detail })
+    const which = (name: string) => Bun.which(name, { PATH: env.PATH ?? "" })
+    switch (settings.mode) {
+      case "local":
+        return local
+      case "sandbox": {
+        const bwrap = which("bwrap")
+        if (bwrap === null) return yield* fail("bwrap is not on the PATH: install bubblewrap (apt-get install bubblewrap), or use command_line_execution_mode local")
+        const tried = yield* probe(bwrap, bwrapArgs({ workspace: "/tmp", readOnly: [] }, false, "/", "true"), env, PROBE_MS)
+        if (!tried.ok) return yield* fail(`bwrap cannot make a sandbox here (it needs user namespaces, or root): ${tried.why}`)
+        return { mode: "sandbox", launch: (mounts, cwd, command) => ({ program: bwrap, args: bwrapArgs(mounts, settings.network, cwd, command), stop: null }) }
+      }
+      case "docker": {
+        const docker = which("docker")
+        if (docker === null) return yield* fail("the docker CLI is not on the PATH: install Docker, or use command_line_execution_mode sandbox or local")
+        const server = yield* probe(docker, ["version", "--format", "{{.Server.Version}}"], env, PROBE_MS)
+        if (!server.ok) return yield* fail(`the Docker daemon does not answer: ${server.why}`)
+        const image = settings.docker.image
+        const present = yield* probe(docker, ["image", "inspect", image], env, PROBE_MS)
+        if (!present.ok) {
+          const pulled = yield* probe(docker, ["pull", image], env, PULL_MS)
+          if (!pulled.ok) return yield* fail(`image ${image} is not here and cannot be pulled: ${pulled.why}`)
+        }
+        return {
+          mode: "docker",
+          launch: (mounts, cwd, command) => {
+            const name = containerName()
+            return {
+              program: docker,
+              args: dockerRunArgs({ name, image, networkMode: settings.docker.networkMode, memory: settings.docker.memory, cpus: settings.docker.cpus }, mounts, cwd, command),
+              stop: () => {
+                const kill = spawnInGroup(docker, ["kill", name], { cwd: "/", env, stdin: "ignore" })
+                void kill.exited.then(() => forgetGroup(kill.pid))
+              },
+            }
+          },
+        }
+      }
+    }
+  })

@@ -1,0 +1,103 @@
+/**
+ * `execute_command` end to end, from source: a scripted agent with
+ * `enable_mcp_command_line: true` runs commands in the sandbox during a run;
+ * they run in the run directory (its workspace until workspaces exist), write
+ * nothing outside it, see no API key of massgen's environment, and a blocked
+ * one is refused, each recorded as a tool call. A mode that cannot run here
+ * (no `docker`, no `bwrap` on the PATH) stops the run at start with exit 1 and
+ * the reason.
+ */
+import { afterAll, describe, expect, test } from "bun:test"
+import * as fs from "node:fs"
+import * as nodePath from "node:path"
+import { cleanupSandboxes, runCli, sandbox, writeConfig } from "./support/cli.ts"
+import { ENV, expectExit, lineValue, readEvents } from "./support/run-dirs.ts"
+
+afterAll(() => cleanupSandboxes())
+
+const SECRET = "sk-e2e-command-line-secret"
+
+const doc = (backend: Record<string, unknown>, script: ReadonlyArray<unknown> = []) => ({
+  agents: [
+    {
+      id: "worker",
+      backend: {
+        type: "scripted",
+        script: [...script, { new_answer: "ran it" }],
+        vote: "agent1",
+        final: "ran it",
+        enable_mcp_command_line: true,
+        ...backend,
+      },
+    },
+  ],
+})
+
+describe("execute_command in a run", () => {
+  test("sandboxed commands run in the run directory, write nothing outside it, see no key; a blocked one is refused", async () => {
+    const cwd = sandbox()
+    const config = writeConfig(
+      cwd,
+      doc({ command_line_execution_mode: "sandbox", command_line_blocked_commands: ["curl"] }, [
+        { tool: "execute_command", args: { command: `env > env.txt; echo made > made.txt; echo x > ../escape.txt; echo x > ${cwd}/escape.txt; echo done` } },
+        { tool: "execute_command", args: { command: "curl http://example.com" } },
+      ]),
+    )
+    const r = await runCli("source", ["--automation", "--config", config, "Run it."], { cwd, env: { ...ENV, OPENAI_API_KEY: SECRET } })
+    expectExit(r, 0)
+    const dir = lineValue(r, "LOG_DIR")
+    const finished = readEvents(dir).filter((e) => e.type === "tool_call_finished")
+    expect(finished.map((e) => [e.tool, e.ok])).toEqual([
+      ["execute_command", true],
+      ["execute_command", false],
+    ])
+    expect(JSON.parse(finished[0].result)).toMatchObject({ success: true, stdout: "done\n", work_dir: "." })
+    expect(finished[1].result).toBe('error: refused: the command matches command_line_blocked_commands pattern "curl"')
+    expect(fs.readFileSync(nodePath.join(dir, "made.txt"), "utf8")).toBe("made\n")
+    const env = fs.readFileSync(nodePath.join(dir, "env.txt"), "utf8")
+    expect(env).toContain("PATH=")
+    expect(env).not.toContain(SECRET)
+    expect(env).not.toContain("OPENAI_API_KEY")
+    // The run's /tmp is the sandbox's own: what it wrote beside the run directory is gone with it.
+    expect(fs.existsSync(nodePath.join(nodePath.dirname(dir), "escape.txt"))).toBe(false)
+    expect(fs.existsSync(nodePath.join(cwd, "escape.txt"))).toBe(false)
+    expect(fs.readFileSync(nodePath.join(dir, "events.jsonl"), "utf8")).not.toContain(SECRET)
+  }, 60_000)
+
+  test("docker mode without the docker CLI stops the run at start with exit 1 and the reason", async () => {
+    const cwd = sandbox()
+    const config = writeConfig(cwd, doc({ command_line_execution_mode: "docker" }))
+    const r = await runCli("source", ["--automation", "--config", config, "Run it."], { cwd, env: { ...ENV, PATH: cwd } })
+    expectExit(r, 1)
+    expect(r.stderr).toContain(
+      "massgen: agent worker: command_line_execution_mode docker: the docker CLI is not on the PATH: install Docker, or use command_line_execution_mode sandbox or local\n",
+    )
+    expect(r.lines.some((l) => l.startsWith("WINNER:"))).toBe(false)
+  }, 60_000)
+
+  test("sandbox mode without bwrap stops the run at start with exit 1 and the reason", async () => {
+    const cwd = sandbox()
+    const config = writeConfig(cwd, doc({ command_line_execution_mode: "sandbox" }))
+    const r = await runCli("source", ["--automation", "--config", config, "Run it."], { cwd, env: { ...ENV, PATH: cwd } })
+    expectExit(r, 1)
+    expect(r.stderr).toContain("massgen: agent worker: command_line_execution_mode sandbox: bwrap is not on the PATH")
+  }, 60_000)
+})
+
+describe("examples/commands.yaml", () => {
+  test("runs offline: the sum is computed in the sandbox, the write to /etc fails, the run completes", async () => {
+    const cwd = sandbox()
+    const r = await runCli("source", ["--automation", "--config", nodePath.join(import.meta.dir, "..", "examples", "commands.yaml"), "What is 3 + 4 + 5?"], { cwd, env: ENV })
+    expectExit(r, 0)
+    expect(r.lines).toContain("WINNER: calculator")
+    const dir = lineValue(r, "LOG_DIR")
+    const results = readEvents(dir).filter((e) => e.type === "tool_call_finished").map((e) => JSON.parse(e.result))
+    expect(results.map((x) => [x.success, x.stdout])).toEqual([
+      [true, "12\n"],
+      [false, ""],
+    ])
+    expect(results[1].stderr).toContain("Read-only file system")
+    expect(fs.readFileSync(nodePath.join(dir, "nums.txt"), "utf8")).toBe("3\n4\n5\n")
+    expect(fs.existsSync("/etc/planted.txt")).toBe(false)
+  }, 60_000)
+})
