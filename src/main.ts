@@ -61,11 +61,11 @@ const withoutStdout = async <M>(load: () => Promise<M>): Promise<M> => {
 const JIT_NORMAL_AFTER_MS = 1000
 
 const argv = process.argv.slice(2)
-const { HELP, VERSION, plainInvocation } = await import("./cli/help.ts")
+const { HELP, plainInvocation } = await import("./cli/help.ts")
 const plain = plainInvocation(argv)
 if (plain !== null) {
   // The whole of stdout, with nothing else writing to it: console.log needs no stream and stays quiet once the reader has gone.
-  console.log("%s", plain === "help" ? HELP : `massgen ${VERSION}`)
+  console.log("%s", plain === "help" ? HELP : (await import("./cli/identity.ts")).versionText())
   process.exit(0)
 }
 // The binary starts with the JIT reluctant (`--compile-jit-policy` in package.json's build): most of a

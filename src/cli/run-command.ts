@@ -16,6 +16,7 @@ import { createLogDir, logBaseDir } from "../services/log-dir.ts"
 import { RunFiles, liveRunFiles } from "../services/run-files.ts"
 import type { RunArgs } from "./args.ts"
 import { automationHeader } from "./automation-output.ts"
+import { buildIdentity } from "./identity.ts"
 import { runDisplay } from "./display.ts"
 import { makeAgentTools, makeBackends, resolveRunConfig, unpricedUnderBudget } from "./run-setup.ts"
 import { runSession } from "./run-session.ts"
@@ -51,8 +52,9 @@ export const runCommand = (args: RunArgs, ctx: CliContext) =>
       config_path: loaded.path === null ? null : resolve(ctx.cwd, loaded.path),
       config: maskSecrets(loaded.raw),
       cli_args: maskSecrets({ argv: ctx.argv }),
-      massgen_version: ctx.version,
+      massgen_version: buildIdentity().version,
       runtime: `bun ${Bun.version}`,
+      build: buildIdentity(),
       working_directory: ctx.cwd,
       log_dir: logDir,
     }
