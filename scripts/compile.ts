@@ -14,6 +14,8 @@
  * registry once and cached under `$BUN_INSTALL_CACHE_DIR` (by default
  * `~/.bun/install/cache/bun-<os>-<arch>[-musl]-v<bun version>`).
  */
+import { createHash } from "node:crypto"
+import * as fs from "node:fs"
 import * as nodePath from "node:path"
 
 export const ROOT = nodePath.resolve(import.meta.dir, "..")
@@ -73,4 +75,23 @@ export const compile = async ({ target, outfile, commit, built, flags = BUILD_FL
   )
   const [code, out, err] = await Promise.all([proc.exited, new Response(proc.stdout).text(), new Response(proc.stderr).text()])
   if (code !== 0) throw new Error(`bun build --target=${target} failed (exit ${code}):\n${out}${err}`)
+}
+
+/** What a build is made from: every file a binary depends on. */
+const BUILD_INPUTS = ["src", "scripts", "package.json", "bun.lock", "tsconfig.json", "install.sh"]
+
+/** A hash of every build input's path and content: equal keys, equal binaries (but for the stamp). */
+export const sourceKey = (): string => {
+  const hash = createHash("sha256")
+  const add = (path: string): void => {
+    if (!fs.existsSync(path)) return
+    if (fs.statSync(path).isDirectory()) {
+      for (const entry of fs.readdirSync(path).sort()) add(nodePath.join(path, entry))
+      return
+    }
+    hash.update(`${nodePath.relative(ROOT, path)}\0`)
+    hash.update(fs.readFileSync(path))
+  }
+  for (const input of BUILD_INPUTS) add(nodePath.join(ROOT, input))
+  return hash.digest("hex")
 }

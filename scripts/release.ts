@@ -7,7 +7,11 @@
  *   of `bun run build` less the source maps (`scripts/compile.ts`);
  * - `SHA256SUMS`, one `<hex>  <file>` line per binary (`sha256sum -c` reads it;
  *   `install.sh` checks a download against it);
+ * - `install.sh`, the installer, a copy of the repository's;
  * - `RELEASE.md`: the identity, and each file's target, size and checksum.
+ *
+ * `dist/release.key` then holds the `sourceKey()` the release was built from,
+ * so a test run can tell a release that is still current from a stale one.
  *
  * Every target builds from this machine: Bun fetches a target's runtime from
  * the npm registry the first time and keeps it in its install cache
@@ -20,7 +24,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as nodePath from "node:path"
 import pkg from "../package.json" with { type: "json" }
-import { RELEASE_FLAGS, ROOT, buildDate, checkoutCommit, compile } from "./compile.ts"
+import { RELEASE_FLAGS, ROOT, buildDate, checkoutCommit, compile, sourceKey } from "./compile.ts"
 
 /** Each released target: the `bun build --target` and the platform part of its file name. */
 export const RELEASE_TARGETS = [
@@ -33,6 +37,7 @@ export const RELEASE_TARGETS = [
 ] as const
 
 export const RELEASE_DIR = nodePath.join(ROOT, "dist", "release")
+export const RELEASE_KEY_FILE = nodePath.join(ROOT, "dist", "release.key")
 
 export const releaseFileName = (platform: string): string => `massgen-${pkg.version}-${platform}${platform.startsWith("windows") ? ".exe" : ""}`
 
@@ -68,10 +73,12 @@ interface Built {
 
 const main = async () => {
   const started = performance.now()
+  const key = sourceKey()
   const commit = checkoutCommit()
   const built = buildDate()
   const jobs = Number(process.env.RELEASE_JOBS ?? "2")
   fs.rmSync(RELEASE_DIR, { recursive: true, force: true })
+  fs.rmSync(RELEASE_KEY_FILE, { force: true })
   fs.mkdirSync(RELEASE_DIR, { recursive: true })
   // Each build writes its source maps beside its binary: in a scratch directory, not in the release.
   const scratch = fs.mkdtempSync(nodePath.join(os.tmpdir(), "massgen-release-"))
@@ -89,8 +96,13 @@ const main = async () => {
       console.log(`${file}  ${(result.bytes / MB).toFixed(1)} MB  ${seconds.toFixed(1)} s`)
       return result
     })
-    fs.writeFileSync(nodePath.join(RELEASE_DIR, "SHA256SUMS"), results.map((r) => `${r.sha256}  ${r.file}\n`).join(""))
+    const installer = nodePath.join(RELEASE_DIR, "install.sh")
+    fs.copyFileSync(nodePath.join(ROOT, "install.sh"), installer)
+    fs.chmodSync(installer, 0o755)
+    const sums = [...results.map((r) => [r.sha256, r.file]), [await sha256(installer), "install.sh"]]
+    fs.writeFileSync(nodePath.join(RELEASE_DIR, "SHA256SUMS"), sums.map(([sum, file]) => `${sum}  ${file}\n`).join(""))
     fs.writeFileSync(nodePath.join(RELEASE_DIR, "RELEASE.md"), releaseNotes(results, commit, built))
+    fs.writeFileSync(RELEASE_KEY_FILE, `${key}\n`)
   } finally {
     fs.rmSync(scratch, { recursive: true, force: true })
   }
