@@ -51,9 +51,10 @@ const dotEnv = (cwd: string, env: Env): { found: Finding; env: Env; fromFile: Se
     return { found, env, fromFile: new Set() }
   }
   const parsed = parseDotEnv(text)
-  const fromFile = new Set(Object.keys(parsed).filter((k) => (env[k] ?? "") === ""))
+  // Also those the environment holds with the .env value: `bun src/main.ts` loads .env into it by itself.
+  const fromFile = new Set(Object.keys(parsed).filter((k) => (env[k] ?? "") === "" || env[k] === parsed[k]))
   const merged: Record<string, string | undefined> = { ...env }
-  for (const k of fromFile) merged[k] = parsed[k]
+  for (const k of fromFile) merged[k] = parsed[k]!
   return { found: finding("ok", ".env", `${path} (${Object.keys(parsed).length} variables)`), env: merged, fromFile }
 }
 
