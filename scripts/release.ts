@@ -41,7 +41,7 @@ export const RELEASE_KEY_FILE = nodePath.join(ROOT, "dist", "release.key")
 
 export const releaseFileName = (platform: string): string => `massgen-${pkg.version}-${platform}${platform.startsWith("windows") ? ".exe" : ""}`
 
-const MB = 1024 * 1024
+const MiB = 1024 * 1024
 
 const sha256 = async (path: string): Promise<string> => {
   const hash = createHash("sha256")
@@ -93,7 +93,7 @@ const main = async () => {
       fs.chmodSync(path, 0o755)
       const seconds = (performance.now() - t0) / 1000
       const result = { file, target, bytes: fs.statSync(path).size, sha256: await sha256(path), seconds }
-      console.log(`${file}  ${(result.bytes / MB).toFixed(1)} MB  ${seconds.toFixed(1)} s`)
+      console.log(`${file}  ${(result.bytes / MiB).toFixed(1)} MiB  ${seconds.toFixed(1)} s`)
       return result
     })
     const installer = nodePath.join(RELEASE_DIR, "install.sh")
@@ -117,7 +117,7 @@ const releaseNotes = (results: ReadonlyArray<Built>, commit: string, built: stri
     "",
     "| file | target | size | sha256 |",
     "| --- | --- | --- | --- |",
-    ...results.map((r) => `| ${r.file} | ${r.target} | ${(r.bytes / MB).toFixed(1)} MB (${r.bytes} bytes) | \`${r.sha256}\` |`),
+    ...results.map((r) => `| ${r.file} | ${r.target} | ${(r.bytes / MiB).toFixed(1)} MiB (${r.bytes} bytes) | \`${r.sha256}\` |`),
     "",
   ].join("\n")
 
