@@ -15,7 +15,7 @@
  * (`massgen ... | head -1`), and a slow reader gets every line before exit.
  *
  * Start-up is lazy: `massgen --help` and `--version` print from `cli/help.ts`
- * alone (no parser, no Effect), and the program (`cli/program.ts`) loads each
+ * and `cli/identity.ts` alone (no parser, no Effect), and the program (`cli/program.ts`) loads each
  * command's code only when it runs. No node stream is made unless a command
  * needs one (the terminal view, the viewer): Bun takes about as long to make
  * `process.stdout` as to start a whole program, and Effect's logger module

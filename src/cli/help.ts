@@ -1,6 +1,6 @@
 /**
- * The help text and the version, and the invocations that print them without
- * being parsed.
+ * The help text, and the invocations that print it or the version
+ * (`identity.ts`) without being parsed.
  *
  * `plainInvocation(argv)` tells `massgen --help`, `massgen --version` (and
  * `-h`, `-v`, `massgen COMMAND --help`) from everything else without loading
@@ -9,9 +9,6 @@
  * null for every other, which goes to the parser. The text lists every flag
  * the parser (`args.ts`) takes.
  */
-import pkg from "../../package.json" with { type: "json" }
-
-export const VERSION = pkg.version
 
 /** The web view's port when `--port` is not given. */
 export const DEFAULT_PORT = 8000

@@ -25,6 +25,7 @@ export interface CliContext {
   readonly env: Readonly<Record<string, string | undefined>>
   readonly cwd: string
   readonly argv: ReadonlyArray<string>
+  /** The build identity on one line (`identityLine`), for the events' meta. */
   readonly version: string
   readonly interrupt: Effect.Effect<string>
   readonly print: (line: string) => void
