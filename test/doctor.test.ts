@@ -23,9 +23,19 @@ const KEY = "sk-proj-THE-SECRET-KEY-0123456789abcdefXYZW"
 const NO_KEYS = Object.fromEntries(Object.values(PRESETS).flatMap((p) => p.keyEnv).map((k) => [k, undefined]))
 
 let server: ReturnType<typeof Bun.serve>
+/** What each request to `server` carried. */
+const probes: Array<{ path: string; query: string; authorization: string | null }> = []
 let closedPort = 0
 beforeAll(() => {
-  server = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("no such route", { status: 404 }) })
+  server = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    fetch: (request) => {
+      const url = new URL(request.url)
+      probes.push({ path: url.pathname, query: url.search, authorization: request.headers.get("authorization") })
+      return new Response("no such route", { status: 404 })
+    },
+  })
   // A port that was just bound and let go: nothing listens on it.
   const gone = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("") })
   closedPort = gone.port!
@@ -96,7 +106,7 @@ describe("massgen doctor", () => {
       const cwd = sandbox()
       const config = writeConfig(cwd, {
         agents: [
-          { id: "local", backend: { type: "chatcompletion", model: "m", base_url: `http://127.0.0.1:${server.port}/v1` } },
+          { id: "local", backend: { type: "chatcompletion", model: "m", base_url: `http://someone:${KEY}@127.0.0.1:${server.port}/v1?key=${KEY}` } },
           { id: "gone", backend: { type: "vllm", model: "m", base_url: `http://user:${KEY}@127.0.0.1:${closedPort}/v1?api_key=${KEY}` } },
           { id: "scripted", backend: { type: "scripted", answer: "4" } },
         ],
@@ -108,6 +118,8 @@ describe("massgen doctor", () => {
       expect(line(result.stdout, "gone base URL")).toBe(`fail  gone base URL: http://127.0.0.1:${closedPort} does not answer: connection refused`)
       expect(result.stderr).toBe("massgen: doctor: 1 problem: gone base URL\n")
       expect(result.stdout + result.stderr).not.toContain(KEY)
+      // The probe went without the URL's credentials and query.
+      expect(probes.at(-1)).toEqual({ path: "/v1", query: "", authorization: null })
     }, TEST_TIMEOUT_MS)
 
     test("every base URL answers and every key needed is set: exit 0", async () => {

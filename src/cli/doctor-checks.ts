@@ -11,8 +11,9 @@
  *   never shows more than the first 3 and last 4 characters of a key of 16 or
  *   more, nothing of a shorter one) or not.
  * - `probeBaseUrl`: whether a server answers at a base URL: any HTTP reply
- *   counts (a 401 or 404 too); nothing is sent but a GET without a key, and
- *   the URL is named by its endpoint only (`scheme://host:port`).
+ *   counts (a 401 or 404 too); nothing is sent but a GET of the URL without
+ *   its credentials and query (so no key goes with it), and the URL is named
+ *   by its endpoint only (`scheme://host:port`).
  * - `sandboxFindings`: bubblewrap and docker on PATH; required, and tried,
  *   when the raw config asks for their mode (`command_line_execution_mode`
  *   anywhere in it: `docker`, or `sandbox`/`bubblewrap`/`bwrap`).
@@ -79,7 +80,9 @@ export const probeBaseUrl = async (subject: string, url: string, timeoutMs: numb
   const endpoint = endpointOf(url)
   const started = performance.now()
   try {
-    const reply = await fetch(url, { method: "GET", redirect: "manual", signal: AbortSignal.timeout(timeoutMs) })
+    // Without the URL's credentials and query: a key in them would go with the probe.
+    const u = new URL(url)
+    const reply = await fetch(`${u.protocol}//${u.host}${u.pathname}`, { method: "GET", redirect: "manual", signal: AbortSignal.timeout(timeoutMs) })
     await reply.body?.cancel()
     return finding("ok", subject, `${endpoint} answers (HTTP ${reply.status} in ${Math.round(performance.now() - started)} ms)`)
   } catch (e) {
