@@ -91,7 +91,8 @@ exe=""
 [ "$os" = windows ] && exe=".exe"
 
 tmp="$(mktemp -d 2>/dev/null || mktemp -d -t massgen)"
-trap 'rm -rf "$tmp"' EXIT INT TERM
+trap 'rm -rf "$tmp"' EXIT
+trap 'exit 1' INT TERM
 
 say "massgen install: $platform, from $BASE"
 download "$BASE/SHA256SUMS" "$tmp/SHA256SUMS" || fail "could not download $BASE/SHA256SUMS"
@@ -111,9 +112,11 @@ fi
 mkdir -p "$DIR" || fail "cannot create $DIR"
 target="$DIR/massgen$exe"
 # Into the directory first, then renamed over any older massgen: never a half-written file under its name.
-cp "$tmp/$file" "$DIR/.massgen.partial.$$" || fail "cannot write to $DIR"
-chmod 755 "$DIR/.massgen.partial.$$"
-mv -f "$DIR/.massgen.partial.$$" "$target" || fail "cannot install $target"
+partial="$DIR/.massgen.partial.$$"
+if ! { cp "$tmp/$file" "$partial" && chmod 755 "$partial" && mv -f "$partial" "$target"; }; then
+  rm -f "$partial"
+  fail "cannot install $target"
+fi
 
 say "massgen install: installed $file as $target (sha256 $actual)"
 case ":${PATH:-}:" in
