@@ -16,7 +16,9 @@
  * Every target builds from this machine: Bun fetches a target's runtime from
  * the npm registry the first time and keeps it in its install cache
  * (`$BUN_INSTALL_CACHE_DIR`, by default `~/.bun/install/cache`), so later
- * runs need no network. Builds run `RELEASE_JOBS` at a time (default 2).
+ * runs need no network. Builds run `RELEASE_JOBS` at a time, by default one
+ * per two CPUs: each build is itself parallel, and on 2 CPUs two at once took
+ * longer than one after the other (144-169 s against 96-126 s for all six).
  * The directory is emptied first: it holds one release only.
  */
 import { createHash } from "node:crypto"
@@ -76,7 +78,7 @@ const main = async () => {
   const key = sourceKey()
   const commit = checkoutCommit()
   const built = buildDate()
-  const jobs = Number(process.env.RELEASE_JOBS ?? "2")
+  const jobs = Number(process.env.RELEASE_JOBS ?? Math.max(1, Math.floor(os.availableParallelism() / 2)))
   fs.rmSync(RELEASE_DIR, { recursive: true, force: true })
   fs.rmSync(RELEASE_KEY_FILE, { force: true })
   fs.mkdirSync(RELEASE_DIR, { recursive: true })
