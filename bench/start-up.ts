@@ -3,7 +3,7 @@
  * of its own, timed from spawn to exit (median and max of N, the three kinds
  * interleaved so that other load on the machine falls on each alike):
  * - the floor: a compiled `console.log("x")` built with the flags of
- *   `bun run build` (package.json), what any compiled Bun program costs here;
+ *   `bun run build` (`BUILD_FLAGS`), what any compiled Bun program costs here;
  * - the Effect floor: the same, importing `effect` and printing through
  *   `Effect.runPromise`: what any program built on Effect costs (not a goal;
  *   it says how much of the 5 × the run has left for its own work);
@@ -17,7 +17,7 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import pkg from "../package.json" with { type: "json" }
+import { BUILD_FLAGS } from "../scripts/compile.ts"
 import { binaryIsStale, ensureBinary } from "../test/support/cli.ts"
 import { fmt, line, median, targetLine, timedProcess } from "./support.ts"
 
@@ -35,8 +35,7 @@ const buildFloor = (dir: string, name: string, text: string): string => {
   const source = join(dir, `${name}.ts`)
   const binary = join(dir, name)
   writeFileSync(source, text)
-  const [, ...args] = pkg.scripts.build.split(" ").map((word) => (word === "src/main.ts" ? source : word === "dist/massgen" ? binary : word))
-  const built = Bun.spawnSync([process.execPath, ...args], { cwd: dir })
+  const built = Bun.spawnSync([process.execPath, "build", "--compile", ...BUILD_FLAGS, source, "--outfile", binary], { cwd: dir })
   if (built.exitCode !== 0) throw new Error(`building the ${name} program failed: ${built.stderr.toString()}`)
   return binary
 }

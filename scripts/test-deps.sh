@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the test suite drives, when missing: jq (the status.json
 # recipes), tmux (the terminal view end to end), chromium (the web view, through
-# playwright-core) and bubblewrap (bwrap: the sandbox of execute_command). Needs root
-# or sudo; does nothing when all four are present.
+# playwright-core), bubblewrap (bwrap: the sandbox of execute_command), curl, wget and shellcheck (install.sh), qemu-user-static and
+# libc6-arm64-cross (the linux-arm64 release binary, run under qemu-aarch64-static -L
+# /usr/aarch64-linux-gnu). Needs root or sudo; does nothing when all are present.
 set -euo pipefail
 need=()
 command -v jq >/dev/null 2>&1 || need+=(jq)
 command -v tmux >/dev/null 2>&1 || need+=(tmux)
 [ -x /usr/bin/chromium ] || need+=(chromium)
 command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
+command -v curl >/dev/null 2>&1 || need+=(curl)
+command -v wget >/dev/null 2>&1 || need+=(wget)
+command -v shellcheck >/dev/null 2>&1 || need+=(shellcheck)
+[ -x /usr/bin/qemu-aarch64-static ] || need+=(qemu-user-static)
+[ -e /usr/aarch64-linux-gnu/lib/ld-linux-aarch64.so.1 ] || need+=(libc6-arm64-cross)
 [ "${#need[@]}" -eq 0 ] && exit 0
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 echo "installing ${need[*]}" >&2

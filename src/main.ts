@@ -15,7 +15,7 @@
  * (`massgen ... | head -1`), and a slow reader gets every line before exit.
  *
  * Start-up is lazy: `massgen --help` and `--version` print from `cli/help.ts`
- * alone (no parser, no Effect), and the program (`cli/program.ts`) loads each
+ * and `cli/identity.ts` alone (no parser, no Effect), and the program (`cli/program.ts`) loads each
  * command's code only when it runs. No node stream is made unless a command
  * needs one (the terminal view, the viewer): Bun takes about as long to make
  * `process.stdout` as to start a whole program, and Effect's logger module
@@ -61,11 +61,11 @@ const withoutStdout = async <M>(load: () => Promise<M>): Promise<M> => {
 const JIT_NORMAL_AFTER_MS = 1000
 
 const argv = process.argv.slice(2)
-const { HELP, VERSION, plainInvocation } = await import("./cli/help.ts")
+const { HELP, plainInvocation } = await import("./cli/help.ts")
 const plain = plainInvocation(argv)
 if (plain !== null) {
   // The whole of stdout, with nothing else writing to it: console.log needs no stream and stays quiet once the reader has gone.
-  console.log("%s", plain === "help" ? HELP : `massgen ${VERSION}`)
+  console.log("%s", plain === "help" ? HELP : (await import("./cli/identity.ts")).versionText())
   process.exit(0)
 }
 // The binary starts with the JIT reluctant (`--compile-jit-policy` in package.json's build): most of a

@@ -454,10 +454,17 @@ const suite = (mode: Mode) =>
       expect(run.stderr).toContain(`massgen: warning: config ${config}: orchestrator.skip_final_presentaton: unknown key, ignored`)
     }, TEST_TIMEOUT_MS)
 
-    test("--version prints the package version", async () => {
+    test("--version prints the package version, then the commit, build date, Bun version and target", async () => {
       const result = await runCli(mode, ["--version"])
       expectExit(result, 0)
-      expect(result.stdout).toBe(`massgen ${pkg.version}\n`)
+      const [first, commit, built, bun, target] = result.lines
+      expect({ first, bun }).toEqual({ first: `massgen ${pkg.version}`, bun: `bun: ${Bun.version}` })
+      expect(commit).toMatch(/^commit: ([0-9a-f]{12}(-dirty)?|unknown)$/)
+      expect({ built, target }).toEqual(
+        mode === "binary"
+          ? { built: expect.stringMatching(/^built: \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/), target: `target: bun-${process.platform}-${process.arch}` }
+          : { built: "built: not built: run from source", target: `target: source, on bun-${process.platform}-${process.arch}` },
+      )
     }, TEST_TIMEOUT_MS)
 
     test("five runs started at once in one directory each get their own complete log directory", async () => {

@@ -20,7 +20,7 @@ afterAll(cleanupSandboxes)
 
 const TEST_TIMEOUT_MS = 60_000
 
-const PLAIN_HELP = [["--help"], ["-h"], ...["viewer", "resume", "replay", "status"].flatMap((c) => [[c, "--help"], [c, "-h"]])]
+const PLAIN_HELP = [["--help"], ["-h"], ...["viewer", "resume", "replay", "status", "doctor"].flatMap((c) => [[c, "--help"], [c, "-h"]])]
 const PLAIN_VERSION = [["--version"], ["-v"]]
 
 describe("plainInvocation", () => {
@@ -48,10 +48,11 @@ describe("compiled binary: help, version, and each command's module", () => {
   )
 
   test.each([...PLAIN_VERSION, ["--version", "--automation"]].map((argv) => argv.join(" ")))(
-    "massgen %s prints the version, exit 0",
+    "massgen %s prints the version and the build stamp, exit 0",
     async (line) => {
       const result = await runCli("binary", line.split(" "))
-      expect({ exitCode: result.exitCode, stdout: result.stdout, stderr: result.stderr }).toEqual({ exitCode: 0, stdout: `massgen ${pkg.version}\n`, stderr: "" })
+      expect({ exitCode: result.exitCode, stderr: result.stderr }).toEqual({ exitCode: 0, stderr: "" })
+      expect(result.stdout).toMatch(new RegExp(`^massgen ${pkg.version.replaceAll(".", "\\.")}\ncommit: [0-9a-f]{12}(-dirty)?\nbuilt: \\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\dZ\nbun: ${Bun.version.replaceAll(".", "\\.")}\ntarget: bun-${process.platform}-${process.arch}\n$`))
     },
     TEST_TIMEOUT_MS,
   )
@@ -88,6 +89,7 @@ describe("compiled binary: help, version, and each command's module", () => {
     { usage: "massgen resume LOG_DIR", lines: ["resume --help", "resume /x --automation --help"] },
     { usage: "massgen replay LOG_DIR", lines: ["replay --help", "replay /x --check --out /y --help"] },
     { usage: "massgen status LOG_DIR", lines: ["status --help", "status /x --json -h"] },
+    { usage: "massgen doctor [--config FILE]", lines: ["doctor --help", "doctor --config /x -h"] },
     { usage: "massgen viewer [LOG_DIR]", lines: ["viewer --help", "viewer /x --pick --help", "viewer --web --port 8123 --no-browser --help"] },
   ]
 

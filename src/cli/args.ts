@@ -73,6 +73,7 @@ export type Invocation =
   | { readonly _tag: "replay"; readonly logDir: string; readonly check: boolean; readonly outDir: string | null }
   | { readonly _tag: "status"; readonly logDir: string; readonly json: boolean }
   | { readonly _tag: "validate"; readonly path: string; readonly json: boolean }
+  | { readonly _tag: "doctor"; readonly configPath: string | null }
   | { readonly _tag: "version" }
   | { readonly _tag: "help" }
 
@@ -216,8 +217,23 @@ const parseLogDirCommand = (command: "resume" | "replay" | "status", argv: Reado
   }
 }
 
+const doctorOptions = {
+  config: { type: "string", short: "c" },
+  help: { type: "boolean", short: "h" },
+} as const
+
+/** `doctor [--config FILE]`. */
+const parseDoctor = (argv: ReadonlyArray<string>): Either.Either<Invocation, UsageError> => {
+  const result = parseStrict(argv, doctorOptions, "doctor")
+  if (Either.isLeft(result)) return Either.left(result.left)
+  if (result.right.values.help) return Either.right({ _tag: "help" })
+  if (result.right.positionals.length > 0) return usage("conflict", `doctor takes no arguments, found ${JSON.stringify(result.right.positionals[0])} (the config goes with --config)`)
+  return Either.right({ _tag: "doctor", configPath: result.right.values.config ?? null })
+}
+
 export const parseInvocation = (argv: ReadonlyArray<string>): Either.Either<Invocation, UsageError> => {
   if (argv[0] === "viewer") return parseViewer(argv.slice(1))
+  if (argv[0] === "doctor") return parseDoctor(argv.slice(1))
   if (argv[0] === "resume" || argv[0] === "replay" || argv[0] === "status") return parseLogDirCommand(argv[0], argv.slice(1))
   const typo = mistypedCommand(argv)
   if (typo !== null) {

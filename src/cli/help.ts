@@ -1,6 +1,6 @@
 /**
- * The help text and the version, and the invocations that print them without
- * being parsed.
+ * The help text, and the invocations that print it or the version
+ * (`identity.ts`) without being parsed.
  *
  * `plainInvocation(argv)` tells `massgen --help`, `massgen --version` (and
  * `-h`, `-v`, `massgen COMMAND --help`) from everything else without loading
@@ -9,14 +9,11 @@
  * null for every other, which goes to the parser. The text lists every flag
  * the parser (`args.ts`) takes.
  */
-import pkg from "../../package.json" with { type: "json" }
-
-export const VERSION = pkg.version
 
 /** The web view's port when `--port` is not given. */
 export const DEFAULT_PORT = 8000
 
-export const COMMANDS = ["resume", "replay", "status", "viewer"] as const
+export const COMMANDS = ["resume", "replay", "status", "viewer", "doctor"] as const
 
 /** How a mistyped command is told from a question; the help and the README say it in these words. */
 export const COMMAND_TYPO_RULE =
@@ -41,6 +38,8 @@ Usage:
                                               watch a run live, or replay a finished one (read-only);
                                               without LOG_DIR the newest run; --pick lists recent runs;
                                               --web serves the view on http://127.0.0.1:${DEFAULT_PORT}
+  massgen doctor [--config FILE]             check this install: identity, log root, .env, API keys
+                                              (masked), each configured base URL, sandbox tools
 
 Options:
   -c, --config FILE             YAML config (agents, orchestrator, timeout_settings)
@@ -54,7 +53,7 @@ Options:
       --orchestrator-timeout S  overrides timeout_settings.orchestrator_timeout_seconds
       --question-file FILE      read the question from FILE
       --json                    with --validate: print the result as JSON
-  -v, --version                 print the version
+  -v, --version                 print the version, commit, build date, Bun version and target
   -h, --help                    print this help
 
 A question that starts with "-" goes after --: massgen --config FILE -- "-1 or 1?"

@@ -33,7 +33,7 @@ import type { McpStartError } from "../services/tools/mcp-servers.ts"
 import type { CommandLineStartError } from "../services/tools/sandbox.ts"
 import { HELP, type UsageError, parseInvocation } from "./args.ts"
 import { diagnosticsLogger } from "./diagnostics.ts"
-import { VERSION } from "./help.ts"
+import { identityLine, versionText } from "./identity.ts"
 import type { ConfigError } from "./load-config.ts"
 import type { RunDirError } from "./run-dir.ts"
 import type { StdinSource } from "./question.ts"
@@ -98,7 +98,18 @@ const program = (argv: ReadonlyArray<string>, { stopSignal, print, printError, s
   const parsed = parseInvocation(argv)
   const env = process.env
   const cwd = process.cwd()
-  const cli = { env, cwd, argv, version: VERSION, interrupt: Effect.promise(() => stopSignal), print, printError }
+  // The identity line is made only when a command asks for it: from source, it asks git.
+  const cli = {
+    env,
+    cwd,
+    argv,
+    get version() {
+      return identityLine()
+    },
+    interrupt: Effect.promise(() => stopSignal),
+    print,
+    printError,
+  }
   const command: Effect.Effect<number, AppError> = (() => {
     if (Either.isLeft(parsed)) return Effect.fail(parsed.left)
     const invocation = parsed.right
@@ -106,7 +117,7 @@ const program = (argv: ReadonlyArray<string>, { stopSignal, print, printError, s
       case "help":
         return Effect.sync(() => (print(HELP), 0))
       case "version":
-        return Effect.sync(() => (print(`massgen ${VERSION}`), 0))
+        return Effect.sync(() => (print(versionText()), 0))
       case "validate":
         return Effect.flatMap(load(() => import("./validate-command.ts")), (m) => m.validateCommand(invocation.path, invocation.json, env, cwd, print))
       case "viewer":
@@ -130,6 +141,8 @@ const program = (argv: ReadonlyArray<string>, { stopSignal, print, printError, s
         return Effect.flatMap(load(() => import("./resume-command.ts")), (m) => m.resumeCommand(invocation, cli))
       case "replay":
         return Effect.flatMap(load(() => import("./replay-command.ts")), (m) => m.replayCommand(invocation, cli))
+      case "doctor":
+        return Effect.flatMap(load(() => import("./doctor-command.ts")), (m) => m.doctorCommand(invocation.configPath, { env, cwd, print, printError }))
       case "status":
         return Effect.flatMap(load(() => import("./status-command.ts")), (m) => m.statusCommand(invocation.logDir, invocation.json, print, printError))
     }

@@ -16,6 +16,7 @@ import { createLogDir, logBaseDir } from "../services/log-dir.ts"
 import { RunFiles, liveRunFiles } from "../services/run-files.ts"
 import type { RunArgs } from "./args.ts"
 import { automationHeader } from "./automation-output.ts"
+import { buildIdentity } from "./identity.ts"
 import { runDisplay } from "./display.ts"
 import { makeAgentTools, makeBackends, resolveRunConfig, unpricedUnderBudget } from "./run-setup.ts"
 import { runSession } from "./run-session.ts"
@@ -24,6 +25,7 @@ export interface CliContext {
   readonly env: Readonly<Record<string, string | undefined>>
   readonly cwd: string
   readonly argv: ReadonlyArray<string>
+  /** The build identity on one line (`identityLine`), for the events' meta. */
   readonly version: string
   readonly interrupt: Effect.Effect<string>
   readonly print: (line: string) => void
@@ -51,8 +53,9 @@ export const runCommand = (args: RunArgs, ctx: CliContext) =>
       config_path: loaded.path === null ? null : resolve(ctx.cwd, loaded.path),
       config: maskSecrets(loaded.raw),
       cli_args: maskSecrets({ argv: ctx.argv }),
-      massgen_version: ctx.version,
+      massgen_version: buildIdentity().version,
       runtime: `bun ${Bun.version}`,
+      build: buildIdentity(),
       working_directory: ctx.cwd,
       log_dir: logDir,
     }

@@ -276,7 +276,7 @@ const newestMtime = (path: string): number => {
 export const binaryIsStale = (): boolean => {
   if (!fs.existsSync(BINARY)) return true
   const built = fs.statSync(BINARY).mtimeMs
-  const inputs = ["src", "package.json", "bun.lock", "tsconfig.json"].map((p) => nodePath.join(ROOT, p)).filter((p) => fs.existsSync(p))
+  const inputs = ["src", "scripts", "package.json", "bun.lock", "tsconfig.json"].map((p) => nodePath.join(ROOT, p)).filter((p) => fs.existsSync(p))
   return inputs.some((p) => newestMtime(p) > built)
 }
 

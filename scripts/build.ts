@@ -1,0 +1,10 @@
+/**
+ * `bun run build`: massgen for this machine, stamped, as `dist/massgen`
+ * (what `package.json`'s `bin` names and the end-to-end tests run).
+ */
+import * as nodePath from "node:path"
+import { ROOT, buildDate, checkoutCommit, compile, hostTarget } from "./compile.ts"
+
+const outfile = nodePath.join(ROOT, "dist", "massgen")
+await compile({ target: hostTarget(), outfile, commit: checkoutCommit(), built: buildDate() })
+console.log(`built ${nodePath.relative(ROOT, outfile)} (${hostTarget()})`)
