@@ -26,7 +26,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as nodePath from "node:path"
 import pkg from "../package.json" with { type: "json" }
-import { RELEASE_FLAGS, ROOT, buildDate, checkoutCommit, compile, sourceKey } from "./compile.ts"
+import { ROOT, buildDate, checkoutCommit, compile, releaseFlags, sourceKey } from "./compile.ts"
 
 /** Each released target: the `bun build --target` and the platform part of its file name. */
 export const RELEASE_TARGETS = [
@@ -89,7 +89,7 @@ const main = async () => {
       const t0 = performance.now()
       const file = releaseFileName(platform)
       const outfile = nodePath.join(scratch, platform, file)
-      await compile({ target, outfile, commit, built, flags: RELEASE_FLAGS })
+      await compile({ target, outfile, commit, built, flags: releaseFlags(target) })
       const path = nodePath.join(RELEASE_DIR, file)
       fs.copyFileSync(outfile, path)
       fs.chmodSync(path, 0o755)
