@@ -17,7 +17,7 @@ import { RunFiles, liveRunFiles } from "../services/run-files.ts"
 import type { RunArgs } from "./args.ts"
 import { automationHeader } from "./automation-output.ts"
 import { runDisplay } from "./display.ts"
-import { makeAgentTools, makeBackends, resolveRunConfig, unpricedUnderBudget } from "./run-setup.ts"
+import { type RunConfig, makeAgentTools, makeBackends, resolveRunConfig, unpricedUnderBudget } from "./run-setup.ts"
 import { runSession } from "./run-session.ts"
 
 export interface CliContext {
@@ -29,6 +29,30 @@ export interface CliContext {
   readonly print: (line: string) => void
   readonly printError: (line: string) => void
 }
+
+/**
+ * A new run's log directory, with its `execution_metadata.yaml` (secrets masked;
+ * the config's absolute path, which `resume` reloads): for a run from the
+ * command line, a session's turn, or a `serve` request.
+ */
+export const newRunDir = (loaded: RunConfig, question: string, ctx: Pick<CliContext, "env" | "cwd" | "argv" | "version">) =>
+  Effect.gen(function* () {
+    const logDir = yield* createLogDir(logBaseDir(ctx.env, ctx.cwd))
+    const metadata = {
+      question,
+      timestamp: new Date().toISOString(),
+      // Absolute, so a resume from another directory finds it.
+      config_path: loaded.path === null ? null : resolve(ctx.cwd, loaded.path),
+      config: maskSecrets(loaded.raw),
+      cli_args: maskSecrets({ argv: ctx.argv }),
+      massgen_version: ctx.version,
+      runtime: `bun ${Bun.version}`,
+      working_directory: ctx.cwd,
+      log_dir: logDir,
+    }
+    yield* Effect.flatMap(RunFiles, (f) => f.write("execution_metadata.yaml", toYaml(metadata))).pipe(Effect.provide(liveRunFiles(logDir)))
+    return logDir
+  })
 
 export const runCommand = (args: RunArgs, ctx: CliContext) =>
   Effect.gen(function* () {
@@ -42,22 +66,7 @@ export const runCommand = (args: RunArgs, ctx: CliContext) =>
         `massgen: warning: budget_usd is set, but these agents' models have no price, so their calls add nothing to it: ${unpriced.join(", ")}; give them a price under pricing:`,
       )
     }
-    const logDir = yield* createLogDir(logBaseDir(ctx.env, ctx.cwd))
-
-    const metadata = {
-      question: args.question,
-      timestamp: new Date().toISOString(),
-      // Absolute, so a resume from another directory finds it.
-      config_path: loaded.path === null ? null : resolve(ctx.cwd, loaded.path),
-      config: maskSecrets(loaded.raw),
-      cli_args: maskSecrets({ argv: ctx.argv }),
-      massgen_version: ctx.version,
-      runtime: `bun ${Bun.version}`,
-      working_directory: ctx.cwd,
-      log_dir: logDir,
-    }
-    yield* Effect.flatMap(RunFiles, (f) => f.write("execution_metadata.yaml", toYaml(metadata))).pipe(Effect.provide(liveRunFiles(logDir)))
-
+    const logDir = yield* newRunDir(loaded, args.question, ctx)
     if (args.automation) for (const line of automationHeader(logDir, args.question)) ctx.print(line)
     return yield* runSession({
       logDir,
