@@ -15,7 +15,7 @@
 import { type ParseArgsOptionsConfig, parseArgs } from "node:util"
 import { Either, Schema } from "effect"
 import { closest } from "./did-you-mean.ts"
-import { COMMANDS, DEFAULT_PORT } from "./help.ts"
+import { COMMANDS, DEFAULT_PORT, DEFAULT_SERVE_PORT } from "./help.ts"
 
 export { COMMAND_TYPO_RULE, HELP } from "./help.ts"
 
@@ -66,8 +66,24 @@ export interface ViewerArgs {
   readonly openBrowser: boolean
 }
 
+/** `massgen serve`: the configs it serves and how (`cli/serve/`). */
+export interface ServeArgs {
+  readonly _tag: "serve"
+  readonly configPath: string | null
+  readonly configDir: string | null
+  readonly host: string
+  readonly port: number
+  readonly maxConcurrentRuns: number
+  readonly maxQueued: number
+  /** The environment variable that holds the bearer token clients must send; null: no auth. */
+  readonly apiKeyEnv: string | null
+  /** How long a drain (SIGTERM) lets running runs finish before stopping them. */
+  readonly drainSeconds: number
+}
+
 export type Invocation =
   | RunInvocation
+  | ServeArgs
   | ViewerArgs
   | { readonly _tag: "resume"; readonly logDir: string; readonly automation: boolean }
   | { readonly _tag: "replay"; readonly logDir: string; readonly check: boolean; readonly outDir: string | null }
@@ -216,8 +232,56 @@ const parseLogDirCommand = (command: "resume" | "replay" | "status", argv: Reado
   }
 }
 
+const serveOptions = {
+  config: { type: "string", short: "c" },
+  "config-dir": { type: "string" },
+  host: { type: "string" },
+  port: { type: "string" },
+  "max-concurrent-runs": { type: "string" },
+  "max-queued": { type: "string" },
+  "api-key-env": { type: "string" },
+  "drain-seconds": { type: "string" },
+  help: { type: "boolean", short: "h" },
+} as const
+
+/** A whole number flag value from `min` up, or the usage error naming it. */
+const wholeNumber = (flag: string, value: string | undefined, fallback: number, min: number, max = Number.MAX_SAFE_INTEGER): Either.Either<number, UsageError> => {
+  if (value === undefined) return Either.right(fallback)
+  const n = Number(value)
+  return Number.isInteger(n) && n >= min && n <= max ? Either.right(n) : usage("bad_value", `--${flag}: expected a whole number from ${min}${max < Number.MAX_SAFE_INTEGER ? ` to ${max}` : ""}, found ${JSON.stringify(value)}`)
+}
+
+const parseServe = (argv: ReadonlyArray<string>): Either.Either<Invocation, UsageError> => {
+  const result = parseStrict(argv, serveOptions, "serve")
+  if (Either.isLeft(result)) return Either.left(result.left)
+  const { values: v, positionals } = result.right
+  if (v.help) return Either.right({ _tag: "help" })
+  if (positionals.length > 0) return usage("conflict", `serve takes no question or path, found ${JSON.stringify(positionals[0])} (the config goes with --config)`)
+  if ((v.config === undefined) === (v["config-dir"] === undefined)) return usage("missing_config", "serve needs one of --config FILE or --config-dir DIR")
+  return Either.gen(function* () {
+    const port = yield* wholeNumber("port", v.port, DEFAULT_SERVE_PORT, 0, 65535)
+    const maxConcurrentRuns = yield* wholeNumber("max-concurrent-runs", v["max-concurrent-runs"], 4, 1)
+    const maxQueued = yield* wholeNumber("max-queued", v["max-queued"], 64, 0)
+    const drainSeconds = yield* wholeNumber("drain-seconds", v["drain-seconds"], 30, 0)
+    const apiKeyEnv = v["api-key-env"] ?? null
+    if (apiKeyEnv === "") return yield* usage("bad_value", "--api-key-env: expected the name of an environment variable")
+    return {
+      _tag: "serve",
+      configPath: v.config ?? null,
+      configDir: v["config-dir"] ?? null,
+      host: v.host ?? "127.0.0.1",
+      port,
+      maxConcurrentRuns,
+      maxQueued,
+      apiKeyEnv,
+      drainSeconds,
+    } satisfies ServeArgs
+  })
+}
+
 export const parseInvocation = (argv: ReadonlyArray<string>): Either.Either<Invocation, UsageError> => {
   if (argv[0] === "viewer") return parseViewer(argv.slice(1))
+  if (argv[0] === "serve") return parseServe(argv.slice(1))
   if (argv[0] === "resume" || argv[0] === "replay" || argv[0] === "status") return parseLogDirCommand(argv[0], argv.slice(1))
   const typo = mistypedCommand(argv)
   if (typo !== null) {

@@ -16,7 +16,10 @@ export const VERSION = pkg.version
 /** The web view's port when `--port` is not given. */
 export const DEFAULT_PORT = 8000
 
-export const COMMANDS = ["resume", "replay", "status", "viewer"] as const
+/** `massgen serve`'s port when `--port` is not given (MassGen's). */
+export const DEFAULT_SERVE_PORT = 4000
+
+export const COMMANDS = ["resume", "replay", "status", "viewer", "serve"] as const
 
 /** How a mistyped command is told from a question; the help and the README say it in these words. */
 export const COMMAND_TYPO_RULE =
@@ -41,6 +44,11 @@ Usage:
                                               watch a run live, or replay a finished one (read-only);
                                               without LOG_DIR the newest run; --pick lists recent runs;
                                               --web serves the view on http://127.0.0.1:${DEFAULT_PORT}
+  massgen serve --config FILE | --config-dir DIR [--host H] [--port N] [--max-concurrent-runs N]
+                [--max-queued N] [--api-key-env VAR] [--drain-seconds S]
+                                              an OpenAI-compatible endpoint (POST /v1/chat/completions,
+                                              GET /v1/models) on http://127.0.0.1:${DEFAULT_SERVE_PORT}: each request
+                                              is a run; defaults: 4 runs at once, 64 waiting, 30 s drain
 
 Options:
   -c, --config FILE             YAML config (agents, orchestrator, timeout_settings)

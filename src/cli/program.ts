@@ -36,6 +36,7 @@ import { VERSION } from "./help.ts"
 import type { ConfigError } from "./load-config.ts"
 import type { RunDirError } from "./run-dir.ts"
 import type { StdinSource } from "./question.ts"
+import type { ServeError } from "./serve/serve-command.ts"
 
 /** Every error the program renders: what the arguments and the commands can fail with. */
 export type AppError =
@@ -54,6 +55,7 @@ export type AppError =
   | StatusWriteError
   | BackendError
   | McpStartError
+  | ServeError
 
 /** The exit code of each error class: 1 for usage and configuration errors, 2 for execution errors. */
 export const ERROR_EXIT_CODES: { readonly [Tag in AppError["_tag"]]: 1 | 2 } = {
@@ -72,6 +74,7 @@ export const ERROR_EXIT_CODES: { readonly [Tag in AppError["_tag"]]: 1 | 2 } = {
   StatusWriteError: 2,
   BackendError: 2,
   McpStartError: 1,
+  ServeError: 1,
 }
 
 export const exitCodeOf = (error: AppError): 1 | 2 => ERROR_EXIT_CODES[error._tag]
@@ -127,6 +130,8 @@ const program = (argv: ReadonlyArray<string>, { stopSignal, print, printError, s
         return Effect.flatMap(load(() => import("./resume-command.ts")), (m) => m.resumeCommand(invocation, cli))
       case "replay":
         return Effect.flatMap(load(() => import("./replay-command.ts")), (m) => m.replayCommand(invocation, cli))
+      case "serve":
+        return Effect.flatMap(load(() => import("./serve/serve-command.ts")), (m) => m.serveCommand(invocation, cli))
       case "status":
         return Effect.flatMap(load(() => import("./status-command.ts")), (m) => m.statusCommand(invocation.logDir, invocation.json, print, printError))
     }
