@@ -77,6 +77,7 @@ export const startServer = (options: ServerOptions) => {
   const stops = new Set<(why: string) => void>()
   const modelIds = options.models.map((m) => m.id)
   let draining = false
+  let stopped: Promise<void> = Promise.resolve()
 
   const complete = async (request: Request): Promise<Response> => {
     let body: unknown
@@ -155,14 +156,14 @@ export const startServer = (options: ServerOptions) => {
     stopAccepting: () => {
       draining = true
       slots.close()
-      void server.stop(false)
+      stopped = server.stop(false)
     },
     /** Stops every run still going (each is recorded interrupted). */
     stopRuns: (why: string) => {
       for (const stop of stops) stop(why)
     },
-    /** Closes every connection left. */
-    close: () => server.stop(true),
+    /** Resolves once every request in flight has had its response. */
+    close: () => stopped,
   }
 }
 
