@@ -33,6 +33,20 @@ describe("parseInvocation", () => {
     expect(message(["serve", "--config", "a.yaml", "--prot", "1"])).toBe("unknown option --prot for massgen serve; did you mean --port? (see massgen --help)")
   })
 
+  test("--session-id ID or --continue make the run a turn of a session; sessions takes only --json", () => {
+    const sessionOf = (argv: ReadonlyArray<string>) => {
+      const parsed = parseInvocation(argv)
+      return Either.isRight(parsed) && parsed.right._tag === "run" ? parsed.right.session : "not a run"
+    }
+    expect(sessionOf(["--config", "c.yaml", "--session-id", "ci-1", "q"])).toEqual({ _tag: "id", id: "ci-1" })
+    expect(sessionOf(["--config", "c.yaml", "--continue", "q"])).toEqual({ _tag: "continue" })
+    expect(sessionOf(["--config", "c.yaml", "q"])).toBeNull()
+    expect(message(["--config", "c.yaml", "--session-id", "a", "--continue", "q"])).toBe("use either --session-id ID or --continue")
+    expect(message(["--config", "c.yaml", "--session-id", "../x", "q"])).toStartWith("--session-id: Expected an id")
+    expect(parseInvocation(["sessions", "--json"])).toEqual(Either.right({ _tag: "sessions", json: true }))
+    expect(message(["sessions", "x"])).toBe('sessions takes no argument, found "x"')
+  })
+
   test("a question that starts with a dash goes after --", () => {
     const parsed = parseInvocation(["--config", "c.yaml", "--", "-1 is a number"])
     expect(Either.isRight(parsed) && parsed.right._tag === "run" && parsed.right.question).toEqual({ _tag: "words", text: "-1 is a number" })

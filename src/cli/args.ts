@@ -14,6 +14,7 @@
  */
 import { type ParseArgsOptionsConfig, parseArgs } from "node:util"
 import { Either, Schema } from "effect"
+import { nameProblem } from "../domain/run-paths.ts"
 import { closest } from "./did-you-mean.ts"
 import { COMMANDS, DEFAULT_PORT, DEFAULT_SERVE_PORT } from "./help.ts"
 
@@ -53,6 +54,8 @@ export interface RunArgs {
   readonly automation: boolean
   readonly noDisplay: boolean
   readonly orchestratorTimeout: number | null
+  /** The session the run is a turn of: a named one (`--session-id`), the most recent (`--continue`), or none. */
+  readonly session?: { readonly _tag: "id"; readonly id: string } | { readonly _tag: "continue" } | null
 }
 
 export interface ViewerArgs {
@@ -88,6 +91,7 @@ export type Invocation =
   | { readonly _tag: "resume"; readonly logDir: string; readonly automation: boolean }
   | { readonly _tag: "replay"; readonly logDir: string; readonly check: boolean; readonly outDir: string | null }
   | { readonly _tag: "status"; readonly logDir: string; readonly json: boolean }
+  | { readonly _tag: "sessions"; readonly json: boolean }
   | { readonly _tag: "validate"; readonly path: string; readonly json: boolean }
   | { readonly _tag: "version" }
   | { readonly _tag: "help" }
@@ -103,6 +107,8 @@ const options = {
   "no-display": { type: "boolean" },
   "orchestrator-timeout": { type: "string" },
   "question-file": { type: "string" },
+  "session-id": { type: "string" },
+  continue: { type: "boolean" },
   validate: { type: "string" },
   json: { type: "boolean" },
   version: { type: "boolean", short: "v" },
@@ -282,6 +288,13 @@ const parseServe = (argv: ReadonlyArray<string>): Either.Either<Invocation, Usag
 export const parseInvocation = (argv: ReadonlyArray<string>): Either.Either<Invocation, UsageError> => {
   if (argv[0] === "viewer") return parseViewer(argv.slice(1))
   if (argv[0] === "serve") return parseServe(argv.slice(1))
+  if (argv[0] === "sessions") {
+    const result = parseStrict(argv.slice(1), { json: { type: "boolean" }, help: { type: "boolean", short: "h" } } as const, "sessions")
+    if (Either.isLeft(result)) return Either.left(result.left)
+    if (result.right.values.help) return Either.right({ _tag: "help" })
+    if (result.right.positionals.length > 0) return usage("conflict", `sessions takes no argument, found ${JSON.stringify(result.right.positionals[0])}`)
+    return Either.right({ _tag: "sessions", json: result.right.values.json === true })
+  }
   if (argv[0] === "resume" || argv[0] === "replay" || argv[0] === "status") return parseLogDirCommand(argv[0], argv.slice(1))
   const typo = mistypedCommand(argv)
   if (typo !== null) {
@@ -329,6 +342,12 @@ export const parseInvocation = (argv: ReadonlyArray<string>): Either.Either<Invo
       return usage("bad_value", `--orchestrator-timeout: expected a number of seconds above 0, found ${JSON.stringify(v["orchestrator-timeout"])}`)
     }
   }
+  const sessionId = v["session-id"]
+  if (sessionId !== undefined && v.continue) return usage("conflict", "use either --session-id ID or --continue")
+  if (sessionId !== undefined) {
+    const problem = nameProblem(sessionId)
+    if (problem !== null) return usage("bad_value", `--session-id: ${problem}`)
+  }
   const models = v.models !== undefined ? v.models.split(",").map((m) => m.trim()).filter((m) => m !== "") : v.model !== undefined ? [v.model] : []
   if ((v.model !== undefined || v.models !== undefined) && models.length === 0) return usage("bad_value", "--models: expected at least one model name")
   return Either.right({
@@ -343,5 +362,6 @@ export const parseInvocation = (argv: ReadonlyArray<string>): Either.Either<Invo
     automation: v.automation === true,
     noDisplay: v["no-display"] === true,
     orchestratorTimeout: timeout,
+    session: sessionId !== undefined ? { _tag: "id", id: sessionId } : v.continue ? { _tag: "continue" } : null,
   })
 }

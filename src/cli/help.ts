@@ -19,7 +19,7 @@ export const DEFAULT_PORT = 8000
 /** `massgen serve`'s port when `--port` is not given (MassGen's). */
 export const DEFAULT_SERVE_PORT = 4000
 
-export const COMMANDS = ["resume", "replay", "status", "viewer", "serve"] as const
+export const COMMANDS = ["resume", "replay", "status", "viewer", "serve", "sessions"] as const
 
 /** How a mistyped command is told from a question; the help and the README say it in these words. */
 export const COMMAND_TYPO_RULE =
@@ -44,6 +44,10 @@ Usage:
                                               watch a run live, or replay a finished one (read-only);
                                               without LOG_DIR the newest run; --pick lists recent runs;
                                               --web serves the view on http://127.0.0.1:${DEFAULT_PORT}
+  massgen [options] --config FILE --session-id ID "question"
+                                              a turn of session ID (started if new): the agents see its
+                                              earlier questions and answers; --continue: the latest session
+  massgen sessions [--json]                  list sessions: id, turns, cost, last question
   massgen serve --config FILE | --config-dir DIR [--host H] [--port N] [--max-concurrent-runs N]
                 [--max-queued N] [--api-key-env VAR] [--drain-seconds S]
                                               an OpenAI-compatible endpoint (POST /v1/chat/completions,
@@ -61,6 +65,8 @@ Options:
       --no-display              plain lines instead of the live terminal view
       --orchestrator-timeout S  overrides timeout_settings.orchestrator_timeout_seconds
       --question-file FILE      read the question from FILE
+      --session-id ID           the run is the next turn of session ID (.massgen/sessions/ID/)
+      --continue                the run is the next turn of the most recent session
       --json                    with --validate: print the result as JSON
   -v, --version                 print the version
   -h, --help                    print this help

@@ -132,6 +132,8 @@ const program = (argv: ReadonlyArray<string>, { stopSignal, print, printError, s
         return Effect.flatMap(load(() => import("./replay-command.ts")), (m) => m.replayCommand(invocation, cli))
       case "serve":
         return Effect.flatMap(load(() => import("./serve/serve-command.ts")), (m) => m.serveCommand(invocation, cli))
+      case "sessions":
+        return Effect.flatMap(load(() => import("./sessions/sessions-command.ts")), (m) => m.sessionsCommand(invocation.json, { env, cwd, print }))
       case "status":
         return Effect.flatMap(load(() => import("./status-command.ts")), (m) => m.statusCommand(invocation.logDir, invocation.json, print, printError))
     }
