@@ -44,6 +44,8 @@ Usage:
                                               watch a run live, or replay a finished one (read-only);
                                               without LOG_DIR the newest run; --pick lists recent runs;
                                               --web serves the view on http://127.0.0.1:${DEFAULT_PORT}
+  massgen [options] --config FILE             on a terminal with no question: an interactive prompt,
+                                              one turn per question (/help, /quit; Ctrl+C stops a turn)
   massgen [options] --config FILE --session-id ID "question"
                                               a turn of session ID (started if new): the agents see its
                                               earlier questions and answers; --continue: the latest session

@@ -19,6 +19,7 @@
  * pays at start-up only for the code it uses; `main.ts` prints `--help` and
  * `--version` without loading this file at all.
  */
+import { isatty } from "node:tty"
 import { Effect, Either } from "effect"
 import type { BackendError } from "../services/backend.ts"
 import type { DotEnvError, MissingKeyError } from "../services/backends/keys.ts"
@@ -121,6 +122,10 @@ const program = (argv: ReadonlyArray<string>, { stopSignal, print, printError, s
           }),
         )
       case "run":
+        // No question on a terminal: the interactive prompt (without one, the usage error stays).
+        if (invocation.question._tag === "stdin" && !invocation.question.explicit && !invocation.automation && (stdin?.isTTY ?? isatty(0)) && isatty(1)) {
+          return Effect.flatMap(load(() => import("./interactive/interactive-command.ts")), (m) => m.interactiveCommand(invocation, cli))
+        }
         return Effect.flatMap(load(() => import("./question.ts")), (q) =>
           Effect.flatMap(q.readQuestion(invocation.question, stdin ?? q.processStdin), (question) =>
             Effect.flatMap(load(() => import("./run-command.ts")), (m) => m.runCommand({ ...invocation, question }, cli)),

@@ -9,7 +9,7 @@
  * of a turn (its question, its final answer, its cost) is read from that run's
  * events, never copied here. `conversationOf` is what the next turn continues:
  * the question and final answer of every earlier turn that has a final answer,
- * in order (a turn that failed or was stopped and not resumed adds nothing).
+ * in order (`answerOf`: a turn that failed, or was stopped and not resumed, adds nothing).
  * `latestSession` is the session whose last turn started last. A line that
  * does not read, or names a run that is gone, is passed over.
  *
@@ -69,16 +69,25 @@ const stateOf = (logDir: string): State | null => {
 
 export const turnsOf = (dir: string, id: string): ReadonlyArray<Turn> => turnRecords(dir, id).map((r) => ({ ...r, state: stateOf(r.log_dir) }))
 
+/**
+ * A turn's final answer as the conversation keeps it: null while it runs, when
+ * it has none, and when it was stopped (interrupted, so resumable: the answer
+ * salvaged at the stop is not the council's; once resumed, its final answer is).
+ */
+export const answerOf = (turn: Turn): string | null =>
+  turn.state?.final && turn.state.finished && turn.state.finished.reason !== "interrupted" ? turn.state.final.content : null
+
 /** What the session's next turn continues: every earlier turn's question and final answer. */
 export const conversationOf = (turns: ReadonlyArray<Turn>): ReadonlyArray<ConversationMessage> =>
-  turns.flatMap((t) =>
-    t.state?.run && t.state.final
+  turns.flatMap((t) => {
+    const answer = answerOf(t)
+    return t.state?.run && answer !== null
       ? [
           { role: "user" as const, content: t.state.run.question },
-          { role: "assistant" as const, content: t.state.final.content },
+          { role: "assistant" as const, content: answer },
         ]
-      : [],
-  )
+      : []
+  })
 
 /** Appends a turn to the session (made if new); its number. */
 export const addTurn = (dir: string, id: string, logDir: string): number => {
