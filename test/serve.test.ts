@@ -8,7 +8,7 @@
  * and streaming completions, a follow-up whose messages reach the agents as
  * history, 8 requests at once, a full queue (429), a client that leaves
  * mid-stream (its run is recorded interrupted), bad requests, auth, a run
- * that fails or times out, and a SIGTERM drain. Every run is an ordinary run
+ * that fails (also mid-stream) or times out, and a SIGTERM drain. Every run is an ordinary run
  * directory: `status` and the viewer's run list find it.
  */
 import { afterAll, describe, expect, test } from "bun:test"
@@ -267,6 +267,15 @@ describe("massgen serve", () => {
         const body: any = await res.json()
         expect(body.error.message).toContain("boom")
         expect(body.massgen.finish_reason).toBe("error")
+        // Streaming, the headers went out before the run failed: the stream ends with an error frame, which the SDK raises.
+        const stream = await failing.client.chat.completions.create({ model: "team", messages: ask("q"), stream: true })
+        const raised = await (async () => {
+          for await (const _ of stream) {
+            // progress chunks
+          }
+        })().catch((e) => e)
+        expect(raised).toBeInstanceOf(OpenAI.APIError)
+        expect(String(raised.message)).toContain("boom")
       } finally {
         await stop(failing)
       }
