@@ -18,6 +18,35 @@ describe("parseInvocation", () => {
     expect(message(["viewer", "--replay-speed", "-1"])).toBe('--replay-speed: expected a number of 0 or more, found "-1"')
   })
 
+  test("serve: one of --config and --config-dir; loopback, port 4000, 4 runs and 64 waiting unless told otherwise", () => {
+    expect(parseInvocation(["serve", "--config", "t.yaml"])).toEqual(
+      Either.right({ _tag: "serve", configPath: "t.yaml", configDir: null, host: "127.0.0.1", port: 4000, maxConcurrentRuns: 4, maxQueued: 64, apiKeyEnv: null, drainSeconds: 30 }),
+    )
+    expect(parseInvocation(["serve", "--config-dir", "d", "--host", "0.0.0.0", "--port", "0", "--max-concurrent-runs", "8", "--max-queued", "0", "--api-key-env", "K", "--drain-seconds", "5"])).toEqual(
+      Either.right({ _tag: "serve", configPath: null, configDir: "d", host: "0.0.0.0", port: 0, maxConcurrentRuns: 8, maxQueued: 0, apiKeyEnv: "K", drainSeconds: 5 }),
+    )
+    expect(message(["serve"])).toBe("serve needs one of --config FILE or --config-dir DIR")
+    expect(message(["serve", "--config", "a.yaml", "--config-dir", "d"])).toBe("serve needs one of --config FILE or --config-dir DIR")
+    expect(message(["serve", "--config", "a.yaml", "--max-concurrent-runs", "0"])).toBe('--max-concurrent-runs: expected a whole number from 1, found "0"')
+    expect(message(["serve", "--config", "a.yaml", "--port", "70000"])).toBe('--port: expected a whole number from 0 to 65535, found "70000"')
+    expect(message(["serve", "--config", "a.yaml", "question?"])).toBe('serve takes no question or path, found "question?" (the config goes with --config)')
+    expect(message(["serve", "--config", "a.yaml", "--prot", "1"])).toBe("unknown option --prot for massgen serve; did you mean --port? (see massgen --help)")
+  })
+
+  test("--session-id ID or --continue make the run a turn of a session; sessions takes only --json", () => {
+    const sessionOf = (argv: ReadonlyArray<string>) => {
+      const parsed = parseInvocation(argv)
+      return Either.isRight(parsed) && parsed.right._tag === "run" ? parsed.right.session : "not a run"
+    }
+    expect(sessionOf(["--config", "c.yaml", "--session-id", "ci-1", "q"])).toEqual({ _tag: "id", id: "ci-1" })
+    expect(sessionOf(["--config", "c.yaml", "--continue", "q"])).toEqual({ _tag: "continue" })
+    expect(sessionOf(["--config", "c.yaml", "q"])).toBeNull()
+    expect(message(["--config", "c.yaml", "--session-id", "a", "--continue", "q"])).toBe("use either --session-id ID or --continue")
+    expect(message(["--config", "c.yaml", "--session-id", "../x", "q"])).toStartWith("--session-id: Expected an id")
+    expect(parseInvocation(["sessions", "--json"])).toEqual(Either.right({ _tag: "sessions", json: true }))
+    expect(message(["sessions", "x"])).toBe('sessions takes no argument, found "x"')
+  })
+
   test("a question that starts with a dash goes after --", () => {
     const parsed = parseInvocation(["--config", "c.yaml", "--", "-1 is a number"])
     expect(Either.isRight(parsed) && parsed.right._tag === "run" && parsed.right.question).toEqual({ _tag: "words", text: "-1 is a number" })

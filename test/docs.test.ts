@@ -28,7 +28,7 @@ describe("README.md", () => {
     const flags = [...new Set(HELP.match(/--[a-z][a-z-]+/g) ?? [])]
     expect(flags.length).toBeGreaterThan(10)
     expect(flags.filter((f) => !readme.includes(f))).toEqual([])
-    for (const sub of ["resume", "replay", "status", "viewer", "doctor"]) expect(readme).toContain(`massgen ${sub}`)
+    for (const sub of ["resume", "replay", "status", "viewer", "doctor", "serve", "sessions"]) expect(readme).toContain(`massgen ${sub}`)
   })
   test("documents every top-level and orchestrator config key", () => {
     for (const key of ["agents:", "system_message", "orchestrator:", "max_new_answers_per_agent", "skip_final_presentation",

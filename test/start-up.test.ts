@@ -20,7 +20,7 @@ afterAll(cleanupSandboxes)
 
 const TEST_TIMEOUT_MS = 60_000
 
-const PLAIN_HELP = [["--help"], ["-h"], ...["viewer", "resume", "replay", "status", "doctor"].flatMap((c) => [[c, "--help"], [c, "-h"]])]
+const PLAIN_HELP = [["--help"], ["-h"], ...["viewer", "resume", "replay", "status", "doctor", "serve", "sessions"].flatMap((c) => [[c, "--help"], [c, "-h"]])]
 const PLAIN_VERSION = [["--version"], ["-v"]]
 
 describe("plainInvocation", () => {
@@ -91,6 +91,8 @@ describe("compiled binary: help, version, and each command's module", () => {
     { usage: "massgen status LOG_DIR", lines: ["status --help", "status /x --json -h"] },
     { usage: "massgen doctor [--config FILE]", lines: ["doctor --help", "doctor --config /x -h"] },
     { usage: "massgen viewer [LOG_DIR]", lines: ["viewer --help", "viewer /x --pick --help", "viewer --web --port 8123 --no-browser --help"] },
+    { usage: "massgen sessions", lines: ["sessions --help", "sessions --json -h"] },
+    { usage: "massgen serve --config FILE", lines: ["serve --help", "serve --config x.yaml --port 4001 --api-key-env K --help"] },
   ]
 
   test.each(SUBCOMMAND_HELP.flatMap(({ usage, lines }) => lines.map((line) => [line, usage] as const)))(

@@ -14,8 +14,9 @@
  */
 import { type ParseArgsOptionsConfig, parseArgs } from "node:util"
 import { Either, Schema } from "effect"
+import { nameProblem } from "../domain/run-paths.ts"
 import { closest } from "./did-you-mean.ts"
-import { COMMANDS, DEFAULT_PORT } from "./help.ts"
+import { COMMANDS, DEFAULT_PORT, DEFAULT_SERVE_PORT } from "./help.ts"
 
 export { COMMAND_TYPO_RULE, HELP } from "./help.ts"
 
@@ -53,6 +54,8 @@ export interface RunArgs {
   readonly automation: boolean
   readonly noDisplay: boolean
   readonly orchestratorTimeout: number | null
+  /** The session the run is a turn of: a named one (`--session-id`), the most recent (`--continue`), or none. */
+  readonly session?: { readonly _tag: "id"; readonly id: string } | { readonly _tag: "continue" } | null
 }
 
 export interface ViewerArgs {
@@ -66,12 +69,29 @@ export interface ViewerArgs {
   readonly openBrowser: boolean
 }
 
+/** `massgen serve`: the configs it serves and how (`cli/serve/`). */
+export interface ServeArgs {
+  readonly _tag: "serve"
+  readonly configPath: string | null
+  readonly configDir: string | null
+  readonly host: string
+  readonly port: number
+  readonly maxConcurrentRuns: number
+  readonly maxQueued: number
+  /** The environment variable that holds the bearer token clients must send; null: no auth. */
+  readonly apiKeyEnv: string | null
+  /** How long a drain (SIGTERM) lets running runs finish before stopping them. */
+  readonly drainSeconds: number
+}
+
 export type Invocation =
   | RunInvocation
+  | ServeArgs
   | ViewerArgs
   | { readonly _tag: "resume"; readonly logDir: string; readonly automation: boolean }
   | { readonly _tag: "replay"; readonly logDir: string; readonly check: boolean; readonly outDir: string | null }
   | { readonly _tag: "status"; readonly logDir: string; readonly json: boolean }
+  | { readonly _tag: "sessions"; readonly json: boolean }
   | { readonly _tag: "validate"; readonly path: string; readonly json: boolean }
   | { readonly _tag: "doctor"; readonly configPath: string | null }
   | { readonly _tag: "version" }
@@ -88,6 +108,8 @@ const options = {
   "no-display": { type: "boolean" },
   "orchestrator-timeout": { type: "string" },
   "question-file": { type: "string" },
+  "session-id": { type: "string" },
+  continue: { type: "boolean" },
   validate: { type: "string" },
   json: { type: "boolean" },
   version: { type: "boolean", short: "v" },
@@ -231,9 +253,64 @@ const parseDoctor = (argv: ReadonlyArray<string>): Either.Either<Invocation, Usa
   return Either.right({ _tag: "doctor", configPath: result.right.values.config ?? null })
 }
 
+const serveOptions = {
+  config: { type: "string", short: "c" },
+  "config-dir": { type: "string" },
+  host: { type: "string" },
+  port: { type: "string" },
+  "max-concurrent-runs": { type: "string" },
+  "max-queued": { type: "string" },
+  "api-key-env": { type: "string" },
+  "drain-seconds": { type: "string" },
+  help: { type: "boolean", short: "h" },
+} as const
+
+/** A whole number flag value from `min` up, or the usage error naming it. */
+const wholeNumber = (flag: string, value: string | undefined, fallback: number, min: number, max = Number.MAX_SAFE_INTEGER): Either.Either<number, UsageError> => {
+  if (value === undefined) return Either.right(fallback)
+  const n = Number(value)
+  return Number.isInteger(n) && n >= min && n <= max ? Either.right(n) : usage("bad_value", `--${flag}: expected a whole number from ${min}${max < Number.MAX_SAFE_INTEGER ? ` to ${max}` : ""}, found ${JSON.stringify(value)}`)
+}
+
+const parseServe = (argv: ReadonlyArray<string>): Either.Either<Invocation, UsageError> => {
+  const result = parseStrict(argv, serveOptions, "serve")
+  if (Either.isLeft(result)) return Either.left(result.left)
+  const { values: v, positionals } = result.right
+  if (v.help) return Either.right({ _tag: "help" })
+  if (positionals.length > 0) return usage("conflict", `serve takes no question or path, found ${JSON.stringify(positionals[0])} (the config goes with --config)`)
+  if ((v.config === undefined) === (v["config-dir"] === undefined)) return usage("missing_config", "serve needs one of --config FILE or --config-dir DIR")
+  return Either.gen(function* () {
+    const port = yield* wholeNumber("port", v.port, DEFAULT_SERVE_PORT, 0, 65535)
+    const maxConcurrentRuns = yield* wholeNumber("max-concurrent-runs", v["max-concurrent-runs"], 4, 1)
+    const maxQueued = yield* wholeNumber("max-queued", v["max-queued"], 64, 0)
+    const drainSeconds = yield* wholeNumber("drain-seconds", v["drain-seconds"], 30, 0)
+    const apiKeyEnv = v["api-key-env"] ?? null
+    if (apiKeyEnv === "") return yield* usage("bad_value", "--api-key-env: expected the name of an environment variable")
+    return {
+      _tag: "serve",
+      configPath: v.config ?? null,
+      configDir: v["config-dir"] ?? null,
+      host: v.host ?? "127.0.0.1",
+      port,
+      maxConcurrentRuns,
+      maxQueued,
+      apiKeyEnv,
+      drainSeconds,
+    } satisfies ServeArgs
+  })
+}
+
 export const parseInvocation = (argv: ReadonlyArray<string>): Either.Either<Invocation, UsageError> => {
   if (argv[0] === "viewer") return parseViewer(argv.slice(1))
   if (argv[0] === "doctor") return parseDoctor(argv.slice(1))
+  if (argv[0] === "serve") return parseServe(argv.slice(1))
+  if (argv[0] === "sessions") {
+    const result = parseStrict(argv.slice(1), { json: { type: "boolean" }, help: { type: "boolean", short: "h" } } as const, "sessions")
+    if (Either.isLeft(result)) return Either.left(result.left)
+    if (result.right.values.help) return Either.right({ _tag: "help" })
+    if (result.right.positionals.length > 0) return usage("conflict", `sessions takes no argument, found ${JSON.stringify(result.right.positionals[0])}`)
+    return Either.right({ _tag: "sessions", json: result.right.values.json === true })
+  }
   if (argv[0] === "resume" || argv[0] === "replay" || argv[0] === "status") return parseLogDirCommand(argv[0], argv.slice(1))
   const typo = mistypedCommand(argv)
   if (typo !== null) {
@@ -281,6 +358,12 @@ export const parseInvocation = (argv: ReadonlyArray<string>): Either.Either<Invo
       return usage("bad_value", `--orchestrator-timeout: expected a number of seconds above 0, found ${JSON.stringify(v["orchestrator-timeout"])}`)
     }
   }
+  const sessionId = v["session-id"]
+  if (sessionId !== undefined && v.continue) return usage("conflict", "use either --session-id ID or --continue")
+  if (sessionId !== undefined) {
+    const problem = nameProblem(sessionId)
+    if (problem !== null) return usage("bad_value", `--session-id: ${problem}`)
+  }
   const models = v.models !== undefined ? v.models.split(",").map((m) => m.trim()).filter((m) => m !== "") : v.model !== undefined ? [v.model] : []
   if ((v.model !== undefined || v.models !== undefined) && models.length === 0) return usage("bad_value", "--models: expected at least one model name")
   return Either.right({
@@ -295,5 +378,6 @@ export const parseInvocation = (argv: ReadonlyArray<string>): Either.Either<Invo
     automation: v.automation === true,
     noDisplay: v["no-display"] === true,
     orchestratorTimeout: timeout,
+    session: sessionId !== undefined ? { _tag: "id", id: sessionId } : v.continue ? { _tag: "continue" } : null,
   })
 }

@@ -13,7 +13,10 @@
 /** The web view's port when `--port` is not given. */
 export const DEFAULT_PORT = 8000
 
-export const COMMANDS = ["resume", "replay", "status", "viewer", "doctor"] as const
+/** `massgen serve`'s port when `--port` is not given (MassGen's). */
+export const DEFAULT_SERVE_PORT = 4000
+
+export const COMMANDS = ["resume", "replay", "status", "viewer", "doctor", "serve", "sessions"] as const
 
 /** How a mistyped command is told from a question; the help and the README say it in these words. */
 export const COMMAND_TYPO_RULE =
@@ -40,6 +43,17 @@ Usage:
                                               --web serves the view on http://127.0.0.1:${DEFAULT_PORT}
   massgen doctor [--config FILE]             check this install: identity, log root, .env, API keys
                                               (masked), each configured base URL, sandbox tools
+  massgen [options] --config FILE             on a terminal with no question: an interactive prompt,
+                                              one turn per question (/help, /quit; Ctrl+C stops a turn)
+  massgen [options] --config FILE --session-id ID "question"
+                                              a turn of session ID (started if new): the agents see its
+                                              earlier questions and answers; --continue: the latest session
+  massgen sessions [--json]                  list sessions: id, turns, cost, last question
+  massgen serve --config FILE | --config-dir DIR [--host H] [--port N] [--max-concurrent-runs N]
+                [--max-queued N] [--api-key-env VAR] [--drain-seconds S]
+                                              an OpenAI-compatible endpoint (POST /v1/chat/completions,
+                                              GET /v1/models) on http://127.0.0.1:${DEFAULT_SERVE_PORT}: each request
+                                              is a run; defaults: 4 runs at once, 64 waiting, 30 s drain
 
 Options:
   -c, --config FILE             YAML config (agents, orchestrator, timeout_settings)
@@ -52,6 +66,8 @@ Options:
       --no-display              plain lines instead of the live terminal view
       --orchestrator-timeout S  overrides timeout_settings.orchestrator_timeout_seconds
       --question-file FILE      read the question from FILE
+      --session-id ID           the run is the next turn of session ID (.massgen/sessions/ID/)
+      --continue                the run is the next turn of the most recent session
       --json                    with --validate: print the result as JSON
   -v, --version                 print the version, commit, build date, Bun version and target
   -h, --help                    print this help

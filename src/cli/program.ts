@@ -19,6 +19,7 @@
  * pays at start-up only for the code it uses; `main.ts` prints `--help` and
  * `--version` without loading this file at all.
  */
+import { isatty } from "node:tty"
 import { Effect, Either } from "effect"
 import type { BackendError } from "../services/backend.ts"
 import type { DotEnvError, MissingKeyError } from "../services/backends/keys.ts"
@@ -37,6 +38,7 @@ import { identityLine, versionText } from "./identity.ts"
 import type { ConfigError } from "./load-config.ts"
 import type { RunDirError } from "./run-dir.ts"
 import type { StdinSource } from "./question.ts"
+import type { ServeError } from "./serve/serve-command.ts"
 
 /** Every error the program renders: what the arguments and the commands can fail with. */
 export type AppError =
@@ -56,6 +58,7 @@ export type AppError =
   | BackendError
   | McpStartError
   | CommandLineStartError
+  | ServeError
 
 /** The exit code of each error class: 1 for usage and configuration errors, 2 for execution errors. */
 export const ERROR_EXIT_CODES: { readonly [Tag in AppError["_tag"]]: 1 | 2 } = {
@@ -75,6 +78,7 @@ export const ERROR_EXIT_CODES: { readonly [Tag in AppError["_tag"]]: 1 | 2 } = {
   BackendError: 2,
   McpStartError: 1,
   CommandLineStartError: 1,
+  ServeError: 1,
 }
 
 export const exitCodeOf = (error: AppError): 1 | 2 => ERROR_EXIT_CODES[error._tag]
@@ -132,6 +136,10 @@ const program = (argv: ReadonlyArray<string>, { stopSignal, print, printError, s
           }),
         )
       case "run":
+        // No question on a terminal: the interactive prompt (without one, the usage error stays).
+        if (invocation.question._tag === "stdin" && !invocation.question.explicit && !invocation.automation && (stdin?.isTTY ?? isatty(0)) && isatty(1)) {
+          return Effect.flatMap(load(() => import("./interactive/interactive-command.ts")), (m) => m.interactiveCommand(invocation, cli))
+        }
         return Effect.flatMap(load(() => import("./question.ts")), (q) =>
           Effect.flatMap(q.readQuestion(invocation.question, stdin ?? q.processStdin), (question) =>
             Effect.flatMap(load(() => import("./run-command.ts")), (m) => m.runCommand({ ...invocation, question }, cli)),
@@ -143,6 +151,10 @@ const program = (argv: ReadonlyArray<string>, { stopSignal, print, printError, s
         return Effect.flatMap(load(() => import("./replay-command.ts")), (m) => m.replayCommand(invocation, cli))
       case "doctor":
         return Effect.flatMap(load(() => import("./doctor-command.ts")), (m) => m.doctorCommand(invocation.configPath, { env, cwd, print, printError }))
+      case "serve":
+        return Effect.flatMap(load(() => import("./serve/serve-command.ts")), (m) => m.serveCommand(invocation, cli))
+      case "sessions":
+        return Effect.flatMap(load(() => import("./sessions/sessions-command.ts")), (m) => m.sessionsCommand(invocation.json, { env, cwd, print }))
       case "status":
         return Effect.flatMap(load(() => import("./status-command.ts")), (m) => m.statusCommand(invocation.logDir, invocation.json, print, printError))
     }

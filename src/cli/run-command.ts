@@ -4,7 +4,8 @@
  * It loads the config (or builds one from `--model`/`--models`), makes every
  * backend (a missing API key stops here, before any call or file), creates the
  * log directory, records `execution_metadata.yaml` (secrets masked), prints the
- * automation header, and hands over to `runSession`, which runs the orchestrator
+ * automation header (and `SESSION: <id>` after it when the run is a turn of a
+ * session: `--session-id`, `--continue`), and hands over to `runSession`, which runs the orchestrator
  * with the run's display and returns the exit code.
  */
 import { resolve } from "node:path"
@@ -14,11 +15,12 @@ import { formatProblem, maskSecrets, unknownKeys } from "../domain/config.ts"
 import { EventStore } from "../services/event-store.ts"
 import { createLogDir, logBaseDir } from "../services/log-dir.ts"
 import { RunFiles, liveRunFiles } from "../services/run-files.ts"
-import type { RunArgs } from "./args.ts"
+import { type RunArgs, UsageError } from "./args.ts"
+import { addTurn, conversationOf, latestSession, sessionsDir, turnsOf } from "./sessions/session-store.ts"
 import { automationHeader } from "./automation-output.ts"
 import { buildIdentity } from "./identity.ts"
 import { runDisplay } from "./display.ts"
-import { makeAgentTools, makeBackends, resolveRunConfig, unpricedUnderBudget } from "./run-setup.ts"
+import { type RunConfig, makeAgentTools, makeBackends, resolveRunConfig, unpricedUnderBudget } from "./run-setup.ts"
 import { runSession } from "./run-session.ts"
 
 export interface CliContext {
@@ -32,22 +34,16 @@ export interface CliContext {
   readonly printError: (line: string) => void
 }
 
-export const runCommand = (args: RunArgs, ctx: CliContext) =>
+/**
+ * A new run's log directory, with its `execution_metadata.yaml` (secrets masked;
+ * the config's absolute path, which `resume` reloads): for a run from the
+ * command line, a session's turn, or a `serve` request.
+ */
+export const newRunDir = (loaded: RunConfig, question: string, ctx: Pick<CliContext, "env" | "cwd" | "argv" | "version">) =>
   Effect.gen(function* () {
-    const loaded = yield* resolveRunConfig(args, ctx.env, ctx.cwd)
-    // On stderr: stdout is the automation lines' alone.
-    for (const w of unknownKeys(loaded.raw)) ctx.printError(`massgen: warning: config ${loaded.where}: ${formatProblem(w)}`)
-    const backends = yield* makeBackends(loaded.config, loaded.env, loaded.where)
-    const unpriced = unpricedUnderBudget(loaded.config, backends)
-    if (unpriced.length > 0) {
-      ctx.printError(
-        `massgen: warning: budget_usd is set, but these agents' models have no price, so their calls add nothing to it: ${unpriced.join(", ")}; give them a price under pricing:`,
-      )
-    }
     const logDir = yield* createLogDir(logBaseDir(ctx.env, ctx.cwd))
-
     const metadata = {
-      question: args.question,
+      question,
       timestamp: new Date().toISOString(),
       // Absolute, so a resume from another directory finds it.
       config_path: loaded.path === null ? null : resolve(ctx.cwd, loaded.path),
@@ -60,14 +56,42 @@ export const runCommand = (args: RunArgs, ctx: CliContext) =>
       log_dir: logDir,
     }
     yield* Effect.flatMap(RunFiles, (f) => f.write("execution_metadata.yaml", toYaml(metadata))).pipe(Effect.provide(liveRunFiles(logDir)))
+    return logDir
+  })
 
+/** The session a run is a turn of, and the conversation it continues; `--continue` with no session is a usage error. */
+const openSession = (session: NonNullable<RunArgs["session"]>, ctx: Pick<CliContext, "env" | "cwd">) =>
+  Effect.gen(function* () {
+    const dir = sessionsDir(ctx.env, ctx.cwd)
+    const id = session._tag === "id" ? session.id : latestSession(dir)
+    if (id === null) return yield* new UsageError({ reason: "missing_value", detail: `--continue: no session to continue under ${dir}; start one with --session-id ID` })
+    return { dir, id, conversation: conversationOf(turnsOf(dir, id)) }
+  })
+
+export const runCommand = (args: RunArgs, ctx: CliContext) =>
+  Effect.gen(function* () {
+    const loaded = yield* resolveRunConfig(args, ctx.env, ctx.cwd)
+    // On stderr: stdout is the automation lines' alone.
+    for (const w of unknownKeys(loaded.raw)) ctx.printError(`massgen: warning: config ${loaded.where}: ${formatProblem(w)}`)
+    const backends = yield* makeBackends(loaded.config, loaded.env, loaded.where)
+    const unpriced = unpricedUnderBudget(loaded.config, backends)
+    if (unpriced.length > 0) {
+      ctx.printError(
+        `massgen: warning: budget_usd is set, but these agents' models have no price, so their calls add nothing to it: ${unpriced.join(", ")}; give them a price under pricing:`,
+      )
+    }
+    const session = args.session ? yield* openSession(args.session, ctx) : null
+    const logDir = yield* newRunDir(loaded, args.question, ctx)
+    if (session !== null) addTurn(session.dir, session.id, logDir)
     if (args.automation) for (const line of automationHeader(logDir, args.question)) ctx.print(line)
+    if (args.automation && session !== null) ctx.print(`SESSION: ${session.id}`)
     return yield* runSession({
       logDir,
       config: loaded.config,
       backends,
       tools: (servers) => makeAgentTools(loaded.config, loaded.env, logDir, loaded.where, servers),
       question: args.question,
+      ...(session !== null ? { conversation: session.conversation } : {}),
       version: ctx.version,
       interrupt: ctx.interrupt,
       automation: args.automation,

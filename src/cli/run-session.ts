@@ -10,13 +10,14 @@
  * (`coordination_events.json`, `snapshot_mappings.json`, `snapshots/`;
  * `services/derived-files.ts`) every second and at the end, prints
  * the automation footer when asked, reports a run that did not complete on
- * stderr, and returns the exit code of its finish reason.
+ * stderr, and returns the exit code of its finish reason (`runSessionOutcome`
+ * does the same work and returns the outcome itself, printing nothing).
  */
 import { existsSync } from "node:fs"
 import { join } from "node:path"
 import { Duration, Effect, Fiber, Layer, type Scope } from "effect"
 import type { Config } from "../domain/config.ts"
-import type { FinishReason } from "../domain/events.ts"
+import type { ConversationMessage, FinishReason } from "../domain/events.ts"
 import { type State, isResumable } from "../domain/state.ts"
 import { type Backend, Backends } from "../services/backend.ts"
 import { EventStore, eventsOf } from "../services/event-store.ts"
@@ -52,6 +53,8 @@ export interface SessionInput {
    */
   readonly tools?: (servers: ReadonlyMap<string, ReadonlyArray<ToolProvider>>) => Effect.Effect<ReadonlyMap<string, ToolProvider>, ConfigError | CommandLineStartError>
   readonly question: string
+  /** The conversation the question continues (a session's earlier turns, a `serve` request's messages). */
+  readonly conversation?: ReadonlyArray<ConversationMessage>
   readonly version: string
   readonly interrupt: Effect.Effect<string>
   readonly automation: boolean
@@ -78,8 +81,16 @@ const DERIVED_FILES_EVERY = Duration.seconds(1)
 export const footerLines = (state: State, logDir: string): ReadonlyArray<string> =>
   automationFooter(state, logDir).filter((line) => !line.startsWith("ANSWER_FILE: ") || existsSync(line.slice("ANSWER_FILE: ".length)))
 
-/** Needs the command's `EventStore`, so that what the command read of the run is not decoded again. */
+/** Runs the session and returns the exit code of its finish reason, after the automation footer and the stderr line of a run that did not complete. */
 export const runSession = (input: SessionInput) =>
+  Effect.map(runSessionOutcome(input), (outcome) => {
+    if (input.automation) for (const line of footerLines(outcome.state, input.logDir)) input.print(line)
+    if (outcome.reason !== "completed") input.printError(unfinishedMessage(outcome.state, input.logDir))
+    return EXIT_CODES[outcome.reason]
+  })
+
+/** Needs the command's `EventStore`, so that what the command read of the run is not decoded again. */
+export const runSessionOutcome = (input: SessionInput) =>
   Effect.gen(function* () {
     const { logDir } = input
     const layer = Layer.mergeAll(
@@ -113,6 +124,7 @@ export const runSession = (input: SessionInput) =>
       const result = yield* runCoordination({
         config: input.config,
         question: input.question,
+        ...(input.conversation ? { conversation: input.conversation } : {}),
         logDir,
         runId: logDir.split(/[/\\]/).pop() ?? logDir,
         version: input.version,
@@ -127,7 +139,5 @@ export const runSession = (input: SessionInput) =>
       yield* derived.warn
       return result
     }).pipe(Effect.scoped, Effect.provide(layer))
-    if (input.automation) for (const line of footerLines(outcome.state, logDir)) input.print(line)
-    if (outcome.reason !== "completed") input.printError(unfinishedMessage(outcome.state, logDir))
-    return EXIT_CODES[outcome.reason]
+    return outcome
   })

@@ -82,11 +82,20 @@ export const AgentInfo = Schema.Struct({
 })
 export type AgentInfo = typeof AgentInfo.Type
 
+/** One message of the conversation a run continues: an earlier question (`user`) or the council's final answer to it (`assistant`). */
+export const ConversationMessage = Schema.Struct({
+  role: Schema.Literal("user", "assistant"),
+  content: Schema.String,
+})
+export type ConversationMessage = typeof ConversationMessage.Type
+
 export const RunStarted = defineEvent("run_started", {
   run_id: Schema.String,
   question: Schema.String,
   agents: Schema.Array(AgentInfo),
   settings: RunSettings,
+  /** The conversation before `question`, oldest first (a turn of a session, a `serve` request); absent: none. */
+  conversation: Schema.optional(Schema.Array(ConversationMessage)),
 })
 
 /**

@@ -9,10 +9,17 @@
  * is what a reply that used no valid tool gets back. Pure: the same state gives
  * the same request, which replay relies on.
  *
+ * A run that continues a conversation (`conversation`, earlier questions and
+ * the council's final answers) shows it first, in MassGen's form: a
+ * `<CONVERSATION_HISTORY>` block of `User:` / `Assistant:` lines before the
+ * original message, and a note closing the system message
+ * (`conversationHistory`, `CONVERSATION_NOTE`).
+ *
  * Words: the *original message* is the user's question; *current answers* are
- * the latest labelled answers a round shows.
+ * the latest labelled answers a round shows; the *conversation* is what came
+ * before the question.
  */
-import type { FinalAnswerStrategy } from "./events.ts"
+import type { ConversationMessage, FinalAnswerStrategy } from "./events.ts"
 import type { LlmMessage, LlmRequest, ShownAnswer, ToolSpec } from "./llm.ts"
 
 export const newAnswerTool: ToolSpec = {
@@ -58,15 +65,36 @@ const coordinationSystem = (voteOnly: boolean): string =>
 const withAgentMessage = (base: string, systemMessage: string | null): string =>
   systemMessage === null || systemMessage.trim() === "" ? base : `${systemMessage.trim()}\n\n${base}`
 
+/** What closes the system message of a run that continues a conversation (MassGen's `system_message_with_context`). */
+export const CONVERSATION_NOTE =
+  "IMPORTANT: You are responding to the latest message in an ongoing conversation. Consider the full conversation context when evaluating answers and providing your response."
+
+const withConversationNote = (system: string, conversation: ReadonlyArray<ConversationMessage>): string =>
+  conversation.length === 0 ? system : `${system}\n\n${CONVERSATION_NOTE}`
+
+/** The conversation before the question, as MassGen shows it (`format_conversation_history`); "" when there is none. */
+export const conversationHistory = (conversation: ReadonlyArray<ConversationMessage>): string =>
+  conversation.length === 0
+    ? ""
+    : ["<CONVERSATION_HISTORY>", ...conversation.map((m) => `${m.role === "user" ? "User" : "Assistant"}: ${m.content}`), "<END OF CONVERSATION_HISTORY>"].join("\n")
+
+/** The original message, after the conversation's history when there is one. */
+const originalMessage = (question: string, conversation: ReadonlyArray<ConversationMessage>): string => {
+  const block = `<ORIGINAL MESSAGE>\n${question}\n<END OF ORIGINAL MESSAGE>`
+  return conversation.length === 0 ? block : `${conversationHistory(conversation)}\n\n${block}`
+}
+
+const NO_CONVERSATION: ReadonlyArray<ConversationMessage> = []
+
 /** One answer as a request shows it; `note` follows its opening label. */
 const answerBlock = (a: ShownAnswer, note = ""): string => `<${a.label}>${note}\n${a.content}\n<end of ${a.label}>`
 
 const answersBlock = (shown: ReadonlyArray<ShownAnswer>): string =>
   shown.length === 0 ? "(no answers available yet)" : shown.map((a) => answerBlock(a)).join("\n")
 
-export const roundUserMessage = (question: string, shown: ReadonlyArray<ShownAnswer>): string =>
+export const roundUserMessage = (question: string, shown: ReadonlyArray<ShownAnswer>, conversation: ReadonlyArray<ConversationMessage> = []): string =>
   [
-    `<ORIGINAL MESSAGE>\n${question}\n<END OF ORIGINAL MESSAGE>`,
+    originalMessage(question, conversation),
     `<CURRENT ANSWERS from the agents>\n${answersBlock(shown)}\n<END OF CURRENT ANSWERS>`,
   ].join("\n\n")
 
@@ -76,17 +104,18 @@ export const votableIds = (shown: ReadonlyArray<ShownAnswer>): ReadonlyArray<str
 /** What the rounds shown one list of answers (the same array) have in common: built once, not once per agent. */
 interface SharedParts {
   readonly question: string
+  readonly conversation: ReadonlyArray<ConversationMessage>
   readonly user: string
   readonly tools: { readonly [voteOnly: string]: ReadonlyArray<ToolSpec> }
 }
 const shared = new WeakMap<ReadonlyArray<ShownAnswer>, SharedParts>()
 
-const sharedParts = (question: string, shown: ReadonlyArray<ShownAnswer>): SharedParts => {
+const sharedParts = (question: string, shown: ReadonlyArray<ShownAnswer>, conversation: ReadonlyArray<ConversationMessage>): SharedParts => {
   const known = shared.get(shown)
-  if (known !== undefined && known.question === question) return known
+  if (known !== undefined && known.question === question && known.conversation === conversation) return known
   const ids = votableIds(shown)
   const tools = (voteOnly: boolean): ReadonlyArray<ToolSpec> => [...(voteOnly ? [] : [newAnswerTool]), ...(ids.length > 0 ? [voteTool(ids)] : [])]
-  const parts = { question, user: roundUserMessage(question, shown), tools: { true: tools(true), false: tools(false) } }
+  const parts = { question, conversation, user: roundUserMessage(question, shown, conversation), tools: { true: tools(true), false: tools(false) } }
   shared.set(shown, parts)
   return parts
 }
@@ -96,13 +125,15 @@ export const roundRequest = (input: {
   readonly selfAnonId: string
   readonly systemMessage: string | null
   readonly question: string
+  readonly conversation?: ReadonlyArray<ConversationMessage>
   readonly shown: ReadonlyArray<ShownAnswer>
   readonly voteOnly: boolean
 }): LlmRequest => {
-  const parts = sharedParts(input.question, input.shown)
+  const conversation = input.conversation ?? NO_CONVERSATION
+  const parts = sharedParts(input.question, input.shown, conversation)
   return {
     agentId: input.agentId,
-    system: withAgentMessage(coordinationSystem(input.voteOnly), input.systemMessage),
+    system: withConversationNote(withAgentMessage(coordinationSystem(input.voteOnly), input.systemMessage), conversation),
     messages: [{ role: "user", content: parts.user }],
     tools: parts.tools[String(input.voteOnly)]!,
     context: { kind: "round", selfAnonId: input.selfAnonId, shown: input.shown, voteOnly: input.voteOnly },
@@ -159,6 +190,7 @@ export const presentationRequest = (input: {
   readonly selfAnonId: string
   readonly systemMessage: string | null
   readonly question: string
+  readonly conversation?: ReadonlyArray<ConversationMessage>
   readonly answers: ReadonlyArray<PresentationAnswer>
   readonly shown: ReadonlyArray<ShownAnswer>
   readonly voteReasons: ReadonlyArray<string>
@@ -167,8 +199,9 @@ export const presentationRequest = (input: {
 }): LlmRequest => {
   const votes = `You received ${input.voteReasons.length} vote(s)${input.voteReasons.length > 0 ? ` with feedback: ${input.voteReasons.join("; ")}` : ""}${input.isTie ? " (tie broken by config order)" : ""}.`
   const answers = input.answers.map((a) => `${a.agentId}${a.own ? " (YOUR ANSWER)" : ""}: ${JSON.stringify(a.content)}`).join("\n")
+  const conversation = input.conversation ?? NO_CONVERSATION
   const user = [
-    `<ORIGINAL MESSAGE>\n${input.question}\n<END OF ORIGINAL MESSAGE>`,
+    originalMessage(input.question, conversation),
     `VOTING RESULTS:\n${votes}`,
     `All answers provided during coordination:\n${answers}`,
     strategySentence[input.strategy],
@@ -176,7 +209,7 @@ export const presentationRequest = (input: {
   ].join("\n\n")
   return {
     agentId: input.agentId,
-    system: withAgentMessage("You were selected by the other agents to present the final answer.", input.systemMessage),
+    system: withConversationNote(withAgentMessage("You were selected by the other agents to present the final answer.", input.systemMessage), conversation),
     messages: [{ role: "user", content: user }],
     tools: [],
     context: { kind: "presentation", selfAnonId: input.selfAnonId, shown: input.shown },

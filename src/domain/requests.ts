@@ -50,6 +50,7 @@ export const requestForRound = (state: State, agent: Agent, tools: ReadonlyArray
     selfAnonId: agent.anonId,
     systemMessage: agent.systemMessage,
     question: state.run.question,
+    conversation: state.run.conversation,
     shown: shownAnswers(state, inFlight.shown),
     voteOnly: inFlight.voteOnly,
   })
@@ -65,6 +66,7 @@ export const requestForPresentation = (state: State, agent: Agent, tools: Readon
     selfAnonId: agent.anonId,
     systemMessage: agent.systemMessage,
     question: state.run.question,
+    conversation: state.run.conversation,
     answers: state.agents.flatMap((a) => {
       const label = a.answers[a.answers.length - 1]
       const answer = label ? state.answers[label] : undefined

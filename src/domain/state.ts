@@ -18,7 +18,7 @@
  * the *latest labels* are the newest answer label of every agent that has one,
  * in config order, which is what a new round shows.
  */
-import type { AgentInfo, Event, FailureKind, FinalSource, FinishReason, RunSettings } from "./events.ts"
+import type { AgentInfo, ConversationMessage, Event, FailureKind, FinalSource, FinishReason, RunSettings } from "./events.ts"
 
 export interface Usage {
   readonly inputTokens: number
@@ -107,6 +107,8 @@ export interface FinalAnswer {
 export interface RunInfo {
   readonly runId: string
   readonly question: string
+  /** The conversation before the question, oldest first; empty for a run of one question. */
+  readonly conversation: ReadonlyArray<ConversationMessage>
   readonly settings: RunSettings
   readonly startTime: number
   /** Time no process ran the run: from a stopped process's last event to each resume. */
@@ -283,6 +285,7 @@ const applyEvent = (state: State, event: Event, t: number, own: Owned | null): S
         run: {
           runId: event.run_id,
           question: event.question,
+          conversation: event.conversation ?? [],
           settings: event.settings,
           startTime: t,
           pausedMs: 0,

@@ -27,7 +27,7 @@ import * as nodePath from "node:path"
 import { Clock, Duration, Effect, Fiber, Option, Queue, Ref, Schedule } from "effect"
 import type { Config } from "../domain/config.ts"
 import { type Command, type Reply, budgetSpent, commandEvents, decide, judgeReply, mayStartCall, stopRun, updateFor } from "../domain/decide.ts"
-import type { Event, FinishReason } from "../domain/events.ts"
+import type { ConversationMessage, Event, FinishReason } from "../domain/events.ts"
 import type { LlmRequest, TokenUsage } from "../domain/llm.ts"
 import { requestText, updateMessage } from "../domain/prompts.ts"
 import { requestForPresentation, requestForRound, shownAnswers } from "../domain/requests.ts"
@@ -52,6 +52,8 @@ import { makeToolRunner } from "./tools/tool-runner.ts"
 export interface RunInput {
   readonly config: Config
   readonly question: string
+  /** The conversation the question continues, oldest first; recorded on `run_started` when not empty. */
+  readonly conversation?: ReadonlyArray<ConversationMessage>
   readonly logDir: string
   readonly runId: string
   readonly version: string
@@ -400,6 +402,7 @@ export const runCoordination = (input: RunInput) =>
         time: yield* isoNow,
         run_id: input.runId,
         question: input.question,
+        ...(input.conversation !== undefined && input.conversation.length > 0 ? { conversation: input.conversation } : {}),
         agents: config.agents.map((a) => ({ id: a.id, anon_id: a.anonId, backend: a.backend.type, model: backends.forAgent(a.id).model })),
         settings,
       })

@@ -6,7 +6,7 @@
  */
 import { Effect, Either, Layer } from "effect"
 import { type Config, decodeConfig } from "../../src/domain/config.ts"
-import { type Event } from "../../src/domain/events.ts"
+import type { ConversationMessage, Event } from "../../src/domain/events.ts"
 import { readEventsText } from "../../src/domain/event-codec.ts"
 import { type Backend, Backends } from "../../src/services/backend.ts"
 import { EventStore } from "../../src/services/event-store.ts"
@@ -36,6 +36,8 @@ export const runInMemory = (
   doc: unknown,
   options: {
     question?: string
+    /** The conversation the question continues. */
+    conversation?: ReadonlyArray<ConversationMessage>
     interrupt?: Effect.Effect<string>
     /** Where the statuses written go, to watch them while the run goes on. */
     statuses?: Array<unknown>
@@ -65,6 +67,7 @@ export const runInMemory = (
     const outcome = yield* runCoordination({
       config,
       question: options.question ?? "What is 2+2?",
+      ...(options.conversation ? { conversation: options.conversation } : {}),
       logDir: LOG_DIR,
       runId: "log_x",
       version: "test",

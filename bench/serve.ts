@@ -1,0 +1,131 @@
+/**
+ * `massgen serve` under load: a child process serving a 3-agent scripted
+ * council with zero-delay agents, asked by plain `fetch` clients.
+ *
+ * - Added latency: one request at a time, A/B interleaved with the same run
+ *   done in this process through the same code a request uses
+ *   (`openServedRun`: backends, log directory, metadata, the run), medians of
+ *   each; the difference is what serving adds (HTTP, JSON, the queue).
+ *   Target: under 15 ms.
+ * - Throughput: requests per second at concurrency 8 (`--max-concurrent-runs 8`).
+ * - Memory: the server's RSS (/proc/PID/status VmRSS) after a warm-up and after
+ *   `BENCH_SERVE_REQUESTS` requests (1,000 unless set) at concurrency 8.
+ *   Target: growth under 50 MB.
+ */
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { Effect } from "effect"
+import { stringify } from "yaml"
+import { resolveRunConfig } from "../src/cli/run-setup.ts"
+import { openServedRun } from "../src/cli/serve/served-run.ts"
+import { fmt, freshDir, line, median, targetLine } from "./support.ts"
+
+const TARGET_ADDED_MS = 15
+const TARGET_RSS_GROWTH_MB = 50
+const CONCURRENCY = 8
+const PAIRS = 30
+
+const COUNCIL = {
+  agents: [1, 2, 3].map((i) => ({ id: `agent_${i}`, backend: { type: "scripted", answer: `Answer of agent ${i}: four.`, vote: "agent1" } })),
+}
+
+const rssMb = (pid: number): number => {
+  const kb = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))
+  return kb ? Number(kb[1]) / 1024 : Number.NaN
+}
+
+export const serveBench = async (): Promise<void> => {
+  console.log(`# 10. massgen serve: 3 zero-delay scripted agents, concurrency ${CONCURRENCY}`)
+  const requests = Number(process.env.BENCH_SERVE_REQUESTS ?? 1000)
+  const dir = freshDir()
+  mkdirSync(dir, { recursive: true })
+  const config = join(dir, "team.yaml")
+  writeFileSync(config, stringify(COUNCIL))
+  const main = join(import.meta.dir, "..", "src", "main.ts")
+  const child = Bun.spawn([process.execPath, main, "serve", "--config", config, "--port", "0", "--max-concurrent-runs", String(CONCURRENCY)], {
+    cwd: dir,
+    stdout: "pipe",
+    stderr: "inherit",
+  })
+  try {
+    const reader = child.stdout.getReader()
+    let out = ""
+    while (!out.includes("\n")) {
+      const { value, done } = await reader.read()
+      if (done) throw new Error(`massgen serve ended: ${out}`)
+      out += new TextDecoder().decode(value)
+    }
+    const url = out.split(" ")[1]!
+    const body = JSON.stringify({ model: "team", messages: [{ role: "user", content: "What is 2+2?" }] })
+    const ask = async (): Promise<number> => {
+      const t0 = performance.now()
+      const res = await fetch(`${url}/chat/completions`, { method: "POST", body, headers: { "content-type": "application/json" } })
+      if (res.status !== 200) throw new Error(`serve answered ${res.status}: ${await res.text()}`)
+      await res.json()
+      return performance.now() - t0
+    }
+    // The same run in this process, through the code a request runs.
+    const loaded = await Effect.runPromise(
+      resolveRunConfig({ _tag: "run", question: "", configPath: config, modelsFlag: null, models: [], backend: null, baseUrl: null, systemMessage: null, automation: false, noDisplay: true, orchestratorTimeout: null }, process.env, dir),
+    )
+    const ctx = { env: process.env, cwd: dir, argv: [], version: "bench", printError: () => {} }
+    const chat = { model: "team", question: "What is 2+2?", conversation: [], stream: false, includeUsage: false }
+    const inProcess = async (): Promise<number> => {
+      const t0 = performance.now()
+      const opened = await openServedRun({ id: "team", loaded }, chat, ctx)
+      if ("failed" in opened) throw new Error(opened.failed)
+      const outcome = await opened.run(new Promise(() => {}), () => {})
+      if ("failed" in outcome || outcome.reason !== "completed") throw new Error("the in-process run did not complete")
+      return performance.now() - t0
+    }
+    for (let i = 0; i < 20; i++) await Promise.all([ask(), inProcess()])
+    const served: Array<number> = []
+    const local: Array<number> = []
+    for (let i = 0; i < PAIRS; i++) {
+      if (i % 2 === 0) {
+        served.push(await ask())
+        local.push(await inProcess())
+      } else {
+        local.push(await inProcess())
+        served.push(await ask())
+      }
+    }
+    line(`one at a time, ${PAIRS} A/B pairs: served / in-process ms median`, `${fmt(median(served))} / ${fmt(median(local))}`)
+    const added = served.map((s, i) => s - local[i]!)
+    targetLine("added latency per request (served - in-process), ms median / max", added, "ms", {
+      ratio: (v) => v,
+      op: "<",
+      limit: TARGET_ADDED_MS,
+      text: `< ${TARGET_ADDED_MS} ms`,
+      name: "added",
+    })
+
+    const rssBefore = rssMb(child.pid)
+    let next = 0
+    const t0 = performance.now()
+    const latencies: Array<number> = []
+    await Promise.all(
+      Array.from({ length: CONCURRENCY }, async () => {
+        while (next < requests) {
+          next += 1
+          latencies.push(await ask())
+        }
+      }),
+    )
+    const seconds = (performance.now() - t0) / 1000
+    const rssAfter = rssMb(child.pid)
+    line(`${requests} requests at concurrency ${CONCURRENCY}: requests/s, latency ms median / p90`, `${fmt(requests / seconds, 1)}   ${fmt(median(latencies))} / ${fmt(latencies.sort((a, b) => a - b)[Math.floor(latencies.length * 0.9)]!)}`)
+    targetLine(`server RSS growth over ${requests} requests, MB (${fmt(rssBefore, 0)} -> ${fmt(rssAfter, 0)} MB)`, [rssAfter - rssBefore], "MB", {
+      ratio: (v) => v,
+      op: "<",
+      limit: TARGET_RSS_GROWTH_MB,
+      text: `< ${TARGET_RSS_GROWTH_MB} MB`,
+      name: "growth",
+    })
+  } finally {
+    child.kill("SIGTERM")
+    await child.exited
+  }
+}
+
+if (import.meta.main) await serveBench()

@@ -1,0 +1,240 @@
+/**
+ * The HTTP server of `massgen serve`: OpenAI's Chat Completions API in front of the council.
+ *
+ * Routes: `POST /v1/chat/completions` (a run per request), `GET /v1/models`
+ * (the served models), `GET /health` (no auth: `{status, running, queued}`);
+ * anything else is 404, a known path with another method 405, in OpenAI's
+ * error shape (`openai-wire.ts`). With an API key, every `/v1/` request needs
+ * `Authorization: Bearer KEY`, else 401.
+ *
+ * A completion request waits for a slot (`run-slots.ts`); with the queue full
+ * it is 429 with `retry-after`. Then its run starts in its own log directory,
+ * whose name is the `x-massgen-run-id` header and `massgen.run_id`. Without
+ * `stream` the answer is one completion when the run completes; a run that
+ * fails is 500 with its reason; one that timed out (or spent its budget) is
+ * 504 (500 for the budget) with the salvaged answer in `massgen.answer` when
+ * there is one; one stopped by the server's drain is 503. With `stream`, the
+ * headers go out when the run starts: coordination progress comes as
+ * `reasoning_content` deltas (one line per event, as `--no-display` prints),
+ * the final answer as `content`, then a chunk with `finish_reason` (`stop`;
+ * `length` for a salvaged answer) and `massgen`, the usage chunk when asked,
+ * and `data: [DONE]`; a run with no answer ends with a `data: {"error": ...}`
+ * frame instead. A client that disconnects, waiting or streaming or not,
+ * stops its run: it is recorded `interrupted` and can be resumed.
+ *
+ * `stopAccepting()` starts the drain: the server stops listening, nothing
+ * waiting starts (503); `stopRuns(why)` stops the runs still going.
+ */
+import { timingSafeEqual } from "node:crypto"
+import type { Event } from "../../domain/events.ts"
+import type { State } from "../../domain/state.ts"
+import { plainLine } from "../automation-output.ts"
+import {
+  type ChatRequest,
+  type RunFacts,
+  type WireError,
+  SSE_DONE,
+  badRequest,
+  chunkBody,
+  completionBody,
+  errorBody,
+  readChatRequest,
+  sseFrame,
+} from "./openai-wire.ts"
+import type { RunSlots } from "./run-slots.ts"
+import { type ServeContext, type ServedModel, type ServedOutcome, openServedRun } from "./served-run.ts"
+
+export interface ServerOptions {
+  readonly host: string
+  readonly port: number
+  readonly models: ReadonlyArray<ServedModel>
+  readonly apiKey: string | null
+  readonly slots: RunSlots
+  readonly ctx: ServeContext
+}
+
+export const RUN_ID_HEADER = "x-massgen-run-id"
+
+const json = (body: unknown, status = 200, headers: Record<string, string> = {}): Response =>
+  new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json", ...headers } })
+
+const failure = (error: WireError, headers: Record<string, string> = {}, massgen?: RunFacts): Response => json(errorBody(error, massgen), error.status, headers)
+
+const serverError = (message: string, status = 500, code: string | null = null): WireError => ({ status, message, type: "server_error", code })
+
+const authorized = (header: string | null, key: string): boolean => {
+  const given = Buffer.from(header?.startsWith("Bearer ") ? header.slice(7) : "")
+  const wanted = Buffer.from(key)
+  return given.length === wanted.length && timingSafeEqual(given, wanted)
+}
+
+/** Lines of progress a stream shows: the final answer and the run's end are said otherwise. */
+const progressLine = (event: Event, state: State, logDir: string): string | null =>
+  event._tag === "final_answer" || event._tag === "run_finished" ? null : plainLine(event, state, logDir)
+
+export const startServer = (options: ServerOptions) => {
+  const { slots, ctx } = options
+  const stops = new Set<(why: string) => void>()
+  const modelIds = options.models.map((m) => m.id)
+  let draining = false
+  let stopped: Promise<void> = Promise.resolve()
+
+  const complete = async (request: Request): Promise<Response> => {
+    let body: unknown
+    try {
+      body = await request.json()
+    } catch {
+      return failure(badRequest("the request body is not valid JSON"))
+    }
+    const chat = readChatRequest(body, modelIds)
+    if ("status" in chat) return failure(chat)
+    const model = options.models.find((m) => m.id === chat.model)!
+    const taken = await slots.take(request.signal)
+    if (taken._tag === "full") {
+      const wait = slots.retryAfterSeconds()
+      return failure({ status: 429, message: `all runs busy and the queue is full; retry in ${wait}s`, type: "rate_limit_error", code: "queue_full" }, { "retry-after": String(wait) })
+    }
+    if (taken._tag !== "slot") return taken._tag === "gone" ? new Response(null, { status: 499 }) : failure(serverError("the server is shutting down", 503, "shutting_down"))
+    const release = taken.release
+    try {
+      const opened = await openServedRun(model, chat, ctx)
+      if ("failed" in opened) {
+        release()
+        return failure(serverError(opened.failed))
+      }
+      let stop!: (why: string) => void
+      const stopped = new Promise<string>((resolve) => (stop = resolve))
+      stops.add(stop)
+      const onGone = () => stop("client disconnected")
+      request.signal.addEventListener("abort", onGone, { once: true })
+      const headers = { [RUN_ID_HEADER]: opened.runId }
+      const started = { id: `chatcmpl-${opened.runId}`, created: Math.floor(Date.now() / 1000), model: chat.model }
+      const finished = (onEvent: (event: Event, state: State) => void) =>
+        opened.run(stopped, onEvent).finally(() => {
+          stops.delete(stop)
+          request.signal.removeEventListener("abort", onGone)
+          release()
+        })
+      if (chat.stream) return streamed(chat, opened.logDir, opened.runId, started, headers, finished, () => stop("client disconnected"))
+      const outcome = await finished(() => {})
+      const ended = endOf(outcome, opened.runId, opened.logDir)
+      if (ended.error !== null) return failure(ended.error, headers, ended.facts)
+      return json(completionBody({ ...started, content: ended.content, finishReason: "stop", usage: ended.usage!, massgen: ended.facts }), 200, headers)
+    } catch (e) {
+      release()
+      return failure(serverError(e instanceof Error ? e.message : String(e)))
+    }
+  }
+
+  const server = Bun.serve({
+    hostname: options.host,
+    port: options.port,
+    // A run may take minutes before its first byte: no idle cut.
+    idleTimeout: 0,
+    fetch: async (request) => {
+      const { pathname } = new URL(request.url)
+      if (pathname === "/health" && request.method === "GET") return json({ status: draining ? "draining" : "ok", running: slots.running(), queued: slots.queued() })
+      if (pathname.startsWith("/v1/") && options.apiKey !== null && !authorized(request.headers.get("authorization"), options.apiKey)) {
+        return failure({ status: 401, message: "missing or wrong API key: send Authorization: Bearer KEY", type: "authentication_error", code: "invalid_api_key" })
+      }
+      if (pathname === "/v1/models") {
+        if (request.method !== "GET") return failure({ status: 405, message: `${request.method} ${pathname}: use GET`, type: "invalid_request_error", code: "method_not_allowed" })
+        return json({ object: "list", data: options.models.map((m) => ({ id: m.id, object: "model", created: 0, owned_by: "massgen" })) })
+      }
+      if (pathname === "/v1/chat/completions") {
+        if (request.method !== "POST") return failure({ status: 405, message: `${request.method} ${pathname}: use POST`, type: "invalid_request_error", code: "method_not_allowed" })
+        return complete(request)
+      }
+      return failure({ status: 404, message: `no route ${request.method} ${pathname}`, type: "invalid_request_error", code: "not_found" })
+    },
+  })
+
+  return {
+    url: `http://${server.hostname}:${server.port}`,
+    port: server.port,
+    /** Stops listening; what waits for a slot gets 503; runs going on go on. */
+    stopAccepting: () => {
+      draining = true
+      slots.close()
+      stopped = server.stop(false)
+    },
+    /** Stops every run still going (each is recorded interrupted). */
+    stopRuns: (why: string) => {
+      for (const stop of stops) stop(why)
+    },
+    /** Resolves once every request in flight has had its response. */
+    close: () => stopped,
+  }
+}
+
+/** What a finished run answers: its content, usage and facts, or the error it is. */
+const endOf = (outcome: ServedOutcome, runId: string, logDir: string) => {
+  if ("failed" in outcome) {
+    return { content: "", usage: null, facts: { run_id: runId, log_dir: logDir, finish_reason: null, winner: null, cost_usd: null }, error: serverError(outcome.failed), salvaged: false }
+  }
+  const { state, reason } = outcome
+  const content = state.final?.content ?? ""
+  const facts: RunFacts = { run_id: runId, log_dir: logDir, finish_reason: reason, winner: state.final?.agent ?? null, cost_usd: state.usage.cost }
+  const why = state.finished?.message ?? reason
+  const salvaged = state.final !== null
+  const error: WireError | null =
+    reason === "completed"
+      ? null
+      : reason === "timeout"
+        ? serverError(`the run timed out: ${why}`, 504, "run_timeout")
+        : reason === "interrupted"
+          ? serverError(`the run was stopped: ${why}`, 503, "run_interrupted")
+          : serverError(`the run failed (${reason}): ${why}${failures(state)}`, 500, `run_${reason}`)
+  return { content, usage: state.usage, facts: error !== null && salvaged ? { ...facts, answer: content } : facts, error, salvaged }
+}
+
+const failures = (state: State): string => {
+  const out = state.agents.filter((a) => a.failure !== null).map((a) => `${a.info.id}: ${a.failure!.message}`)
+  return out.length === 0 ? "" : ` (${out.join("; ")})`
+}
+
+const encoder = new TextEncoder()
+
+const streamed = (
+  chat: ChatRequest,
+  logDir: string,
+  runId: string,
+  started: { readonly id: string; readonly created: number; readonly model: string },
+  headers: Record<string, string>,
+  finished: (onEvent: (event: Event, state: State) => void) => Promise<ServedOutcome>,
+  onCancel: () => void,
+): Response => {
+  const stream = new ReadableStream<Uint8Array>({
+    start: (controller) => {
+      let open = true
+      const send = (text: string) => {
+        if (!open) return
+        try {
+          controller.enqueue(encoder.encode(text))
+        } catch {
+          open = false
+        }
+      }
+      send(sseFrame(chunkBody({ ...started, delta: { role: "assistant", content: "" }, massgen: { run_id: runId, log_dir: logDir, finish_reason: null, winner: null, cost_usd: null } })))
+      void finished((event, state) => {
+        const line = progressLine(event, state, logDir)
+        if (line !== null) send(sseFrame(chunkBody({ ...started, delta: { reasoning_content: `${line}\n` } })))
+      }).then((outcome) => {
+        const ended = endOf(outcome, runId, logDir)
+        const answered = ended.error === null || (ended.salvaged && ended.error.status === 504)
+        if (answered) {
+          if (ended.content !== "") send(sseFrame(chunkBody({ ...started, delta: { content: ended.content } })))
+          send(sseFrame(chunkBody({ ...started, delta: {}, finishReason: ended.error === null ? "stop" : "length", massgen: ended.facts })))
+          if (chat.includeUsage && ended.usage !== null) send(sseFrame(chunkBody({ ...started, usage: ended.usage })))
+        } else {
+          send(sseFrame(errorBody(ended.error!, ended.facts)))
+        }
+        send(SSE_DONE)
+        if (open) controller.close()
+        open = false
+      })
+    },
+    cancel: () => onCancel(),
+  })
+  return new Response(stream, { status: 200, headers: { "content-type": "text/event-stream", "cache-control": "no-cache", ...headers } })
+}

@@ -1,0 +1,84 @@
+/** `massgen serve`'s slots (`cli/serve/run-slots.ts`) and request reading (`cli/serve/openai-wire.ts`), without a server. */
+import { describe, expect, test } from "bun:test"
+import { readChatRequest } from "../src/cli/serve/openai-wire.ts"
+import { runSlots } from "../src/cli/serve/run-slots.ts"
+
+describe("runSlots", () => {
+  test("at most N at once, then a FIFO queue of M, then full; a slot given back goes to the longest waiting", async () => {
+    const slots = runSlots(1, 2)
+    const first = await slots.take()
+    expect(first._tag).toBe("slot")
+    const order: Array<string> = []
+    const second = slots.take().then((t) => (order.push("second"), t))
+    const third = slots.take().then((t) => (order.push("third"), t))
+    expect(slots.queued()).toBe(2)
+    expect((await slots.take())._tag).toBe("full")
+    if (first._tag === "slot") first.release()
+    const got = await second
+    expect(got._tag).toBe("slot")
+    expect(order).toEqual(["second"])
+    if (got._tag === "slot") got.release()
+    const last = await third
+    expect(order).toEqual(["second", "third"])
+    if (last._tag === "slot") last.release()
+    expect(slots.running()).toBe(0)
+    await slots.idle()
+  })
+
+  test("a client that leaves frees its place; close() turns away every waiting request and every later one", async () => {
+    const slots = runSlots(1, 1)
+    const held = await slots.take()
+    const leaving = new AbortController()
+    const waiting = slots.take(leaving.signal)
+    leaving.abort()
+    expect((await waiting)._tag).toBe("gone")
+    expect(slots.queued()).toBe(0)
+    const turnedAway = slots.take()
+    slots.close()
+    expect((await turnedAway)._tag).toBe("closed")
+    expect((await slots.take())._tag).toBe("closed")
+    const idle = slots.idle()
+    if (held._tag === "slot") held.release()
+    await idle
+    expect(slots.running()).toBe(0)
+  })
+})
+
+describe("readChatRequest", () => {
+  const models = ["team"]
+  test("the last user message is the question, the user and assistant messages before it the conversation; system messages are not passed on", () => {
+    expect(
+      readChatRequest(
+        {
+          model: "team",
+          stream: true,
+          stream_options: { include_usage: true },
+          messages: [
+            { role: "system", content: "be brief" },
+            { role: "user", content: [{ type: "text", text: "What is" }, { type: "text", text: "2+2?" }] },
+            { role: "assistant", content: "4" },
+            { role: "user", content: "Doubled?" },
+          ],
+        },
+        models,
+      ),
+    ).toEqual({ model: "team", question: "Doubled?", conversation: [{ role: "user", content: "What is\n2+2?" }, { role: "assistant", content: "4" }], stream: true, includeUsage: true })
+  })
+
+  test("what is refused, with its status", () => {
+    const status = (body: unknown) => {
+      const r = readChatRequest(body, models)
+      return "status" in r ? [r.status, r.param ?? null] : "accepted"
+    }
+    expect(status([])).toEqual([400, null])
+    expect(status({ model: "team" })).toEqual([400, "messages"])
+    expect(status({ model: "other", messages: [{ role: "user", content: "q" }] })).toEqual([404, "model"])
+    expect(status({ model: "team", messages: [{ role: "user", content: "q" }], tools: [{ type: "function" }] })).toEqual([400, "tools"])
+    expect(status({ model: "team", messages: [{ role: "user", content: "q" }], tool_choice: "auto" })).toEqual([400, "tool_choice"])
+    expect(status({ model: "team", messages: [{ role: "user", content: "q" }], n: 2 })).toEqual([400, "n"])
+    expect(status({ model: "team", messages: [{ role: "user", content: "q" }, { role: "assistant", content: "a" }] })).toEqual([400, "messages"])
+    expect(status({ model: "team", messages: [{ role: "tool", content: "x" }] })).toEqual([400, "messages[0].role"])
+    expect(status({ model: "team", messages: [{ role: "user", content: [{ type: "image_url" }] }] })).toEqual([400, "messages[0].content"])
+    expect(status({ model: "team", messages: [{ role: "user", content: "q" }], tools: [] })).toBe("accepted")
+  })
+})
