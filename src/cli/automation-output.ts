@@ -16,6 +16,7 @@ import { count, formatCost, truncate } from "../domain/text.ts"
 import { type State, activeMs } from "../domain/state.ts"
 import { resumedText } from "../domain/resume-plan.ts"
 import { toolCallLine } from "../domain/tool-calls.ts"
+import { workspaceLine } from "../domain/workspaces.ts"
 
 export const IN_PROGRESS = "[Coordination in progress - monitor status.json for real-time updates]"
 
@@ -86,6 +87,12 @@ export const plainLine = (event: Event, state: State, logDir: string): string | 
     case "tool_call_finished":
     case "hosted_tool_used":
       return `[${event.agent}] ${toolCallLine(event)}`
+    case "workspace_snapshotted":
+    case "workspace_finalized":
+    case "context_path_written":
+      return `[${event.agent}] ${workspaceLine(event)}`
+    case "context_write_intended":
+      return null
     case "call_start":
     case "call_end":
     case "tool_call_started":

@@ -26,6 +26,7 @@ import { onForcedStop } from "../services/forced-stop.ts"
 import { StatusWriter } from "../services/status-writer.ts"
 import { AgentTools } from "../services/tools/agent-tools.ts"
 import type { ToolProvider } from "../services/tools/tool-provider.ts"
+import { Workspaces, agentWorkspace } from "../services/tools/workspace.ts"
 import { automationFooter } from "./automation-output.ts"
 import type { ConfigError } from "./load-config.ts"
 import { priceOf } from "./run-setup.ts"
@@ -83,6 +84,7 @@ export const runSession = (input: SessionInput) =>
       StatusWriter.live(join(logDir, "status.json")),
       liveRunFiles(logDir),
       Layer.succeed(Backends, { forAgent: (id: string) => input.backends.get(id)! }),
+      Workspaces.live(logDir, input.config.agents),
     )
     const outcome = yield* Effect.gen(function* () {
       yield* acquireRunLock(logDir)
@@ -91,7 +93,7 @@ export const runSession = (input: SessionInput) =>
       const servers: ReadonlyMap<string, ToolProvider> = input.config.agents.some((a) => a.backend.mcp_servers !== undefined)
         ? yield* Effect.flatMap(
             Effect.promise(() => import("../services/tools/mcp-servers.ts")),
-            (m) => m.startMcpServers(input.config.agents, { cwd: logDir, env: input.env }),
+            (m) => m.startMcpServers(input.config.agents, { cwd: logDir, cwdOf: (agent) => agentWorkspace(logDir, agent), env: input.env }),
           )
         : new Map()
       const tools = input.tools ? yield* input.tools(new Map([...servers].map(([agent, provider]) => [agent, [provider]]))) : new Map()

@@ -20,6 +20,7 @@ import { type AgentStatus, type Phase, project } from "./status.ts"
 import { count, oneLine } from "./text.ts"
 import { resumedText } from "./resume-plan.ts"
 import { toolCallLine } from "./tool-calls.ts"
+import { workspaceLine } from "./workspaces.ts"
 
 export const TAIL_LIMIT = 4000
 export const TIMELINE_LIMIT = 200
@@ -120,6 +121,12 @@ export const timelineText = (event: Event): string | null => {
     case "tool_call_finished":
     case "hosted_tool_used":
       return toolCallLine(event)
+    case "workspace_snapshotted":
+    case "workspace_finalized":
+    case "context_path_written":
+      return workspaceLine(event)
+    case "context_write_intended":
+      return null
     case "call_start":
     case "call_end":
     case "tool_call_started":

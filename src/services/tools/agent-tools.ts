@@ -11,7 +11,7 @@
  * `commandToolProviders` makes every agent's command tools from the config.
  */
 import { Context, Effect, Either, Layer } from "effect"
-import type { Config } from "../../domain/config.ts"
+import type { Agent, Config } from "../../domain/config.ts"
 import { WORKFLOW_TOOLS } from "../../domain/round-machine.ts"
 import { type Env, resolveApiKey } from "../backends/keys.ts"
 import { makeCommandTools, toolEnvironment } from "./command-tools.ts"
@@ -60,21 +60,22 @@ export const combineProviders = (providers: ReadonlyArray<ToolProvider>): Either
   if (providers.length === 1) return Either.right(providers[0]!)
   return Either.right({
     tools,
-    run: (name, args) => owner.get(name)?.run(name, args) ?? noTools.run(name, args),
+    run: (name, args, context) => owner.get(name)?.run(name, args, context) ?? noTools.run(name, args),
   })
 }
 
 /**
- * Every agent's command tools, run in `cwd` with `env` cleared of every key
- * (the run's own keys included, found by `resolveApiKey`).
+ * Every agent's command tools, run in `cwd` (or the agent's own, when `cwd` is
+ * a function: its workspace) with `env` cleared of every key (the run's own
+ * keys included, found by `resolveApiKey`).
  */
-export const commandToolProviders = (config: Config, env: Env, cwd: string): ReadonlyMap<string, ToolProvider> => {
+export const commandToolProviders = (config: Config, env: Env, cwd: string | ((agent: Agent) => string)): ReadonlyMap<string, ToolProvider> => {
   const secrets = config.agents.flatMap((a) => {
     const key = resolveApiKey(a, env)
     return Either.isRight(key) && key.right !== null ? [key.right] : []
   })
   const clean = toolEnvironment(env, secrets)
   return new Map(
-    config.agents.flatMap((a) => (a.backend.custom_tools?.length ? [[a.id, makeCommandTools(a.backend.custom_tools, cwd, clean)] as const] : [])),
+    config.agents.flatMap((a) => (a.backend.custom_tools?.length ? [[a.id, makeCommandTools(a.backend.custom_tools, typeof cwd === "string" ? cwd : cwd(a), clean)] as const] : [])),
   )
 }
