@@ -376,6 +376,8 @@ export const WorkspaceFinalized = defineEvent("workspace_finalized", {
   path: Schema.String,
   files: Count,
   bytes: Count,
+  /** The files' paths, relative to `path`, sorted; the first `FINAL_LISTING_MAX` of them. */
+  listing: Schema.Array(Schema.String),
 })
 
 export const ContextChange = Schema.Literal("created", "replaced")

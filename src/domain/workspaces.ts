@@ -19,7 +19,7 @@
  * of the user's (`orchestrator.context_paths`) that agents read and only the
  * presenter writes to, after the vote.
  */
-import type { ContextChange, Event } from "./events.ts"
+import type { ContextChange, ContextPathSetting, Event } from "./events.ts"
 import { count } from "./text.ts"
 
 export const WORKSPACES_DIR = "workspaces"
@@ -31,6 +31,8 @@ export const workspaceDir = (anonId: string): string => `${WORKSPACES_DIR}/${ano
 export const snapshotDir = (label: string): string => `${SNAPSHOTS_DIR}/${label}`
 /** The winner's files, relative to the log directory. */
 export const finalWorkspaceDir = (agent: string): string => `final/${agent}/workspace`
+/** The files `workspace_finalized` lists, at most (its `files` counts them all). */
+export const FINAL_LISTING_MAX = 200
 
 export interface SnapshotFact {
   readonly agent: string
@@ -52,7 +54,7 @@ export interface ContextWrite {
 
 export interface WorkspaceFacts {
   readonly snapshots: Readonly<Record<string, SnapshotFact>>
-  readonly final: (SnapshotFact & { readonly label: string; readonly source: "workspace" | "snapshot" }) | null
+  readonly final: (SnapshotFact & { readonly label: string; readonly source: "workspace" | "snapshot"; readonly listing: ReadonlyArray<string> }) | null
   readonly contextWrites: ReadonlyArray<ContextWrite>
 }
 
@@ -68,7 +70,10 @@ export const evolveWorkspaces = (facts: WorkspaceFacts, event: WorkspaceEvent): 
       return { ...facts, snapshots: { ...facts.snapshots, [event.label]: { agent: event.agent, path: event.path, files: event.files, bytes: event.bytes } } }
     case "workspace_finalized":
       if (facts.final !== null) return facts
-      return { ...facts, final: { agent: event.agent, label: event.label, source: event.source, path: event.path, files: event.files, bytes: event.bytes } }
+      return {
+        ...facts,
+        final: { agent: event.agent, label: event.label, source: event.source, path: event.path, files: event.files, bytes: event.bytes, listing: event.listing },
+      }
     case "context_write_intended":
     case "context_path_written": {
       const done = event._tag === "context_path_written"
@@ -123,6 +128,35 @@ export const changedFiles = (facts: WorkspaceFacts): ReadonlyArray<{ readonly pa
     out.set(w.path, { path: w.path, change: before?.change ?? w.change, bytes: w.bytes })
   }
   return [...out.values()]
+}
+
+/** The `workspaces` block of status.json: paths are under `logDir` (relative when it is empty), context paths absolute. */
+export interface WorkspacesJson {
+  /** Answer label to its snapshot's folder. */
+  readonly snapshots: Readonly<Record<string, string>>
+  /** The winner's files, once copied. */
+  readonly final_workspace: string | null
+  readonly context_paths: ReadonlyArray<{ readonly path: string; readonly permission: "read" | "write" }>
+  /** The files written to context paths, each once. */
+  readonly changed_files: ReadonlyArray<{ readonly path: string; readonly change: ContextChange; readonly bytes: number }>
+}
+
+/** `{workspaces}` for status.json, or nothing for a run with no workspace facts and no context path. */
+export const workspacesJson = (
+  facts: WorkspaceFacts,
+  contextPaths: ReadonlyArray<ContextPathSetting>,
+  logDir: string,
+): { readonly workspaces?: WorkspacesJson } => {
+  if (facts === noWorkspaceFacts && contextPaths.length === 0) return {}
+  const under = (p: string) => (logDir === "" ? p : `${logDir.replace(/[/\\]+$/, "")}/${p}`)
+  return {
+    workspaces: {
+      snapshots: Object.fromEntries(Object.entries(facts.snapshots).map(([label, s]) => [label, under(s.path)])),
+      final_workspace: facts.final === null ? null : under(facts.final.path),
+      context_paths: contextPaths.map((c) => ({ path: c.path, permission: c.permission })),
+      changed_files: changedFiles(facts),
+    },
+  }
 }
 
 /** The line a view shows for a workspace event. */

@@ -40,7 +40,7 @@ import * as nodePath from "node:path"
 import { Context, Effect, Layer, Schema } from "effect"
 import type { Agent } from "../../domain/config.ts"
 import { type Access, type Resolved, isInside } from "../../domain/workspace-paths.ts"
-import { finalWorkspaceDir, snapshotDir, workspaceDir } from "../../domain/workspaces.ts"
+import { FINAL_LISTING_MAX, finalWorkspaceDir, snapshotDir, workspaceDir } from "../../domain/workspaces.ts"
 
 export class WorkspaceError extends Schema.TaggedError<WorkspaceError>()("WorkspaceError", {
   reason: Schema.Literal("copy_failed"),
@@ -129,7 +129,7 @@ export interface WorkspacesService {
   /** Copies the agent's workspace for its answer `label`; null when it has none. */
   readonly snapshot: (agentId: string, label: string) => Effect.Effect<CopyFacts | null, WorkspaceError>
   /** Copies the winner's files to `final/<agent>/workspace/`: its workspace, or the snapshot of `label`; null when there is none. */
-  readonly finalize: (agentId: string, label: string, source: "workspace" | "snapshot") => Effect.Effect<CopyFacts | null, WorkspaceError>
+  readonly finalize: (agentId: string, label: string, source: "workspace" | "snapshot") => Effect.Effect<(CopyFacts & { readonly listing: ReadonlyArray<string> }) | null, WorkspaceError>
 }
 
 /** The absolute workspace of `agent` in `logDir`, or null when its backend sets no `cwd`. */
@@ -164,7 +164,12 @@ export const makeWorkspaces = (logDir: string, agents: ReadonlyArray<Agent>): Wo
     finalize: (id, label, source) => {
       const from = source === "workspace" ? roots.get(id) : nodePath.join(logDir, snapshotDir(label))
       if (from === undefined || !existsSync(from)) return Effect.succeed(null)
-      return Effect.map(copyInto(logDir, from, finalWorkspaceDir(id)), (made) => ({ path: made.path, files: made.files, bytes: made.bytes }))
+      return Effect.map(copyInto(logDir, from, finalWorkspaceDir(id)), (made) => ({
+        path: made.path,
+        files: made.files,
+        bytes: made.bytes,
+        listing: [...made.manifest.keys()].map((p) => p.split(nodePath.sep).join("/")).sort().slice(0, FINAL_LISTING_MAX),
+      }))
     },
   }
 }
