@@ -15,6 +15,7 @@
  * 7. an MCP stdio tool call through massgen's provider over the bare SDK client (bench/mcp.ts).
  * 8. tool calls: massgen's own overhead per tool call, the tool excluded (bench/tool-calls.ts).
  * 9. injection against restart: wasted calls, tokens and tool calls on a staggered 10-agent run with tool steps (bench/injection.ts).
+ * 10. workspace snapshots: a 10 MB, 1,000-file workspace, first and later snapshot, over `cp -a` (bench/snapshots.ts).
  * Live runs write to a temp directory that is removed at the end.
  */
 import { availableParallelism, loadavg } from "node:os"
@@ -25,6 +26,7 @@ import { mcpBench } from "./mcp.ts"
 import { replayBench, resumeBench } from "./resume-replay.ts"
 import { scaleAgentsBench } from "./scale-agents.ts"
 import { scaleLogsBench } from "./scale-logs.ts"
+import { snapshotBench } from "./snapshots.ts"
 import { startUpBench } from "./start-up.ts"
 import { toolCallBench } from "./tool-calls.ts"
 import { cleanUp, fmt } from "./support.ts"
@@ -51,6 +53,7 @@ const SECTIONS: ReadonlyArray<() => Promise<void>> = [
   mcpBench,
   toolCallBench,
   injectionBench,
+  snapshotBench,
 ]
 try {
   for (const [i, section] of SECTIONS.entries()) {

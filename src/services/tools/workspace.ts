@@ -24,7 +24,6 @@
 import {
   type Dirent,
   constants,
-  copyFileSync,
   existsSync,
   linkSync,
   lstatSync,
@@ -36,6 +35,7 @@ import {
   rmSync,
   symlinkSync,
 } from "node:fs"
+import { copyFile } from "node:fs/promises"
 import * as nodePath from "node:path"
 import { Context, Effect, Layer, Schema } from "effect"
 import type { Agent } from "../../domain/config.ts"
@@ -70,10 +70,14 @@ interface TreeCopy {
 
 const identity = (st: { size: bigint; mtimeNs: bigint; ctimeNs: bigint; ino: bigint }): string => `${st.size}:${st.mtimeNs}:${st.ctimeNs}:${st.ino}`
 
+/** Files copied at once: the copies wait on the disk, not on this thread. */
+const COPY_CONCURRENCY = 16
+
 /** Copies the tree `src` to `dst` (which must not exist); files `previous` has with the same identity are linked from its folder. */
-export const copyTree = (src: string, dst: string, previous?: { readonly dir: string; readonly manifest: Manifest }): TreeCopy => {
+export const copyTree = async (src: string, dst: string, previous?: { readonly dir: string; readonly manifest: Manifest }): Promise<TreeCopy> => {
   mkdirSync(dst, { recursive: true })
   const manifest = new Map<string, string>()
+  const copies: Array<readonly [string, string]> = []
   let files = 0
   let bytes = 0
   const entries: ReadonlyArray<Dirent> = existsSync(src) ? readdirSync(src, { recursive: true, withFileTypes: true }) : []
@@ -93,29 +97,40 @@ export const copyTree = (src: string, dst: string, previous?: { readonly dir: st
     const st = lstatSync(from, { bigint: true })
     if (st.nlink > 1n) continue
     const id = identity(st)
-    const kept = previous?.manifest.get(rel) === id
-    try {
-      if (kept) linkSync(nodePath.join(previous!.dir, rel), to)
-      else copyFileSync(from, to, constants.COPYFILE_FICLONE)
-    } catch {
-      copyFileSync(from, to, constants.COPYFILE_FICLONE)
-    }
+    if (!(previous?.manifest.get(rel) === id && tryLink(nodePath.join(previous.dir, rel), to))) copies.push([from, to])
     manifest.set(rel, id)
     files += 1
     bytes += Number(st.size)
   }
+  let next = 0
+  const worker = async () => {
+    while (next < copies.length) {
+      const [from, to] = copies[next++]!
+      await copyFile(from, to, constants.COPYFILE_FICLONE)
+    }
+  }
+  await Promise.all(Array.from({ length: Math.min(COPY_CONCURRENCY, copies.length) }, worker))
   return { files, bytes, manifest }
+}
+
+const tryLink = (from: string, to: string): boolean => {
+  try {
+    linkSync(from, to)
+    return true
+  } catch {
+    return false
+  }
 }
 
 /** Copies `src` to `dst` (relative to `logDir`) through a temporary folder renamed into place; an orphan at `dst` is replaced. */
 const copyInto = (logDir: string, src: string, dst: string, previous?: { readonly dir: string; readonly manifest: Manifest }) =>
-  Effect.try({
-    try: (): TreeCopy & { path: string } => {
+  Effect.tryPromise({
+    try: async (): Promise<TreeCopy & { path: string }> => {
       const target = nodePath.join(logDir, dst)
       const temp = `${target}.tmp-${process.pid}`
       rmSync(temp, { recursive: true, force: true })
       mkdirSync(nodePath.dirname(target), { recursive: true })
-      const made = copyTree(src, temp, previous)
+      const made = await copyTree(src, temp, previous)
       rmSync(target, { recursive: true, force: true })
       renameSync(temp, target)
       return { ...made, path: dst }
