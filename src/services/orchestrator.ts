@@ -21,6 +21,10 @@
  * offered in every request and run by the tool runner (`tools/tool-runner.ts`).
  * A resumed run continues the work its stopped process had in flight from the
  * rebuilt round machines (`domain/resume-plan.ts`) instead of starting it again.
+ * With `Workspaces` (`tools/workspace.ts`), an accepted answer's workspace is
+ * snapshotted before the answer is appended, `workspace_snapshotted` right
+ * after it in the same append, and the winner's files are copied before
+ * `final_answer` (`workspace_finalized`).
  */
 import { hostname } from "node:os"
 import * as nodePath from "node:path"
