@@ -11,7 +11,7 @@ import { afterAll, describe, expect, test } from "bun:test"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as nodePath from "node:path"
-import { Effect, Either } from "effect"
+import { Effect, Either, Exit, Scope } from "effect"
 import type { Agent } from "../src/domain/config.ts"
 import type { Event } from "../src/domain/events.ts"
 import { type State, foldEvents } from "../src/domain/state.ts"
@@ -19,7 +19,9 @@ import { snapshotDir } from "../src/domain/workspaces.ts"
 import { makeFileTools } from "../src/services/tools/file-tools.ts"
 import type { ToolContext, ToolProvider, ToolRunError } from "../src/services/tools/tool-provider.ts"
 import { makeToolRunner } from "../src/services/tools/tool-runner.ts"
-import { makeWorkspaces } from "../src/services/tools/workspace.ts"
+import { agentWorkspace, makeWorkspaces } from "../src/services/tools/workspace.ts"
+import { startMcpServers } from "../src/services/tools/mcp-servers.ts"
+import { faultServer } from "./support/mcp.ts"
 
 const dirs: Array<string> = []
 const tempDir = () => {
@@ -341,4 +343,26 @@ describe("snapshots", () => {
     await Effect.runPromise(ws.snapshot("bob", "agent2.1"))
     expect(fs.readdirSync(nodePath.join(logDir, "snapshot_storage", "agent2.1"))).toEqual(["a.txt"])
   })
+})
+
+describe("MCP servers of an agent with a workspace", () => {
+  test("${cwd} is the agent's own workspace, where its stdio server runs: one server per workspace", async () => {
+    const logDir = tempDir()
+    const entry = { name: "files", ...faultServer("serve", { args: ["--out=${cwd}/out"] }) }
+    const agents = AGENTS.slice(0, 2).map((a) => ({ ...a, backend: { ...a.backend, mcp_servers: [entry] } })) as ReadonlyArray<Agent>
+    makeWorkspaces(logDir, agents)
+    const scope = Effect.runSync(Scope.make())
+    try {
+      const providers = await Effect.runPromise(
+        startMcpServers(agents, { cwd: logDir, cwdOf: (a) => agentWorkspace(logDir, a), env: {} }).pipe(Scope.extend(scope)),
+      )
+      for (const a of agents) {
+        const reply = JSON.parse(await Effect.runPromise(providers.get(a.id)!.run("mcp__files__whoami", {})))
+        const root = nodePath.join(logDir, "workspaces", a.anonId)
+        expect(reply).toMatchObject({ cwd: root, argv: [`--out=${root}/out`] })
+      }
+    } finally {
+      await Effect.runPromise(Scope.close(scope, Exit.void))
+    }
+  }, 30_000)
 })
