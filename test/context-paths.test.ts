@@ -14,7 +14,7 @@ import * as nodePath from "node:path"
 import { Either } from "effect"
 import { decodeConfig, unknownKeys } from "../src/domain/config.ts"
 import type { Event } from "../src/domain/events.ts"
-import { initialState } from "../src/domain/state.ts"
+import { foldEvents, initialState } from "../src/domain/state.ts"
 import { changedFiles, evolveWorkspaces, noWorkspaceFacts, workspaceEventProblem } from "../src/domain/workspaces.ts"
 import { resolveToolPath } from "../src/domain/workspace-paths.ts"
 import { runCli, sandbox, writeConfig } from "./support/cli.ts"
@@ -130,5 +130,30 @@ describe("context writes in the fold and the replay check", () => {
     expect(workspaceEventProblem(state, { _tag: "context_write_intended", tool_call: 4, ...base }, new Map([[4, "a"]]))).toBe(null)
     expect(workspaceEventProblem(state, { _tag: "context_write_intended", tool_call: 4, ...base }, new Map())).toBe("a has no tool call 4 in flight to write /p/f")
     expect(workspaceEventProblem(state, { _tag: "context_path_written", tool_call: 4, ...base }, new Map())).toBe("a intended no write of /p/f with this content")
+  })
+})
+
+describe("the final workspace of a run a signal stopped", () => {
+  test("is a stand-in, like its salvaged answer: the resumed run's own copy supersedes it", () => {
+    const t = "2026-01-01T00:00:00.000Z"
+    const finalized = (source: "snapshot" | "workspace"): Event => ({
+      _tag: "workspace_finalized", time: t, agent: "a", label: "agent1.1", source, path: "final/a/workspace", files: 1, bytes: 1, listing: ["x"],
+    })
+    const stopped = foldEvents([
+      {
+        _tag: "run_started", time: t, run_id: "r", question: "q", agents: [{ id: "a", anon_id: "agent1", backend: "scripted", model: null }],
+        settings: { max_new_answers_per_agent: null, skip_final_presentation: false, final_answer_strategy: "winner_present", orchestrator_timeout_seconds: 9, agent_timeout_seconds: 9, budget_usd: null, disable_injection: false },
+      },
+      { _tag: "round_started", time: t, agent: "a", round: 1, shown: [], vote_only: false, restart: false },
+      { _tag: "answer_submitted", time: t, agent: "a", round: 1, label: "agent1.1", content: "x" },
+      finalized("snapshot"),
+      { _tag: "final_answer", time: t, agent: "a", label: "agent1.1", source: "salvaged", content: "x" },
+      { _tag: "run_finished", time: t, reason: "interrupted", winner: "a", message: "signal" },
+    ])
+    expect(stopped.workspaces.final?.source).toBe("snapshot")
+    const resumed = foldEvents([{ _tag: "run_resumed", time: t, dropped_lines: 0, torn_tail: false, restarted_rounds: [], presentation_restarted: false }], stopped)
+    expect(resumed.workspaces.final).toBe(null)
+    expect(workspaceEventProblem(resumed, finalized("workspace") as never, new Map())).toBe(null)
+    expect(foldEvents([finalized("workspace")], resumed).workspaces.final?.source).toBe("workspace")
   })
 })

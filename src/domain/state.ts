@@ -207,6 +207,8 @@ const resumed = (state: State, event: Extract<Event, { _tag: "run_resumed" }>, t
     ...state,
     run: state.run === null ? null : { ...state.run, pausedMs: state.run.pausedMs + Math.max(0, t - state.lastTime) },
     final,
+    // The salvaged answer's files were a stand-in too.
+    workspaces: final === null && state.workspaces.final !== null ? { ...state.workspaces, final: null } : state.workspaces,
     agents: state.agents.map((a) => {
       const goesOn = continued.get(a.info.id)
       if (goesOn !== undefined && a.failure === null && goesOn.round >= a.rounds && presentation === null) {
