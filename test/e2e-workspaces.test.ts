@@ -12,7 +12,7 @@
 import { afterAll, describe, expect, test } from "bun:test"
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
-import { ROOT, cleanupSandboxes, runCli, sandbox, writeConfig } from "./support/cli.ts"
+import { ROOT, cleanupSandboxes, runCli, sandbox, startCli, writeConfig } from "./support/cli.ts"
 import { ENV, eventsPath, expectExit, lineValue, readEvents, snapshot } from "./support/run-dirs.ts"
 
 afterAll(() => cleanupSandboxes())
@@ -161,4 +161,61 @@ describe("kill -9 around the presenter's write, then resume", () => {
     expect(ofType(events, "context_path_written")).toMatchObject([{ change: "created", bytes: 35 }])
     expect(fs.readFileSync(run.file, "utf8")).toBe("# Picnic\n- bread\n- cheese\n- apples\n")
   }, 90_000)
+})
+
+describe("a real kill -9 during the presentation, then resume", () => {
+  /** Polls the run's events (a bounded loop of tiny awaits, not a timing assumption). */
+  const waitForEvent = async (dir: string, type: string, timeoutMs = 30_000) => {
+    const deadline = Date.now() + timeoutMs
+    while (!(fs.existsSync(eventsPath(dir)) && readEvents(dir).some((e) => e.type === type))) {
+      if (Date.now() > deadline) throw new Error(`no ${type} within ${timeoutMs} ms`)
+      await Bun.sleep(5)
+    }
+  }
+
+  test("killed once the write is intended (before, during or after it), resumed: the file is written once and recorded once", async () => {
+    const cwd = sandbox()
+    const context = nodePath.join(cwd, "out")
+    // The presenter writes, then holds (a command tool) until the test lets it go: the kill lands in its presentation.
+    const hold = ["sh", "-c", 'while [ ! -e "$0/go" ]; do sleep 0.02; done; echo released', cwd]
+    const doc = {
+      agents: [
+        {
+          id: "writer",
+          backend: {
+            type: "scripted",
+            cwd: "workspace",
+            script: [{ tool: "write_file", args: { path: "report.md", content: "report\n" } }, { new_answer: "report.md" }],
+            vote: "agent1",
+            presentation_script: [
+              { tool: "write_file", args: { path: nodePath.join(context, "report.md"), content: "delivered\n" } },
+              { tool: "hold", args: {} },
+            ],
+            final: "delivered",
+            custom_tools: [{ name: "hold", description: "Waits", command: hold }],
+          },
+        },
+        { id: "reviewer", backend: { type: "scripted", answer: "ok", vote: "agent1" } },
+      ],
+      orchestrator: { context_paths: [{ path: context, permission: "write" }] },
+      timeout_settings: { orchestrator_timeout_seconds: 120, agent_timeout_seconds: 60, tool_timeout_seconds: 60 },
+    }
+    const config = writeConfig(cwd, doc)
+    const first = await startCli("source", ["--automation", "--config", config, "Deliver."], { cwd, env: ENV })
+    const dir = (await first.waitForLine("LOG_DIR: ")).slice("LOG_DIR: ".length)
+    await waitForEvent(dir, "context_write_intended")
+    first.proc.kill("SIGKILL")
+    expect((await first.done).signal).toBe("SIGKILL")
+    expect(ofType(readEvents(dir), "run_finished")).toEqual([])
+    fs.writeFileSync(nodePath.join(cwd, "go"), "")
+    const r = await runCli("source", ["resume", dir, "--automation"], { cwd, env: ENV })
+    expectExit(r, 0)
+    const events = readEvents(dir)
+    expect(fs.readFileSync(nodePath.join(context, "report.md"), "utf8")).toBe("delivered\n")
+    expect(ofType(events, "context_write_intended")).toHaveLength(1)
+    expect(ofType(events, "context_path_written")).toMatchObject([{ path: nodePath.join(context, "report.md"), change: "created", bytes: 10 }])
+    expect(r.lines).toContain(`CHANGED_FILE: ${nodePath.join(context, "report.md")} (created, 10 bytes)`)
+    expect(fs.readFileSync(nodePath.join(dir, "final", "writer", "workspace", "report.md"), "utf8")).toBe("report\n")
+    expectExit(await runCli("source", ["replay", dir, "--check"], { cwd, env: ENV }), 0)
+  }, 120_000)
 })
