@@ -24,11 +24,11 @@ import { createHash } from "node:crypto"
 import { existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs"
 import * as nodePath from "node:path"
 import { Effect } from "effect"
-import type { ContextChange, ContextPathSetting } from "../../domain/events.ts"
+import type { ContextPathSetting } from "../../domain/events.ts"
 import type { ToolSpec } from "../../domain/llm.ts"
 import { type State, initialState } from "../../domain/state.ts"
 import { type Access, type AgentRoots, TEMP_WORKSPACES, resolveToolPath } from "../../domain/workspace-paths.ts"
-import { pendingContextWrite } from "../../domain/workspaces.ts"
+import { type ContextWrite, pendingContextWrite } from "../../domain/workspaces.ts"
 import { type ProvidedTool, type ToolContext, ToolRunError, type ToolProvider } from "./tool-provider.ts"
 import { confine } from "./workspace.ts"
 
@@ -138,33 +138,39 @@ const writeAtomically = (file: string, content: string): void => {
 export const makeFileTools = (input: FileToolsInput): ToolProvider => {
   const tools: ReadonlyArray<ProvidedTool> = fileToolSpecs(input.contextPaths).map((s) => ({ spec: s, server: null }))
 
-  /** Writes a context path's file, recorded before and after; a write a stopped run already made is only recorded. */
+  /** The fields of a context write's events, as `write` records them. */
+  const fieldsOf = (w: ContextWrite) => ({ tool_call: w.toolCall, agent: w.agent, path: w.path, bytes: w.bytes, sha256: w.sha256, change: w.change })
+
+  /**
+   * Writes a context path's file, recorded before and after. An intent of the
+   * same content that a stopped run recorded is taken up: its write is made
+   * only if the file does not hold that content yet, and is recorded once.
+   */
   const writeContext = (t: Target, content: string, context: ToolContext | undefined, state: State) =>
     Effect.gen(function* () {
       if (context === undefined) return yield* fail("refused", `${t.given}: no run to record the write in`)
-      const existed = existsSync(t.real)
       const digest = sha256(content)
-      const bytes = Buffer.byteLength(content)
-      const change: ContextChange = existed ? "replaced" : "created"
       const pending = pendingContextWrite(state.workspaces, context.agent, t.real)
-      const fields = { tool_call: context.toolCall, agent: context.agent, path: t.real, bytes, sha256: digest, change }
-      const intent = pending !== undefined && pending.sha256 === digest ? { ...fields, tool_call: pending.toolCall, change: pending.change } : fields
-      if (intent === fields) yield* context.emit({ _tag: "context_write_intended", time: yield* context.now, ...fields })
-      if (!(existed && sha256(readFileSync(t.real)) === digest && intent !== fields)) {
+      const resumed = pending !== undefined && pending.sha256 === digest
+      const existed = existsSync(t.real)
+      const intent = resumed
+        ? fieldsOf(pending)
+        : { tool_call: context.toolCall, agent: context.agent, path: t.real, bytes: Buffer.byteLength(content), sha256: digest, change: existed ? ("replaced" as const) : ("created" as const) }
+      if (!resumed) yield* context.emit({ _tag: "context_write_intended", time: yield* context.now, ...intent })
+      if (!(resumed && existed && sha256(readFileSync(t.real)) === digest)) {
         yield* Effect.try({ try: () => writeAtomically(t.real, content), catch: (e) => fail("failed", `cannot write ${t.given}: ${codeOf(e)}`) })
       }
       yield* context.emit({ _tag: "context_path_written", time: yield* context.now, ...intent })
-      return `wrote ${bytes} bytes to ${t.given} (${intent.change})`
+      return `wrote ${intent.bytes} bytes to ${t.given} (${intent.change})`
     })
 
-  /** A write of a context path's file that a stopped run made and did not record as done: recorded now, not made again. */
+  /** An edit of a context path's file that a stopped run made and did not record as done: recorded now, not made again. */
   const alreadyWritten = (t: Target, context: ToolContext | undefined, state: State) =>
     Effect.gen(function* () {
       if (context === undefined || t.kind !== "context" || !existsSync(t.real)) return null
       const pending = pendingContextWrite(state.workspaces, context.agent, t.real)
       if (pending === undefined || sha256(readFileSync(t.real)) !== pending.sha256) return null
-      const { toolCall, done: _, ...rest } = pending
-      yield* context.emit({ _tag: "context_path_written", time: yield* context.now, tool_call: toolCall, ...rest })
+      yield* context.emit({ _tag: "context_path_written", time: yield* context.now, ...fieldsOf(pending) })
       return `wrote ${pending.bytes} bytes to ${t.given} (${pending.change})`
     })
 
