@@ -12,13 +12,22 @@
 import { afterAll, describe, expect, test } from "bun:test"
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
-import { ROOT, cleanupSandboxes, runCli, sandbox, startCli, writeConfig } from "./support/cli.ts"
+import { ROOT, cleanupSandboxes, runCli, sandbox, startCli, waitForSignalHandler, writeConfig } from "./support/cli.ts"
 import { ENV, eventsPath, expectExit, lineValue, readEvents, snapshot } from "./support/run-dirs.ts"
 
 afterAll(() => cleanupSandboxes())
 
 const DEMO = nodePath.join(ROOT, "examples", "workspace-demo.yaml")
 const ofType = (events: ReadonlyArray<any>, type: string) => events.filter((e) => e.type === type)
+
+/** Polls the run's events (a bounded loop of tiny awaits, not a timing assumption). */
+const waitForEvent = async (dir: string, type: string, timeoutMs = 30_000) => {
+  const deadline = Date.now() + timeoutMs
+  while (!(fs.existsSync(eventsPath(dir)) && readEvents(dir).some((e) => e.type === type))) {
+    if (Date.now() > deadline) throw new Error(`no ${type} within ${timeoutMs} ms`)
+    await Bun.sleep(5)
+  }
+}
 
 const runDemo = async () => {
   const cwd = sandbox()
@@ -125,6 +134,23 @@ describe("confinement, as a model meets it", () => {
   }, 60_000)
 })
 
+describe("a run a signal stops before its presentation", () => {
+  test("leaves the context path byte-identical; the final workspace is the salvaged answer's snapshot", async () => {
+    const cwd = sandbox()
+    const context = userFolder(cwd)
+    const before = snapshot(context)
+    const doc = probeDoc(context, [{ tool: "write_file", args: { path: nodePath.join(context, "src", "main.txt"), content: "early" } }], { hang: true })
+    const first = await startCli("source", ["--automation", "--config", writeConfig(cwd, doc), "Probe."], { cwd, env: ENV })
+    const dir = (await first.waitForLine("LOG_DIR: ")).slice("LOG_DIR: ".length)
+    await waitForSignalHandler(first.proc.pid, "SIGINT")
+    await waitForEvent(dir, "workspace_snapshotted")
+    first.proc.kill("SIGINT")
+    expectExit(await first.done, 4)
+    expect(ofType(readEvents(dir), "workspace_finalized")).toMatchObject([{ agent: "probe", source: "snapshot" }])
+    expect(snapshot(context)).toEqual(before)
+  }, 60_000)
+})
+
 describe("kill -9 around the presenter's write, then resume", () => {
   /** The demo's log as a kill -9 right after the write's intent leaves it: no record of the write, no final answer. */
   const killedAfterIntent = async () => {
@@ -164,15 +190,6 @@ describe("kill -9 around the presenter's write, then resume", () => {
 })
 
 describe("a real kill -9 during the presentation, then resume", () => {
-  /** Polls the run's events (a bounded loop of tiny awaits, not a timing assumption). */
-  const waitForEvent = async (dir: string, type: string, timeoutMs = 30_000) => {
-    const deadline = Date.now() + timeoutMs
-    while (!(fs.existsSync(eventsPath(dir)) && readEvents(dir).some((e) => e.type === type))) {
-      if (Date.now() > deadline) throw new Error(`no ${type} within ${timeoutMs} ms`)
-      await Bun.sleep(5)
-    }
-  }
-
   test("killed once the write is intended (before, during or after it), resumed: the file is written once and recorded once", async () => {
     const cwd = sandbox()
     const context = nodePath.join(cwd, "out")
