@@ -64,6 +64,21 @@ describe("the workspace demo", () => {
     expectExit(check, 0)
   }, 60_000)
 
+  test("the web view lists the final workspace's files and the changed files", async () => {
+    const { cwd, dir } = await runDemo()
+    const viewer = await startCli("source", ["viewer", dir, "--web", "--port", "0", "--no-browser"], { cwd, env: ENV })
+    const url = /(http:\/\/127\.0\.0\.1:\d+\/)/.exec(await viewer.waitForLine("Serving the replay"))![1]!
+    await viewer.waitForLine("The run is complete")
+    const view = (await (await fetch(`${url}api/view`)).json()) as { workspace: unknown }
+    expect(view.workspace).toEqual({
+      final: { path: "final/writer/workspace", files: 1, bytes: 35, listing: ["plan.md"] },
+      changedFiles: [{ path: nodePath.join(cwd, "workspace-demo-out", "picnic.md"), change: "created", bytes: 35 }],
+    })
+    expect(await (await fetch(url)).text()).toContain('<ul id="files">')
+    viewer.proc.kill("SIGINT")
+    expect((await viewer.done).exitCode).toBe(0)
+  }, 60_000)
+
   test("an agent's temp_workspaces holds exactly the snapshots of the answers its round was shown", async () => {
     const { dir } = await runDemo()
     const events = readEvents(dir)
