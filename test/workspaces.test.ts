@@ -230,6 +230,8 @@ describe("the presenter's writes to a context path", () => {
     const s = await setup()
     s.present()
     const bob = s.toolsOf("bob")
+    // The presenter reads every answer's files.
+    expect(await ok(call(bob, "list_directory", { path: "temp_workspaces" }, s.context("bob", "presentation")))).toBe("[DIR] agent1.1\n[DIR] agent2.1\n[DIR] agent3.1")
     const file = nodePath.join(s.ctx, "out", "result.md")
     expect(await ok(call(bob, "write_file", { path: file, content: "v1\n" }, s.context("bob", "presentation")))).toContain("(created)")
     expect(await ok(call(bob, "edit_file", { path: file, edits: [{ oldText: "v1", newText: "v2" }] }, s.context("bob", "presentation")))).toContain("(replaced)")

@@ -223,7 +223,7 @@ export const makeFileTools = (input: FileToolsInput): ToolProvider => {
         case "list_directory": {
           const given = stringArg(args, "path")
           const t = yield* sync(() => target(roots, given, "read"))
-          if (t.kind === "snapshots_root") return [...roots.snapshots.keys()].map((l) => `[DIR] ${l}`).join("\n")
+          if (t.kind === "snapshots_root") return [...roots.snapshots.keys()].sort().map((l) => `[DIR] ${l}`).join("\n")
           return yield* sync(() =>
             readdirSync(t.real, { withFileTypes: true })
               .sort((a, b) => a.name.localeCompare(b.name))
