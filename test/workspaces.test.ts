@@ -22,6 +22,7 @@ import { makeToolRunner } from "../src/services/tools/tool-runner.ts"
 import { agentWorkspace, makeWorkspaces } from "../src/services/tools/workspace.ts"
 import { startMcpServers } from "../src/services/tools/mcp-servers.ts"
 import { faultServer } from "./support/mcp.ts"
+import { makeAgentTools } from "../src/cli/run-setup.ts"
 
 const dirs: Array<string> = []
 const tempDir = () => {
@@ -367,4 +368,24 @@ describe("MCP servers of an agent with a workspace", () => {
       await Effect.runPromise(Scope.close(scope, Exit.void))
     }
   }, 30_000)
+})
+
+describe("an agent's tools with a workspace", () => {
+  test("it gets the file tools beside its command tools, which run in its workspace; an agent without cwd gets neither workspace nor file tools", async () => {
+    const logDir = tempDir()
+    const pwd = { name: "where", command: ["pwd"] as const }
+    const agents: ReadonlyArray<Agent> = [
+      { ...AGENTS[0]!, backend: { type: "scripted", cwd: "workspace", custom_tools: [pwd] } },
+      { ...AGENTS[1]!, backend: { type: "scripted", custom_tools: [pwd] } },
+    ]
+    makeWorkspaces(logDir, agents)
+    const config = { agents, settings: {} as never, pricing: {} }
+    const tools = await Effect.runPromise(makeAgentTools(config, { PATH: process.env.PATH }, logDir, "config.yaml"))
+    expect(tools.get("alice")!.tools.map((t) => t.spec.name)).toEqual([
+      "read_file", "write_file", "edit_file", "list_directory", "create_directory", "delete_file", "move_file", "where",
+    ])
+    expect((await Effect.runPromise(tools.get("alice")!.run("where", {}))).trim()).toBe(nodePath.join(logDir, "workspaces", "agent1"))
+    expect(tools.get("bob")!.tools.map((t) => t.spec.name)).toEqual(["where"])
+    expect((await Effect.runPromise(tools.get("bob")!.run("where", {}))).trim()).toBe(logDir)
+  })
 })
