@@ -15,7 +15,9 @@
  * are hard links to that snapshot's files, which nothing writes either. A file
  * of the workspace with more than one name (a hard link, maybe to a file
  * outside) and anything that is neither a file, a folder nor a symlink is
- * left out; symlinks are copied as they are (tools refuse one that leads out).
+ * left out, and so is a file that cannot be read (the agent made it so, or
+ * removed it meanwhile); symlinks are copied as they are (tools refuse one
+ * that leads out).
  *
  * `confine(resolved, access)` checks on disk what `resolveToolPath` checked
  * lexically: once symlinks are followed the path is still in its root, and a
@@ -78,8 +80,7 @@ export const copyTree = async (src: string, dst: string, previous?: { readonly d
   mkdirSync(dst, { recursive: true })
   const manifest = new Map<string, string>()
   const copies: Array<readonly [string, string]> = []
-  let files = 0
-  let bytes = 0
+  const sizes = new Map<string, number>()
   const entries: ReadonlyArray<Dirent> = existsSync(src) ? readdirSync(src, { recursive: true, withFileTypes: true }) : []
   for (const entry of entries) {
     const from = nodePath.join(entry.parentPath, entry.name)
@@ -99,18 +100,24 @@ export const copyTree = async (src: string, dst: string, previous?: { readonly d
     const id = identity(st)
     if (!(previous?.manifest.get(rel) === id && tryLink(nodePath.join(previous.dir, rel), to))) copies.push([from, to])
     manifest.set(rel, id)
-    files += 1
-    bytes += Number(st.size)
+    sizes.set(rel, Number(st.size))
   }
   let next = 0
   const worker = async () => {
     while (next < copies.length) {
       const [from, to] = copies[next++]!
-      await copyFile(from, to, constants.COPYFILE_FICLONE)
+      await copyFile(from, to, constants.COPYFILE_FICLONE).catch((e: unknown) => {
+        // A file the agent made unreadable, or removed meanwhile, is left out; a full disk is the run's problem.
+        const code = (e as { code?: string }).code
+        if (code !== "EACCES" && code !== "EPERM" && code !== "ENOENT") throw e
+        const rel = nodePath.relative(dst, to)
+        manifest.delete(rel)
+        sizes.delete(rel)
+      })
     }
   }
   await Promise.all(Array.from({ length: Math.min(COPY_CONCURRENCY, copies.length) }, worker))
-  return { files, bytes, manifest }
+  return { files: sizes.size, bytes: [...sizes.values()].reduce((a, b) => a + b, 0), manifest }
 }
 
 const tryLink = (from: string, to: string): boolean => {
