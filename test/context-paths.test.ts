@@ -111,7 +111,7 @@ describe("paths, lexically", () => {
 })
 
 describe("context writes in the fold and the replay check", () => {
-  const base = { time: "2026-01-01T00:00:00.000Z", agent: "a", path: "/p/f", bytes: 1, sha256: "s1", change: "created" as const }
+  const base = { time: "2026-01-01T00:00:00.000Z", call_id: "c1", agent: "a", path: "/p/f", bytes: 1, sha256: "s1", change: "created" as const }
   test("a write is intended, then done once; changed files list each file once", () => {
     let facts = evolveWorkspaces(noWorkspaceFacts, { _tag: "context_write_intended", tool_call: 1, ...base })
     expect(changedFiles(facts)).toEqual([])

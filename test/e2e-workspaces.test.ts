@@ -167,11 +167,11 @@ describe("a run a signal stops before its presentation", () => {
 })
 
 describe("kill -9 around the presenter's write, then resume", () => {
-  /** The demo's log as a kill -9 right after the write's intent leaves it: no record of the write, no final answer. */
-  const killedAfterIntent = async () => {
+  /** The demo's log as a kill -9 right after the event `type` of the write leaves it: the tool call unfinished, no final answer. */
+  const killedAfter = async (type: string) => {
     const run = await runDemo()
     const lines = fs.readFileSync(eventsPath(run.dir), "utf8").split("\n")
-    const at = lines.findIndex((l) => l.includes('"type":"context_write_intended"'))
+    const at = lines.findIndex((l) => l.includes(`"type":"${type}"`))
     fs.writeFileSync(eventsPath(run.dir), lines.slice(0, at + 1).map((l) => `${l}\n`).join(""))
     fs.rmSync(nodePath.join(run.dir, "final"), { recursive: true, force: true })
     return { ...run, file: nodePath.join(run.cwd, "workspace-demo-out", "picnic.md") }
@@ -184,7 +184,7 @@ describe("kill -9 around the presenter's write, then resume", () => {
   }
 
   test("killed after the file was written: the resumed run records the write and does not make it again", async () => {
-    const run = await killedAfterIntent()
+    const run = await killedAfter("context_write_intended")
     const inode = fs.statSync(run.file).ino
     const events = await resume(run)
     expect(ofType(events, "context_write_intended")).toHaveLength(1)
@@ -194,8 +194,18 @@ describe("kill -9 around the presenter's write, then resume", () => {
     expect(fs.existsSync(nodePath.join(run.dir, "final", "writer", "workspace", "plan.md"))).toBe(true)
   }, 90_000)
 
+  test("killed after the write was recorded, before its tool call finished: the rerun neither writes nor records it again", async () => {
+    const run = await killedAfter("context_path_written")
+    const inode = fs.statSync(run.file).ino
+    const events = await resume(run)
+    expect(ofType(events, "context_write_intended")).toHaveLength(1)
+    expect(ofType(events, "context_path_written")).toHaveLength(1)
+    expect(fs.statSync(run.file).ino).toBe(inode)
+    expect(ofType(events, "tool_call_finished").filter((e) => e.tool === "write_file" && e.role === "presentation")).toMatchObject([{ ok: true }])
+  }, 90_000)
+
   test("killed before the file was written: the resumed run writes it once", async () => {
-    const run = await killedAfterIntent()
+    const run = await killedAfter("context_write_intended")
     fs.rmSync(run.file)
     const events = await resume(run)
     expect(ofType(events, "context_write_intended")).toHaveLength(1)

@@ -82,11 +82,12 @@ const setup = async () => {
   expect(state.agents[0]!.inFlight?.shown).toEqual(["agent2.1"])
   const emitted: Array<Event> = []
   let toolCall = 0
-  const context = (agentId: string, role: "round" | "presentation" = "round"): ToolContext => ({
+  const context = (agentId: string, role: "round" | "presentation" = "round", callId?: string): ToolContext => ({
     agent: agentId,
     round: 2,
     role,
     toolCall: ++toolCall,
+    callId: callId ?? `call_${toolCall}`,
     state: Effect.sync(() => state),
     emit: (e) =>
       Effect.sync(() => {
@@ -248,29 +249,35 @@ describe("the presenter's writes to a context path", () => {
     expect(written.path).toBe(file)
   })
 
-  test("a write a stopped run made after its intent is recorded, not made again; one it did not make is made once", async () => {
+  test("a call a stop cut off, run again: its write is made once and recorded once, whatever the moment of the stop", async () => {
     const s = await setup()
     s.present()
     const file = nodePath.join(s.ctx, "result.md")
     const sha = (t: string) => new Bun.CryptoHasher("sha256").update(t).digest("hex")
-    // The first process recorded its intent and wrote the file, and was killed before recording the write.
-    const intent: Event = { _tag: "context_write_intended", time: T, tool_call: 7, agent: "bob", path: file, bytes: 3, sha256: sha("v1\n"), change: "created" }
-    await Effect.runPromise(s.context("bob", "presentation").emit(intent))
+    const bob = s.toolsOf("bob")
+    const again = (callId: string) => s.context("bob", "presentation", callId)
+    const intent = (n: number, text: string, change: "created" | "replaced"): Event => ({
+      _tag: "context_write_intended", time: T, tool_call: n, call_id: `c${n}`, agent: "bob", path: file, bytes: text.length, sha256: sha(text), change,
+    })
+    // Stopped after the intent and the write, before the record: the rerun records it and does not write again.
+    await Effect.runPromise(again("c7").emit(intent(7, "v1\n", "created")))
     fs.writeFileSync(file, "v1\n")
     const inode = fs.statSync(file).ino
-    const bob = s.toolsOf("bob")
-    await ok(call(bob, "write_file", { path: file, content: "v1\n" }, s.context("bob", "presentation")))
+    expect(await ok(call(bob, "write_file", { path: file, content: "v1\n" }, again("c7")))).toContain("(created)")
     expect(fs.statSync(file).ino).toBe(inode)
-    const edit = { path: file, edits: [{ oldText: "v1", newText: "v2" }] }
-    // An edit whose intent was recorded and whose write happened: rerun after a kill, it is only recorded.
-    await Effect.runPromise(s.context("bob", "presentation").emit({ ...intent, tool_call: 8, sha256: sha("v2\n"), change: "replaced" }))
+    // An edit stopped the same way: the rerun would not find its oldText any more; it is recorded, not redone.
+    await Effect.runPromise(again("c8").emit(intent(8, "v2\n", "replaced")))
     fs.writeFileSync(file, "v2\n")
-    await ok(call(bob, "edit_file", edit, s.context("bob", "presentation")))
-    expect(fs.readFileSync(file, "utf8")).toBe("v2\n")
-    // An intent whose write did not happen before the kill: the rerun makes it, once, under that intent.
-    await Effect.runPromise(s.context("bob", "presentation").emit({ ...intent, tool_call: 9, sha256: sha("v3\n"), change: "replaced" }))
-    await ok(call(bob, "write_file", { path: file, content: "v3\n" }, s.context("bob", "presentation")))
+    await ok(call(bob, "edit_file", { path: file, edits: [{ oldText: "v1", newText: "v2" }] }, again("c8")))
+    // Stopped after the intent, before the write: the rerun writes it, once, under that intent.
+    await Effect.runPromise(again("c9").emit(intent(9, "v3\n", "replaced")))
+    await ok(call(bob, "write_file", { path: file, content: "v3\n" }, again("c9")))
     expect(fs.readFileSync(file, "utf8")).toBe("v3\n")
+    // Stopped after the record, before the tool call finished: the rerun neither writes nor records again.
+    const recorded = fs.statSync(file).ino
+    expect(await ok(call(bob, "write_file", { path: file, content: "v3\n" }, again("c9")))).toContain("wrote")
+    expect(await ok(call(bob, "edit_file", { path: file, edits: [{ oldText: "v1", newText: "v2" }] }, again("c8")))).toContain("wrote")
+    expect(fs.statSync(file).ino).toBe(recorded)
     const tags = s.emitted.map((e) => `${e._tag}:${"tool_call" in e ? e.tool_call : ""}`)
     expect(tags).toEqual([
       "context_write_intended:7",
@@ -281,6 +288,9 @@ describe("the presenter's writes to a context path", () => {
       "context_path_written:9",
     ])
     expect(s.state().workspaces.contextWrites.every((w) => w.done)).toBe(true)
+    // A new call writing the same file is a new write.
+    await ok(call(bob, "write_file", { path: file, content: "v4\n" }, s.context("bob", "presentation")))
+    expect(s.emitted.slice(-2).map((e) => e._tag)).toEqual(["context_write_intended", "context_path_written"])
   })
 })
 

@@ -386,6 +386,8 @@ export type ContextChange = typeof ContextChange.Type
 const contextWriteFields = {
   /** The tool call that writes. */
   tool_call: Count,
+  /** The id the model gave that tool call: a call run again after a stop has a new `tool_call` and the same `call_id`. */
+  call_id: Schema.String,
   agent: AgentId,
   /** The file's absolute path, inside a context path. */
   path: Schema.String,

@@ -43,6 +43,7 @@ export interface SnapshotFact {
 
 export interface ContextWrite {
   readonly toolCall: number
+  readonly callId: string
   readonly agent: string
   readonly path: string
   readonly bytes: number
@@ -77,7 +78,16 @@ export const evolveWorkspaces = (facts: WorkspaceFacts, event: WorkspaceEvent): 
     case "context_write_intended":
     case "context_path_written": {
       const done = event._tag === "context_path_written"
-      const write: ContextWrite = { toolCall: event.tool_call, agent: event.agent, path: event.path, bytes: event.bytes, sha256: event.sha256, change: event.change, done }
+      const write: ContextWrite = {
+        toolCall: event.tool_call,
+        callId: event.call_id,
+        agent: event.agent,
+        path: event.path,
+        bytes: event.bytes,
+        sha256: event.sha256,
+        change: event.change,
+        done,
+      }
       if (!done) return { ...facts, contextWrites: [...facts.contextWrites, write] }
       const at = facts.contextWrites.findIndex((w) => pendingFor(w, event.agent, event.path) && w.sha256 === event.sha256)
       if (at < 0) return facts
@@ -88,9 +98,13 @@ export const evolveWorkspaces = (facts: WorkspaceFacts, event: WorkspaceEvent): 
 
 const pendingFor = (w: ContextWrite, agent: string, path: string): boolean => !w.done && w.agent === agent && w.path === path
 
-/** The write `agent` intended to `path` and has not recorded as done (a stop came between): the newest. */
-export const pendingContextWrite = (facts: WorkspaceFacts, agent: string, path: string): ContextWrite | undefined =>
-  facts.contextWrites.findLast((w) => pendingFor(w, agent, path))
+/**
+ * The newest write of `path` by the model's tool call `callId` of `agent`,
+ * done or only intended: a call run again after a stop finds the write it
+ * made (or meant to make) before the stop.
+ */
+export const earlierContextWrite = (facts: WorkspaceFacts, agent: string, callId: string, path: string): ContextWrite | undefined =>
+  facts.contextWrites.findLast((w) => w.agent === agent && w.callId === callId && w.path === path)
 
 /**
  * Why a file fact does not fit the run where it stands, or null: a snapshot

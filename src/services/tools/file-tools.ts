@@ -28,7 +28,7 @@ import type { ContextPathSetting } from "../../domain/events.ts"
 import type { ToolSpec } from "../../domain/llm.ts"
 import { type State, initialState } from "../../domain/state.ts"
 import { type Access, type AgentRoots, TEMP_WORKSPACES, resolveToolPath } from "../../domain/workspace-paths.ts"
-import { type ContextWrite, pendingContextWrite } from "../../domain/workspaces.ts"
+import { type ContextWrite, earlierContextWrite } from "../../domain/workspaces.ts"
 import { type ProvidedTool, type ToolContext, ToolRunError, type ToolProvider } from "./tool-provider.ts"
 import { confine } from "./workspace.ts"
 
@@ -139,39 +139,47 @@ export const makeFileTools = (input: FileToolsInput): ToolProvider => {
   const tools: ReadonlyArray<ProvidedTool> = fileToolSpecs(input.contextPaths).map((s) => ({ spec: s, server: null }))
 
   /** The fields of a context write's events, as `write` records them. */
-  const fieldsOf = (w: ContextWrite) => ({ tool_call: w.toolCall, agent: w.agent, path: w.path, bytes: w.bytes, sha256: w.sha256, change: w.change })
+  const fieldsOf = (w: ContextWrite) => ({ tool_call: w.toolCall, call_id: w.callId, agent: w.agent, path: w.path, bytes: w.bytes, sha256: w.sha256, change: w.change })
 
   /**
-   * Writes a context path's file, recorded before and after. An intent of the
-   * same content that a stopped run recorded is taken up: its write is made
-   * only if the file does not hold that content yet, and is recorded once.
+   * The result of a call that a stop cut off and that runs again, when its
+   * write is already made: recorded as done (if it was not), not made again.
+   * Null when there is a write to make.
    */
+  const takenUp = (t: Target, context: ToolContext | undefined, state: State) =>
+    Effect.gen(function* () {
+      if (context === undefined || t.kind !== "context") return null
+      const earlier = earlierContextWrite(state.workspaces, context.agent, context.callId, t.real)
+      if (earlier === undefined) return null
+      const applied = `wrote ${earlier.bytes} bytes to ${t.given} (${earlier.change})`
+      if (earlier.done) return applied
+      if (!existsSync(t.real) || sha256(readFileSync(t.real)) !== earlier.sha256) return null
+      yield* context.emit({ _tag: "context_path_written", time: yield* context.now, ...fieldsOf(earlier) })
+      return applied
+    })
+
+  /** Writes a context path's file, recorded before (unless a stopped run recorded this intent) and after. */
   const writeContext = (t: Target, content: string, context: ToolContext | undefined, state: State) =>
     Effect.gen(function* () {
       if (context === undefined) return yield* fail("refused", `${t.given}: no run to record the write in`)
       const digest = sha256(content)
-      const pending = pendingContextWrite(state.workspaces, context.agent, t.real)
-      const resumed = pending !== undefined && pending.sha256 === digest
-      const existed = existsSync(t.real)
-      const intent = resumed
-        ? fieldsOf(pending)
-        : { tool_call: context.toolCall, agent: context.agent, path: t.real, bytes: Buffer.byteLength(content), sha256: digest, change: existed ? ("replaced" as const) : ("created" as const) }
-      if (!resumed) yield* context.emit({ _tag: "context_write_intended", time: yield* context.now, ...intent })
-      if (!(resumed && existed && sha256(readFileSync(t.real)) === digest)) {
-        yield* Effect.try({ try: () => writeAtomically(t.real, content), catch: (e) => fail("failed", `cannot write ${t.given}: ${codeOf(e)}`) })
-      }
+      const earlier = earlierContextWrite(state.workspaces, context.agent, context.callId, t.real)
+      const intent =
+        earlier !== undefined && !earlier.done && earlier.sha256 === digest
+          ? fieldsOf(earlier)
+          : {
+              tool_call: context.toolCall,
+              call_id: context.callId,
+              agent: context.agent,
+              path: t.real,
+              bytes: Buffer.byteLength(content),
+              sha256: digest,
+              change: existsSync(t.real) ? ("replaced" as const) : ("created" as const),
+            }
+      if (intent.tool_call === context.toolCall) yield* context.emit({ _tag: "context_write_intended", time: yield* context.now, ...intent })
+      yield* Effect.try({ try: () => writeAtomically(t.real, content), catch: (e) => fail("failed", `cannot write ${t.given}: ${codeOf(e)}`) })
       yield* context.emit({ _tag: "context_path_written", time: yield* context.now, ...intent })
       return `wrote ${intent.bytes} bytes to ${t.given} (${intent.change})`
-    })
-
-  /** An edit of a context path's file that a stopped run made and did not record as done: recorded now, not made again. */
-  const alreadyWritten = (t: Target, context: ToolContext | undefined, state: State) =>
-    Effect.gen(function* () {
-      if (context === undefined || t.kind !== "context" || !existsSync(t.real)) return null
-      const pending = pendingContextWrite(state.workspaces, context.agent, t.real)
-      if (pending === undefined || sha256(readFileSync(t.real)) !== pending.sha256) return null
-      yield* context.emit({ _tag: "context_path_written", time: yield* context.now, ...fieldsOf(pending) })
-      return `wrote ${pending.bytes} bytes to ${t.given} (${pending.change})`
     })
 
   const write = (t: Target, content: string, context: ToolContext | undefined, state: State) =>
@@ -199,11 +207,13 @@ export const makeFileTools = (input: FileToolsInput): ToolProvider => {
         case "write_file": {
           const t = yield* sync(() => target(roots, stringArg(args, "path"), "write"))
           const content = yield* sync(() => stringArg(args, "content"))
+          const done = yield* takenUp(t, context, stateNow)
+          if (done !== null) return done
           return yield* write(t, content, context, stateNow)
         }
         case "edit_file": {
           const t = yield* sync(() => target(roots, stringArg(args, "path"), "write"))
-          const done = yield* alreadyWritten(t, context, stateNow)
+          const done = yield* takenUp(t, context, stateNow)
           if (done !== null) return done
           const edits = args.edits
           if (!Array.isArray(edits) || edits.length === 0) return yield* fail("bad_arguments", "edits must be a list of {oldText, newText}")

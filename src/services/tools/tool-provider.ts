@@ -44,6 +44,8 @@ export interface ToolContext {
   readonly round: number
   readonly role: CallRole
   readonly toolCall: number
+  /** The id the model gave the call (the same when a stopped run's call runs again). */
+  readonly callId: string
   readonly state: Effect.Effect<State>
   readonly emit: (event: Event) => Effect.Effect<void>
   readonly now: Effect.Effect<string>

@@ -88,7 +88,7 @@ export const makeToolRunner = (deps: ToolRunnerDeps): RunTools => {
       const fields = { tool_call: n, agent, round, role, call_id: call.id, tool: call.name, server, arguments: call.arguments }
       yield* deps.emit({ _tag: "tool_call_started", time: yield* deps.now, ...fields })
       const started = yield* Effect.clockWith((c) => c.currentTimeMillis)
-      const { content, error } = yield* outcome(provider, call, { agent, round, role, toolCall: n, state, emit: deps.emit, now: deps.now })
+      const { content, error } = yield* outcome(provider, call, { agent, round, role, toolCall: n, callId: call.id, state, emit: deps.emit, now: deps.now })
       const seconds = ((yield* Effect.clockWith((c) => c.currentTimeMillis)) - started) / 1000
       const ok = error === null
       // A result its event cannot hold is kept whole beside it, before the event that names it.
