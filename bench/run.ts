@@ -16,6 +16,7 @@
  * 8. tool calls: massgen's own overhead per tool call, the tool excluded (bench/tool-calls.ts).
  * 9. injection against restart: wasted calls, tokens and tool calls on a staggered 10-agent run with tool steps (bench/injection.ts).
  * 10. massgen serve: added latency per request over the same run in process, requests/s at concurrency 8, RSS growth over 1,000 requests (bench/serve.ts).
+ * 11. workspace snapshots: a 10 MB, 1,000-file workspace, first and later snapshot, over `cp -a` (bench/snapshots.ts).
  * Live runs write to a temp directory that is removed at the end.
  */
 import { availableParallelism, loadavg } from "node:os"
@@ -27,6 +28,7 @@ import { replayBench, resumeBench } from "./resume-replay.ts"
 import { scaleAgentsBench } from "./scale-agents.ts"
 import { scaleLogsBench } from "./scale-logs.ts"
 import { serveBench } from "./serve.ts"
+import { snapshotBench } from "./snapshots.ts"
 import { startUpBench } from "./start-up.ts"
 import { toolCallBench } from "./tool-calls.ts"
 import { cleanUp, fmt } from "./support.ts"
@@ -54,6 +56,7 @@ const SECTIONS: ReadonlyArray<() => Promise<void>> = [
   toolCallBench,
   injectionBench,
   serveBench,
+  snapshotBench,
 ]
 try {
   for (const [i, section] of SECTIONS.entries()) {

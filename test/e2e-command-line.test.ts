@@ -64,6 +64,28 @@ describe("execute_command in a run", () => {
     expect(fs.readFileSync(nodePath.join(dir, "events.jsonl"), "utf8")).not.toContain(SECRET)
   }, 60_000)
 
+  test("with a workspace (cwd), sandboxed commands run in it, see the context paths read-only and no other file of the run; what they write is in the answer's snapshot", async () => {
+    const cwd = sandbox()
+    const ctx = nodePath.join(cwd, "project")
+    fs.mkdirSync(ctx)
+    fs.writeFileSync(nodePath.join(ctx, "README"), "the user's\n")
+    const config = writeConfig(cwd, {
+      ...doc({ cwd: "workspace", command_line_execution_mode: "sandbox" }, [
+        { tool: "execute_command", args: { command: `pwd; ls ..; ls ../..; cat ${ctx}/README; echo made > made.txt; echo x > ${ctx}/planted.txt || echo refused` } },
+      ]),
+      orchestrator: { context_paths: [{ path: ctx, permission: "write" }] },
+    })
+    const r = await runCli("source", ["--automation", "--config", config, "Run it."], { cwd, env: ENV })
+    expectExit(r, 0)
+    const dir = lineValue(r, "LOG_DIR")
+    const finished = readEvents(dir).filter((e) => e.type === "tool_call_finished")
+    const out = JSON.parse(finished[0].result) as { stdout: string }
+    expect(out.stdout).toBe(`${fs.realpathSync(dir)}/workspaces/agent1\nagent1\nworkspaces\nthe user's\nrefused\n`)
+    expect(fs.readFileSync(nodePath.join(dir, "workspaces", "agent1", "made.txt"), "utf8")).toBe("made\n")
+    expect(fs.readFileSync(nodePath.join(dir, "snapshot_storage", "agent1.1", "made.txt"), "utf8")).toBe("made\n")
+    expect(fs.existsSync(nodePath.join(ctx, "planted.txt"))).toBe(false)
+  }, 60_000)
+
   test("docker mode without the docker CLI stops the run at start with exit 1 and the reason", async () => {
     const cwd = sandbox()
     const config = writeConfig(cwd, doc({ command_line_execution_mode: "docker" }))

@@ -99,6 +99,22 @@ describe("the sandbox", () => {
     }
   })
 
+  test("the hidden log directory looks empty but for the agent's own workspace: another agent's files are not there", async () => {
+    const paths = layout()
+    const run = nodePath.join(paths.root, "run")
+    fs.mkdirSync(nodePath.join(run, "other"))
+    fs.writeFileSync(nodePath.join(run, "other", "secret.txt"), "theirs\n")
+    fs.writeFileSync(nodePath.join(run, "events.jsonl"), "{}\n")
+    fs.writeFileSync(nodePath.join(paths.workspace, "mine.txt"), "mine\n")
+    const settings = commandLineSettings({ type: "scripted", enable_mcp_command_line: true, command_line_execution_mode: "sandbox" } as BackendConfig)!
+    const env = toolEnvironment(process.env)
+    const executor = await Effect.runPromise(startExecutor(settings, env, "a"))
+    const tool = makeCommandLine(paths.workspace, [paths.ctx], settings, { env, executor }, [run])
+    const r = JSON.parse(await Effect.runPromise(tool.run("execute_command", { command: `ls ${run}; cat mine.txt ${paths.ctx}/notes.txt; cat ${run}/other/secret.txt` }))) as { stdout: string; stderr: string }
+    expect(r.stdout).toBe("ws\nmine\nread me\n")
+    expect(r.stderr).toContain("No such file")
+  })
+
   test("the same writes succeed in local mode, where nothing confines them", async () => {
     const { root, ctx, run } = await toolIn("local")
     const hostTmp = tempDir(os.tmpdir())

@@ -4,7 +4,8 @@
  * Automation mode prints exactly the lines of MassGen's automation guide and
  * nothing else: `LOG_DIR:`, `STATUS:`, `QUESTION:`, the in-progress line, and at
  * the end `WINNER:`, `ANSWER_FILE:`, `DURATION:`, `ANSWER_PREVIEW:` (when there is
- * an answer) and `COMPLETED:`. A preview is one line: white space is folded;
+ * an answer), in a run with workspaces `WORKSPACE:` (the winner's files) and
+ * one `CHANGED_FILE:` per file written to a context path, and `COMPLETED:`. A preview is one line: white space is folded;
  * `QUESTION:` and `ANSWER_PREVIEW:` are previews cut at 200 characters.
  * The plain display prints one line per coordination event and the final
  * answer; its last line gives the tokens and the cost (`$—` when no call was priced).
@@ -16,6 +17,7 @@ import { count, formatCost, truncate } from "../domain/text.ts"
 import { type State, activeMs } from "../domain/state.ts"
 import { resumedText } from "../domain/resume-plan.ts"
 import { toolCallLine } from "../domain/tool-calls.ts"
+import { changedFiles, workspaceLine } from "../domain/workspaces.ts"
 
 export const IN_PROGRESS = "[Coordination in progress - monitor status.json for real-time updates]"
 
@@ -48,6 +50,9 @@ export const automationFooter = (state: State, logDir: string): ReadonlyArray<st
     lines.push(`DURATION: ${duration(state)}`)
     lines.push(`ANSWER_PREVIEW: ${preview(final.content)}`)
   }
+  // Only in runs with workspaces or context paths: where the winner's files are, and what reached the user's folders.
+  if (state.workspaces.final !== null) lines.push(`WORKSPACE: ${join(logDir, state.workspaces.final.path)}`)
+  for (const f of changedFiles(state.workspaces)) lines.push(`CHANGED_FILE: ${f.path} (${f.change}, ${f.bytes} bytes)`)
   lines.push(`COMPLETED: ${count(state.agents.length, "agent")}, ${duration(state)} total`)
   return lines
 }
@@ -86,6 +91,12 @@ export const plainLine = (event: Event, state: State, logDir: string): string | 
     case "tool_call_finished":
     case "hosted_tool_used":
       return `[${event.agent}] ${toolCallLine(event)}`
+    case "workspace_snapshotted":
+    case "workspace_finalized":
+    case "context_path_written":
+      return `[${event.agent}] ${workspaceLine(event)}`
+    case "context_write_intended":
+      return null
     case "call_start":
     case "call_end":
     case "tool_call_started":

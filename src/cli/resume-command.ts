@@ -77,7 +77,9 @@ export const resumeCommand = (args: ResumeArgs, ctx: CliContext) =>
       return yield* new RunLockError({ reason: "held", path: dir.path, pid: live, detail: "" })
     }
     const env = yield* loadDotEnv(ctx.cwd, ctx.env).pipe(Effect.orElseSucceed(() => ctx.env))
-    const { config } = yield* runDirConfig(dir.path, env)
+    const recordedConfig = (yield* runDirConfig(dir.path, env)).config
+    // The context paths as the run recorded them: absolute, from the directory it started in.
+    const config = { ...recordedConfig, settings: { ...recordedConfig.settings, context_paths: run.settings.context_paths } }
     const recordedIds = state.agents.map((a) => a.info.id).join(", ")
     const configIds = config.agents.map((a) => a.id).join(", ")
     if (configIds !== recordedIds) {

@@ -30,6 +30,7 @@ import { StatusWriter } from "../services/status-writer.ts"
 import { AgentTools } from "../services/tools/agent-tools.ts"
 import type { ToolProvider } from "../services/tools/tool-provider.ts"
 import type { CommandLineStartError } from "../services/tools/sandbox.ts"
+import { Workspaces, agentWorkspace } from "../services/tools/workspace.ts"
 import { automationFooter } from "./automation-output.ts"
 import type { ConfigError } from "./load-config.ts"
 import { priceOf } from "./run-setup.ts"
@@ -97,6 +98,7 @@ export const runSessionOutcome = (input: SessionInput) =>
       StatusWriter.live(join(logDir, "status.json")),
       liveRunFiles(logDir),
       Layer.succeed(Backends, { forAgent: (id: string) => input.backends.get(id)! }),
+      Workspaces.live(logDir, input.config.agents),
     )
     const outcome = yield* Effect.gen(function* () {
       yield* acquireRunLock(logDir)
@@ -105,7 +107,7 @@ export const runSessionOutcome = (input: SessionInput) =>
       const servers: ReadonlyMap<string, ToolProvider> = input.config.agents.some((a) => a.backend.mcp_servers !== undefined)
         ? yield* Effect.flatMap(
             Effect.promise(() => import("../services/tools/mcp-servers.ts")),
-            (m) => m.startMcpServers(input.config.agents, { cwd: logDir, env: input.env }),
+            (m) => m.startMcpServers(input.config.agents, { cwd: logDir, cwdOf: (agent) => agentWorkspace(logDir, agent), env: input.env }),
           )
         : new Map()
       const tools = input.tools ? yield* input.tools(new Map([...servers].map(([agent, provider]) => [agent, [provider]]))) : new Map()

@@ -22,6 +22,12 @@ import type { RunArgs } from "./args.ts"
 import type { Event } from "../domain/events.ts"
 import { combineProviders, commandLineProviders, commandToolProviders } from "../services/tools/agent-tools.ts"
 import type { ToolProvider } from "../services/tools/tool-provider.ts"
+import { makeFileTools } from "../services/tools/file-tools.ts"
+import { agentWorkspace } from "../services/tools/workspace.ts"
+import { snapshotDir } from "../domain/workspaces.ts"
+import { absoluteContextPaths } from "../domain/config-workspaces.ts"
+import { join } from "node:path"
+import { existsSync } from "node:fs"
 import { ConfigError, decodeDocument, isFlag, loadConfigFile } from "./load-config.ts"
 
 export interface RunConfig {
@@ -62,6 +68,23 @@ const quickStartDocument = (args: RunArgs): Either.Either<unknown, ConfigError> 
   return Either.right({ agents })
 }
 
+/**
+ * The config with its context paths made absolute from `cwd`, as the run
+ * records them; a `read` context path that does not exist stops the run (a
+ * `write` one is made by the presenter's first write).
+ */
+const withAbsoluteContextPaths = (config: Config, cwd: string, where: string) =>
+  Effect.gen(function* () {
+    const given = config.settings.context_paths
+    if (given === undefined) return config
+    const paths = absoluteContextPaths(given, cwd)
+    const problems = paths.flatMap((c, i): ReadonlyArray<ConfigProblem> =>
+      c.permission === "read" && !existsSync(c.path) ? [{ path: `orchestrator.context_paths[${i}].path`, message: `context path ${c.path} does not exist` }] : [],
+    )
+    if (problems.length > 0) return yield* new ConfigError({ reason: "invalid", path: where, problems })
+    return { ...config, settings: { ...config.settings, context_paths: paths } }
+  })
+
 export const resolveRunConfig = (args: RunArgs, baseEnv: Env, cwd: string) =>
   Effect.gen(function* () {
     const env = yield* loadDotEnv(cwd, baseEnv).pipe(
@@ -74,10 +97,11 @@ export const resolveRunConfig = (args: RunArgs, baseEnv: Env, cwd: string) =>
             const raw = yield* quickStartDocument(args)
             return { raw, path: null, config: yield* decodeDocument(raw, flagOf(args), env) }
           })
-    const config: Config =
+    const timed: Config =
       args.orchestratorTimeout === null
         ? loaded.config
         : { ...loaded.config, settings: { ...loaded.config.settings, orchestrator_timeout_seconds: args.orchestratorTimeout } }
+    const config = yield* withAbsoluteContextPaths(timed, cwd, loaded.path ?? flagOf(args))
     return { config, raw: loaded.raw, path: loaded.path, env, where: loaded.path ?? flagOf(args) } satisfies RunConfig
   })
 
@@ -105,20 +129,24 @@ export const makeBackends = (config: Config, env: Env, path = "--models", histor
   })
 
 /**
- * Every agent's own tools, one provider per agent: its command tools and its
- * `execute_command` tool (run in its workspace: `workspaceOf` in `cwd`, the
- * run's log directory) and the providers of `extra` (its MCP servers'),
- * merged; two tools of one agent with one name, or an execution mode that
- * cannot run here, stop the run (exit 1).
+ * Every agent's own tools, one provider per agent: its file tools when its
+ * backend sets `cwd` (`services/tools/file-tools.ts`), its command tools and
+ * its `execute_command` tool (run in its workspace, else in `cwd`, the run's
+ * log directory; the context paths readable in the sandbox) and the providers
+ * of `extra` (its MCP servers'), merged; two tools of one agent with one name,
+ * or an execution mode that cannot run here, stop the run (exit 1).
  */
 export const makeAgentTools = (config: Config, env: Env, cwd: string, path: string, extra: ReadonlyMap<string, ReadonlyArray<ToolProvider>> = new Map()) =>
   Effect.gen(function* () {
+    const contextPaths = config.settings.context_paths ?? []
     const commands = commandToolProviders(config, env, cwd)
-    const commandLines = yield* commandLineProviders(config, env, cwd)
+    const commandLines = yield* commandLineProviders(config, env, cwd, () => contextPaths.map((c) => c.path))
     const out = new Map<string, ToolProvider>()
     const problems: Array<ConfigProblem> = []
     config.agents.forEach((agent, i) => {
-      const own = [commands.get(agent.id), commandLines.get(agent.id)].filter((p): p is ToolProvider => p !== undefined)
+      const workspace = agentWorkspace(cwd, agent)
+      const files = workspace === null ? undefined : makeFileTools({ workspace, snapshotPath: (label) => join(cwd, snapshotDir(label)), contextPaths })
+      const own = [files, commands.get(agent.id), commandLines.get(agent.id)].filter((p): p is ToolProvider => p !== undefined)
       const providers = [...own, ...(extra.get(agent.id) ?? [])]
       if (providers.length === 0) return
       const combined = combineProviders(providers)

@@ -137,6 +137,12 @@ export interface Mounts {
   /** Absolute, real paths. */
   readonly workspace: string
   readonly readOnly: ReadonlyArray<string>
+  /**
+   * Folders the sandbox shows empty (the log directory: the other agents'
+   * workspaces and snapshots, the run's files), with the workspace and the
+   * read-only paths under them still there.
+   */
+  readonly hidden?: ReadonlyArray<string>
 }
 
 /** The binds of the workspace (writable) and the read-only paths, a parent before what is under it, so that the deeper one wins. */
@@ -148,7 +154,7 @@ const binds = (mounts: Mounts): ReadonlyArray<{ readonly path: string; readonly 
 /**
  * The `bwrap` arguments that run `/bin/sh -c command` in `cwd`: the root
  * filesystem read-only, a private `/tmp`, `/dev` and `/proc` of its own, the
- * workspace writable, the read-only paths read-only, every namespace unshared
+ * hidden folders empty, the workspace writable, the read-only paths read-only, every namespace unshared
  * (the network too, unless `network`), no capabilities, and every process of
  * it killed when `bwrap` dies.
  */
@@ -157,6 +163,7 @@ export const bwrapArgs = (mounts: Mounts, network: boolean, cwd: string, command
   "--dev", "/dev",
   "--proc", "/proc",
   "--tmpfs", "/tmp",
+  ...(mounts.hidden ?? []).flatMap((path) => ["--tmpfs", path]),
   ...binds(mounts).flatMap((b) => (b.writable ? ["--bind", b.path, b.path] : ["--ro-bind-try", b.path, b.path])),
   "--unshare-all",
   ...(network ? ["--share-net"] : []),

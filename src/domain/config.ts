@@ -25,6 +25,7 @@ import { hasMaskedCredential, maskUrlCredentials } from "./safe-url.ts"
 import { mcpProblems } from "./mcp-config.ts"
 import { type ConfigProblem, FiniteNumber, NonNegativeInt, PositiveInt, PositiveNumber, formatPath, found, oneOf, opt, setAt, valueAt } from "./config-schema.ts"
 import { CommandLineFields, CommandToolConfig, McpServers, ProviderFields, providerProblems, withoutPythonTools } from "./config-tools.ts"
+import { WorkspaceBackendFields, WorkspaceOrchestratorFields, contextPathProblems } from "./config-workspaces.ts"
 
 export { type ConfigProblem, formatProblem } from "./config-schema.ts"
 export { CLAUDE_EFFORTS, CommandToolConfig, McpServerEntry, McpServers, PYTHON_TOOL_PROBLEM, REASONING_EFFORTS } from "./config-tools.ts"
@@ -101,11 +102,14 @@ export const BackendConfig = Schema.Struct({
   hang: opt(Schema.Boolean),
   keep_answering: opt(Schema.Boolean),
   script: opt(Schema.Array(ScriptStep)),
+  /** Tool steps the scripted presenter plays before its final answer. */
+  presentation_script: opt(Schema.Array(Schema.Struct({ tool: Schema.String, args: opt(Schema.Record({ key: Schema.String, value: Schema.Unknown })) }))),
   custom_tools: opt(Schema.Array(CommandToolConfig)),
   input_tokens: opt(NonNegativeInt),
   output_tokens: opt(NonNegativeInt),
   mcp_servers: opt(McpServers),
   ...CommandLineFields,
+  ...WorkspaceBackendFields,
 }).annotations({ identifier: "a backend mapping" })
 export type BackendConfig = typeof BackendConfig.Type
 
@@ -128,6 +132,7 @@ const OrchestratorConfig = Schema.Struct({
   final_answer_strategy: opt(oneOf("winner_present", "winner_reuse", "synthesize")),
   budget_usd: opt(Schema.NullOr(PositiveNumber)),
   disable_injection: opt(Schema.Boolean),
+  ...WorkspaceOrchestratorFields,
 }).annotations({ identifier: "an orchestrator mapping" })
 
 const TimeoutSettings = Schema.Struct({
@@ -322,6 +327,7 @@ export const decodeConfig = (
       problems.push({ path: `agents[${i}].backend.base_url`, message: "Expected a base_url for type chatcompletion, found none" })
     }
   })
+  problems.push(...contextPathProblems(file.orchestrator?.context_paths))
   if (problems.length > 0) return Either.left(problems)
   const o = file.orchestrator ?? {}
   const skip = o.skip_final_presentation ?? DEFAULT_SETTINGS.skip_final_presentation
@@ -335,6 +341,7 @@ export const decodeConfig = (
       agent_timeout_seconds: file.timeout_settings?.agent_timeout_seconds ?? DEFAULT_SETTINGS.agent_timeout_seconds,
       budget_usd: o.budget_usd ?? DEFAULT_SETTINGS.budget_usd,
       disable_injection: o.disable_injection ?? DEFAULT_SETTINGS.disable_injection,
+      ...(o.context_paths?.length ? { context_paths: o.context_paths.map((c) => ({ path: c.path, permission: c.permission ?? "read", protected_paths: c.protected_paths ?? [] })) } : {}),
     },
     pricing: file.pricing ?? {},
     ...(file.timeout_settings?.tool_timeout_seconds !== undefined ? { toolTimeoutSeconds: file.timeout_settings.tool_timeout_seconds } : {}),

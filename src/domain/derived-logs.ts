@@ -89,6 +89,10 @@ const entry = (event: Event): CoordinationEvent | null => {
     case "tool_call_started":
     case "tool_call_finished":
     case "hosted_tool_used":
+    case "workspace_snapshotted":
+    case "workspace_finalized":
+    case "context_write_intended":
+    case "context_path_written":
       return null
   }
 }

@@ -61,6 +61,14 @@ const defineEvent = <Tag extends string, Fields extends Schema.Struct.Fields>(ta
 export const FinalAnswerStrategy = Schema.Literal("winner_present", "winner_reuse", "synthesize")
 export type FinalAnswerStrategy = typeof FinalAnswerStrategy.Type
 
+/** A context path as a run records it: absolute, with its permission and its protected paths (relative to it). */
+export const ContextPathSetting = Schema.Struct({
+  path: Schema.String,
+  permission: Schema.Literal("read", "write"),
+  protected_paths: Schema.Array(Schema.String),
+})
+export type ContextPathSetting = typeof ContextPathSetting.Type
+
 /** The settings of a run that its fold needs; the whole config is in execution_metadata.yaml. */
 export const RunSettings = Schema.Struct({
   max_new_answers_per_agent: Schema.NullOr(Count),
@@ -71,6 +79,8 @@ export const RunSettings = Schema.Struct({
   budget_usd: Schema.optionalWith(Schema.NullOr(Amount), { default: () => null }),
   /** True: a new answer cancels other agents' rounds and starts them again, instead of reaching them by injection. */
   disable_injection: Schema.optionalWith(Schema.Boolean, { default: () => false }),
+  /** The user's folders the agents may read, and the presenter may write to after the vote (`docs/workspaces.md`); absolute paths. */
+  context_paths: Schema.optional(Schema.Array(ContextPathSetting)),
 })
 export type RunSettings = typeof RunSettings.Type
 
@@ -350,6 +360,63 @@ export const FinalAnswerChosen = defineEvent("final_answer", {
   content: Schema.String,
 })
 
+/**
+ * An agent's workspace was copied whole for its answer `label`: the snapshot
+ * (at `path`, relative to the log directory) that the agents shown `label` may
+ * read, and that no later write changes. Appended with the answer, after the copy.
+ */
+export const WorkspaceSnapshotted = defineEvent("workspace_snapshotted", {
+  agent: AgentId,
+  label: Label,
+  path: Schema.String,
+  files: Count,
+  bytes: Count,
+})
+
+/**
+ * The winner's files were copied to `path` (`final/<agent>/workspace`, relative
+ * to the log directory): from its live workspace after its presentation
+ * (`source: workspace`), or from the snapshot of the winning answer.
+ */
+export const WorkspaceFinalized = defineEvent("workspace_finalized", {
+  agent: AgentId,
+  label: Label,
+  source: Schema.Literal("workspace", "snapshot"),
+  path: Schema.String,
+  files: Count,
+  bytes: Count,
+  /** The files' paths, relative to `path`, sorted; the first `FINAL_LISTING_MAX` of them. */
+  listing: Schema.Array(Schema.String),
+})
+
+export const ContextChange = Schema.Literal("created", "replaced")
+export type ContextChange = typeof ContextChange.Type
+
+const contextWriteFields = {
+  /** The tool call that writes. */
+  tool_call: Count,
+  /** The id the model gave that tool call: a call run again after a stop has a new `tool_call` and the same `call_id`. */
+  call_id: Schema.String,
+  agent: AgentId,
+  /** The file's absolute path, inside a context path. */
+  path: Schema.String,
+  bytes: Count,
+  /** SHA-256 (hex) of the file's new content. */
+  sha256: Schema.String,
+  /** Whether the file is new or was there before. */
+  change: ContextChange,
+}
+
+/**
+ * The presenter is about to write a file of a context path: recorded before
+ * the write, so that a resumed run that finds the file already holding
+ * `sha256` records the write instead of doing it again.
+ */
+export const ContextWriteIntended = defineEvent("context_write_intended", contextWriteFields)
+
+/** A file of a context path was written (the intent of the same agent, path and digest is done): it now holds `bytes` bytes with digest `sha256`. */
+export const ContextPathWritten = defineEvent("context_path_written", contextWriteFields)
+
 export const FinishReason = Schema.Literal("completed", "timeout", "error", "interrupted", "budget")
 export type FinishReason = typeof FinishReason.Type
 
@@ -397,6 +464,10 @@ export const Event = Schema.Union(
   PresentationStarted,
   FinalAnswerChosen,
   RunFinished,
+  WorkspaceSnapshotted,
+  WorkspaceFinalized,
+  ContextWriteIntended,
+  ContextPathWritten,
 )
 export type Event = typeof Event.Type
 

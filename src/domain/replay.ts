@@ -52,6 +52,7 @@ import {
   unfinishedTools,
 } from "./round-machine.ts"
 import { type State, folding } from "./state.ts"
+import { workspaceEventProblem } from "./workspaces.ts"
 
 export interface RecordedCall {
   readonly request: LlmRequest | null
@@ -143,6 +144,8 @@ export const replayRun = (
   // recorded after the cancellation (its fiber got there first); such events are
   // facts of the timing, with no result to judge and no request to rebuild.
   const cancelled = new Set<string>()
+  /** Tool calls started and not finished, with their agent: a context write belongs to one. */
+  const openToolCalls = new Map<number, string>()
   const isStaleCall = (e: Event): boolean =>
     (e._tag === "call_start" ||
       e._tag === "call_end" ||
@@ -365,6 +368,16 @@ export const replayRun = (
           replayed = judgeReply(state, reply, time)[0] ?? null
           break
         }
+        case "workspace_snapshotted":
+        case "workspace_finalized":
+        case "context_write_intended":
+        case "context_path_written": {
+          // Replay runs no tool and copies no file: it checks that each file fact fits the run where it stands.
+          const why = workspaceEventProblem(state, rec, openToolCalls)
+          if (why === null) replayed = rec
+          else reason = why
+          break
+        }
         case "run_finished":
           replayed =
             rec.reason === "completed" || rec.reason === "error" || rec.reason === "budget"
@@ -374,6 +387,8 @@ export const replayRun = (
       }
     }
     if (replayed === null || !sameDecision(replayed, rec)) return diverge(i, replayed, reason)
+    if (replayed._tag === "tool_call_started") openToolCalls.set(replayed.tool_call, replayed.agent)
+    if (replayed._tag === "tool_call_finished") openToolCalls.delete(replayed.tool_call)
     out.push(replayed)
     state = fold.add(replayed)
   }

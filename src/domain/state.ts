@@ -19,6 +19,7 @@
  * in config order, which is what a new round shows.
  */
 import type { AgentInfo, ConversationMessage, Event, FailureKind, FinalSource, FinishReason, RunSettings } from "./events.ts"
+import { type WorkspaceFacts, evolveWorkspaces, noWorkspaceFacts } from "./workspaces.ts"
 
 export interface Usage {
   readonly inputTokens: number
@@ -131,6 +132,8 @@ export interface State {
   readonly skippedEvents: number
   /** Calls started and not yet ended, by call number. */
   readonly openCalls: number
+  /** Snapshots, the final workspace, writes to context paths (`workspaces.ts`). */
+  readonly workspaces: WorkspaceFacts
 }
 
 export const initialState: State = {
@@ -145,6 +148,7 @@ export const initialState: State = {
   eventCount: 0,
   skippedEvents: 0,
   openCalls: 0,
+  workspaces: noWorkspaceFacts,
 }
 
 /** How long processes have run the run, up to `now` (or its finish): time while no process ran it is not counted. */
@@ -205,6 +209,8 @@ const resumed = (state: State, event: Extract<Event, { _tag: "run_resumed" }>, t
     ...state,
     run: state.run === null ? null : { ...state.run, pausedMs: state.run.pausedMs + Math.max(0, t - state.lastTime) },
     final,
+    // The salvaged answer's files were a stand-in too.
+    workspaces: final === null && state.workspaces.final !== null ? { ...state.workspaces, final: null } : state.workspaces,
     agents: state.agents.map((a) => {
       const goesOn = continued.get(a.info.id)
       if (goesOn !== undefined && a.failure === null && goesOn.round >= a.rounds && presentation === null) {
@@ -419,6 +425,14 @@ const applyEvent = (state: State, event: Event, t: number, own: Owned | null): S
         ...state,
         final: { agent: event.agent, label: event.label, source: event.source, content: event.content },
       }
+    case "workspace_snapshotted":
+    case "workspace_finalized":
+    case "context_write_intended":
+    case "context_path_written": {
+      if (agentIndex(state, event.agent) < 0) return state
+      const workspaces = evolveWorkspaces(state.workspaces, event)
+      return workspaces === state.workspaces ? state : { ...state, workspaces }
+    }
     case "run_finished":
       return {
         ...state,

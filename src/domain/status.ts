@@ -17,6 +17,7 @@
  * 100 only when the run is complete.
  */
 import type { FinishReason } from "./events.ts"
+import { type WorkspacesJson, workspacesJson } from "./workspaces.ts"
 import { tally } from "./decide.ts"
 import { truncate } from "./text.ts"
 import { type AgentState, type State, activeMs, isLive, latestLabels } from "./state.ts"
@@ -75,6 +76,8 @@ export interface StatusJson {
     readonly total_input_tokens: number
     readonly total_output_tokens: number
   }
+  /** Where the agents' files are (`docs/workspaces.md`); only in a run with workspaces or context paths. */
+  readonly workspaces?: WorkspacesJson
 }
 
 const seconds = (ms: number): number => Math.round(ms) / 1000
@@ -176,5 +179,6 @@ export const project = (state: State, at: number, logDir = ""): StatusJson => {
       total_input_tokens: state.usage.inputTokens,
       total_output_tokens: state.usage.outputTokens,
     },
+    ...workspacesJson(state.workspaces, state.run?.settings.context_paths ?? [], logDir),
   }
 }

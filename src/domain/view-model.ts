@@ -20,6 +20,7 @@ import { type AgentStatus, type Phase, project } from "./status.ts"
 import { count, oneLine } from "./text.ts"
 import { resumedText } from "./resume-plan.ts"
 import { toolCallLine } from "./tool-calls.ts"
+import { changedFiles, workspaceLine } from "./workspaces.ts"
 
 export const TAIL_LIMIT = 4000
 export const TIMELINE_LIMIT = 200
@@ -84,6 +85,11 @@ export interface View {
   readonly winner: string | null
   readonly final: { readonly agent: string; readonly label: string; readonly source: FinalSource; readonly content: string } | null
   readonly finished: { readonly reason: FinishReason; readonly message: string } | null
+  /** The winner's files (`final/<agent>/workspace`, relative to the log directory), once copied; the files written to context paths. */
+  readonly workspace: {
+    readonly final: { readonly path: string; readonly files: number; readonly bytes: number; readonly listing: ReadonlyArray<string> } | null
+    readonly changedFiles: ReadonlyArray<{ readonly path: string; readonly change: string; readonly bytes: number }>
+  }
 }
 
 /** A short line for the timeline, or null for events not worth one. */
@@ -120,6 +126,12 @@ export const timelineText = (event: Event): string | null => {
     case "tool_call_finished":
     case "hosted_tool_used":
       return toolCallLine(event)
+    case "workspace_snapshotted":
+    case "workspace_finalized":
+    case "context_path_written":
+      return workspaceLine(event)
+    case "context_write_intended":
+      return null
     case "call_start":
     case "call_end":
     case "tool_call_started":
@@ -214,5 +226,9 @@ export const viewOf = (model: ViewModel, now: number): View => {
     winner: state.presentation?.agent ?? state.finished?.winner ?? null,
     final: state.final,
     finished: state.finished === null ? null : { reason: state.finished.reason, message: state.finished.message },
+    workspace: {
+      final: state.workspaces.final === null ? null : { path: state.workspaces.final.path, files: state.workspaces.final.files, bytes: state.workspaces.final.bytes, listing: state.workspaces.final.listing },
+      changedFiles: changedFiles(state.workspaces),
+    },
   }
 }

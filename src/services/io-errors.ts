@@ -39,7 +39,7 @@ export const ioCause = (error: unknown): string => {
   return error instanceof Error ? error.message.split("\n")[0]! : String(error)
 }
 
-export const StorageKind = Schema.Literal("event_log", "status", "final_answer", "call_log", "tool_log")
+export const StorageKind = Schema.Literal("event_log", "status", "final_answer", "call_log", "tool_log", "workspace")
 export type StorageKind = typeof StorageKind.Type
 
 /** The run could not write a file it must keep; it stopped, and can be resumed once the cause is gone. */

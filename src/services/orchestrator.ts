@@ -21,6 +21,10 @@
  * offered in every request and run by the tool runner (`tools/tool-runner.ts`).
  * A resumed run continues the work its stopped process had in flight from the
  * rebuilt round machines (`domain/resume-plan.ts`) instead of starting it again.
+ * With `Workspaces` (`tools/workspace.ts`), an accepted answer's workspace is
+ * snapshotted before the answer is appended, `workspace_snapshotted` right
+ * after it in the same append, and the winner's files are copied before
+ * `final_answer` (`workspace_finalized`).
  */
 import { hostname } from "node:os"
 import * as nodePath from "node:path"
@@ -48,6 +52,7 @@ import type { Transition } from "../domain/round-machine.ts"
 import { AgentTools } from "./tools/agent-tools.ts"
 import { noTools } from "./tools/tool-provider.ts"
 import { makeToolRunner } from "./tools/tool-runner.ts"
+import { Workspaces } from "./tools/workspace.ts"
 
 export interface RunInput {
   readonly config: Config
@@ -128,6 +133,7 @@ export const runCoordination = (input: RunInput) =>
     const contexts = new Map<string, LlmRequest>()
     const agentById = new Map(config.agents.map((a) => [a.id, a]))
     const observe = input.observe
+    const workspaces = Option.getOrNull(yield* Effect.serviceOption(Workspaces))
 
     /** The first failure to write a file the run must keep; once set, nothing more is appended and the run stops. */
     const fatal = yield* Ref.make<RunStorageError | null>(null)
@@ -188,9 +194,31 @@ export const runCoordination = (input: RunInput) =>
                 ),
               )
               if (written._tag === "Left") return yield* failStorage("final_answer", written.left.path, written.left.detail)
+              // The winner's files too, before the event that announces the final answer.
+              if (workspaces !== null) {
+                const source = event.source === "presentation" ? "workspace" : "snapshot"
+                const made = yield* Effect.either(workspaces.finalize(event.agent, event.label, source))
+                if (made._tag === "Left") return yield* failStorage("workspace", nodePath.join(input.logDir, made.left.path), made.left.detail)
+                if (made.right !== null) {
+                  const copied: Event = { _tag: "workspace_finalized", time: event.time, agent: event.agent, label: event.label, source, ...made.right }
+                  state = evolve(state, copied)
+                  accepted.push([copied, state])
+                }
+              }
             }
+            const before = state
             state = evolve(state, event)
             accepted.push([event, state])
+            // An answer's snapshot is taken before the answer is appended, and named by an event right after it.
+            if (event._tag === "answer_submitted" && workspaces !== null && state !== before) {
+              const made = yield* Effect.either(workspaces.snapshot(event.agent, event.label))
+              if (made._tag === "Left") return yield* failStorage("workspace", nodePath.join(input.logDir, made.left.path), made.left.detail)
+              if (made.right !== null) {
+                const copied: Event = { _tag: "workspace_snapshotted", time: event.time, agent: event.agent, label: event.label, ...made.right }
+                state = evolve(state, copied)
+                accepted.push([copied, state])
+              }
+            }
           }
           if (accepted.length === 0) return
           const appended = yield* Effect.either(store.append(input.logDir, accepted.map(([event]) => enveloped(event)), version))
@@ -267,6 +295,7 @@ export const runCoordination = (input: RunInput) =>
       writeLog: (n, record) =>
         files.write(`tool_log/${n}.json`, `${JSON.stringify(record, null, 2)}\n`).pipe(Effect.catchAll((e) => failStorage("tool_log", e.path, e.detail))),
       digest: hashText,
+      state: Ref.get(stateRef),
       ...(config.toolTimeoutSeconds !== undefined ? { timeoutSeconds: config.toolTimeoutSeconds } : {}),
     })
 

@@ -10,7 +10,8 @@
  * rules: `new_answer` with `answer` while none of its own answers is shown
  * (with `keep_answering`, whenever `new_answer` is offered), else `vote` for
  * the agent named by `vote` once that agent's answer is shown, else for
- * itself. A presentation says `final`, or repeats its own latest answer.
+ * itself. A presentation first plays its `presentation_script` (tool steps
+ * `{tool, args}`), then says `final`, or repeats its own latest answer.
  * Token counts are `input_tokens`/`output_tokens` when set, else about one
  * token per four characters. A resumed run's backend starts where the
  * recorded calls left it (`history`): the script goes on at the step after the
@@ -38,7 +39,9 @@ export const makeScriptedBackend = (agent: Agent, history: ReadonlyArray<Event> 
   const cfg = agent.backend
   const ended = history.filter((e): e is Extract<Event, { _tag: "call_end" }> => e._tag === "call_end" && e.agent === agent.id)
   let calls = ended.filter((e) => e.error !== "cancelled").length
-  let scriptAt = ended.filter((e) => (e.reply ?? null) !== null || (e.error !== null && isScriptFailure(e.error))).length
+  const rounds = ended.filter((e) => e.role !== "presentation")
+  let scriptAt = rounds.filter((e) => (e.reply ?? null) !== null || (e.error !== null && isScriptFailure(e.error))).length
+  let presentAt = ended.filter((e) => e.role === "presentation" && (e.reply ?? null) !== null).length
   let revisions = 0
 
   const reply = (request: LlmRequest, n: number): LlmReply | BackendError => {
@@ -58,7 +61,14 @@ export const makeScriptedBackend = (agent: Agent, history: ReadonlyArray<Event> 
       truncated: false,
       raw: { scripted: true, text, tool_calls: toolCalls },
     })
-    if (ctx.kind === "presentation") return make(cfg.final ?? own[own.length - 1]?.content ?? "", [])
+    if (ctx.kind === "presentation") {
+      const step = cfg.presentation_script?.[presentAt]
+      if (step !== undefined) {
+        presentAt += 1
+        return make("", [toolCall(n, step.tool, step.args ?? {})])
+      }
+      return make(cfg.final ?? own[own.length - 1]?.content ?? "", [])
+    }
     const step = cfg.script?.[scriptAt]
     if (step !== undefined) {
       scriptAt += 1

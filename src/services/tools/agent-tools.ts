@@ -14,13 +14,14 @@
  * `workspaceOf` is where an agent's commands and tools run.
  */
 import { Context, Effect, Either, Layer } from "effect"
-import type { Config } from "../../domain/config.ts"
+import type { Agent, Config } from "../../domain/config.ts"
 import { WORKFLOW_TOOLS } from "../../domain/round-machine.ts"
 import { type Env, resolveApiKey } from "../backends/keys.ts"
 import { commandLineSettings } from "../../domain/command-line.ts"
 import { makeCommandLine } from "./command-line.ts"
 import { makeCommandTools, toolEnvironment } from "./command-tools.ts"
 import { type CommandLineStartError, type Executor, startExecutor } from "./sandbox.ts"
+import { agentWorkspace } from "./workspace.ts"
 import { type ProvidedTool, ToolRunError, type ToolProvider, noTools } from "./tool-provider.ts"
 
 export class AgentTools extends Context.Tag("massgen/AgentTools")<AgentTools, { readonly forAgent: (agentId: string) => ToolProvider }>() {
@@ -66,7 +67,7 @@ export const combineProviders = (providers: ReadonlyArray<ToolProvider>): Either
   if (providers.length === 1) return Either.right(providers[0]!)
   return Either.right({
     tools,
-    run: (name, args) => owner.get(name)?.run(name, args) ?? noTools.run(name, args),
+    run: (name, args, context) => owner.get(name)?.run(name, args, context) ?? noTools.run(name, args),
   })
 }
 
@@ -82,10 +83,10 @@ export const cleanToolEnvironment = (config: Config, env: Env): Record<string, s
 
 /**
  * The directory an agent's commands and tools run in, given the run's working
- * directory `cwd` (its log directory): the one place an agent's workspace
- * will be chosen; until then, `cwd` itself.
+ * directory `cwd` (its log directory): its workspace when its backend sets
+ * `cwd`, else `cwd` itself.
  */
-export const workspaceOf = (_agent: Config["agents"][number], cwd: string): string => cwd
+export const workspaceOf = (agent: Agent, cwd: string): string => agentWorkspace(cwd, agent) ?? cwd
 
 /** Every agent's command tools, run in its workspace with `env` cleared of every key. */
 export const commandToolProviders = (config: Config, env: Env, cwd: string): ReadonlyMap<string, ToolProvider> => {
@@ -117,7 +118,8 @@ export const commandLineProviders = (
       const key = JSON.stringify([settings.mode, settings.network, settings.docker])
       const executor = executors.get(key) ?? (yield* startExecutor(settings, clean, agent.id))
       executors.set(key, executor)
-      out.set(agent.id, makeCommandLine(workspaceOf(agent, cwd), readOnlyPaths(agent), settings, { env: clean, executor }))
+      // In the sandbox the log directory looks empty but for the agent's own workspace: no other agent's files, no run files.
+      out.set(agent.id, makeCommandLine(workspaceOf(agent, cwd), readOnlyPaths(agent), settings, { env: clean, executor }, [cwd]))
     }
     return out as ReadonlyMap<string, ToolProvider>
   })

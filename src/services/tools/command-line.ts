@@ -100,14 +100,19 @@ const runLaunched = (executor: Executor, mounts: Mounts, cwd: string, command: s
     })
   })
 
-/** The `execute_command` tool of one agent, run by `deps.executor` in `workspace`, able to read `readOnlyPaths`. */
+/**
+ * The `execute_command` tool of one agent, run by `deps.executor` in
+ * `workspace`, able to read `readOnlyPaths`; in the sandbox, the `hidden`
+ * folders look empty but for those.
+ */
 export const makeCommandLine = (
   workspace: string,
   readOnlyPaths: ReadonlyArray<string>,
   settings: Pick<CommandLineSettings, "allowed" | "blocked">,
   deps: CommandLineDeps,
+  hidden: ReadonlyArray<string> = [],
 ): ToolProvider => {
-  const mounts: Mounts = { workspace: realOrSelf(workspace), readOnly: readOnlyPaths.map(realOrSelf) }
+  const mounts: Mounts = { workspace: realOrSelf(workspace), readOnly: readOnlyPaths.map(realOrSelf), hidden: hidden.map(realOrSelf) }
   return {
     tools: [{ spec: executeCommandSpec, server: null }],
     run: (name, raw) => {

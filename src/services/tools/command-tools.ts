@@ -2,8 +2,8 @@
  * Command tools: an agent's `custom_tools` entries with a `command`, as a `ToolProvider`.
  *
  * A call runs the command (`command[0]` with the rest as its arguments, no
- * shell) in the agent's working directory (the run's log directory until
- * workspaces exist), writes the call's JSON arguments to its stdin and closes
+ * shell) in the agent's working directory (its workspace when its backend
+ * sets `cwd`, else the run's log directory), writes the call's JSON arguments to its stdin and closes
  * it; what it prints on stdout is the result. A non-zero exit (or a signal) is
  * a `ToolRunError` with the exit status and the tail of stderr. Interrupting a
  * call (the runner's timeout, a cancelled round, the run's end) kills the

@@ -63,6 +63,8 @@ export class McpStartError extends Schema.TaggedError<McpStartError>()("McpStart
 export interface McpStartOptions {
   /** The agents' working directory: `${cwd}`, and where a stdio server runs unless its entry says otherwise. */
   readonly cwd: string
+  /** An agent's own working directory (its workspace), when it has one: its entries' `${cwd}` and stdio servers run there. */
+  readonly cwdOf?: (agent: Agent) => string | null
   /** Where `${VAR}` comes from. */
   readonly env: Readonly<Record<string, string | undefined>>
 }
@@ -270,7 +272,7 @@ export const startMcpServers = (
     const distinct = new Map<string, { entry: McpEntry; server: ResolvedServer; timeout: number; scrub: (text: string) => string }>()
     for (const agent of agents) {
       for (const entry of mcpEntries(agent.backend.mcp_servers)) {
-        const server = resolveEntry(entry, options.env, options.cwd)
+        const server = resolveEntry(entry, options.env, options.cwdOf?.(agent) ?? options.cwd)
         if ("_tag" in server) {
           return yield* new McpStartError({
             reason: "unset_variable",

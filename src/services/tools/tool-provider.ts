@@ -12,7 +12,9 @@
  * (`new_answer`, `vote`); an MCP tool is named `mcp__<server>__<tool>`.
  */
 import { Effect, Schema } from "effect"
+import type { CallRole, Event } from "../../domain/events.ts"
 import type { ToolSpec } from "../../domain/llm.ts"
+import type { State } from "../../domain/state.ts"
 
 export interface ProvidedTool {
   readonly spec: ToolSpec
@@ -32,10 +34,27 @@ export class ToolRunError extends Schema.TaggedError<ToolRunError>()("ToolRunErr
   }
 }
 
+/**
+ * Where a call runs, for the providers that need it (the file tools): the
+ * agent and its round, the call's run-wide number, the run's state when the
+ * call runs, and a way to record facts of the call before it returns.
+ */
+export interface ToolContext {
+  readonly agent: string
+  readonly round: number
+  readonly role: CallRole
+  readonly toolCall: number
+  /** The id the model gave the call (the same when a stopped run's call runs again). */
+  readonly callId: string
+  readonly state: Effect.Effect<State>
+  readonly emit: (event: Event) => Effect.Effect<void>
+  readonly now: Effect.Effect<string>
+}
+
 export interface ToolProvider {
   readonly tools: ReadonlyArray<ProvidedTool>
   /** Runs one call of the tool named `name` (as in `tools`) with its parsed JSON arguments. */
-  readonly run: (name: string, args: Record<string, unknown>) => Effect.Effect<string, ToolRunError>
+  readonly run: (name: string, args: Record<string, unknown>, context?: ToolContext) => Effect.Effect<string, ToolRunError>
 }
 
 /** A provider with no tools. */

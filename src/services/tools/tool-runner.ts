@@ -21,7 +21,8 @@ import type { CallRole, Event } from "../../domain/events.ts"
 import type { ToolCall } from "../../domain/llm.ts"
 import type { ToolResult } from "../../domain/round-machine.ts"
 import { DEFAULT_TOOL_TIMEOUT_SECONDS, INLINE_RESULT_CHARS, MAX_TOOL_RESULT_CHARS, TOOL_CONCURRENCY, cutResult } from "../../domain/tool-calls.ts"
-import { ToolRunError, type ToolProvider } from "./tool-provider.ts"
+import { initialState, type State } from "../../domain/state.ts"
+import { type ToolContext, ToolRunError, type ToolProvider } from "./tool-provider.ts"
 
 export interface ToolRunnerDeps {
   readonly providerOf: (agent: string) => ToolProvider
@@ -35,6 +36,8 @@ export interface ToolRunnerDeps {
   readonly digest: (text: string) => string
   readonly timeoutSeconds?: number
   readonly maxResultChars?: number
+  /** The run's state, for the tools that need it (`ToolContext.state`). */
+  readonly state?: Effect.Effect<State>
 }
 
 export type RunTools = (agent: string, round: number, role: CallRole, calls: ReadonlyArray<ToolCall>) => Effect.Effect<ReadonlyArray<ToolResult>>
@@ -56,13 +59,14 @@ interface Outcome {
 export const makeToolRunner = (deps: ToolRunnerDeps): RunTools => {
   const timeout = deps.timeoutSeconds ?? DEFAULT_TOOL_TIMEOUT_SECONDS
   const max = deps.maxResultChars ?? MAX_TOOL_RESULT_CHARS
+  const state = deps.state ?? Effect.succeed(initialState)
 
-  const outcome = (provider: ToolProvider, call: ToolCall): Effect.Effect<Outcome> => {
+  const outcome = (provider: ToolProvider, call: ToolCall, context: ToolContext): Effect.Effect<Outcome> => {
     const args = parseArgs(call.arguments)
     const run: Effect.Effect<string, ToolRunError> =
       args === null
         ? Effect.fail(new ToolRunError({ reason: "bad_arguments", detail: `the arguments of ${call.name} are not a JSON object` }))
-        : provider.run(call.name, args).pipe(
+        : provider.run(call.name, args, context).pipe(
             Effect.timeoutFail({
               duration: Duration.seconds(timeout),
               onTimeout: () => new ToolRunError({ reason: "failed", detail: `${call.name} timed out after ${timeout}s (tool_timeout_seconds)` }),
@@ -84,7 +88,7 @@ export const makeToolRunner = (deps: ToolRunnerDeps): RunTools => {
       const fields = { tool_call: n, agent, round, role, call_id: call.id, tool: call.name, server, arguments: call.arguments }
       yield* deps.emit({ _tag: "tool_call_started", time: yield* deps.now, ...fields })
       const started = yield* Effect.clockWith((c) => c.currentTimeMillis)
-      const { content, error } = yield* outcome(provider, call)
+      const { content, error } = yield* outcome(provider, call, { agent, round, role, toolCall: n, callId: call.id, state, emit: deps.emit, now: deps.now })
       const seconds = ((yield* Effect.clockWith((c) => c.currentTimeMillis)) - started) / 1000
       const ok = error === null
       // A result its event cannot hold is kept whole beside it, before the event that names it.
