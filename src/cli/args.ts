@@ -53,6 +53,8 @@ export interface RunArgs {
   readonly automation: boolean
   readonly noDisplay: boolean
   readonly orchestratorTimeout: number | null
+  /** `--quick`: MassGen's quick mode (one answer per agent, no presentation; `quickSettings`). */
+  readonly quick: boolean
 }
 
 export interface ViewerArgs {
@@ -66,13 +68,23 @@ export interface ViewerArgs {
   readonly openBrowser: boolean
 }
 
+export interface ValidateArgs {
+  readonly _tag: "validate"
+  readonly path: string
+  readonly json: boolean
+  /** `--strict`: warnings make the config invalid too. */
+  readonly strict: boolean
+  /** `--check-keys`: a missing API key or unset `${VAR}` is an error, as in a run. */
+  readonly checkKeys: boolean
+}
+
 export type Invocation =
   | RunInvocation
   | ViewerArgs
   | { readonly _tag: "resume"; readonly logDir: string; readonly automation: boolean }
   | { readonly _tag: "replay"; readonly logDir: string; readonly check: boolean; readonly outDir: string | null }
   | { readonly _tag: "status"; readonly logDir: string; readonly json: boolean }
-  | { readonly _tag: "validate"; readonly path: string; readonly json: boolean }
+  | ValidateArgs
   | { readonly _tag: "version" }
   | { readonly _tag: "help" }
 
@@ -89,6 +101,9 @@ const options = {
   "question-file": { type: "string" },
   validate: { type: "string" },
   json: { type: "boolean" },
+  strict: { type: "boolean" },
+  "check-keys": { type: "boolean" },
+  quick: { type: "boolean" },
   version: { type: "boolean", short: "v" },
   help: { type: "boolean", short: "h" },
 } as const
@@ -235,8 +250,10 @@ export const parseInvocation = (argv: ReadonlyArray<string>): Either.Either<Invo
   if (v.validate !== undefined) {
     const path = v.validate !== "" ? v.validate : v.config
     if (path === undefined) return usage("missing_config", "--validate needs a config file: --validate FILE or --validate --config FILE")
-    return Either.right({ _tag: "validate", path, json: v.json === true })
+    return Either.right({ _tag: "validate", path, json: v.json === true, strict: v.strict === true, checkKeys: v["check-keys"] === true })
   }
+  const validateOnly = (["json", "strict", "check-keys"] as const).filter((flag) => v[flag] !== undefined)
+  if (validateOnly.length > 0) return usage("conflict", `${validateOnly.map((f) => `--${f}`).join(", ")} only ${validateOnly.length === 1 ? "applies" : "apply"} to --validate`)
   const sources = [v.config, v.model, v.models].filter((x) => x !== undefined).length
   if (sources > 1) return usage("conflict", "use only one of --config, --model and --models")
   if (sources === 0) return usage("missing_config", "a config is required: --config FILE, --model MODEL or --models M1,M2")
@@ -279,5 +296,6 @@ export const parseInvocation = (argv: ReadonlyArray<string>): Either.Either<Invo
     automation: v.automation === true,
     noDisplay: v["no-display"] === true,
     orchestratorTimeout: timeout,
+    quick: v.quick === true,
   })
 }

@@ -11,7 +11,7 @@
  */
 import { Effect, Either } from "effect"
 import type { Config, ConfigProblem } from "../domain/config.ts"
-import { BACKEND_TYPES } from "../domain/config.ts"
+import { BACKEND_TYPES, quickSettings } from "../domain/config.ts"
 import type { TokenUsage } from "../domain/llm.ts"
 import { inferBackendType } from "../domain/presets.ts"
 import { costOf, priceFor } from "../domain/pricing.ts"
@@ -74,10 +74,11 @@ export const resolveRunConfig = (args: RunArgs, baseEnv: Env, cwd: string) =>
             const raw = yield* quickStartDocument(args)
             return { raw, path: null, config: yield* decodeDocument(raw, flagOf(args), env) }
           })
-    const config: Config =
-      args.orchestratorTimeout === null
-        ? loaded.config
-        : { ...loaded.config, settings: { ...loaded.config.settings, orchestrator_timeout_seconds: args.orchestratorTimeout } }
+    const settings = {
+      ...(args.quick ? quickSettings(loaded.config.settings, loaded.config.agents.length) : loaded.config.settings),
+      ...(args.orchestratorTimeout !== null ? { orchestrator_timeout_seconds: args.orchestratorTimeout } : {}),
+    }
+    const config: Config = { ...loaded.config, settings }
     return { config, raw: loaded.raw, path: loaded.path, env, where: loaded.path ?? flagOf(args) } satisfies RunConfig
   })
 

@@ -61,6 +61,10 @@ const defineEvent = <Tag extends string, Fields extends Schema.Struct.Fields>(ta
 export const FinalAnswerStrategy = Schema.Literal("winner_present", "winner_reuse", "synthesize")
 export type FinalAnswerStrategy = typeof FinalAnswerStrategy.Type
 
+/** MassGen's three levels of `voting_sensitivity` and `answer_novelty_requirement`. */
+export const Strictness = Schema.Literal("lenient", "balanced", "strict")
+export type Strictness = typeof Strictness.Type
+
 /** The settings of a run that its fold needs; the whole config is in execution_metadata.yaml. */
 export const RunSettings = Schema.Struct({
   max_new_answers_per_agent: Schema.NullOr(Count),
@@ -71,6 +75,21 @@ export const RunSettings = Schema.Struct({
   budget_usd: Schema.optionalWith(Schema.NullOr(Amount), { default: () => null }),
   /** True: a new answer cancels other agents' rounds and starts them again, instead of reaching them by injection. */
   disable_injection: Schema.optionalWith(Schema.Boolean, { default: () => false }),
+  // MassGen's coordination options (absent: MassGen's default; `settingsOf` in `decide.ts` reads them).
+  /** The run completes once every live agent has answered, with no vote. */
+  skip_voting: Schema.optionalWith(Schema.Boolean, { exact: true }),
+  /** No agent is offered `vote` until every live agent has an answer. */
+  defer_voting_until_all_answered: Schema.optionalWith(Schema.Boolean, { exact: true }),
+  /** Answers of all agents together; at the cap every round offers only `vote`. */
+  max_new_answers_global: Schema.optionalWith(Schema.NullOr(Count), { exact: true }),
+  /** How different a new answer must be from every answer so far (`prompts.ts`, `noveltyProblem`). */
+  answer_novelty_requirement: Schema.optionalWith(Strictness, { exact: true }),
+  /** How readily the prompts tell agents to vote rather than answer again. */
+  voting_sensitivity: Schema.optionalWith(Strictness, { exact: true }),
+  /** Soft time limit of an agent's first round, then of its later rounds; then the grace until the hard limit. */
+  initial_round_timeout_seconds: Schema.optionalWith(Schema.NullOr(Amount), { exact: true }),
+  subsequent_round_timeout_seconds: Schema.optionalWith(Schema.NullOr(Amount), { exact: true }),
+  round_timeout_grace_seconds: Schema.optionalWith(Amount, { exact: true }),
 })
 export type RunSettings = typeof RunSettings.Type
 
