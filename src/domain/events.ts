@@ -171,6 +171,12 @@ export const RejectionReason = Schema.Literal(
   "answer_limit",
   "empty_answer",
   "tool_limit",
+  /** The answer is the text of an answer the round shows (MassGen: "Answer already provided by ..."). */
+  "duplicate_answer",
+  /** The answer is too close to a shown one for `answer_novelty_requirement`. */
+  "answer_not_novel",
+  /** More than one `vote` call in one reply. */
+  "several_votes",
 )
 export type RejectionReason = typeof RejectionReason.Type
 
@@ -206,7 +212,8 @@ export const VoteIgnored = defineEvent("vote_ignored", {
   agent: AgentId,
   round: Count,
   target: AgentId,
-  reason: Schema.Literal("stale", "invalid_target"),
+  /** `deferred`: no vote is taken (`skip_voting`, quick synthesize; `defer_voting_until_all_answered` while a live agent has no answer). */
+  reason: Schema.Literal("stale", "invalid_target", "deferred"),
 })
 
 export const CallRole = Schema.Literal("round", "presentation")
