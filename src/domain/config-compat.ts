@@ -142,7 +142,7 @@ export const featureProblems = (unknown: ReadonlyArray<UnknownKey>): ReadonlyArr
   }
   const features = [...byFeature].map(([feature, paths]): ConfigProblem => ({
     path: paths[0]!,
-    message: `${feature.name}: not supported${feature.refused ? "" : ", ignored"} (${paths.join(", ")})`,
+    message: `${feature.name}: not supported${feature.refused ? "" : ", ignored"}${paths.length > 1 ? ` (${paths.join(", ")})` : ""}`,
     ...(feature.instead !== undefined ? { suggestion: feature.instead } : {}),
     ...(feature.refused ? {} : { kind: "warning" as const }),
   }))
