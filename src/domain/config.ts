@@ -47,6 +47,8 @@ export const BACKEND_TYPES = [
   "lmstudio",
   "vllm",
   "sglang",
+  "azure_openai",
+  "zai",
 ] as const
 export type BackendType = (typeof BACKEND_TYPES)[number]
 
@@ -87,6 +89,9 @@ export const BackendConfig = Schema.Struct({
   model: opt(Schema.String),
   base_url: opt(BaseUrl),
   api_key: opt(Schema.String),
+  /** `azure_openai`: the resource's endpoint (`https://NAME.openai.azure.com/`), as `base_url` may give it too; and the API version. */
+  endpoint: opt(BaseUrl),
+  api_version: opt(Schema.String),
   temperature: opt(FiniteNumber.pipe(Schema.between(0, 2, { message: (issue) => `Expected a number from 0 to 2${found(issue)}` }))),
   max_tokens: opt(PositiveInt),
   max_retries: opt(NonNegativeInt),
