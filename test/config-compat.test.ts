@@ -135,11 +135,10 @@ describe("ui and display (MassGen: display_type none/simple are plain, rich/text
     expect(orchestrated({})).toMatchObject({ skip_final_presentation: false, final_answer_strategy: "winner_present" })
   })
 
-  test("the coordination options and round timeouts reach the run's settings", () => {
+  test("the coordination options reach the run's settings", () => {
     const config = settingsOf({
       ...solo,
       orchestrator: { skip_voting: true, defer_voting_until_all_answered: true, max_new_answers_global: 3, answer_novelty_requirement: "strict", voting_sensitivity: "balanced" },
-      timeout_settings: { initial_round_timeout_seconds: 60, subsequent_round_timeout_seconds: 30, round_timeout_grace_seconds: 10 },
     })
     expect(config.settings).toMatchObject({
       skip_voting: true,
@@ -147,9 +146,19 @@ describe("ui and display (MassGen: display_type none/simple are plain, rich/text
       max_new_answers_global: 3,
       answer_novelty_requirement: "strict",
       voting_sensitivity: "balanced",
-      initial_round_timeout_seconds: 60,
-      subsequent_round_timeout_seconds: 30,
-      round_timeout_grace_seconds: 10,
     })
+  })
+
+  test("MassGen's round timeouts are refused, not silently ignored: the run would not stop where MassGen's does", () => {
+    const decoded = decodeConfig({ ...solo, timeout_settings: { initial_round_timeout_seconds: 60, round_timeout_grace_seconds: 10 } }, {})
+    expect(decoded).toEqual(
+      Either.left([
+        {
+          path: "timeout_settings.initial_round_timeout_seconds",
+          message: "round timeouts (soft, then hard): not supported (timeout_settings.initial_round_timeout_seconds, timeout_settings.round_timeout_grace_seconds)",
+          suggestion: "use timeout_settings.agent_timeout_seconds (a round that runs longer puts its agent out)",
+        },
+      ]),
+    )
   })
 })

@@ -86,10 +86,6 @@ export const RunSettings = Schema.Struct({
   answer_novelty_requirement: Schema.optionalWith(Strictness, { exact: true }),
   /** How readily the prompts tell agents to vote rather than answer again. */
   voting_sensitivity: Schema.optionalWith(Strictness, { exact: true }),
-  /** Soft time limit of an agent's first round, then of its later rounds; then the grace until the hard limit. */
-  initial_round_timeout_seconds: Schema.optionalWith(Schema.NullOr(Amount), { exact: true }),
-  subsequent_round_timeout_seconds: Schema.optionalWith(Schema.NullOr(Amount), { exact: true }),
-  round_timeout_grace_seconds: Schema.optionalWith(Amount, { exact: true }),
 })
 export type RunSettings = typeof RunSettings.Type
 
