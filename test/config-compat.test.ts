@@ -149,16 +149,9 @@ describe("ui and display (MassGen: display_type none/simple are plain, rich/text
     })
   })
 
-  test("MassGen's round timeouts are refused, not silently ignored: the run would not stop where MassGen's does", () => {
-    const decoded = decodeConfig({ ...solo, timeout_settings: { initial_round_timeout_seconds: 60, round_timeout_grace_seconds: 10 } }, {})
-    expect(decoded).toEqual(
-      Either.left([
-        {
-          path: "timeout_settings.initial_round_timeout_seconds",
-          message: "round timeouts (soft, then hard): not supported (timeout_settings.initial_round_timeout_seconds, timeout_settings.round_timeout_grace_seconds)",
-          suggestion: "use timeout_settings.agent_timeout_seconds (a round that runs longer puts its agent out)",
-        },
-      ]),
-    )
+  test("MassGen's round timeouts reach the run's settings; they are off unless set", () => {
+    const config = settingsOf({ ...solo, timeout_settings: { initial_round_timeout_seconds: 60, subsequent_round_timeout_seconds: 30, round_timeout_grace_seconds: 10 } })
+    expect(config.settings).toMatchObject({ initial_round_timeout_seconds: 60, subsequent_round_timeout_seconds: 30, round_timeout_grace_seconds: 10 })
+    expect(settingsOf(solo).settings).not.toHaveProperty("initial_round_timeout_seconds")
   })
 })

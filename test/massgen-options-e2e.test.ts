@@ -88,3 +88,37 @@ describe.concurrent("MassGen's options in a scripted run", () => {
     expect(events.filter((e: { type: string }) => e.type === "answer_submitted").map((e: { content: string }) => e.content)).toEqual(["Same text.", "B first.", "Other text."])
   }, TIMEOUT_MS)
 })
+
+describe("round timeouts (MassGen v0.1.97: a soft warning first, then every tool but vote and new_answer blocked)", () => {
+  test("past the soft limit the round is told to wrap up; past soft + grace only the workflow tools are offered; replay --check agrees", async () => {
+    const cwd = sandbox()
+    const config = writeConfig(cwd, {
+      agents: [
+        {
+          id: "worker",
+          backend: {
+            type: "scripted",
+            delay_seconds: 0.3,
+            custom_tools: [{ name: "count_words", description: "Counts words", parameters: { type: "object" }, command: ["wc", "-w"] }],
+            script: [{ tool: "count_words", args: { text: "one two" } }, { tool: "count_words", args: { text: "three" } }, { new_answer: "Three words." }],
+          },
+        },
+      ],
+      timeout_settings: { initial_round_timeout_seconds: 0.1, round_timeout_grace_seconds: 0.4 },
+    })
+    const result = await runCli("source", ["--automation", "--config", config, "Count the words."], { cwd })
+    expect(result.exitCode).toBe(0)
+    const { dir, events } = eventsOf(result.lines)
+    expect(events.filter((e: { type: string }) => e.type === "round_time_warned").map((e: { stage: string; round: number }) => [e.round, e.stage])).toEqual([
+      [1, "soft"],
+      [1, "hard"],
+    ])
+    const log = (n: number) => JSON.parse(fs.readFileSync(nodePath.join(dir, "llm_log", `${n}.json`), "utf8"))
+    const lastRoundCall = events.filter((e: { type: string; role: string; round: number }) => e.type === "call_start" && e.role === "round" && e.round === 1).at(-1).call
+    const request = log(lastRoundCall).request
+    // No answer is shown yet, so no vote is offered either.
+    expect(request.tools.map((t: { name: string }) => t.name)).toEqual(["new_answer"])
+    const replayed = await runCli("source", ["replay", dir, "--check"], { cwd })
+    expect(replayed.exitCode).toBe(0)
+  }, TIMEOUT_MS)
+})

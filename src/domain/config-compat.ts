@@ -63,12 +63,6 @@ export const UNSUPPORTED_FEATURES: ReadonlyArray<Feature> = [
     refused: true,
   },
   { name: "sampling settings outside the config schema", keys: backend("top_k", "chat_template_kwargs"), refused: true, instead: "put them under extra_body" },
-  {
-    name: "round timeouts (soft, then hard)",
-    keys: ["timeout_settings.initial_round_timeout_seconds", "timeout_settings.subsequent_round_timeout_seconds", "timeout_settings.round_timeout_grace_seconds"],
-    refused: true,
-    instead: "use timeout_settings.agent_timeout_seconds (a round that runs longer puts its agent out)",
-  },
   { name: "debug shortcuts", keys: orchestrator("debug_final_answer", "skip_coordination_rounds"), refused: true },
   { name: "question paraphrasing (dspy)", keys: orchestrator("dspy"), refused: true },
   {

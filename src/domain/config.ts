@@ -148,6 +148,9 @@ const TimeoutSettings = Schema.Struct({
   orchestrator_timeout_seconds: opt(PositiveNumber),
   agent_timeout_seconds: opt(PositiveNumber),
   tool_timeout_seconds: opt(PositiveNumber),
+  initial_round_timeout_seconds: opt(Schema.NullOr(PositiveNumber)),
+  subsequent_round_timeout_seconds: opt(Schema.NullOr(PositiveNumber)),
+  round_timeout_grace_seconds: opt(FiniteNumber.pipe(Schema.nonNegative({ message: (issue) => `Expected a number of 0 or more${found(issue)}` }))),
 }).annotations({ identifier: "a timeout_settings mapping" })
 
 /** MassGen's display types: `none` and `simple` print plain lines (as `--no-display`), the others the live view. */
@@ -438,6 +441,9 @@ const configOf = (file: ConfigFile, agents: ReadonlyArray<Agent>): Config => {
     ...(o.max_new_answers_global !== undefined ? { max_new_answers_global: o.max_new_answers_global } : {}),
     ...(o.answer_novelty_requirement !== undefined ? { answer_novelty_requirement: o.answer_novelty_requirement } : {}),
     ...(o.voting_sensitivity !== undefined ? { voting_sensitivity: o.voting_sensitivity } : {}),
+    ...(t.initial_round_timeout_seconds !== undefined ? { initial_round_timeout_seconds: t.initial_round_timeout_seconds } : {}),
+    ...(t.subsequent_round_timeout_seconds !== undefined ? { subsequent_round_timeout_seconds: t.subsequent_round_timeout_seconds } : {}),
+    ...(t.round_timeout_grace_seconds !== undefined ? { round_timeout_grace_seconds: t.round_timeout_grace_seconds } : {}),
   }
   return {
     agents,

@@ -86,6 +86,10 @@ export const RunSettings = Schema.Struct({
   answer_novelty_requirement: Schema.optionalWith(Strictness, { exact: true }),
   /** How readily the prompts tell agents to vote rather than answer again. */
   voting_sensitivity: Schema.optionalWith(Strictness, { exact: true }),
+  /** MassGen's round timeouts: the soft limit of an agent's first round, then of its later rounds; then the grace until the hard limit. */
+  initial_round_timeout_seconds: Schema.optionalWith(Schema.NullOr(Amount), { exact: true }),
+  subsequent_round_timeout_seconds: Schema.optionalWith(Schema.NullOr(Amount), { exact: true }),
+  round_timeout_grace_seconds: Schema.optionalWith(Amount, { exact: true }),
 })
 export type RunSettings = typeof RunSettings.Type
 
@@ -151,6 +155,16 @@ export const RoundCancelled = defineEvent("round_cancelled", {
  * `shown`. With `after_vote`, the vote the round had just made did not see
  * them and is not counted: the agent is asked again in the same round.
  */
+/**
+ * A round passed MassGen's round timeout at a step boundary: `soft`, it is told to wrap up;
+ * `hard` (the soft limit plus the grace), only `new_answer` and `vote` are offered from then on.
+ */
+export const RoundTimeWarned = defineEvent("round_time_warned", {
+  agent: AgentId,
+  round: Count,
+  stage: Schema.Literal("soft", "hard"),
+})
+
 export const UpdateInjected = defineEvent("update_injected", {
   agent: AgentId,
   round: Count,
@@ -396,6 +410,7 @@ export const Event = Schema.Union(
   RoundStarted,
   RoundCancelled,
   UpdateInjected,
+  RoundTimeWarned,
   ReplyRejected,
   AnswerSubmitted,
   VoteCast,

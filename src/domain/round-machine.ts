@@ -302,6 +302,28 @@ export const onUpdate = (machine: RoundMachine, shown: ReadonlyArray<ShownAnswer
 export const unfinishedTools = (machine: RoundMachine): ReadonlyArray<ToolCall> =>
   machine.pendingTools.filter((c) => !machine.recordedTools.some((r) => r.callId === c.id))
 
+/** What a round is told at MassGen's soft round timeout, and at its hard one. */
+export const TIME_WARNINGS = {
+  soft: "Time is nearly up for this round: wrap up now, and call `new_answer` with your best answer or `vote`.",
+  hard: "Time is up for this round: your other tools are no longer available. Call `new_answer` or `vote` now.",
+} as const
+
+/**
+ * The round passed its soft or hard time limit (`round_time_warned`), at a step
+ * boundary: it is told so before its next call; from the hard limit on, only the
+ * workflow tools are offered (a call of another is refused as an unknown tool).
+ */
+export const onTimeWarning = (machine: RoundMachine, stage: "soft" | "hard"): Transition => {
+  const tools = stage === "hard" ? machine.request.tools.filter((t) => WORKFLOW_TOOLS.has(t.name)) : machine.request.tools
+  const next: RoundMachine = {
+    ...machine,
+    request: { ...machine.request, tools },
+    transcript: [...machine.transcript, { role: "user", content: TIME_WARNINGS[stage] }],
+    pendingTools: [],
+  }
+  return { machine: next, events: [], step: callModel(next) }
+}
+
 /**
  * The log recorded the result of one pending tool call: once every pending call
  * has one, the model is called again; until then the step runs the others.
