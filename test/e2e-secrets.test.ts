@@ -162,7 +162,7 @@ describe("a credential in base_url is masked wherever the URL is written; the re
     await withFake(respond, async (fake) => {
       const cwd = sandbox()
       origin = fake.url.replace("http://", "http://user:hush-pass@")
-      const config = writeConfig(cwd, { agents: [{ id: "chat", backend: { type: "chatcompletion", base_url: `${origin}/v1?api_key=hush-key` } }], ...TIMEOUTS })
+      const config = writeConfig(cwd, { agents: [{ id: "chat", backend: { type: "chatcompletion", model: "m", base_url: `${origin}/v1?api_key=hush-key` } }], ...TIMEOUTS })
       const result = await run(["--automation", "--config", config, QUESTION], cwd)
       expect(result.exitCode).toBe(2)
       const masked = `http://***@${fake.url.slice(7)}/v1/chat/completions?api_key=***`
@@ -181,7 +181,7 @@ describe("a network failure names the endpoint (scheme, host, port) and the caus
       const once = { max_retries: 0 }
       const config = writeConfig(cwd, {
         agents: [
-          { id: "refused", backend: { type: "chatcompletion", base_url: `http://me:hush-pw@127.0.0.1:${port}/v1?key=hush-k`, ...once } },
+          { id: "refused", backend: { type: "chatcompletion", model: "m", base_url: `http://me:hush-pw@127.0.0.1:${port}/v1?key=hush-k`, ...once } },
           { id: "unresolved", backend: { type: "openai", base_url: "http://massgen-no-such-host.invalid:1/v1", ...once } },
           { id: "silent", backend: { type: "claude", base_url: fake.url, call_timeout_seconds: 0.5, ...once } },
         ],
