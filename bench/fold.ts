@@ -43,15 +43,16 @@ const sampleConfigs = (): ReadonlyArray<Config> => [
   configOf({
     orchestrator: { max_new_answers_per_agent: 3 },
     agents: Array.from({ length: 5 }, (_, i) => ({
+      id: `agent${i + 1}`,
       backend: { type: "scripted", answer: `Revision of agent ${i + 1}`, keep_answering: true, vote: "agent2" },
     })),
   }),
   configOf({
     agents: [
-      { backend: { type: "scripted", answer: "Four.", vote: "agent1" } },
-      { backend: { type: "scripted", fail_calls: 1, max_retries: 0 } },
-      { backend: { type: "scripted", script: [{ text: "thinking aloud, no tool" }], answer: "4", vote: "agent1" } },
-      { backend: { type: "scripted", answer: "2+2=4", vote: "agent3" } },
+      { id: "agent1", backend: { type: "scripted", answer: "Four.", vote: "agent1" } },
+      { id: "agent2", backend: { type: "scripted", fail_calls: 1, max_retries: 0 } },
+      { id: "agent3", backend: { type: "scripted", script: [{ text: "thinking aloud, no tool" }], answer: "4", vote: "agent1" } },
+      { id: "agent4", backend: { type: "scripted", answer: "2+2=4", vote: "agent3" } },
     ],
   }),
 ]

@@ -66,7 +66,7 @@ export const serveBench = async (): Promise<void> => {
     }
     // The same run in this process, through the code a request runs.
     const loaded = await Effect.runPromise(
-      resolveRunConfig({ _tag: "run", question: "", configPath: config, modelsFlag: null, models: [], backend: null, baseUrl: null, systemMessage: null, automation: false, noDisplay: true, orchestratorTimeout: null }, process.env, dir),
+      resolveRunConfig({ _tag: "run", question: "", configPath: config, modelsFlag: null, models: [], backend: null, baseUrl: null, systemMessage: null, automation: false, noDisplay: true, orchestratorTimeout: null, quick: false }, process.env, dir),
     )
     const ctx = { env: process.env, cwd: dir, argv: [], version: "bench", printError: () => {} }
     const chat = { model: "team", question: "What is 2+2?", conversation: [], stream: false, includeUsage: false }

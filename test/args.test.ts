@@ -54,7 +54,7 @@ describe("parseInvocation", () => {
 
   test("--validate FILE and the automation guide's --validate --config FILE", () => {
     for (const argv of [["--validate", "c.yaml"], ["--validate", "--config", "c.yaml"]]) {
-      expect(parseInvocation(argv)).toEqual(Either.right({ _tag: "validate", path: "c.yaml", json: false }))
+      expect(parseInvocation(argv)).toEqual(Either.right({ _tag: "validate", path: "c.yaml", json: false, strict: false, checkKeys: false }))
     }
     expect(message(["--validate"])).toBe("--validate needs a config file: --validate FILE or --validate --config FILE")
   })

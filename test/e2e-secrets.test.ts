@@ -74,7 +74,7 @@ describe("a config error shows a ${VAR} by its reference, never its value", () =
     const config = writeConfig(cwd, {
       agents: [
         { id: "a", backend: { type: "openai", temperature: "${MY_SECRET}" } },
-        { id: "b", backend: { type: "chatcompletion", base_url: "${SECRET_URL}" } },
+        { id: "b", backend: { type: "chatcompletion", model: "m", base_url: "${SECRET_URL}" } },
       ],
     })
     const env = { MY_SECRET: "sk-live-hush-abcdef0123456789", SECRET_URL: "ftp://hush-host.example/v1?key=hush-k" }
@@ -94,9 +94,9 @@ describe("a config error shows a ${VAR} by its reference, never its value", () =
 
     const json = await run(["--validate", config, "--json"], cwd, env)
     expect(json.exitCode).toBe(1)
-    expect(JSON.parse(json.stdout).problems).toEqual([
-      { path: "agents[0].backend.temperature", message: "Expected number, found ${MY_SECRET}" },
-      { path: "agents[1].backend.base_url", message: "Expected an http or https URL, found ${SECRET_URL}" },
+    expect(JSON.parse(json.stdout).errors).toEqual([
+      { location: "agents[0].backend.temperature", message: "Expected number, found ${MY_SECRET}", suggestion: null },
+      { location: "agents[1].backend.base_url", message: "Expected an http or https URL, found ${SECRET_URL}", suggestion: null },
     ])
     expectNoSecret(json, cwd)
   }, TIMEOUT_MS)
@@ -147,11 +147,11 @@ describe("a credential in base_url is masked wherever the URL is written; the re
 
   test("--validate --json on a base_url that is not http(s): the problem shows it with its credentials masked", async () => {
     const cwd = sandbox()
-    const config = writeConfig(cwd, { agents: [{ id: "a", backend: { type: "chatcompletion", base_url: "htp://me:hush-pw@llm.example/v1?token=hush-t&v=2" } }] })
+    const config = writeConfig(cwd, { agents: [{ id: "a", backend: { type: "chatcompletion", model: "m", base_url: "htp://me:hush-pw@llm.example/v1?token=hush-t&v=2" } }] })
     const json = await run(["--validate", config, "--json"], cwd)
     expect(json.exitCode).toBe(1)
-    expect(JSON.parse(json.stdout).problems).toEqual([
-      { path: "agents[0].backend.base_url", message: 'Expected an http or https URL, found "htp://***@llm.example/v1?token=***&v=2"' },
+    expect(JSON.parse(json.stdout).errors).toEqual([
+      { location: "agents[0].backend.base_url", message: 'Expected an http or https URL, found "htp://***@llm.example/v1?token=***&v=2"', suggestion: null },
     ])
     expectNoSecret(json, cwd)
   }, TIMEOUT_MS)
@@ -162,7 +162,7 @@ describe("a credential in base_url is masked wherever the URL is written; the re
     await withFake(respond, async (fake) => {
       const cwd = sandbox()
       origin = fake.url.replace("http://", "http://user:hush-pass@")
-      const config = writeConfig(cwd, { agents: [{ id: "chat", backend: { type: "chatcompletion", base_url: `${origin}/v1?api_key=hush-key` } }], ...TIMEOUTS })
+      const config = writeConfig(cwd, { agents: [{ id: "chat", backend: { type: "chatcompletion", model: "m", base_url: `${origin}/v1?api_key=hush-key` } }], ...TIMEOUTS })
       const result = await run(["--automation", "--config", config, QUESTION], cwd)
       expect(result.exitCode).toBe(2)
       const masked = `http://***@${fake.url.slice(7)}/v1/chat/completions?api_key=***`
@@ -181,7 +181,7 @@ describe("a network failure names the endpoint (scheme, host, port) and the caus
       const once = { max_retries: 0 }
       const config = writeConfig(cwd, {
         agents: [
-          { id: "refused", backend: { type: "chatcompletion", base_url: `http://me:hush-pw@127.0.0.1:${port}/v1?key=hush-k`, ...once } },
+          { id: "refused", backend: { type: "chatcompletion", model: "m", base_url: `http://me:hush-pw@127.0.0.1:${port}/v1?key=hush-k`, ...once } },
           { id: "unresolved", backend: { type: "openai", base_url: "http://massgen-no-such-host.invalid:1/v1", ...once } },
           { id: "silent", backend: { type: "claude", base_url: fake.url, call_timeout_seconds: 0.5, ...once } },
         ],

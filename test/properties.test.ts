@@ -13,7 +13,7 @@
 import { describe, expect, test } from "bun:test"
 import { Arbitrary, FastCheck } from "effect"
 import fc from "fast-check"
-import { type Command, type Reply, budgetSpent, commandEvents, decide, judgeReply, stopRun, updateFor } from "../src/domain/decide.ts"
+import { type Command, type Reply, budgetSpent, commandEvents, decide, globalCapReached, judgeReply, noVoteRun, stopRun, updateFor, votingDeferred } from "../src/domain/decide.ts"
 import { decodeEventLine, encodeEventLine, readEventsText } from "../src/domain/event-codec.ts"
 import { Event, type FinishReason, type RunSettings } from "../src/domain/events.ts"
 import { type State, evolve, foldEvents, initialState, isLive, latestLabels, sameLabels } from "../src/domain/state.ts"
@@ -54,8 +54,13 @@ const checkInvariants = (state: State): void => {
   // The cap holds (the simulator, like checkReply, answers only in rounds that offer new_answer).
   const cap = state.run?.settings.max_new_answers_per_agent ?? null
   if (cap !== null) for (const a of state.agents) expect(a.answers.length).toBeLessThanOrEqual(cap)
-  // A presentation, a final answer or a winner only when every live agent voted, or the run was stopped.
-  const allVoted = live.length > 0 && live.every((a) => a.vote !== null)
+  // So does the global cap (MassGen's max_new_answers_global): an answer over it is refused.
+  const globalCap = state.run?.settings.max_new_answers_global ?? null
+  if (globalCap !== null) expect(Object.keys(state.answers).length).toBeLessThanOrEqual(globalCap)
+  // A presentation, a final answer or a winner only when every live agent voted (in a no-vote run: answered), or the run was stopped.
+  const noVote = state.run !== null && noVoteRun(state.run.settings, state.agents.length)
+  const capped = state.run !== null && globalCapReached(state)
+  const allVoted = live.length > 0 && live.every((a) => (noVote ? a.answers.length > 0 || capped : a.vote !== null))
   if (state.presentation !== null) expect(allVoted).toBe(true)
   if (state.final !== null && state.final.source !== "salvaged") expect(allVoted).toBe(true)
   if (state.finished !== null && state.finished.reason === "completed") expect(allVoted && state.final !== null).toBe(true)
@@ -76,18 +81,27 @@ const checkTransition = (prev: State, event: Event): void => {
     case "round_started": {
       // A round shows the latest answers; it is vote-only exactly when its agent is at the cap.
       const a = agentOf(event.agent)
-      const cap = prev.run!.settings.max_new_answers_per_agent
+      const settings = prev.run!.settings
+      const cap = settings.max_new_answers_per_agent
       expect(event.shown).toEqual(latestLabels(prev))
-      expect(event.vote_only).toBe(cap !== null && a.answers.length >= cap)
+      expect(event.vote_only).toBe((cap !== null && a.answers.length >= cap) || globalCapReached(prev))
+      // A no-vote run gives rounds only until an agent's first answer; deferred voting holds an agent
+      // with an answer back until every live agent has one (the global cap ends the wait).
+      if (noVoteRun(settings, prev.agents.length)) expect(a.answers.length).toBe(0)
+      if (settings.defer_voting_until_all_answered === true && a.answers.length > 0 && !globalCapReached(prev)) {
+        expect(prev.agents.filter(isLive).every((b) => b.answers.length > 0)).toBe(true)
+      }
       expect(event.round).toBe(a.rounds + 1)
       expect(event.restart).toBe(a.restartPending)
       break
     }
     case "round_cancelled": {
-      // Only an agent that has an answer is cancelled, and only when its round is stale.
+      // Only an agent that has an answer is cancelled, and only when its round is stale;
+      // at the global cap, any round that offers new_answer.
       const a = agentOf(event.agent)
-      expect(a.answers.length).toBeGreaterThan(0)
       expect(a.inFlight?.round).toBe(event.round)
+      if (globalCapReached(prev) && !a.inFlight!.voteOnly) break
+      expect(a.answers.length).toBeGreaterThan(0)
       expect(sameLabels(a.inFlight!.shown, latestLabels(prev))).toBe(false)
       break
     }
@@ -114,6 +128,14 @@ const checkTransition = (prev: State, event: Event): void => {
       expect(agentOf(event.agent).inFlight?.voteOnly).toBe(false)
       break
     case "presentation_started": {
+      if (noVoteRun(prev.run!.settings, prev.agents.length)) {
+        // MassGen's skip_voting and quick synthesize: no vote; every live agent answered, and the first presents.
+        const live = prev.agents.filter(isLive)
+        expect(live.every((a) => a.answers.length > 0) || globalCapReached(prev)).toBe(true)
+        expect(event.agent).toBe(live.find((a) => a.answers.length > 0)!.info.id)
+        expect(Object.values(event.votes).every((n) => n === 0)).toBe(true)
+        break
+      }
       // The most-voted agent wins; a tie goes to the earliest in config order.
       const counts = new Map<string, number>()
       for (const a of prev.agents) if (a.vote !== null) counts.set(a.vote.target, (counts.get(a.vote.target) ?? 0) + 1)
@@ -190,7 +212,8 @@ const percent = (pick: Pick): number => pick(fc.noBias(fc.integer({ min: 1, max:
 const validReply = (pick: Pick, w: Work, sim: Sim, answerChance: number): Reply => {
   if (w._tag === "presentation") return { _tag: "presented", agent: w.agent, content: percent(pick) <= 70 ? "Final." : pick(fc.constantFrom("", "  \n")) }
   const mayAnswer = !w.voteOnly
-  if (w.shown.length === 0 || (mayAnswer && percent(pick) <= answerChance)) {
+  // Deferred voting (MassGen's defer_voting_until_all_answered): the round offers only new_answer.
+  if (w.shown.length === 0 || (mayAnswer && (votingDeferred(sim.state) || percent(pick) <= answerChance))) {
     return { _tag: "answered", agent: w.agent, round: w.round, content: `answer ${sim.events.length}` }
   }
   const target = anonOf(pick(fc.constantFrom(...w.shown)))
@@ -217,6 +240,10 @@ const settingsArb: fc.Arbitrary<Partial<RunSettings>> = fc.record({
   final_answer_strategy: fc.constantFrom("winner_present", "winner_reuse", "synthesize"),
   budget_usd: fc.option(fc.constantFrom(0.5, 1, 2, 4), { nil: null, freq: 3 }),
   disable_injection: fc.boolean(),
+  // MassGen's coordination options (issue 13), off in most runs.
+  skip_voting: fc.constantFrom(false, false, false, true),
+  defer_voting_until_all_answered: fc.boolean(),
+  max_new_answers_global: fc.option(fc.integer({ min: 1, max: 6 }), { nil: null, freq: 2 }),
 })
 
 /** Stops from outside; the budget is the decider's own stop. */

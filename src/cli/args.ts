@@ -56,6 +56,8 @@ export interface RunArgs {
   readonly orchestratorTimeout: number | null
   /** The session the run is a turn of: a named one (`--session-id`), the most recent (`--continue`), or none. */
   readonly session?: { readonly _tag: "id"; readonly id: string } | { readonly _tag: "continue" } | null
+  /** `--quick`: MassGen's quick mode (one answer per agent, no presentation; `quickSettings`). */
+  readonly quick: boolean
 }
 
 export interface ViewerArgs {
@@ -84,6 +86,16 @@ export interface ServeArgs {
   readonly drainSeconds: number
 }
 
+export interface ValidateArgs {
+  readonly _tag: "validate"
+  readonly path: string
+  readonly json: boolean
+  /** `--strict`: warnings make the config invalid too. */
+  readonly strict: boolean
+  /** `--check-keys`: a missing API key or unset `${VAR}` is an error, as in a run. */
+  readonly checkKeys: boolean
+}
+
 export type Invocation =
   | RunInvocation
   | ServeArgs
@@ -92,8 +104,8 @@ export type Invocation =
   | { readonly _tag: "replay"; readonly logDir: string; readonly check: boolean; readonly outDir: string | null }
   | { readonly _tag: "status"; readonly logDir: string; readonly json: boolean }
   | { readonly _tag: "sessions"; readonly json: boolean }
-  | { readonly _tag: "validate"; readonly path: string; readonly json: boolean }
   | { readonly _tag: "doctor"; readonly configPath: string | null }
+  | ValidateArgs
   | { readonly _tag: "version" }
   | { readonly _tag: "help" }
 
@@ -112,6 +124,9 @@ const options = {
   continue: { type: "boolean" },
   validate: { type: "string" },
   json: { type: "boolean" },
+  strict: { type: "boolean" },
+  "check-keys": { type: "boolean" },
+  quick: { type: "boolean" },
   version: { type: "boolean", short: "v" },
   help: { type: "boolean", short: "h" },
 } as const
@@ -328,8 +343,10 @@ export const parseInvocation = (argv: ReadonlyArray<string>): Either.Either<Invo
   if (v.validate !== undefined) {
     const path = v.validate !== "" ? v.validate : v.config
     if (path === undefined) return usage("missing_config", "--validate needs a config file: --validate FILE or --validate --config FILE")
-    return Either.right({ _tag: "validate", path, json: v.json === true })
+    return Either.right({ _tag: "validate", path, json: v.json === true, strict: v.strict === true, checkKeys: v["check-keys"] === true })
   }
+  const validateOnly = (["json", "strict", "check-keys"] as const).filter((flag) => v[flag] !== undefined)
+  if (validateOnly.length > 0) return usage("conflict", `${validateOnly.map((f) => `--${f}`).join(", ")} only ${validateOnly.length === 1 ? "applies" : "apply"} to --validate`)
   const sources = [v.config, v.model, v.models].filter((x) => x !== undefined).length
   if (sources > 1) return usage("conflict", "use only one of --config, --model and --models")
   if (sources === 0) return usage("missing_config", "a config is required: --config FILE, --model MODEL or --models M1,M2")
@@ -379,5 +396,6 @@ export const parseInvocation = (argv: ReadonlyArray<string>): Either.Either<Invo
     noDisplay: v["no-display"] === true,
     orchestratorTimeout: timeout,
     session: sessionId !== undefined ? { _tag: "id", id: sessionId } : v.continue ? { _tag: "continue" } : null,
+    quick: v.quick === true,
   })
 }

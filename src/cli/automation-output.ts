@@ -68,6 +68,8 @@ export const plainLine = (event: Event, state: State, logDir: string): string | 
       return `[${event.agent}] round ${event.round}${event.restart ? " (restart)" : ""}: ${count(event.shown.length, "answer")} shown${event.vote_only ? ", vote only" : ""}`
     case "round_cancelled":
       return `[${event.agent}] round ${event.round} stopped: a new answer arrived`
+    case "round_time_warned":
+      return `[${event.agent}] round ${event.round} passed its ${event.stage} time limit`
     case "update_injected":
       return `[${event.agent}] round ${event.round} goes on with the new answers (${event.shown.join(", ")})${event.after_vote ? ": its vote did not see them and is not counted" : ""}`
     case "reply_rejected":

@@ -31,7 +31,8 @@ Usage:
   massgen [options] --config FILE --question-file FILE
   massgen --model MODEL "question"            one agent, backend inferred from the model
   massgen --models M1,M2,M3 "question"        one agent per model
-  massgen --validate FILE [--json]            check a config and print its problems, or "valid"
+  massgen --validate FILE [--json] [--strict] [--check-keys]
+                                              check a config and print its problems, or "valid"
   massgen resume LOG_DIR [--automation]      continue a run whose process stopped (crash, kill, Ctrl+C)
   massgen replay LOG_DIR [--check] [--out DIR]
                                               make a recorded run's decisions again offline, from llm_log/;
@@ -68,7 +69,10 @@ Options:
       --question-file FILE      read the question from FILE
       --session-id ID           the run is the next turn of session ID (.massgen/sessions/ID/)
       --continue                the run is the next turn of the most recent session
+      --quick                   MassGen's quick mode: one answer per agent, no vote rounds
       --json                    with --validate: print the result as JSON
+      --strict                  with --validate: warnings make the config invalid
+      --check-keys              with --validate: a missing API key or unset \${VAR} is an error
   -v, --version                 print the version, commit, build date, Bun version and target
   -h, --help                    print this help
 

@@ -85,20 +85,25 @@ export const decodeDocument = (
   return Either.isRight(decoded) ? Effect.succeed(decoded.right) : fail("invalid", path, decoded.left)
 }
 
+/** The text of a config file, or why it cannot be read. */
+export const readConfigText = (path: string): Effect.Effect<string, ConfigError> =>
+  Effect.suspend(() => {
+    try {
+      return Effect.succeed(readFileSync(path, "utf8"))
+    } catch (e) {
+      const code = (e as { code?: string }).code
+      return code === "ENOENT"
+        ? fail("missing_file", path, [{ path: "", message: readProblem(e) }])
+        : fail("unreadable", path, [{ path: "", message: code === "EISDIR" ? "is a directory, not a config file" : readProblem(e) }])
+    }
+  })
+
 export const loadConfigFile = (
   path: string,
   env: Readonly<Record<string, string | undefined>>,
 ): Effect.Effect<LoadedConfig, ConfigError> =>
   Effect.gen(function* () {
-    let text: string
-    try {
-      text = readFileSync(path, "utf8")
-    } catch (e) {
-      const code = (e as { code?: string }).code
-      return yield* code === "ENOENT"
-        ? fail("missing_file", path, [{ path: "", message: readProblem(e) }])
-        : fail("unreadable", path, [{ path: "", message: code === "EISDIR" ? "is a directory, not a config file" : readProblem(e) }])
-    }
+    const text = yield* readConfigText(path)
     const raw = yield* parseConfigText(text, path)
     const config = yield* decodeDocument(raw, path, env)
     return { config, raw, path }

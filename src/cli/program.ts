@@ -123,7 +123,7 @@ const program = (argv: ReadonlyArray<string>, { stopSignal, print, printError, s
       case "version":
         return Effect.sync(() => (print(versionText()), 0))
       case "validate":
-        return Effect.flatMap(load(() => import("./validate-command.ts")), (m) => m.validateCommand(invocation.path, invocation.json, env, cwd, print))
+        return Effect.flatMap(load(() => import("./validate-command.ts")), (m) => m.validateCommand(invocation, env, cwd, print))
       case "viewer":
         return Effect.flatMap(load(() => import("./viewer-command.ts")), (m) =>
           m.viewerCommand(invocation, {

@@ -95,7 +95,8 @@ export const runCommand = (args: RunArgs, ctx: CliContext) =>
       version: ctx.version,
       interrupt: ctx.interrupt,
       automation: args.automation,
-      display: runDisplay(args, ctx.print, logDir),
+      // `ui.display_type: none | simple` is `--no-display`.
+      display: runDisplay({ ...args, noDisplay: args.noDisplay || loaded.config.display === "plain" }, ctx.print, logDir),
       print: ctx.print,
       printError: ctx.printError,
       env: loaded.env,

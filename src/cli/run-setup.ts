@@ -11,12 +11,12 @@
  */
 import { Effect, Either } from "effect"
 import type { Config, ConfigProblem } from "../domain/config.ts"
-import { BACKEND_TYPES } from "../domain/config.ts"
+import { BACKEND_TYPES, quickSettings } from "../domain/config.ts"
 import type { TokenUsage } from "../domain/llm.ts"
 import { inferBackendType } from "../domain/presets.ts"
 import { costOf, priceFor } from "../domain/pricing.ts"
 import type { Backend } from "../services/backend.ts"
-import { makeBackend } from "../services/backend-factory.ts"
+import { azureEndpoint, makeBackend } from "../services/backend-factory.ts"
 import { type Env, loadDotEnv, resolveApiKey } from "../services/backends/keys.ts"
 import type { RunArgs } from "./args.ts"
 import type { Event } from "../domain/events.ts"
@@ -97,11 +97,11 @@ export const resolveRunConfig = (args: RunArgs, baseEnv: Env, cwd: string) =>
             const raw = yield* quickStartDocument(args)
             return { raw, path: null, config: yield* decodeDocument(raw, flagOf(args), env) }
           })
-    const timed: Config =
-      args.orchestratorTimeout === null
-        ? loaded.config
-        : { ...loaded.config, settings: { ...loaded.config.settings, orchestrator_timeout_seconds: args.orchestratorTimeout } }
-    const config = yield* withAbsoluteContextPaths(timed, cwd, loaded.path ?? flagOf(args))
+    const settings = {
+      ...(args.quick ? quickSettings(loaded.config.settings, loaded.config.agents.length) : loaded.config.settings),
+      ...(args.orchestratorTimeout !== null ? { orchestrator_timeout_seconds: args.orchestratorTimeout } : {}),
+    }
+    const config = yield* withAbsoluteContextPaths({ ...loaded.config, settings }, cwd, loaded.path ?? flagOf(args))
     return { config, raw: loaded.raw, path: loaded.path, env, where: loaded.path ?? flagOf(args) } satisfies RunConfig
   })
 
@@ -110,12 +110,19 @@ export const resolveRunConfig = (args: RunArgs, baseEnv: Env, cwd: string) =>
  * under the key's config path, or for a config built from a flag (`fromFlag`), under the model's name.
  */
 export const missingKeys = (config: Config, env: Env, fromFlag = false): ReadonlyArray<ConfigProblem> =>
-  config.agents.flatMap((agent, i) => {
+  config.agents.flatMap((agent, i): ReadonlyArray<ConfigProblem> => {
+    const endpoint: ReadonlyArray<ConfigProblem> =
+      agent.backend.type === "azure_openai" && azureEndpoint(agent, env) === null
+        ? [{ path: fromFlag ? (agent.backend.model ?? agent.id) : `agents[${i}].backend.endpoint`, message: `missing Azure endpoint: set AZURE_OPENAI_ENDPOINT, or endpoint or base_url in the config (agent ${agent.id})` }]
+        : []
     const key = resolveApiKey(agent, env)
-    if (Either.isRight(key)) return []
-    return fromFlag
-      ? [{ path: agent.backend.model ?? agent.id, message: `missing API key: set ${key.left.envVars.join(" or ")} in the environment or in .env` }]
-      : [{ path: `agents[${i}].backend.api_key`, message: key.left.message }]
+    if (Either.isRight(key)) return endpoint
+    return [
+      ...endpoint,
+      fromFlag
+        ? { path: agent.backend.model ?? agent.id, message: `missing API key: set ${key.left.envVars.join(" or ")} in the environment or in .env` }
+        : { path: `agents[${i}].backend.api_key`, message: key.left.message },
+    ]
   })
 
 /** Every agent's backend; a run with any key missing stops here, naming every missing variable. `path`: the config file or flag. */

@@ -1,35 +1,58 @@
 /**
- * `massgen --validate FILE [--json]`: check a config without running it.
+ * `massgen --validate FILE [--json] [--strict] [--check-keys]`: check a config without running it, fit for CI.
  *
- * Prints `valid` (exit 0) or one line per problem, each naming the key's path,
- * what was expected and what was found (exit 1). With `--json` it prints one
- * object: `{"valid": bool, "path": FILE, "problems": [{"path", "message"}],
- * "warnings": [...]}`. Unknown keys (a run ignores them) are warnings, printed
- * first as `warning: ...` lines; they do not make a config invalid.
- * `${VAR}` references and every backend's API key are checked against the
- * environment and `.env`, as a run would.
+ * Every problem is found in one pass (`analyzeConfig`), errors and warnings
+ * together. It needs no secrets: an unset `${VAR}` or a missing API key, which
+ * stop a run, are warnings here unless `--check-keys` makes them errors
+ * (the environment and `.env` are read as a run reads them). Keys a run
+ * ignores (a typo, with the key it may stand for; a MassGen feature massgen
+ * ignores) are warnings; MassGen features massgen refuses are errors, one per
+ * feature. `--strict` makes every warning an error, as in MassGen.
+ *
+ * Text: one `warning: config FILE: PATH: MESSAGE[; SUGGESTION]` line per
+ * warning, then `valid` or one `config FILE: ...` line per error. Exit 0 when
+ * valid, 1 otherwise. `--json` prints MassGen's shape:
+ * `{valid, error_count, warning_count, errors, warnings}`, each entry
+ * `{location, message, suggestion}` (`location` is the key path, `suggestion`
+ * null when there is none).
  */
 import { Effect } from "effect"
 import type { Env } from "../services/backends/keys.ts"
 import { loadDotEnv } from "../services/backends/keys.ts"
-import { formatProblem, unknownKeys } from "../domain/config.ts"
-import { loadConfigFile } from "./load-config.ts"
+import { type ConfigProblem, analyzeConfig, formatProblem } from "../domain/config.ts"
+import type { ValidateArgs } from "./args.ts"
+import { parseConfigText, readConfigText } from "./load-config.ts"
 import { missingKeys } from "./run-setup.ts"
 
-export const validateCommand = (path: string, json: boolean, baseEnv: Env, cwd: string, print: (line: string) => void) =>
+/** The errors and warnings of a config file; nothing is run or written. */
+export const validateConfig = (options: Omit<ValidateArgs, "_tag" | "json">, env: Env) =>
+  Effect.gen(function* () {
+    const text = yield* Effect.either(readConfigText(options.path))
+    const raw = text._tag === "Right" ? yield* Effect.either(parseConfigText(text.right, options.path)) : text
+    if (raw._tag === "Left") return { errors: raw.left.problems as ReadonlyArray<ConfigProblem>, warnings: [] as ReadonlyArray<ConfigProblem> }
+    const { config, problems } = analyzeConfig(raw.right, env)
+    const said = new Set(problems.map((p) => p.path))
+    // A key the config gives as an unset `${VAR}` is said once, as that variable.
+    const keys = config === null ? [] : missingKeys(config, env).filter((p) => !said.has(p.path)).map((p) => ({ ...p, kind: "key" as const }))
+    const all = [...problems, ...keys]
+    const isError = (p: ConfigProblem) =>
+      p.kind === undefined || options.strict || ((p.kind === "env" || p.kind === "key") && options.checkKeys)
+    return { errors: all.filter(isError), warnings: all.filter((p) => !isError(p)) }
+  })
+
+const entry = (p: ConfigProblem) => ({ location: p.path, message: p.message, suggestion: p.suggestion ?? null })
+
+export const validateCommand = (args: Omit<ValidateArgs, "_tag">, baseEnv: Env, cwd: string, print: (line: string) => void) =>
   Effect.gen(function* () {
     const env = yield* loadDotEnv(cwd, baseEnv).pipe(Effect.orElseSucceed(() => baseEnv))
-    const result = yield* Effect.either(loadConfigFile(path, env))
-    const problems =
-      result._tag === "Right"
-        ? missingKeys(result.right.config, env)
-        : result.left.problems.map((p) => ({ path: p.path, message: p.message }))
-    const warnings = result._tag === "Right" ? unknownKeys(result.right.raw) : []
-    if (json) print(JSON.stringify({ valid: problems.length === 0, path, problems, warnings }))
-    else {
-      for (const w of warnings) print(`warning: config ${path}: ${formatProblem(w)}`)
-      if (problems.length === 0) print("valid")
-      else for (const p of problems) print(`config ${path}: ${formatProblem(p)}`)
+    const { errors, warnings } = yield* validateConfig(args, env)
+    const valid = errors.length === 0
+    if (args.json) {
+      print(JSON.stringify({ valid, error_count: errors.length, warning_count: warnings.length, errors: errors.map(entry), warnings: warnings.map(entry) }))
+    } else {
+      for (const w of warnings) print(`warning: config ${args.path}: ${formatProblem(w)}`)
+      if (valid) print("valid")
+      else for (const p of errors) print(`config ${args.path}: ${formatProblem(p)}`)
     }
-    return problems.length === 0 ? 0 : 1
+    return valid ? 0 : 1
   })

@@ -33,13 +33,24 @@ export const PositiveInt = FiniteNumber.pipe(
   Schema.positive({ message: (issue) => `Expected a number of 1 or more${found(issue)}` }),
 )
 
+/**
+ * What a problem stops: absent, the config is invalid; `env`, an unset `${VAR}`, and
+ * `key`, a missing API key (a run stops on them, `--validate` warns unless `--check-keys`);
+ * `warning`, nothing (a key a run ignores).
+ */
+export type ProblemKind = "env" | "key" | "warning"
+
 export interface ConfigProblem {
   /** Dotted path of the key, `agents[0].backend.type`; empty for the whole document. */
   readonly path: string
   readonly message: string
+  /** What to write instead, when there is a likely fix (`did you mean skip_final_presentation?`). */
+  readonly suggestion?: string
+  readonly kind?: ProblemKind
 }
 
-export const formatProblem = (p: ConfigProblem): string => (p.path === "" ? p.message : `${p.path}: ${p.message}`)
+export const formatProblem = (p: ConfigProblem): string =>
+  `${p.path === "" ? "" : `${p.path}: `}${p.message}${p.suggestion !== undefined ? `; ${p.suggestion}` : ""}`
 
 export const formatPath = (path: ReadonlyArray<PropertyKey>): string =>
   path.reduce<string>(
@@ -49,6 +60,17 @@ export const formatPath = (path: ReadonlyArray<PropertyKey>): string =>
 
 export const valueAt = (doc: unknown, path: ReadonlyArray<PropertyKey>): unknown =>
   path.reduce<unknown>((node, key) => (node !== null && typeof node === "object" ? (node as Record<PropertyKey, unknown>)[key] : undefined), doc)
+
+/** `doc` without the key at `path` (copies along the path; `doc` is not changed); an array element becomes undefined. */
+export const deleteAt = (doc: unknown, path: ReadonlyArray<PropertyKey>): unknown => {
+  if (path.length === 0 || doc === null || typeof doc !== "object") return doc
+  const [key, ...rest] = path as [PropertyKey, ...Array<PropertyKey>]
+  const copy = (Array.isArray(doc) ? [...doc] : { ...doc }) as Record<PropertyKey, unknown>
+  if (rest.length > 0) copy[key] = deleteAt(copy[key], rest)
+  else if (Array.isArray(copy)) copy[key] = undefined
+  else delete copy[key]
+  return copy
+}
 
 /** `doc` with the value at `path` replaced (copies along the path; `doc` is not changed). */
 export const setAt = (doc: unknown, path: ReadonlyArray<PropertyKey>, value: unknown): unknown => {

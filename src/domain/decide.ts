@@ -21,6 +21,18 @@
  * whose agent reached `max_new_answers_per_agent` offers only `vote`; the run
  * is decided when every live agent has voted; the most-voted agent wins, a tie
  * going to the earliest agent in config order.
+ *
+ * MassGen's coordination options (v0.1.97): `max_new_answers_global` caps the
+ * answers of all agents together: at the cap every round offers only `vote`
+ * (a round in flight that offers `new_answer` is cancelled and started again
+ * as a vote-only round). `defer_voting_until_all_answered`: an agent with an
+ * answer gets no new round (so cannot vote) until every live agent has one,
+ * unless the global cap is reached; meanwhile a round offers no `vote`
+ * (`requests.ts`) and a vote is ignored (`deferred`). A *no-vote run* (`skip_voting`, or quick
+ * synthesize: several agents, `synthesize` and `max_new_answers_per_agent: 1`)
+ * gives each agent rounds until its first answer and, once every live agent has
+ * one (or the global cap is reached), no vote is held: the first live agent in
+ * config order with an answer presents.
  */
 import type { Event, FinalAnswerStrategy, FinishReason, RunSettings } from "./events.ts"
 import {
@@ -91,10 +103,31 @@ export const tally = (state: State): Tally | null => {
 
 const latestLabel = (a: AgentState): string | undefined => a.answers[a.answers.length - 1]
 
+/** The answers of all agents reached `max_new_answers_global`. */
+export const globalCapReached = (state: State): boolean => {
+  const cap = state.run?.settings.max_new_answers_global ?? null
+  return cap !== null && Object.keys(state.answers).length >= cap
+}
+
 const atCap = (state: State, a: AgentState): boolean => {
   const cap = state.run?.settings.max_new_answers_per_agent ?? null
-  return cap !== null && a.answers.length >= cap
+  return (cap !== null && a.answers.length >= cap) || globalCapReached(state)
 }
+
+/**
+ * No vote is taken now: the run holds none (`noVoteRun`), or `defer_voting_until_all_answered`
+ * holds votes back while a live agent has no answer and the global cap is not reached.
+ */
+export const votingDeferred = (state: State): boolean => {
+  const run = state.run
+  if (run === null) return false
+  if (noVoteRun(run.settings, state.agents.length)) return true
+  return run.settings.defer_voting_until_all_answered === true && !globalCapReached(state) && state.agents.some((a) => isLive(a) && a.answers.length === 0)
+}
+
+/** A run that holds no vote: `skip_voting`, or quick synthesize (several agents, `synthesize`, one answer each). */
+export const noVoteRun = (settings: RunSettings, agents: number): boolean =>
+  settings.skip_voting === true || (agents > 1 && settings.final_answer_strategy === "synthesize" && settings.max_new_answers_per_agent === 1)
 
 /** The run has a budget and its calls have cost that much. */
 export const budgetSpent = (state: State): boolean => {
@@ -139,13 +172,28 @@ export const decide = (state: State): ReadonlyArray<Command> => {
   }
   const shown = latestLabels(state)
   const commands: Array<Command> = []
+  const capped = globalCapReached(state)
   for (const a of live) {
+    if (a.inFlight === null) continue
     // First-answer protection: an agent without an answer finishes its round undisturbed.
-    if (a.inFlight !== null && a.answers.length > 0 && !sameLabels(a.inFlight.shown, shown) && !injects(run.settings, a)) {
-      commands.push({ _tag: "CancelRound", agent: a.info.id, round: a.inFlight.round })
-    }
+    const outdated = a.answers.length > 0 && !sameLabels(a.inFlight.shown, shown) && !injects(run.settings, a)
+    // At the global cap no round may answer: one that offers new_answer starts again as vote-only.
+    if (outdated || (capped && !a.inFlight.voteOnly)) commands.push({ _tag: "CancelRound", agent: a.info.id, round: a.inFlight.round })
   }
   if (commands.length > 0) return commands
+  const noVote = noVoteRun(run.settings, state.agents.length)
+  const first = live.find((a) => a.answers.length > 0)
+  if (noVote && first !== undefined && live.every((a) => a.inFlight === null && (a.answers.length > 0 || capped))) {
+    const label = latestLabel(first)!
+    const votes = Object.fromEntries(shown.map((l) => [l, 0]))
+    const callsModel = !run.settings.skip_final_presentation && run.settings.final_answer_strategy !== "winner_reuse"
+    return [{ _tag: "StartPresentation", agent: first.info.id, label, votes, isTie: false, strategy: run.settings.final_answer_strategy, callsModel }]
+  }
+  // Deferred voting: an agent with an answer waits for every live agent to have one (the global cap ends the wait).
+  const waiting = (a: AgentState): boolean =>
+    noVote
+      ? a.answers.length > 0 || capped
+      : a.answers.length > 0 && votingDeferred(state)
   if (live.every((a) => a.vote !== null && a.inFlight === null)) {
     const t = tally(state)
     const winner = t ? state.agents[agentIndex(state, t.winner)] : undefined
@@ -158,7 +206,7 @@ export const decide = (state: State): ReadonlyArray<Command> => {
     }
   }
   for (const a of live) {
-    if (a.inFlight !== null || a.vote !== null) continue
+    if (a.inFlight !== null || a.vote !== null || waiting(a)) continue
     commands.push({
       _tag: "StartRound",
       agent: a.info.id,
@@ -204,6 +252,8 @@ export const judgeReply = (state: State, reply: Reply, time: string): ReadonlyAr
     case "failed":
       return [{ _tag: "agent_failed", time, agent: agent.info.id, round, kind: reply.kind, message: reply.message }]
     case "answered":
+      // MassGen refuses an answer over the global cap: the round starts again as a vote-only one.
+      if (globalCapReached(state)) return [{ _tag: "round_cancelled", time, agent: agent.info.id, round, reason: "new_answer" }]
       return [
         {
           _tag: "answer_submitted",
@@ -220,6 +270,9 @@ export const judgeReply = (state: State, reply: Reply, time: string): ReadonlyAr
       const seen = agent.inFlight.shown.find((label) => label.startsWith(`${reply.targetAnonId}.`))
       if (target === undefined || seen === undefined) {
         return [{ _tag: "vote_ignored", time, agent: agent.info.id, round, target: reply.targetAnonId, reason: "invalid_target" }]
+      }
+      if (votingDeferred(state)) {
+        return [{ _tag: "vote_ignored", time, agent: agent.info.id, round, target: target.info.id, reason: "deferred" }]
       }
       if (!sameLabels(agent.inFlight.shown, latestLabels(state))) {
         return [{ _tag: "vote_ignored", time, agent: agent.info.id, round, target: target.info.id, reason: "stale" }]

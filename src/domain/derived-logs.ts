@@ -55,6 +55,8 @@ const entry = (event: Event): CoordinationEvent | null => {
       })
     case "round_cancelled":
       return e("restart_triggered", event.agent, `Round ${event.round} stopped by a new answer`)
+    case "round_time_warned":
+      return e("round_time_warned", event.agent, `Round ${event.round} passed its ${event.stage} time limit`, { stage: event.stage })
     case "update_injected":
       return e("update_injected", event.agent, `Round ${event.round} now shows ${event.shown.join(", ")}`, {
         labels: event.shown,

@@ -69,6 +69,10 @@ export const ContextPathSetting = Schema.Struct({
 })
 export type ContextPathSetting = typeof ContextPathSetting.Type
 
+/** MassGen's three levels of `voting_sensitivity` and `answer_novelty_requirement`. */
+export const Strictness = Schema.Literal("lenient", "balanced", "strict")
+export type Strictness = typeof Strictness.Type
+
 /** The settings of a run that its fold needs; the whole config is in execution_metadata.yaml. */
 export const RunSettings = Schema.Struct({
   max_new_answers_per_agent: Schema.NullOr(Count),
@@ -81,6 +85,21 @@ export const RunSettings = Schema.Struct({
   disable_injection: Schema.optionalWith(Schema.Boolean, { default: () => false }),
   /** The user's folders the agents may read, and the presenter may write to after the vote (`docs/workspaces.md`); absolute paths. */
   context_paths: Schema.optional(Schema.Array(ContextPathSetting)),
+  // MassGen's coordination options (absent: MassGen's default; `settingsOf` in `decide.ts` reads them).
+  /** The run completes once every live agent has answered, with no vote. */
+  skip_voting: Schema.optionalWith(Schema.Boolean, { exact: true }),
+  /** No agent is offered `vote` until every live agent has an answer. */
+  defer_voting_until_all_answered: Schema.optionalWith(Schema.Boolean, { exact: true }),
+  /** Answers of all agents together; at the cap every round offers only `vote`. */
+  max_new_answers_global: Schema.optionalWith(Schema.NullOr(Count), { exact: true }),
+  /** How different a new answer must be from every answer so far (`prompts.ts`, `noveltyProblem`). */
+  answer_novelty_requirement: Schema.optionalWith(Strictness, { exact: true }),
+  /** How readily the prompts tell agents to vote rather than answer again. */
+  voting_sensitivity: Schema.optionalWith(Strictness, { exact: true }),
+  /** MassGen's round timeouts: the soft limit of an agent's first round, then of its later rounds; then the grace until the hard limit. */
+  initial_round_timeout_seconds: Schema.optionalWith(Schema.NullOr(Amount), { exact: true }),
+  subsequent_round_timeout_seconds: Schema.optionalWith(Schema.NullOr(Amount), { exact: true }),
+  round_timeout_grace_seconds: Schema.optionalWith(Amount, { exact: true }),
 })
 export type RunSettings = typeof RunSettings.Type
 
@@ -155,6 +174,16 @@ export const RoundCancelled = defineEvent("round_cancelled", {
  * `shown`. With `after_vote`, the vote the round had just made did not see
  * them and is not counted: the agent is asked again in the same round.
  */
+/**
+ * A round passed MassGen's round timeout at a step boundary: `soft`, it is told to wrap up;
+ * `hard` (the soft limit plus the grace), only `new_answer` and `vote` are offered from then on.
+ */
+export const RoundTimeWarned = defineEvent("round_time_warned", {
+  agent: AgentId,
+  round: Count,
+  stage: Schema.Literal("soft", "hard"),
+})
+
 export const UpdateInjected = defineEvent("update_injected", {
   agent: AgentId,
   round: Count,
@@ -171,6 +200,12 @@ export const RejectionReason = Schema.Literal(
   "answer_limit",
   "empty_answer",
   "tool_limit",
+  /** The answer is the text of an answer the round shows (MassGen: "Answer already provided by ..."). */
+  "duplicate_answer",
+  /** The answer is too close to a shown one for `answer_novelty_requirement`. */
+  "answer_not_novel",
+  /** More than one `vote` call in one reply. */
+  "several_votes",
 )
 export type RejectionReason = typeof RejectionReason.Type
 
@@ -206,7 +241,8 @@ export const VoteIgnored = defineEvent("vote_ignored", {
   agent: AgentId,
   round: Count,
   target: AgentId,
-  reason: Schema.Literal("stale", "invalid_target"),
+  /** `deferred`: no vote is taken (`skip_voting`, quick synthesize; `defer_voting_until_all_answered` while a live agent has no answer). */
+  reason: Schema.Literal("stale", "invalid_target", "deferred"),
 })
 
 export const CallRole = Schema.Literal("round", "presentation")
@@ -450,6 +486,7 @@ export const Event = Schema.Union(
   RoundStarted,
   RoundCancelled,
   UpdateInjected,
+  RoundTimeWarned,
   ReplyRejected,
   AnswerSubmitted,
   VoteCast,

@@ -46,6 +46,10 @@ export interface RoundContext {
   readonly selfAnonId: string
   readonly shown: ReadonlyArray<ShownAnswer>
   readonly voteOnly: boolean
+  /** `answer_novelty_requirement` other than `lenient`: how far a new answer must be from the shown ones. */
+  readonly novelty?: "balanced" | "strict"
+  /** `defer_voting_until_all_answered` holds votes back: only `new_answer` is offered. */
+  readonly answerOnly?: boolean
 }
 
 export interface PresentationContext {

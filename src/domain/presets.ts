@@ -17,7 +17,7 @@ export type ApiFamily = "responses" | "chat" | "anthropic"
 
 export interface Preset {
   readonly family: ApiFamily
-  /** Null for `chatcompletion`, whose config must give `base_url`. */
+  /** Null for `chatcompletion`, whose config must give `base_url`, and `azure_openai` (its endpoint). */
   readonly baseURL: string | null
   /** Variables tried in order; empty when keyless (or judged from the host, for `chatcompletion`). */
   readonly keyEnv: ReadonlyArray<string>
@@ -52,7 +52,13 @@ export const PRESETS: Readonly<Record<SdkBackendType, Preset>> = {
   lmstudio: local("http://localhost:1234/v1", "default"),
   vllm: local("http://localhost:8000/v1", "default"),
   sglang: local("http://localhost:30000/v1", "default"),
+  // Azure's URL is the resource's endpoint (`endpoint`, `base_url` or AZURE_OPENAI_ENDPOINT); the model names the deployment.
+  azure_openai: { family: "chat", baseURL: null, keyEnv: ["AZURE_OPENAI_API_KEY"], keyless: false, defaultModel: "gpt-4.1" },
+  zai: cloud("chat", "https://api.z.ai/api/paas/v4", ["ZAI_API_KEY"], "glm-4.5"),
 }
+
+/** The API version an `azure_openai` agent asks for when neither `api_version` nor AZURE_OPENAI_API_VERSION says. */
+export const AZURE_API_VERSION = "2024-10-21"
 
 export const presetFor = (type: SdkBackendType): Preset => PRESETS[type]
 

@@ -15,11 +15,20 @@
  * original message, and a note closing the system message
  * (`conversationHistory`, `CONVERSATION_NOTE`).
  *
+ * MassGen's `voting_sensitivity` sets the bar a current answer must clear for
+ * a vote (`lenient`: it addresses the message well; `balanced`: strong and
+ * complete; `strict`: excellent, reference quality), and its
+ * `answer_novelty_requirement` how different a new answer must be (`balanced`:
+ * meaningfully; `strict`: substantially, else vote); the sentences are in
+ * `docs/coordination.md`. `noveltyProblem` is the check behind the second: word-set
+ * overlap (Jaccard) with a shown answer above 0.70 (`balanced`) or 0.50
+ * (`strict`) refuses the answer.
+ *
  * Words: the *original message* is the user's question; *current answers* are
  * the latest labelled answers a round shows; the *conversation* is what came
  * before the question.
  */
-import type { ConversationMessage, FinalAnswerStrategy } from "./events.ts"
+import type { ConversationMessage, FinalAnswerStrategy, Strictness } from "./events.ts"
 import type { LlmMessage, LlmRequest, ShownAnswer, ToolSpec } from "./llm.ts"
 
 export const newAnswerTool: ToolSpec = {
@@ -53,14 +62,67 @@ export const voteTool = (validIds: ReadonlyArray<string>): ToolSpec => ({
   },
 })
 
-const coordinationSystem = (voteOnly: boolean): string =>
+/** When to vote, by `voting_sensitivity`. */
+export const VOTING_BARS: Readonly<Record<Strictness, string>> = {
+  lenient: "Judge them as a critic, not as a collaborator. If the best current answer fully addresses the original message, call `vote` for its agent.",
+  balanced:
+    "Judge them as a critic, not as a collaborator: is the best current answer accurate, complete and comprehensive, or could it be meaningfully improved, refined or expanded? Has it weaknesses, gaps, or a better approach it missed? Call `vote` for its agent only if it is strong and complete.",
+  strict:
+    "Judge them as a critic, not as a collaborator, and hold the best current answer to a high standard: does it cover every aspect and edge case, is it accurate and well reasoned, does it justify what it says, has it no significant gap, could it serve as a reference? Call `vote` for its agent only if it meets that standard.",
+}
+
+/** What a new answer must bring, by `answer_novelty_requirement` (nothing more for `lenient`). */
+export const NOVELTY_RULES: Readonly<Record<Strictness, string>> = {
+  lenient: "",
+  balanced:
+    "A new answer must be meaningfully different from the current ones: not a rephrasing, but new insights, approaches or tools, or substantive improvements. One too close to a current answer is refused.",
+  strict:
+    "A new answer must be substantially different from the current ones: another approach or method, other tools or techniques, or much more depth. If you cannot give such an answer, vote. One too close to a current answer is refused.",
+}
+
+/** What a round offers when voting waits for every agent's first answer (`defer_voting_until_all_answered`). */
+export const DEFERRED_VOTING = "No vote is taken yet: every agent first gives its own answer. Call `new_answer` with yours."
+
+const coordinationSystem = (voteOnly: boolean, sensitivity: Strictness, novelty: Strictness, answerOnly: boolean): string =>
   [
     "You are one of several agents answering the same message. You see the other agents' current answers under anonymous ids.",
-    "Judge them as a critic, not as a collaborator. If the best current answer fully addresses the original message, call `vote` for its agent.",
-    voteOnly
+    answerOnly ? DEFERRED_VOTING : VOTING_BARS[sensitivity],
+    answerOnly ? "" : voteOnly
       ? "You have reached your limit of answers: you must call `vote`."
       : "Otherwise write a better answer yourself and call `new_answer` with it. Call exactly one of the two tools.",
-  ].join("\n")
+    voteOnly ? "" : NOVELTY_RULES[novelty],
+  ]
+    .filter((line) => line !== "")
+    .join("\n")
+
+/** The share of words two texts have in common: the words (split on white space, lower case) of both over those of either. */
+export const wordOverlap = (a: string, b: string): number => {
+  const words = (text: string) => new Set(text.toLowerCase().split(/\s+/).filter((w) => w !== ""))
+  const x = words(a)
+  const y = words(b)
+  const union = new Set([...x, ...y]).size
+  if (union === 0) return 1
+  let both = 0
+  for (const w of x) if (y.has(w)) both++
+  return both / union
+}
+
+/** The overlap above which `answer_novelty_requirement` refuses a new answer. */
+export const NOVELTY_LIMITS: Readonly<Record<"balanced" | "strict", number>> = { balanced: 0.7, strict: 0.5 }
+
+/** Why `content` is not new enough against the answers shown, or null: MassGen's word-set overlap check. */
+export const noveltyProblem = (content: string, shown: ReadonlyArray<ShownAnswer>, novelty: "balanced" | "strict"): string | null => {
+  const limit = NOVELTY_LIMITS[novelty]
+  const close = shown.find((a) => wordOverlap(content, a.content) > limit)
+  if (close === undefined) return null
+  const percent = Math.round(limit * 100)
+  return novelty === "strict"
+    ? `Your answer is too similar to ${close.label} (more than ${percent}% of its words in common). Take a fundamentally different approach, other tools or techniques, or vote for an existing answer.`
+    : `Your answer is too similar to ${close.label} (more than ${percent}% of its words in common). Give a meaningfully different answer with new insights, approaches or tools, or vote for an existing answer.`
+}
+
+/** MassGen's refusal of an answer identical to one already shown. */
+export const duplicateProblem = (label: string): string => `Answer already provided by ${label}. Provide different answer or vote for existing one.`
 
 const withAgentMessage = (base: string, systemMessage: string | null): string =>
   systemMessage === null || systemMessage.trim() === "" ? base : `${systemMessage.trim()}\n\n${base}`
@@ -128,15 +190,27 @@ export const roundRequest = (input: {
   readonly conversation?: ReadonlyArray<ConversationMessage>
   readonly shown: ReadonlyArray<ShownAnswer>
   readonly voteOnly: boolean
+  readonly votingSensitivity?: Strictness
+  readonly novelty?: Strictness
+  readonly answerOnly?: boolean
 }): LlmRequest => {
   const conversation = input.conversation ?? NO_CONVERSATION
   const parts = sharedParts(input.question, input.shown, conversation)
+  const novelty = input.novelty ?? "lenient"
+  const answerOnly = input.answerOnly === true && !input.voteOnly
   return {
     agentId: input.agentId,
-    system: withConversationNote(withAgentMessage(coordinationSystem(input.voteOnly), input.systemMessage), conversation),
+    system: withConversationNote(withAgentMessage(coordinationSystem(input.voteOnly, input.votingSensitivity ?? "lenient", novelty, answerOnly), input.systemMessage), conversation),
     messages: [{ role: "user", content: parts.user }],
-    tools: parts.tools[String(input.voteOnly)]!,
-    context: { kind: "round", selfAnonId: input.selfAnonId, shown: input.shown, voteOnly: input.voteOnly },
+    tools: answerOnly ? [newAnswerTool] : parts.tools[String(input.voteOnly)]!,
+    context: {
+      kind: "round",
+      selfAnonId: input.selfAnonId,
+      shown: input.shown,
+      voteOnly: input.voteOnly,
+      ...(novelty !== "lenient" ? { novelty } : {}),
+      ...(answerOnly ? { answerOnly } : {}),
+    },
   }
 }
 
@@ -196,8 +270,12 @@ export const presentationRequest = (input: {
   readonly voteReasons: ReadonlyArray<string>
   readonly isTie: boolean
   readonly strategy: FinalAnswerStrategy
+  /** False when the run held no vote (`skip_voting`, quick synthesize): the presenter is the first agent in config order. */
+  readonly voteHeld?: boolean
 }): LlmRequest => {
-  const votes = `You received ${input.voteReasons.length} vote(s)${input.voteReasons.length > 0 ? ` with feedback: ${input.voteReasons.join("; ")}` : ""}${input.isTie ? " (tie broken by config order)" : ""}.`
+  const votes = input.voteHeld === false
+    ? "No vote was held: every agent answered once, and you present as the first agent in config order."
+    : `You received ${input.voteReasons.length} vote(s)${input.voteReasons.length > 0 ? ` with feedback: ${input.voteReasons.join("; ")}` : ""}${input.isTie ? " (tie broken by config order)" : ""}.`
   const answers = input.answers.map((a) => `${a.agentId}${a.own ? " (YOUR ANSWER)" : ""}: ${JSON.stringify(a.content)}`).join("\n")
   const conversation = input.conversation ?? NO_CONVERSATION
   const user = [

@@ -46,6 +46,7 @@ import {
   onCallFailed,
   onModelReply,
   onToolRecorded,
+  onTimeWarning,
   onUpdate,
   replyOfRecord,
   startRound,
@@ -313,6 +314,17 @@ export const replayRun = (
           pending.delete(rec.agent)
           replayed = rec
           break
+        case "round_time_warned": {
+          // When the round passed its time limit is the timing's; what it is told is this code's.
+          const t = machines.get(rec.agent)
+          if (t === undefined || t.machine.round !== rec.round || t.machine.role !== "round" || t.step._tag !== "call_model") {
+            reason = `this code warns round ${rec.round} of ${rec.agent} of no time limit here`
+            break
+          }
+          replayed = rec
+          machines.set(rec.agent, onTimeWarning(t.machine, rec.stage))
+          break
+        }
         case "update_injected": {
           // When the round reached a step boundary is the timing's; what it is told is this code's.
           const t = machines.get(rec.agent)

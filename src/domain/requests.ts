@@ -12,6 +12,7 @@ import type { Agent } from "./config.ts"
 import type { LlmRequest, ShownAnswer, ToolSpec } from "./llm.ts"
 import { presentationRequest, roundRequest } from "./prompts.ts"
 import type { State } from "./state.ts"
+import { noVoteRun, votingDeferred } from "./decide.ts"
 
 /** Shown answers by the answers record and the labels array they were read from: answers of a label never change. */
 const shownOf = new WeakMap<object, WeakMap<ReadonlyArray<string>, ReadonlyArray<ShownAnswer>>>()
@@ -53,6 +54,9 @@ export const requestForRound = (state: State, agent: Agent, tools: ReadonlyArray
     conversation: state.run.conversation,
     shown: shownAnswers(state, inFlight.shown),
     voteOnly: inFlight.voteOnly,
+    votingSensitivity: agent.votingSensitivity ?? state.run.settings.voting_sensitivity ?? "lenient",
+    novelty: state.run.settings.answer_novelty_requirement ?? "lenient",
+    answerOnly: votingDeferred(state),
   })
   return withAgentTools(request, tools, inFlight.voteOnly ? "call vote" : "call new_answer or vote")
 }
@@ -76,6 +80,7 @@ export const requestForPresentation = (state: State, agent: Agent, tools: Readon
     voteReasons: state.agents.flatMap((a) => (a.vote?.target === agent.id ? [a.vote.reason] : [])),
     isTie: p.isTie,
     strategy: state.run.settings.final_answer_strategy,
+    voteHeld: !noVoteRun(state.run.settings, state.agents.length),
   })
   return withAgentTools(request, tools, "reply with the final answer itself")
 }

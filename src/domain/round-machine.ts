@@ -13,7 +13,11 @@
  *
  * Each model reply is classified (`classifyReply`): a correct workflow call ends
  * the round; calls of other tools the request offers are a tool step; anything
- * else is invalid, with a closed reason and the message the model is told. An
+ * else is invalid, with a closed reason and the message the model is told
+ * (as MassGen: several `vote` calls; an answer whose text is one the round
+ * shows, "Answer already provided by agentN.M..."; one too close to a shown
+ * answer for `answer_novelty_requirement`). `new_answer` content given as a
+ * JSON object or array is taken as its JSON text. An
  * invalid reply uses up an attempt (`MAX_ATTEMPTS` per round); a tool step uses
  * up a tool step (`MAX_TOOL_STEPS`): the two budgets are separate. A tool
  * step past the cap is refused as `tool_limit`, which tells the model to finish.
@@ -31,7 +35,7 @@
 import type { CallRole, Event, RecordedReply, RejectionReason } from "./events.ts"
 import { type LlmMessage, type LlmReply, type LlmRequest, type ShownAnswer, type ToolCall, noUsage } from "./llm.ts"
 import type { Reply } from "./decide.ts"
-import { STALE_VOTE_RESULT, retryMessages, updateMessage, votableIds, voteTool } from "./prompts.ts"
+import { DEFERRED_VOTING, STALE_VOTE_RESULT, duplicateProblem, noveltyProblem, retryMessages, updateMessage, votableIds, voteTool } from "./prompts.ts"
 
 /** Attempts a round has at a valid reply. */
 export const MAX_ATTEMPTS = 3
@@ -115,15 +119,24 @@ export const classifyReply = (agent: string, round: number, request: LlmRequest,
     return { _tag: "tool_calls", calls }
   }
   if (new Set(known.map((c) => c.name)).size > 1) return invalid("both_tools", "Call either new_answer or vote, not both.")
+  if (known.length > 1 && known[0]!.name === "vote") return invalid("several_votes", "Call vote once: you called it several times in one reply.")
   const first = known[0]!
   const args = parseArgs(first.arguments)
   if (args === null) return invalid("bad_arguments", `The arguments of ${first.name} are not a JSON object.`)
   if (first.name === "new_answer") {
     if (ctx.kind === "round" && ctx.voteOnly) return invalid("answer_limit", "You reached your limit of answers: call vote.")
-    if (typeof args.content !== "string") return invalid("bad_arguments", "new_answer needs a content string.")
-    if (args.content.trim() === "") return invalid("empty_answer", "new_answer needs a non-empty content.")
-    return { _tag: "workflow", reply: { _tag: "answered", agent, round, content: args.content } }
+    const content = answerText(args.content)
+    if (content === null) return invalid("bad_arguments", "new_answer needs a content string.")
+    if (content.trim() === "") return invalid("empty_answer", "new_answer needs a non-empty content.")
+    if (ctx.kind === "round") {
+      const same = ctx.shown.find((a) => a.content.trim() === content.trim())
+      if (same !== undefined) return invalid("duplicate_answer", duplicateProblem(same.label))
+      const notNovel = ctx.novelty === undefined ? null : noveltyProblem(content, ctx.shown, ctx.novelty)
+      if (notNovel !== null) return invalid("answer_not_novel", notNovel)
+    }
+    return { _tag: "workflow", reply: { _tag: "answered", agent, round, content } }
   }
+  if (ctx.kind === "round" && ctx.answerOnly === true) return invalid("invalid_vote_target", DEFERRED_VOTING)
   const valid = votableIds(ctx.shown)
   if (valid.length === 0) return invalid("invalid_vote_target", "Cannot vote when no answers exist. Use new_answer.")
   if (typeof args.agent_id !== "string" || !valid.includes(args.agent_id)) {
@@ -132,6 +145,10 @@ export const classifyReply = (agent: string, round: number, request: LlmRequest,
   const reason = typeof args.reason === "string" ? args.reason : ""
   return { _tag: "workflow", reply: { _tag: "voted", agent, round, targetAnonId: args.agent_id, reason } }
 }
+
+/** `new_answer`'s content as text: a string as it is, an object or array as its JSON; null for anything else. */
+const answerText = (content: unknown): string | null =>
+  typeof content === "string" ? content : content !== null && typeof content === "object" ? JSON.stringify(content, null, 2) : null
 
 const callModel = (machine: RoundMachine): Step => ({
   _tag: "call_model",
@@ -264,7 +281,7 @@ export const onUpdate = (machine: RoundMachine, shown: ReadonlyArray<ShownAnswer
   const ids = votableIds(shown)
   const others = machine.request.tools.filter((t) => t.name !== "vote")
   const at = others.findIndex((t) => t.name === "new_answer") + 1
-  const tools = ids.length === 0 ? others : [...others.slice(0, at), voteTool(ids), ...others.slice(at)]
+  const tools = ids.length === 0 || ctx.answerOnly === true ? others : [...others.slice(0, at), voteTool(ids), ...others.slice(at)]
   const answered: ReadonlyArray<LlmMessage> =
     staleVote === null
       ? []
@@ -284,6 +301,28 @@ export const onUpdate = (machine: RoundMachine, shown: ReadonlyArray<ShownAnswer
 /** The calls of a tool step that have no result yet. */
 export const unfinishedTools = (machine: RoundMachine): ReadonlyArray<ToolCall> =>
   machine.pendingTools.filter((c) => !machine.recordedTools.some((r) => r.callId === c.id))
+
+/** What a round is told at MassGen's soft round timeout, and at its hard one. */
+export const TIME_WARNINGS = {
+  soft: "Time is nearly up for this round: wrap up now, and call `new_answer` with your best answer or `vote`.",
+  hard: "Time is up for this round: your other tools are no longer available. Call `new_answer` or `vote` now.",
+} as const
+
+/**
+ * The round passed its soft or hard time limit (`round_time_warned`), at a step
+ * boundary: it is told so before its next call; from the hard limit on, only the
+ * workflow tools are offered (a call of another is refused as an unknown tool).
+ */
+export const onTimeWarning = (machine: RoundMachine, stage: "soft" | "hard"): Transition => {
+  const tools = stage === "hard" ? machine.request.tools.filter((t) => WORKFLOW_TOOLS.has(t.name)) : machine.request.tools
+  const next: RoundMachine = {
+    ...machine,
+    request: { ...machine.request, tools },
+    transcript: [...machine.transcript, { role: "user", content: TIME_WARNINGS[stage] }],
+    pendingTools: [],
+  }
+  return { machine: next, events: [], step: callModel(next) }
+}
 
 /**
  * The log recorded the result of one pending tool call: once every pending call

@@ -325,6 +325,8 @@ const applyEvent = (state: State, event: Event, t: number, own: Owned | null): S
               lastActivity: t,
             },
       )
+    case "round_time_warned":
+      return updateAgent(state, event.agent, (a) => (inRound(a, event.round) ? { ...a, lastActivity: t } : a))
     case "update_injected":
       return updateAgent(state, event.agent, (a) =>
         inRound(a, event.round) ? { ...a, inFlight: { ...a.inFlight, shown: event.shown }, lastActivity: t } : a,

@@ -103,6 +103,8 @@ export const timelineText = (event: Event): string | null => {
       return `round ${event.round}${event.restart ? " (restart)" : ""}${event.vote_only ? ", vote only" : ""}, ${event.shown.length} shown`
     case "round_cancelled":
       return `round ${event.round} cancelled: a new answer arrived`
+    case "round_time_warned":
+      return `round ${event.round} passed its ${event.stage} time limit`
     case "update_injected":
       return `new answers injected into round ${event.round}${event.after_vote ? " (its vote was not counted)" : ""}`
     case "reply_rejected":

@@ -39,6 +39,7 @@ import {
   onCallFailed,
   onModelReply,
   onToolResults,
+  onTimeWarning,
   onUpdate,
   recordReply,
   startRound,
@@ -75,6 +76,13 @@ export interface RoundInput {
   readonly backend: Backend
   readonly request: LlmRequest
   readonly agentTimeoutSeconds: number
+  /**
+   * MassGen's round timeout (`initial_round_timeout_seconds` for an agent's first round,
+   * `subsequent_round_timeout_seconds` after): past `softSeconds` from the round's start, the
+   * round is told to wrap up at its next step boundary; past `softSeconds + graceSeconds`, only
+   * the workflow tools are offered (`round_time_warned`). `agentTimeoutSeconds` still ends it.
+   */
+  readonly roundTimeout?: { readonly softSeconds: number; readonly graceSeconds: number }
   /** The round's machine as the log rebuilt it (resume): the round goes on from its step. */
   readonly from?: Transition
 }
@@ -196,10 +204,10 @@ const callWithRetries = (
     }
   })
 
-/** Runs `body` with the round's deadline (clock ms), ended by `agent_timeout_seconds`. */
-const withTimeout = (input: RoundInput, body: (deadline: number) => Effect.Effect<Reply>, onTimeout: (message: string) => Reply): Effect.Effect<Reply> =>
+/** Runs `body` with the round's start and deadline (clock ms), ended by `agent_timeout_seconds`. */
+const withTimeout = (input: RoundInput, body: (deadline: number, start: number) => Effect.Effect<Reply>, onTimeout: (message: string) => Reply): Effect.Effect<Reply> =>
   Effect.flatMap(Clock.currentTimeMillis, (start) =>
-    body(start + input.agentTimeoutSeconds * 1000).pipe(
+    body(start + input.agentTimeoutSeconds * 1000, start).pipe(
       Effect.timeoutTo({
         duration: Duration.seconds(input.agentTimeoutSeconds),
         onSuccess: (reply): Reply => reply,
@@ -212,8 +220,10 @@ const noTools = (calls: ReadonlyArray<ToolCall>): ReadonlyArray<ToolResult> =>
   calls.map((c) => ({ callId: c.id, name: c.name, content: `error: no tool named ${c.name} can run here` }))
 
 /** Carries out the machine's steps until it is done. */
-const interpret = (deps: RoundDeps, input: RoundInput, role: CallRole, deadline: number): Effect.Effect<Reply> =>
+const interpret = (deps: RoundDeps, input: RoundInput, role: CallRole, deadline: number, start: number): Effect.Effect<Reply> =>
   Effect.gen(function* () {
+    // The round-timeout stages already passed (a rebuilt machine's are in the log: it goes on with none).
+    let stage = 0
     // A rebuilt machine's events are in the log already.
     let t: Transition = input.from ? { ...input.from, events: [] } : startRound({ agent: input.agent, round: input.round, role, request: input.request })
     let last: LlmReply | null = null
@@ -229,6 +239,18 @@ const interpret = (deps: RoundDeps, input: RoundInput, role: CallRole, deadline:
           break
         }
         case "call_model": {
+          const limit = role === "round" ? input.roundTimeout : undefined
+          if (limit !== undefined && stage < 2) {
+            const elapsed = ((yield* Clock.currentTimeMillis) - start) / 1000
+            // Soft, then hard: a round past both is told of each in turn.
+            const due = stage < 1 && elapsed >= limit.softSeconds ? "soft" : elapsed >= limit.softSeconds + limit.graceSeconds ? "hard" : null
+            if (due !== null) {
+              stage = due === "hard" ? 2 : 1
+              yield* deps.emit({ _tag: "round_time_warned", time: yield* deps.now, agent: input.agent, round: input.round, stage: due })
+              t = onTimeWarning(t.machine, due)
+              break
+            }
+          }
           const shown = inject && t.machine.transcript.length > 0 ? yield* inject(input.agent, input.round, false) : null
           if (shown !== null) {
             t = onUpdate(t.machine, shown, null)
@@ -250,7 +272,7 @@ const interpret = (deps: RoundDeps, input: RoundInput, role: CallRole, deadline:
 
 /** An answer round: model calls until a valid workflow call, at most `MAX_ATTEMPTS` invalid replies. */
 export const runRound = (deps: RoundDeps, input: RoundInput): Effect.Effect<Reply> =>
-  withTimeout(input, (deadline) => interpret(deps, input, "round", deadline), (message) => ({
+  withTimeout(input, (deadline, start) => interpret(deps, input, "round", deadline, start), (message) => ({
     _tag: "failed",
     agent: input.agent,
     round: input.round,
@@ -260,4 +282,4 @@ export const runRound = (deps: RoundDeps, input: RoundInput): Effect.Effect<Repl
 
 /** The winner's presentation: calls (with their retries and tool steps) until a reply's text, the final answer. */
 export const runPresentation = (deps: RoundDeps, input: RoundInput): Effect.Effect<Reply> =>
-  withTimeout(input, (deadline) => interpret(deps, input, "presentation", deadline), (message) => ({ _tag: "presentation_failed", agent: input.agent, message }))
+  withTimeout(input, (deadline, start) => interpret(deps, input, "presentation", deadline, start), (message) => ({ _tag: "presentation_failed", agent: input.agent, message }))

@@ -22,6 +22,12 @@ import { makeScriptedBackend } from "./scripted-backend.ts"
 
 type Builder = (opts: SdkBackendOptions) => Backend
 
+/** An `azure_openai` agent's endpoint: `endpoint`, else `base_url`, else AZURE_OPENAI_ENDPOINT; null when none says. */
+export const azureEndpoint = (agent: Agent, env: Env): string | null => {
+  const fromEnv = env.AZURE_OPENAI_ENDPOINT
+  return agent.backend.endpoint ?? agent.backend.base_url ?? (fromEnv !== undefined && fromEnv !== "" ? fromEnv : null)
+}
+
 const BUILDERS: { readonly [F in ApiFamily]: () => Promise<Builder> } = {
   responses: () => import("./backends/openai-responses.ts").then((m) => m.makeOpenAiResponsesBackend),
   chat: () => import("./backends/chat-completions.ts").then((m) => m.makeChatCompletionsBackend),
@@ -37,8 +43,9 @@ export const makeBackend = (agent: Agent, env: Env, history: ReadonlyArray<Event
     const opts: SdkBackendOptions = {
       type: b.type,
       model: b.model ?? preset.defaultModel,
-      // `decodeConfig` rejects a chatcompletion agent without base_url.
-      baseURL: b.base_url ?? preset.baseURL ?? "",
+      // `decodeConfig` rejects a chatcompletion agent without base_url; `missingKeys` an azure_openai agent without an endpoint.
+      baseURL: b.type === "azure_openai" ? (azureEndpoint(agent, env) ?? "") : (b.base_url ?? preset.baseURL ?? ""),
+      ...(b.type === "azure_openai" ? { apiVersion: b.api_version ?? env.AZURE_OPENAI_API_VERSION } : {}),
       apiKey,
       temperature: b.temperature,
       maxTokens: b.max_tokens,

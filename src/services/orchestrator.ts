@@ -329,7 +329,9 @@ export const runCoordination = (input: RunInput) =>
         const key = workKey(agent.id, round)
         contexts.set(key, request)
         const backend = backends.forAgent(agent.id)
-        return spawn(key, runRound(deps, { agent: agent.id, round, backend, request, agentTimeoutSeconds: settings.agent_timeout_seconds, ...(from ? { from } : {}) }))
+        const soft = round === 1 ? settings.initial_round_timeout_seconds : settings.subsequent_round_timeout_seconds
+        const roundTimeout = soft != null ? { roundTimeout: { softSeconds: soft, graceSeconds: settings.round_timeout_grace_seconds ?? 120 } } : {}
+        return spawn(key, runRound(deps, { agent: agent.id, round, backend, request, agentTimeoutSeconds: settings.agent_timeout_seconds, ...roundTimeout, ...(from ? { from } : {}) }))
       })
 
     /** Starts the winner's presentation (from its rebuilt machine, when a resume continues it). */

@@ -70,8 +70,9 @@ export const PATHS: Readonly<Record<Protocol, string>> = {
   anthropic: "/v1/messages",
 }
 
+/** Azure's deployment-scoped Chat Completions path (`/openai/deployments/<name>/chat/completions`) is Chat Completions too. */
 const protocolOf = (path: string): Protocol | null =>
-  (Object.entries(PATHS) as Array<[Protocol, string]>).find(([, p]) => p === path)?.[0] ?? null
+  (Object.entries(PATHS) as Array<[Protocol, string]>).find(([, p]) => p === path)?.[0] ?? (/^\/openai\/deployments\/[^/]+\/chat\/completions$/.test(path) ? "chat" : null)
 
 const errorBody = (code: number) => ({ error: { type: code === 429 ? "rate_limit_error" : "api_error", message: `fake status ${code}` } })
 

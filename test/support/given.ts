@@ -120,7 +120,7 @@ export const vote = (agent: string, round: number, target: string, targetLabel: 
   reason,
 })
 
-export const voteIgnored = (agent: string, round: number, target: string, reason: "stale" | "invalid_target"): Event => ({
+export const voteIgnored = (agent: string, round: number, target: string, reason: "stale" | "invalid_target" | "deferred"): Event => ({
   _tag: "vote_ignored",
   time: NO_TIME,
   agent,

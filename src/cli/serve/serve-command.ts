@@ -53,7 +53,7 @@ export const serveCommand = (args: ServeArgs, ctx: CliContext) =>
     const models: Array<ServedModel> = []
     for (const path of yield* configFiles(args, ctx.cwd)) {
       const loaded = yield* resolveRunConfig(
-        { _tag: "run", question: "", configPath: path, modelsFlag: null, models: [], backend: null, baseUrl: null, systemMessage: null, automation: false, noDisplay: true, orchestratorTimeout: null },
+        { _tag: "run", question: "", configPath: path, modelsFlag: null, models: [], backend: null, baseUrl: null, systemMessage: null, automation: false, noDisplay: true, orchestratorTimeout: null, quick: false },
         ctx.env,
         ctx.cwd,
       )

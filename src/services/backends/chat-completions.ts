@@ -18,7 +18,8 @@
  * are joined by index. The SDK swallows `[DONE]`, so the terminal mark is the
  * choice's `finish_reason`: a stream that ends without one is a `stream_cut`.
  */
-import OpenAI from "openai"
+import OpenAI, { AzureOpenAI } from "openai"
+import { AZURE_API_VERSION } from "../../domain/presets.ts"
 import type { LlmChunk, LlmMessage, LlmReply, LlmRequest, TokenUsage } from "../../domain/llm.ts"
 import { noUsage } from "../../domain/llm.ts"
 import { Effect } from "effect"
@@ -236,7 +237,27 @@ export const chatAssembly = (): Assembly<Chunk> => {
 
 /** A keyless server still gets a placeholder: the OpenAI client refuses to start without a key. */
 export const openAiClient = (opts: SdkBackendOptions): OpenAI =>
-  new OpenAI({ apiKey: opts.apiKey ?? "no-key", ...clientUrl(opts.baseURL), maxRetries: 0, logLevel: "off" })
+  opts.type === "azure_openai"
+    ? azureClient(opts)
+    : new OpenAI({ apiKey: opts.apiKey ?? "no-key", ...clientUrl(opts.baseURL), maxRetries: 0, logLevel: "off" })
+
+/**
+ * The official SDK's Azure client: `baseURL` is the resource's endpoint (the SDK adds
+ * `/openai`), or a URL that already ends in `/openai`; the deployment is the model.
+ */
+const azureClient = (opts: SdkBackendOptions): OpenAI => {
+  const { baseURL, defaultQuery } = clientUrl(opts.baseURL)
+  const url = /\/openai\/?$/.test(baseURL) ? { baseURL } : { endpoint: baseURL }
+  return new AzureOpenAI({
+    apiKey: opts.apiKey ?? "no-key",
+    apiVersion: opts.apiVersion ?? AZURE_API_VERSION,
+    deployment: opts.model,
+    ...url,
+    ...(defaultQuery !== undefined ? { defaultQuery } : {}),
+    maxRetries: 0,
+    logLevel: "off",
+  })
+}
 
 /** A 400 whose message names the tool choice: the server will not be told to call a tool. */
 const refusesForcedToolChoice = (e: BackendError): boolean => e.reason === "bad_request" && /tool[_ ]?choice/i.test(e.detail)

@@ -35,6 +35,8 @@ export interface SdkBackendOptions {
   readonly maxTokens?: number | undefined
   readonly maxRetries?: number | undefined
   readonly callTimeoutSeconds?: number | null | undefined
+  /** `azure_openai`: the API version (`api-version` of every request); its deployment is `model`. */
+  readonly apiVersion?: string | undefined
   /** The provider-side tools and pass-through settings of the config (`enable_web_search`, `reasoning`, ...). */
   readonly provider?: ProviderSettings | undefined
 }
