@@ -49,7 +49,7 @@ describe("config keys", () => {
       { path: "orchestrator.context_paths[1].path", message: 'Expected each context path once, found "site/" again' },
     ])
     expect(problems({ context_paths: [{ path: "site", permission: "admin" }] }).map((p) => p.path)).toEqual(["orchestrator.context_paths[0].permission"])
-    const empty = decodeConfig({ agents: [{ backend: { type: "scripted", cwd: "" } }] }, {})
+    const empty = decodeConfig({ agents: [{ id: "a", backend: { type: "scripted", cwd: "" } }] }, {})
     expect(Either.isLeft(empty) && empty.left).toEqual([{ path: "agents[0].backend.cwd", message: "Expected a workspace name, found an empty string" }])
   })
 
