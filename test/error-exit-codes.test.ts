@@ -19,6 +19,7 @@ import { ViewerError } from "../src/services/run-catalog.ts"
 import { RunLockError } from "../src/services/run-lock.ts"
 import { StatusWriteError } from "../src/services/status-writer.ts"
 import { McpStartError } from "../src/services/tools/mcp-servers.ts"
+import { BatchError, BatchStorageError } from "../src/services/batch/batch-folder.ts"
 
 /** One error of each class with its documented code; the type makes the list complete. */
 const EXAMPLES: { readonly [Tag in AppError["_tag"]]: readonly [Extract<AppError, { _tag: Tag }>, 1 | 2] } = {
@@ -37,6 +38,8 @@ const EXAMPLES: { readonly [Tag in AppError["_tag"]]: readonly [Extract<AppError
   StatusWriteError: [new StatusWriteError({ reason: "write_failed", path: "d/status.json", detail: "ENOSPC" }), 2],
   BackendError: [new BackendError({ reason: "server_error", detail: "500", retryable: true, retryAfterSeconds: null }), 2],
   McpStartError: [new McpStartError({ reason: "failed", server: "files", detail: "exited with code 1" }), 1],
+  BatchError: [new BatchError({ reason: "bad_items", path: "items.jsonl", detail: "line 2: not JSON" }), 1],
+  BatchStorageError: [new BatchStorageError({ path: "b/results.jsonl", cause: "disk full (ENOSPC)" }), 2],
 }
 
 describe("error exit codes", () => {
@@ -47,8 +50,8 @@ describe("error exit codes", () => {
 
   test("usage and configuration errors are 1, execution errors 2", () => {
     const byCode = (code: 1 | 2) => Object.keys(ERROR_EXIT_CODES).filter((tag) => ERROR_EXIT_CODES[tag as AppError["_tag"]] === code)
-    expect(byCode(1).sort()).toEqual(["ConfigError", "DotEnvError", "McpStartError", "MissingKeyError", "RunDirError", "RunLockError", "UsageError", "ViewerError"])
-    expect(byCode(2).sort()).toEqual(["BackendError", "EventStoreConflict", "EventStoreError", "LogDirError", "RunFilesError", "RunStorageError", "StatusWriteError"])
+    expect(byCode(1).sort()).toEqual(["BatchError", "ConfigError", "DotEnvError", "McpStartError", "MissingKeyError", "RunDirError", "RunLockError", "UsageError", "ViewerError"])
+    expect(byCode(2).sort()).toEqual(["BackendError", "BatchStorageError", "EventStoreConflict", "EventStoreError", "LogDirError", "RunFilesError", "RunStorageError", "StatusWriteError"])
   })
 
   test("a code map without a class, or a command failing with an unmapped class, does not compile", () => {

@@ -66,8 +66,19 @@ export interface ViewerArgs {
   readonly openBrowser: boolean
 }
 
+/** `massgen batch ITEMS.jsonl --config FILE`: many runs, one per line of the items file (`cli/batch/`). */
+export interface BatchArgs {
+  readonly _tag: "batch"
+  readonly itemsPath: string
+  readonly configPath: string
+  readonly concurrency: number
+  readonly outDir: string | null
+  readonly automation: boolean
+}
+
 export type Invocation =
   | RunInvocation
+  | BatchArgs
   | ViewerArgs
   | { readonly _tag: "resume"; readonly logDir: string; readonly automation: boolean }
   | { readonly _tag: "replay"; readonly logDir: string; readonly check: boolean; readonly outDir: string | null }
@@ -216,8 +227,32 @@ const parseLogDirCommand = (command: "resume" | "replay" | "status", argv: Reado
   }
 }
 
+const batchOptions = {
+  config: { type: "string", short: "c" },
+  concurrency: { type: "string" },
+  out: { type: "string" },
+  automation: { type: "boolean" },
+  help: { type: "boolean", short: "h" },
+} as const
+
+/** The default `--concurrency` of a batch. */
+export const DEFAULT_BATCH_CONCURRENCY = 4
+
+const parseBatch = (argv: ReadonlyArray<string>): Either.Either<Invocation, UsageError> => {
+  const result = parseStrict(joinNegativeValues(argv), batchOptions, "batch")
+  if (Either.isLeft(result)) return Either.left(result.left)
+  const { values: v, positionals } = result.right
+  if (v.help) return Either.right({ _tag: "help" })
+  if (positionals.length !== 1) return usage("missing_value", `batch takes one ITEMS.jsonl file, found ${positionals.length}`)
+  if (v.config === undefined) return usage("missing_config", "batch needs a config: --config FILE")
+  const concurrency = v.concurrency === undefined ? DEFAULT_BATCH_CONCURRENCY : Number(v.concurrency)
+  if (!Number.isInteger(concurrency) || concurrency < 1) return usage("bad_value", `--concurrency: expected a whole number of 1 or more, found ${JSON.stringify(v.concurrency)}`)
+  return Either.right({ _tag: "batch", itemsPath: positionals[0]!, configPath: v.config, concurrency, outDir: v.out ?? null, automation: v.automation === true })
+}
+
 export const parseInvocation = (argv: ReadonlyArray<string>): Either.Either<Invocation, UsageError> => {
   if (argv[0] === "viewer") return parseViewer(argv.slice(1))
+  if (argv[0] === "batch") return parseBatch(argv.slice(1))
   if (argv[0] === "resume" || argv[0] === "replay" || argv[0] === "status") return parseLogDirCommand(argv[0], argv.slice(1))
   const typo = mistypedCommand(argv)
   if (typo !== null) {

@@ -30,6 +30,7 @@ import type { ViewerError } from "../services/run-catalog.ts"
 import type { RunLockError } from "../services/run-lock.ts"
 import type { StatusWriteError } from "../services/status-writer.ts"
 import type { McpStartError } from "../services/tools/mcp-servers.ts"
+import type { BatchError, BatchStorageError } from "../services/batch/batch-folder.ts"
 import { HELP, type UsageError, parseInvocation } from "./args.ts"
 import { diagnosticsLogger } from "./diagnostics.ts"
 import { VERSION } from "./help.ts"
@@ -54,6 +55,8 @@ export type AppError =
   | StatusWriteError
   | BackendError
   | McpStartError
+  | BatchError
+  | BatchStorageError
 
 /** The exit code of each error class: 1 for usage and configuration errors, 2 for execution errors. */
 export const ERROR_EXIT_CODES: { readonly [Tag in AppError["_tag"]]: 1 | 2 } = {
@@ -72,6 +75,8 @@ export const ERROR_EXIT_CODES: { readonly [Tag in AppError["_tag"]]: 1 | 2 } = {
   StatusWriteError: 2,
   BackendError: 2,
   McpStartError: 1,
+  BatchError: 1,
+  BatchStorageError: 2,
 }
 
 export const exitCodeOf = (error: AppError): 1 | 2 => ERROR_EXIT_CODES[error._tag]
@@ -129,6 +134,8 @@ const program = (argv: ReadonlyArray<string>, { stopSignal, print, printError, s
         return Effect.flatMap(load(() => import("./replay-command.ts")), (m) => m.replayCommand(invocation, cli))
       case "status":
         return Effect.flatMap(load(() => import("./status-command.ts")), (m) => m.statusCommand(invocation.logDir, invocation.json, print, printError))
+      case "batch":
+        return Effect.flatMap(load(() => import("./batch/batch-command.ts")), (m) => m.batchCommand(invocation, cli))
     }
   })()
   return command.pipe(

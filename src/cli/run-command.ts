@@ -17,7 +17,7 @@ import { RunFiles, liveRunFiles } from "../services/run-files.ts"
 import type { RunArgs } from "./args.ts"
 import { automationHeader } from "./automation-output.ts"
 import { runDisplay } from "./display.ts"
-import { makeAgentTools, makeBackends, resolveRunConfig, unpricedUnderBudget } from "./run-setup.ts"
+import { type RunConfig, makeAgentTools, makeBackends, resolveRunConfig, unpricedUnderBudget } from "./run-setup.ts"
 import { runSession } from "./run-session.ts"
 
 export interface CliContext {
@@ -29,6 +29,26 @@ export interface CliContext {
   readonly print: (line: string) => void
   readonly printError: (line: string) => void
 }
+
+/** `execution_metadata.yaml` of a new run in `logDir` (secrets masked): what `resume` reads the config from. */
+export const writeRunMetadata = (logDir: string, question: string, loaded: Pick<RunConfig, "path" | "raw">, ctx: Pick<CliContext, "cwd" | "argv" | "version">) =>
+  Effect.flatMap(RunFiles, (f) =>
+    f.write(
+      "execution_metadata.yaml",
+      toYaml({
+        question,
+        timestamp: new Date().toISOString(),
+        // Absolute, so a resume from another directory finds it.
+        config_path: loaded.path === null ? null : resolve(ctx.cwd, loaded.path),
+        config: maskSecrets(loaded.raw),
+        cli_args: maskSecrets({ argv: ctx.argv }),
+        massgen_version: ctx.version,
+        runtime: `bun ${Bun.version}`,
+        working_directory: ctx.cwd,
+        log_dir: logDir,
+      }),
+    ),
+  ).pipe(Effect.provide(liveRunFiles(logDir)))
 
 export const runCommand = (args: RunArgs, ctx: CliContext) =>
   Effect.gen(function* () {
@@ -43,20 +63,7 @@ export const runCommand = (args: RunArgs, ctx: CliContext) =>
       )
     }
     const logDir = yield* createLogDir(logBaseDir(ctx.env, ctx.cwd))
-
-    const metadata = {
-      question: args.question,
-      timestamp: new Date().toISOString(),
-      // Absolute, so a resume from another directory finds it.
-      config_path: loaded.path === null ? null : resolve(ctx.cwd, loaded.path),
-      config: maskSecrets(loaded.raw),
-      cli_args: maskSecrets({ argv: ctx.argv }),
-      massgen_version: ctx.version,
-      runtime: `bun ${Bun.version}`,
-      working_directory: ctx.cwd,
-      log_dir: logDir,
-    }
-    yield* Effect.flatMap(RunFiles, (f) => f.write("execution_metadata.yaml", toYaml(metadata))).pipe(Effect.provide(liveRunFiles(logDir)))
+    yield* writeRunMetadata(logDir, args.question, loaded, ctx)
 
     if (args.automation) for (const line of automationHeader(logDir, args.question)) ctx.print(line)
     return yield* runSession({

@@ -135,12 +135,18 @@ const TimeoutSettings = Schema.Struct({
   tool_timeout_seconds: opt(PositiveNumber),
 }).annotations({ identifier: "a timeout_settings mapping" })
 
+/** `batch:` keys, read by `massgen batch` only (a single run ignores them). */
+const BatchConfig = Schema.Struct({
+  budget_usd: opt(Schema.NullOr(PositiveNumber)),
+}).annotations({ identifier: "a batch mapping" })
+
 const ConfigFile = Schema.Struct({
   agents: opt(Schema.Array(AgentConfig).annotations({ identifier: "a list of agents" }).pipe(Schema.minItems(1, { message: () => "Expected at least one agent" }))),
   agent: opt(AgentConfig),
   orchestrator: opt(OrchestratorConfig),
   timeout_settings: opt(TimeoutSettings),
   pricing: opt(Schema.Record({ key: Schema.String, value: Price }).annotations({ identifier: "a pricing mapping of model names" })),
+  batch: opt(BatchConfig),
 })
 
 export interface Agent {
@@ -156,6 +162,8 @@ export interface Config {
   readonly pricing: Readonly<Record<string, Price>>
   /** Seconds one tool call may run (`timeout_settings.tool_timeout_seconds`); absent: the default of `tool-calls.ts`. */
   readonly toolTimeoutSeconds?: number
+  /** `batch.budget_usd`: a batch starts no new item once its items have spent this much. */
+  readonly batchBudgetUsd?: number
 }
 
 const ENV_REF = /\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g
@@ -337,6 +345,7 @@ export const decodeConfig = (
     },
     pricing: file.pricing ?? {},
     ...(file.timeout_settings?.tool_timeout_seconds !== undefined ? { toolTimeoutSeconds: file.timeout_settings.tool_timeout_seconds } : {}),
+    ...(typeof file.batch?.budget_usd === "number" ? { batchBudgetUsd: file.batch.budget_usd } : {}),
   })
 }
 
