@@ -15,9 +15,11 @@
  * 7. an MCP stdio tool call through massgen's provider over the bare SDK client (bench/mcp.ts).
  * 8. tool calls: massgen's own overhead per tool call, the tool excluded (bench/tool-calls.ts).
  * 9. injection against restart: wasted calls, tokens and tool calls on a staggered 10-agent run with tool steps (bench/injection.ts).
+ * 10. batches: `massgen batch` throughput at concurrency 1 and 3, and the Postgres event store's cost per event over the file store's (bench/batch.ts).
  * Live runs write to a temp directory that is removed at the end.
  */
 import { availableParallelism, loadavg } from "node:os"
+import { batchBench } from "./batch.ts"
 import { criticalPathBench } from "./critical-path.ts"
 import { foldBench } from "./fold.ts"
 import { injectionBench } from "./injection.ts"
@@ -51,6 +53,7 @@ const SECTIONS: ReadonlyArray<() => Promise<void>> = [
   mcpBench,
   toolCallBench,
   injectionBench,
+  batchBench,
 ]
 try {
   for (const [i, section] of SECTIONS.entries()) {

@@ -192,6 +192,24 @@ describe("massgen batch on one machine", () => {
     expect({ code: usage.exitCode, stderr: usage.stderr }).toEqual({ code: 1, stderr: 'massgen: --concurrency: expected a whole number of 1 or more, found "0"\n' })
   }, 60_000)
 
+  test("an item's own config (relative to the items file) and its session_id and metadata reach its result", async () => {
+    const cwd = sandbox()
+    writeConfig(cwd, team(0), "team.yaml")
+    fs.mkdirSync(nodePath.join(cwd, "sets"))
+    const other = team(0)
+    other.agents[0]!.backend.final = "Other team: 4."
+    writeConfig(nodePath.join(cwd, "sets"), other, "other.yaml")
+    fs.writeFileSync(
+      nodePath.join(cwd, "sets", "items.jsonl"),
+      `${JSON.stringify({ id: "plain", question: "2+2?" })}\n${JSON.stringify({ id: "own", question: "2+2?", config: "other.yaml", session_id: "s-1", metadata: { set: "x" } })}\n`,
+    )
+    const r = await runCli("source", ["batch", "sets/items.jsonl", "--config", "team.yaml", "--automation"], { cwd, env: ENV, timeoutMs: 60_000 })
+    expect(r.exitCode).toBe(0)
+    const results = Object.fromEntries(resultLines(cwd).map((x) => [x.id, x]))
+    expect(results.plain).toMatchObject({ answer: "The answer is 4.", session_id: null, metadata: null })
+    expect(results.own).toMatchObject({ answer: "Other team: 4.", session_id: "s-1", metadata: { set: "x" } })
+  }, 60_000)
+
   test("the items file changed since the batch began: refused, nothing run", async () => {
     const cwd = sandbox()
     writeConfig(cwd, team(0), "team.yaml")
