@@ -39,10 +39,10 @@ describe("parseInvocation", () => {
 
   test("batch takes one ITEMS.jsonl, a --config, and a whole --concurrency of 1 or more", () => {
     expect(parseInvocation(["batch", "items.jsonl", "-c", "t.yaml", "--concurrency", "8", "--out", "o", "--automation"])).toEqual(
-      Either.right({ _tag: "batch", itemsPath: "items.jsonl", configPath: "t.yaml", concurrency: 8, outDir: "o", automation: true }),
+      Either.right({ _tag: "batch", itemsPath: "items.jsonl", configPath: "t.yaml", concurrency: 8, outDir: "o", automation: true, engine: null }),
     )
     expect(parseInvocation(["batch", "items.jsonl", "--config", "t.yaml"])).toEqual(
-      Either.right({ _tag: "batch", itemsPath: "items.jsonl", configPath: "t.yaml", concurrency: 4, outDir: null, automation: false }),
+      Either.right({ _tag: "batch", itemsPath: "items.jsonl", configPath: "t.yaml", concurrency: 4, outDir: null, automation: false, engine: null }),
     )
     expect(message(["batch", "--config", "t.yaml"])).toBe("batch takes one ITEMS.jsonl file, found 0")
     expect(message(["batch", "items.jsonl"])).toBe("batch needs a config: --config FILE")

@@ -20,7 +20,7 @@ afterAll(cleanupSandboxes)
 
 const TEST_TIMEOUT_MS = 60_000
 
-const PLAIN_HELP = [["--help"], ["-h"], ...["viewer", "resume", "replay", "status", "batch"].flatMap((c) => [[c, "--help"], [c, "-h"]])]
+const PLAIN_HELP = [["--help"], ["-h"], ...["viewer", "resume", "replay", "status", "batch", "worker"].flatMap((c) => [[c, "--help"], [c, "-h"]])]
 const PLAIN_VERSION = [["--version"], ["-v"]]
 
 describe("plainInvocation", () => {

@@ -16,7 +16,7 @@ export const VERSION = pkg.version
 /** The web view's port when `--port` is not given. */
 export const DEFAULT_PORT = 8000
 
-export const COMMANDS = ["resume", "replay", "status", "viewer", "batch"] as const
+export const COMMANDS = ["resume", "replay", "status", "viewer", "batch", "worker"] as const
 
 /** How a mistyped command is told from a question; the help and the README say it in these words. */
 export const COMMAND_TYPO_RULE =
@@ -41,9 +41,12 @@ Usage:
                                               watch a run live, or replay a finished one (read-only);
                                               without LOG_DIR the newest run; --pick lists recent runs;
                                               --web serves the view on http://127.0.0.1:${DEFAULT_PORT}
-  massgen batch ITEMS.jsonl --config FILE [--concurrency N] [--out DIR] [--automation]
+  massgen batch ITEMS.jsonl --config FILE [--concurrency N] [--out DIR] [--automation] [--engine URL]
                                               one run per line {id, question} of ITEMS.jsonl, N at once (4);
-                                              the same command again resumes the batch (docs/batch.md)
+                                              the same command again resumes the batch (docs/batch.md);
+                                              --engine postgres://...: queue them for workers instead
+  massgen worker --engine postgres://... [--concurrency N]
+                                              run queued batch items, any number of workers on any machines
 
 Options:
   -c, --config FILE             YAML config (agents, orchestrator, timeout_settings)

@@ -32,6 +32,12 @@ import { EventStore, EventStoreConflict, EventStoreError, type EventStoreService
 export const CHUNKS_TABLE = "massgen_event_chunks"
 
 export interface PostgresStoreOptions extends StoreOptions {
+  /**
+   * Streams are named in the table by their path under this directory
+   * (`<batch>/items/<id>`), so that workers whose log directories are in
+   * different places share one stream; absent: by the whole path.
+   */
+  readonly root?: string
   /** How long a lost connection is tried again before an operation fails, in ms. */
   readonly reconnectMs?: number
 }
@@ -94,6 +100,8 @@ export const postgresEventStore = (url: string, options: PostgresStoreOptions = 
     EventStore,
     Effect.gen(function* () {
       const reconnectMs = options.reconnectMs ?? 30_000
+      const root = options.root
+      const keyOf = (stream: string): string => (root !== undefined && stream.startsWith(`${root}/`) ? stream.slice(root.length + 1) : stream)
       const client = (): SQL => clientFor(url)
       yield* Effect.promise(() => withReconnect(reconnectMs, () => tableReady(url, client())))
       const texts = new Map<string, string>()
@@ -110,9 +118,10 @@ export const postgresEventStore = (url: string, options: PostgresStoreOptions = 
         Effect.tryPromise({
           try: async () => {
             const after = seqs.get(stream) ?? 0
+            const key = keyOf(stream)
             const rows: Array<{ seq: number; text: Uint8Array }> = await withReconnect(
               reconnectMs,
-              () => client()`SELECT seq, text FROM massgen_event_chunks WHERE stream = ${stream} AND seq > ${after} ORDER BY seq`,
+              () => client()`SELECT seq, text FROM massgen_event_chunks WHERE stream = ${key} AND seq > ${after} ORDER BY seq`,
             )
             const fresh = rows.filter((r) => r.seq > (seqs.get(stream) ?? 0))
             if (fresh.length === 0) return
@@ -140,7 +149,7 @@ export const postgresEventStore = (url: string, options: PostgresStoreOptions = 
           const seq = (seqs.get(stream) ?? 0) + 1
           const inserted = yield* Effect.either(
             Effect.tryPromise({
-              try: () => withReconnect(reconnectMs, () => client()`INSERT INTO massgen_event_chunks (stream, seq, text) VALUES (${stream}, ${seq}, ${Buffer.from(added, "utf8")})`),
+              try: () => withReconnect(reconnectMs, () => client()`INSERT INTO massgen_event_chunks (stream, seq, text) VALUES (${keyOf(stream)}, ${seq}, ${Buffer.from(added, "utf8")})`),
               catch: (e) => e,
             }),
           )

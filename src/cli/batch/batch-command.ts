@@ -63,6 +63,31 @@ const loadConfigs = (paths: ReadonlyArray<string>, env: RunConfig["env"]) =>
     return out as ReadonlyMap<string, RunConfig>
   })
 
+/** `--engine`: the items go to the shared queue, each with its config's text; workers run them. */
+const queueBatch = (engine: string, itemsPath: string, items: ReadonlyArray<BatchItem>, configOf: (item: BatchItem) => string, ctx: CliContext) =>
+  Effect.promise(async () => {
+    const { enqueue, openQueue } = await import("../../services/batch/batch-queue.ts")
+    const { takeoverSeconds } = await import("./worker-command.ts")
+    const batch = basename(itemsPath, extname(itemsPath))
+    const boss = await openQueue(engine, takeoverSeconds(ctx.env))
+    await enqueue(
+      boss,
+      items.map((item) => ({
+        batch,
+        id: item.id,
+        question: item.question,
+        configYaml: readFileSync(configOf(item), "utf8"),
+        configPath: configOf(item),
+        sessionId: item.sessionId,
+        metadata: item.metadata,
+      })),
+    )
+    await boss.stop({ graceful: false } as Parameters<typeof boss.stop>[0]).catch(() => undefined)
+    ctx.print(`BATCH: ${batch}`)
+    ctx.print(`QUEUED: ${items.length}`)
+    return 0
+  })
+
 export const batchCommand = (args: BatchArgs, ctx: CliContext) =>
   Effect.gen(function* () {
     const itemsPath = resolve(ctx.cwd, args.itemsPath)
@@ -74,6 +99,8 @@ export const batchCommand = (args: BatchArgs, ctx: CliContext) =>
     const configOf = (item: BatchItem) => (item.config === null ? batchConfig : resolve(dirname(itemsPath), item.config))
     const configs = yield* loadConfigs([batchConfig, ...items.map(configOf)], env)
     const budget = configs.get(batchConfig)!.config.batchBudgetUsd ?? null
+
+    if (args.engine !== null) return yield* queueBatch(args.engine, itemsPath, items, configOf, ctx)
 
     const dir = resolve(ctx.cwd, args.outDir ?? defaultBatchDir(ctx.cwd, itemsPath))
     yield* openBatchFolder(dir, { format: 1, items_file: itemsPath, items_sha256: sha256(text), config_path: batchConfig, items: items.length, massgen_version: ctx.version })

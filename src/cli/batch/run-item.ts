@@ -12,12 +12,11 @@
  * observer, and nothing printed on stdout.
  */
 import * as fs from "node:fs"
-import { join } from "node:path"
 import { Effect } from "effect"
 import type { BatchItem } from "../../domain/batch.ts"
 import type { State } from "../../domain/state.ts"
 import { foldEvents, isResumable } from "../../domain/state.ts"
-import { EVENTS_FILE, EventStore, eventsOf } from "../../services/event-store.ts"
+import { EventStore, eventsOf } from "../../services/event-store.ts"
 import type { Observer } from "../../services/orchestrator.ts"
 import { PRIVATE_DIR_MODE } from "../../services/log-dir.ts"
 import { itemDir } from "../../services/batch/batch-folder.ts"
@@ -56,7 +55,7 @@ export const runItem = (item: BatchItem, loaded: RunConfig, observer: Observer, 
       print: discard,
       printError: ctx.printError,
     }
-    const read = fs.existsSync(join(logDir, EVENTS_FILE)) ? yield* store.read(logDir) : null
+    const read = yield* store.read(logDir).pipe(Effect.catchIf((e) => e.reason === "missing", () => Effect.succeed(null)))
     const events = read === null ? [] : eventsOf(read)
     if (read !== null && events.length > 0) {
       yield* refuseNewer(logDir, read)
