@@ -3,7 +3,10 @@
  * agents at concurrency 1 and 3 in one process (whole processes from source),
  * and the Postgres event store's cost per appended event over the file
  * store's (target: under 2x), on a server of the bench's own
- * (`test/support/postgres.ts`), A and B interleaved, medians of rounds.
+ * (`test/support/postgres.ts`), A and B interleaved, medians of rounds; and
+ * the time from the kill -9 of the worker running an item to another
+ * worker's `run_resumed` of it (target: under 10 s; pg-boss's heartbeat floor
+ * is 10 s, so the worst case is above it).
  * `BENCH_BATCH_ITEMS` (24) and `BENCH_BATCH_EVENTS` (300) size it.
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
@@ -56,6 +59,51 @@ const perEvent = (layer: Layer.Layer<EventStore>, stream: string): Promise<numbe
     }).pipe(Effect.provide(layer)),
   )
 
+const SLOW_TEAM = TEAM.replaceAll("vote: agent1", "vote: agent1, delay_seconds: 4")
+
+/** Seconds from the kill -9 of the worker running the one item of a batch to its `run_resumed` by another worker. */
+const takeover = async (url: string, psql: (sql: string) => string, n: number): Promise<number> => {
+  const dir = mkdtempSync(join(tmpdir(), "massgen-bench-takeover-"))
+  const spawned: Array<Bun.Subprocess> = []
+  try {
+    writeFileSync(join(dir, "team.yaml"), SLOW_TEAM)
+    writeFileSync(join(dir, `takeover${n}.jsonl`), JSON.stringify({ id: "q", question: "What is 2+2?" }))
+    const queued = Bun.spawnSync([process.execPath, MAIN, "batch", `takeover${n}.jsonl`, "--config", "team.yaml", "--engine", url], { cwd: dir, stdout: "ignore", stderr: "ignore" })
+    if (queued.exitCode !== 0) throw new Error("massgen batch --engine failed")
+    const worker = (name: string) => {
+      const cwd = join(dir, name)
+      Bun.spawnSync(["mkdir", "-p", cwd])
+      const p = Bun.spawn([process.execPath, MAIN, "worker", "--engine", url, "--concurrency", "1"], { cwd, stdout: "ignore", stderr: "ignore" })
+      spawned.push(p)
+      return p
+    }
+    const lines = () =>
+      Buffer.from(psql(`SELECT encode(string_agg(text, ''::bytea ORDER BY seq), 'hex') FROM massgen_event_chunks WHERE stream = 'takeover${n}/items/q'`).trim(), "hex")
+        .toString("utf8")
+        .split("\n")
+        .filter((l) => l !== "")
+        .map((l) => JSON.parse(l) as { type: string; meta?: { pid: number } })
+    const until = async (ok: () => boolean) => {
+      const deadline = Date.now() + 60_000
+      while (!ok()) {
+        if (Date.now() > deadline) throw new Error("takeover bench: timed out")
+        await Bun.sleep(50)
+      }
+    }
+    const a = worker("a")
+    await until(() => lines().some((l) => l.type === "run_started"))
+    const b = worker("b")
+    await Bun.sleep(1500) // b's start-up, so that only the takeover is timed
+    a.kill(9)
+    const killed = performance.now()
+    await until(() => lines().some((l) => l.type === "run_resumed" && l.meta?.pid === b.pid))
+    return (performance.now() - killed) / 1000
+  } finally {
+    for (const p of spawned) p.kill(9)
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
 export const batchBench = async (): Promise<void> => {
   console.log(`# 10. Batches: ${ITEMS} zero-delay items per batch; event appends, ${EVENTS} per stream (A/B interleaved, ${ROUNDS} rounds)`)
   const one: Array<number> = []
@@ -85,6 +133,15 @@ export const batchBench = async (): Promise<void> => {
       op: "<",
       limit: 2,
       text: "< 2x the file store's",
+    })
+    const takeovers: Array<number> = []
+    for (let i = 0; i < 3; i++) takeovers.push(await takeover(pg.url, pg.psql, i))
+    targetLine("worker killed -9 -> another worker's run_resumed of its item: s, median / max", takeovers, "s", {
+      ratio: (v) => v,
+      op: "<",
+      limit: 10,
+      text: "< 10 s",
+      name: "s",
     })
   } finally {
     pg.stop()
