@@ -44,6 +44,10 @@ describe("parseInvocation", () => {
     expect(parseInvocation(["batch", "items.jsonl", "--config", "t.yaml"])).toEqual(
       Either.right({ _tag: "batch", itemsPath: "items.jsonl", configPath: "t.yaml", concurrency: 4, outDir: null, automation: false, engine: null }),
     )
+    expect(parseInvocation(["batch", "status", "--engine", "postgres://h/db", "b1"])).toEqual(Either.right({ _tag: "batch_status", engine: "postgres://h/db", batch: "b1", outDir: null }))
+    expect(parseInvocation(["worker", "--engine", "postgres://h/db"])).toEqual(Either.right({ _tag: "worker", engine: "postgres://h/db", concurrency: 4 }))
+    expect(message(["worker"])).toBe("worker needs --engine postgres://...")
+    expect(message(["batch", "i.jsonl", "-c", "t.yaml", "--engine", "mysql://x"])).toBe("--engine: expected a postgres://... URL")
     expect(message(["batch", "--config", "t.yaml"])).toBe("batch takes one ITEMS.jsonl file, found 0")
     expect(message(["batch", "items.jsonl"])).toBe("batch needs a config: --config FILE")
     expect(message(["batch", "items.jsonl", "-c", "t.yaml", "--concurrency", "-2"])).toBe('--concurrency: expected a whole number of 1 or more, found "-2"')

@@ -112,6 +112,16 @@ describe("massgen worker: one batch, several workers, one Postgres", () => {
       pg.restart()
       await waitForResults("restart", 12, 180_000)
       expect(pg.psql("SELECT count(*) || ' ' || count(DISTINCT id) FROM massgen_batch_results WHERE batch = 'restart'").trim()).toBe("12 12")
+      // Progress across workers, and the local layout from the shared log.
+      const cwd = sandbox()
+      const status = await runCli("source", ["batch", "status", "--engine", pg.url, "restart"], { cwd, env: ENV })
+      expect({ code: status.exitCode, lines: status.lines }).toEqual({ code: 0, lines: [expect.stringMatching(/^batch restart: 12 with a result \(12 completed\), 0 running, 0 waiting, /)] })
+      const exported = await runCli("source", ["batch", "export", "--engine", pg.url, "restart", "--out", "out"], { cwd, env: ENV })
+      expect({ code: exported.exitCode, lines: exported.lines }).toEqual({ code: 0, lines: [`BATCH_DIR: ${cwd}/out`, "EXPORTED: 12 runs, 12 results"] })
+      const one = await runCli("source", ["status", "out/items/q3"], { cwd, env: ENV })
+      expect({ code: one.exitCode, completed: one.stdout.includes("completed") }).toEqual({ code: 0, completed: true })
+      const results = fs.readFileSync(nodePath.join(cwd, "out", "results.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l))
+      expect(results.map((r) => r.log_dir).sort()).toEqual(Array.from({ length: 12 }, (_, i) => `${cwd}/out/items/q${i}`).sort())
     } catch (e) {
       throw new Error(`${(e as Error).message}\n${await stopAll(workers)}`)
     } finally {

@@ -82,6 +82,7 @@ export type Invocation =
   | RunInvocation
   | BatchArgs
   | { readonly _tag: "worker"; readonly engine: string; readonly concurrency: number }
+  | { readonly _tag: "batch_status" | "batch_export"; readonly engine: string; readonly batch: string; readonly outDir: string | null }
   | ViewerArgs
   | { readonly _tag: "resume"; readonly logDir: string; readonly automation: boolean }
   | { readonly _tag: "replay"; readonly logDir: string; readonly check: boolean; readonly outDir: string | null }
@@ -247,6 +248,11 @@ const parseBatch = (argv: ReadonlyArray<string>): Either.Either<Invocation, Usag
   if (Either.isLeft(result)) return Either.left(result.left)
   const { values: v, positionals } = result.right
   if (v.help) return Either.right({ _tag: "help" })
+  const sub = positionals[0]
+  if ((sub === "status" || sub === "export") && v.engine !== undefined) {
+    if (positionals.length !== 2) return usage("missing_value", `batch ${sub} takes one batch name, found ${positionals.length - 1}`)
+    return Either.right({ _tag: sub === "status" ? "batch_status" : "batch_export", engine: v.engine, batch: positionals[1]!, outDir: v.out ?? null })
+  }
   if (positionals.length !== 1) return usage("missing_value", `batch takes one ITEMS.jsonl file, found ${positionals.length}`)
   if (v.config === undefined) return usage("missing_config", "batch needs a config: --config FILE")
   const concurrency = concurrencyOf(v.concurrency)

@@ -45,6 +45,9 @@ Usage:
                                               one run per line {id, question} of ITEMS.jsonl, N at once (4);
                                               the same command again resumes the batch (docs/batch.md);
                                               --engine postgres://...: queue them for workers instead
+  massgen batch status --engine URL NAME    a shared batch's progress across workers
+  massgen batch export --engine URL NAME [--out DIR]
+                                              its runs and results from Postgres into a local batch folder
   massgen worker --engine postgres://... [--concurrency N]
                                               run queued batch items, any number of workers on any machines
 

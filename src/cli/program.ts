@@ -136,6 +136,9 @@ const program = (argv: ReadonlyArray<string>, { stopSignal, print, printError, s
         return Effect.flatMap(load(() => import("./status-command.ts")), (m) => m.statusCommand(invocation.logDir, invocation.json, print, printError))
       case "batch":
         return Effect.flatMap(load(() => import("./batch/batch-command.ts")), (m) => m.batchCommand(invocation, cli))
+      case "batch_status":
+      case "batch_export":
+        return Effect.flatMap(load(() => import("./batch/shared-batch-command.ts")), (m) => m.sharedBatchCommand(invocation, cli))
       case "worker":
         return Effect.flatMap(load(() => import("./batch/worker-command.ts")), (m) => m.workerCommand(invocation, cli))
     }

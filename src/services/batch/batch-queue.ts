@@ -64,3 +64,27 @@ export const resultsOf = async (url: string, batch: string): Promise<ReadonlyArr
   const rows: Array<{ result: BatchResult | string }> = await withReconnect(30_000, () => clientFor(url)`SELECT result FROM massgen_batch_results WHERE batch = ${batch} ORDER BY id`)
   return rows.map((r) => (typeof r.result === "string" ? (JSON.parse(r.result) as BatchResult) : r.result))
 }
+
+/** How many of `batch`'s jobs are in each pg-boss state (`created`, `active`, `retry`, `completed`, `failed`...). */
+export const jobStates = async (url: string, batch: string): Promise<Readonly<Record<string, number>>> => {
+  const rows: Array<{ state: string; n: number | string }> = await withReconnect(
+    30_000,
+    () => clientFor(url)`SELECT state::text AS state, count(*) AS n FROM pgboss.job WHERE name = ${QUEUE} AND data->>'batch' = ${batch} GROUP BY state`,
+  )
+  return Object.fromEntries(rows.map((r) => [r.state, Number(r.n)]))
+}
+
+/** Every stream of `batch`'s items in the shared log, by item id, as the text of its events. */
+export const streamsOf = async (url: string, batch: string): Promise<ReadonlyMap<string, string>> => {
+  const prefix = `${batch}/items/`
+  const rows: Array<{ stream: string; text: Uint8Array }> = await withReconnect(
+    30_000,
+    () => clientFor(url)`SELECT stream, text FROM massgen_event_chunks WHERE left(stream, ${prefix.length}) = ${prefix} ORDER BY stream, seq`,
+  )
+  const out = new Map<string, string>()
+  for (const r of rows) {
+    const id = r.stream.slice(prefix.length)
+    out.set(id, (out.get(id) ?? "") + Buffer.from(r.text).toString("utf8"))
+  }
+  return out
+}
