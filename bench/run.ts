@@ -17,9 +17,11 @@
  * 9. injection against restart: wasted calls, tokens and tool calls on a staggered 10-agent run with tool steps (bench/injection.ts).
  * 10. massgen serve: added latency per request over the same run in process, requests/s at concurrency 8, RSS growth over 1,000 requests (bench/serve.ts).
  * 11. workspace snapshots: a 10 MB, 1,000-file workspace, first and later snapshot, over `cp -a` (bench/snapshots.ts).
+ * 12. batches: `massgen batch` throughput at concurrency 1 and 3, and the Postgres event store's cost per event over the file store's (bench/batch.ts).
  * Live runs write to a temp directory that is removed at the end.
  */
 import { availableParallelism, loadavg } from "node:os"
+import { batchBench } from "./batch.ts"
 import { criticalPathBench } from "./critical-path.ts"
 import { foldBench } from "./fold.ts"
 import { injectionBench } from "./injection.ts"
@@ -57,6 +59,7 @@ const SECTIONS: ReadonlyArray<() => Promise<void>> = [
   injectionBench,
   serveBench,
   snapshotBench,
+  batchBench,
 ]
 try {
   for (const [i, section] of SECTIONS.entries()) {

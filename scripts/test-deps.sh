@@ -3,7 +3,9 @@
 # recipes), tmux (the terminal view end to end), chromium (the web view, through
 # playwright-core), bubblewrap (bwrap: the sandbox of execute_command), curl, wget and shellcheck (install.sh), qemu-user-static and
 # libc6-arm64-cross (the linux-arm64 release binary, run under qemu-aarch64-static -L
-# /usr/aarch64-linux-gnu). Needs root or sudo; does nothing when all are present.
+# /usr/aarch64-linux-gnu) and postgresql (batches across machines: each test starts its own
+# server on a temporary data directory, test/support/postgres.ts). Needs root or sudo; does
+# nothing when all are present.
 set -euo pipefail
 need=()
 command -v jq >/dev/null 2>&1 || need+=(jq)
@@ -15,6 +17,7 @@ command -v wget >/dev/null 2>&1 || need+=(wget)
 command -v shellcheck >/dev/null 2>&1 || need+=(shellcheck)
 [ -x /usr/bin/qemu-aarch64-static ] || need+=(qemu-user-static)
 [ -e /usr/aarch64-linux-gnu/lib/ld-linux-aarch64.so.1 ] || need+=(libc6-arm64-cross)
+compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || need+=(postgresql)
 [ "${#need[@]}" -eq 0 ] && exit 0
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 echo "installing ${need[*]}" >&2

@@ -66,6 +66,23 @@ describe("parseInvocation", () => {
     expect(message(["status", "d", "--check"])).toBe("status does not take --check")
   })
 
+  test("batch takes one ITEMS.jsonl, a --config, and a whole --concurrency of 1 or more", () => {
+    expect(parseInvocation(["batch", "items.jsonl", "-c", "t.yaml", "--concurrency", "8", "--out", "o", "--automation"])).toEqual(
+      Either.right({ _tag: "batch", itemsPath: "items.jsonl", configPath: "t.yaml", concurrency: 8, outDir: "o", automation: true, engine: null }),
+    )
+    expect(parseInvocation(["batch", "items.jsonl", "--config", "t.yaml"])).toEqual(
+      Either.right({ _tag: "batch", itemsPath: "items.jsonl", configPath: "t.yaml", concurrency: 4, outDir: null, automation: false, engine: null }),
+    )
+    expect(parseInvocation(["batch", "status", "--engine", "postgres://h/db", "b1"])).toEqual(Either.right({ _tag: "batch_status", engine: "postgres://h/db", batch: "b1", outDir: null }))
+    expect(parseInvocation(["worker", "--engine", "postgres://h/db"])).toEqual(Either.right({ _tag: "worker", engine: "postgres://h/db", concurrency: 4 }))
+    expect(message(["worker"])).toBe("worker needs --engine postgres://...")
+    expect(message(["batch", "i.jsonl", "-c", "t.yaml", "--engine", "mysql://x"])).toBe("--engine: expected a postgres://... URL")
+    expect(message(["batch", "--config", "t.yaml"])).toBe("batch takes one ITEMS.jsonl file, found 0")
+    expect(message(["batch", "items.jsonl"])).toBe("batch needs a config: --config FILE")
+    expect(message(["batch", "items.jsonl", "-c", "t.yaml", "--concurrency", "-2"])).toBe('--concurrency: expected a whole number of 1 or more, found "-2"')
+    expect(message(["batch", "items.jsonl", "-c", "t.yaml", "--concurency", "2"])).toBe("unknown option --concurency for massgen batch; did you mean --concurrency? (see massgen --help)")
+  })
+
   test("a run needs a config source; its question is the words, `-` or nothing (standard input), or --question-file", () => {
     expect(message(["q"])).toBe("a config is required: --config FILE, --model MODEL or --models M1,M2")
     expect(message(["--config", "c.yaml", "--model", "m", "q"])).toBe("use only one of --config, --model and --models")

@@ -21,6 +21,7 @@ import { StatusWriteError } from "../src/services/status-writer.ts"
 import { McpStartError } from "../src/services/tools/mcp-servers.ts"
 import { CommandLineStartError } from "../src/services/tools/sandbox.ts"
 import { ServeError } from "../src/cli/serve/serve-command.ts"
+import { BatchError, BatchStorageError } from "../src/services/batch/batch-folder.ts"
 
 /** One error of each class with its documented code; the type makes the list complete. */
 const EXAMPLES: { readonly [Tag in AppError["_tag"]]: readonly [Extract<AppError, { _tag: Tag }>, 1 | 2] } = {
@@ -41,6 +42,8 @@ const EXAMPLES: { readonly [Tag in AppError["_tag"]]: readonly [Extract<AppError
   McpStartError: [new McpStartError({ reason: "failed", server: "files", detail: "exited with code 1" }), 1],
   CommandLineStartError: [new CommandLineStartError({ agent: "a", mode: "docker", detail: "the docker CLI is not on the PATH" }), 1],
   ServeError: [new ServeError({ reason: "cannot_listen", detail: "127.0.0.1:4000 (in use)" }), 1],
+  BatchError: [new BatchError({ reason: "bad_items", path: "items.jsonl", detail: "line 2: not JSON" }), 1],
+  BatchStorageError: [new BatchStorageError({ path: "b/results.jsonl", cause: "disk full (ENOSPC)" }), 2],
 }
 
 describe("error exit codes", () => {
@@ -51,8 +54,8 @@ describe("error exit codes", () => {
 
   test("usage and configuration errors are 1, execution errors 2", () => {
     const byCode = (code: 1 | 2) => Object.keys(ERROR_EXIT_CODES).filter((tag) => ERROR_EXIT_CODES[tag as AppError["_tag"]] === code)
-    expect(byCode(1).sort()).toEqual(["CommandLineStartError", "ConfigError", "DotEnvError", "McpStartError", "MissingKeyError", "RunDirError", "RunLockError", "ServeError", "UsageError", "ViewerError"])
-    expect(byCode(2).sort()).toEqual(["BackendError", "EventStoreConflict", "EventStoreError", "LogDirError", "RunFilesError", "RunStorageError", "StatusWriteError"])
+    expect(byCode(1).sort()).toEqual(["BatchError", "CommandLineStartError", "ConfigError", "DotEnvError", "McpStartError", "MissingKeyError", "RunDirError", "RunLockError", "ServeError", "UsageError", "ViewerError"])
+    expect(byCode(2).sort()).toEqual(["BackendError", "BatchStorageError", "EventStoreConflict", "EventStoreError", "LogDirError", "RunFilesError", "RunStorageError", "StatusWriteError"])
   })
 
   test("a code map without a class, or a command failing with an unmapped class, does not compile", () => {

@@ -20,7 +20,7 @@ afterAll(cleanupSandboxes)
 
 const TEST_TIMEOUT_MS = 60_000
 
-const PLAIN_HELP = [["--help"], ["-h"], ...["viewer", "resume", "replay", "status", "doctor", "serve", "sessions"].flatMap((c) => [[c, "--help"], [c, "-h"]])]
+const PLAIN_HELP = [["--help"], ["-h"], ...["viewer", "resume", "replay", "status", "doctor", "serve", "sessions", "batch", "worker"].flatMap((c) => [[c, "--help"], [c, "-h"]])]
 const PLAIN_VERSION = [["--version"], ["-v"]]
 
 describe("plainInvocation", () => {
@@ -93,6 +93,8 @@ describe("compiled binary: help, version, and each command's module", () => {
     { usage: "massgen viewer [LOG_DIR]", lines: ["viewer --help", "viewer /x --pick --help", "viewer --web --port 8123 --no-browser --help"] },
     { usage: "massgen sessions", lines: ["sessions --help", "sessions --json -h"] },
     { usage: "massgen serve --config FILE", lines: ["serve --help", "serve --config x.yaml --port 4001 --api-key-env K --help"] },
+    { usage: "massgen batch ITEMS.jsonl --config FILE", lines: ["batch --help", "batch items.jsonl --config x.yaml --concurrency 2 -h"] },
+    { usage: "massgen worker --engine", lines: ["worker --help", "worker --engine postgres://x/y -h"] },
   ]
 
   test.each(SUBCOMMAND_HELP.flatMap(({ usage, lines }) => lines.map((line) => [line, usage] as const)))(

@@ -96,9 +96,24 @@ export interface ValidateArgs {
   readonly checkKeys: boolean
 }
 
+/** `massgen batch ITEMS.jsonl --config FILE`: many runs, one per line of the items file (`cli/batch/`). */
+export interface BatchArgs {
+  readonly _tag: "batch"
+  readonly itemsPath: string
+  readonly configPath: string
+  readonly concurrency: number
+  readonly outDir: string | null
+  readonly automation: boolean
+  /** `--engine postgres://...`: queue the items for workers instead of running them here. */
+  readonly engine: string | null
+}
+
 export type Invocation =
   | RunInvocation
   | ServeArgs
+  | BatchArgs
+  | { readonly _tag: "worker"; readonly engine: string; readonly concurrency: number }
+  | { readonly _tag: "batch_status" | "batch_export"; readonly engine: string; readonly batch: string; readonly outDir: string | null }
   | ViewerArgs
   | { readonly _tag: "resume"; readonly logDir: string; readonly automation: boolean }
   | { readonly _tag: "replay"; readonly logDir: string; readonly check: boolean; readonly outDir: string | null }
@@ -315,6 +330,64 @@ const parseServe = (argv: ReadonlyArray<string>): Either.Either<Invocation, Usag
   })
 }
 
+const batchOptions = {
+  config: { type: "string", short: "c" },
+  concurrency: { type: "string" },
+  out: { type: "string" },
+  automation: { type: "boolean" },
+  engine: { type: "string" },
+  help: { type: "boolean", short: "h" },
+} as const
+
+/** The default `--concurrency` of a batch. */
+export const DEFAULT_BATCH_CONCURRENCY = 4
+
+const parseBatch = (argv: ReadonlyArray<string>): Either.Either<Invocation, UsageError> => {
+  const result = parseStrict(joinNegativeValues(argv), batchOptions, "batch")
+  if (Either.isLeft(result)) return Either.left(result.left)
+  const { values: v, positionals } = result.right
+  if (v.help) return Either.right({ _tag: "help" })
+  const sub = positionals[0]
+  if ((sub === "status" || sub === "export") && v.engine !== undefined) {
+    if (positionals.length !== 2) return usage("missing_value", `batch ${sub} takes one batch name, found ${positionals.length - 1}`)
+    return Either.right({ _tag: sub === "status" ? "batch_status" : "batch_export", engine: v.engine, batch: positionals[1]!, outDir: v.out ?? null })
+  }
+  if (positionals.length !== 1) return usage("missing_value", `batch takes one ITEMS.jsonl file, found ${positionals.length}`)
+  if (v.config === undefined) return usage("missing_config", "batch needs a config: --config FILE")
+  const concurrency = concurrencyOf(v.concurrency)
+  if (Either.isLeft(concurrency)) return Either.left(concurrency.left)
+  if (v.engine !== undefined && !/^postgres(ql)?:\/\//.test(v.engine)) return usage("bad_value", "--engine: expected a postgres://... URL")
+  return Either.right({
+    _tag: "batch",
+    itemsPath: positionals[0]!,
+    configPath: v.config,
+    concurrency: concurrency.right,
+    outDir: v.out ?? null,
+    automation: v.automation === true,
+    engine: v.engine ?? null,
+  })
+}
+
+const concurrencyOf = (value: string | undefined): Either.Either<number, UsageError> => {
+  const n = value === undefined ? DEFAULT_BATCH_CONCURRENCY : Number(value)
+  return Number.isInteger(n) && n >= 1 ? Either.right(n) : usage("bad_value", `--concurrency: expected a whole number of 1 or more, found ${JSON.stringify(value)}`)
+}
+
+const workerOptions = { engine: { type: "string" }, concurrency: { type: "string" }, help: { type: "boolean", short: "h" } } as const
+
+/** `massgen worker --engine postgres://... [--concurrency N]`. */
+const parseWorker = (argv: ReadonlyArray<string>): Either.Either<Invocation, UsageError> => {
+  const result = parseStrict(argv, workerOptions, "worker")
+  if (Either.isLeft(result)) return Either.left(result.left)
+  const { values: v, positionals } = result.right
+  if (v.help) return Either.right({ _tag: "help" })
+  if (positionals.length > 0) return usage("conflict", `worker takes no arguments, found ${positionals.join(" ")}`)
+  if (v.engine === undefined || !/^postgres(ql)?:\/\//.test(v.engine)) return usage("missing_value", "worker needs --engine postgres://...")
+  const concurrency = concurrencyOf(v.concurrency)
+  if (Either.isLeft(concurrency)) return Either.left(concurrency.left)
+  return Either.right({ _tag: "worker", engine: v.engine, concurrency: concurrency.right })
+}
+
 export const parseInvocation = (argv: ReadonlyArray<string>): Either.Either<Invocation, UsageError> => {
   if (argv[0] === "viewer") return parseViewer(argv.slice(1))
   if (argv[0] === "doctor") return parseDoctor(argv.slice(1))
@@ -326,6 +399,8 @@ export const parseInvocation = (argv: ReadonlyArray<string>): Either.Either<Invo
     if (result.right.positionals.length > 0) return usage("conflict", `sessions takes no argument, found ${JSON.stringify(result.right.positionals[0])}`)
     return Either.right({ _tag: "sessions", json: result.right.values.json === true })
   }
+  if (argv[0] === "batch") return parseBatch(argv.slice(1))
+  if (argv[0] === "worker") return parseWorker(argv.slice(1))
   if (argv[0] === "resume" || argv[0] === "replay" || argv[0] === "status") return parseLogDirCommand(argv[0], argv.slice(1))
   const typo = mistypedCommand(argv)
   if (typo !== null) {

@@ -16,7 +16,7 @@ export const DEFAULT_PORT = 8000
 /** `massgen serve`'s port when `--port` is not given (MassGen's). */
 export const DEFAULT_SERVE_PORT = 4000
 
-export const COMMANDS = ["resume", "replay", "status", "viewer", "doctor", "serve", "sessions"] as const
+export const COMMANDS = ["resume", "replay", "status", "viewer", "doctor", "serve", "sessions", "batch", "worker"] as const
 
 /** How a mistyped command is told from a question; the help and the README say it in these words. */
 export const COMMAND_TYPO_RULE =
@@ -55,6 +55,15 @@ Usage:
                                               an OpenAI-compatible endpoint (POST /v1/chat/completions,
                                               GET /v1/models) on http://127.0.0.1:${DEFAULT_SERVE_PORT}: each request
                                               is a run; defaults: 4 runs at once, 64 waiting, 30 s drain
+  massgen batch ITEMS.jsonl --config FILE [--concurrency N] [--out DIR] [--automation] [--engine URL]
+                                              one run per line {id, question} of ITEMS.jsonl, N at once (4);
+                                              the same command again resumes the batch (docs/batch.md);
+                                              --engine postgres://...: queue them for workers instead
+  massgen batch status --engine URL NAME    a shared batch's progress across workers
+  massgen batch export --engine URL NAME [--out DIR]
+                                              its runs and results from Postgres into a local batch folder
+  massgen worker --engine postgres://... [--concurrency N]
+                                              run queued batch items, any number of workers on any machines
 
 Options:
   -c, --config FILE             YAML config (agents, orchestrator, timeout_settings)

@@ -32,6 +32,7 @@ import type { RunLockError } from "../services/run-lock.ts"
 import type { StatusWriteError } from "../services/status-writer.ts"
 import type { McpStartError } from "../services/tools/mcp-servers.ts"
 import type { CommandLineStartError } from "../services/tools/sandbox.ts"
+import type { BatchError, BatchStorageError } from "../services/batch/batch-folder.ts"
 import { HELP, type UsageError, parseInvocation } from "./args.ts"
 import { diagnosticsLogger } from "./diagnostics.ts"
 import { identityLine, versionText } from "./identity.ts"
@@ -59,6 +60,8 @@ export type AppError =
   | McpStartError
   | CommandLineStartError
   | ServeError
+  | BatchError
+  | BatchStorageError
 
 /** The exit code of each error class: 1 for usage and configuration errors, 2 for execution errors. */
 export const ERROR_EXIT_CODES: { readonly [Tag in AppError["_tag"]]: 1 | 2 } = {
@@ -79,6 +82,8 @@ export const ERROR_EXIT_CODES: { readonly [Tag in AppError["_tag"]]: 1 | 2 } = {
   McpStartError: 1,
   CommandLineStartError: 1,
   ServeError: 1,
+  BatchError: 1,
+  BatchStorageError: 2,
 }
 
 export const exitCodeOf = (error: AppError): 1 | 2 => ERROR_EXIT_CODES[error._tag]
@@ -157,6 +162,13 @@ const program = (argv: ReadonlyArray<string>, { stopSignal, print, printError, s
         return Effect.flatMap(load(() => import("./sessions/sessions-command.ts")), (m) => m.sessionsCommand(invocation.json, { env, cwd, print }))
       case "status":
         return Effect.flatMap(load(() => import("./status-command.ts")), (m) => m.statusCommand(invocation.logDir, invocation.json, print, printError))
+      case "batch":
+        return Effect.flatMap(load(() => import("./batch/batch-command.ts")), (m) => m.batchCommand(invocation, cli))
+      case "batch_status":
+      case "batch_export":
+        return Effect.flatMap(load(() => import("./batch/shared-batch-command.ts")), (m) => m.sharedBatchCommand(invocation, cli))
+      case "worker":
+        return Effect.flatMap(load(() => import("./batch/worker-command.ts")), (m) => m.workerCommand(invocation, cli))
     }
   })()
   return command.pipe(

@@ -34,6 +34,27 @@ export interface CliContext {
   readonly printError: (line: string) => void
 }
 
+/** `execution_metadata.yaml` of a new run in `logDir` (secrets masked): what `resume` reads the config from. */
+export const writeRunMetadata = (logDir: string, question: string, loaded: Pick<RunConfig, "path" | "raw">, ctx: Pick<CliContext, "cwd" | "argv" | "version">) =>
+  Effect.flatMap(RunFiles, (f) =>
+    f.write(
+      "execution_metadata.yaml",
+      toYaml({
+        question,
+        timestamp: new Date().toISOString(),
+        // Absolute, so a resume from another directory finds it.
+        config_path: loaded.path === null ? null : resolve(ctx.cwd, loaded.path),
+        config: maskSecrets(loaded.raw),
+        cli_args: maskSecrets({ argv: ctx.argv }),
+        massgen_version: buildIdentity().version,
+        runtime: `bun ${Bun.version}`,
+        build: buildIdentity(),
+        working_directory: ctx.cwd,
+        log_dir: logDir,
+      }),
+    ),
+  ).pipe(Effect.provide(liveRunFiles(logDir)))
+
 /**
  * A new run's log directory, with its `execution_metadata.yaml` (secrets masked;
  * the config's absolute path, which `resume` reloads): for a run from the
@@ -42,20 +63,7 @@ export interface CliContext {
 export const newRunDir = (loaded: RunConfig, question: string, ctx: Pick<CliContext, "env" | "cwd" | "argv" | "version">) =>
   Effect.gen(function* () {
     const logDir = yield* createLogDir(logBaseDir(ctx.env, ctx.cwd))
-    const metadata = {
-      question,
-      timestamp: new Date().toISOString(),
-      // Absolute, so a resume from another directory finds it.
-      config_path: loaded.path === null ? null : resolve(ctx.cwd, loaded.path),
-      config: maskSecrets(loaded.raw),
-      cli_args: maskSecrets({ argv: ctx.argv }),
-      massgen_version: buildIdentity().version,
-      runtime: `bun ${Bun.version}`,
-      build: buildIdentity(),
-      working_directory: ctx.cwd,
-      log_dir: logDir,
-    }
-    yield* Effect.flatMap(RunFiles, (f) => f.write("execution_metadata.yaml", toYaml(metadata))).pipe(Effect.provide(liveRunFiles(logDir)))
+    yield* writeRunMetadata(logDir, question, loaded, ctx)
     return logDir
   })
 

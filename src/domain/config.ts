@@ -165,6 +165,10 @@ const DisplayType = oneOf(...DISPLAY_TYPES)
 /** `ui:` (MassGen's `display:` before it: `type` for `display_type`). */
 const UiConfig = Schema.Struct({ display_type: opt(DisplayType), logging_enabled: opt(Schema.Boolean) }).annotations({ identifier: "a ui mapping" })
 const DisplayConfig = Schema.Struct({ type: opt(DisplayType), logging_enabled: opt(Schema.Boolean) }).annotations({ identifier: "a display mapping" })
+/** `batch:` keys, read by `massgen batch` only (a single run ignores them). */
+const BatchConfig = Schema.Struct({
+  budget_usd: opt(Schema.NullOr(PositiveNumber)),
+}).annotations({ identifier: "a batch mapping" })
 
 const ConfigFile = Schema.Struct({
   agents: opt(Schema.Array(AgentConfig).annotations({ identifier: "a list of agents" }).pipe(Schema.minItems(1, { message: () => "Expected at least one agent" }))),
@@ -174,6 +178,7 @@ const ConfigFile = Schema.Struct({
   pricing: opt(Schema.Record({ key: Schema.String, value: Price }).annotations({ identifier: "a pricing mapping of model names" })),
   ui: opt(UiConfig),
   display: opt(DisplayConfig),
+  batch: opt(BatchConfig),
 })
 
 export interface Agent {
@@ -193,6 +198,8 @@ export interface Config {
   readonly toolTimeoutSeconds?: number
   /** `ui.display_type`: `plain` for `none`/`simple` (as `--no-display`), `live` for the terminal view; absent: the default. */
   readonly display?: "live" | "plain"
+  /** `batch.budget_usd`: a batch starts no new item once its items have spent this much. */
+  readonly batchBudgetUsd?: number
 }
 
 const ENV_REF = /\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g
@@ -468,6 +475,7 @@ const configOf = (file: ConfigFile, agents: ReadonlyArray<Agent>): Config => {
     pricing: file.pricing ?? {},
     ...(t.tool_timeout_seconds !== undefined ? { toolTimeoutSeconds: t.tool_timeout_seconds } : {}),
     ...(displayType !== undefined ? { display: displayType === "none" || displayType === "simple" ? ("plain" as const) : ("live" as const) } : {}),
+    ...(typeof file.batch?.budget_usd === "number" ? { batchBudgetUsd: file.batch.budget_usd } : {}),
   }
 }
 

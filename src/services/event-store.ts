@@ -205,7 +205,8 @@ const detailOf = (cause: unknown): string => ioCause(cause)
 const envelopeOf = (item: NewEvent): { readonly event: Event; readonly meta: EventMeta | null } =>
   "_tag" in item ? { event: item, meta: null } : { event: item.event, meta: item.meta }
 
-const makeStore = (storage: Storage, foldChunk = FOLD_CHUNK): EventStoreService => {
+/** The store over `storage`: what every layer is (the Postgres layer keeps its mirror of the shared log in a memory storage). */
+export const makeStore = (storage: Storage, foldChunk = FOLD_CHUNK): EventStoreService => {
   const known = new Map<string, Known>()
 
   /** Brings what is known of `stream` up to date, decoding only what was appended since; null when it does not exist. */

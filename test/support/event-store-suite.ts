@@ -354,7 +354,7 @@ export const eventStoreSuite = (name: string, makeFixture: () => StoreFixture) =
         }),
         { numRuns: 60 },
       )
-    })
+    }, 60_000)
 
     test("fold gives what read gives: the fold of its events, its counts, its first event; in chunks of any size", async () => {
       const eventLine = fc.constantFrom(started(), round(3), round(1), answered, finished).map(encodeEventLine)
@@ -376,5 +376,5 @@ export const eventStoreSuite = (name: string, makeFixture: () => StoreFixture) =
       )
       const { f, stream: none } = fresh()
       expect(await withStore(f, (store) => Effect.flip(store.fold(none, 0, (n) => n + 1)))).toMatchObject({ _tag: "EventStoreError", reason: "missing" })
-    })
+    }, 60_000)
   })

@@ -1,0 +1,152 @@
+/**
+ * Bench 10, batches: `massgen batch` throughput with zero-delay scripted
+ * agents at concurrency 1 and 3 in one process (whole processes from source),
+ * and the Postgres event store's cost per appended event over the file
+ * store's (target: under 2x), on a server of the bench's own
+ * (`test/support/postgres.ts`), A and B interleaved, medians of rounds; and
+ * the time from the kill -9 of the worker running an item to another
+ * worker's `run_resumed` of it (target: under 10 s; pg-boss's heartbeat floor
+ * is 10 s, so the worst case is above it).
+ * `BENCH_BATCH_ITEMS` (24) and `BENCH_BATCH_EVENTS` (300) size it.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join, resolve } from "node:path"
+import { Effect, Layer } from "effect"
+import type { Event } from "../src/domain/events.ts"
+import { EventStore } from "../src/services/event-store.ts"
+import { postgresEventStore } from "../src/services/event-store-postgres.ts"
+import { startPostgres } from "../test/support/postgres.ts"
+import { fmt, line, median, targetLine } from "./support.ts"
+
+const ITEMS = Number(process.env.BENCH_BATCH_ITEMS ?? 24)
+const EVENTS = Number(process.env.BENCH_BATCH_EVENTS ?? 300)
+const ROUNDS = 5
+const MAIN = resolve(import.meta.dir, "..", "src", "main.ts")
+
+const TEAM = `agents:
+  - { id: agent_a, backend: { type: scripted, answer: "Four.", vote: agent1, final: "The answer is 4." } }
+  - { id: agent_b, backend: { type: scripted, answer: "4", vote: agent1 } }
+  - { id: agent_c, backend: { type: scripted, answer: "2+2=4", vote: agent1 } }
+`
+
+/** Items per second of one `massgen batch` process at `concurrency`, start-up included. */
+const throughput = (concurrency: number): number => {
+  const dir = mkdtempSync(join(tmpdir(), "massgen-bench-batch-"))
+  try {
+    writeFileSync(join(dir, "team.yaml"), TEAM)
+    writeFileSync(join(dir, "items.jsonl"), Array.from({ length: ITEMS }, (_, i) => JSON.stringify({ id: `q${i}`, question: `What is ${i}+${i}?` })).join("\n"))
+    const t0 = performance.now()
+    const r = Bun.spawnSync([process.execPath, MAIN, "batch", "items.jsonl", "--config", "team.yaml", "--concurrency", String(concurrency)], { cwd: dir, stdout: "ignore", stderr: "ignore" })
+    if (r.exitCode !== 0) throw new Error(`massgen batch exited ${r.exitCode}`)
+    return ITEMS / ((performance.now() - t0) / 1000)
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+const round = (n: number): Event => ({ _tag: "round_started", time: new Date(1_780_000_000_000 + n).toISOString(), agent: "agent_a", round: n, shown: [], vote_only: false, restart: false })
+
+/** Milliseconds per event of `EVENTS` appends of one event each (as a run appends), to a fresh stream. */
+const perEvent = (layer: Layer.Layer<EventStore>, stream: string): Promise<number> =>
+  Effect.runPromise(
+    Effect.gen(function* () {
+      const store = yield* EventStore
+      yield* store.append(stream, [round(0)], 0)
+      const t0 = performance.now()
+      for (let i = 1; i <= EVENTS; i++) yield* store.append(stream, [round(i)], i)
+      return (performance.now() - t0) / EVENTS
+    }).pipe(Effect.provide(layer)),
+  )
+
+const SLOW_TEAM = TEAM.replaceAll("vote: agent1", "vote: agent1, delay_seconds: 4")
+
+/** Seconds from the kill -9 of the worker running the one item of a batch to its `run_resumed` by another worker. */
+const takeover = async (url: string, psql: (sql: string) => string, n: number): Promise<number> => {
+  const dir = mkdtempSync(join(tmpdir(), "massgen-bench-takeover-"))
+  const spawned: Array<Bun.Subprocess> = []
+  try {
+    writeFileSync(join(dir, "team.yaml"), SLOW_TEAM)
+    writeFileSync(join(dir, `takeover${n}.jsonl`), JSON.stringify({ id: "q", question: "What is 2+2?" }))
+    const queued = Bun.spawnSync([process.execPath, MAIN, "batch", `takeover${n}.jsonl`, "--config", "team.yaml", "--engine", url], { cwd: dir, stdout: "ignore", stderr: "ignore" })
+    if (queued.exitCode !== 0) throw new Error("massgen batch --engine failed")
+    const worker = (name: string) => {
+      const cwd = join(dir, name)
+      Bun.spawnSync(["mkdir", "-p", cwd])
+      const p = Bun.spawn([process.execPath, MAIN, "worker", "--engine", url, "--concurrency", "1"], { cwd, stdout: "ignore", stderr: "ignore" })
+      spawned.push(p)
+      return p
+    }
+    const lines = () =>
+      Buffer.from(psql(`SELECT encode(string_agg(text, ''::bytea ORDER BY seq), 'hex') FROM massgen_event_chunks WHERE stream = 'takeover${n}/items/q'`).trim(), "hex")
+        .toString("utf8")
+        .split("\n")
+        .filter((l) => l !== "")
+        .map((l) => JSON.parse(l) as { type: string; meta?: { pid: number } })
+    const until = async (ok: () => boolean) => {
+      const deadline = Date.now() + 60_000
+      while (!ok()) {
+        if (Date.now() > deadline) throw new Error("takeover bench: timed out")
+        await Bun.sleep(50)
+      }
+    }
+    const a = worker("a")
+    await until(() => lines().some((l) => l.type === "run_started"))
+    const b = worker("b")
+    await Bun.sleep(1500) // b's start-up, so that only the takeover is timed
+    a.kill(9)
+    const killed = performance.now()
+    await until(() => lines().some((l) => l.type === "run_resumed" && l.meta?.pid === b.pid))
+    return (performance.now() - killed) / 1000
+  } finally {
+    for (const p of spawned) p.kill(9)
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+export const batchBench = async (): Promise<void> => {
+  console.log(`# 10. Batches: ${ITEMS} zero-delay items per batch; event appends, ${EVENTS} per stream (A/B interleaved, ${ROUNDS} rounds)`)
+  const one: Array<number> = []
+  const three: Array<number> = []
+  for (let i = 0; i < 3; i++) {
+    one.push(throughput(1))
+    three.push(throughput(3))
+  }
+  line("massgen batch, one process, concurrency 1: items/s median / max", `${fmt(median(one))} / ${fmt(Math.max(...one))}`)
+  line("massgen batch, one process, concurrency 3: items/s median / max", `${fmt(median(three))} / ${fmt(Math.max(...three))}`)
+
+  const pg = await startPostgres()
+  const dir = mkdtempSync(join(tmpdir(), "massgen-bench-store-"))
+  try {
+    const file: Array<number> = []
+    const postgres: Array<number> = []
+    for (let i = 0; i < ROUNDS + 1; i++) {
+      const f = await perEvent(EventStore.file(), join(dir, `log_file_${i}`))
+      const p = await perEvent(postgresEventStore(pg.url), `/bench/log_pg_${i}`)
+      // The first round warms both up.
+      if (i > 0) file.push(f), postgres.push(p)
+    }
+    line("file event store: ms per appended event, median / max", `${fmt(median(file), 4)} / ${fmt(Math.max(...file), 4)}`)
+    const floor = median(file)
+    targetLine("postgres event store: ms per appended event, median / max", postgres, "ms", {
+      ratio: (v) => v / floor,
+      op: "<",
+      limit: 2,
+      text: "< 2x the file store's",
+    })
+    const takeovers: Array<number> = []
+    for (let i = 0; i < 3; i++) takeovers.push(await takeover(pg.url, pg.psql, i))
+    targetLine("worker killed -9 -> another worker's run_resumed of its item: s, median / max", takeovers, "s", {
+      ratio: (v) => v,
+      op: "<",
+      limit: 10,
+      text: "< 10 s",
+      name: "s",
+    })
+  } finally {
+    pg.stop()
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+if (import.meta.main) await batchBench()

@@ -1,0 +1,89 @@
+/**
+ * One item of a batch: its run, started, resumed, or found finished, in its own log directory.
+ *
+ * `runItem` looks at `items/<id>/` first. A run there that finished (other
+ * than stopped by a signal) is not run again: its fold is the item's outcome.
+ * A run there that did not finish is resumed as `massgen resume` would: its
+ * recorded config, its backends from its history, its continued rounds fed
+ * their recorded replies (`domain/resume-plan.ts`), so no recorded answer is
+ * asked again. A directory with no event yet (a kill before `run_started`)
+ * and no directory at all start a new run with the item's config. The run
+ * goes through `runSession` as any run does, with no display but the batch's
+ * observer, and nothing printed on stdout.
+ */
+import * as fs from "node:fs"
+import { Effect } from "effect"
+import type { BatchItem } from "../../domain/batch.ts"
+import type { State } from "../../domain/state.ts"
+import { foldEvents, isResumable } from "../../domain/state.ts"
+import { EventStore, eventsOf } from "../../services/event-store.ts"
+import type { Observer } from "../../services/orchestrator.ts"
+import { PRIVATE_DIR_MODE } from "../../services/log-dir.ts"
+import { itemDir } from "../../services/batch/batch-folder.ts"
+import { RunDirError, recordedToolResult, refuseNewer, runDirConfig } from "../run-dir.ts"
+import { type CliContext, writeRunMetadata } from "../run-command.ts"
+import { EXIT_CODES, runSession } from "../run-session.ts"
+import { type RunConfig, makeAgentTools, makeBackends } from "../run-setup.ts"
+
+export interface ItemContext extends Pick<CliContext, "cwd" | "argv" | "version" | "interrupt"> {
+  readonly dir: string
+  /** Diagnostics of the item's run (a run that did not complete says why). */
+  readonly printError: (line: string) => void
+}
+
+export interface ItemOutcome {
+  readonly state: State
+  readonly exitCode: number
+  readonly logDir: string
+  /** The run was found finished: nothing ran now. */
+  readonly found: boolean
+}
+
+const discard = () => undefined
+
+export const runItem = (item: BatchItem, loaded: RunConfig, observer: Observer, ctx: ItemContext) =>
+  Effect.gen(function* () {
+    const store = yield* EventStore
+    const logDir = itemDir(ctx.dir, item.id)
+    const session = {
+      logDir,
+      question: item.question,
+      version: ctx.version,
+      interrupt: ctx.interrupt,
+      automation: false,
+      display: Effect.succeed(observer),
+      print: discard,
+      printError: ctx.printError,
+    }
+    const read = yield* store.read(logDir).pipe(Effect.catchIf((e) => e.reason === "missing", () => Effect.succeed(null)))
+    const events = read === null ? [] : eventsOf(read)
+    if (read !== null && events.length > 0) {
+      yield* refuseNewer(logDir, read)
+      const recorded = foldEvents(events)
+      if (recorded.run === null) return yield* new RunDirError({ reason: "not_a_run", path: logDir, detail: "its first event is not run_started" })
+      if (!isResumable(recorded.finished)) return { state: recorded, exitCode: EXIT_CODES[recorded.finished!.reason], logDir, found: true } satisfies ItemOutcome
+      const { config } = yield* runDirConfig(logDir, loaded.env)
+      const backends = yield* makeBackends(config, loaded.env, logDir, events)
+      yield* runSession({
+        ...session,
+        config,
+        backends,
+        env: loaded.env,
+        tools: (servers) => makeAgentTools(config, loaded.env, logDir, logDir, servers),
+        resume: { events, skipped: read.skipped, tornTail: read.tornTail, state: recorded, toolResultOf: recordedToolResult(logDir) },
+      })
+    } else {
+      fs.mkdirSync(logDir, { recursive: true, mode: PRIVATE_DIR_MODE })
+      const backends = yield* makeBackends(loaded.config, loaded.env, loaded.where)
+      yield* writeRunMetadata(logDir, item.question, loaded, ctx)
+      yield* runSession({
+        ...session,
+        config: loaded.config,
+        backends,
+        env: loaded.env,
+        tools: (servers) => makeAgentTools(loaded.config, loaded.env, logDir, loaded.where, servers),
+      })
+    }
+    const state = foldEvents(eventsOf(yield* store.read(logDir)))
+    return { state, exitCode: EXIT_CODES[state.finished?.reason ?? "interrupted"], logDir, found: false } satisfies ItemOutcome
+  })

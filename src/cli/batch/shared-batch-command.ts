@@ -1,0 +1,54 @@
+/**
+ * `massgen batch status --engine URL NAME` and `massgen batch export --engine URL NAME [--out DIR]`:
+ * a shared batch as every worker left it, read from Postgres.
+ *
+ * `status` prints one line: items with a result (by finish reason), running,
+ * waiting, and the cost of the results. `export` writes the batch's local
+ * layout (`docs/batch.md`) from the shared log: `items/<id>/events.jsonl` for
+ * every item with events, and `results.jsonl`; `massgen status` and `viewer`
+ * work on an exported item, and `resume` does with its config beside it.
+ */
+import * as fs from "node:fs"
+import { join, resolve } from "node:path"
+import { Effect } from "effect"
+import { formatCost } from "../../domain/text.ts"
+import { RESULTS_FILE, itemDir } from "../../services/batch/batch-folder.ts"
+import { EVENTS_FILE } from "../../services/event-store.ts"
+import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from "../../services/log-dir.ts"
+import type { CliContext } from "../run-command.ts"
+
+export interface SharedBatchArgs {
+  readonly _tag: "batch_status" | "batch_export"
+  readonly engine: string
+  readonly batch: string
+  readonly outDir: string | null
+}
+
+export const sharedBatchCommand = (args: SharedBatchArgs, ctx: CliContext) =>
+  Effect.promise(async () => {
+    const { jobStates, resultsOf, streamsOf } = await import("../../services/batch/batch-queue.ts")
+    const results = await resultsOf(args.engine, args.batch)
+    if (args._tag === "batch_status") {
+      const states = await jobStates(args.engine, args.batch)
+      const byReason = new Map<string, number>()
+      for (const r of results) byReason.set(r.finish_reason, (byReason.get(r.finish_reason) ?? 0) + 1)
+      const costs = results.map((r) => r.cost_usd).filter((c): c is number => c !== null)
+      const reasons = [...byReason].map(([k, n]) => `${n} ${k}`).join(", ")
+      ctx.print(
+        `batch ${args.batch}: ${results.length} with a result${reasons === "" ? "" : ` (${reasons})`}, ${states.active ?? 0} running, ${(states.created ?? 0) + (states.retry ?? 0)} waiting, ${formatCost(costs.length === 0 ? null : costs.reduce((a, b) => a + b, 0))}`,
+      )
+      return 0
+    }
+    const dir = resolve(ctx.cwd, args.outDir ?? join(".massgen", "batches", args.batch))
+    const streams = await streamsOf(args.engine, args.batch)
+    for (const [id, text] of streams) {
+      fs.mkdirSync(itemDir(dir, id), { recursive: true, mode: PRIVATE_DIR_MODE })
+      fs.writeFileSync(join(itemDir(dir, id), EVENTS_FILE), text, { mode: PRIVATE_FILE_MODE })
+    }
+    fs.mkdirSync(dir, { recursive: true, mode: PRIVATE_DIR_MODE })
+    const local = results.map((r) => ({ ...r, log_dir: itemDir(dir, r.id), answer_file: r.answer_file === null ? null : join(itemDir(dir, r.id), r.answer_file.slice(r.log_dir.length + 1)) }))
+    fs.writeFileSync(join(dir, RESULTS_FILE), local.map((r) => `${JSON.stringify(r)}\n`).join(""), { mode: PRIVATE_FILE_MODE })
+    ctx.print(`BATCH_DIR: ${dir}`)
+    ctx.print(`EXPORTED: ${streams.size} runs, ${results.length} results`)
+    return 0
+  })

@@ -1,0 +1,79 @@
+/**
+ * `massgen worker --engine postgres://... [--concurrency N]`: runs a shared batch's items.
+ *
+ * It takes items from the queue (`services/batch/batch-queue.ts`), at most N
+ * at once, and runs each as `massgen batch` runs an item (`run-item.ts`), in
+ * `.massgen/worker/<batch>/items/<id>/` under its working directory, with the
+ * Postgres event store: the run's events are the shared stream
+ * `<batch>/items/<id>`. An item another worker started (and died running) is
+ * resumed from that stream: no recorded answer is asked again. A finished
+ * item's result goes to `massgen_batch_results`. It runs until a signal; the
+ * runs in flight then stop cleanly and their items go back to the queue.
+ */
+import * as fs from "node:fs"
+import { join } from "node:path"
+import { Effect, Runtime } from "effect"
+import { resultOf } from "../../domain/batch.ts"
+import { isResumable } from "../../domain/state.ts"
+import { loadDotEnv } from "../../services/backends/keys.ts"
+import { QUEUE, type QueuedItem, openQueue, recordResult } from "../../services/batch/batch-queue.ts"
+import { itemDir } from "../../services/batch/batch-folder.ts"
+import { EventStore } from "../../services/event-store.ts"
+import { postgresEventStore } from "../../services/event-store-postgres.ts"
+import { PRIVATE_DIR_MODE } from "../../services/log-dir.ts"
+import { decodeDocument, parseConfigText } from "../load-config.ts"
+import { type CliContext, writeRunMetadata } from "../run-command.ts"
+import { runItem } from "./run-item.ts"
+
+export interface WorkerArgs {
+  readonly _tag: "worker"
+  readonly engine: string
+  readonly concurrency: number
+}
+
+/** Seconds without a heartbeat after which a worker's items are taken over (pg-boss's floor is 10). */
+export const takeoverSeconds = (env: Readonly<Record<string, string | undefined>>): number => Number(env.MASSGEN_TAKEOVER_SECONDS ?? 10)
+
+export const workerCommand = (args: WorkerArgs, ctx: CliContext) =>
+  Effect.gen(function* () {
+    const env = yield* loadDotEnv(ctx.cwd, ctx.env).pipe(Effect.orElseSucceed(() => ctx.env))
+    const root = join(ctx.cwd, ".massgen", "worker")
+    fs.mkdirSync(root, { recursive: true, mode: PRIVATE_DIR_MODE })
+    const runtime = yield* Effect.runtime<EventStore>()
+    const boss = yield* Effect.promise(() => openQueue(args.engine, takeoverSeconds(env)))
+
+    const runJob = (item: QueuedItem) =>
+      Effect.gen(function* () {
+        const raw = yield* parseConfigText(item.configYaml, item.configPath)
+        const config = yield* decodeDocument(raw, item.configPath, env)
+        const loaded = { config, raw, path: item.configPath, env, where: item.configPath }
+        const dir = join(root, item.batch)
+        const batchItem = { id: item.id, question: item.question, config: null, sessionId: item.sessionId, metadata: item.metadata, line: 0 }
+        const observer = { onEvent: () => Effect.void, onText: () => Effect.void }
+        const printError = (line: string) => ctx.printError(`massgen: item ${item.batch}/${item.id}: ${line.replace(/^massgen: /, "")}`)
+        const logDir = itemDir(dir, item.id)
+        fs.mkdirSync(logDir, { recursive: true, mode: PRIVATE_DIR_MODE })
+        // An item another worker started has its events in the shared log, and its config here (a resume reads it from this file).
+        if (!fs.existsSync(join(logDir, "execution_metadata.yaml"))) yield* writeRunMetadata(logDir, item.question, loaded, ctx)
+        const outcome = yield* runItem(batchItem, loaded, observer, { ...ctx, dir, printError })
+        if (outcome.state.finished === null || isResumable(outcome.state.finished)) return yield* Effect.fail(new Error(`${item.id}: stopped before it finished`))
+        yield* Effect.promise(() => recordResult(args.engine, item.batch, resultOf(batchItem, outcome.state, outcome.logDir, outcome.exitCode)))
+      })
+
+    yield* Effect.promise(() =>
+      boss.work<QueuedItem>(QUEUE, { localConcurrency: args.concurrency, batchSize: 1, pollingIntervalSeconds: 0.5 }, async (jobs) => {
+        for (const job of jobs) {
+          const exit = await Runtime.runPromiseExit(runtime)(runJob(job.data))
+          // The job goes back to the queue: another worker (or this one) takes it up from the shared log.
+          if (exit._tag === "Failure") {
+            ctx.printError(`massgen: item ${job.data.batch}/${job.data.id} did not finish here: ${String(exit.cause).split("\n")[0]}`)
+            throw new Error(`item ${job.data.id} did not finish`)
+          }
+        }
+      }),
+    )
+    ctx.printError(`massgen: worker ${process.pid} takes items from ${QUEUE} (concurrency ${args.concurrency})`)
+    yield* ctx.interrupt
+    yield* Effect.promise(() => boss.stop({ graceful: true, timeout: 30_000 } as Parameters<typeof boss.stop>[0]).catch(() => undefined))
+    return 0
+  }).pipe(Effect.provide(postgresEventStore(args.engine, { root: join(ctx.cwd, ".massgen", "worker") })))

@@ -1,0 +1,90 @@
+/**
+ * A shared batch's items in Postgres: the queue (pg-boss) and the results table.
+ *
+ * Each item is one pg-boss job on the queue `massgen_items`, its id derived
+ * from the batch and the item id (so the same batch queued twice queues
+ * nothing twice), its data a `QueuedItem`: the question and the item's config
+ * as YAML text (workers on other machines have no copy of the file; API keys
+ * are never in it, they come from each worker's environment). The queue's
+ * jobs have a heartbeat (`heartbeatSeconds`, 10 at least: pg-boss's floor):
+ * a worker that stops beating (killed, its machine gone) has its jobs retried
+ * on another worker once pg-boss's supervisor sees it (every second).
+ *
+ * `massgen_batch_results(batch, id, result)` holds one `BatchResult` per
+ * finished item; the first insert for an item wins.
+ */
+import { createHash } from "node:crypto"
+import { SQL } from "bun"
+import { PgBoss } from "pg-boss"
+import type { BatchResult } from "../../domain/batch.ts"
+import { clientFor, withReconnect } from "../event-store-postgres.ts"
+
+export const QUEUE = "massgen_items"
+
+export interface QueuedItem {
+  readonly batch: string
+  readonly id: string
+  readonly question: string
+  readonly configYaml: string
+  readonly configPath: string
+  readonly sessionId: string | null
+  readonly metadata: unknown
+}
+
+/** A uuid made from the batch and the item: the job's id. */
+const jobId = (batch: string, id: string): string => {
+  const h = createHash("sha256").update(`${batch}\u0000${id}`).digest("hex")
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-8${h.slice(17, 20)}-${h.slice(20, 32)}`
+}
+
+export const openQueue = async (url: string, takeoverSeconds: number): Promise<PgBoss> => {
+  const boss = new PgBoss({ connectionString: url, superviseIntervalSeconds: 1, monitorIntervalSeconds: 1 } as ConstructorParameters<typeof PgBoss>[0])
+  boss.on("error", () => undefined)
+  await withReconnect(30_000, () => boss.start())
+  await withReconnect(30_000, async () => {
+    if ((await boss.getQueue(QUEUE)) === null) {
+      await boss.createQueue(QUEUE, { heartbeatSeconds: Math.max(10, Math.round(takeoverSeconds)), retryLimit: 1000, retryDelay: 0 } as Parameters<PgBoss["createQueue"]>[1])
+    }
+  })
+  await withReconnect(30_000, () => ensureResultsTable(clientFor(url)))
+  return boss
+}
+
+const ensureResultsTable = (sql: SQL) =>
+  sql.unsafe("CREATE TABLE IF NOT EXISTS massgen_batch_results (batch text NOT NULL, id text NOT NULL, result jsonb NOT NULL, PRIMARY KEY (batch, id))")
+
+export const enqueue = async (boss: PgBoss, items: ReadonlyArray<QueuedItem>): Promise<void> => {
+  for (const item of items) await boss.send(QUEUE, item as unknown as object, { id: jobId(item.batch, item.id) })
+}
+
+export const recordResult = (url: string, batch: string, result: BatchResult): Promise<unknown> =>
+  withReconnect(30_000, () => clientFor(url)`INSERT INTO massgen_batch_results (batch, id, result) VALUES (${batch}, ${result.id}, ${JSON.stringify(result)}::jsonb) ON CONFLICT DO NOTHING`)
+
+export const resultsOf = async (url: string, batch: string): Promise<ReadonlyArray<BatchResult>> => {
+  const rows: Array<{ result: BatchResult | string }> = await withReconnect(30_000, () => clientFor(url)`SELECT result FROM massgen_batch_results WHERE batch = ${batch} ORDER BY id`)
+  return rows.map((r) => (typeof r.result === "string" ? (JSON.parse(r.result) as BatchResult) : r.result))
+}
+
+/** How many of `batch`'s jobs are in each pg-boss state (`created`, `active`, `retry`, `completed`, `failed`...). */
+export const jobStates = async (url: string, batch: string): Promise<Readonly<Record<string, number>>> => {
+  const rows: Array<{ state: string; n: number | string }> = await withReconnect(
+    30_000,
+    () => clientFor(url)`SELECT state::text AS state, count(*) AS n FROM pgboss.job WHERE name = ${QUEUE} AND data->>'batch' = ${batch} GROUP BY state`,
+  )
+  return Object.fromEntries(rows.map((r) => [r.state, Number(r.n)]))
+}
+
+/** Every stream of `batch`'s items in the shared log, by item id, as the text of its events. */
+export const streamsOf = async (url: string, batch: string): Promise<ReadonlyMap<string, string>> => {
+  const prefix = `${batch}/items/`
+  const rows: Array<{ stream: string; text: Uint8Array }> = await withReconnect(
+    30_000,
+    () => clientFor(url)`SELECT stream, text FROM massgen_event_chunks WHERE left(stream, ${prefix.length}) = ${prefix} ORDER BY stream, seq`,
+  )
+  const out = new Map<string, string>()
+  for (const r of rows) {
+    const id = r.stream.slice(prefix.length)
+    out.set(id, (out.get(id) ?? "") + Buffer.from(r.text).toString("utf8"))
+  }
+  return out
+}
