@@ -60,6 +60,11 @@ describe("dist/release", () => {
     expect({ exitCode: check.exitCode, stdout: check.stdout.toString().split("\n").filter((l) => l !== "" && !l.endsWith(": OK")) }).toEqual({ exitCode: 0, stdout: [] })
   })
 
+  test("no binary weighs over 120 MB", () => {
+    const over = RELEASE_TARGETS.map(({ platform }) => ({ file: releaseFileName(platform), bytes: fs.statSync(releaseBinary(platform)).size })).filter((b) => b.bytes > 120_000_000)
+    expect(over).toEqual([])
+  })
+
   test("RELEASE.md gives each binary's exact size and checksum", () => {
     const notes = fs.readFileSync(nodePath.join(RELEASE_DIR, "RELEASE.md"), "utf8")
     expect(notes).toStartWith(`# massgen ${pkg.version}\n`)
