@@ -13,32 +13,11 @@ import * as fs from "node:fs"
 import * as nodePath from "node:path"
 import { readEventsText } from "../src/domain/event-codec.ts"
 import { BINARY, cleanupSandboxes, ensureBinary, sandbox, writeConfig } from "./support/cli.ts"
+import { tmuxServer } from "./support/tmux.ts"
 
-const SOCKET = `massgen-interactive-${process.pid}`
-let sessions = 0
-
-const tmux = (...args: ReadonlyArray<string>): string => {
-  const result = Bun.spawnSync(["tmux", "-L", SOCKET, ...args], { stdout: "pipe", stderr: "pipe" })
-  if (result.exitCode !== 0) throw new Error(`tmux ${args.join(" ")}: ${result.stderr.toString()}`)
-  return result.stdout.toString()
-}
-const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`
-
-const start = (cwd: string, argv: ReadonlyArray<string>): string => {
-  const name = `i${++sessions}`
-  tmux("new-session", "-d", "-s", name, "-x", "120", "-y", "40", `cd ${quote(cwd)} && env -u MASSGEN_LOG_BASE_DIR ${argv.map(quote).join(" ")}; echo EXIT=$?; sleep 600`)
-  return name
-}
-const screen = (name: string) => tmux("capture-pane", "-p", "-S", "-200", "-t", name)
-const waitFor = async (name: string, check: (s: string) => boolean, what: string, timeoutMs = 30_000) => {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const s = screen(name)
-    if (check(s)) return s
-    if (Date.now() > deadline) throw new Error(`screen never showed ${what}:\n${s}`)
-    await Bun.sleep(20)
-  }
-}
+const { tmux, start, screen: capture, waitFor: poll, kill } = tmuxServer("massgen-interactive")
+const screen = (name: string) => capture(name, 200)
+const waitFor = (name: string, check: (s: string) => boolean, what: string, timeoutMs = 30_000) => poll(name, check, what, timeoutMs, 200)
 /** How many prompts the screen shows: one more each time the prompt comes back. */
 const prompts = (s: string) => s.split("\n").filter((l) => l.startsWith("massgen>")).length
 const type = (name: string, text: string) => tmux("send-keys", "-t", name, "-l", text)
@@ -48,11 +27,7 @@ beforeAll(async () => {
   await ensureBinary()
 })
 afterAll(() => {
-  try {
-    tmux("kill-server")
-  } catch {
-    // no server left
-  }
+  kill()
   cleanupSandboxes()
 })
 

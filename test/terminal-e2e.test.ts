@@ -10,41 +10,15 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import * as nodePath from "node:path"
 import { BINARY, cleanupSandboxes, ensureBinary, sandbox, writeConfig } from "./support/cli.ts"
 import { COUNCIL, QUESTION, playCouncil, writeRunDir } from "./support/view-fixtures.ts"
+import { tmuxServer } from "./support/tmux.ts"
 
-const SOCKET = `massgen-test-${process.pid}`
-let sessions = 0
-
-const tmux = (...args: ReadonlyArray<string>): string => {
-  const result = Bun.spawnSync(["tmux", "-L", SOCKET, ...args], { stdout: "pipe", stderr: "pipe" })
-  if (result.exitCode !== 0) throw new Error(`tmux ${args.join(" ")}: ${result.stderr.toString()}`)
-  return result.stdout.toString()
-}
-
-const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`
-
-/** Starts `argv` in a new 120x40 tmux session in `cwd`; the shell prints EXIT=<code> when it ends. */
-const startInTmux = (cwd: string, argv: ReadonlyArray<string>): string => {
-  const name = `s${++sessions}`
-  const script = `cd ${quote(cwd)} && env -u MASSGEN_LOG_BASE_DIR ${argv.map(quote).join(" ")}; echo EXIT=$?; sleep 600`
-  tmux("new-session", "-d", "-s", name, "-x", "120", "-y", "40", script)
-  return name
-}
-
-const screen = (name: string) => tmux("capture-pane", "-p", "-t", name)
+const { tmux, start: startInTmux, screen, waitFor, kill } = tmuxServer("massgen-test")
 /** The screen with its styles, as SGR escape sequences. */
 const styledScreen = (name: string) => tmux("capture-pane", "-p", "-e", "-t", name)
 const SGR = /\x1b\[[0-9;]*m/
 
 /** Polls the screen until `check` holds (bounded); returns that screen. */
-const waitForScreen = async (name: string, check: (s: string) => boolean, what: string, timeoutMs = 20_000) => {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const s = screen(name)
-    if (check(s)) return s
-    if (Date.now() > deadline) throw new Error(`screen never showed ${what}:\n${s}`)
-    await Bun.sleep(20)
-  }
-}
+const waitForScreen = (name: string, check: (s: string) => boolean, what: string, timeoutMs = 20_000) => waitFor(name, check, what, timeoutMs)
 
 const withDelays = (delays: ReadonlyArray<number>) => ({
   ...COUNCIL,
@@ -56,11 +30,7 @@ beforeAll(async () => {
 })
 
 afterAll(() => {
-  try {
-    tmux("kill-server")
-  } catch {
-    // no server left
-  }
+  kill()
   cleanupSandboxes()
 })
 
