@@ -176,7 +176,8 @@ export const replayRun = (
       [...machines].flatMap(([agent, t]): ReadonlyArray<readonly [string, Transition]> => {
         if (t.step._tag !== "done") return [[agent, { ...t, events: [] }]]
         const result = pending.get(agent)
-        return result === undefined ? [] : [[agent, { machine: t.machine, events: [], step: { _tag: "done", reply: result } }]]
+        // The reply it ended on goes with it: an update after a vote shows the model its stale vote.
+        return result === undefined ? [] : [[agent, { machine: t.machine, events: [], step: { ...t.step, reply: result } }]]
       }),
     )
   const diverge = (index: number, replayed: Event | null, reason: string): ReplayResult => ({

@@ -65,7 +65,8 @@ export interface RoundMachine {
 export type Step =
   | { readonly _tag: "call_model"; readonly request: LlmRequest; readonly attempt: number }
   | { readonly _tag: "run_tools"; readonly calls: ReadonlyArray<ToolCall> }
-  | { readonly _tag: "done"; readonly reply: Reply }
+  /** `answered`: the model reply the round ended on, when it ended on one (a vote an update may yet make stale). */
+  | { readonly _tag: "done"; readonly reply: Reply; readonly answered?: LlmReply }
 
 export interface Transition {
   readonly machine: RoundMachine
@@ -174,10 +175,10 @@ export const startRound = (input: StartInput): Transition => {
   return { machine, events: [], step: callModel(machine) }
 }
 
-const done = (machine: RoundMachine, reply: Reply, events: ReadonlyArray<Event> = []): Transition => ({
+const done = (machine: RoundMachine, reply: Reply, events: ReadonlyArray<Event> = [], answered?: LlmReply): Transition => ({
   machine: { ...machine, pendingTools: [], recordedTools: [] },
   events,
-  step: { _tag: "done", reply },
+  step: answered === undefined ? { _tag: "done", reply } : { _tag: "done", reply, answered },
 })
 
 /** The model replied to the current call. */
@@ -199,7 +200,7 @@ export const onModelReply = (machine: RoundMachine, reply: LlmReply, time: strin
   }
   switch (classified._tag) {
     case "workflow":
-      return done(machine, classified.reply)
+      return done(machine, classified.reply, [], reply)
     case "tool_calls":
       return toolStep(machine, reply, classified.calls)
     case "invalid": {

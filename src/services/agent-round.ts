@@ -235,7 +235,8 @@ const interpret = (deps: RoundDeps, input: RoundInput, role: CallRole, deadline:
         case "done": {
           const shown = inject && step.reply._tag === "voted" ? yield* inject(input.agent, input.round, true) : null
           if (shown === null) return step.reply
-          t = onUpdate(t.machine, shown, last)
+          // The reply the round ended on: this process's, or, in a round rebuilt from the log, the recorded one.
+          t = onUpdate(t.machine, shown, last ?? step.answered ?? null)
           break
         }
         case "call_model": {
