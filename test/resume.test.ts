@@ -75,7 +75,8 @@ const personaReply = (p: Persona, request: LlmRequest): LlmReply => {
   const offersAnswer = request.tools.some((t) => t.name === "new_answer")
   if (offersAnswer && (own.length === 0 || p.keepAnswering)) {
     const n = own.length === 0 ? 1 : Number(own.at(-1)!.label.split(".")[1]) + 1
-    return reply("Writing.", [toolCall("new_answer", { content: `${p.answer} [${n}]` })])
+    // Its own id in the text: two agents' answers never coincide, which would make one a duplicate, refused or not by when it comes.
+    return reply("Writing.", [toolCall("new_answer", { content: `${p.answer} (${ctx.selfAnonId}) [${n}]` })])
   }
   const wanted = p.vote === 0 ? ctx.selfAnonId : `agent${p.vote}`
   const target = ctx.shown.some((a) => a.anonId === wanted) ? wanted : ctx.selfAnonId
@@ -375,6 +376,19 @@ describe("resume (model-based)", () => {
               skipPresentation: false,
             },
             { kind: "boundary", nearEnd: false, where: 0.434783, byte: 0 },
+          ],
+          // Seed 2133486628: two agents wrote the same text; resumed, the later one's was a duplicate of a shown answer.
+          [
+            {
+              personas: [
+                { answer: "Four", vote: 0, final: null, keepAnswering: true, rejectFirst: false },
+                { answer: "Four", vote: 0, final: null, keepAnswering: false, rejectFirst: false },
+                { answer: "Four", vote: 0, final: null, keepAnswering: true, rejectFirst: false },
+              ],
+              cap: 2,
+              skipPresentation: true,
+            },
+            { kind: "boundary", nearEnd: false, where: 0.256411, byte: 0 },
           ],
         ],
       },
