@@ -44,6 +44,14 @@ const waitForResults = async (batch: string, n: number, timeoutMs: number): Prom
   }
 }
 
+/** How many item runs `pid` has started or resumed that have not finished yet (in the shared log). */
+const runningBy = (pid: number): number =>
+  Number(
+    pg.psql(
+      `SELECT count(*) FROM (SELECT stream FROM massgen_event_chunks GROUP BY stream HAVING bool_or(position('"pid":${pid},' in convert_from(text, 'UTF8')) > 0) AND NOT bool_or(position('"type":"run_finished"' in convert_from(text, 'UTF8')) > 0)) AS s`,
+    ).trim(),
+  )
+
 /** Every envelope line of an item's shared stream. */
 const streamOf = (key: string): Array<any> =>
   Buffer.from(pg.psql(`SELECT encode(string_agg(text, ''::bytea ORDER BY seq), 'hex') FROM massgen_event_chunks WHERE stream = '${key}'`).trim(), "hex")
@@ -77,6 +85,12 @@ describe("massgen worker: one batch, several workers, one Postgres", () => {
     try {
       await waitForResults("thirty", 5, 120_000)
       const victim = workers[0]!
+      // Mid-run: the victim is killed while it writes an item's run (the queue may have given it none yet).
+      const deadline = Date.now() + 60_000
+      while (runningBy(victim.proc.pid) === 0) {
+        if (Date.now() > deadline) throw new Error("the victim never ran an item")
+        await Bun.sleep(50)
+      }
       victim.proc.kill("SIGKILL")
       await victim.done.catch(() => undefined)
       await waitForResults("thirty", 30, 180_000)
