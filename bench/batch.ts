@@ -1,5 +1,5 @@
 /**
- * Bench 10, batches: `massgen batch` throughput with zero-delay scripted
+ * Bench 12, batches: `massgen batch` throughput with zero-delay scripted
  * agents at concurrency 1 and 3 in one process (whole processes from source),
  * and the Postgres event store's cost per appended event over the file
  * store's (target: under 2x), on a server of the bench's own
@@ -105,7 +105,7 @@ const takeover = async (url: string, psql: (sql: string) => string, n: number): 
 }
 
 export const batchBench = async (): Promise<void> => {
-  console.log(`# 10. Batches: ${ITEMS} zero-delay items per batch; event appends, ${EVENTS} per stream (A/B interleaved, ${ROUNDS} rounds)`)
+  console.log(`# 12. Batches: ${ITEMS} zero-delay items per batch; event appends, ${EVENTS} per stream (A/B interleaved, ${ROUNDS} rounds)`)
   const one: Array<number> = []
   const three: Array<number> = []
   for (let i = 0; i < 3; i++) {

@@ -1,5 +1,5 @@
 /**
- * 10. Workspace snapshots: the cost of snapshotting a 10 MB, 1,000-file workspace (goal: under 200 ms).
+ * 11. Workspace snapshots: the cost of snapshotting a 10 MB, 1,000-file workspace (goal: under 200 ms).
  *
  * `Workspaces.snapshot` (`services/tools/workspace.ts`) as a run takes one on
  * each `new_answer`: a copy into a temporary folder renamed into place. The
@@ -39,7 +39,7 @@ const timed = async (work: () => unknown): Promise<number> => {
 }
 
 export const snapshotBench = async (): Promise<void> => {
-  console.log(`# 10. Workspace snapshots: ${FILES} files, ${fmt((FILES * FILE_BYTES) / 1e6, 1)} MB`)
+  console.log(`# 11. Workspace snapshots: ${FILES} files, ${fmt((FILES * FILE_BYTES) / 1e6, 1)} MB`)
   const first: Array<number> = []
   const later: Array<number> = []
   const floor: Array<number> = []
