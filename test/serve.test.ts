@@ -20,7 +20,7 @@ import { readEventsText } from "../src/domain/event-codec.ts"
 import { EventStore } from "../src/services/event-store.ts"
 import { latestRun } from "../src/services/run-catalog.ts"
 import { type RunningCli, cleanupSandboxes, runCli, sandbox, startUntilLine, writeConfig } from "./support/cli.ts"
-import { type FakeRequest, offeredTools, promptText, reply, startFakeLlm } from "./support/fake-llm.ts"
+import { loneCouncilReply, promptText, startFakeLlm } from "./support/fake-llm.ts"
 
 afterAll(cleanupSandboxes)
 
@@ -121,14 +121,7 @@ describe("massgen serve", () => {
   test(
     "a follow-up with history: the second run's requests to the agents hold the first question and answer",
     async () => {
-      const fake = await startFakeLlm({
-        respond: (req: FakeRequest) => {
-          const tools = offeredTools(req)
-          if (tools.length === 0) return reply({ text: promptText(req).includes("doubled") ? "Eight." : "Four." })
-          if (tools.includes("new_answer") && !promptText(req).includes("<agent1.1>")) return reply({ toolCalls: [{ name: "new_answer", args: { content: "draft" } }] })
-          return reply({ toolCalls: [{ name: "vote", args: { agent_id: "agent1", reason: "good" } }] })
-        },
-      })
+      const fake = await startFakeLlm({ respond: loneCouncilReply })
       const served = await serve({ agents: [{ id: "agent_a", backend: { type: "chatcompletion", model: "m", base_url: fake.openAiBaseUrl } }] })
       try {
         const first = await served.client.chat.completions.create({ model: "team", messages: ask("What is 2+2?") })

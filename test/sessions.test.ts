@@ -11,7 +11,7 @@ import { afterAll, describe, expect, test } from "bun:test"
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
 import { readEventsText } from "../src/domain/event-codec.ts"
-import { type FakeRequest, hang, offeredTools, promptText, reply, startFakeLlm } from "./support/fake-llm.ts"
+import { hang, loneCouncilReply, startFakeLlm } from "./support/fake-llm.ts"
 import { cleanupSandboxes, runCli, sandbox, startUntilLine, writeConfig } from "./support/cli.ts"
 
 afterAll(cleanupSandboxes)
@@ -69,14 +69,7 @@ describe("sessions", () => {
       expect(none.exitCode).toBe(1)
       expect(none.stderr).toStartWith("massgen: --continue: no session to continue under ")
       // One agent on the fake LLM: its first call hangs until the turn is stopped; then it answers.
-      const fake = await startFakeLlm({
-        respond: (req: FakeRequest) => {
-          const tools = offeredTools(req)
-          if (tools.length === 0) return reply({ text: promptText(req).includes("doubled") ? "Eight." : "Four." })
-          if (tools.includes("new_answer") && !promptText(req).includes("<agent1.1>")) return reply({ toolCalls: [{ name: "new_answer", args: { content: "draft" } }] })
-          return reply({ toolCalls: [{ name: "vote", args: { agent_id: "agent1", reason: "good" } }] })
-        },
-      })
+      const fake = await startFakeLlm({ respond: loneCouncilReply })
       try {
         fake.enqueue("chat", hang())
         const config = writeConfig(cwd, { agents: [{ id: "agent_a", backend: { type: "chatcompletion", model: "m", base_url: fake.openAiBaseUrl } }] })

@@ -208,3 +208,15 @@ export const promptText = (request: FakeRequest): string => {
 /** Names of the tools a recorded request offers, whatever its protocol. */
 export const offeredTools = (request: FakeRequest): Array<string> =>
   ((request.body?.tools ?? []) as Array<{ name?: string; function?: { name: string } }>).map((t) => t.function?.name ?? t.name ?? "")
+
+/**
+ * A one-agent council's replies, as a function of the request: its first round
+ * answers `draft`, a later one votes for agent1, and the presentation says
+ * "Four.", or "Eight." once the question speaks of doubling (a follow-up turn).
+ */
+export const loneCouncilReply = (req: FakeRequest): Behaviour => {
+  const tools = offeredTools(req)
+  if (tools.length === 0) return reply({ text: promptText(req).includes("doubled") ? "Eight." : "Four." })
+  if (tools.includes("new_answer") && !promptText(req).includes("<agent1.1>")) return reply({ toolCalls: [{ name: "new_answer", args: { content: "draft" } }] })
+  return reply({ toolCalls: [{ name: "vote", args: { agent_id: "agent1", reason: "good" } }] })
+}
