@@ -171,6 +171,7 @@ describe("massgen batch on one machine", () => {
         '{"id": "a/x", "question": "q"}',
         '{"id": "c", "question": "q", "colour": "red"}',
         "[1, 2]",
+        '{"id": "d", "question": "q", "session_id": "../s"}',
       ].join("\n"),
     )
     const r = await runCli("source", batch(cwd), { cwd, env: ENV })
@@ -183,6 +184,7 @@ describe("massgen batch on one machine", () => {
       `massgen: ${path}: line 6: "id": Expected an id without '/' or '\\', found "a/x"`,
       `massgen: ${path}: line 7: unknown key "colour" (known: id, question, config, session_id, metadata)`,
       `massgen: ${path}: line 8: expected a JSON object {"id", "question"}, found a list`,
+      `massgen: ${path}: line 9: "session_id": Expected an id that does not start with '.', found "../s"`,
     ])
     expect(fs.existsSync(nodePath.join(cwd, ".massgen"))).toBe(false)
 
@@ -211,6 +213,54 @@ describe("massgen batch on one machine", () => {
     const results = Object.fromEntries(resultLines(cwd).map((x) => [x.id, x]))
     expect(results.plain).toMatchObject({ answer: "The answer is 4.", session_id: null, metadata: null })
     expect(results.own).toMatchObject({ answer: "Other team: 4.", session_id: "s-1", metadata: { set: "x" } })
+  }, 60_000)
+
+  test("items of one session run one after another, in file order, as its turns: each continues the conversation, and --session-id goes on from there", async () => {
+    const cwd = sandbox()
+    writeConfig(cwd, team(0.05), "team.yaml")
+    const items = [
+      { id: "t1", question: "First question?", session_id: "s1" },
+      { id: "alone", question: "Unrelated?" },
+      { id: "t2", question: "Second question?", session_id: "s1" },
+      { id: "u1", question: "Other session?", session_id: "s2" },
+      { id: "t3", question: "Third question?", session_id: "s1" },
+    ]
+    fs.writeFileSync(nodePath.join(cwd, "items.jsonl"), items.map((i) => JSON.stringify(i)).join("\n") + "\n")
+    const r = await runCli("source", batch(cwd, ["--concurrency", "4"]), { cwd, env: ENV, timeoutMs: 60_000 })
+    expect(r.exitCode).toBe(0)
+    const runOf = (id: string) => nodePath.join(batchDir(cwd), "items", id)
+    const started = (id: string) => readEvents(runOf(id)).find((e) => e.type === "run_started")
+    const finished = (id: string) => readEvents(runOf(id)).find((e) => e.type === "run_finished")
+    const turn = (question: string) => [
+      { role: "user", content: question },
+      { role: "assistant", content: "The answer is 4." },
+    ]
+    expect(started("t1").conversation ?? []).toEqual([])
+    expect(started("t2").conversation).toEqual(turn("First question?"))
+    expect(started("t3").conversation).toEqual([...turn("First question?"), ...turn("Second question?")])
+    expect(started("u1").conversation ?? []).toEqual([])
+    expect(started("alone").conversation ?? []).toEqual([])
+    // One after another: each turn starts after the one before it finished.
+    expect(Date.parse(started("t2").time)).toBeGreaterThanOrEqual(Date.parse(finished("t1").time))
+    expect(Date.parse(started("t3").time)).toBeGreaterThanOrEqual(Date.parse(finished("t2").time))
+    const turns = fs
+      .readFileSync(nodePath.join(cwd, ".massgen", "sessions", "s1", "turns.jsonl"), "utf8")
+      .split("\n")
+      .filter((l) => l !== "")
+      .map((l) => JSON.parse(l))
+    expect(turns.map((t) => [t.turn, t.log_dir])).toEqual([
+      [1, runOf("t1")],
+      [2, runOf("t2")],
+      [3, runOf("t3")],
+    ])
+    const next = await runCli("source", ["--config", "team.yaml", "--session-id", "s1", "--automation", "Fourth question?"], { cwd, env: ENV, timeoutMs: 60_000 })
+    expect(next.exitCode).toBe(0)
+    const logDir = next.stdout.split("\n").find((l) => l.startsWith("LOG_DIR: "))!.slice("LOG_DIR: ".length)
+    expect(readEvents(logDir).find((e) => e.type === "run_started").conversation).toEqual([
+      ...turn("First question?"),
+      ...turn("Second question?"),
+      ...turn("Third question?"),
+    ])
   }, 60_000)
 
   test("the items file changed since the batch began: refused, nothing run", async () => {

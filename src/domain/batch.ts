@@ -4,12 +4,15 @@
  *
  * An **item** is one line of the items file (JSON Lines): `{id, question}`,
  * optionally `config` (a config file for this item, relative to the items
- * file's directory), `session_id` (recorded, for sessions) and `metadata`
- * (any JSON, copied to the result). Blank lines are skipped. `parseItems`
+ * file's directory), `session_id` (a safe name: the session the item is a
+ * turn of) and `metadata` (any JSON, copied to the result). Blank lines are skipped. `parseItems`
  * reads every line and gives either the items or every problem, each naming
  * its line (`line 3: ...`): a line that is not a JSON object, a missing or
  * empty `id` or `question`, an id that is not a safe name (it names the item's
  * run directory), an unknown key, an id given twice (with the line of the first).
+ * `chainsOf` groups the items a batch runs: each item alone, but the items of
+ * one session together, in file order, one after another (each turn continues
+ * the conversation of the ones before it).
  *
  * A **result** is one line of `results.jsonl`: what a finished item's run came
  * to (`resultOf`, from the fold of its events). `batchExitCode` folds the
@@ -26,7 +29,7 @@ export interface BatchItem {
   readonly question: string
   /** The item's own config file, as written (relative to the items file's directory); null: the batch's `--config`. */
   readonly config: string | null
-  /** The session the item belongs to (issue 15), recorded as given. */
+  /** The session the item is a turn of; null: none. */
   readonly sessionId: string | null
   readonly metadata: unknown
   /** Its line in the items file, from 1. */
@@ -39,6 +42,26 @@ const optionalString = (o: Record<string, unknown>, key: string): string | null 
   const v = o[key]
   if (v === undefined || v === null) return null
   return typeof v === "string" && v !== "" ? v : { problem: `"${key}" must be a non-empty string, found ${JSON.stringify(v)}` }
+}
+
+/** The items in runs of work: one item alone, or a session's items in file order, at the place of its first. */
+export const chainsOf = (items: ReadonlyArray<BatchItem>): ReadonlyArray<ReadonlyArray<BatchItem>> => {
+  const chains: Array<Array<BatchItem>> = []
+  const bySession = new Map<string, Array<BatchItem>>()
+  for (const item of items) {
+    if (item.sessionId === null) {
+      chains.push([item])
+      continue
+    }
+    const chain = bySession.get(item.sessionId)
+    if (chain !== undefined) chain.push(item)
+    else {
+      const started = [item]
+      bySession.set(item.sessionId, started)
+      chains.push(started)
+    }
+  }
+  return chains
 }
 
 /** The items of an items file, or every problem with it, each naming its line. */
@@ -71,6 +94,8 @@ export const parseItems = (
     if (config !== null && typeof config === "object") return bad(config.problem)
     const sessionId = optionalString(o, "session_id")
     if (sessionId !== null && typeof sessionId === "object") return bad(sessionId.problem)
+    const sessionProblem = typeof sessionId === "string" ? nameProblem(sessionId) : null
+    if (sessionProblem !== null) return bad(`"session_id": ${sessionProblem}`)
     const first = firstLine.get(o.id)
     if (first !== undefined) return bad(`duplicate id ${JSON.stringify(o.id)} (first on line ${first})`)
     firstLine.set(o.id, line)

@@ -9,7 +9,9 @@
  * run in `items/<id>/` (`run-item.ts`): one process, many runs, so an item
  * costs no process start. The same command again resumes the batch: items
  * with a result are skipped, a run that did not finish is resumed, the others
- * start.
+ * start. The items of one session run one after another, in file order, each
+ * a turn of the session (`chainsOf`); a turn that gets no result leaves the
+ * session's later items to the next run of the command.
  *
  * `batch.budget_usd` (the `--config` file's) is checked before each item
  * starts: once the batch's items have spent it (finished items, and what the
@@ -22,7 +24,7 @@
 import { readFileSync } from "node:fs"
 import { basename, dirname, extname, join, resolve } from "node:path"
 import { Effect, Ref } from "effect"
-import { type BatchItem, BATCH_EXIT_CODES, type BatchResult, batchOutcome, etaSeconds, parseItems, progressLine, resultOf } from "../../domain/batch.ts"
+import { type BatchItem, BATCH_EXIT_CODES, type BatchResult, batchOutcome, chainsOf, etaSeconds, parseItems, progressLine, resultOf } from "../../domain/batch.ts"
 import type { Event } from "../../domain/events.ts"
 import { isResumable, type State } from "../../domain/state.ts"
 import { loadDotEnv } from "../../services/backends/keys.ts"
@@ -127,13 +129,14 @@ export const batchCommand = (args: BatchArgs, ctx: CliContext) =>
       ctx.printError(progressLine({ total: items.length, done, running: live.size, failed: failed(), costUsd: spent() }, etaSeconds(Date.now() - started, n, left + live.size / 2)))
     })
 
+    /** Runs `item`; whether it has its result now. */
     const runOne = (item: BatchItem) =>
       Effect.gen(function* () {
-        if (stop.interrupted) return
+        if (stop.interrupted) return false
         const cost = spent()
         if (budget !== null && cost !== null && cost >= budget) {
           stop.budget = true
-          return
+          return false
         }
         live.set(item.id, null)
         const observer = {
@@ -151,7 +154,7 @@ export const batchCommand = (args: BatchArgs, ctx: CliContext) =>
           ),
           Effect.ensuring(Effect.sync(() => live.delete(item.id))),
         )
-        if (outcome === null) return
+        if (outcome === null) return false
         // A run a signal stopped has no result yet: the next run of the command resumes it.
         if (outcome.state.finished !== null && !isResumable(outcome.state.finished)) {
           const result: BatchResult = resultOf(item, outcome.state, outcome.logDir, outcome.exitCode)
@@ -161,11 +164,13 @@ export const batchCommand = (args: BatchArgs, ctx: CliContext) =>
         }
         if (!outcome.found) yield* Ref.update(finishedHere, (n) => n + 1)
         yield* progress
+        return results.has(item.id)
       })
+    const runChain = (chain: ReadonlyArray<BatchItem>) => Effect.asVoid(Effect.takeWhile(chain, runOne))
 
     const pending = items.filter((i) => !results.has(i.id))
     yield* progress
-    yield* Effect.forEach(pending, runOne, { concurrency: args.concurrency, discard: true })
+    yield* Effect.forEach(chainsOf(pending), runChain, { concurrency: args.concurrency, discard: true })
     const all = items.flatMap((i) => (results.has(i.id) ? [results.get(i.id)!] : []))
     const outcome = batchOutcome(all, stop)
     if (args.automation) for (const line of batchFooter(outcome, items.length, all)) ctx.print(line)

@@ -7,7 +7,10 @@
  * recorded config, its backends from its history, its continued rounds fed
  * their recorded replies (`domain/resume-plan.ts`), so no recorded answer is
  * asked again. A directory with no event yet (a kill before `run_started`)
- * and no directory at all start a new run with the item's config. The run
+ * and no directory at all start a new run with the item's config; an item with
+ * a `session_id` starts as the next turn of that session (under the working
+ * directory's `.massgen/sessions/`, as `--session-id` would), continuing the
+ * conversation of its earlier turns (a resumed run has it in its events). The run
  * goes through `runSession` as any run does, with no display but the batch's
  * observer, and nothing printed on stdout.
  */
@@ -24,8 +27,9 @@ import { RunDirError, recordedToolResult, refuseNewer, runDirConfig } from "../r
 import { type CliContext, writeRunMetadata } from "../run-command.ts"
 import { EXIT_CODES, runSession } from "../run-session.ts"
 import { type RunConfig, makeAgentTools, makeBackends } from "../run-setup.ts"
+import { addTurn, conversationOf, sessionsDir, turnRecords, turnsOf } from "../sessions/session-store.ts"
 
-export interface ItemContext extends Pick<CliContext, "cwd" | "argv" | "version" | "interrupt"> {
+export interface ItemContext extends Pick<CliContext, "cwd" | "env" | "argv" | "version" | "interrupt"> {
   readonly dir: string
   /** Diagnostics of the item's run (a run that did not complete says why). */
   readonly printError: (line: string) => void
@@ -40,6 +44,15 @@ export interface ItemOutcome {
 }
 
 const discard = () => undefined
+
+/** The conversation a new run of `item` continues, its turn recorded first (once: a run that never started is not a second turn). */
+const turnOf = (item: BatchItem, logDir: string, ctx: ItemContext) => {
+  if (item.sessionId === null) return {}
+  const dir = sessionsDir(ctx.env, ctx.cwd)
+  const conversation = conversationOf(turnsOf(dir, item.sessionId).filter((t) => t.log_dir !== logDir))
+  if (!turnRecords(dir, item.sessionId).some((t) => t.log_dir === logDir)) addTurn(dir, item.sessionId, logDir)
+  return { conversation }
+}
 
 export const runItem = (item: BatchItem, loaded: RunConfig, observer: Observer, ctx: ItemContext) =>
   Effect.gen(function* () {
@@ -78,6 +91,7 @@ export const runItem = (item: BatchItem, loaded: RunConfig, observer: Observer, 
       yield* writeRunMetadata(logDir, item.question, loaded, ctx)
       yield* runSession({
         ...session,
+        ...turnOf(item, logDir, ctx),
         config: loaded.config,
         backends,
         env: loaded.env,
