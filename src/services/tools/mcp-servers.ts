@@ -18,11 +18,15 @@
  * filters, as `mcp__<server>__<tool>` with the tool's description and input
  * schema, and runs a call on the server with no time limit of its own (the
  * caller bounds it; interrupting the call cancels the request). A call's
- * result is its text content (other content is described in brackets); a
- * result the server marks as an error fails with `failed`; invalid arguments
- * with `bad_arguments`; a server that has exited, or that cannot be reached,
- * with `server_down` and why. A server that exits mid-run is said once on
- * stderr, as a warning.
+ * result is its text content (`domain/mcp-result.ts`: other content is
+ * described in brackets); a result the server marks as an error fails with
+ * `failed`, and so does a malformed one; invalid arguments with
+ * `bad_arguments`; a server that has exited, or that cannot be reached, with
+ * `server_down` and why. A server that exits mid-run is said once on stderr,
+ * as a warning. A call to a stdio server goes straight on massgen's transport
+ * (`StdioServerTransport.request`: the result is read once, by that check),
+ * unless the tool has an output schema or must run as a task: those, and every
+ * call over HTTP, go through the SDK client's `callTool`, which checks them.
  *
  * No message shows the value a `${VAR}` expanded to: the references stand in.
  */
@@ -30,7 +34,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
-import { ErrorCode, McpError, type CallToolResult, type Tool } from "@modelcontextprotocol/sdk/types.js"
+import { ErrorCode, McpError, type Tool } from "@modelcontextprotocol/sdk/types.js"
 import { Cause, Duration, Effect, Runtime, Schema, type Scope } from "effect"
 import type { Agent } from "../../domain/config.ts"
 import type { ToolSpec } from "../../domain/llm.ts"
@@ -44,6 +48,7 @@ import {
   resolveEntry,
   toolAllowed,
 } from "../../domain/mcp-config.ts"
+import { toolResult } from "../../domain/mcp-result.ts"
 import { maskUrlCredentials } from "../../domain/safe-url.ts"
 import pkg from "../../../package.json" with { type: "json" }
 import { StdioServerTransport } from "./mcp-stdio.ts"
@@ -76,6 +81,10 @@ const UNBOUNDED_MS = 2 ** 31 - 1
 interface RunningServer {
   readonly client: Client
   readonly tools: ReadonlyArray<Tool>
+  /** The stdio transport, which takes tool calls of its own; null over HTTP. */
+  readonly stdio: StdioServerTransport | null
+  /** The tools whose calls go through the client: an output schema to check, or a task to run. */
+  readonly viaClient: ReadonlySet<string>
   /** Why the server can no longer be called, or null while it can. */
   readonly down: () => string | null
   /** A text with the values of the entry's variables replaced by their references, and URL credentials masked. */
@@ -177,58 +186,65 @@ const startServer = (
     return {
       client,
       tools,
+      stdio,
+      viaClient: new Set(tools.filter((t) => t.outputSchema !== undefined || t.execution?.taskSupport === "required").map((t) => t.name)),
       down: () => (stdio?.exitDescription != null ? ending() : null),
       scrub,
     } satisfies RunningServer
   })
 
-/** The text of a tool's result: its text parts, one after another; other parts described in brackets. */
-export const resultText = (result: CallToolResult): string => {
-  const parts = result.content.map((part) => {
-    switch (part.type) {
-      case "text":
-        return part.text
-      case "image":
-      case "audio":
-        return `[${part.type} ${part.mimeType}, ${Math.floor((part.data.length * 3) / 4)} bytes]`
-      case "resource":
-        return "text" in part.resource ? part.resource.text : `[resource ${part.resource.uri} (${part.resource.mimeType ?? "binary"})]`
-      case "resource_link":
-        return `[resource link ${part.uri}]`
-      default:
-        return `[${(part as { type: string }).type}]`
-    }
-  })
-  if (parts.length === 0 && result.structuredContent !== undefined) return JSON.stringify(result.structuredContent)
-  return parts.join("\n")
+const serverDown = (server: string, why: string) => new ToolRunError({ reason: "server_down", detail: `MCP server ${server} ${why}` })
+
+/** A call's failure from what went wrong: the server has ended, it answered with an error, or it cannot be reached. */
+const failure = (running: RunningServer, server: string, e: unknown): ToolRunError => {
+  const gone = running.down()
+  if (gone !== null) return serverDown(server, gone)
+  if (e instanceof McpError) {
+    return new ToolRunError({ reason: e.code === ErrorCode.InvalidParams ? "bad_arguments" : "failed", detail: running.scrub(e.message) })
+  }
+  return new ToolRunError({ reason: "server_down", detail: running.scrub(`MCP server ${server} cannot be reached: ${messageOf(e)}`) })
 }
 
-const runOn = (running: RunningServer, server: string, tool: string, args: Record<string, unknown>): Effect.Effect<string, ToolRunError> =>
-  Effect.suspend(() => {
-    const down = running.down()
-    if (down !== null) return Effect.fail(new ToolRunError({ reason: "server_down", detail: `MCP server ${server} ${down}` }))
-    const failure = (e: unknown): ToolRunError => {
-      const gone = running.down()
-      if (gone !== null) return new ToolRunError({ reason: "server_down", detail: `MCP server ${server} ${gone}` })
-      if (e instanceof McpError) {
-        return new ToolRunError({ reason: e.code === ErrorCode.InvalidParams ? "bad_arguments" : "failed", detail: running.scrub(e.message) })
-      }
-      return new ToolRunError({ reason: "server_down", detail: running.scrub(`MCP server ${server} cannot be reached: ${messageOf(e)}`) })
-    }
-    // Effect.async with a canceler of its own, not Effect.tryPromise nor async's own signal: each cost
-    // 0.01 to 0.05 ms more a call (measured side by side, on calls of 0.13 ms); an interrupted call still aborts its request.
+/** A call's outcome from the result the server sent. */
+const outcome = (running: RunningServer, server: string, value: unknown): Effect.Effect<string, ToolRunError> => {
+  const result = toolResult(value)
+  if ("problem" in result) return Effect.fail(new ToolRunError({ reason: "failed", detail: running.scrub(`MCP server ${server} sent a malformed result: ${result.problem}`) }))
+  return result.isError ? Effect.fail(new ToolRunError({ reason: "failed", detail: result.text })) : Effect.succeed(result.text)
+}
+
+const unreachable = new Error("its stdin cannot be written to")
+
+// Effect.async with a canceler of its own, not Effect.tryPromise nor async's own signal: each cost
+// 0.01 to 0.05 ms more a call (measured side by side, on calls of 0.13 ms); an interrupted call still cancels its request.
+const runOn = (running: RunningServer, server: string, tool: string, args: Record<string, unknown>): Effect.Effect<string, ToolRunError> => {
+  const stdio = running.stdio
+  if (stdio !== null && !running.viaClient.has(tool)) {
     return Effect.async<string, ToolRunError>((resume) => {
-      const abort = new AbortController()
-      running.client.callTool({ name: tool, arguments: args }, undefined, { signal: abort.signal, timeout: UNBOUNDED_MS }).then(
-        (result) => {
-          const text = resultText(result as CallToolResult)
-          resume(result.isError === true ? Effect.fail(new ToolRunError({ reason: "failed", detail: text })) : Effect.succeed(text))
-        },
-        (e: unknown) => resume(Effect.fail(failure(e))),
+      const down = running.down()
+      if (down !== null) return resume(Effect.fail(serverDown(server, down)))
+      const cancel = stdio.request("tools/call", { name: tool, arguments: args }, (reply) =>
+        resume(
+          reply === null
+            ? Effect.fail(failure(running, server, unreachable))
+            : "error" in reply
+              ? Effect.fail(failure(running, server, new McpError(reply.error.code, reply.error.message, reply.error.data)))
+              : outcome(running, server, reply.result),
+        ),
       )
-      return Effect.sync(() => abort.abort())
+      return Effect.sync(cancel)
     })
+  }
+  return Effect.async<string, ToolRunError>((resume) => {
+    const down = running.down()
+    if (down !== null) return resume(Effect.fail(serverDown(server, down)))
+    const abort = new AbortController()
+    running.client.callTool({ name: tool, arguments: args }, undefined, { signal: abort.signal, timeout: UNBOUNDED_MS }).then(
+      (result) => resume(outcome(running, server, result)),
+      (e: unknown) => resume(Effect.fail(failure(running, server, e))),
+    )
+    return Effect.sync(() => abort.abort())
   })
+}
 
 /** A tool as the model sees it: the server's description and input schema, under its `mcp__` name. */
 const specOf = (name: string, tool: Tool): ToolSpec => {
