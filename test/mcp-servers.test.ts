@@ -2,7 +2,8 @@
  * MCP servers as the agents' tool providers: the reference server over stdio and
  * streamable HTTP, shared and filtered entries, `${VAR}` and `${cwd}`, and the
  * faults (no handshake, a failed start, a crash mid-call, a large result, an
- * error answer, a malformed result, an interrupted call).
+ * error answer, a malformed result, structured content against an output
+ * schema, an interrupted call).
  */
 import { afterAll, describe, expect, test } from "bun:test"
 import * as fs from "node:fs"
@@ -74,7 +75,7 @@ describe("the reference server over stdio", () => {
       })
       expect(await call(tools, "mcp__everything__echo", { message: "hello" })).toEqual(Either.right("Echo: hello"))
       expect(await call(tools, "mcp__everything__get-sum", { a: 2, b: 40 })).toEqual(Either.right("The sum of 2 and 40 is 42."))
-      // A tool with an output schema goes through the SDK client, which checks its structured content.
+      // A tool with an output schema: its structured content checked against it.
       const weather = await call(tools, "mcp__everything__get-structured-content", { location: "Chicago" })
       expect(Either.isRight(weather) && JSON.parse(weather.right)).toEqual({ temperature: 36, conditions: "Light rain / drizzle", humidity: 82 })
       const unknown = await call(tools, "mcp__everything__nope")
@@ -267,6 +268,21 @@ describe("faults", () => {
         Either.left(expect.objectContaining({ reason: "failed", detail: "MCP server fault sent a malformed result: its content part 1 (text) lacks a field its text needs" })),
       )
       expect(await call(tools, "mcp__fault__dotted_name")).toEqual(Either.right("ok"))
+    } finally {
+      await stop()
+    }
+  }, 30_000)
+
+  test("a tool's output schema is checked: structured content that does not match it, or none, fails the call", async () => {
+    const { providers, stop } = await start(agentsWith([{ name: "fault", ...faultServer("serve") }]))
+    try {
+      const tools = providers.get("agent_1")!
+      expect(await call(tools, "mcp__fault__shaped", { give: "right" })).toEqual(Either.right("structured"))
+      const wrong = await call(tools, "mcp__fault__shaped", { give: "wrong" })
+      expect(Either.isLeft(wrong) && wrong.left.detail).toStartWith("MCP error -32602: Structured content does not match the tool's output schema: ")
+      expect(await call(tools, "mcp__fault__shaped", { give: "none" })).toEqual(
+        Either.left(expect.objectContaining({ reason: "failed", detail: "MCP error -32600: Tool shaped has an output schema but did not return structured content" })),
+      )
     } finally {
       await stop()
     }

@@ -14,7 +14,9 @@
  * `dotted.name` (`ok`), `rejects` (a JSON-RPC error: invalid params),
  * `malformed` (a result whose text part's text is a number, past the SDK
  * server's own check), `waits` (answers only when cancelled: then appends
- * `cancelled <request id>` to `CANCELS_FILE`).
+ * `cancelled <request id>` to `CANCELS_FILE`), `shaped {give}` (an output
+ * schema of `{ n: number }`; its structured content `{ n: 1 }` for `right`,
+ * `{ n: "one" }` for `wrong`, none for `none`).
  */
 import { appendFileSync } from "node:fs"
 import { Server } from "@modelcontextprotocol/sdk/server/index.js"
@@ -44,6 +46,12 @@ if (mode === "never-starts") {
       { name: "rejects", description: "Always invalid params", inputSchema: object() },
       { name: "malformed", description: "A malformed result", inputSchema: object() },
       { name: "waits", description: "Answers once cancelled", inputSchema: object() },
+      {
+        name: "shaped",
+        description: "Structured content, right or wrong",
+        inputSchema: object({ give: { type: "string" } }),
+        outputSchema: { ...object({ n: { type: "number" } }), required: ["n"] },
+      },
     ],
   }))
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
@@ -74,6 +82,10 @@ if (mode === "never-starts") {
             resolve(text("cancelled"))
           }),
         )
+      case "shaped": {
+        const give = request.params.arguments?.give
+        return give === "none" ? text("no structure") : { ...text("structured"), structuredContent: { n: give === "right" ? 1 : "one" } }
+      }
       case "crash":
         console.error("fault server: crashing on purpose")
         process.exit(3)

@@ -24,9 +24,10 @@
  * `bad_arguments`; a server that has exited, or that cannot be reached, with
  * `server_down` and why. A server that exits mid-run is said once on stderr,
  * as a warning. A call to a stdio server goes straight on massgen's transport
- * (`StdioServerTransport.request`: the result is read once, by that check),
- * unless the tool has an output schema or must run as a task: those, and every
- * call over HTTP, go through the SDK client's `callTool`, which checks them.
+ * (`StdioServerTransport.request`: the result is read once, by that check, and
+ * a tool's output schema checked as the SDK client checks it), unless the tool
+ * must run as a task: that, and every call over HTTP, goes through the SDK
+ * client's `callTool`.
  *
  * No message shows the value a `${VAR}` expanded to: the references stand in.
  */
@@ -35,6 +36,8 @@ import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import { ErrorCode, McpError, type Tool } from "@modelcontextprotocol/sdk/types.js"
+import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv"
+import type { JsonSchemaType, JsonSchemaValidator, jsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/types.js"
 import { Cause, Duration, Effect, Runtime, Schema, type Scope } from "effect"
 import type { Agent } from "../../domain/config.ts"
 import type { ToolSpec } from "../../domain/llm.ts"
@@ -83,13 +86,28 @@ interface RunningServer {
   readonly tools: ReadonlyArray<Tool>
   /** The stdio transport, which takes tool calls of its own; null over HTTP. */
   readonly stdio: StdioServerTransport | null
-  /** The tools whose calls go through the client: an output schema to check, or a task to run. */
+  /** The tools whose calls go through the client: a task to run. */
   readonly viaClient: ReadonlySet<string>
+  /** Each tool's output schema check, for the tools that have one. */
+  readonly outputChecks: ReadonlyMap<string, JsonSchemaValidator<unknown>>
   /** Why the server can no longer be called, or null while it can. */
   readonly down: () => string | null
   /** A text with the values of the entry's variables replaced by their references, and URL credentials masked. */
   readonly scrub: (text: string) => string
 }
+
+/** Output schemas compiled once each, for the clients and for massgen's own calls. */
+const outputSchemas: jsonSchemaValidator = (() => {
+  const ajv = new AjvJsonSchemaValidator()
+  const compiled = new WeakMap<object, JsonSchemaValidator<unknown>>()
+  return {
+    getValidator: <T>(schema: object) => {
+      let check = compiled.get(schema)
+      if (check === undefined) compiled.set(schema, (check = ajv.getValidator(schema)))
+      return check as JsonSchemaValidator<T>
+    },
+  }
+})()
 
 const messageOf = (e: unknown): string => (e instanceof Error ? e.message : String(e))
 
@@ -139,7 +157,7 @@ const startServer = (
     const where = server.type === "stdio" ? "" : ` at ${maskUrlCredentials(entry.fields.url ?? "")}`
     let started = false
     let stopping = false
-    const client = new Client({ name: "massgen", version: pkg.version })
+    const client = new Client({ name: "massgen", version: pkg.version }, { jsonSchemaValidator: outputSchemas })
     const tail = (): string => {
       const text = stdio?.stderrTail() ?? ""
       return text === "" ? "" : `; its stderr ends: ${text}`
@@ -187,7 +205,8 @@ const startServer = (
       client,
       tools,
       stdio,
-      viaClient: new Set(tools.filter((t) => t.outputSchema !== undefined || t.execution?.taskSupport === "required").map((t) => t.name)),
+      viaClient: new Set(tools.filter((t) => t.execution?.taskSupport === "required").map((t) => t.name)),
+      outputChecks: new Map(tools.flatMap((t) => (t.outputSchema === undefined ? [] : [[t.name, outputSchemas.getValidator(t.outputSchema as JsonSchemaType)] as const]))),
       down: () => (stdio?.exitDescription != null ? ending() : null),
       scrub,
     } satisfies RunningServer
@@ -212,6 +231,22 @@ const outcome = (running: RunningServer, server: string, value: unknown): Effect
   return result.isError ? Effect.fail(new ToolRunError({ reason: "failed", detail: result.text })) : Effect.succeed(result.text)
 }
 
+/** The outcome of one of massgen's own calls: its structured content checked against the tool's output schema first, as `callTool` checks it. */
+const ownOutcome = (running: RunningServer, server: string, tool: string, value: unknown): Effect.Effect<string, ToolRunError> => {
+  const check = running.outputChecks.get(tool)
+  if (check !== undefined && typeof value === "object" && value !== null) {
+    const { structuredContent, isError } = value as { structuredContent?: unknown; isError?: unknown }
+    if (!structuredContent && !isError) {
+      return Effect.fail(failure(running, server, new McpError(ErrorCode.InvalidRequest, `Tool ${tool} has an output schema but did not return structured content`)))
+    }
+    const checked = structuredContent ? check(structuredContent) : null
+    if (checked?.valid === false) {
+      return Effect.fail(failure(running, server, new McpError(ErrorCode.InvalidParams, `Structured content does not match the tool's output schema: ${checked.errorMessage}`)))
+    }
+  }
+  return outcome(running, server, value)
+}
+
 const unreachable = new Error("its stdin cannot be written to")
 
 // Effect.async with a canceler of its own, not Effect.tryPromise nor async's own signal: each cost
@@ -228,7 +263,7 @@ const runOn = (running: RunningServer, server: string, tool: string, args: Recor
             ? Effect.fail(failure(running, server, unreachable))
             : "error" in reply
               ? Effect.fail(failure(running, server, new McpError(reply.error.code, reply.error.message, reply.error.data)))
-              : outcome(running, server, reply.result),
+              : ownOutcome(running, server, tool, reply.result),
         ),
       )
       return Effect.sync(cancel)

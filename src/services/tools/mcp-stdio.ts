@@ -195,19 +195,20 @@ export class StdioServerTransport implements Transport {
 
   /** Writes `text` to the server's stdin at once; when that fails, request `id` (if any) has no reply to wait for. */
   private write(proc: GroupProcess<"pipe">, text: string, id: string | null): void {
-    const fail = () => {
-      const reply = id === null ? undefined : this.replies.get(id)
-      if (reply === undefined) return
-      this.replies.delete(id!)
-      reply(null)
-    }
     try {
       proc.stdin.write(text)
       const flushed = proc.stdin.flush()
-      if (flushed instanceof Promise) flushed.catch(fail)
+      if (flushed instanceof Promise) flushed.catch(() => this.unsent(id))
     } catch {
-      fail()
+      this.unsent(id)
     }
+  }
+
+  private unsent(id: string | null): void {
+    const reply = id === null ? undefined : this.replies.get(id)
+    if (reply === undefined) return
+    this.replies.delete(id!)
+    reply(null)
   }
 
   close(): Promise<void> {
