@@ -1,7 +1,9 @@
 /**
  * MCP servers as the agents' tool providers: the reference server over stdio and
  * streamable HTTP, shared and filtered entries, `${VAR}` and `${cwd}`, and the
- * faults (no handshake, a failed start, a crash mid-call, a large result).
+ * faults (no handshake, a failed start, a crash mid-call, a large result, an
+ * error answer, a malformed result, structured content against an output
+ * schema, an interrupted call).
  */
 import { afterAll, describe, expect, test } from "bun:test"
 import * as fs from "node:fs"
@@ -11,7 +13,7 @@ import { Cause, Effect, Either, Exit, Scope } from "effect"
 import { type Agent, decodeConfig } from "../src/domain/config.ts"
 import { McpStartError, startMcpServers } from "../src/services/tools/mcp-servers.ts"
 import type { ToolProvider } from "../src/services/tools/tool-provider.ts"
-import { everythingStdio, faultServer, isGone, startEverythingHttp, startsOf, waitUntilGone } from "./support/mcp.ts"
+import { everythingStdio, faultServer, isGone, startEverythingHttp, startsOf, waitForText, waitUntilGone } from "./support/mcp.ts"
 
 const dirs: Array<string> = []
 afterAll(() => {
@@ -73,6 +75,9 @@ describe("the reference server over stdio", () => {
       })
       expect(await call(tools, "mcp__everything__echo", { message: "hello" })).toEqual(Either.right("Echo: hello"))
       expect(await call(tools, "mcp__everything__get-sum", { a: 2, b: 40 })).toEqual(Either.right("The sum of 2 and 40 is 42."))
+      // A tool with an output schema: its structured content checked against it.
+      const weather = await call(tools, "mcp__everything__get-structured-content", { location: "Chicago" })
+      expect(Either.isRight(weather) && JSON.parse(weather.right)).toEqual({ temperature: 36, conditions: "Light rain / drizzle", humidity: 82 })
       const unknown = await call(tools, "mcp__everything__nope")
       expect(Either.isLeft(unknown) && unknown.left.reason).toBe("unknown_tool")
     } finally {
@@ -245,6 +250,52 @@ describe("faults", () => {
       expect(Either.isRight(big) && big.right.length).toBe(1_048_576)
       expect(await call(tools, "mcp__fault__fails")).toEqual(Either.left(expect.objectContaining({ reason: "failed", detail: "the database is locked" })))
       expect(names(tools)).toContain("mcp__fault__dotted_name")
+      expect(await call(tools, "mcp__fault__dotted_name")).toEqual(Either.right("ok"))
+    } finally {
+      await stop()
+    }
+  }, 30_000)
+
+  test("an invalid-params answer fails with bad_arguments; a malformed result fails with failed, naming what is wrong; the server still answers", async () => {
+    const { providers, stop } = await start(agentsWith([{ name: "fault", ...faultServer("serve") }]))
+    try {
+      const tools = providers.get("agent_1")!
+      // The SDK server's message names the code, and so does the client's.
+      expect(await call(tools, "mcp__fault__rejects")).toEqual(
+        Either.left(expect.objectContaining({ reason: "bad_arguments", detail: "MCP error -32602: MCP error -32602: bytes must be a number" })),
+      )
+      expect(await call(tools, "mcp__fault__malformed")).toEqual(
+        Either.left(expect.objectContaining({ reason: "failed", detail: "MCP server fault sent a malformed result: its content part 1 (text) lacks a field its text needs" })),
+      )
+      expect(await call(tools, "mcp__fault__dotted_name")).toEqual(Either.right("ok"))
+    } finally {
+      await stop()
+    }
+  }, 30_000)
+
+  test("a tool's output schema is checked: structured content that does not match it, or none, fails the call", async () => {
+    const { providers, stop } = await start(agentsWith([{ name: "fault", ...faultServer("serve") }]))
+    try {
+      const tools = providers.get("agent_1")!
+      expect(await call(tools, "mcp__fault__shaped", { give: "right" })).toEqual(Either.right("structured"))
+      const wrong = await call(tools, "mcp__fault__shaped", { give: "wrong" })
+      expect(Either.isLeft(wrong) && wrong.left.detail).toStartWith("MCP error -32602: Structured content does not match the tool's output schema: ")
+      expect(await call(tools, "mcp__fault__shaped", { give: "none" })).toEqual(
+        Either.left(expect.objectContaining({ reason: "failed", detail: "MCP error -32600: Tool shaped has an output schema but did not return structured content" })),
+      )
+    } finally {
+      await stop()
+    }
+  }, 30_000)
+
+  test("an interrupted call (its timeout) cancels its request on the server, which goes on answering", async () => {
+    const cancels = nodePath.join(tempDir(), "cancels")
+    const { providers, stop } = await start(agentsWith([{ name: "fault", ...faultServer("serve", { env: { CANCELS_FILE: cancels } }) }]))
+    try {
+      const tools = providers.get("agent_1")!
+      const timedOut = await Effect.runPromise(Effect.either(Effect.timeout(tools.run("mcp__fault__waits", {}), "100 millis")))
+      expect(Either.isLeft(timedOut) && timedOut.left._tag).toBe("TimeoutException")
+      await waitForText(cancels, "cancelled massgen-")
       expect(await call(tools, "mcp__fault__dotted_name")).toEqual(Either.right("ok"))
     } finally {
       await stop()

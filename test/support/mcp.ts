@@ -9,6 +9,8 @@
  * - `startsOf(file)` reads the pids the fault server appended at its starts;
  *   `waitForStarts(file, n)` waits for `n` of them; `waitForRunStart(logDirLine)`
  *   waits for a run's `run_started` (its servers are up by then).
+ * - `waitForText(file, text)` waits until `file` holds `text` (a fault
+ *   server's record of a cancelled call).
  * - `isGone(pid)`: the process has exited (a zombie no one reaped counts as gone);
  *   `waitUntilGone(pid)` waits for that, bounded.
  */
@@ -77,6 +79,9 @@ export const waitForStarts = async (file: string, n = 1, ms = 20_000): Promise<R
   await poll(() => startsOf(file).length >= n, `no ${n} server start(s)`, ms)
   return startsOf(file)
 }
+
+export const waitForText = (file: string, text: string, ms = 10_000): Promise<void> =>
+  poll(() => fs.existsSync(file) && fs.readFileSync(file, "utf8").includes(text), `no ${JSON.stringify(text)} in ${file}`, ms)
 
 /** Waits for a run's first event: its MCP servers have started (and answered their handshake) by then. */
 export const waitForRunStart = async (logDirLine: string, ms = 20_000): Promise<void> => {
