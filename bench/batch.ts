@@ -8,7 +8,7 @@
  * worker's `run_resumed` of it (target: under 10 s), taken over through the
  * item's lease (`src/services/batch/item-lease.ts`): the workers run with
  * `--takeover-seconds` `BENCH_TAKEOVER_SECONDS` (3, the default: a look for
- * free leases every 1 s).
+ * free leases every 0.75 s).
  * `BENCH_BATCH_ITEMS` (24) and `BENCH_BATCH_EVENTS` (300) size it.
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
@@ -144,7 +144,7 @@ export const batchBench = async (): Promise<void> => {
     })
     const takeovers: Array<number> = []
     for (let i = 0; i < 5; i++) takeovers.push(await takeover(pg.url, pg.psql, i))
-    targetLine(`worker killed -9 -> another worker's run_resumed of its item (--takeover-seconds ${TAKEOVER_SECONDS}: a look every ${fmt(TAKEOVER_SECONDS / 3)} s): s, median / max`, takeovers, "s", {
+    targetLine(`worker killed -9 -> another worker's run_resumed of its item (--takeover-seconds ${TAKEOVER_SECONDS}: a look every ${fmt(TAKEOVER_SECONDS / 4)} s): s, median / max`, takeovers, "s", {
       ratio: (v) => v,
       op: "<",
       limit: 10,

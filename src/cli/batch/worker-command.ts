@@ -3,9 +3,10 @@
  *
  * It takes items from the queue (`services/batch/batch-queue.ts`), at most N
  * at once, and runs each under its lease (`services/batch/item-lease.ts`):
- * an item whose lease another worker holds is waited for, not run. Every S/3
- * seconds it looks for items whose worker is gone (their lease free) and
- * puts them back on the queue. It runs each as `massgen batch` runs an item (`run-item.ts`), in
+ * an item whose lease another worker holds is waited for, not run. Every S/4
+ * seconds it looks for items whose worker is gone (their lease free on two
+ * looks in a row) and puts them back on the queue. It runs each item as
+ * `massgen batch` does (`run-item.ts`), in
  * `.massgen/worker/<batch>/items/<id>/` under its working directory, with the
  * Postgres event store: the run's events are the shared stream
  * `<batch>/items/<id>`. An item another worker started (and died running) is

@@ -12,10 +12,11 @@
  * and `tcp_user_timeout`) find the peer gone.
  *
  * Every worker looks every `lookSeconds` (`sweep`) for jobs pg-boss has
- * `active` that have been so for a look or more and whose lease nobody holds,
- * takes the lease to be sure, and fails the job through pg-boss, fenced to
- * the attempt it saw (`fail({id, retryCount})`): it is retried at once
- * (retry delay 0) by whichever worker fetches next.
+ * `active` whose lease nobody holds. A job seen so on two looks in a row
+ * (its lease free a look or more: its runner, if alive, has seen its loss by
+ * then, below) has its lease taken for a moment to be sure, and is failed
+ * through pg-boss, fenced to the attempt seen (`fail({id, retryCount})`): it
+ * is retried at once (retry delay 0) by whichever worker fetches next.
  *
  * Never two runners: a run starts only under its lease, taken while the
  * job's attempt (`retry_count`) is still the current active one. A worker
@@ -23,16 +24,17 @@
  * backstop gave it away from a worker alive but slow) waits for the lease;
  * once it has it, the run is found finished or is resumed from the shared
  * log. A runner that loses its lease while it runs (its session ended: the
- * server restarted, the network cut) learns it within a look (`Lease.lost`)
- * and stops; in that window the event store's fence keeps the item's stream
+ * server restarted, the network cut) learns it within a look (`Lease.lost`:
+ * its session checked every look) and stops, before the item is taken over;
+ * and whatever the timing, the event store's fence keeps the item's stream
  * to one writer.
  */
 import { SQL } from "bun"
 import type { PgBoss } from "pg-boss"
 import { QUEUE } from "./batch-queue.ts"
 
-/** How often a worker looks for items whose worker is gone: a third of the takeover bound. */
-export const lookSeconds = (takeoverSeconds: number): number => takeoverSeconds / 3
+/** How often a worker looks for items whose worker is gone, and a runner at its lease: a quarter of the takeover bound. */
+export const lookSeconds = (takeoverSeconds: number): number => takeoverSeconds / 4
 
 const KEY_PREFIX = `${QUEUE}:`
 /** How often a worker waiting for a lease another holds tries again, in ms. */
@@ -74,6 +76,8 @@ export const openLeases = (url: string, takeoverSeconds: number, slots: number):
     },
   })
   let stopped = false
+  /** The attempts (`id:retryCount`) whose lease was free at the last look. */
+  let seenFree = new Set<string>()
 
   const tryLock = async (conn: SQL, id: string): Promise<boolean> => {
     const rows: Array<{ got: boolean }> = await conn`SELECT pg_try_advisory_lock(hashtextextended(${KEY_PREFIX + id}, 0)) AS got`
@@ -160,13 +164,16 @@ export const openLeases = (url: string, takeoverSeconds: number, slots: number):
   const sweep = async (boss: PgBoss): Promise<number> => {
     const free: Array<JobAttempt> = await sql`
       SELECT j.id::text AS id, j.retry_count AS "retryCount" FROM pgboss.job j
-      WHERE j.name = ${QUEUE} AND j.state = 'active' AND j.started_on < now() - make_interval(secs => ${look})
+      WHERE j.name = ${QUEUE} AND j.state = 'active'
         AND NOT EXISTS (
           SELECT 1 FROM pg_locks l
           WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
             AND ((l.classid::bigint << 32) | l.objid::bigint) = hashtextextended(${KEY_PREFIX} || j.id::text, 0))`
+    const attempt = (job: JobAttempt) => `${job.id}:${job.retryCount}`
+    const due = free.filter((job) => seenFree.has(attempt(job)))
+    seenFree = new Set(free.map(attempt))
     let failed = 0
-    for (const job of free) {
+    for (const job of due) {
       const conn = await sql.reserve()
       let locked = false
       try {
