@@ -56,7 +56,7 @@ export type Acquired = { readonly _tag: "held"; readonly lease: Lease } | { read
 
 export interface Leases {
   readonly acquire: (job: JobAttempt, stop: Promise<unknown>, onWait: () => void) => Promise<Acquired>
-  /** Fails back to the queue every active job whose lease is free; how many. */
+  /** Fails back to the queue every active job whose lease was free at this look and the last; how many. */
   readonly sweep: (boss: PgBoss) => Promise<number>
   readonly close: () => Promise<void>
 }
