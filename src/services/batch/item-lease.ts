@@ -98,22 +98,24 @@ export const openLeases = (url: string, takeoverSeconds: number, slots: number):
     }
   }
 
-  /** Resolves once `pid`'s session is gone, checked every look. */
+  /** Calls `onLost` once `pid`'s session is gone or silent for max(2, S) seconds, checked every look; the stop of the checks. */
   const watch = (conn: SQL, pid: number, onLost: (why: string) => void): (() => void) => {
     let busy = false
     const timer = setInterval(async () => {
       if (busy) return
       busy = true
+      let silent: ReturnType<typeof setTimeout> | undefined
       try {
         const rows = await Promise.race([
           conn`SELECT pg_backend_pid() AS pid` as Promise<Array<{ pid: number }>>,
-          Bun.sleep(Math.max(2, takeoverSeconds) * 1000).then(() => Promise.reject(new Error("no answer from the server"))),
+          new Promise<never>((_, reject) => (silent = setTimeout(() => reject(new Error("no answer from the server")), Math.max(2, takeoverSeconds) * 1000))),
         ])
         if (rows[0]!.pid !== pid) throw new Error("its session ended")
       } catch (e) {
         clearInterval(timer)
         onLost(`its lease was lost (${messageOf(e)})`)
       } finally {
+        clearTimeout(silent)
         busy = false
       }
     }, look * 1000)
