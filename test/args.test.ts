@@ -74,7 +74,11 @@ describe("parseInvocation", () => {
       Either.right({ _tag: "batch", itemsPath: "items.jsonl", configPath: "t.yaml", concurrency: 4, outDir: null, automation: false, engine: null }),
     )
     expect(parseInvocation(["batch", "status", "--engine", "postgres://h/db", "b1"])).toEqual(Either.right({ _tag: "batch_status", engine: "postgres://h/db", batch: "b1", outDir: null }))
-    expect(parseInvocation(["worker", "--engine", "postgres://h/db"])).toEqual(Either.right({ _tag: "worker", engine: "postgres://h/db", concurrency: 4 }))
+    expect(parseInvocation(["worker", "--engine", "postgres://h/db"])).toEqual(Either.right({ _tag: "worker", engine: "postgres://h/db", concurrency: 4, takeoverSeconds: 3 }))
+    expect(parseInvocation(["worker", "--engine", "postgres://h/db", "--takeover-seconds", "1.5"])).toEqual(
+      Either.right({ _tag: "worker", engine: "postgres://h/db", concurrency: 4, takeoverSeconds: 1.5 }),
+    )
+    expect(message(["worker", "--engine", "postgres://h/db", "--takeover-seconds", "0"])).toBe('--takeover-seconds: expected a number of seconds from 0.5 to 3600, found "0"')
     expect(message(["worker"])).toBe("worker needs --engine postgres://...")
     expect(message(["batch", "i.jsonl", "-c", "t.yaml", "--engine", "mysql://x"])).toBe("--engine: expected a postgres://... URL")
     expect(message(["batch", "--config", "t.yaml"])).toBe("batch takes one ITEMS.jsonl file, found 0")

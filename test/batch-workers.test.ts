@@ -7,8 +7,14 @@
  * over from the shared log and finish everything, each item has exactly one
  * result, every item's stream was written by one process at a time (its
  * `run_started`/`run_resumed` never go back to a process that was taken over
- * from) and no agent answered twice. A server restart in the middle: the
- * workers connect again and the batch completes.
+ * from) and no agent answered twice. A worker killed -9 in the middle of
+ * its one item: an idle worker resumes it within `--takeover-seconds` (the
+ * time from the kill to the survivor's `run_resumed` event). An item given
+ * to a second worker while a live one runs it (pg-boss's heartbeat backstop,
+ * made to fire): the second waits for the item's lease, and never writes
+ * into its run. A runner whose lease session the server ends stops its run,
+ * which is resumed. A server restart in the middle: the workers connect again
+ * and the batch completes.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import * as fs from "node:fs"
@@ -60,16 +66,34 @@ const streamOf = (key: string): Array<any> =>
     .filter((l) => l !== "")
     .map((l) => JSON.parse(l))
 
-const queue = async (batch: string, n: number) => {
+/** The same team, each call taking `seconds`: a run long enough to be killed or contended in the middle. */
+const slowTeam = (seconds: number) => ({ agents: team.agents.map((a) => ({ ...a, backend: { ...a.backend, delay_seconds: seconds } })) })
+
+const queue = async (batch: string, n: number, config: object = team) => {
   const cwd = sandbox()
-  writeConfig(cwd, team, "team.yaml")
+  writeConfig(cwd, config, "team.yaml")
   fs.writeFileSync(nodePath.join(cwd, `${batch}.jsonl`), Array.from({ length: n }, (_, i) => JSON.stringify({ id: `q${i}`, question: `What is ${i}+${i}?` })).join("\n"))
   const r = await runCli("source", ["batch", `${batch}.jsonl`, "--config", "team.yaml", "--engine", pg.url], { cwd, env: ENV, timeoutMs: 60_000 })
   expect({ code: r.exitCode, lines: r.lines, stderr: r.stderr }).toEqual({ code: 0, lines: [`BATCH: ${batch}`, `QUEUED: ${n}`], stderr: "" })
 }
 
-const worker = (): Promise<RunningCli> =>
-  startCli("source", ["worker", "--engine", pg.url, "--concurrency", "3"], { cwd: sandbox(), env: { ...ENV, MASSGEN_TAKEOVER_SECONDS: "10" }, timeoutMs: 240_000 })
+const worker = (concurrency = 3, takeoverSeconds = 3): Promise<RunningCli> =>
+  startCli("source", ["worker", "--engine", pg.url, "--concurrency", String(concurrency), "--takeover-seconds", String(takeoverSeconds)], { cwd: sandbox(), env: ENV, timeoutMs: 240_000 })
+
+/** Polls (a bounded loop of short waits) until `ok`. */
+const until = async (what: string, ok: () => boolean, timeoutMs = 60_000): Promise<void> => {
+  const deadline = Date.now() + timeoutMs
+  while (!ok()) {
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`)
+    await Bun.sleep(50)
+  }
+}
+
+/** Sessions of workers' lease pools: an idle worker has one once it looked for items to take over. */
+const leaseSessions = (): number => Number(pg.psql("SELECT count(DISTINCT client_port) FROM pg_stat_activity WHERE application_name = 'massgen-lease'").trim())
+
+/** The pids that started or resumed an item's run, in order. */
+const writersOf = (lines: ReadonlyArray<any>): Array<number> => lines.filter((l) => l.type === "run_started" || l.type === "run_resumed").map((l) => l.meta.pid)
 
 /** Stops the workers; their stderr, for a test that failed. */
 const stopAll = async (workers: ReadonlyArray<RunningCli>): Promise<string> => {
@@ -98,7 +122,7 @@ describe("massgen worker: one batch, several workers, one Postgres", () => {
       let takenOver = 0
       for (let i = 0; i < 30; i++) {
         const lines = streamOf(`thirty/items/q${i}`)
-        const writers = lines.filter((l) => l.type === "run_started" || l.type === "run_resumed").map((l) => l.meta.pid)
+        const writers = writersOf(lines)
         // A process once taken over from never writes again.
         const seen = new Set<number>()
         writers.forEach((pid, j) => {
@@ -117,6 +141,88 @@ describe("massgen worker: one batch, several workers, one Postgres", () => {
       await stopAll(workers)
     }
   }, 300_000)
+
+  test("a worker killed -9 in the middle of a run: an idle worker resumes it within --takeover-seconds (3)", async () => {
+    const workers = await Promise.all([worker(1, 3), worker(1, 3)])
+    try {
+      // Both workers up and looking before the item is queued: only the takeover is timed.
+      await until("two idle workers looking", () => leaseSessions() >= 2)
+      await queue("killed", 1, slowTeam(2))
+      await until("the item's run started", () => streamOf("killed/items/q0").some((l) => l.type === "run_started"))
+      const victimPid = streamOf("killed/items/q0").find((l) => l.type === "run_started").meta.pid
+      const victim = workers.find((w) => w.proc.pid === victimPid)!
+      const survivor = workers.find((w) => w.proc.pid !== victimPid)!
+      const killedAt = Date.now()
+      victim.proc.kill("SIGKILL")
+      await until("the survivor's run_resumed", () => streamOf("killed/items/q0").some((l) => l.type === "run_resumed" && l.meta.pid === survivor.proc.pid))
+      const resumed = streamOf("killed/items/q0").find((l) => l.type === "run_resumed")
+      const seconds = (Date.parse(resumed.time) - killedAt) / 1000
+      expect({ seconds, within: seconds < 3 }).toEqual({ seconds, within: true })
+      await waitForResults("killed", 1, 60_000)
+      const lines = streamOf("killed/items/q0")
+      expect(writersOf(lines)).toEqual([victimPid, survivor.proc.pid])
+      expect(lines.filter((l) => l.type === "run_finished")).toHaveLength(1)
+    } catch (e) {
+      throw new Error(`${(e as Error).message}\n${await stopAll(workers)}`)
+    } finally {
+      await stopAll(workers)
+    }
+  }, 120_000)
+
+  test("an item whose lease a live worker holds is not run by a second worker it is given to: it waits, then finds it finished", async () => {
+    const workers = await Promise.all([worker(1), worker(1)])
+    try {
+      await until("two idle workers looking", () => leaseSessions() >= 2)
+      await queue("held", 1, slowTeam(2))
+      await until("the item's run started", () => streamOf("held/items/q0").some((l) => l.type === "run_started"))
+      const runnerPid = streamOf("held/items/q0").find((l) => l.type === "run_started").meta.pid
+      const other = workers.find((w) => w.proc.pid !== runnerPid)!
+      // pg-boss's heartbeat backstop declares the live runner dead (its heartbeat made stale) and retries the job: the other worker gets it.
+      const attempt = () => Number(pg.psql("SELECT retry_count FROM pgboss.job WHERE name = 'massgen_items' AND data->>'batch' = 'held'").trim())
+      const first = attempt()
+      await until("the job retried", () => {
+        pg.psql(`UPDATE pgboss.job SET heartbeat_on = now() - interval '1 hour' WHERE name = 'massgen_items' AND data->>'batch' = 'held' AND state = 'active' AND retry_count = ${first}`)
+        return attempt() > first
+      })
+      await waitForResults("held", 1, 60_000)
+      await until("the job completed", () => pg.psql("SELECT state FROM pgboss.job WHERE name = 'massgen_items' AND data->>'batch' = 'held'").trim() === "completed")
+      const lines = streamOf("held/items/q0")
+      expect(writersOf(lines)).toEqual([runnerPid])
+      expect(lines.filter((l) => l.type === "run_finished")).toHaveLength(1)
+      const stderr = (await stopAll([other])).split("\n")
+      expect(stderr).toContain("massgen: item held/q0 is run by another worker: waiting for its lease")
+    } catch (e) {
+      throw new Error(`${(e as Error).message}\n${await stopAll(workers)}`)
+    } finally {
+      await stopAll(workers)
+    }
+  }, 120_000)
+
+  test("a runner whose lease session ends (the server cut it) stops its run; the item is resumed, one writer at a time", async () => {
+    const workers = await Promise.all([worker(1), worker(1)])
+    try {
+      await until("two idle workers looking", () => leaseSessions() >= 2)
+      await queue("cut", 1, slowTeam(2))
+      await until("the item's run started", () => streamOf("cut/items/q0").some((l) => l.type === "run_started"))
+      // The session holding the item's lease, ended by the server as a lost connection would be.
+      expect(pg.psql("SELECT count(pg_terminate_backend(pid)) FROM pg_locks WHERE locktype = 'advisory' AND granted").trim()).toBe("1")
+      await waitForResults("cut", 1, 60_000)
+      const lines = streamOf("cut/items/q0")
+      const finished = lines.filter((l) => l.type === "run_finished").map((l) => ({ reason: l.reason, lease: String(l.message).includes("its lease was lost") }))
+      expect(finished).toEqual([
+        { reason: "interrupted", lease: true },
+        { reason: "completed", lease: false },
+      ])
+      // Its run_started, then one run_resumed (by either worker).
+      expect(writersOf(lines)).toHaveLength(2)
+      const answers = lines.filter((l) => l.type === "answer_submitted").map((l) => l.agent)
+      expect(answers.sort()).toEqual(["agent_a", "agent_b", "agent_c"])
+    } catch (e) {
+      throw new Error(`${(e as Error).message}\n${await stopAll(workers)}`)
+    } finally {
+      await stopAll(workers)
+    }
+  }, 120_000)
 
   test("a Postgres restart in the middle: the workers connect again and the batch completes", async () => {
     await queue("restart", 12)

@@ -112,7 +112,7 @@ export type Invocation =
   | RunInvocation
   | ServeArgs
   | BatchArgs
-  | { readonly _tag: "worker"; readonly engine: string; readonly concurrency: number }
+  | { readonly _tag: "worker"; readonly engine: string; readonly concurrency: number; readonly takeoverSeconds: number }
   | { readonly _tag: "batch_status" | "batch_export"; readonly engine: string; readonly batch: string; readonly outDir: string | null }
   | ViewerArgs
   | { readonly _tag: "resume"; readonly logDir: string; readonly automation: boolean }
@@ -373,9 +373,12 @@ const concurrencyOf = (value: string | undefined): Either.Either<number, UsageEr
   return Number.isInteger(n) && n >= 1 ? Either.right(n) : usage("bad_value", `--concurrency: expected a whole number of 1 or more, found ${JSON.stringify(value)}`)
 }
 
-const workerOptions = { engine: { type: "string" }, concurrency: { type: "string" }, help: { type: "boolean", short: "h" } } as const
+const workerOptions = { engine: { type: "string" }, concurrency: { type: "string" }, "takeover-seconds": { type: "string" }, help: { type: "boolean", short: "h" } } as const
 
-/** `massgen worker --engine postgres://... [--concurrency N]`. */
+/** The default `--takeover-seconds` of a worker (`services/batch/item-lease.ts`). */
+export const DEFAULT_TAKEOVER_SECONDS = 3
+
+/** `massgen worker --engine postgres://... [--concurrency N] [--takeover-seconds S]`. */
 const parseWorker = (argv: ReadonlyArray<string>): Either.Either<Invocation, UsageError> => {
   const result = parseStrict(argv, workerOptions, "worker")
   if (Either.isLeft(result)) return Either.left(result.left)
@@ -385,7 +388,10 @@ const parseWorker = (argv: ReadonlyArray<string>): Either.Either<Invocation, Usa
   if (v.engine === undefined || !/^postgres(ql)?:\/\//.test(v.engine)) return usage("missing_value", "worker needs --engine postgres://...")
   const concurrency = concurrencyOf(v.concurrency)
   if (Either.isLeft(concurrency)) return Either.left(concurrency.left)
-  return Either.right({ _tag: "worker", engine: v.engine, concurrency: concurrency.right })
+  const takeover = v["takeover-seconds"] === undefined ? DEFAULT_TAKEOVER_SECONDS : Number(v["takeover-seconds"])
+  if (!Number.isFinite(takeover) || takeover < 0.5 || takeover > 3600)
+    return usage("bad_value", `--takeover-seconds: expected a number of seconds from 0.5 to 3600, found ${JSON.stringify(v["takeover-seconds"])}`)
+  return Either.right({ _tag: "worker", engine: v.engine, concurrency: concurrency.right, takeoverSeconds: takeover })
 }
 
 export const parseInvocation = (argv: ReadonlyArray<string>): Either.Either<Invocation, UsageError> => {

@@ -62,7 +62,7 @@ Usage:
   massgen batch status --engine URL NAME    a shared batch's progress across workers
   massgen batch export --engine URL NAME [--out DIR]
                                               its runs and results from Postgres into a local batch folder
-  massgen worker --engine postgres://... [--concurrency N]
+  massgen worker --engine postgres://... [--concurrency N] [--takeover-seconds S]
                                               run queued batch items, any number of workers on any machines
 
 Options:

@@ -69,9 +69,8 @@ const loadConfigs = (paths: ReadonlyArray<string>, env: RunConfig["env"]) =>
 const queueBatch = (engine: string, itemsPath: string, items: ReadonlyArray<BatchItem>, configOf: (item: BatchItem) => string, ctx: CliContext) =>
   Effect.promise(async () => {
     const { enqueue, openQueue } = await import("../../services/batch/batch-queue.ts")
-    const { takeoverSeconds } = await import("./worker-command.ts")
     const batch = basename(itemsPath, extname(itemsPath))
-    const boss = await openQueue(engine, takeoverSeconds(ctx.env))
+    const boss = await openQueue(engine)
     await enqueue(
       boss,
       items.map((item) => ({

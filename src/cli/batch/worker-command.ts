@@ -1,8 +1,12 @@
 /**
- * `massgen worker --engine postgres://... [--concurrency N]`: runs a shared batch's items.
+ * `massgen worker --engine postgres://... [--concurrency N] [--takeover-seconds S]`: runs a shared batch's items.
  *
  * It takes items from the queue (`services/batch/batch-queue.ts`), at most N
- * at once, and runs each as `massgen batch` runs an item (`run-item.ts`), in
+ * at once, and runs each under its lease (`services/batch/item-lease.ts`):
+ * an item whose lease another worker holds is waited for, not run. Every S/4
+ * seconds it looks for items whose worker is gone (their lease free on two
+ * looks in a row) and puts them back on the queue. It runs each item as
+ * `massgen batch` does (`run-item.ts`), in
  * `.massgen/worker/<batch>/items/<id>/` under its working directory, with the
  * Postgres event store: the run's events are the shared stream
  * `<batch>/items/<id>`. An item another worker started (and died running) is
@@ -17,6 +21,7 @@ import { resultOf } from "../../domain/batch.ts"
 import { isResumable } from "../../domain/state.ts"
 import { loadDotEnv } from "../../services/backends/keys.ts"
 import { QUEUE, type QueuedItem, openQueue, recordResult } from "../../services/batch/batch-queue.ts"
+import { lookSeconds, openLeases } from "../../services/batch/item-lease.ts"
 import { itemDir } from "../../services/batch/batch-folder.ts"
 import { EventStore } from "../../services/event-store.ts"
 import { postgresEventStore } from "../../services/event-store-postgres.ts"
@@ -29,10 +34,9 @@ export interface WorkerArgs {
   readonly _tag: "worker"
   readonly engine: string
   readonly concurrency: number
+  /** Within about this many seconds a dead worker's items are taken over. */
+  readonly takeoverSeconds: number
 }
-
-/** Seconds without a heartbeat after which a worker's items are taken over (pg-boss's floor is 10). */
-export const takeoverSeconds = (env: Readonly<Record<string, string | undefined>>): number => Number(env.MASSGEN_TAKEOVER_SECONDS ?? 10)
 
 export const workerCommand = (args: WorkerArgs, ctx: CliContext) =>
   Effect.gen(function* () {
@@ -40,9 +44,11 @@ export const workerCommand = (args: WorkerArgs, ctx: CliContext) =>
     const root = join(ctx.cwd, ".massgen", "worker")
     fs.mkdirSync(root, { recursive: true, mode: PRIVATE_DIR_MODE })
     const runtime = yield* Effect.runtime<EventStore>()
-    const boss = yield* Effect.promise(() => openQueue(args.engine, takeoverSeconds(env)))
+    const boss = yield* Effect.promise(() => openQueue(args.engine))
+    const leases = openLeases(args.engine, args.takeoverSeconds, args.concurrency)
+    const stopped = Runtime.runPromise(runtime)(ctx.interrupt)
 
-    const runJob = (item: QueuedItem) =>
+    const runJob = (item: QueuedItem, leaseLost: Promise<string>) =>
       Effect.gen(function* () {
         const raw = yield* parseConfigText(item.configYaml, item.configPath)
         const config = yield* decodeDocument(raw, item.configPath, env)
@@ -55,25 +61,49 @@ export const workerCommand = (args: WorkerArgs, ctx: CliContext) =>
         fs.mkdirSync(logDir, { recursive: true, mode: PRIVATE_DIR_MODE })
         // An item another worker started has its events in the shared log, and its config here (a resume reads it from this file).
         if (!fs.existsSync(join(logDir, "execution_metadata.yaml"))) yield* writeRunMetadata(logDir, item.question, loaded, ctx)
-        const outcome = yield* runItem(batchItem, loaded, observer, { ...ctx, dir, printError })
+        const interrupt = Effect.raceFirst(ctx.interrupt, Effect.promise(() => leaseLost))
+        const outcome = yield* runItem(batchItem, loaded, observer, { ...ctx, interrupt, dir, printError })
         if (outcome.state.finished === null || isResumable(outcome.state.finished)) return yield* Effect.fail(new Error(`${item.id}: stopped before it finished`))
         yield* Effect.promise(() => recordResult(args.engine, item.batch, resultOf(batchItem, outcome.state, outcome.logDir, outcome.exitCode)))
       })
 
-    yield* Effect.promise(() =>
+    const workerId = yield* Effect.promise(() =>
       boss.work<QueuedItem>(QUEUE, { localConcurrency: args.concurrency, batchSize: 1, pollingIntervalSeconds: 0.5 }, async (jobs) => {
         for (const job of jobs) {
-          const exit = await Runtime.runPromiseExit(runtime)(runJob(job.data))
-          // The job goes back to the queue: another worker (or this one) takes it up from the shared log.
-          if (exit._tag === "Failure") {
-            ctx.printError(`massgen: item ${job.data.batch}/${job.data.id} did not finish here: ${String(exit.cause).split("\n")[0]}`)
-            throw new Error(`item ${job.data.id} did not finish`)
+          const name = `${job.data.batch}/${job.data.id}`
+          const acquired = await leases.acquire(job, stopped, () => ctx.printError(`massgen: item ${name} is run by another worker: waiting for its lease`))
+          // Replaced by a later attempt: pg-boss's settle of this one is fenced to it and changes nothing.
+          if (acquired._tag === "stale") continue
+          if (acquired._tag === "stopped") throw new Error(`item ${job.data.id} not started: the worker stops`)
+          try {
+            const exit = await Runtime.runPromiseExit(runtime)(runJob(job.data, acquired.lease.lost))
+            // The job goes back to the queue: another worker (or this one) takes it up from the shared log.
+            if (exit._tag === "Failure") {
+              ctx.printError(`massgen: item ${name} did not finish here: ${String(exit.cause).split("\n")[0]}`)
+              throw new Error(`item ${job.data.id} did not finish`)
+            }
+          } finally {
+            await acquired.lease.release()
           }
         }
       }),
     )
-    ctx.printError(`massgen: worker ${process.pid} takes items from ${QUEUE} (concurrency ${args.concurrency})`)
+    let sweeping = false
+    const sweeper = setInterval(() => {
+      if (sweeping) return
+      sweeping = true
+      leases
+        .sweep(boss)
+        .then((n) => {
+          if (n > 0) boss.notifyWorker(workerId)
+        })
+        .catch(() => undefined)
+        .finally(() => (sweeping = false))
+    }, lookSeconds(args.takeoverSeconds) * 1000)
+    ctx.printError(`massgen: worker ${process.pid} takes items from ${QUEUE} (concurrency ${args.concurrency}, takeover ${args.takeoverSeconds} s)`)
     yield* ctx.interrupt
+    clearInterval(sweeper)
     yield* Effect.promise(() => boss.stop({ graceful: true, timeout: 30_000 } as Parameters<typeof boss.stop>[0]).catch(() => undefined))
+    yield* Effect.promise(() => leases.close())
     return 0
   }).pipe(Effect.provide(postgresEventStore(args.engine, { root: join(ctx.cwd, ".massgen", "worker") })))

@@ -5,10 +5,12 @@
  * from the batch and the item id (so the same batch queued twice queues
  * nothing twice), its data a `QueuedItem`: the question and the item's config
  * as YAML text (workers on other machines have no copy of the file; API keys
- * are never in it, they come from each worker's environment). The queue's
- * jobs have a heartbeat (`heartbeatSeconds`, 10 at least: pg-boss's floor):
- * a worker that stops beating (killed, its machine gone) has its jobs retried
- * on another worker once pg-boss's supervisor sees it (every second).
+ * are never in it, they come from each worker's environment). A dead
+ * worker's jobs are taken over through their leases (`item-lease.ts`), in
+ * seconds; the queue's heartbeat (`HEARTBEAT_SECONDS`, pg-boss's floor) is
+ * the backstop: a job whose worker stops beating is retried once pg-boss's
+ * supervisor sees it (every second), and its new worker still waits for the
+ * lease.
  *
  * `massgen_batch_results(batch, id, result)` holds one `BatchResult` per
  * finished item; the first insert for an item wins.
@@ -37,13 +39,16 @@ const jobId = (batch: string, id: string): string => {
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-8${h.slice(17, 20)}-${h.slice(20, 32)}`
 }
 
-export const openQueue = async (url: string, takeoverSeconds: number): Promise<PgBoss> => {
+/** The jobs' heartbeat, in seconds: pg-boss's floor. */
+export const HEARTBEAT_SECONDS = 10
+
+export const openQueue = async (url: string): Promise<PgBoss> => {
   const boss = new PgBoss({ connectionString: url, superviseIntervalSeconds: 1, monitorIntervalSeconds: 1 } as ConstructorParameters<typeof PgBoss>[0])
   boss.on("error", () => undefined)
   await withReconnect(30_000, () => boss.start())
   await withReconnect(30_000, async () => {
     if ((await boss.getQueue(QUEUE)) === null) {
-      await boss.createQueue(QUEUE, { heartbeatSeconds: Math.max(10, Math.round(takeoverSeconds)), retryLimit: 1000, retryDelay: 0 } as Parameters<PgBoss["createQueue"]>[1])
+      await boss.createQueue(QUEUE, { heartbeatSeconds: HEARTBEAT_SECONDS, retryLimit: 1000, retryDelay: 0 } as Parameters<PgBoss["createQueue"]>[1])
     }
   })
   await withReconnect(30_000, () => ensureResultsTable(clientFor(url)))
