@@ -224,6 +224,43 @@ describe("massgen worker: one batch, several workers, one Postgres", () => {
     }
   }, 120_000)
 
+  test("a session's items run in file order across workers, each turn continuing the conversation from the earlier turns' results", async () => {
+    const cwd = sandbox()
+    writeConfig(cwd, team, "team.yaml")
+    const items = [
+      { id: "t1", question: "First?", session_id: "s" },
+      { id: "x1", question: "Alone?" },
+      { id: "t2", question: "Second?", session_id: "s" },
+      { id: "t3", question: "Third?", session_id: "s" },
+    ]
+    fs.writeFileSync(nodePath.join(cwd, "chain.jsonl"), items.map((i) => JSON.stringify(i)).join("\n"))
+    const queued = await runCli("source", ["batch", "chain.jsonl", "--config", "team.yaml", "--engine", pg.url], { cwd, env: ENV, timeoutMs: 60_000 })
+    expect(queued.lines).toEqual(["BATCH: chain", "QUEUED: 4"])
+    // The session's later items wait behind its first: counted as waiting before any worker runs.
+    const before = await runCli("source", ["batch", "status", "--engine", pg.url, "chain"], { cwd, env: ENV })
+    expect(before.lines).toEqual([expect.stringMatching(/^batch chain: 0 with a result, 0 running, 4 waiting, /)])
+    const workers = await Promise.all([worker(2), worker(2)])
+    try {
+      await waitForResults("chain", 4, 120_000)
+      const turn = (q: string) => [
+        { role: "user", content: q },
+        { role: "assistant", content: "The answer is 4." },
+      ]
+      const started = (id: string) => streamOf(`chain/items/${id}`).find((l) => l.type === "run_started")
+      const finished = (id: string) => streamOf(`chain/items/${id}`).find((l) => l.type === "run_finished")
+      expect(started("t1").conversation ?? []).toEqual([])
+      expect(started("x1").conversation ?? []).toEqual([])
+      expect(started("t2").conversation).toEqual(turn("First?"))
+      expect(started("t3").conversation).toEqual([...turn("First?"), ...turn("Second?")])
+      expect(Date.parse(started("t2").time)).toBeGreaterThanOrEqual(Date.parse(finished("t1").time))
+      expect(Date.parse(started("t3").time)).toBeGreaterThanOrEqual(Date.parse(finished("t2").time))
+    } catch (e) {
+      throw new Error(`${(e as Error).message}\n${await stopAll(workers)}`)
+    } finally {
+      await stopAll(workers)
+    }
+  }, 180_000)
+
   test("a Postgres restart in the middle: the workers connect again and the batch completes", async () => {
     await queue("restart", 12)
     const workers = await Promise.all([worker(), worker()])

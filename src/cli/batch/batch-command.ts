@@ -73,15 +73,17 @@ const queueBatch = (engine: string, itemsPath: string, items: ReadonlyArray<Batc
     const boss = await openQueue(engine)
     await enqueue(
       boss,
-      items.map((item) => ({
-        batch,
-        id: item.id,
-        question: item.question,
-        configYaml: readFileSync(configOf(item), "utf8"),
-        configPath: configOf(item),
-        sessionId: item.sessionId,
-        metadata: item.metadata,
-      })),
+      chainsOf(items).map((chain) =>
+        chain.map((item) => ({
+          batch,
+          id: item.id,
+          question: item.question,
+          configYaml: readFileSync(configOf(item), "utf8"),
+          configPath: configOf(item),
+          sessionId: item.sessionId,
+          metadata: item.metadata,
+        })),
+      ),
     )
     await boss.stop({ graceful: false } as Parameters<typeof boss.stop>[0]).catch(() => undefined)
     ctx.print(`BATCH: ${batch}`)

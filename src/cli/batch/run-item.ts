@@ -17,6 +17,7 @@
 import * as fs from "node:fs"
 import { Effect } from "effect"
 import type { BatchItem } from "../../domain/batch.ts"
+import type { ConversationMessage } from "../../domain/events.ts"
 import type { State } from "../../domain/state.ts"
 import { foldEvents, isResumable } from "../../domain/state.ts"
 import { EventStore, eventsOf } from "../../services/event-store.ts"
@@ -31,6 +32,8 @@ import { addTurn, conversationOf, sessionsDir, turnRecords, turnsOf } from "../s
 
 export interface ItemContext extends Pick<CliContext, "cwd" | "env" | "argv" | "version" | "interrupt"> {
   readonly dir: string
+  /** The conversation a new run continues, given: no local session is read or written (a worker's, from the shared results). */
+  readonly conversation?: ReadonlyArray<ConversationMessage>
   /** Diagnostics of the item's run (a run that did not complete says why). */
   readonly printError: (line: string) => void
 }
@@ -47,6 +50,7 @@ const discard = () => undefined
 
 /** The conversation a new run of `item` continues, its turn recorded first (once: a run that never started is not a second turn). */
 const turnOf = (item: BatchItem, logDir: string, ctx: ItemContext) => {
+  if (ctx.conversation !== undefined) return { conversation: ctx.conversation }
   if (item.sessionId === null) return {}
   const dir = sessionsDir(ctx.env, ctx.cwd)
   const conversation = conversationOf(turnsOf(dir, item.sessionId).filter((t) => t.log_dir !== logDir))

@@ -35,7 +35,7 @@ export const sharedBatchCommand = (args: SharedBatchArgs, ctx: CliContext) =>
       const costs = results.map((r) => r.cost_usd).filter((c): c is number => c !== null)
       const reasons = [...byReason].map(([k, n]) => `${n} ${k}`).join(", ")
       ctx.print(
-        `batch ${args.batch}: ${results.length} with a result${reasons === "" ? "" : ` (${reasons})`}, ${states.active ?? 0} running, ${(states.created ?? 0) + (states.retry ?? 0)} waiting, ${formatCost(costs.length === 0 ? null : costs.reduce((a, b) => a + b, 0))}`,
+        `batch ${args.batch}: ${results.length} with a result${reasons === "" ? "" : ` (${reasons})`}, ${states.active ?? 0} running, ${(states.created ?? 0) + (states.retry ?? 0) + (states.later ?? 0)} waiting, ${formatCost(costs.length === 0 ? null : costs.reduce((a, b) => a + b, 0))}`,
       )
       return 0
     }

@@ -11,7 +11,9 @@
  * Postgres event store: the run's events are the shared stream
  * `<batch>/items/<id>`. An item another worker started (and died running) is
  * resumed from that stream: no recorded answer is asked again. A finished
- * item's result goes to `massgen_batch_results`. It runs until a signal; the
+ * item's result goes to `massgen_batch_results`, and then the next item of
+ * its session, if any, to the queue (a session's items continue the
+ * conversation of the ones before them, from their results). It runs until a signal; the
  * runs in flight then stop cleanly and their items go back to the queue.
  */
 import * as fs from "node:fs"
@@ -20,7 +22,7 @@ import { Effect, Runtime } from "effect"
 import { resultOf } from "../../domain/batch.ts"
 import { isResumable } from "../../domain/state.ts"
 import { loadDotEnv } from "../../services/backends/keys.ts"
-import { QUEUE, type QueuedItem, openQueue, recordResult } from "../../services/batch/batch-queue.ts"
+import { QUEUE, type QueuedItem, conversationFrom, openQueue, queueNext, recordResult } from "../../services/batch/batch-queue.ts"
 import { lookSeconds, openLeases } from "../../services/batch/item-lease.ts"
 import { itemDir } from "../../services/batch/batch-folder.ts"
 import { EventStore } from "../../services/event-store.ts"
@@ -62,9 +64,11 @@ export const workerCommand = (args: WorkerArgs, ctx: CliContext) =>
         // An item another worker started has its events in the shared log, and its config here (a resume reads it from this file).
         if (!fs.existsSync(join(logDir, "execution_metadata.yaml"))) yield* writeRunMetadata(logDir, item.question, loaded, ctx)
         const interrupt = Effect.raceFirst(ctx.interrupt, Effect.promise(() => leaseLost))
-        const outcome = yield* runItem(batchItem, loaded, observer, { ...ctx, interrupt, dir, printError })
+        const turn = item.sessionId === null ? {} : { conversation: yield* Effect.promise(() => conversationFrom(args.engine, item)) }
+        const outcome = yield* runItem(batchItem, loaded, observer, { ...ctx, interrupt, dir, printError, ...turn })
         if (outcome.state.finished === null || isResumable(outcome.state.finished)) return yield* Effect.fail(new Error(`${item.id}: stopped before it finished`))
         yield* Effect.promise(() => recordResult(args.engine, item.batch, resultOf(batchItem, outcome.state, outcome.logDir, outcome.exitCode)))
+        yield* Effect.promise(() => queueNext(boss, item))
       })
 
     const workerId = yield* Effect.promise(() =>

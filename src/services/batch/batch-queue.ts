@@ -12,6 +12,12 @@
  * supervisor sees it (every second), and its new worker still waits for the
  * lease.
  *
+ * A session's items are one chain (`chainsOf`): only its first is queued, with
+ * the rest in its data (`later`); whoever records an item's result queues the
+ * next (`queueNext`, its job id fixed, so twice is once). Each carries the
+ * session's items before it (`earlier`), whose results make its conversation
+ * (`conversationFrom`), so a session's turns run in order on any workers.
+ *
  * `massgen_batch_results(batch, id, result)` holds one `BatchResult` per
  * finished item; the first insert for an item wins.
  */
@@ -19,6 +25,7 @@ import { createHash } from "node:crypto"
 import { SQL } from "bun"
 import { PgBoss } from "pg-boss"
 import type { BatchResult } from "../../domain/batch.ts"
+import type { ConversationMessage } from "../../domain/events.ts"
 import { clientFor, withReconnect } from "../event-store-postgres.ts"
 
 export const QUEUE = "massgen_items"
@@ -31,6 +38,10 @@ export interface QueuedItem {
   readonly configPath: string
   readonly sessionId: string | null
   readonly metadata: unknown
+  /** The session's items before this one, in file order (absent: none). */
+  readonly earlier?: ReadonlyArray<{ readonly id: string; readonly question: string }>
+  /** The session's items after this one, queued one at a time (absent: none). */
+  readonly later?: ReadonlyArray<QueuedItem>
 }
 
 /** A uuid made from the batch and the item: the job's id. */
@@ -58,8 +69,29 @@ export const openQueue = async (url: string): Promise<PgBoss> => {
 const ensureResultsTable = (sql: SQL) =>
   sql.unsafe("CREATE TABLE IF NOT EXISTS massgen_batch_results (batch text NOT NULL, id text NOT NULL, result jsonb NOT NULL, PRIMARY KEY (batch, id))")
 
-export const enqueue = async (boss: PgBoss, items: ReadonlyArray<QueuedItem>): Promise<void> => {
-  for (const item of items) await boss.send(QUEUE, item as unknown as object, { id: jobId(item.batch, item.id) })
+/** Queues the first item of each chain, the rest of the chain in its data, each knowing the items before it. */
+export const enqueue = async (boss: PgBoss, chains: ReadonlyArray<ReadonlyArray<QueuedItem>>): Promise<void> => {
+  for (const chain of chains) {
+    const linked = chain.map((item, i) => ({ ...item, earlier: chain.slice(0, i).map((e) => ({ id: e.id, question: e.question })) }))
+    await boss.send(QUEUE, { ...linked[0]!, later: linked.slice(1) } as unknown as object, { id: jobId(linked[0]!.batch, linked[0]!.id) })
+  }
+}
+
+/** Queues the item after `item` in its session, if any (once however often it is asked). */
+export const queueNext = async (boss: PgBoss, item: QueuedItem): Promise<void> => {
+  const [next, ...rest] = item.later ?? []
+  if (next !== undefined) await withReconnect(30_000, () => boss.send(QUEUE, { ...next, later: rest } as unknown as object, { id: jobId(next.batch, next.id) }))
+}
+
+/** The conversation `item` continues: the question and answer of each earlier item of its session that has an answer. */
+export const conversationFrom = async (url: string, item: QueuedItem): Promise<ReadonlyArray<ConversationMessage>> => {
+  const earlier = item.earlier ?? []
+  if (earlier.length === 0) return []
+  const answers = new Map((await resultsOf(url, item.batch)).map((r) => [r.id, r.answer]))
+  return earlier.flatMap((e) => {
+    const answer = answers.get(e.id)
+    return typeof answer === "string" ? [{ role: "user" as const, content: e.question }, { role: "assistant" as const, content: answer }] : []
+  })
 }
 
 export const recordResult = (url: string, batch: string, result: BatchResult): Promise<unknown> =>
@@ -70,13 +102,18 @@ export const resultsOf = async (url: string, batch: string): Promise<ReadonlyArr
   return rows.map((r) => (typeof r.result === "string" ? (JSON.parse(r.result) as BatchResult) : r.result))
 }
 
-/** How many of `batch`'s jobs are in each pg-boss state (`created`, `active`, `retry`, `completed`, `failed`...). */
+/**
+ * How many of `batch`'s jobs are in each pg-boss state (`created`, `active`,
+ * `retry`, `completed`, `failed`...), and `later`: the items of sessions not
+ * queued yet, behind a job that is not done.
+ */
 export const jobStates = async (url: string, batch: string): Promise<Readonly<Record<string, number>>> => {
-  const rows: Array<{ state: string; n: number | string }> = await withReconnect(
+  const rows: Array<{ state: string; n: number | string; later: number | string | null }> = await withReconnect(
     30_000,
-    () => clientFor(url)`SELECT state::text AS state, count(*) AS n FROM pgboss.job WHERE name = ${QUEUE} AND data->>'batch' = ${batch} GROUP BY state`,
+    () =>
+      clientFor(url)`SELECT state::text AS state, count(*) AS n, sum(CASE WHEN state::text IN ('created', 'retry', 'active') THEN coalesce(jsonb_array_length(data->'later'), 0) ELSE 0 END) AS later FROM pgboss.job WHERE name = ${QUEUE} AND data->>'batch' = ${batch} GROUP BY state`,
   )
-  return Object.fromEntries(rows.map((r) => [r.state, Number(r.n)]))
+  return { ...Object.fromEntries(rows.map((r) => [r.state, Number(r.n)])), later: rows.reduce((n, r) => n + Number(r.later ?? 0), 0) }
 }
 
 /** Every stream of `batch`'s items in the shared log, by item id, as the text of its events. */
