@@ -40,6 +40,7 @@ eventStoreSuite("postgres", pgFixture)
 
 const TIME = "2025-06-01T12:00:00.000Z"
 const round = (n: number): Event => ({ _tag: "round_started", time: TIME, agent: "agent_0", round: n, shown: [], vote_only: false, restart: false })
+const roundOf = (e: Event): number => (e._tag === "round_started" ? e.round : -1)
 
 /** Runs `body` with two stores of their own on the same server, as two workers have. */
 const twoStores = <A, E>(body: (a: EventStoreService, b: EventStoreService) => Effect.Effect<A, E>) =>
@@ -52,18 +53,46 @@ const twoStores = <A, E>(body: (a: EventStoreService, b: EventStoreService) => E
   )
 
 describe("EventStore (postgres): a shared log", () => {
-  test("two stores (two workers) on one stream: the second append at one version is a conflict and writes nothing", async () => {
+  test("two stores (two workers) on one stream: the second writer at one version finds the conflict at its barrier, and every later append fails", async () => {
     const stream = "/pg/shared/log_20260101_000000_000001"
     const outcome = await twoStores((a, b) =>
       Effect.gen(function* () {
         expect(yield* a.read(stream).pipe(Effect.either)).toMatchObject({ _tag: "Left" })
         expect(yield* b.append(stream, [round(1)], 0)).toBe(1)
-        const lost = yield* Effect.either(a.append(stream, [round(2)], 0))
-        const won = yield* a.append(stream, [round(3)], 1)
-        return { lost: lost._tag === "Left" ? lost.left : null, won, rounds: eventsOf(yield* b.read(stream)).map((e) => (e._tag === "round_started" ? e.round : 0)) }
+        yield* b.settled(stream)
+        // a's mirror is behind: its append is taken, and refused when it is flushed.
+        expect(yield* a.append(stream, [round(2)], 0)).toBe(1)
+        const barrier = yield* Effect.flip(a.settled(stream))
+        const later = yield* Effect.flip(a.append(stream, [round(3)], 1))
+        const again = yield* Effect.flip(a.settled(stream))
+        return { barrier, later, again, mine: eventsOf(yield* a.read(stream)).map(roundOf), theirs: eventsOf(yield* b.read(stream)).map(roundOf) }
       }),
     )
-    expect(outcome).toMatchObject({ lost: { _tag: "EventStoreConflict", expected: 0, actual: 1 }, won: 2, rounds: [1, 3] })
+    expect(outcome).toMatchObject({
+      barrier: { _tag: "EventStoreConflict", expected: 0, actual: 1 },
+      later: { _tag: "EventStoreConflict", expected: 1 },
+      again: { _tag: "EventStoreConflict" },
+      mine: [1],
+      theirs: [1],
+    })
+    expect(pg.psql(`SELECT count(*) FROM ${CHUNKS_TABLE} WHERE stream = ${quoted(stream)}`).trim()).toBe("1")
+  })
+
+  test("appends before a barrier are all in the table after it, in order, in fewer rows than appends", async () => {
+    const stream = "/pg/shared/log_20260101_000000_000003"
+    await twoStores((a) =>
+      Effect.gen(function* () {
+        for (let n = 0; n < 50; n++) expect(yield* a.append(stream, [round(n)], n)).toBe(n + 1)
+        yield* a.settled(stream)
+      }),
+    )
+    const rows = Number(pg.psql(`SELECT count(*) FROM ${CHUNKS_TABLE} WHERE stream = ${quoted(stream)}`).trim())
+    expect(rows).toBeLessThan(50)
+    expect(rows).toBeGreaterThan(0)
+    const text = Buffer.from(pg.psql(`SELECT encode(string_agg(text, ''::bytea ORDER BY seq), 'hex') FROM ${CHUNKS_TABLE} WHERE stream = ${quoted(stream)}`).trim(), "hex").toString("utf8")
+    expect(text.trimEnd().split("\n").map((l) => (JSON.parse(l) as { round: number }).round)).toEqual(Array.from({ length: 50 }, (_, n) => n))
+    // Another process reads them all.
+    expect(await twoStores((_, b) => Effect.map(b.read(stream), (r) => eventsOf(r).map(roundOf)))).toEqual(Array.from({ length: 50 }, (_, n) => n))
   })
 
   test("a server restart between appends: the store connects again and appends", async () => {
@@ -71,11 +100,27 @@ describe("EventStore (postgres): a shared log", () => {
     const rounds = await twoStores((a) =>
       Effect.gen(function* () {
         yield* a.append(stream, [round(1)], 0)
+        yield* a.settled(stream)
         pg.restart()
         yield* a.append(stream, [round(2)], 1)
-        return eventsOf(yield* a.read(stream)).map((e) => (e._tag === "round_started" ? e.round : 0))
+        return eventsOf(yield* a.read(stream)).map(roundOf)
       }),
     )
     expect(rounds).toEqual([1, 2])
+  }, 60_000)
+
+  test("a server restart while appends are queued: the flusher connects again, and the barrier finds them all in order", async () => {
+    const stream = "/pg/shared/log_20260101_000000_000004"
+    await twoStores((a) =>
+      Effect.gen(function* () {
+        for (let n = 0; n < 10; n++) yield* a.append(stream, [round(n)], n)
+        // The first flush is under way or queued: the server goes away under it.
+        pg.restart()
+        for (let n = 10; n < 20; n++) yield* a.append(stream, [round(n)], n)
+        yield* a.settled(stream)
+      }),
+    )
+    const fresh = await twoStores((_, b) => Effect.map(b.read(stream), (r) => eventsOf(r).map(roundOf)))
+    expect(fresh).toEqual(Array.from({ length: 20 }, (_, n) => n))
   }, 60_000)
 })

@@ -3,20 +3,36 @@
  * that any process on any machine reads and appends the same log.
  *
  * A stream's text is kept as the file layer would write it, in pieces:
- * `massgen_event_chunks(stream, seq, text)`, one row per append (its lines as
- * UTF-8 bytes, with the newline that closes a torn line before them), `seq` counting from 1
- * per stream, `(stream, seq)` the primary key. The layer keeps a mirror of
- * every stream it touched in a memory storage and is the ordinary store over
- * it (`makeStore`), so it reads, decodes, skips and folds exactly as the file
- * and memory layers do (`test/support/event-store-suite.ts` holds it to the
- * same contract). Before a read it pulls the rows past its mirror's.
+ * `massgen_event_chunks(stream, seq, text)`, one row per flush (the lines of
+ * the appends it carries as UTF-8 bytes, with the newline that closes a torn
+ * line before them), `seq` counting from 1 per stream, `(stream, seq)` the
+ * primary key. The layer keeps a mirror of every stream it touched in a memory
+ * storage and is the ordinary store over it (`makeStore`), so it reads,
+ * decodes, skips and folds exactly as the file and memory layers do
+ * (`test/support/event-store-suite.ts` holds it to the same contract).
  *
- * An append is checked against the mirror, written to the mirror, then
- * inserted as the row after the mirror's last: when another process appended
- * meanwhile, that row is taken (a unique violation), the append is undone in
- * the mirror, and it fails with `EventStoreConflict`. So two writers never
- * both append at one version: a worker that lost its item to another stops at
- * its next append. Appends of one process take turns (a semaphore).
+ * Group commit: an append is checked against the mirror and written to it at
+ * once (a conflict with the mirror fails it at once; the first append of a
+ * stream brings the mirror up to the table first), its text is queued, and
+ * it returns. One flusher per stream writes all that is queued as the row
+ * after the table's last, one round trip per flush, in order: appends that
+ * come while a flush is under way go together in the next. When another
+ * process appended meanwhile, that row is taken (a unique violation): the
+ * stream is *lost* to this store. Its queued text is dropped, its mirror is
+ * set back to the table, and every later append and barrier of it fails with
+ * `EventStoreConflict`, so a stale writer (a worker that lost its item to
+ * another) stops. A flush that fails otherwise fails the stream the same way,
+ * with `EventStoreError` `write_failed`.
+ *
+ * The barrier, `settled(stream)`, waits until every append of the stream so
+ * far is in the table, or fails with what its flush failed with. Durability
+ * contract: what an effect outside the process depends on (a model call, a
+ * tool call, a context path write, the run's end) is settled before it
+ * happens; the orchestrator settles after each append of an event that
+ * announces one (`announcesEffect`). So a process killed with queued appends
+ * loses only events nothing acted on yet. A read (and a poll of `subscribe`,
+ * `list`) settles the stream, then pulls the rows past its mirror's. Closing
+ * the layer flushes what is queued.
  *
  * A lost connection (the server restarted) is tried again, every 200 ms, for
  * `reconnectMs` (30 s); then the operation fails with `EventStoreError`.
@@ -27,7 +43,7 @@
 import { SQL } from "bun"
 import { Chunk, Duration, Effect, Layer, Stream } from "effect"
 import { memoryStorage } from "./event-storage.ts"
-import { EventStore, EventStoreConflict, EventStoreError, type EventStoreService, type StoreOptions, makeStore } from "./event-store.ts"
+import { EventStore, EventStoreConflict, EventStoreError, type EventStoreFailure, type EventStoreService, type StoreOptions, makeStore } from "./event-store.ts"
 
 export const CHUNKS_TABLE = "massgen_event_chunks"
 
@@ -94,7 +110,25 @@ const tableReady = (url: string, sql: SQL): Promise<unknown> => {
   return ready
 }
 
-/** The store over the shared table at `url`, its connections closed with the layer's scope. */
+/** What the store knows of a stream's rows: the table's part of its mirror, and what is queued past it. */
+interface Rows {
+  /** The last row of the table the mirror holds. */
+  seq: number
+  /** How much of the mirror's text is in the table (the rest is queued or being flushed). */
+  committed: number
+  /** Text appended to the mirror and not yet flushed. */
+  queued: string
+  /** The version the first queued append expected: what a conflict at its flush names. */
+  expected: number
+  /** The flush under way, which goes on while anything is queued. */
+  flushing: Promise<void> | null
+  /** Why the stream is lost to this store, for good. */
+  failed: EventStoreFailure | null
+  /** The mirror was brought up to the table once: a first append pulls before it checks. */
+  pulled: boolean
+}
+
+/** The store over the shared table at `url`; closing the layer flushes what is queued. */
 export const postgresEventStore = (url: string, options: PostgresStoreOptions = {}): Layer.Layer<EventStore> =>
   Layer.scoped(
     EventStore,
@@ -105,76 +139,141 @@ export const postgresEventStore = (url: string, options: PostgresStoreOptions = 
       const client = (): SQL => clientFor(url)
       yield* Effect.promise(() => withReconnect(reconnectMs, () => tableReady(url, client())))
       const texts = new Map<string, string>()
-      const seqs = new Map<string, number>()
+      const rows = new Map<string, Rows>()
       const pollMs = options.pollMs ?? 250
       const inner = makeStore(memoryStorage(texts, pollMs), options.foldChunk)
       const turns = yield* Effect.makeSemaphore(1)
 
+      const rowsOf = (stream: string): Rows => {
+        let r = rows.get(stream)
+        if (r === undefined) {
+          r = { seq: 0, committed: 0, queued: "", expected: 0, flushing: null, failed: null, pulled: false }
+          rows.set(stream, r)
+        }
+        return r
+      }
+      const versionOf = (stream: string): number => Effect.runSync(Effect.map(Effect.either(inner.read(stream)), (r) => (r._tag === "Right" ? r.right.version : 0)))
+
       const failure = (stream: string, reason: "unreadable" | "write_failed") => (e: unknown) =>
         new EventStoreError({ reason, stream, detail: `postgres: ${messageOf(e)}` })
 
-      /** Brings the mirror of `stream` up to the shared table. */
+      const select = (stream: string, after: number): Promise<Array<{ seq: number; text: Uint8Array }>> =>
+        withReconnect(reconnectMs, () => client()`SELECT seq, text FROM massgen_event_chunks WHERE stream = ${keyOf(stream)} AND seq > ${after} ORDER BY seq`)
+
+      /** Sets the mirror of `stream` to `text` (the store reads a stream that shrank again whole). */
+      const setMirror = (stream: string, text: string | undefined): void => {
+        texts.set(stream, "")
+        Effect.runSync(Effect.ignore(inner.read(stream)))
+        if (text === undefined) texts.delete(stream)
+        else texts.set(stream, text)
+      }
+
+      /** Adds the rows read past the mirror's last (nothing is queued). */
+      const take = (stream: string, r: Rows, fresh: ReadonlyArray<{ seq: number; text: Uint8Array }>): void => {
+        const next = fresh.filter((row) => row.seq > r.seq)
+        if (next.length === 0) return
+        texts.set(stream, (texts.get(stream) ?? "") + next.map((row) => Buffer.from(row.text).toString("utf8")).join(""))
+        r.seq = next[next.length - 1]!.seq
+        r.committed = texts.get(stream)!.length
+      }
+
+      /** The stream is lost: what is queued is dropped, the mirror is the table's again, and `failed` says why from now on. */
+      const lose = async (stream: string, r: Rows, error: unknown, expected: number): Promise<void> => {
+        const conflict = isUniqueViolation(error)
+        const fresh = conflict ? await select(stream, r.seq).catch(() => []) : []
+        // One step from here on: no append comes in between.
+        const kept = (texts.get(stream) ?? "").slice(0, r.committed)
+        setMirror(stream, r.seq === 0 && kept === "" ? undefined : kept)
+        r.queued = ""
+        take(stream, r, fresh)
+        r.failed = conflict
+          ? new EventStoreConflict({ reason: "conflict", stream, expected, actual: versionOf(stream) })
+          : failure(stream, "write_failed")(error)
+      }
+
+      /** Writes what is queued, a row per round trip, until nothing is. */
+      const flush = async (stream: string, r: Rows): Promise<void> => {
+        await Promise.resolve()
+        for (;;) {
+          if (r.queued === "" || r.failed !== null) {
+            r.flushing = null
+            return
+          }
+          const text = r.queued
+          const expected = r.expected
+          r.queued = ""
+          const seq = r.seq + 1
+          try {
+            await withReconnect(reconnectMs, () => client()`INSERT INTO massgen_event_chunks (stream, seq, text) VALUES (${keyOf(stream)}, ${seq}, ${Buffer.from(text, "utf8")})`)
+            r.seq = seq
+            r.committed += text.length
+          } catch (e) {
+            await lose(stream, r, e, expected)
+            r.flushing = null
+            return
+          }
+        }
+      }
+
+      /** Until nothing of `stream` is queued or being flushed. */
+      const drain = async (r: Rows): Promise<void> => {
+        while (r.flushing !== null) await r.flushing
+      }
+
+      const settled = (stream: string): Effect.Effect<void, EventStoreFailure> =>
+        Effect.suspend(() => {
+          const r = rows.get(stream)
+          if (r === undefined) return Effect.void
+          return Effect.flatMap(Effect.promise(() => drain(r)), () => (r.failed === null ? Effect.void : Effect.fail(r.failed)))
+        })
+
+      /** Brings the mirror of `stream` up to the shared table, once what is queued is in it. */
       const pull = (stream: string) =>
         Effect.tryPromise({
           try: async () => {
-            const after = seqs.get(stream) ?? 0
-            const key = keyOf(stream)
-            const rows: Array<{ seq: number; text: Uint8Array }> = await withReconnect(
-              reconnectMs,
-              () => client()`SELECT seq, text FROM massgen_event_chunks WHERE stream = ${key} AND seq > ${after} ORDER BY seq`,
-            )
-            const fresh = rows.filter((r) => r.seq > (seqs.get(stream) ?? 0))
-            if (fresh.length === 0) return
-            texts.set(stream, (texts.get(stream) ?? "") + fresh.map((r) => Buffer.from(r.text).toString("utf8")).join(""))
-            seqs.set(stream, fresh[fresh.length - 1]!.seq)
+            const r = rowsOf(stream)
+            await drain(r)
+            take(stream, r, await select(stream, r.seq))
+            r.pulled = true
           },
           catch: failure(stream, "unreadable"),
         })
 
-      /** Sets the mirror of `stream` back to `text` (the store reads a stream that shrank again whole). */
-      const rollBack = (stream: string, text: string | undefined) =>
-        Effect.gen(function* () {
-          texts.set(stream, "")
-          yield* Effect.ignore(inner.read(stream))
-          if (text === undefined) texts.delete(stream)
-          else texts.set(stream, text)
-        })
-
+      /** Appends to the mirror and queues the text. */
       const appendOnce = (stream: string, events: Parameters<EventStoreService["append"]>[1], expected: number) =>
         Effect.gen(function* () {
-          const before = texts.get(stream)
+          const r = rowsOf(stream)
+          if (!r.pulled) yield* pull(stream)
+          if (r.failed !== null) return yield* lostAppend(stream, r.failed, expected)
+          const before = texts.get(stream)?.length ?? 0
           const version = yield* inner.append(stream, events, expected)
-          const added = (texts.get(stream) ?? "").slice(before?.length ?? 0)
+          const added = (texts.get(stream) ?? "").slice(before)
           if (added === "") return version
-          const seq = (seqs.get(stream) ?? 0) + 1
-          const inserted = yield* Effect.either(
-            Effect.tryPromise({
-              try: () => withReconnect(reconnectMs, () => client()`INSERT INTO massgen_event_chunks (stream, seq, text) VALUES (${keyOf(stream)}, ${seq}, ${Buffer.from(added, "utf8")})`),
-              catch: (e) => e,
-            }),
-          )
-          if (inserted._tag === "Right") {
-            seqs.set(stream, seq)
-            return version
-          }
-          yield* rollBack(stream, before)
-          if (!isUniqueViolation(inserted.left)) return yield* failure(stream, "write_failed")(inserted.left)
-          yield* pull(stream)
-          const actual = yield* Effect.map(Effect.either(inner.read(stream)), (r) => (r._tag === "Right" ? r.right.version : 0))
-          return yield* new EventStoreConflict({ reason: "conflict", stream, expected, actual })
+          if (r.queued === "") r.expected = expected
+          r.queued += added
+          r.flushing ??= flush(stream, r)
+          return version
         })
+
+      const lostAppend = (stream: string, failed: EventStoreFailure, expected: number) =>
+        Effect.fail(failed._tag === "EventStoreConflict" ? new EventStoreConflict({ reason: "conflict", stream, expected, actual: versionOf(stream) }) : failed)
 
       /** A pull that waits for the appends in progress: the mirror changes in one place at a time. */
       const pullInTurn = (stream: string) => turns.withPermits(1)(pull(stream))
 
+      yield* Effect.addFinalizer(() => Effect.promise(() => Promise.all([...rows.values()].map(drain))))
+
       const service: EventStoreService = {
         append: (stream, events, expected) =>
           turns.withPermits(1)(
-            Effect.catchTag(appendOnce(stream, events, expected), "EventStoreConflict", () =>
-              // The mirror may be behind the table: look, and try once more against what is there now.
-              Effect.zipRight(pull(stream), appendOnce(stream, events, expected)),
+            Effect.catchTag(appendOnce(stream, events, expected), "EventStoreConflict", (e) =>
+              rowsOf(stream).failed !== null
+                ? Effect.fail(e)
+                : // The mirror may be behind the table: look, and try once more against what is there now.
+                  Effect.zipRight(pull(stream), appendOnce(stream, events, expected)),
             ),
           ),
+        settled,
         read: (stream, from) => Effect.zipRight(pullInTurn(stream), inner.read(stream, from)),
         fold: (stream, init, f) => Effect.zipRight(pullInTurn(stream), inner.fold(stream, init, f)),
         subscribe: (stream, from) => {
@@ -195,10 +294,10 @@ export const postgresEventStore = (url: string, options: PostgresStoreOptions = 
         list: (base, limit) =>
           Effect.gen(function* () {
             const prefix = `${base.replace(/[\\%_]/g, (c) => `\\${c}`)}/log\\_%`
-            const rows = yield* Effect.tryPromise(
+            const found = yield* Effect.tryPromise(
               (): Promise<Array<{ stream: string }>> => client()`SELECT DISTINCT stream FROM massgen_event_chunks WHERE stream LIKE ${prefix}`,
             ).pipe(Effect.orElseSucceed(() => []))
-            for (const { stream } of rows) if (!stream.slice(base.length + 1).includes("/")) yield* Effect.ignore(pullInTurn(stream))
+            for (const { stream } of found) if (!stream.slice(base.length + 1).includes("/")) yield* Effect.ignore(pullInTurn(stream))
             return yield* inner.list(base, limit)
           }),
       }

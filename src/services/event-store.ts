@@ -21,6 +21,15 @@
  *   (an event earlier than the stream's last, or the same line as an earlier
  *   one: writers are to append neither) is written, and not counted in the
  *   version, as a read would not count it.
+ * - `settled(stream)` is the durability barrier: it completes once every
+ *   append of the stream so far is as durable as the layer makes it, and fails
+ *   with the conflict or error of one that is not. The file and memory layers
+ *   settle each append before it returns (`settled` does nothing); the
+ *   Postgres layer commits appends in groups after they return, so a conflict
+ *   with another process may show only at the barrier (or at a later append).
+ *   Contract for writers: an event is settled before anything outside the
+ *   process acts on it (a model call, a tool call, a context path write, the
+ *   report of the run's end): a crash loses only events nothing depended on.
  * - `read(stream, from = 0)` gives the events from position `from`, with the
  *   stream's version, its skipped lines counted by cause (`domain/event-codec.ts`:
  *   unreadable lines, newer schemas, duplicates, events out of order, a torn
@@ -151,6 +160,11 @@ export interface StreamFold<S> extends Omit<StreamRead, "events"> {
 
 export interface EventStoreService {
   readonly append: (stream: string, events: ReadonlyArray<NewEvent>, expectedVersion: number) => Effect.Effect<number, EventStoreFailure>
+  /**
+   * The durability barrier: completes once every append of the stream so far is durable, or fails with
+   * why one is not (a conflict found late). Nothing outside the process may act on an event before it.
+   */
+  readonly settled: (stream: string) => Effect.Effect<void, EventStoreFailure>
   readonly read: (stream: string, from?: number) => Effect.Effect<StreamRead, EventStoreError>
   /**
    * Folds every event of the stream with `f`, from `init`, as `read` would give them; a stream the store
@@ -408,7 +422,8 @@ export const makeStore = (storage: Storage, foldChunk = FOLD_CHUNK): EventStoreS
         .map(summary)
     })
 
-  return { append, read, fold, subscribe, list }
+  // The OS has each append when it returns: every append is settled.
+  return { append, settled: () => Effect.void, read, fold, subscribe, list }
 }
 
 export interface StoreOptions {
