@@ -123,4 +123,48 @@ describe("EventStore (postgres): a shared log", () => {
     const fresh = await twoStores((_, b) => Effect.map(b.read(stream), (r) => eventsOf(r).map(roundOf)))
     expect(fresh).toEqual(Array.from({ length: 20 }, (_, n) => n))
   }, 60_000)
+
+  test("a process killed -9 while it appends: the table holds a prefix of its appends, every settled one in it, and another writer goes on from there", async () => {
+    const stream = "/pg/shared/log_20260101_000000_000005"
+    const script = `
+      import { Effect } from "effect"
+      import { EventStore } from ${JSON.stringify(`${import.meta.dir}/../src/services/event-store.ts`)}
+      import { postgresEventStore } from ${JSON.stringify(`${import.meta.dir}/../src/services/event-store-postgres.ts`)}
+      const round = (n) => ({ _tag: "round_started", time: ${JSON.stringify(TIME)}, agent: "agent_0", round: n, shown: [], vote_only: false, restart: false })
+      await Effect.runPromise(Effect.gen(function* () {
+        const store = yield* EventStore
+        for (let n = 0; ; n++) {
+          yield* store.append(${JSON.stringify(stream)}, [round(n)], n)
+          if (n % 10 === 9) {
+            yield* store.settled(${JSON.stringify(stream)})
+            process.stdout.write("settled " + (n + 1) + "\\n")
+          }
+        }
+      }).pipe(Effect.provide(postgresEventStore(${JSON.stringify(pg.url)}))))
+    `
+    const child = Bun.spawn([process.execPath, "-e", script], { stdout: "pipe", stderr: "pipe" })
+    let settled = 0
+    let seen = ""
+    const reader = child.stdout.getReader()
+    while (settled < 200) {
+      const { value, done } = await reader.read()
+      if (done) throw new Error(`the writer ended: ${await new Response(child.stderr).text()}`)
+      seen += Buffer.from(value).toString("utf8")
+      const counts = [...seen.matchAll(/settled (\d+)\n/g)].map((m) => Number(m[1]))
+      settled = counts.at(-1) ?? 0
+    }
+    child.kill(9)
+    await child.exited
+    const after = await twoStores((_, b) =>
+      Effect.gen(function* () {
+        const read = yield* b.read(stream)
+        const version = yield* b.append(stream, [round(1_000_000)], read.version)
+        yield* b.settled(stream)
+        return { rounds: eventsOf(read).map(roundOf), skipped: read.skipped, version }
+      }),
+    )
+    expect(after.rounds.length).toBeGreaterThanOrEqual(settled)
+    expect(after.rounds).toEqual(Array.from({ length: after.rounds.length }, (_, n) => n))
+    expect({ skipped: after.skipped, version: after.version }).toEqual({ skipped: 0, version: after.rounds.length + 1 })
+  }, 60_000)
 })

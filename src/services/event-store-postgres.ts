@@ -31,8 +31,8 @@
  * happens; the orchestrator settles after each append of an event that
  * announces one (`announcesEffect`). So a process killed with queued appends
  * loses only events nothing acted on yet. A read (and a poll of `subscribe`,
- * `list`) settles the stream, then pulls the rows past its mirror's. Closing
- * the layer flushes what is queued.
+ * `list`) pulls the rows past its mirror's (and reads its own appends, settled
+ * or not). Closing the layer flushes what is queued.
  *
  * A lost connection (the server restarted) is tried again, every 200 ms, for
  * `reconnectMs` (30 s); then the operation fails with `EventStoreError`.
@@ -41,7 +41,7 @@
  * stores: a connection costs a server process, hundreds of ms on a busy machine.
  */
 import { SQL } from "bun"
-import { Chunk, Duration, Effect, Layer, Stream } from "effect"
+import { Chunk, Duration, Effect, Either, Layer, Stream } from "effect"
 import { memoryStorage } from "./event-storage.ts"
 import { EventStore, EventStoreConflict, EventStoreError, type EventStoreFailure, type EventStoreService, type StoreOptions, makeStore } from "./event-store.ts"
 
@@ -141,8 +141,19 @@ export const postgresEventStore = (url: string, options: PostgresStoreOptions = 
       const texts = new Map<string, string>()
       const rows = new Map<string, Rows>()
       const pollMs = options.pollMs ?? 250
-      const inner = makeStore(memoryStorage(texts, pollMs), options.foldChunk)
-      const turns = yield* Effect.makeSemaphore(1)
+      const mirror = memoryStorage(texts, pollMs)
+      /** What the mirror's last write added: an append's text, without cutting it from the whole stream. */
+      let written = ""
+      const inner = makeStore(
+        {
+          ...mirror,
+          write: (stream, text) => {
+            mirror.write(stream, text)
+            written = text
+          },
+        },
+        options.foldChunk,
+      )
 
       const rowsOf = (stream: string): Rows => {
         let r = rows.get(stream)
@@ -191,6 +202,12 @@ export const postgresEventStore = (url: string, options: PostgresStoreOptions = 
           : failure(stream, "write_failed")(error)
       }
 
+      const isOurs = (stream: string, seq: number, text: string): Promise<boolean> =>
+        withReconnect(reconnectMs, (): Promise<Array<{ text: Uint8Array }>> => client()`SELECT text FROM massgen_event_chunks WHERE stream = ${keyOf(stream)} AND seq = ${seq}`).then(
+          (found) => found.length === 1 && Buffer.from(found[0]!.text).equals(Buffer.from(text, "utf8")),
+          () => false,
+        )
+
       /** Writes what is queued, a row per round trip, until nothing is. */
       const flush = async (stream: string, r: Rows): Promise<void> => {
         await Promise.resolve()
@@ -208,6 +225,12 @@ export const postgresEventStore = (url: string, options: PostgresStoreOptions = 
             r.seq = seq
             r.committed += text.length
           } catch (e) {
+            // A row taken by this very insert, whose answer a lost connection cut off, is this flush's.
+            if (isUniqueViolation(e) && (await isOurs(stream, seq, text))) {
+              r.seq = seq
+              r.committed += text.length
+              continue
+            }
             await lose(stream, r, e, expected)
             r.flushing = null
             return
@@ -227,13 +250,18 @@ export const postgresEventStore = (url: string, options: PostgresStoreOptions = 
           return Effect.flatMap(Effect.promise(() => drain(r)), () => (r.failed === null ? Effect.void : Effect.fail(r.failed)))
         })
 
-      /** Brings the mirror of `stream` up to the shared table, once what is queued is in it. */
+      /**
+       * Brings the mirror of `stream` up to the shared table. While appends of its own are queued or being
+       * flushed, rows of another writer cannot go after them: those appends are lost (their flush finds
+       * the row taken and sets the mirror back), and the mirror waits for that.
+       */
       const pull = (stream: string) =>
         Effect.tryPromise({
           try: async () => {
             const r = rowsOf(stream)
-            await drain(r)
-            take(stream, r, await select(stream, r.seq))
+            const fresh = await select(stream, r.seq)
+            if (r.queued !== "" || r.flushing !== null) return
+            take(stream, r, fresh)
             r.pulled = true
           },
           catch: failure(stream, "unreadable"),
@@ -244,42 +272,42 @@ export const postgresEventStore = (url: string, options: PostgresStoreOptions = 
         Effect.gen(function* () {
           const r = rowsOf(stream)
           if (!r.pulled) yield* pull(stream)
-          if (r.failed !== null) return yield* lostAppend(stream, r.failed, expected)
-          const before = texts.get(stream)?.length ?? 0
-          const version = yield* inner.append(stream, events, expected)
-          const added = (texts.get(stream) ?? "").slice(before)
-          if (added === "") return version
-          if (r.queued === "") r.expected = expected
-          r.queued += added
-          r.flushing ??= flush(stream, r)
-          return version
+          return yield* Effect.suspend(() => appendNow(stream, r, events, expected))
         })
 
-      const lostAppend = (stream: string, failed: EventStoreFailure, expected: number) =>
-        Effect.fail(failed._tag === "EventStoreConflict" ? new EventStoreConflict({ reason: "conflict", stream, expected, actual: versionOf(stream) }) : failed)
+      /** One synchronous step from the check to the queueing: no other append, pull or loss comes in between. */
+      const appendNow = (stream: string, r: Rows, events: Parameters<EventStoreService["append"]>[1], expected: number): Either.Either<number, EventStoreFailure> => {
+        if (r.failed !== null) return Either.left(lostFailure(stream, r.failed, expected))
+        written = ""
+        const appended = inner.appendNow(stream, events, expected)
+        if (written === "") return appended
+        if (r.queued === "") r.expected = expected
+        r.queued += written
+        r.flushing ??= flush(stream, r)
+        return appended
+      }
 
-      /** A pull that waits for the appends in progress: the mirror changes in one place at a time. */
-      const pullInTurn = (stream: string) => turns.withPermits(1)(pull(stream))
+      const lostFailure = (stream: string, failed: EventStoreFailure, expected: number): EventStoreFailure =>
+        failed._tag === "EventStoreConflict" ? new EventStoreConflict({ reason: "conflict", stream, expected, actual: versionOf(stream) }) : failed
 
       yield* Effect.addFinalizer(() => Effect.promise(() => Promise.all([...rows.values()].map(drain))))
 
       const service: EventStoreService = {
+        // No lock: from the check to the queueing, an append is one synchronous step, as the mirror's own.
         append: (stream, events, expected) =>
-          turns.withPermits(1)(
-            Effect.catchTag(appendOnce(stream, events, expected), "EventStoreConflict", (e) =>
-              rowsOf(stream).failed !== null
-                ? Effect.fail(e)
-                : // The mirror may be behind the table: look, and try once more against what is there now.
-                  Effect.zipRight(pull(stream), appendOnce(stream, events, expected)),
-            ),
+          Effect.catchTag(appendOnce(stream, events, expected), "EventStoreConflict", (e) =>
+            rowsOf(stream).failed !== null
+              ? Effect.fail(e)
+              : // The mirror may be behind the table: look, and try once more against what is there now.
+                Effect.zipRight(pull(stream), appendOnce(stream, events, expected)),
           ),
         settled,
-        read: (stream, from) => Effect.zipRight(pullInTurn(stream), inner.read(stream, from)),
-        fold: (stream, init, f) => Effect.zipRight(pullInTurn(stream), inner.fold(stream, init, f)),
+        read: (stream, from) => Effect.zipRight(pull(stream), inner.read(stream, from)),
+        fold: (stream, init, f) => Effect.zipRight(pull(stream), inner.fold(stream, init, f)),
         subscribe: (stream, from) => {
           let next = from
           const batch = Effect.gen(function* () {
-            yield* pullInTurn(stream)
+            yield* pull(stream)
             const read = yield* Effect.either(inner.read(stream, next))
             const fresh = read._tag === "Right" ? read.right.events : []
             if (fresh.length === 0) {
@@ -297,7 +325,7 @@ export const postgresEventStore = (url: string, options: PostgresStoreOptions = 
             const found = yield* Effect.tryPromise(
               (): Promise<Array<{ stream: string }>> => client()`SELECT DISTINCT stream FROM massgen_event_chunks WHERE stream LIKE ${prefix}`,
             ).pipe(Effect.orElseSucceed(() => []))
-            for (const { stream } of found) if (!stream.slice(base.length + 1).includes("/")) yield* Effect.ignore(pullInTurn(stream))
+            for (const { stream } of found) if (!stream.slice(base.length + 1).includes("/")) yield* Effect.ignore(pull(stream))
             return yield* inner.list(base, limit)
           }),
       }
