@@ -164,9 +164,10 @@ export const batchBench = async (): Promise<void> => {
       // The first round warms both up.
       if (i > 0) file.push(f), postgres.push(p)
     }
-    line("file event store: ms per appended event (appends + barrier), median / max", `${fmt(median(file), 4)} / ${fmt(Math.max(...file), 4)}`)
-    const floor = median(file)
-    targetLine("postgres event store: ms per appended event (appends + barrier), median / max", postgres, "ms", {
+    const us = (ms: ReadonlyArray<number>) => ms.map((v) => v * 1000)
+    line("file event store: µs per appended event (appends + barrier), median / max", `${fmt(median(us(file)), 2)} / ${fmt(Math.max(...us(file)), 2)}`)
+    const floor = median(us(file))
+    targetLine("postgres event store: µs per appended event (appends + barrier), median / max", us(postgres), "µs", {
       ratio: (v) => v / floor,
       op: "<",
       limit: 2,

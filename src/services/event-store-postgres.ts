@@ -267,13 +267,24 @@ export const postgresEventStore = (url: string, options: PostgresStoreOptions = 
           catch: failure(stream, "unreadable"),
         })
 
-      /** Appends to the mirror and queues the text. */
-      const appendOnce = (stream: string, events: Parameters<EventStoreService["append"]>[1], expected: number) =>
-        Effect.gen(function* () {
+      /** Appends to the mirror and queues the text; a stream not pulled yet is pulled first. */
+      const appendOnce = (stream: string, events: Parameters<EventStoreService["append"]>[1], expected: number): Effect.Effect<number, EventStoreFailure> =>
+        Effect.suspend(() => {
           const r = rowsOf(stream)
-          if (!r.pulled) yield* pull(stream)
-          return yield* Effect.suspend(() => appendNow(stream, r, events, expected))
+          return r.pulled ? appendNow(stream, r, events, expected) : Effect.zipRight(pull(stream), Effect.suspend(() => appendNow(stream, r, events, expected)))
         })
+
+      /** An append; one that the mirror refuses is tried once more after a pull (the mirror may be behind the table). */
+      const append = (stream: string, events: Parameters<EventStoreService["append"]>[1], expected: number): Effect.Effect<number, EventStoreFailure> =>
+        Effect.suspend(() => {
+          const r = rowsOf(stream)
+          if (!r.pulled) return Effect.catchTag(appendOnce(stream, events, expected), "EventStoreConflict", (e) => retry(stream, e, events, expected))
+          const appended = appendNow(stream, r, events, expected)
+          return Either.isLeft(appended) && appended.left._tag === "EventStoreConflict" ? retry(stream, appended.left, events, expected) : appended
+        })
+
+      const retry = (stream: string, e: EventStoreConflict, events: Parameters<EventStoreService["append"]>[1], expected: number) =>
+        rowsOf(stream).failed !== null ? Effect.fail(e) : Effect.zipRight(pull(stream), appendOnce(stream, events, expected))
 
       /** One synchronous step from the check to the queueing: no other append, pull or loss comes in between. */
       const appendNow = (stream: string, r: Rows, events: Parameters<EventStoreService["append"]>[1], expected: number): Either.Either<number, EventStoreFailure> => {
@@ -294,13 +305,7 @@ export const postgresEventStore = (url: string, options: PostgresStoreOptions = 
 
       const service: EventStoreService = {
         // No lock: from the check to the queueing, an append is one synchronous step, as the mirror's own.
-        append: (stream, events, expected) =>
-          Effect.catchTag(appendOnce(stream, events, expected), "EventStoreConflict", (e) =>
-            rowsOf(stream).failed !== null
-              ? Effect.fail(e)
-              : // The mirror may be behind the table: look, and try once more against what is there now.
-                Effect.zipRight(pull(stream), appendOnce(stream, events, expected)),
-          ),
+        append,
         settled,
         read: (stream, from) => Effect.zipRight(pull(stream), inner.read(stream, from)),
         fold: (stream, init, f) => Effect.zipRight(pull(stream), inner.fold(stream, init, f)),
