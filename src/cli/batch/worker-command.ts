@@ -6,13 +6,15 @@
  * `.massgen/worker/<batch>/items/<id>/` under its working directory, with the
  * Postgres event store: the run's events are the shared stream
  * `<batch>/items/<id>`. An item another worker started (and died running) is
- * resumed from that stream: no recorded answer is asked again. A finished
+ * resumed from that stream: no recorded answer is asked again (the files it
+ * needs, its recorded calls and long tool results, come from the shared
+ * copies: `services/run-files-shared.ts`). A finished
  * item's result goes to `massgen_batch_results`. It runs until a signal; the
  * runs in flight then stop cleanly and their items go back to the queue.
  */
 import * as fs from "node:fs"
 import { join } from "node:path"
-import { Effect, Runtime } from "effect"
+import { Effect, Layer, Runtime } from "effect"
 import { resultOf } from "../../domain/batch.ts"
 import { isResumable } from "../../domain/state.ts"
 import { loadDotEnv } from "../../services/backends/keys.ts"
@@ -20,6 +22,7 @@ import { QUEUE, type QueuedItem, openQueue, recordResult } from "../../services/
 import { itemDir } from "../../services/batch/batch-folder.ts"
 import { EventStore } from "../../services/event-store.ts"
 import { postgresEventStore } from "../../services/event-store-postgres.ts"
+import { SharedRunFiles, postgresRunFiles } from "../../services/run-files-shared.ts"
 import { PRIVATE_DIR_MODE } from "../../services/log-dir.ts"
 import { decodeDocument, parseConfigText } from "../load-config.ts"
 import { type CliContext, writeRunMetadata } from "../run-command.ts"
@@ -39,7 +42,7 @@ export const workerCommand = (args: WorkerArgs, ctx: CliContext) =>
     const env = yield* loadDotEnv(ctx.cwd, ctx.env).pipe(Effect.orElseSucceed(() => ctx.env))
     const root = join(ctx.cwd, ".massgen", "worker")
     fs.mkdirSync(root, { recursive: true, mode: PRIVATE_DIR_MODE })
-    const runtime = yield* Effect.runtime<EventStore>()
+    const runtime = yield* Effect.runtime<EventStore | SharedRunFiles>()
     const boss = yield* Effect.promise(() => openQueue(args.engine, takeoverSeconds(env)))
 
     const runJob = (item: QueuedItem) =>
@@ -76,4 +79,8 @@ export const workerCommand = (args: WorkerArgs, ctx: CliContext) =>
     yield* ctx.interrupt
     yield* Effect.promise(() => boss.stop({ graceful: true, timeout: 30_000 } as Parameters<typeof boss.stop>[0]).catch(() => undefined))
     return 0
-  }).pipe(Effect.provide(postgresEventStore(args.engine, { root: join(ctx.cwd, ".massgen", "worker") })))
+  }).pipe(
+    Effect.provide(
+      Layer.merge(postgresEventStore(args.engine, { root: join(ctx.cwd, ".massgen", "worker") }), postgresRunFiles(args.engine, { root: join(ctx.cwd, ".massgen", "worker") })),
+    ),
+  )
