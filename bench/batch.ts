@@ -5,7 +5,8 @@
  * store's (appends and the durability barrier after them; target: under 2x),
  * on a server of the bench's own (`test/support/postgres.ts`), with the
  * whole-run effect: ms per item run in this process through `runItem` with
- * either store (a barrier before each model call and at the run's end), A
+ * the file store, and as a worker runs one (the Postgres store, a barrier
+ * before each model call and at the run's end, and its files shared), A
  * and B interleaved, medians of rounds; and
  * the time from the kill -9 of the worker running an item to another
  * worker's `run_resumed` of it (target: under 10 s; pg-boss's heartbeat floor
@@ -19,6 +20,7 @@ import { Effect, Layer } from "effect"
 import type { Event } from "../src/domain/events.ts"
 import { EventStore } from "../src/services/event-store.ts"
 import { postgresEventStore } from "../src/services/event-store-postgres.ts"
+import { SharedRunFiles, postgresRunFiles } from "../src/services/run-files-shared.ts"
 import { decodeDocument, parseConfigText } from "../src/cli/load-config.ts"
 import { runItem } from "../src/cli/batch/run-item.ts"
 import { startPostgres } from "../test/support/postgres.ts"
@@ -76,7 +78,7 @@ const ITEM_RUNS = 4
  * batch or a worker runs one: config, backends, run directory, coordination with its barriers, final read),
  * each in a fresh batch folder under `dir`, with the store of `layer`.
  */
-const perItem = (layer: (dir: string) => Layer.Layer<EventStore>, dir: string): Promise<number> =>
+const perItem = (layer: (dir: string) => Layer.Layer<EventStore | SharedRunFiles> | Layer.Layer<EventStore>, dir: string): Promise<number> =>
   Effect.runPromise(
     Effect.gen(function* () {
       mkdirSync(dir, { recursive: true })
@@ -178,13 +180,14 @@ export const batchBench = async (): Promise<void> => {
     const pgItems: Array<number> = []
     for (let i = 0; i < ROUNDS + 1; i++) {
       const f = await perItem(() => EventStore.file(), join(dir, `items_file_${i}`))
-      const p = await perItem(() => postgresEventStore(pg.url), join(dir, `items_pg_${i}`))
+      // As a worker runs it: its events in the shared log, its whole files shared too.
+      const p = await perItem(() => Layer.merge(postgresEventStore(pg.url), postgresRunFiles(pg.url)), join(dir, `items_pg_${i}`))
       if (i > 0) fileItems.push(f), pgItems.push(p)
     }
     line("one item run with the file event store (3 scripted agents): ms per item, median / max", `${fmt(median(fileItems), 2)} / ${fmt(Math.max(...fileItems), 2)}`)
     const itemFloor = median(fileItems)
     line(
-      "one item run with the postgres event store: ms per item, median / max (x the file store's)",
+      "one item run as a worker runs it (postgres events + shared files): ms per item, median / max (x file)",
       `${fmt(median(pgItems), 2)} / ${fmt(Math.max(...pgItems), 2)} (${fmt(median(pgItems) / itemFloor, 2)}x / ${fmt(Math.max(...pgItems) / itemFloor, 2)}x)`,
     )
     const takeovers: Array<number> = []
