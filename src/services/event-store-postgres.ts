@@ -21,8 +21,12 @@
  * stream is *lost* to this store. Its queued text is dropped, its mirror is
  * set back to the table, and every later append and barrier of it fails with
  * `EventStoreConflict`, so a stale writer (a worker that lost its item to
- * another) stops. A flush that fails otherwise fails the stream the same way,
- * with `EventStoreError` `write_failed`.
+ * another) stops; for good: only another store (another process) writes it
+ * again. A row taken whose bytes are the flush's own is its own insert, whose
+ * answer a lost connection cut off. A flush that fails otherwise fails the
+ * stream the same way, with `EventStoreError` `write_failed`. Appends take no
+ * lock: from the check to the queueing an append is one synchronous step
+ * (`appendNow`), which no other append, pull or loss comes into.
  *
  * The barrier, `settled(stream)`, waits until every append of the stream so
  * far is in the table, or fails with what its flush failed with. Durability
