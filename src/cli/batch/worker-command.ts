@@ -66,7 +66,8 @@ export const workerCommand = (args: WorkerArgs, ctx: CliContext) =>
     yield* Effect.promise(() =>
       boss.work<QueuedItem>(QUEUE, { localConcurrency: args.concurrency, batchSize: 1, pollingIntervalSeconds: 0.5 }, async (jobs) => {
         for (const job of jobs) {
-          const exit = await Runtime.runPromiseExit(runtime)(runJob(job.data))
+          // A store of its own per job: a stream this worker lost to another stays lost only to that job's store.
+          const exit = await Runtime.runPromiseExit(runtime)(runJob(job.data).pipe(Effect.provide(postgresEventStore(args.engine, { root }))))
           // The job goes back to the queue: another worker (or this one) takes it up from the shared log.
           if (exit._tag === "Failure") {
             ctx.printError(`massgen: item ${job.data.batch}/${job.data.id} did not finish here: ${String(exit.cause).split("\n")[0]}`)
