@@ -2,8 +2,12 @@
  * Bench 12, batches: `massgen batch` throughput with zero-delay scripted
  * agents at concurrency 1 and 3 in one process (whole processes from source),
  * and the Postgres event store's cost per appended event over the file
- * store's (target: under 2x), on a server of the bench's own
- * (`test/support/postgres.ts`), A and B interleaved, medians of rounds; and
+ * store's (appends and the durability barrier after them; target: under 2x),
+ * on a server of the bench's own (`test/support/postgres.ts`), with the
+ * whole-run effect: ms per item run in this process through `runItem` with
+ * the file store, and as a worker runs one (the Postgres store, a barrier
+ * before each model call and at the run's end, and its files shared), A
+ * and B interleaved, medians of rounds; and
  * the time from the kill -9 of the worker running an item to another
  * worker's `run_resumed` of it (target: under 10 s), taken over through the
  * item's lease (`src/services/batch/item-lease.ts`): the workers run with
@@ -11,13 +15,16 @@
  * free leases every 0.75 s).
  * `BENCH_BATCH_ITEMS` (24) and `BENCH_BATCH_EVENTS` (300) size it.
  */
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import { Effect, Layer } from "effect"
 import type { Event } from "../src/domain/events.ts"
 import { EventStore } from "../src/services/event-store.ts"
 import { postgresEventStore } from "../src/services/event-store-postgres.ts"
+import { SharedRunFiles, postgresRunFiles } from "../src/services/run-files-shared.ts"
+import { decodeDocument, parseConfigText } from "../src/cli/load-config.ts"
+import { runItem } from "../src/cli/batch/run-item.ts"
 import { startPostgres } from "../test/support/postgres.ts"
 import { fmt, line, median, targetLine } from "./support.ts"
 
@@ -50,16 +57,49 @@ const throughput = (concurrency: number): number => {
 
 const round = (n: number): Event => ({ _tag: "round_started", time: new Date(1_780_000_000_000 + n).toISOString(), agent: "agent_a", round: n, shown: [], vote_only: false, restart: false })
 
-/** Milliseconds per event of `EVENTS` appends of one event each (as a run appends), to a fresh stream. */
+/**
+ * Milliseconds per event of `EVENTS` appends of one event each (as a run appends), to a fresh stream, and
+ * the barrier after them (`settled`: the Postgres store commits in groups; the file store's appends are settled).
+ */
 const perEvent = (layer: Layer.Layer<EventStore>, stream: string): Promise<number> =>
   Effect.runPromise(
     Effect.gen(function* () {
       const store = yield* EventStore
       yield* store.append(stream, [round(0)], 0)
+      yield* store.settled(stream)
       const t0 = performance.now()
       for (let i = 1; i <= EVENTS; i++) yield* store.append(stream, [round(i)], i)
+      yield* store.settled(stream)
       return (performance.now() - t0) / EVENTS
     }).pipe(Effect.provide(layer)),
+  )
+
+const ITEM_RUNS = 4
+
+/**
+ * Milliseconds per item of `ITEM_RUNS` items run one after another in this process through `runItem` (as a
+ * batch or a worker runs one: config, backends, run directory, coordination with its barriers, final read),
+ * each in a fresh batch folder under `dir`, with the store of `layer`.
+ */
+const perItem = (layer: (dir: string) => Layer.Layer<EventStore | SharedRunFiles> | Layer.Layer<EventStore>, dir: string): Promise<number> =>
+  Effect.runPromise(
+    Effect.gen(function* () {
+      mkdirSync(dir, { recursive: true })
+      const path = join(dir, "team.yaml")
+      writeFileSync(path, TEAM)
+      const raw = yield* parseConfigText(TEAM, path)
+      const config = yield* decodeDocument(raw, path, {})
+      const loaded = { config, raw, path, env: {}, where: path }
+      const observer = { onEvent: () => Effect.void, onText: () => Effect.void }
+      const ctx = { cwd: dir, env: {}, argv: [], version: "bench", interrupt: Effect.never, dir, printError: () => undefined }
+      const t0 = performance.now()
+      for (let i = 0; i < ITEM_RUNS; i++) {
+        const item = { id: `q${i}`, question: `What is ${i}+${i}?`, config: null, sessionId: null, metadata: null, line: i + 1 }
+        const outcome = yield* runItem(item, loaded, observer, ctx)
+        if (outcome.exitCode !== 0) throw new Error(`bench item ${i} exited ${outcome.exitCode}`)
+      }
+      return (performance.now() - t0) / ITEM_RUNS
+    }).pipe(Effect.provide(layer(dir))),
   )
 
 const SLOW_TEAM = TEAM.replaceAll("vote: agent1", "vote: agent1, delay_seconds: 4")
@@ -134,14 +174,30 @@ export const batchBench = async (): Promise<void> => {
       // The first round warms both up.
       if (i > 0) file.push(f), postgres.push(p)
     }
-    line("file event store: ms per appended event, median / max", `${fmt(median(file), 4)} / ${fmt(Math.max(...file), 4)}`)
-    const floor = median(file)
-    targetLine("postgres event store: ms per appended event, median / max", postgres, "ms", {
+    const us = (ms: ReadonlyArray<number>) => ms.map((v) => v * 1000)
+    line("file event store: µs per appended event (appends + barrier), median / max", `${fmt(median(us(file)), 2)} / ${fmt(Math.max(...us(file)), 2)}`)
+    const floor = median(us(file))
+    targetLine("postgres event store: µs per appended event (appends + barrier), median / max", us(postgres), "µs", {
       ratio: (v) => v / floor,
       op: "<",
       limit: 2,
       text: "< 2x the file store's",
     })
+    // The whole-run effect: an item through the real run path, its barriers before every call included.
+    const fileItems: Array<number> = []
+    const pgItems: Array<number> = []
+    for (let i = 0; i < ROUNDS + 1; i++) {
+      const f = await perItem(() => EventStore.file(), join(dir, `items_file_${i}`))
+      // As a worker runs it: its events in the shared log, its whole files shared too.
+      const p = await perItem(() => Layer.merge(postgresEventStore(pg.url), postgresRunFiles(pg.url)), join(dir, `items_pg_${i}`))
+      if (i > 0) fileItems.push(f), pgItems.push(p)
+    }
+    line("one item run with the file event store (3 scripted agents): ms per item, median / max", `${fmt(median(fileItems), 2)} / ${fmt(Math.max(...fileItems), 2)}`)
+    const itemFloor = median(fileItems)
+    line(
+      "one item run as a worker runs it (postgres events + shared files): ms per item, median / max (x file)",
+      `${fmt(median(pgItems), 2)} / ${fmt(Math.max(...pgItems), 2)} (${fmt(median(pgItems) / itemFloor, 2)}x / ${fmt(Math.max(...pgItems) / itemFloor, 2)}x)`,
+    )
     const takeovers: Array<number> = []
     for (let i = 0; i < 5; i++) takeovers.push(await takeover(pg.url, pg.psql, i))
     targetLine(`worker killed -9 -> another worker's run_resumed of its item (--takeover-seconds ${TAKEOVER_SECONDS}: a look every ${fmt(TAKEOVER_SECONDS / 4)} s): s, median / max`, takeovers, "s", {

@@ -16,21 +16,15 @@
  * which is resumed. A server restart in the middle: the workers connect again
  * and the batch completes.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test"
+import { describe, expect, test } from "bun:test"
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
 import { type RunningCli, cleanupSandboxes, runCli, sandbox, startCli, writeConfig } from "./support/cli.ts"
 import { ENV } from "./support/run-dirs.ts"
-import { type TestPostgres, startPostgres } from "./support/postgres.ts"
+import { type TestPostgres, postgresForFile } from "./support/postgres.ts"
 
 let pg: TestPostgres
-beforeAll(async () => {
-  pg = await startPostgres()
-}, 60_000)
-afterAll(() => {
-  pg?.stop()
-  cleanupSandboxes()
-})
+postgresForFile((server) => (pg = server), cleanupSandboxes)
 
 const team = {
   agents: ["agent_a", "agent_b", "agent_c"].map((id, i) => ({

@@ -8,14 +8,16 @@
  * exit 1), runs the
  * coordination, keeps the files derived from the events up to them
  * (`coordination_events.json`, `snapshot_mappings.json`, `snapshots/`;
- * `services/derived-files.ts`) every second and at the end, prints
+ * `services/derived-files.ts`) every second and at the end (with
+ * `SharedRunFiles`, a worker's, every whole file the run writes is also
+ * shared: `services/run-files-shared.ts`), prints
  * the automation footer when asked, reports a run that did not complete on
  * stderr, and returns the exit code of its finish reason (`runSessionOutcome`
  * does the same work and returns the outcome itself, printing nothing).
  */
 import { existsSync } from "node:fs"
 import { join } from "node:path"
-import { Duration, Effect, Fiber, Layer, type Scope } from "effect"
+import { Context, Duration, Effect, Fiber, Layer, Option, type Scope } from "effect"
 import type { Config } from "../domain/config.ts"
 import type { ConversationMessage, FinishReason } from "../domain/events.ts"
 import { type State, isResumable } from "../domain/state.ts"
@@ -23,7 +25,8 @@ import { type Backend, Backends } from "../services/backend.ts"
 import { EventStore, eventsOf } from "../services/event-store.ts"
 import { type Observer, type ResumeInput, runCoordination } from "../services/orchestrator.ts"
 import { openDerivedFiles } from "../services/derived-files.ts"
-import { liveRunFiles } from "../services/run-files.ts"
+import { RunFiles, liveRunFiles } from "../services/run-files.ts"
+import { SharedRunFiles, sharingWrites } from "../services/run-files-shared.ts"
 import { acquireRunLock, releaseRunLockSync } from "../services/run-lock.ts"
 import { onForcedStop } from "../services/forced-stop.ts"
 import { StatusWriter } from "../services/status-writer.ts"
@@ -94,9 +97,13 @@ export const runSession = (input: SessionInput) =>
 export const runSessionOutcome = (input: SessionInput) =>
   Effect.gen(function* () {
     const { logDir } = input
+    // A worker on Postgres keeps a shared copy of every whole file, for the worker that may take the run over.
+    const shared = Option.getOrNull(yield* Effect.serviceOption(SharedRunFiles))
+    const runFiles =
+      shared === null ? liveRunFiles(logDir) : Layer.map(liveRunFiles(logDir), (c) => Context.make(RunFiles, sharingWrites(Context.get(c, RunFiles), shared, logDir)))
     const layer = Layer.mergeAll(
       StatusWriter.live(join(logDir, "status.json")),
-      liveRunFiles(logDir),
+      runFiles,
       Layer.succeed(Backends, { forAgent: (id: string) => input.backends.get(id)! }),
       Workspaces.live(logDir, input.config.agents),
     )

@@ -3,20 +3,40 @@
  * that any process on any machine reads and appends the same log.
  *
  * A stream's text is kept as the file layer would write it, in pieces:
- * `massgen_event_chunks(stream, seq, text)`, one row per append (its lines as
- * UTF-8 bytes, with the newline that closes a torn line before them), `seq` counting from 1
- * per stream, `(stream, seq)` the primary key. The layer keeps a mirror of
- * every stream it touched in a memory storage and is the ordinary store over
- * it (`makeStore`), so it reads, decodes, skips and folds exactly as the file
- * and memory layers do (`test/support/event-store-suite.ts` holds it to the
- * same contract). Before a read it pulls the rows past its mirror's.
+ * `massgen_event_chunks(stream, seq, text)`, one row per flush (the lines of
+ * the appends it carries as UTF-8 bytes, with the newline that closes a torn
+ * line before them), `seq` counting from 1 per stream, `(stream, seq)` the
+ * primary key. The layer keeps a mirror of every stream it touched in a memory
+ * storage and is the ordinary store over it (`makeStore`), so it reads,
+ * decodes, skips and folds exactly as the file and memory layers do
+ * (`test/support/event-store-suite.ts` holds it to the same contract).
  *
- * An append is checked against the mirror, written to the mirror, then
- * inserted as the row after the mirror's last: when another process appended
- * meanwhile, that row is taken (a unique violation), the append is undone in
- * the mirror, and it fails with `EventStoreConflict`. So two writers never
- * both append at one version: a worker that lost its item to another stops at
- * its next append. Appends of one process take turns (a semaphore).
+ * Group commit: an append is checked against the mirror and written to it at
+ * once (a conflict with the mirror fails it at once; the first append of a
+ * stream brings the mirror up to the table first), its text is queued, and
+ * it returns. One flusher per stream writes all that is queued as the row
+ * after the table's last, one round trip per flush, in order: appends that
+ * come while a flush is under way go together in the next. When another
+ * process appended meanwhile, that row is taken (a unique violation): the
+ * stream is *lost* to this store. Its queued text is dropped, its mirror is
+ * set back to the table, and every later append and barrier of it fails with
+ * `EventStoreConflict`, so a stale writer (a worker that lost its item to
+ * another) stops; for good: only another store (another process) writes it
+ * again. A row taken whose bytes are the flush's own is its own insert, whose
+ * answer a lost connection cut off. A flush that fails otherwise fails the
+ * stream the same way, with `EventStoreError` `write_failed`. Appends take no
+ * lock: from the check to the queueing an append is one synchronous step
+ * (`appendNow`), which no other append, pull or loss comes into.
+ *
+ * The barrier, `settled(stream)`, waits until every append of the stream so
+ * far is in the table, or fails with what its flush failed with. Durability
+ * contract: what an effect outside the process depends on (a model call, a
+ * tool call, a context path write, the run's end) is settled before it
+ * happens; the orchestrator settles after each append of an event that
+ * announces one (`announcesEffect`). So a process killed with queued appends
+ * loses only events nothing acted on yet. A read (and a poll of `subscribe`,
+ * `list`) pulls the rows past its mirror's (and reads its own appends, settled
+ * or not). Closing the layer flushes what is queued.
  *
  * A lost connection (the server restarted) is tried again, every 200 ms, for
  * `reconnectMs` (30 s); then the operation fails with `EventStoreError`.
@@ -25,9 +45,9 @@
  * stores: a connection costs a server process, hundreds of ms on a busy machine.
  */
 import { SQL } from "bun"
-import { Chunk, Duration, Effect, Layer, Stream } from "effect"
+import { Chunk, Duration, Effect, Either, Layer, Stream } from "effect"
 import { memoryStorage } from "./event-storage.ts"
-import { EventStore, EventStoreConflict, EventStoreError, type EventStoreService, type StoreOptions, makeStore } from "./event-store.ts"
+import { EventStore, EventStoreConflict, EventStoreError, type EventStoreFailure, type EventStoreService, type StoreOptions, makeStore } from "./event-store.ts"
 
 export const CHUNKS_TABLE = "massgen_event_chunks"
 
@@ -94,93 +114,215 @@ const tableReady = (url: string, sql: SQL): Promise<unknown> => {
   return ready
 }
 
-/** The store over the shared table at `url`, its connections closed with the layer's scope. */
+/** What the store knows of a stream's rows: the table's part of its mirror, and what is queued past it. */
+interface Rows {
+  /** The last row of the table the mirror holds. */
+  seq: number
+  /** How much of the mirror's text is in the table (the rest is queued or being flushed). */
+  committed: number
+  /** Text appended to the mirror and not yet flushed. */
+  queued: string
+  /** The version the first queued append expected: what a conflict at its flush names. */
+  expected: number
+  /** The flush under way, which goes on while anything is queued. */
+  flushing: Promise<void> | null
+  /** Why the stream is lost to this store, for good. */
+  failed: EventStoreFailure | null
+  /** The mirror was brought up to the table once: a first append pulls before it checks. */
+  pulled: boolean
+}
+
+/** How a stream (or log directory) is named in a shared table: its path under `root`, or its whole path when it is not under it. */
+export const keyUnder =
+  (root: string | undefined) =>
+  (stream: string): string =>
+    root !== undefined && stream.startsWith(`${root}/`) ? stream.slice(root.length + 1) : stream
+
+/** The store over the shared table at `url`; closing the layer flushes what is queued. */
 export const postgresEventStore = (url: string, options: PostgresStoreOptions = {}): Layer.Layer<EventStore> =>
   Layer.scoped(
     EventStore,
     Effect.gen(function* () {
       const reconnectMs = options.reconnectMs ?? 30_000
       const root = options.root
-      const keyOf = (stream: string): string => (root !== undefined && stream.startsWith(`${root}/`) ? stream.slice(root.length + 1) : stream)
+      const keyOf = keyUnder(root)
       const client = (): SQL => clientFor(url)
       yield* Effect.promise(() => withReconnect(reconnectMs, () => tableReady(url, client())))
       const texts = new Map<string, string>()
-      const seqs = new Map<string, number>()
+      const rows = new Map<string, Rows>()
       const pollMs = options.pollMs ?? 250
-      const inner = makeStore(memoryStorage(texts, pollMs), options.foldChunk)
-      const turns = yield* Effect.makeSemaphore(1)
+      const mirror = memoryStorage(texts, pollMs)
+      /** What the mirror's last write added: an append's text, without cutting it from the whole stream. */
+      let written = ""
+      const inner = makeStore(
+        {
+          ...mirror,
+          write: (stream, text) => {
+            mirror.write(stream, text)
+            written = text
+          },
+        },
+        options.foldChunk,
+      )
+
+      const rowsOf = (stream: string): Rows => {
+        let r = rows.get(stream)
+        if (r === undefined) {
+          r = { seq: 0, committed: 0, queued: "", expected: 0, flushing: null, failed: null, pulled: false }
+          rows.set(stream, r)
+        }
+        return r
+      }
+      const versionOf = (stream: string): number => Effect.runSync(Effect.map(Effect.either(inner.read(stream)), (r) => (r._tag === "Right" ? r.right.version : 0)))
 
       const failure = (stream: string, reason: "unreadable" | "write_failed") => (e: unknown) =>
         new EventStoreError({ reason, stream, detail: `postgres: ${messageOf(e)}` })
 
-      /** Brings the mirror of `stream` up to the shared table. */
+      const select = (stream: string, after: number): Promise<Array<{ seq: number; text: Uint8Array }>> =>
+        withReconnect(reconnectMs, () => client()`SELECT seq, text FROM massgen_event_chunks WHERE stream = ${keyOf(stream)} AND seq > ${after} ORDER BY seq`)
+
+      /** Sets the mirror of `stream` to `text` (the store reads a stream that shrank again whole). */
+      const setMirror = (stream: string, text: string | undefined): void => {
+        texts.set(stream, "")
+        Effect.runSync(Effect.ignore(inner.read(stream)))
+        if (text === undefined) texts.delete(stream)
+        else texts.set(stream, text)
+      }
+
+      /** Adds the rows read past the mirror's last (nothing is queued). */
+      const take = (stream: string, r: Rows, fresh: ReadonlyArray<{ seq: number; text: Uint8Array }>): void => {
+        const next = fresh.filter((row) => row.seq > r.seq)
+        if (next.length === 0) return
+        texts.set(stream, (texts.get(stream) ?? "") + next.map((row) => Buffer.from(row.text).toString("utf8")).join(""))
+        r.seq = next[next.length - 1]!.seq
+        r.committed = texts.get(stream)!.length
+      }
+
+      /** The stream is lost: what is queued is dropped, the mirror is the table's again, and `failed` says why from now on. */
+      const lose = async (stream: string, r: Rows, error: unknown, expected: number): Promise<void> => {
+        const conflict = isUniqueViolation(error)
+        const fresh = conflict ? await select(stream, r.seq).catch(() => []) : []
+        // One step from here on: no append comes in between.
+        const kept = (texts.get(stream) ?? "").slice(0, r.committed)
+        setMirror(stream, r.seq === 0 && kept === "" ? undefined : kept)
+        r.queued = ""
+        take(stream, r, fresh)
+        r.failed = conflict
+          ? new EventStoreConflict({ reason: "conflict", stream, expected, actual: versionOf(stream) })
+          : failure(stream, "write_failed")(error)
+      }
+
+      const isOurs = (stream: string, seq: number, text: string): Promise<boolean> =>
+        withReconnect(reconnectMs, (): Promise<Array<{ text: Uint8Array }>> => client()`SELECT text FROM massgen_event_chunks WHERE stream = ${keyOf(stream)} AND seq = ${seq}`).then(
+          (found) => found.length === 1 && Buffer.from(found[0]!.text).equals(Buffer.from(text, "utf8")),
+          () => false,
+        )
+
+      /** Writes what is queued, a row per round trip, until nothing is. */
+      const flush = async (stream: string, r: Rows): Promise<void> => {
+        await Promise.resolve()
+        for (;;) {
+          if (r.queued === "" || r.failed !== null) {
+            r.flushing = null
+            return
+          }
+          const text = r.queued
+          const expected = r.expected
+          r.queued = ""
+          const seq = r.seq + 1
+          try {
+            await withReconnect(reconnectMs, () => client()`INSERT INTO massgen_event_chunks (stream, seq, text) VALUES (${keyOf(stream)}, ${seq}, ${Buffer.from(text, "utf8")})`)
+            r.seq = seq
+            r.committed += text.length
+          } catch (e) {
+            // A row taken by this very insert, whose answer a lost connection cut off, is this flush's.
+            if (isUniqueViolation(e) && (await isOurs(stream, seq, text))) {
+              r.seq = seq
+              r.committed += text.length
+              continue
+            }
+            await lose(stream, r, e, expected)
+            r.flushing = null
+            return
+          }
+        }
+      }
+
+      /** Until nothing of `stream` is queued or being flushed. */
+      const drain = async (r: Rows): Promise<void> => {
+        while (r.flushing !== null) await r.flushing
+      }
+
+      const settled = (stream: string): Effect.Effect<void, EventStoreFailure> =>
+        Effect.suspend(() => {
+          const r = rows.get(stream)
+          if (r === undefined) return Effect.void
+          return Effect.flatMap(Effect.promise(() => drain(r)), () => (r.failed === null ? Effect.void : Effect.fail(r.failed)))
+        })
+
+      /**
+       * Brings the mirror of `stream` up to the shared table. While appends of its own are queued or being
+       * flushed, rows of another writer cannot go after them: those appends are lost (their flush finds
+       * the row taken and sets the mirror back), and the mirror waits for that.
+       */
       const pull = (stream: string) =>
         Effect.tryPromise({
           try: async () => {
-            const after = seqs.get(stream) ?? 0
-            const key = keyOf(stream)
-            const rows: Array<{ seq: number; text: Uint8Array }> = await withReconnect(
-              reconnectMs,
-              () => client()`SELECT seq, text FROM massgen_event_chunks WHERE stream = ${key} AND seq > ${after} ORDER BY seq`,
-            )
-            const fresh = rows.filter((r) => r.seq > (seqs.get(stream) ?? 0))
-            if (fresh.length === 0) return
-            texts.set(stream, (texts.get(stream) ?? "") + fresh.map((r) => Buffer.from(r.text).toString("utf8")).join(""))
-            seqs.set(stream, fresh[fresh.length - 1]!.seq)
+            const r = rowsOf(stream)
+            const fresh = await select(stream, r.seq)
+            if (r.queued !== "" || r.flushing !== null) return
+            take(stream, r, fresh)
+            r.pulled = true
           },
           catch: failure(stream, "unreadable"),
         })
 
-      /** Sets the mirror of `stream` back to `text` (the store reads a stream that shrank again whole). */
-      const rollBack = (stream: string, text: string | undefined) =>
-        Effect.gen(function* () {
-          texts.set(stream, "")
-          yield* Effect.ignore(inner.read(stream))
-          if (text === undefined) texts.delete(stream)
-          else texts.set(stream, text)
+      /** Appends to the mirror and queues the text; a stream not pulled yet is pulled first. */
+      const appendOnce = (stream: string, events: Parameters<EventStoreService["append"]>[1], expected: number): Effect.Effect<number, EventStoreFailure> =>
+        Effect.suspend(() => {
+          const r = rowsOf(stream)
+          return r.pulled ? appendNow(stream, r, events, expected) : Effect.zipRight(pull(stream), Effect.suspend(() => appendNow(stream, r, events, expected)))
         })
 
-      const appendOnce = (stream: string, events: Parameters<EventStoreService["append"]>[1], expected: number) =>
-        Effect.gen(function* () {
-          const before = texts.get(stream)
-          const version = yield* inner.append(stream, events, expected)
-          const added = (texts.get(stream) ?? "").slice(before?.length ?? 0)
-          if (added === "") return version
-          const seq = (seqs.get(stream) ?? 0) + 1
-          const inserted = yield* Effect.either(
-            Effect.tryPromise({
-              try: () => withReconnect(reconnectMs, () => client()`INSERT INTO massgen_event_chunks (stream, seq, text) VALUES (${keyOf(stream)}, ${seq}, ${Buffer.from(added, "utf8")})`),
-              catch: (e) => e,
-            }),
-          )
-          if (inserted._tag === "Right") {
-            seqs.set(stream, seq)
-            return version
-          }
-          yield* rollBack(stream, before)
-          if (!isUniqueViolation(inserted.left)) return yield* failure(stream, "write_failed")(inserted.left)
-          yield* pull(stream)
-          const actual = yield* Effect.map(Effect.either(inner.read(stream)), (r) => (r._tag === "Right" ? r.right.version : 0))
-          return yield* new EventStoreConflict({ reason: "conflict", stream, expected, actual })
+      /** An append; one that the mirror refuses is tried once more after a pull (the mirror may be behind the table). */
+      const append = (stream: string, events: Parameters<EventStoreService["append"]>[1], expected: number): Effect.Effect<number, EventStoreFailure> =>
+        Effect.suspend(() => {
+          const r = rowsOf(stream)
+          if (!r.pulled) return Effect.catchTag(appendOnce(stream, events, expected), "EventStoreConflict", (e) => retry(stream, e, events, expected))
+          const appended = appendNow(stream, r, events, expected)
+          return Either.isLeft(appended) && appended.left._tag === "EventStoreConflict" ? retry(stream, appended.left, events, expected) : appended
         })
 
-      /** A pull that waits for the appends in progress: the mirror changes in one place at a time. */
-      const pullInTurn = (stream: string) => turns.withPermits(1)(pull(stream))
+      const retry = (stream: string, e: EventStoreConflict, events: Parameters<EventStoreService["append"]>[1], expected: number) =>
+        rowsOf(stream).failed !== null ? Effect.fail(e) : Effect.zipRight(pull(stream), appendOnce(stream, events, expected))
+
+      /** One synchronous step from the check to the queueing: no other append, pull or loss comes in between. */
+      const appendNow = (stream: string, r: Rows, events: Parameters<EventStoreService["append"]>[1], expected: number): Either.Either<number, EventStoreFailure> => {
+        if (r.failed !== null) return Either.left(lostFailure(stream, r.failed, expected))
+        written = ""
+        const appended = inner.appendNow(stream, events, expected)
+        if (written === "") return appended
+        if (r.queued === "") r.expected = expected
+        r.queued += written
+        r.flushing ??= flush(stream, r)
+        return appended
+      }
+
+      const lostFailure = (stream: string, failed: EventStoreFailure, expected: number): EventStoreFailure =>
+        failed._tag === "EventStoreConflict" ? new EventStoreConflict({ reason: "conflict", stream, expected, actual: versionOf(stream) }) : failed
+
+      yield* Effect.addFinalizer(() => Effect.promise(() => Promise.all([...rows.values()].map(drain))))
 
       const service: EventStoreService = {
-        append: (stream, events, expected) =>
-          turns.withPermits(1)(
-            Effect.catchTag(appendOnce(stream, events, expected), "EventStoreConflict", () =>
-              // The mirror may be behind the table: look, and try once more against what is there now.
-              Effect.zipRight(pull(stream), appendOnce(stream, events, expected)),
-            ),
-          ),
-        read: (stream, from) => Effect.zipRight(pullInTurn(stream), inner.read(stream, from)),
-        fold: (stream, init, f) => Effect.zipRight(pullInTurn(stream), inner.fold(stream, init, f)),
+        // No lock: from the check to the queueing, an append is one synchronous step, as the mirror's own.
+        append,
+        settled,
+        read: (stream, from) => Effect.zipRight(pull(stream), inner.read(stream, from)),
+        fold: (stream, init, f) => Effect.zipRight(pull(stream), inner.fold(stream, init, f)),
         subscribe: (stream, from) => {
           let next = from
           const batch = Effect.gen(function* () {
-            yield* pullInTurn(stream)
+            yield* pull(stream)
             const read = yield* Effect.either(inner.read(stream, next))
             const fresh = read._tag === "Right" ? read.right.events : []
             if (fresh.length === 0) {
@@ -195,10 +337,10 @@ export const postgresEventStore = (url: string, options: PostgresStoreOptions = 
         list: (base, limit) =>
           Effect.gen(function* () {
             const prefix = `${base.replace(/[\\%_]/g, (c) => `\\${c}`)}/log\\_%`
-            const rows = yield* Effect.tryPromise(
+            const found = yield* Effect.tryPromise(
               (): Promise<Array<{ stream: string }>> => client()`SELECT DISTINCT stream FROM massgen_event_chunks WHERE stream LIKE ${prefix}`,
             ).pipe(Effect.orElseSucceed(() => []))
-            for (const { stream } of rows) if (!stream.slice(base.length + 1).includes("/")) yield* Effect.ignore(pullInTurn(stream))
+            for (const { stream } of found) if (!stream.slice(base.length + 1).includes("/")) yield* Effect.ignore(pull(stream))
             return yield* inner.list(base, limit)
           }),
       }

@@ -21,6 +21,15 @@
  *   (an event earlier than the stream's last, or the same line as an earlier
  *   one: writers are to append neither) is written, and not counted in the
  *   version, as a read would not count it.
+ * - `settled(stream)` is the durability barrier: it completes once every
+ *   append of the stream so far is as durable as the layer makes it, and fails
+ *   with the conflict or error of one that is not. The file and memory layers
+ *   settle each append before it returns (`settled` does nothing); the
+ *   Postgres layer commits appends in groups after they return, so a conflict
+ *   with another process may show only at the barrier (or at a later append).
+ *   Contract for writers: an event is settled before anything outside the
+ *   process acts on it (a model call, a tool call, a context path write, the
+ *   report of the run's end): a crash loses only events nothing depended on.
  * - `read(stream, from = 0)` gives the events from position `from`, with the
  *   stream's version, its skipped lines counted by cause (`domain/event-codec.ts`:
  *   unreadable lines, newer schemas, duplicates, events out of order, a torn
@@ -53,7 +62,7 @@
  * them to one contract.
  */
 import * as nodePath from "node:path"
-import { Chunk, Context, Effect, Layer, Schema, Stream } from "effect"
+import { Chunk, Context, Effect, Either, Layer, Schema, Stream } from "effect"
 import {
   type CountedSkipCause,
   type LineMemory,
@@ -151,6 +160,11 @@ export interface StreamFold<S> extends Omit<StreamRead, "events"> {
 
 export interface EventStoreService {
   readonly append: (stream: string, events: ReadonlyArray<NewEvent>, expectedVersion: number) => Effect.Effect<number, EventStoreFailure>
+  /**
+   * The durability barrier: completes once every append of the stream so far is durable, or fails with
+   * why one is not (a conflict found late). Nothing outside the process may act on an event before it.
+   */
+  readonly settled: (stream: string) => Effect.Effect<void, EventStoreFailure>
   readonly read: (stream: string, from?: number) => Effect.Effect<StreamRead, EventStoreError>
   /**
    * Folds every event of the stream with `f`, from `init`, as `read` would give them; a stream the store
@@ -205,8 +219,13 @@ const detailOf = (cause: unknown): string => ioCause(cause)
 const envelopeOf = (item: NewEvent): { readonly event: Event; readonly meta: EventMeta | null } =>
   "_tag" in item ? { event: item, meta: null } : { event: item.event, meta: item.meta }
 
+/** The store over a storage, with its append as one synchronous step (`appendNow`), for a layer built over it. */
+export interface StoreOverStorage extends EventStoreService {
+  readonly appendNow: (stream: string, events: ReadonlyArray<NewEvent>, expectedVersion: number) => Either.Either<number, EventStoreFailure>
+}
+
 /** The store over `storage`: what every layer is (the Postgres layer keeps its mirror of the shared log in a memory storage). */
-export const makeStore = (storage: Storage, foldChunk = FOLD_CHUNK): EventStoreService => {
+export const makeStore = (storage: Storage, foldChunk = FOLD_CHUNK): StoreOverStorage => {
   const known = new Map<string, Known>()
 
   /** Brings what is known of `stream` up to date, decoding only what was appended since; null when it does not exist. */
@@ -312,53 +331,54 @@ export const makeStore = (storage: Storage, foldChunk = FOLD_CHUNK): EventStoreS
     })
 
   // One synchronous step from the version check to the write: no other fiber's append comes in between.
-  const append = (stream: string, items: ReadonlyArray<NewEvent>, expectedVersion: number): Effect.Effect<number, EventStoreFailure> =>
-    Effect.suspend((): Effect.Effect<number, EventStoreFailure> => {
-      const envelopes = items.map(envelopeOf)
-      const invalid = envelopes.find((e) => !isEvent(e.event) || (e.meta !== null && !isEventMeta(e.meta)))
-      if (invalid !== undefined) {
-        return Effect.fail(new EventStoreError({ reason: "invalid_event", stream, detail: `${invalid.event._tag} does not fit its schema` }))
+  const appendNow = (stream: string, items: ReadonlyArray<NewEvent>, expectedVersion: number): Either.Either<number, EventStoreFailure> => {
+    const envelopes = items.map(envelopeOf)
+    const invalid = envelopes.find((e) => !isEvent(e.event) || (e.meta !== null && !isEventMeta(e.meta)))
+    if (invalid !== undefined) {
+      return Either.left(new EventStoreError({ reason: "invalid_event", stream, detail: `${invalid.event._tag} does not fit its schema` }))
+    }
+    let found: Known | null
+    try {
+      found = sync(stream)
+    } catch (cause) {
+      return Either.left(new EventStoreError({ reason: "unreadable", stream, detail: detailOf(cause) }))
+    }
+    const version = found === null ? 0 : versionOf(found)
+    if (version !== expectedVersion) {
+      return Either.left(new EventStoreConflict({ reason: "conflict", stream, expected: expectedVersion, actual: version }))
+    }
+    if (envelopes.length === 0) return Either.right(version)
+    const k = found ?? unknown()
+    const lines = envelopes.map((e) => encodeEnvelopeLine(e.event, e.meta))
+    const text = (k.tail !== null ? "\n" : "") + lines.map((line) => `${line}\n`).join("")
+    try {
+      storage.write(stream, text)
+    } catch (cause) {
+      // A write that failed midway may have left a torn line: the stream is read again next time.
+      known.delete(stream)
+      return Either.left(new EventStoreError({ reason: "write_failed", stream, detail: detailOf(cause) }))
+    }
+    // The torn tail is a whole line now, read as any other (cut, it is no longer the tail).
+    if (k.tail !== null) addLines(k, decodeLines(k.tail.text, k.events.length, k.lines, k.memory))
+    k.tail = null
+    // What a reader would skip of these lines is skipped here too: the store knows what a read of the stream gives.
+    envelopes.forEach((e, i) => {
+      k.lines += 1
+      const cause = admitLine(lines[i]!, e.event, k.memory)
+      if (cause === null) {
+        k.events.push({ event: e.event, meta: e.meta, position: k.events.length, line: k.lines })
+      } else {
+        k.skippedByCause[cause] += 1
+        k.skipped += 1
       }
-      let found: Known | null
-      try {
-        found = sync(stream)
-      } catch (cause) {
-        return Effect.fail(new EventStoreError({ reason: "unreadable", stream, detail: detailOf(cause) }))
-      }
-      const version = found === null ? 0 : versionOf(found)
-      if (version !== expectedVersion) {
-        return Effect.fail(new EventStoreConflict({ reason: "conflict", stream, expected: expectedVersion, actual: version }))
-      }
-      if (envelopes.length === 0) return Effect.succeed(version)
-      const k = found ?? unknown()
-      const lines = envelopes.map((e) => encodeEnvelopeLine(e.event, e.meta))
-      const text = (k.tail !== null ? "\n" : "") + lines.map((line) => `${line}\n`).join("")
-      try {
-        storage.write(stream, text)
-      } catch (cause) {
-        // A write that failed midway may have left a torn line: the stream is read again next time.
-        known.delete(stream)
-        return Effect.fail(new EventStoreError({ reason: "write_failed", stream, detail: detailOf(cause) }))
-      }
-      // The torn tail is a whole line now, read as any other (cut, it is no longer the tail).
-      if (k.tail !== null) addLines(k, decodeLines(k.tail.text, k.events.length, k.lines, k.memory))
-      k.tail = null
-      // What a reader would skip of these lines is skipped here too: the store knows what a read of the stream gives.
-      envelopes.forEach((e, i) => {
-        k.lines += 1
-        const cause = admitLine(lines[i]!, e.event, k.memory)
-        if (cause === null) {
-          k.events.push({ event: e.event, meta: e.meta, position: k.events.length, line: k.lines })
-        } else {
-          k.skippedByCause[cause] += 1
-          k.skipped += 1
-        }
-      })
-      k.size += storage.sizeOf(text)
-      k.wholeSize = k.size
-      known.set(stream, k)
-      return Effect.succeed(k.events.length)
     })
+    k.size += storage.sizeOf(text)
+    k.wholeSize = k.size
+    known.set(stream, k)
+    return Either.right(k.events.length)
+  }
+  const append = (stream: string, items: ReadonlyArray<NewEvent>, expectedVersion: number): Effect.Effect<number, EventStoreFailure> =>
+    Effect.suspend(() => appendNow(stream, items, expectedVersion))
 
   const subscribe = (stream: string, from: number): Stream.Stream<StoredEvent, EventStoreError> =>
     Stream.unwrapScoped(
@@ -408,7 +428,8 @@ export const makeStore = (storage: Storage, foldChunk = FOLD_CHUNK): EventStoreS
         .map(summary)
     })
 
-  return { append, read, fold, subscribe, list }
+  // The OS has each append when it returns: every append is settled.
+  return { append, appendNow, settled: () => Effect.void, read, fold, subscribe, list }
 }
 
 export interface StoreOptions {

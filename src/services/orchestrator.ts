@@ -9,9 +9,12 @@
  * anything is decided, so replies that come together cancel the rounds they
  * undo once, not once each. A decision's commands are carried out together:
  * the rounds it cancels stop at once, its events go in one append, then its
- * work starts. State changes only when an event is appended; nothing polls. Every event is appended (and so flushed) before the
- * orchestrator acts on it, and a final answer file is written before the
- * `final_answer` event that announces it.
+ * work starts. State changes only when an event is appended; nothing polls. Every event is appended before the
+ * orchestrator acts on it, and settled (durable: `EventStoreService.settled`)
+ * before anything outside the process does: the append of an event that
+ * announces an effect (`announcesEffect`) waits for the store's barrier, and
+ * when the log cannot take it the effect does not happen. A final answer
+ * file is written before the `final_answer` event that announces it.
  *
  * `status.json` is written at the start, every 2 s on the Effect clock and
  * once more at the end. `observe` sees every event with the state after it and
@@ -104,6 +107,13 @@ const replyKey = (reply: Reply): string => workKey(reply.agent, "round" in reply
 
 /** The key of a piece of work (its fiber, its request, its call's time): `agent#round`, or `agent#present` for a presentation. */
 const workKey = (agent: string, round: number | "present"): string => `${agent}#${round}`
+
+/**
+ * The events after which something leaves the process (a model call, a tool call, a context path
+ * write, the run's end): the orchestrator settles the log (`EventStoreService.settled`) after each.
+ */
+export const announcesEffect = (event: Event): boolean =>
+  event._tag === "call_start" || event._tag === "tool_call_started" || event._tag === "context_write_intended" || event._tag === "run_finished"
 
 const isoNow = Effect.clockWith((c) => c.currentTimeMillis).pipe(Effect.map((ms) => new Date(ms).toISOString()))
 
@@ -227,6 +237,14 @@ export const runCoordination = (input: RunInput) =>
             return yield* failStorage("event_log", nodePath.join(input.logDir, EVENTS_FILE), e._tag === "EventStoreError" ? e.detail : e.message)
           }
           version = appended.right
+          // Durable before anything outside acts on it: the store's barrier after an event that announces an effect.
+          if (accepted.some(([event]) => announcesEffect(event))) {
+            const settled = yield* Effect.either(store.settled(input.logDir))
+            if (settled._tag === "Left") {
+              const e = settled.left
+              return yield* failStorage("event_log", nodePath.join(input.logDir, EVENTS_FILE), e._tag === "EventStoreError" ? e.detail : e.message)
+            }
+          }
           yield* Ref.set(stateRef, state)
           if (observe) for (const [event, after] of accepted) yield* observe.onEvent(event, after)
         })
@@ -266,6 +284,8 @@ export const runCoordination = (input: RunInput) =>
           yield* emit(event)
           // A refused call never starts: the run is stopping, so its round ends here.
           if (event._tag === "call_start" && refusedCalls.has(event.call)) return yield* Effect.interrupt
+          // Not recorded durably (a write or the barrier failed): the effect it announces does not happen.
+          if (announcesEffect(event) && (yield* Ref.get(fatal)) !== null) return yield* Effect.interrupt
           if (event._tag === "call_start") callSentAt.set(workKey(event.agent, event.role === "presentation" ? "present" : event.round), yield* Clock.currentTimeMillis)
           if (event._tag === "call_end" && budgetSpent(yield* Ref.get(stateRef))) yield* Queue.offer(inbox, { _tag: "wake" })
         }),

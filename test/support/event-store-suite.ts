@@ -120,15 +120,18 @@ export const eventStoreSuite = (name: string, makeFixture: () => StoreFixture) =
       expect(await withStore(f, (store) => Effect.flip(store.read(none)))).toMatchObject({ _tag: "EventStoreError", reason: "missing" })
     })
 
-    test("a writer whose version is stale because another writer appended meanwhile gets a conflict", async () => {
+    test("a writer whose version is stale because another writer appended meanwhile gets a conflict, at its append or its barrier", async () => {
       const { f, stream } = fresh()
       await Effect.runPromise(
         Effect.gen(function* () {
           const mine = yield* Effect.provide(EventStore, f.layer())
           const theirs = yield* Effect.provide(EventStore, f.layer())
           const version = yield* mine.append(stream, [started()], 0)
+          yield* mine.settled(stream)
           expect(yield* theirs.append(stream, [round(1)], version)).toBe(2)
-          expect(yield* Effect.flip(mine.append(stream, [round(2)], version))).toMatchObject({ _tag: "EventStoreConflict", expected: 1, actual: 2 })
+          yield* theirs.settled(stream)
+          const stale = Effect.zipRight(mine.append(stream, [round(2)], version), mine.settled(stream))
+          expect(yield* Effect.flip(stale)).toMatchObject({ _tag: "EventStoreConflict", expected: 1, actual: 2 })
           expect(eventsOf(yield* mine.read(stream))).toEqual([started(), round(1)])
         }),
       )

@@ -4,12 +4,12 @@
  * files and the final state. Time is whatever clock the caller provides
  * (TestClock under the `effect` helper).
  */
-import { Effect, Either, Layer } from "effect"
+import { Context, Effect, Either, Layer } from "effect"
 import { type Config, decodeConfig } from "../../src/domain/config.ts"
 import type { ConversationMessage, Event } from "../../src/domain/events.ts"
 import { readEventsText } from "../../src/domain/event-codec.ts"
 import { type Backend, Backends } from "../../src/services/backend.ts"
-import { EventStore } from "../../src/services/event-store.ts"
+import { EventStore, type EventStoreService } from "../../src/services/event-store.ts"
 import { type RunOutcome, runCoordination } from "../../src/services/orchestrator.ts"
 import { memoryRunFiles } from "../../src/services/run-files.ts"
 import { makeScriptedBackend } from "../../src/services/scripted-backend.ts"
@@ -47,6 +47,8 @@ export const runInMemory = (
     resume?: { readonly text: string; readonly files?: Map<string, string> }
     /** Wraps each agent's scripted backend (to hold its calls back, say). */
     wrap?: (agentId: string, backend: Backend) => Backend
+    /** Wraps the memory event store (to watch its appends and barriers, say). */
+    store?: (store: EventStoreService) => EventStoreService
   } = {},
 ) =>
   Effect.gen(function* () {
@@ -58,7 +60,7 @@ export const runInMemory = (
     const wrap = options.wrap ?? ((_: string, backend: Backend) => backend)
     const backends = new Map(config.agents.map((a) => [a.id, wrap(a.id, makeScriptedBackend(a, recorded?.events ?? []))]))
     const layer = Layer.mergeAll(
-      EventStore.memory(streams),
+      options.store ? Layer.map(EventStore.memory(streams), (c) => Context.make(EventStore, options.store!(Context.get(c, EventStore)))) : EventStore.memory(streams),
       StatusWriter.memory(statuses),
       runFiles.layer,
       Layer.succeed(Backends, { forAgent: (id: string) => backends.get(id)! }),

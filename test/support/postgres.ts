@@ -12,8 +12,10 @@
  * `startPostgres()` gives the server's `url` (`postgres://...@127.0.0.1:PORT/postgres`),
  * `restart()` (a fast shutdown, then a start on the same port and data: the
  * clients' connections break), `psql(sql)` (synchronous, for fixtures) and
- * `stop()` (which removes the data directory).
+ * `stop()` (which removes the data directory). `postgresForFile` starts one
+ * for a test file (before its tests, stopped after them) and hands it over.
  */
+import { afterAll, beforeAll } from "bun:test"
 import * as fs from "node:fs"
 import * as net from "node:net"
 import * as os from "node:os"
@@ -104,4 +106,17 @@ export const startPostgres = async (): Promise<TestPostgres> => {
       }
     },
   }
+}
+
+/** A server for the whole test file: given to `use` before the first test, stopped (then `after`) once the file is done. */
+export const postgresForFile = (use: (pg: TestPostgres) => void, after: () => void = () => undefined): void => {
+  let pg: TestPostgres | undefined
+  beforeAll(async () => {
+    pg = await startPostgres()
+    use(pg)
+  }, 60_000)
+  afterAll(() => {
+    pg?.stop()
+    after()
+  })
 }

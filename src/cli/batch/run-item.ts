@@ -12,10 +12,13 @@
  * directory's `.massgen/sessions/`, as `--session-id` would), continuing the
  * conversation of its earlier turns (a resumed run has it in its events). The run
  * goes through `runSession` as any run does, with no display but the batch's
- * observer, and nothing printed on stdout.
+ * observer, and nothing printed on stdout. With `SharedRunFiles` (a worker on
+ * Postgres), a new run's config is shared, and a run resumed here gets the
+ * shared files of the worker that started it first.
  */
 import * as fs from "node:fs"
-import { Effect } from "effect"
+import { join } from "node:path"
+import { Effect, Option } from "effect"
 import type { BatchItem } from "../../domain/batch.ts"
 import type { ConversationMessage } from "../../domain/events.ts"
 import type { State } from "../../domain/state.ts"
@@ -24,6 +27,7 @@ import { EventStore, eventsOf } from "../../services/event-store.ts"
 import type { Observer } from "../../services/orchestrator.ts"
 import { PRIVATE_DIR_MODE } from "../../services/log-dir.ts"
 import { itemDir } from "../../services/batch/batch-folder.ts"
+import { SharedRunFiles } from "../../services/run-files-shared.ts"
 import { RunDirError, recordedToolResult, refuseNewer, runDirConfig } from "../run-dir.ts"
 import { type CliContext, writeRunMetadata } from "../run-command.ts"
 import { EXIT_CODES, runSession } from "../run-session.ts"
@@ -58,9 +62,13 @@ const turnOf = (item: BatchItem, logDir: string, ctx: ItemContext) => {
   return { conversation }
 }
 
+/** What `resume` and `replay` read a run's config from. */
+const METADATA_FILE = "execution_metadata.yaml"
+
 export const runItem = (item: BatchItem, loaded: RunConfig, observer: Observer, ctx: ItemContext) =>
   Effect.gen(function* () {
     const store = yield* EventStore
+    const shared = Option.getOrNull(yield* Effect.serviceOption(SharedRunFiles))
     const logDir = itemDir(ctx.dir, item.id)
     const session = {
       logDir,
@@ -79,6 +87,8 @@ export const runItem = (item: BatchItem, loaded: RunConfig, observer: Observer, 
       const recorded = foldEvents(events)
       if (recorded.run === null) return yield* new RunDirError({ reason: "not_a_run", path: logDir, detail: "its first event is not run_started" })
       if (!isResumable(recorded.finished)) return { state: recorded, exitCode: EXIT_CODES[recorded.finished!.reason], logDir, found: true } satisfies ItemOutcome
+      // A run another worker started: its recorded calls and long tool results, from the shared copies.
+      if (shared !== null) yield* shared.restore(logDir)
       const { config } = yield* runDirConfig(logDir, loaded.env)
       const backends = yield* makeBackends(config, loaded.env, logDir, events)
       yield* runSession({
@@ -93,6 +103,7 @@ export const runItem = (item: BatchItem, loaded: RunConfig, observer: Observer, 
       fs.mkdirSync(logDir, { recursive: true, mode: PRIVATE_DIR_MODE })
       const backends = yield* makeBackends(loaded.config, loaded.env, loaded.where)
       yield* writeRunMetadata(logDir, item.question, loaded, ctx)
+      if (shared !== null) yield* shared.put(logDir, METADATA_FILE, fs.readFileSync(join(logDir, METADATA_FILE), "utf8"))
       yield* runSession({
         ...session,
         ...turnOf(item, logDir, ctx),

@@ -5,8 +5,9 @@
  * `status` prints one line: items with a result (by finish reason), running,
  * waiting, and the cost of the results. `export` writes the batch's local
  * layout (`docs/batch.md`) from the shared log: `items/<id>/events.jsonl` for
- * every item with events, and `results.jsonl`; `massgen status` and `viewer`
- * work on an exported item, and `resume` does with its config beside it.
+ * every item with events, its shared files (`services/run-files-shared.ts`:
+ * call logs, blobs, long tool results, its config), and `results.jsonl`;
+ * `massgen status`, `viewer`, `replay` and `resume` work on an exported item.
  */
 import * as fs from "node:fs"
 import { join, resolve } from "node:path"
@@ -46,6 +47,9 @@ export const sharedBatchCommand = (args: SharedBatchArgs, ctx: CliContext) =>
       fs.writeFileSync(join(itemDir(dir, id), EVENTS_FILE), text, { mode: PRIVATE_FILE_MODE })
     }
     fs.mkdirSync(dir, { recursive: true, mode: PRIVATE_DIR_MODE })
+    // The runs' whole files (call logs, blobs, long tool results, config): `replay` works on an exported item.
+    const { exportRunFiles } = await import("../../services/run-files-shared.ts")
+    await exportRunFiles(args.engine, `${args.batch}/`, dir)
     const local = results.map((r) => ({ ...r, log_dir: itemDir(dir, r.id), answer_file: r.answer_file === null ? null : join(itemDir(dir, r.id), r.answer_file.slice(r.log_dir.length + 1)) }))
     fs.writeFileSync(join(dir, RESULTS_FILE), local.map((r) => `${JSON.stringify(r)}\n`).join(""), { mode: PRIVATE_FILE_MODE })
     ctx.print(`BATCH_DIR: ${dir}`)

@@ -10,7 +10,9 @@
  * `.massgen/worker/<batch>/items/<id>/` under its working directory, with the
  * Postgres event store: the run's events are the shared stream
  * `<batch>/items/<id>`. An item another worker started (and died running) is
- * resumed from that stream: no recorded answer is asked again. A finished
+ * resumed from that stream: no recorded answer is asked again (the files it
+ * needs, its recorded calls and long tool results, come from the shared
+ * copies: `services/run-files-shared.ts`). A finished
  * item's result goes to `massgen_batch_results`, and then the next item of
  * its session, if any, to the queue (a session's items continue the
  * conversation of the ones before them, from their results). It runs until a signal; the
@@ -18,7 +20,7 @@
  */
 import * as fs from "node:fs"
 import { join } from "node:path"
-import { Effect, Runtime } from "effect"
+import { Effect, Layer, Runtime } from "effect"
 import { resultOf } from "../../domain/batch.ts"
 import { isResumable } from "../../domain/state.ts"
 import { loadDotEnv } from "../../services/backends/keys.ts"
@@ -27,6 +29,7 @@ import { lookSeconds, openLeases } from "../../services/batch/item-lease.ts"
 import { itemDir } from "../../services/batch/batch-folder.ts"
 import { EventStore } from "../../services/event-store.ts"
 import { postgresEventStore } from "../../services/event-store-postgres.ts"
+import { SharedRunFiles, postgresRunFiles } from "../../services/run-files-shared.ts"
 import { PRIVATE_DIR_MODE } from "../../services/log-dir.ts"
 import { decodeDocument, parseConfigText } from "../load-config.ts"
 import { type CliContext, writeRunMetadata } from "../run-command.ts"
@@ -45,7 +48,7 @@ export const workerCommand = (args: WorkerArgs, ctx: CliContext) =>
     const env = yield* loadDotEnv(ctx.cwd, ctx.env).pipe(Effect.orElseSucceed(() => ctx.env))
     const root = join(ctx.cwd, ".massgen", "worker")
     fs.mkdirSync(root, { recursive: true, mode: PRIVATE_DIR_MODE })
-    const runtime = yield* Effect.runtime<EventStore>()
+    const runtime = yield* Effect.runtime<EventStore | SharedRunFiles>()
     const boss = yield* Effect.promise(() => openQueue(args.engine))
     const leases = openLeases(args.engine, args.takeoverSeconds, args.concurrency)
     const stopped = Runtime.runPromise(runtime)(ctx.interrupt)
@@ -80,7 +83,8 @@ export const workerCommand = (args: WorkerArgs, ctx: CliContext) =>
           if (acquired._tag === "stale") continue
           if (acquired._tag === "stopped") throw new Error(`item ${job.data.id} not started: the worker stops`)
           try {
-            const exit = await Runtime.runPromiseExit(runtime)(runJob(job.data, acquired.lease.lost))
+            // A store of its own per job: a stream this worker lost to another stays lost only to that job's store.
+            const exit = await Runtime.runPromiseExit(runtime)(runJob(job.data, acquired.lease.lost).pipe(Effect.provide(postgresEventStore(args.engine, { root }))))
             // The job goes back to the queue: another worker (or this one) takes it up from the shared log.
             if (exit._tag === "Failure") {
               ctx.printError(`massgen: item ${name} did not finish here: ${String(exit.cause).split("\n")[0]}`)
@@ -110,4 +114,8 @@ export const workerCommand = (args: WorkerArgs, ctx: CliContext) =>
     yield* Effect.promise(() => boss.stop({ graceful: true, timeout: 30_000 } as Parameters<typeof boss.stop>[0]).catch(() => undefined))
     yield* Effect.promise(() => leases.close())
     return 0
-  }).pipe(Effect.provide(postgresEventStore(args.engine, { root: join(ctx.cwd, ".massgen", "worker") })))
+  }).pipe(
+    Effect.provide(
+      Layer.merge(postgresEventStore(args.engine, { root: join(ctx.cwd, ".massgen", "worker") }), postgresRunFiles(args.engine, { root: join(ctx.cwd, ".massgen", "worker") })),
+    ),
+  )
