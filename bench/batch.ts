@@ -1,6 +1,8 @@
 /**
  * Bench 12, batches: `massgen batch` throughput with zero-delay scripted
  * agents at concurrency 1 and 3 in one process (whole processes from source),
+ * and of one against three `massgen worker` processes sharing a queued batch
+ * on this machine (spawn to the last result in Postgres),
  * and the Postgres event store's cost per appended event over the file
  * store's (appends and the durability barrier after them; target: under 2x),
  * on a server of the bench's own (`test/support/postgres.ts`), with the
@@ -152,6 +154,39 @@ const takeover = async (url: string, psql: (sql: string) => string, n: number): 
   }
 }
 
+/** Items a worker batch has: more than a local batch's, so that the workers' start-up weighs less. */
+const WORKER_ITEMS = ITEMS * 2
+
+/** Items per second of `workers` worker processes (concurrency 2 each) taking one queued batch of `WORKER_ITEMS`, from their spawn to the last result. */
+const workerThroughput = async (url: string, psql: (sql: string) => string, workers: number, n: number): Promise<number> => {
+  const items = WORKER_ITEMS
+  const dir = mkdtempSync(join(tmpdir(), "massgen-bench-workers-"))
+  const spawned: Array<Bun.Subprocess> = []
+  const batch = `throughput${workers}_${n}`
+  try {
+    writeFileSync(join(dir, "team.yaml"), TEAM)
+    writeFileSync(join(dir, `${batch}.jsonl`), Array.from({ length: items }, (_, i) => JSON.stringify({ id: `q${i}`, question: `What is ${i}+${i}?` })).join("\n"))
+    const queued = Bun.spawnSync([process.execPath, MAIN, "batch", `${batch}.jsonl`, "--config", "team.yaml", "--engine", url], { cwd: dir, stdout: "ignore", stderr: "ignore" })
+    if (queued.exitCode !== 0) throw new Error("massgen batch --engine failed")
+    const results = () => Number(psql(`SELECT count(*) FROM massgen_batch_results WHERE batch = '${batch}'`).trim())
+    const t0 = performance.now()
+    for (let w = 0; w < workers; w++) {
+      const cwd = join(dir, `w${w}`)
+      mkdirSync(cwd)
+      spawned.push(Bun.spawn([process.execPath, MAIN, "worker", "--engine", url, "--concurrency", "2"], { cwd, stdout: "ignore", stderr: "ignore" }))
+    }
+    const deadline = Date.now() + 300_000
+    while (results() < items) {
+      if (Date.now() > deadline) throw new Error(`worker throughput bench: ${results()} of ${items} results`)
+      await Bun.sleep(50)
+    }
+    return items / ((performance.now() - t0) / 1000)
+  } finally {
+    for (const p of spawned) p.kill(9)
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
 export const batchBench = async (): Promise<void> => {
   console.log(`# 12. Batches: ${ITEMS} zero-delay items per batch; event appends, ${EVENTS} per stream (A/B interleaved, ${ROUNDS} rounds)`)
   const one: Array<number> = []
@@ -197,6 +232,18 @@ export const batchBench = async (): Promise<void> => {
     line(
       "one item run as a worker runs it (postgres events + shared files): ms per item, median / max (x file)",
       `${fmt(median(pgItems), 2)} / ${fmt(Math.max(...pgItems), 2)} (${fmt(median(pgItems) / itemFloor, 2)}x / ${fmt(Math.max(...pgItems) / itemFloor, 2)}x)`,
+    )
+    // Across processes: the same queued batch taken by one worker, then by three, on this one machine.
+    const oneWorker: Array<number> = []
+    const threeWorkers: Array<number> = []
+    for (let i = 0; i < 3; i++) {
+      oneWorker.push(await workerThroughput(pg.url, pg.psql, 1, i))
+      threeWorkers.push(await workerThroughput(pg.url, pg.psql, 3, i))
+    }
+    line(`massgen worker x1 (concurrency 2), postgres, ${WORKER_ITEMS} items: items/s median / max, spawn to last result`, `${fmt(median(oneWorker))} / ${fmt(Math.max(...oneWorker))}`)
+    line(
+      "massgen worker x3 (concurrency 2 each), postgres: items/s median / max (x one worker)",
+      `${fmt(median(threeWorkers))} / ${fmt(Math.max(...threeWorkers))} (${fmt(median(threeWorkers) / median(oneWorker), 2)}x)`,
     )
     const takeovers: Array<number> = []
     for (let i = 0; i < 5; i++) takeovers.push(await takeover(pg.url, pg.psql, i))

@@ -21,6 +21,7 @@
 import * as fs from "node:fs"
 import { join } from "node:path"
 import { Effect, Layer, Runtime } from "effect"
+import type { Job } from "pg-boss"
 import { resultOf } from "../../domain/batch.ts"
 import { isResumable } from "../../domain/state.ts"
 import { loadDotEnv } from "../../services/backends/keys.ts"
@@ -74,28 +75,34 @@ export const workerCommand = (args: WorkerArgs, ctx: CliContext) =>
         yield* Effect.promise(() => queueNext(boss, item))
       })
 
-    const workerId = yield* Effect.promise(() =>
-      boss.work<QueuedItem>(QUEUE, { localConcurrency: args.concurrency, batchSize: 1, pollingIntervalSeconds: 0.5 }, async (jobs) => {
-        for (const job of jobs) {
-          const name = `${job.data.batch}/${job.data.id}`
-          const acquired = await leases.acquire(job, stopped, () => ctx.printError(`massgen: item ${name} is run by another worker: waiting for its lease`))
-          // Replaced by a later attempt: pg-boss's settle of this one is fenced to it and changes nothing.
-          if (acquired._tag === "stale") continue
-          if (acquired._tag === "stopped") throw new Error(`item ${job.data.id} not started: the worker stops`)
-          try {
-            // A store of its own per job: a stream this worker lost to another stays lost only to that job's store.
-            const exit = await Runtime.runPromiseExit(runtime)(runJob(job.data, acquired.lease.lost).pipe(Effect.provide(postgresEventStore(args.engine, { root }))))
-            // The job goes back to the queue: another worker (or this one) takes it up from the shared log.
-            if (exit._tag === "Failure") {
-              ctx.printError(`massgen: item ${name} did not finish here: ${String(exit.cause).split("\n")[0]}`)
-              throw new Error(`item ${job.data.id} did not finish`)
-            }
-          } finally {
-            await acquired.lease.release()
+    // One pg-boss worker per slot, so that a slot whose item finished fetches the next at once
+    // (pg-boss waits out its polling interval after every fetch unless its worker is notified).
+    const slots: Array<string | undefined> = []
+    const handlerOf = (slot: number) => async (jobs: ReadonlyArray<Job<QueuedItem>>) => {
+      for (const job of jobs) {
+        const name = `${job.data.batch}/${job.data.id}`
+        const acquired = await leases.acquire(job, stopped, () => ctx.printError(`massgen: item ${name} is run by another worker: waiting for its lease`))
+        // Replaced by a later attempt: pg-boss's settle of this one is fenced to it and changes nothing.
+        if (acquired._tag === "stale") continue
+        if (acquired._tag === "stopped") throw new Error(`item ${job.data.id} not started: the worker stops`)
+        try {
+          // A store of its own per job: a stream this worker lost to another stays lost only to that job's store.
+          const exit = await Runtime.runPromiseExit(runtime)(runJob(job.data, acquired.lease.lost).pipe(Effect.provide(postgresEventStore(args.engine, { root }))))
+          // The job goes back to the queue: another worker (or this one) takes it up from the shared log.
+          if (exit._tag === "Failure") {
+            ctx.printError(`massgen: item ${name} did not finish here: ${String(exit.cause).split("\n")[0]}`)
+            throw new Error(`item ${job.data.id} did not finish`)
           }
+        } finally {
+          await acquired.lease.release()
         }
-      }),
-    )
+      }
+      const id = slots[slot]
+      if (id !== undefined) boss.notifyWorker(id)
+    }
+    for (let slot = 0; slot < args.concurrency; slot++) {
+      slots.push(yield* Effect.promise(() => boss.work<QueuedItem>(QUEUE, { localConcurrency: 1, batchSize: 1, pollingIntervalSeconds: 0.5 }, handlerOf(slot))))
+    }
     let sweeping = false
     const sweeper = setInterval(() => {
       if (sweeping) return
@@ -103,7 +110,7 @@ export const workerCommand = (args: WorkerArgs, ctx: CliContext) =>
       leases
         .sweep(boss)
         .then((n) => {
-          if (n > 0) boss.notifyWorker(workerId)
+          if (n > 0) for (const id of slots) if (id !== undefined) boss.notifyWorker(id)
         })
         .catch(() => undefined)
         .finally(() => (sweeping = false))
