@@ -14,8 +14,10 @@
  * `write` has the file in place when it returns: a call's log exists before
  * its `call_end` is appended, and replay relies on it. `append` only
  * starts the append, on the I/O thread pool, so that a stream of small appends
- * never holds up the event loop; appends to one file land in the order made,
- * and `flush`, which a run does before its final status, waits for them all.
+ * never holds up the event loop; a file has one append in flight at a time,
+ * and what is appended meanwhile goes in its next write, so appends to one
+ * file land in the order made, and `flush`, which a run does before its final
+ * status, waits for them all.
  *
  * A call's log (`llm_log/`) is written in place, in one step (no temporary
  * file and rename, which cost a millisecond or more on a virtual disk), not
@@ -78,7 +80,17 @@ export const liveRunFiles = (logDir: string): Layer.Layer<RunFiles> =>
       pending.add(write)
       void write.finally(() => pending.delete(write))
     }
-    const appends = new Map<string, Promise<void>>()
+    /** Per file: the texts waiting for the append in flight, which takes them all in one write when it is done. */
+    const waiting = new Map<string, Array<string>>()
+    const appendNext = (path: string, relativePath: string, text: string): Promise<void> =>
+      appendFile(path, text, { mode: PRIVATE_FILE_MODE })
+        .catch(fail(relativePath))
+        .then(() => {
+          const more = waiting.get(path)!
+          if (more.length === 0) return void waiting.delete(path)
+          waiting.set(path, [])
+          return appendNext(path, relativePath, more.join(""))
+        })
     // Made now, with the log directory: a new directory costs milliseconds on some disks, and not in a reply's way.
     for (const dir of [outputs, join(logDir, CALL_LOGS), join(logDir, BLOBS_DIR)]) {
       try {
@@ -92,12 +104,11 @@ export const liveRunFiles = (logDir: string): Layer.Layer<RunFiles> =>
       append: (relativePath, text) =>
         Effect.sync(() => {
           const path = join(logDir, relativePath)
-          // Appends to one file are chained, so they land in the order made.
-          const appended = (appends.get(path) ?? Promise.resolve())
-            .then(() => appendFile(path, text, { mode: PRIVATE_FILE_MODE }))
-            .catch(fail(relativePath))
-          appends.set(path, appended)
-          track(appended)
+          // One append in flight per file: what comes meanwhile waits and goes in its next write, in the order made.
+          const queued = waiting.get(path)
+          if (queued !== undefined) return void queued.push(text)
+          waiting.set(path, [])
+          track(appendNext(path, relativePath, text))
         }),
       write: (relativePath, text) =>
         Effect.try({
