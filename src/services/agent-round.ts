@@ -178,8 +178,8 @@ const callWithRetries = (
       const reply = result._tag === "Right" ? result.right : null
       const error = result._tag === "Left" ? result.left.message : null
       // The call's log is in place before its call_end: replay finds the reply of every call the events record.
-      yield* logged(reply, error)
-      yield* callEnd(reply, error)
+      // Both, once the reply is in: a round cancelled meanwhile still records the reply it had.
+      yield* Effect.uninterruptible(Effect.zipRight(logged(reply, error), callEnd(reply, error)))
       for (const use of reply?.hostedToolUses ?? []) {
         yield* deps.emit({ _tag: "hosted_tool_used", time: yield* deps.now, call, agent, round, role, tool: use.tool, detail: use.detail })
       }

@@ -41,8 +41,6 @@ export const COORDINATION_FILE = "coordination_events.json"
 export const MAPPINGS_FILE = "snapshot_mappings.json"
 /** How far the derived files go. */
 export const PROGRESS_FILE = ".derived_files.json"
-/** How many snapshot files are written at a time. */
-const SNAPSHOTS_AT_ONCE = 32
 
 /** Where a JSON file's entries end (its `end` starts there), in bytes, and whether it has any. */
 interface Extent {
@@ -193,10 +191,7 @@ export const openDerivedFiles = (logDir: string): DerivedFiles => {
         throw new WriteFailed(join(logDir, path), cause)
       }
     }
-    // A run's end may bring a file per answer and vote of the whole run: several at once.
-    for (let i = 0; i < newFiles.length; i += SNAPSHOTS_AT_ONCE) {
-      await Promise.all(newFiles.slice(i, i + SNAPSHOTS_AT_ONCE).map((file) => step(file.path, () => writeSnapshot(file))))
-    }
+    for (const file of newFiles) await step(file.path, () => writeSnapshot(file))
     const coordination = await step(COORDINATION_FILE, () =>
       writeJson(COORDINATION_FILE, head, coordinationLayout.end, newEntries, whole ? null : { ...progress.coordination, head: progress.head }),
     )
