@@ -13,10 +13,11 @@
  *
  * `write` has the file in place when it returns: a call's log exists before
  * its `call_end` is appended, and replay relies on it. `append` only
- * starts the append, on the I/O thread pool, so that a stream of small appends
- * never holds up the event loop; a file has one append in flight at a time,
- * and what is appended meanwhile goes in its next write, so appends to one
- * file land in the order made, and `flush`, which a run does before its final
+ * queues the text: a file's appends are written from the next turn of the
+ * event loop, with one write in flight at a time, each taking every text
+ * queued until it starts, so that a stream of small appends never holds up
+ * the run (at 200 agents, some 800 writes become 400); appends to one file
+ * land in the order made, and `flush`, which a run does before its final
  * status, waits for them all.
  *
  * A call's log (`llm_log/`) is written in place, in one step on the I/O
@@ -81,17 +82,16 @@ export const liveRunFiles = (logDir: string): Layer.Layer<RunFiles> =>
       pending.add(write)
       void write.finally(() => pending.delete(write))
     }
-    /** Per file: the texts waiting for the append in flight, which takes them all in one write when it is done. */
+    /** Per file with appends under way: the texts its next write takes, all in one. */
     const waiting = new Map<string, Array<string>>()
-    const appendNext = (path: string, relativePath: string, text: string): Promise<void> =>
-      appendFile(path, text, { mode: PRIVATE_FILE_MODE })
+    const appendNext = (path: string, relativePath: string): Promise<void> => {
+      const texts = waiting.get(path)!
+      if (texts.length === 0) return Promise.resolve(void waiting.delete(path))
+      waiting.set(path, [])
+      return appendFile(path, texts.join(""), { mode: PRIVATE_FILE_MODE })
         .catch(fail(relativePath))
-        .then(() => {
-          const more = waiting.get(path)!
-          if (more.length === 0) return void waiting.delete(path)
-          waiting.set(path, [])
-          return appendNext(path, relativePath, more.join(""))
-        })
+        .then(() => appendNext(path, relativePath))
+    }
     // Made now, with the log directory: a new directory costs milliseconds on some disks, and not in a reply's way.
     for (const dir of [outputs, join(logDir, CALL_LOGS), join(logDir, BLOBS_DIR)]) {
       try {
@@ -105,11 +105,12 @@ export const liveRunFiles = (logDir: string): Layer.Layer<RunFiles> =>
       append: (relativePath, text) =>
         Effect.sync(() => {
           const path = join(logDir, relativePath)
-          // One append in flight per file: what comes meanwhile waits and goes in its next write, in the order made.
+          // One write in flight per file, from the next turn of the event loop: what comes until then (a call's
+          // heading, its text and what it did) and while it is in flight goes in the next write, in the order made.
           const queued = waiting.get(path)
           if (queued !== undefined) return void queued.push(text)
-          waiting.set(path, [])
-          track(appendNext(path, relativePath, text))
+          waiting.set(path, [text])
+          track(new Promise<void>((resolve) => setImmediate(resolve)).then(() => appendNext(path, relativePath)))
         }),
       write: (relativePath, text) => {
         const failed = (e: unknown) => new RunFilesError({ reason: "write_failed", path: join(logDir, relativePath), detail: ioCause(e) })
