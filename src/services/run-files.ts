@@ -20,9 +20,8 @@
  * land in the order made, and `flush`, which a run does before its final
  * status, waits for them all.
  *
- * A call's log (`llm_log/`) is written in place, in one step on the I/O
- * threads (no temporary file and rename, which cost a millisecond or more on
- * a virtual disk; the event loop goes on with the run meanwhile), not
+ * A call's log (`llm_log/`) is written in place, in one step (no temporary
+ * file and rename, which cost a millisecond or more on a virtual disk), not
  * atomically: that write comes before the `call_end` that makes the log
  * readable to replay, so an empty or cut file can only belong to a call the
  * events never closed, which replay does not read. Every other whole file is
@@ -32,7 +31,7 @@
  * directory is (`log-dir.ts`).
  */
 import { mkdirSync, writeFileSync } from "node:fs"
-import { appendFile, writeFile } from "node:fs/promises"
+import { appendFile } from "node:fs/promises"
 import { join } from "node:path"
 import { Context, Effect, Layer, Schema } from "effect"
 import { ioCause } from "./io-errors.ts"
@@ -112,15 +111,15 @@ export const liveRunFiles = (logDir: string): Layer.Layer<RunFiles> =>
           waiting.set(path, [text])
           track(new Promise<void>((resolve) => setImmediate(resolve)).then(() => appendNext(path, relativePath)))
         }),
-      write: (relativePath, text) => {
-        const failed = (e: unknown) => new RunFilesError({ reason: "write_failed", path: join(logDir, relativePath), detail: ioCause(e) })
-        // On the I/O threads: a call log is a new file, which takes a millisecond or more on some disks, and the run's
-        // other work goes on meanwhile. No event names such a file until it is whole: a crash mid-write leaves a file nothing reads.
-        if (relativePath.startsWith(CALL_LOGS)) return Effect.tryPromise({ try: () => writeFile(join(logDir, relativePath), text, { mode: PRIVATE_FILE_MODE }), catch: failed })
-        return Effect.try({
+      write: (relativePath, text) =>
+        Effect.try({
           try: () => {
             const path = join(logDir, relativePath)
-            if (relativePath.startsWith(TOOL_LOGS)) {
+            // No event names such a file until it is whole: a crash mid-write leaves a file nothing reads.
+            // Synchronous: written on the I/O threads, the replies of calls that ended together reached the
+            // orchestrator up to 50 ms apart on a loaded machine, in separate scheduling windows (extra calls).
+            if (relativePath.startsWith(CALL_LOGS)) writeFileSync(path, text, { mode: PRIVATE_FILE_MODE })
+            else if (relativePath.startsWith(TOOL_LOGS)) {
               const dir = join(logDir, TOOL_LOGS)
               if (!madeDirs.has(dir)) {
                 mkdirSync(dir, { recursive: true, mode: PRIVATE_DIR_MODE })
@@ -129,9 +128,8 @@ export const liveRunFiles = (logDir: string): Layer.Layer<RunFiles> =>
               writeFileSync(path, text, { mode: PRIVATE_FILE_MODE })
             } else writeFileAtomicSync(path, text, madeDirs)
           },
-          catch: failed,
-        })
-      },
+          catch: (e) => new RunFilesError({ reason: "write_failed", path: join(logDir, relativePath), detail: ioCause(e) }),
+        }),
       flush: Effect.gen(function* () {
         yield* Effect.promise(async () => {
           while (pending.size > 0) await Promise.all([...pending])
