@@ -13,6 +13,10 @@
  * orchestrator acts on it, and a final answer file is written before the
  * `final_answer` event that announces it.
  *
+ * Work that runs past `agent_timeout_seconds` is ended by one watchdog fiber
+ * for the whole run, as a timeout inside it would end it (its cut-off call
+ * recorded, then the timeout as its reply).
+ *
  * `status.json` is written at the start, every 2 s on the Effect clock and
  * once more at the end. `observe` sees every event with the state after it and
  * every streamed text delta, for the display.
@@ -38,7 +42,7 @@ import { requestForPresentation, requestForRound, shownAnswers } from "../domain
 import { agentFile } from "../domain/run-paths.ts"
 import { type State, activeMs, evolve, foldEvents, initialState } from "../domain/state.ts"
 import { project } from "../domain/status.ts"
-import { type RoundDeps, runPresentation, runRound } from "./agent-round.ts"
+import { type RoundDeps, runPresentation, runRound, timeoutReply } from "./agent-round.ts"
 import { Backends } from "./backend.ts"
 import { EVENTS_FILE, EventStore, type NewEvent } from "./event-store.ts"
 import { RunFiles } from "./run-files.ts"
@@ -299,12 +303,36 @@ export const runCoordination = (input: RunInput) =>
       ...(config.toolTimeoutSeconds !== undefined ? { timeoutSeconds: config.toolTimeoutSeconds } : {}),
     })
 
-    /** Runs a round or a presentation in a fiber of its own, under its `workKey`. */
-    const spawn = (key: string, work: Effect.Effect<Reply>) =>
+    /**
+     * The work to end at `agent_timeout_seconds`, in the order it started: every piece has the
+     * same timeout, so its deadlines come in that order too. One fiber ends it all (`watchdog`),
+     * not a timer fiber and a race per round (at 200 zero-delay agents, a fifth of the run's time).
+     */
+    const deadlines = yield* Queue.unbounded<{ readonly key: string; readonly fiber: Fiber.RuntimeFiber<void>; readonly at: number; readonly reply: Reply }>()
+
+    /** Runs a round or a presentation in a fiber of its own, under its `workKey`, until its reply or its timeout. */
+    const spawn = (key: string, work: Effect.Effect<Reply>, timedOut: Reply) =>
       Effect.gen(function* () {
         const fiber = yield* Effect.fork(work.pipe(Effect.flatMap((reply) => Queue.offer(inbox, { _tag: "reply", reply })), Effect.asVoid))
         fibers.set(key, fiber)
+        const at = (yield* Clock.currentTimeMillis) + settings.agent_timeout_seconds * 1000
+        yield* Queue.offer(deadlines, { key, fiber, at, reply: timedOut })
       })
+
+    /** Ends work still running at its deadline, as a timeout inside it would: its cut-off call is recorded, then its timeout is its reply. */
+    const watchdog = Effect.forever(
+      Effect.gen(function* () {
+        const next = yield* Queue.take(deadlines)
+        const wait = next.at - (yield* Clock.currentTimeMillis)
+        if (wait > 0) yield* Effect.sleep(Duration.millis(wait))
+        // Work that replied (its reply may wait in the inbox) or was stopped is not this deadline's.
+        if (fibers.get(next.key) !== next.fiber || next.fiber.unsafePoll() !== null) return
+        fibers.delete(next.key)
+        callSentAt.delete(next.key)
+        yield* Fiber.interrupt(next.fiber)
+        yield* Queue.offer(inbox, { _tag: "reply", reply: next.reply })
+      }),
+    )
 
     /** Ends the work under `keys` all at once; each records its cut-off call before this returns. */
     const stopWork = (keys: ReadonlyArray<string>) =>
@@ -331,7 +359,11 @@ export const runCoordination = (input: RunInput) =>
         const backend = backends.forAgent(agent.id)
         const soft = round === 1 ? settings.initial_round_timeout_seconds : settings.subsequent_round_timeout_seconds
         const roundTimeout = soft != null ? { roundTimeout: { softSeconds: soft, graceSeconds: settings.round_timeout_grace_seconds ?? 120 } } : {}
-        return spawn(key, runRound(deps, { agent: agent.id, round, backend, request, agentTimeoutSeconds: settings.agent_timeout_seconds, ...roundTimeout, ...(from ? { from } : {}) }))
+        return spawn(
+          key,
+          runRound(deps, { agent: agent.id, round, backend, request, agentTimeoutSeconds: settings.agent_timeout_seconds, timedByCaller: true, ...roundTimeout, ...(from ? { from } : {}) }),
+          timeoutReply(agent.id, round, settings.agent_timeout_seconds),
+        )
       })
 
     /** Starts the winner's presentation (from its rebuilt machine, when a resume continues it). */
@@ -345,7 +377,8 @@ export const runCoordination = (input: RunInput) =>
         const backend = backends.forAgent(agent.id)
         return spawn(
           workKey(agent.id, "present"),
-          runPresentation(deps, { agent: agent.id, round, backend, request, agentTimeoutSeconds: settings.agent_timeout_seconds, ...(from ? { from } : {}) }),
+          runPresentation(deps, { agent: agent.id, round, backend, request, agentTimeoutSeconds: settings.agent_timeout_seconds, timedByCaller: true, ...(from ? { from } : {}) }),
+          timeoutReply(agent.id, "present", settings.agent_timeout_seconds),
         )
       })
 
@@ -443,6 +476,7 @@ export const runCoordination = (input: RunInput) =>
     const timeLeft = Math.max(0, settings.orchestrator_timeout_seconds - used)
     // status.json now, then every 2 s, beside the run rather than in its way.
     const statusTicker = yield* Effect.forkScoped(Effect.repeat(writeStatus, Schedule.fixed(Duration.seconds(2))))
+    yield* Effect.forkScoped(watchdog)
     yield* Effect.forkScoped(
       Effect.delay(
         Queue.offer(inbox, { _tag: "stop", reason: "timeout", message: `orchestrator timeout after ${settings.orchestrator_timeout_seconds}s` }),
