@@ -308,15 +308,20 @@ export const runCoordination = (input: RunInput) =>
      * same timeout, so its deadlines come in that order too. One fiber ends it all (`watchdog`),
      * not a timer fiber and a race per round (at 200 zero-delay agents, a fifth of the run's time).
      */
-    const deadlines = yield* Queue.unbounded<{ readonly key: string; readonly fiber: Fiber.RuntimeFiber<void>; readonly at: number; readonly reply: Reply }>()
+    const deadlines = yield* Queue.unbounded<{ readonly key: string; readonly spawned: number; readonly at: number; readonly reply: Reply }>()
+    /** Which spawn the fiber under each key is (a deadline holds that number, not the fiber: nothing of finished work is kept). */
+    const spawnOf = new Map<string, number>()
+    let spawns = 0
 
     /** Runs a round or a presentation in a fiber of its own, under its `workKey`, until its reply or its timeout. */
     const spawn = (key: string, work: Effect.Effect<Reply>, timedOut: Reply) =>
       Effect.gen(function* () {
         const fiber = yield* Effect.fork(work.pipe(Effect.flatMap((reply) => Queue.offer(inbox, { _tag: "reply", reply })), Effect.asVoid))
+        const spawned = ++spawns
         fibers.set(key, fiber)
+        spawnOf.set(key, spawned)
         const at = (yield* Clock.currentTimeMillis) + settings.agent_timeout_seconds * 1000
-        yield* Queue.offer(deadlines, { key, fiber, at, reply: timedOut })
+        yield* Queue.offer(deadlines, { key, spawned, at, reply: timedOut })
       })
 
     /** Ends work still running at its deadline, as a timeout inside it would: its cut-off call is recorded, then its timeout is its reply. */
@@ -326,10 +331,12 @@ export const runCoordination = (input: RunInput) =>
         const wait = next.at - (yield* Clock.currentTimeMillis)
         if (wait > 0) yield* Effect.sleep(Duration.millis(wait))
         // Work that replied (its reply may wait in the inbox) or was stopped is not this deadline's.
-        if (fibers.get(next.key) !== next.fiber || next.fiber.unsafePoll() !== null) return
+        const fiber = fibers.get(next.key)
+        if (fiber === undefined || spawnOf.get(next.key) !== next.spawned || fiber.unsafePoll() !== null) return
         fibers.delete(next.key)
+        spawnOf.delete(next.key)
         callSentAt.delete(next.key)
-        yield* Fiber.interrupt(next.fiber)
+        yield* Fiber.interrupt(fiber)
         yield* Queue.offer(inbox, { _tag: "reply", reply: next.reply })
       }),
     )
@@ -340,6 +347,7 @@ export const runCoordination = (input: RunInput) =>
         const stopping = keys.flatMap((key) => {
           const fiber = fibers.get(key)
           fibers.delete(key)
+          spawnOf.delete(key)
           callSentAt.delete(key)
           return fiber === undefined ? [] : [fiber]
         })
@@ -507,6 +515,7 @@ export const runCoordination = (input: RunInput) =>
       const replies = batch.flatMap((x) => (x._tag === "reply" ? [x.reply] : []))
       for (const r of replies) {
         fibers.delete(replyKey(r))
+        spawnOf.delete(replyKey(r))
         callSentAt.delete(replyKey(r))
       }
       // Every reply of the batch is judged before anything is decided, each against the state its predecessors left.
