@@ -68,9 +68,10 @@ if (plain !== null) {
   console.log("%s", plain === "help" ? HELP : (await import("./cli/identity.ts")).versionText())
   process.exit(0)
 }
-// The binary starts with the JIT reluctant (`--compile-jit-policy` in package.json's build): most of a
-// short command's code runs once, and compiling it costs more than it saves. Past a second, the normal JIT.
-setTimeout(() => Bun.unsafe.setJITPolicy(1), JIT_NORMAL_AFTER_MS).unref()
+// The binary starts with the JIT reluctant (`cli/jit-policy.ts`): most of a short command's code runs
+// once, and compiling it costs more than it saves. Past a second, the normal JIT (but for a run).
+const { normalJitAfter } = await import("./cli/jit-policy.ts")
+normalJitAfter(JIT_NORMAL_AFTER_MS)
 const { runProgram } = await withoutStdout(() => import("./cli/program.ts"))
 const code = await runProgram(argv, {
   stopSignal,

@@ -268,6 +268,29 @@ describe("runCoordination", () => {
     }),
   )
 
+  effect("work past agent_timeout_seconds is ended at its deadline: its cut-off call recorded, then the agent failed with timeout", () =>
+    Effect.gen(function* () {
+      const fiber = yield* Effect.fork(
+        runInMemory({
+          agents: agents({ answer: "A", vote: "agent1" }, { hang: true }),
+          timeout_settings: { orchestrator_timeout_seconds: 300, agent_timeout_seconds: 30 },
+        }),
+      )
+      yield* TestClock.adjust("29 seconds")
+      expect(yield* isDone(fiber)).toBe(false)
+      yield* TestClock.adjust("1 second")
+      const run = yield* Fiber.join(fiber)
+      expect(run.reason).toBe("completed")
+      const failed = ofTag(run.events, "agent_failed")
+      expect(failed).toEqual([expect.objectContaining({ agent: "agent_b", round: 1, kind: "timeout", message: "Agent timeout after 30s" })])
+      const cutOff = run.events.findIndex((e) => e._tag === "call_end" && e.agent === "agent_b" && e.error === "cancelled")
+      expect(cutOff).toBeGreaterThan(-1)
+      expect(cutOff).toBeLessThan(run.events.indexOf(failed[0]!))
+      expect(ofTag(run.events, "final_answer")).toEqual([expect.objectContaining({ agent: "agent_a", content: "A" })])
+      expectConsistent(run)
+    }),
+  )
+
   effect("an interrupt finishes the run as interrupted, with the answer there is salvaged", () =>
     Effect.gen(function* () {
       const stop = yield* Deferred.make<string>()

@@ -6,7 +6,8 @@
  * log directory, records `execution_metadata.yaml` (secrets masked), prints the
  * automation header (and `SESSION: <id>` after it when the run is a turn of a
  * session: `--session-id`, `--continue`), and hands over to `runSession`, which runs the orchestrator
- * with the run's display and returns the exit code.
+ * with the run's display and returns the exit code. From there, its
+ * process keeps the JIT reluctant to the end (`jit-policy.ts`).
  */
 import { resolve } from "node:path"
 import { Effect } from "effect"
@@ -20,6 +21,7 @@ import { addTurn, conversationOf, latestSession, sessionsDir, turnsOf } from "./
 import { automationHeader } from "./automation-output.ts"
 import { buildIdentity } from "./identity.ts"
 import { runDisplay } from "./display.ts"
+import { jitForRun } from "./jit-policy.ts"
 import { type RunConfig, makeAgentTools, makeBackends, resolveRunConfig, unpricedUnderBudget } from "./run-setup.ts"
 import { runSession } from "./run-session.ts"
 
@@ -93,6 +95,8 @@ export const runCommand = (args: RunArgs, ctx: CliContext) =>
     if (session !== null) addTurn(session.dir, session.id, logDir)
     if (args.automation) for (const line of automationHeader(logDir, args.question)) ctx.print(line)
     if (args.automation && session !== null) ctx.print(`SESSION: ${session.id}`)
+    // The coordination's many small steps gain little from the JIT but its memory.
+    jitForRun()
     return yield* runSession({
       logDir,
       config: loaded.config,

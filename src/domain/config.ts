@@ -320,6 +320,10 @@ const issuesOf = (error: ParseResult.ParseError): ReadonlyArray<{ readonly path:
   return [...byPath].filter(([path]) => !keys.some((other) => other !== path && (path === "" || other.startsWith(`${path}.`) || other.startsWith(`${path}[`)))).map(([, issue]) => issue)
 }
 
+/** Where the agents of backends massgen does not support are (`agents[2]`, ...). */
+const unsupportedAgentsOf = (doc: Record<string, unknown>): ReadonlyArray<string> =>
+  rawAgents(doc).filter(([, a]) => UNSUPPORTED_BACKENDS[String(field(field(a, "backend"), "type"))] !== undefined).map(([at]) => at)
+
 /**
  * Reads a parsed YAML document in one pass: every problem, errors and warnings
  * together. A value that fails its check is reported and left out, and the rest
@@ -338,7 +342,7 @@ export const analyzeConfig = (raw: unknown, env: Readonly<Record<string, string 
   const expanded = withoutPythonTools(expandEnv(raw, env, unset), problems)
   problems.push(...unset.map((p) => ({ ...p, kind: "env" as const })))
   const unsetPaths = unset.map((p) => p.path)
-  const unsupportedAgents = rawAgents(doc).filter(([, a]) => UNSUPPORTED_BACKENDS[String(field(field(a, "backend"), "type"))] !== undefined).map(([at]) => at)
+  const unsupportedAgents = unsupportedAgentsOf(doc)
   let decoded = decodeFile(expanded)
   let typed = expanded
   // `max_tokens: ${MAX_TOKENS}`: a value that is one whole reference, found where a number or a
@@ -370,17 +374,7 @@ export const analyzeConfig = (raw: unknown, env: Readonly<Record<string, string 
     // The rest is checked too; what still fails after that is already said.
     decoded = decodeFile(rest)
   }
-  const unknown = unknownKeyList(raw).filter((k) => !unsupportedAgents.some((at) => k.path.startsWith(`${at}.`)))
-  problems.push(...featureProblems(unknown), ...massgenProblems(doc))
-  for (const section of ["ui", "display"] as const) {
-    if (field(doc[section], "logging_enabled") === false) {
-      problems.push({
-        path: `${section}.logging_enabled`,
-        message: "false is not honoured: massgen always writes the run's log directory (events.jsonl is what status, resume and replay read)",
-        kind: "warning",
-      })
-    }
-  }
+  problems.push(...documentProblems(doc, unsupportedAgents))
   if (Either.isLeft(decoded)) return { config: null, problems }
   const checked = problems.length
   const file = decoded.right
@@ -524,14 +518,46 @@ const unknownKeyList = (raw: unknown): ReadonlyArray<UnknownKey> => {
   })
 }
 
+/** What `documentProblems` found of each document: a run asks twice (its config, then its warnings). */
+const documentProblemsOf = new WeakMap<object, ReadonlyArray<ConfigProblem>>()
+
+/**
+ * The problems of the document as written, whatever the environment: its
+ * unknown keys and MassGen features (but under the agents of `unsupported`
+ * backends, which are problems of their own), and what it says of logging.
+ * Every warning of `analyzeConfig` is one of these.
+ */
+const documentProblems = (doc: Record<string, unknown>, unsupported: ReadonlyArray<string>): ReadonlyArray<ConfigProblem> => {
+  const known = documentProblemsOf.get(doc)
+  if (known !== undefined) return known
+  const unknown = unknownKeyList(doc).filter((k) => !unsupported.some((at) => k.path.startsWith(`${at}.`)))
+  const problems: Array<ConfigProblem> = [...featureProblems(unknown), ...massgenProblems(doc)]
+  for (const section of ["ui", "display"] as const) {
+    if (field(doc[section], "logging_enabled") === false) {
+      problems.push({
+        path: `${section}.logging_enabled`,
+        message: "false is not honoured: massgen always writes the run's log directory (events.jsonl is what status, resume and replay read)",
+        kind: "warning",
+      })
+    }
+  }
+  documentProblemsOf.set(doc, problems)
+  return problems
+}
+
 /**
  * The warnings a run prints and goes on: keys the config does not know, which
  * a run ignores (most often a typo, `skip_final_presentaton`: each names the
  * key it may stand for), and MassGen features that are ignored. MassGen
- * features that are refused are problems of `decodeConfig`.
+ * features that are refused are problems of `decodeConfig`. The same as the
+ * warnings of `analyzeConfig(raw, env)`, whatever `env`; found once per
+ * document, which `analyzeConfig` reads too.
  */
-export const unknownKeys = (raw: unknown, env: Readonly<Record<string, string | undefined>> = {}): ReadonlyArray<ConfigProblem> =>
-  analyzeConfig(raw, env).problems.filter((p) => p.kind === "warning")
+export const unknownKeys = (raw: unknown): ReadonlyArray<ConfigProblem> => {
+  if (raw === null || typeof raw !== "object" || Array.isArray(raw)) return []
+  const doc = raw as Record<string, unknown>
+  return documentProblems(doc, unsupportedAgentsOf(doc)).filter((p) => p.kind === "warning")
+}
 
 const describe = (value: unknown): string =>
   value === null || value === undefined ? "an empty document" : Array.isArray(value) ? "a list" : `${typeof value} ${JSON.stringify(value)}`

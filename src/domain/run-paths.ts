@@ -46,9 +46,14 @@ export const SafeName = Schema.String.pipe(Schema.filter((name) => nameProblem(n
 export type AgentFileKind = "output" | "reasoning" | "final_answer" | "final_context"
 export type SnapshotKind = "answer_snapshot" | "vote_snapshot"
 
+/** Names found safe: a run names its agents' files call after call. */
+const safeNames = new Set<string>()
+
 const safe = (name: string): string => {
+  if (safeNames.has(name)) return name
   const problem = nameProblem(name)
   if (problem !== null) throw new Error(`not a safe name for a file: ${problem}`)
+  safeNames.add(name)
   return name
 }
 

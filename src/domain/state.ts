@@ -346,6 +346,8 @@ const applyEvent = (state: State, event: Event, t: number, own: Owned | null): S
         if (j === i) return { ...a, inFlight: null, answers: withLabel(own, a.answers, event.label), vote: null, lastActivity: t }
         if (a.failure !== null) return a
         const undone = a.vote !== null || (a.inFlight !== null && a.answers.length > 0)
+        // Unchanged agents stay the same objects: with many agents, most are.
+        if (a.vote === null && (a.restartPending || !undone)) return a
         return { ...a, vote: null, restartPending: a.restartPending || undone }
       })
       return { ...state, agents, answers: withAnswer(own, state.answers, answer) }

@@ -85,6 +85,18 @@ export interface RoundInput {
   readonly roundTimeout?: { readonly softSeconds: number; readonly graceSeconds: number }
   /** The round's machine as the log rebuilt it (resume): the round goes on from its step. */
   readonly from?: Transition
+  /**
+   * The caller ends the round at `agentTimeoutSeconds` (interrupting it, then taking
+   * `timeoutReply` as its reply), as the orchestrator does for all its work with one
+   * fiber: the round then uses that time only as its retries' deadline.
+   */
+  readonly timedByCaller?: boolean
+}
+
+/** The reply of work that ran past `agent_timeout_seconds`: a round's (`round`) or the presentation's. */
+export const timeoutReply = (agent: string, round: number | "present", seconds: number): Reply => {
+  const message = `Agent timeout after ${seconds}s`
+  return round === "present" ? { _tag: "presentation_failed", agent, message } : { _tag: "failed", agent, round, kind: "timeout", message }
 }
 
 /** What a reply did with its tools, as the agent's output file shows it. */
@@ -178,8 +190,8 @@ const callWithRetries = (
       const reply = result._tag === "Right" ? result.right : null
       const error = result._tag === "Left" ? result.left.message : null
       // The call's log is in place before its call_end: replay finds the reply of every call the events record.
-      yield* logged(reply, error)
-      yield* callEnd(reply, error)
+      // Both, once the reply is in: a round cancelled meanwhile still records the reply it had.
+      yield* Effect.uninterruptible(Effect.zipRight(logged(reply, error), callEnd(reply, error)))
       for (const use of reply?.hostedToolUses ?? []) {
         yield* deps.emit({ _tag: "hosted_tool_used", time: yield* deps.now, call, agent, round, role, tool: use.tool, detail: use.detail })
       }
@@ -204,17 +216,19 @@ const callWithRetries = (
     }
   })
 
-/** Runs `body` with the round's start and deadline (clock ms), ended by `agent_timeout_seconds`. */
-const withTimeout = (input: RoundInput, body: (deadline: number, start: number) => Effect.Effect<Reply>, onTimeout: (message: string) => Reply): Effect.Effect<Reply> =>
-  Effect.flatMap(Clock.currentTimeMillis, (start) =>
-    body(start + input.agentTimeoutSeconds * 1000, start).pipe(
+/** Runs `body` with the round's start and deadline (clock ms), ended by `agent_timeout_seconds` (unless its caller ends it). */
+const withTimeout = (input: RoundInput, body: (deadline: number, start: number) => Effect.Effect<Reply>, onTimeout: Reply): Effect.Effect<Reply> =>
+  Effect.flatMap(Clock.currentTimeMillis, (start) => {
+    const work = body(start + input.agentTimeoutSeconds * 1000, start)
+    if (input.timedByCaller === true) return work
+    return work.pipe(
       Effect.timeoutTo({
         duration: Duration.seconds(input.agentTimeoutSeconds),
         onSuccess: (reply): Reply => reply,
-        onTimeout: () => onTimeout(`Agent timeout after ${input.agentTimeoutSeconds}s`),
+        onTimeout: () => onTimeout,
       }),
-    ),
-  )
+    )
+  })
 
 const noTools = (calls: ReadonlyArray<ToolCall>): ReadonlyArray<ToolResult> =>
   calls.map((c) => ({ callId: c.id, name: c.name, content: `error: no tool named ${c.name} can run here` }))
@@ -273,14 +287,8 @@ const interpret = (deps: RoundDeps, input: RoundInput, role: CallRole, deadline:
 
 /** An answer round: model calls until a valid workflow call, at most `MAX_ATTEMPTS` invalid replies. */
 export const runRound = (deps: RoundDeps, input: RoundInput): Effect.Effect<Reply> =>
-  withTimeout(input, (deadline, start) => interpret(deps, input, "round", deadline, start), (message) => ({
-    _tag: "failed",
-    agent: input.agent,
-    round: input.round,
-    kind: "timeout",
-    message,
-  }))
+  withTimeout(input, (deadline, start) => interpret(deps, input, "round", deadline, start), timeoutReply(input.agent, input.round, input.agentTimeoutSeconds))
 
 /** The winner's presentation: calls (with their retries and tool steps) until a reply's text, the final answer. */
 export const runPresentation = (deps: RoundDeps, input: RoundInput): Effect.Effect<Reply> =>
-  withTimeout(input, (deadline, start) => interpret(deps, input, "presentation", deadline, start), (message) => ({ _tag: "presentation_failed", agent: input.agent, message }))
+  withTimeout(input, (deadline, start) => interpret(deps, input, "presentation", deadline, start), timeoutReply(input.agent, "present", input.agentTimeoutSeconds))

@@ -16,6 +16,10 @@
  * when the log cannot take it the effect does not happen. A final answer
  * file is written before the `final_answer` event that announces it.
  *
+ * Work that runs past `agent_timeout_seconds` is ended by one watchdog fiber
+ * for the whole run, as a timeout inside it would end it (its cut-off call
+ * recorded, then the timeout as its reply).
+ *
  * `status.json` is written at the start, every 2 s on the Effect clock and
  * once more at the end. `observe` sees every event with the state after it and
  * every streamed text delta, for the display.
@@ -41,7 +45,7 @@ import { requestForPresentation, requestForRound, shownAnswers } from "../domain
 import { agentFile } from "../domain/run-paths.ts"
 import { type State, activeMs, evolve, foldEvents, initialState } from "../domain/state.ts"
 import { project } from "../domain/status.ts"
-import { type RoundDeps, runPresentation, runRound } from "./agent-round.ts"
+import { type RoundDeps, runPresentation, runRound, timeoutReply } from "./agent-round.ts"
 import { Backends } from "./backend.ts"
 import { EVENTS_FILE, EventStore, type NewEvent } from "./event-store.ts"
 import { RunFiles } from "./run-files.ts"
@@ -319,12 +323,43 @@ export const runCoordination = (input: RunInput) =>
       ...(config.toolTimeoutSeconds !== undefined ? { timeoutSeconds: config.toolTimeoutSeconds } : {}),
     })
 
-    /** Runs a round or a presentation in a fiber of its own, under its `workKey`. */
-    const spawn = (key: string, work: Effect.Effect<Reply>) =>
+    /**
+     * The work to end at `agent_timeout_seconds`, in the order it started: every piece has the
+     * same timeout, so its deadlines come in that order too. One fiber ends it all (`watchdog`),
+     * not a timer fiber and a race per round (at 200 zero-delay agents, a fifth of the run's time).
+     */
+    const deadlines = yield* Queue.unbounded<{ readonly key: string; readonly spawned: number; readonly at: number; readonly reply: Reply }>()
+    /** Which spawn the fiber under each key is (a deadline holds that number, not the fiber: nothing of finished work is kept). */
+    const spawnOf = new Map<string, number>()
+    let spawns = 0
+
+    /** Runs a round or a presentation in a fiber of its own, under its `workKey`, until its reply or its timeout. */
+    const spawn = (key: string, work: Effect.Effect<Reply>, timedOut: Reply) =>
       Effect.gen(function* () {
         const fiber = yield* Effect.fork(work.pipe(Effect.flatMap((reply) => Queue.offer(inbox, { _tag: "reply", reply })), Effect.asVoid))
+        const spawned = ++spawns
         fibers.set(key, fiber)
+        spawnOf.set(key, spawned)
+        const at = (yield* Clock.currentTimeMillis) + settings.agent_timeout_seconds * 1000
+        yield* Queue.offer(deadlines, { key, spawned, at, reply: timedOut })
       })
+
+    /** Ends work still running at its deadline, as a timeout inside it would: its cut-off call is recorded, then its timeout is its reply. */
+    const watchdog = Effect.forever(
+      Effect.gen(function* () {
+        const next = yield* Queue.take(deadlines)
+        const wait = next.at - (yield* Clock.currentTimeMillis)
+        if (wait > 0) yield* Effect.sleep(Duration.millis(wait))
+        // Work that replied (its reply may wait in the inbox) or was stopped is not this deadline's.
+        const fiber = fibers.get(next.key)
+        if (fiber === undefined || spawnOf.get(next.key) !== next.spawned || fiber.unsafePoll() !== null) return
+        fibers.delete(next.key)
+        spawnOf.delete(next.key)
+        callSentAt.delete(next.key)
+        yield* Fiber.interrupt(fiber)
+        yield* Queue.offer(inbox, { _tag: "reply", reply: next.reply })
+      }),
+    )
 
     /** Ends the work under `keys` all at once; each records its cut-off call before this returns. */
     const stopWork = (keys: ReadonlyArray<string>) =>
@@ -332,6 +367,7 @@ export const runCoordination = (input: RunInput) =>
         const stopping = keys.flatMap((key) => {
           const fiber = fibers.get(key)
           fibers.delete(key)
+          spawnOf.delete(key)
           callSentAt.delete(key)
           return fiber === undefined ? [] : [fiber]
         })
@@ -351,7 +387,11 @@ export const runCoordination = (input: RunInput) =>
         const backend = backends.forAgent(agent.id)
         const soft = round === 1 ? settings.initial_round_timeout_seconds : settings.subsequent_round_timeout_seconds
         const roundTimeout = soft != null ? { roundTimeout: { softSeconds: soft, graceSeconds: settings.round_timeout_grace_seconds ?? 120 } } : {}
-        return spawn(key, runRound(deps, { agent: agent.id, round, backend, request, agentTimeoutSeconds: settings.agent_timeout_seconds, ...roundTimeout, ...(from ? { from } : {}) }))
+        return spawn(
+          key,
+          runRound(deps, { agent: agent.id, round, backend, request, agentTimeoutSeconds: settings.agent_timeout_seconds, timedByCaller: true, ...roundTimeout, ...(from ? { from } : {}) }),
+          timeoutReply(agent.id, round, settings.agent_timeout_seconds),
+        )
       })
 
     /** Starts the winner's presentation (from its rebuilt machine, when a resume continues it). */
@@ -365,7 +405,8 @@ export const runCoordination = (input: RunInput) =>
         const backend = backends.forAgent(agent.id)
         return spawn(
           workKey(agent.id, "present"),
-          runPresentation(deps, { agent: agent.id, round, backend, request, agentTimeoutSeconds: settings.agent_timeout_seconds, ...(from ? { from } : {}) }),
+          runPresentation(deps, { agent: agent.id, round, backend, request, agentTimeoutSeconds: settings.agent_timeout_seconds, timedByCaller: true, ...(from ? { from } : {}) }),
+          timeoutReply(agent.id, "present", settings.agent_timeout_seconds),
         )
       })
 
@@ -463,6 +504,7 @@ export const runCoordination = (input: RunInput) =>
     const timeLeft = Math.max(0, settings.orchestrator_timeout_seconds - used)
     // status.json now, then every 2 s, beside the run rather than in its way.
     const statusTicker = yield* Effect.forkScoped(Effect.repeat(writeStatus, Schedule.fixed(Duration.seconds(2))))
+    yield* Effect.forkScoped(watchdog)
     yield* Effect.forkScoped(
       Effect.delay(
         Queue.offer(inbox, { _tag: "stop", reason: "timeout", message: `orchestrator timeout after ${settings.orchestrator_timeout_seconds}s` }),
@@ -493,6 +535,7 @@ export const runCoordination = (input: RunInput) =>
       const replies = batch.flatMap((x) => (x._tag === "reply" ? [x.reply] : []))
       for (const r of replies) {
         fibers.delete(replyKey(r))
+        spawnOf.delete(replyKey(r))
         callSentAt.delete(replyKey(r))
       }
       // Every reply of the batch is judged before anything is decided, each against the state its predecessors left.
