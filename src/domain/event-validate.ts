@@ -12,7 +12,10 @@
  * `UNDECIDED` input to the Schema decoder, which judges it: the plain decoder
  * only saves work on the inputs that decode. It may throw on input nested too
  * deep, as the Schema decoder does. The definitions stay the Schema's:
- * nothing here names an event or a field.
+ * nothing here names an event or a field. A struct's decoder is one function
+ * generated from its fields (`new Function`, the field names written as JSON
+ * strings): the hot path reads each field once and builds its output as one
+ * object literal.
  *
  * Words: *undecided*, an input the plain decoder leaves to the Schema decoder.
  */
@@ -190,6 +193,10 @@ const compileTypeLiteral = (ast: AST.TypeLiteral, memo: Map<AST.AST, Plain>): Pl
     key = compile(index.parameter, memo)
     value = compile(index.type, memo)
   }
+  if (key === null) {
+    const generated = generatedTypeLiteral(ast, names, optional, types)
+    if (generated !== null) return generated
+  }
   const count = names.length
   return (u) => {
     if (typeof u !== "object" || u === null || Array.isArray(u)) return UNDECIDED
@@ -212,6 +219,63 @@ const compileTypeLiteral = (ast: AST.TypeLiteral, memo: Map<AST.AST, Plain>): Pl
       }
     }
     return out
+  }
+}
+
+/** How a field's value is checked in generated code: inline for a keyword or a literal, else by its compiled decoder. */
+const inlineCheck = (ast: AST.AST, value: string): string | null => {
+  if (changesParsing(ast)) return null
+  switch (ast._tag) {
+    case "StringKeyword":
+      return `typeof ${value} !== "string"`
+    case "NumberKeyword":
+      return `typeof ${value} !== "number"`
+    case "BooleanKeyword":
+      return `typeof ${value} !== "boolean"`
+    case "Literal":
+      return typeof ast.literal === "bigint" ? null : `${value} !== ${JSON.stringify(ast.literal)}`
+    default:
+      return null
+  }
+}
+
+/**
+ * A struct's decoder as one generated function: each field read once, checked
+ * inline or by its decoder, and the output built as one object literal for its
+ * leading required fields, then the rest in order (an optional one only when
+ * the input has it as its own). What it gives is what the loop below gives;
+ * null when code cannot be generated here (a `__proto__` field, no `Function`).
+ */
+const generatedTypeLiteral = (
+  ast: AST.TypeLiteral,
+  names: ReadonlyArray<string>,
+  optional: ReadonlyArray<boolean>,
+  types: ReadonlyArray<Plain>,
+): Plain | null => {
+  if (names.includes("__proto__")) return null
+  const lines: Array<string> = ['if (typeof u !== "object" || u === null || Array.isArray(u)) return U;']
+  names.forEach((name, i) => {
+    const key = JSON.stringify(name)
+    const check = (value: string) => {
+      const inline = inlineCheck(ast.propertySignatures[i]!.type, value)
+      return inline !== null ? `if (${inline}) return U;` : `${value} = t[${i}](${value}); if (${value} === U) return U;`
+    }
+    if (optional[i]) lines.push(`let h${i} = hasOwn(u, ${key}); let a${i}; if (h${i}) { a${i} = u[${key}]; ${check(`a${i}`)} }`)
+    else lines.push(`let a${i} = u[${key}]; ${check(`a${i}`)}`)
+  })
+  const leading = optional.indexOf(true) === -1 ? names.length : optional.indexOf(true)
+  lines.push(`const out = {${names.slice(0, leading).map((name, i) => `${JSON.stringify(name)}: a${i}`).join(", ")}};`)
+  for (let i = leading; i < names.length; i++) {
+    const set = `out[${JSON.stringify(names[i]!)}] = a${i};`
+    lines.push(optional[i] ? `if (h${i}) ${set}` : set)
+  }
+  lines.push("return out;")
+  try {
+    // Made from the schema's own field names, each written as a JSON string.
+    const make = new Function("U", "t", "hasOwn", `return function (u) {\n${lines.join("\n")}\n}`) as (u: symbol, t: ReadonlyArray<Plain>, hasOwn: (o: object, k: string) => boolean) => Plain
+    return make(UNDECIDED, types, (o, k) => Object.prototype.hasOwnProperty.call(o, k))
+  } catch {
+    return null
   }
 }
 

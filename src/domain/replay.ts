@@ -92,10 +92,56 @@ export interface ReplayOptions {
 /** Fields that say where and when a run happened, not what it decided. */
 const ENVIRONMENT_FIELDS = new Set(["time", "seconds", "run_id"])
 
-const comparable = (event: Event): string =>
-  JSON.stringify(event, (key, value) => (ENVIRONMENT_FIELDS.has(key) ? undefined : value))
+/** What JSON.stringify writes nothing for as an object's field (in an array it writes null). */
+const unwritten = (v: unknown): boolean => v === undefined || typeof v === "function" || typeof v === "symbol"
 
-export const sameDecision = (a: Event, b: Event): boolean => comparable(a) === comparable(b)
+/** A field JSON.stringify writes, with these fields left out: its value is written, and it is not one of them. */
+const written = (o: Record<string, unknown>, key: string): boolean => !ENVIRONMENT_FIELDS.has(key) && !unwritten(o[key])
+
+/** A value as JSON writes it in an array (or alone): null for what it cannot write. */
+const asJson = (v: unknown): unknown => (unwritten(v) || (typeof v === "number" && !Number.isFinite(v)) ? null : v)
+
+/**
+ * Whether `JSON.stringify` writes `a` and `b` alike with every `ENVIRONMENT_FIELDS` field left out, at any
+ * depth, without writing either: fields compare in their order; what it cannot write is null in an array and
+ * left out of an object. A value with a `toJSON` (no event has one) is compared by writing it.
+ */
+const sameJson = (a: unknown, b: unknown): boolean => {
+  a = asJson(a)
+  b = asJson(b)
+  if (a === b) return true
+  if (typeof a !== "object" || typeof b !== "object" || a === null || b === null) return false
+  if (typeof (a as { toJSON?: unknown }).toJSON === "function" || typeof (b as { toJSON?: unknown }).toJSON === "function") {
+    return JSON.stringify(a, omitEnvironment) === JSON.stringify(b, omitEnvironment)
+  }
+  const arrays = Array.isArray(a)
+  if (arrays !== Array.isArray(b)) return false
+  if (arrays) {
+    const x = a as ReadonlyArray<unknown>
+    const y = b as ReadonlyArray<unknown>
+    if (x.length !== y.length) return false
+    for (let i = 0; i < x.length; i++) if (!sameJson(x[i], y[i])) return false
+    return true
+  }
+  const x = a as Record<string, unknown>
+  const y = b as Record<string, unknown>
+  const xs = Object.keys(x)
+  const ys = Object.keys(y)
+  let j = 0
+  for (const key of xs) {
+    if (!written(x, key)) continue
+    while (j < ys.length && !written(y, ys[j]!)) j++
+    if (j === ys.length || ys[j] !== key || !sameJson(x[key], y[key])) return false
+    j++
+  }
+  while (j < ys.length && !written(y, ys[j]!)) j++
+  return j === ys.length
+}
+
+const omitEnvironment = (key: string, value: unknown): unknown => (ENVIRONMENT_FIELDS.has(key) ? undefined : value)
+
+/** Whether two events record the same decision: alike as JSON, but for where and when they happened (`ENVIRONMENT_FIELDS`). */
+export const sameDecision = (a: Event, b: Event): boolean => sameJson(a, b)
 
 /** The request this code builds for an agent's current round or presentation, before its transcript. */
 const baseRequest = (

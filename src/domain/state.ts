@@ -19,6 +19,7 @@
  * in config order, which is what a new round shows.
  */
 import type { AgentInfo, ConversationMessage, Event, FailureKind, FinalSource, FinishReason, RunSettings } from "./events.ts"
+import { instantMs } from "./instant.ts"
 import { type WorkspaceFacts, evolveWorkspaces, noWorkspaceFacts } from "./workspaces.ts"
 
 export interface Usage {
@@ -161,7 +162,11 @@ export const isLive = (agent: AgentState): boolean => agent.failure === null
 export const isResumable = (finished: { readonly reason: FinishReason } | null): boolean =>
   finished === null || finished.reason === "interrupted"
 
-export const agentIndex = (state: State, id: string): number => state.agents.findIndex((a) => a.info.id === id)
+export const agentIndex = (state: State, id: string): number => {
+  const agents = state.agents
+  for (let i = 0; i < agents.length; i++) if (agents[i]!.info.id === id) return i
+  return -1
+}
 
 export const agentByAnonId = (state: State, anonId: string): AgentState | undefined =>
   state.agents.find((a) => a.info.anon_id === anonId)
@@ -260,12 +265,15 @@ const withAnswer = (own: Owned | null, answers: Readonly<Record<string, Answer>>
 }
 
 const step = (state: State, event: Event, own: Owned | null): State => {
-  const time = Date.parse(event.time)
+  const time = instantMs(event.time)
   const t = Number.isNaN(time) ? state.lastTime : time
   const next = applyEvent(state, event, t, own)
-  return next === state
-    ? { ...state, skippedEvents: state.skippedEvents + 1 }
-    : { ...next, lastTime: Math.max(next.lastTime, t), eventCount: state.eventCount + 1 }
+  if (next === state) return { ...state, skippedEvents: state.skippedEvents + 1 }
+  // A state `applyEvent` changed is one it made just now, which no one else holds yet: it is finished in place.
+  const made = next as { -readonly [K in keyof State]: State[K] }
+  made.lastTime = Math.max(next.lastTime, t)
+  made.eventCount = state.eventCount + 1
+  return made
 }
 
 /** Whether `agent` is live and has round `round` in flight. */
