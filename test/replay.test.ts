@@ -8,7 +8,10 @@
  * divergence, the same events (wall-clock fields aside), the same final answer.
  * A changed recorded reply, a missing one, or a request built differently is a
  * divergence naming the event, never a crash. `sameDecision` says what
- * comparing the events' JSON texts (wall-clock fields left out) says.
+ * comparing the events' JSON texts (wall-clock fields left out) says. What a
+ * resume continues (`continuationsOf`, `roundsInFlight`), replayed from the
+ * last point where nothing was under way, is what the whole replay rebuilds,
+ * on every cut of random runs.
  *
  * Through the command line: `massgen replay LOG_DIR --check` on real run
  * directories (scripted, and each real-backend protocol through the fake
@@ -23,8 +26,9 @@ import fc from "fast-check"
 import { encodeEventLine, readEventsText } from "../src/domain/event-codec.ts"
 import { Event as EventSchema } from "../src/domain/events.ts"
 import type { Event } from "../src/domain/events.ts"
-import { type RecordedCall, type ReplayResult, replayRun, roundsInFlight, sameDecision } from "../src/domain/replay.ts"
+import { type RecordedCall, type ReplayResult, continuationsOf, replayRun, roundsInFlight, sameDecision } from "../src/domain/replay.ts"
 import { retryMessages } from "../src/domain/prompts.ts"
+import { quietPoint } from "../src/domain/replay-start.ts"
 import { evolve, initialState, latestLabels } from "../src/domain/state.ts"
 import { callLogOf, callsOf } from "./support/call-logs.ts"
 import { Backends } from "../src/services/backend.ts"
@@ -382,6 +386,17 @@ describe("replay of random scripted runs", () => {
         )
         expectSameRun(doc, run)
         expectNoStaleVoteCounted(run)
+        // A resume's replay starts at the last point where nothing was under way: it rebuilds the work of the
+        // agents still in the run as the whole replay does (the whole one also keeps a failed agent's last machine).
+        const { agents: configured } = configOf(doc)
+        for (let cut = 1 + (run.events.length % 3); cut <= run.events.length; cut += 2 + (cut % 7)) {
+          const events = run.events.slice(0, cut)
+          if (quietPoint(events) > 0) reasons.add("replayed from a quiet point")
+          const whole = replayRun(events, configured, () => undefined, { checkRequests: false })
+          const live = <A,>(work: ReadonlyMap<string, A>) => new Map([...work].filter(([agent]) => whole.state.agents.some((a) => a.info.id === agent && a.failure === null)))
+          expect(live(continuationsOf(events, configured))).toEqual(live(whole.continuations))
+          expect(live(roundsInFlight(events, configured))).toEqual(live(whole.rounds))
+        }
         reasons.add(run.reason)
         if (ofTag(run.events, "reply_rejected").length > 0) reasons.add("rejected")
       }),
@@ -390,6 +405,7 @@ describe("replay of random scripted runs", () => {
     // The runs reach the decider's budget stop and the round machine's retries (injection, surely: test/injection.test.ts, test/properties.test.ts).
     expect(reasons).toContain("budget")
     expect(reasons).toContain("rejected")
+    expect(reasons).toContain("replayed from a quiet point")
   }, 60_000)
 })
 

@@ -54,6 +54,8 @@ import {
 } from "./round-machine.ts"
 import { type State, folding } from "./state.ts"
 import { workspaceEventProblem } from "./workspaces.ts"
+import { sameJsonWithout } from "./json-equal.ts"
+import { isQuiet, quietPoint } from "./replay-start.ts"
 
 export interface RecordedCall {
   readonly request: LlmRequest | null
@@ -92,56 +94,8 @@ export interface ReplayOptions {
 /** Fields that say where and when a run happened, not what it decided. */
 const ENVIRONMENT_FIELDS = new Set(["time", "seconds", "run_id"])
 
-/** What JSON.stringify writes nothing for as an object's field (in an array it writes null). */
-const unwritten = (v: unknown): boolean => v === undefined || typeof v === "function" || typeof v === "symbol"
-
-/** A field JSON.stringify writes, with these fields left out: its value is written, and it is not one of them. */
-const written = (o: Record<string, unknown>, key: string): boolean => !ENVIRONMENT_FIELDS.has(key) && !unwritten(o[key])
-
-/** A value as JSON writes it in an array (or alone): null for what it cannot write. */
-const asJson = (v: unknown): unknown => (unwritten(v) || (typeof v === "number" && !Number.isFinite(v)) ? null : v)
-
-/**
- * Whether `JSON.stringify` writes `a` and `b` alike with every `ENVIRONMENT_FIELDS` field left out, at any
- * depth, without writing either: fields compare in their order; what it cannot write is null in an array and
- * left out of an object. A value with a `toJSON` (no event has one) is compared by writing it.
- */
-const sameJson = (a: unknown, b: unknown): boolean => {
-  a = asJson(a)
-  b = asJson(b)
-  if (a === b) return true
-  if (typeof a !== "object" || typeof b !== "object" || a === null || b === null) return false
-  if (typeof (a as { toJSON?: unknown }).toJSON === "function" || typeof (b as { toJSON?: unknown }).toJSON === "function") {
-    return JSON.stringify(a, omitEnvironment) === JSON.stringify(b, omitEnvironment)
-  }
-  const arrays = Array.isArray(a)
-  if (arrays !== Array.isArray(b)) return false
-  if (arrays) {
-    const x = a as ReadonlyArray<unknown>
-    const y = b as ReadonlyArray<unknown>
-    if (x.length !== y.length) return false
-    for (let i = 0; i < x.length; i++) if (!sameJson(x[i], y[i])) return false
-    return true
-  }
-  const x = a as Record<string, unknown>
-  const y = b as Record<string, unknown>
-  const xs = Object.keys(x)
-  const ys = Object.keys(y)
-  let j = 0
-  for (const key of xs) {
-    if (!written(x, key)) continue
-    while (j < ys.length && !written(y, ys[j]!)) j++
-    if (j === ys.length || ys[j] !== key || !sameJson(x[key], y[key])) return false
-    j++
-  }
-  while (j < ys.length && !written(y, ys[j]!)) j++
-  return j === ys.length
-}
-
-const omitEnvironment = (key: string, value: unknown): unknown => (ENVIRONMENT_FIELDS.has(key) ? undefined : value)
-
 /** Whether two events record the same decision: alike as JSON, but for where and when they happened (`ENVIRONMENT_FIELDS`). */
-export const sameDecision = (a: Event, b: Event): boolean => sameJson(a, b)
+export const sameDecision = (a: Event, b: Event): boolean => sameJsonWithout(a, b, ENVIRONMENT_FIELDS)
 
 /** The request this code builds for an agent's current round or presentation, before its transcript. */
 const baseRequest = (
@@ -173,10 +127,25 @@ export const replayRun = (
   agents: ReadonlyArray<Agent>,
   callOf: (call: number) => RecordedCall | undefined,
   options: ReplayOptions = { checkRequests: true },
+): ReplayResult => replayFrom(recorded, agents, callOf, options, 0)
+
+/**
+ * `replayRun` from event `from`, the events before it folded as they are: a replay that only rebuilds what
+ * is in flight at the end, from a point where nothing was (`replay-start.ts`). Its `events` are those from
+ * `from`. When the fold there is not quiet after all, the whole log is replayed.
+ */
+const replayFrom = (
+  recorded: ReadonlyArray<Event>,
+  agents: ReadonlyArray<Agent>,
+  callOf: (call: number) => RecordedCall | undefined,
+  options: ReplayOptions,
+  from: number,
 ): ReplayResult => {
   // The fast fold: the plain one copies every answer on every answer, O(n²) in a long run's answers.
   const fold = folding()
   let state = fold.state()
+  for (let i = 0; i < from; i++) state = fold.add(recorded[i]!)
+  if (from > 0 && !isQuiet(state)) return replayFrom(recorded, agents, callOf, options, 0)
   const out: Array<Event> = []
   /** Results waiting to be judged, by agent. */
   const pending = new Map<string, Reply>()
@@ -246,7 +215,7 @@ export const replayRun = (
     return t
   }
 
-  for (let i = 0; i < recorded.length; i++) {
+  for (let i = from; i < recorded.length; i++) {
     const rec = recorded[i]!
     const time = rec.time
     let replayed: Event | null = null
@@ -457,16 +426,17 @@ export const replayRun = (
 /**
  * The rounds (and a presentation) in flight at the end of a log, transcript
  * included, rebuilt from its events alone: what a resume continues.
+ * Only the events from the last point where nothing was under way are replayed (`replay-start.ts`).
  */
 export const roundsInFlight = (
   events: ReadonlyArray<Event>,
   agents: ReadonlyArray<Agent>,
   options: Omit<ReplayOptions, "checkRequests"> = {},
-): ReadonlyMap<string, RoundMachine> => replayRun(events, agents, () => undefined, { ...options, checkRequests: false }).rounds
+): ReadonlyMap<string, RoundMachine> => replayFrom(events, agents, () => undefined, { ...options, checkRequests: false }, quietPoint(events)).rounds
 
 /** What a resume continues: each round (and a presentation) in flight, with the step it goes on from. */
 export const continuationsOf = (
   events: ReadonlyArray<Event>,
   agents: ReadonlyArray<Agent>,
   options: Omit<ReplayOptions, "checkRequests"> = {},
-): ReadonlyMap<string, Transition> => replayRun(events, agents, () => undefined, { ...options, checkRequests: false }).continuations
+): ReadonlyMap<string, Transition> => replayFrom(events, agents, () => undefined, { ...options, checkRequests: false }, quietPoint(events)).continuations
