@@ -187,6 +187,13 @@ const addUsage = (u: Usage, e: Extract<Event, { _tag: "call_end" }>): Usage => (
   unpricedCalls: u.unpricedCalls + (e.cost === null && e.error === null ? 1 : 0),
 })
 
+/** The agents of `state` with the `i`-th one replaced by `agent`. */
+const withAgent = (state: State, i: number, agent: AgentState): ReadonlyArray<AgentState> => {
+  const agents = state.agents.slice()
+  agents[i] = agent
+  return agents
+}
+
 /** `state` with agent `id` changed by `f`; `state` itself when there is no such agent or `f` changes nothing. */
 const updateAgent = (state: State, id: string, f: (a: AgentState) => AgentState): State => {
   const i = agentIndex(state, id)
@@ -194,9 +201,7 @@ const updateAgent = (state: State, id: string, f: (a: AgentState) => AgentState)
   const before = state.agents[i]!
   const after = f(before)
   if (after === before) return state
-  const agents = state.agents.slice()
-  agents[i] = after
-  return { ...state, agents }
+  return { ...state, agents: withAgent(state, i, after) }
 }
 
 /**
@@ -372,15 +377,14 @@ const applyEvent = (state: State, event: Event, t: number, own: Owned | null): S
     case "vote_ignored":
       if (!inRound(state.agents[agentIndex(state, event.agent)], event.round)) return state
       return updateAgent(state, event.agent, (a) => ({ ...a, inFlight: null, restartPending: true, lastActivity: t }))
+    case "call_start": {
+      const i = agentIndex(state, event.agent)
+      if (i < 0) return state
+      return { ...state, openCalls: state.openCalls + 1, agents: withAgent(state, i, { ...state.agents[i]!, lastActivity: t }) }
+    }
     case "reply_rejected":
-    case "call_start":
     case "call_retried":
-      if (agentIndex(state, event.agent) < 0) return state
-      return updateAgent(
-        event._tag === "call_start" ? { ...state, openCalls: state.openCalls + 1 } : state,
-        event.agent,
-        (a) => ({ ...a, lastActivity: t }),
-      )
+      return updateAgent(state, event.agent, (a) => ({ ...a, lastActivity: t }))
     case "tool_call_started":
       return updateAgent(state, event.agent, (a) => ({ ...a, lastActivity: t }))
     case "tool_call_finished":
@@ -391,21 +395,18 @@ const applyEvent = (state: State, event: Event, t: number, own: Owned | null): S
       }))
     case "hosted_tool_used":
       return updateAgent(state, event.agent, (a) => ({ ...a, tools: { ...a.tools, hosted: a.tools.hosted + 1 }, lastActivity: t }))
-    case "call_end":
-      if (agentIndex(state, event.agent) < 0) return state
-      return updateAgent(
-        { ...state, usage: addUsage(state.usage, event), openCalls: Math.max(0, state.openCalls - 1) },
-        event.agent,
-        (a) => ({
-          ...a,
-          usage: addUsage(a.usage, event),
-          lastActivity: t,
-          inFlight:
-            event.role === "round" && event.error === null && inRound(a, event.round)
-              ? { ...a.inFlight, steps: a.inFlight.steps + 1 }
-              : a.inFlight,
-        }),
-      )
+    case "call_end": {
+      const i = agentIndex(state, event.agent)
+      if (i < 0) return state
+      const a = state.agents[i]!
+      const inFlight = event.role === "round" && event.error === null && inRound(a, event.round) ? { ...a.inFlight, steps: a.inFlight.steps + 1 } : a.inFlight
+      return {
+        ...state,
+        usage: addUsage(state.usage, event),
+        openCalls: Math.max(0, state.openCalls - 1),
+        agents: withAgent(state, i, { ...a, usage: addUsage(a.usage, event), lastActivity: t, inFlight }),
+      }
+    }
     case "agent_failed":
       return updateAgent(state, event.agent, (a) =>
         !inRound(a, event.round)
