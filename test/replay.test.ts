@@ -28,8 +28,8 @@ import { Event as EventSchema } from "../src/domain/events.ts"
 import type { Event } from "../src/domain/events.ts"
 import { type RecordedCall, type ReplayResult, continuationsOf, replayRun, roundsInFlight, sameDecision } from "../src/domain/replay.ts"
 import { retryMessages } from "../src/domain/prompts.ts"
-import { quietPoint } from "../src/domain/replay-start.ts"
-import { evolve, initialState, latestLabels } from "../src/domain/state.ts"
+import { foldWithStart, quietPoint } from "../src/domain/replay-start.ts"
+import { evolve, foldEvents, initialState, latestLabels } from "../src/domain/state.ts"
 import { callLogOf, callsOf } from "./support/call-logs.ts"
 import { Backends } from "../src/services/backend.ts"
 import { EventStore } from "../src/services/event-store.ts"
@@ -396,6 +396,11 @@ describe("replay of random scripted runs", () => {
           const live = <A,>(work: ReadonlyMap<string, A>) => new Map([...work].filter(([agent]) => whole.state.agents.some((a) => a.info.id === agent && a.failure === null)))
           expect(live(continuationsOf(events, configured))).toEqual(live(whole.continuations))
           expect(live(roundsInFlight(events, configured))).toEqual(live(whole.rounds))
+          // A resume folds the log once, keeping the fold at its quiet point for the replay.
+          const { state, start } = foldWithStart(events)
+          expect(state).toEqual(foldEvents(events))
+          expect(start.state).toEqual(foldEvents(events.slice(0, start.from)))
+          expect(live(continuationsOf(events, configured, {}, start))).toEqual(live(whole.continuations))
         }
         reasons.add(run.reason)
         if (ofTag(run.events, "reply_rejected").length > 0) reasons.add("rejected")

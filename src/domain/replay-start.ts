@@ -10,10 +10,18 @@
  * before it (such a round's late calls are told apart by its cancellation).
  * It reads the events the way the fold would only roughly, so the replay checks
  * the fold's state at `p` (`isQuiet`) and replays the whole log when it is not
- * quiet. Pure.
+ * quiet. `foldWithStart(events)` is `foldEvents(events)` that keeps, on the
+ * way, the fold at their quiet point: a resume folds its log once and hands
+ * that to its replay (`ReplayStart`). Pure.
  */
 import type { Event } from "./events.ts"
-import type { State } from "./state.ts"
+import { type State, folding } from "./state.ts"
+
+/** Where a resume's replay starts, and the fold of the events before it. */
+export interface ReplayStart {
+  readonly from: number
+  readonly state: State
+}
 
 /** The state at a point where a replay may start: nothing in flight, open or decided. */
 export const isQuiet = (state: State): boolean =>
@@ -85,4 +93,17 @@ export const quietPoint = (events: ReadonlyArray<Event>): number => {
   }
   if (started && !decided && calls === 0 && tools === 0 && inFlight.size === 0 && staleUntil < events.length) point = events.length
   return point
+}
+
+/** The fold of `events`, as `foldEvents` gives it, and the fold of those before their quiet point. */
+export const foldWithStart = (events: ReadonlyArray<Event>): { readonly state: State; readonly start: ReplayStart } => {
+  const from = quietPoint(events)
+  const fold = folding()
+  let before = fold.state()
+  for (let i = 0; i < events.length; i++) {
+    if (i === from) before = fold.settle()
+    fold.add(events[i]!)
+  }
+  if (from === events.length) before = fold.settle()
+  return { state: fold.state(), start: { from, state: before } }
 }

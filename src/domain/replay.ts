@@ -52,10 +52,10 @@ import {
   startRound,
   unfinishedTools,
 } from "./round-machine.ts"
-import { type State, folding } from "./state.ts"
+import { type State, folding, initialState } from "./state.ts"
 import { workspaceEventProblem } from "./workspaces.ts"
 import { sameJsonWithout } from "./json-equal.ts"
-import { isQuiet, quietPoint } from "./replay-start.ts"
+import { type ReplayStart, isQuiet, quietPoint } from "./replay-start.ts"
 
 export interface RecordedCall {
   readonly request: LlmRequest | null
@@ -127,25 +127,27 @@ export const replayRun = (
   agents: ReadonlyArray<Agent>,
   callOf: (call: number) => RecordedCall | undefined,
   options: ReplayOptions = { checkRequests: true },
-): ReplayResult => replayFrom(recorded, agents, callOf, options, 0)
+): ReplayResult => replayFrom(recorded, agents, callOf, options, { from: 0, state: initialState })
 
 /**
- * `replayRun` from event `from`, the events before it folded as they are: a replay that only rebuilds what
- * is in flight at the end, from a point where nothing was (`replay-start.ts`). Its `events` are those from
- * `from`. When the fold there is not quiet after all, the whole log is replayed.
+ * `replayRun` from event `start.from`, whose events before are folded to `start.state` (or, null, are
+ * folded here): a replay that only rebuilds what is in flight at the end, from a point where nothing was
+ * (`replay-start.ts`). Its `events` are those from `from`. When the fold there is not quiet after all,
+ * the whole log is replayed.
  */
 const replayFrom = (
   recorded: ReadonlyArray<Event>,
   agents: ReadonlyArray<Agent>,
   callOf: (call: number) => RecordedCall | undefined,
   options: ReplayOptions,
-  from: number,
+  start: { readonly from: number; readonly state: State | null },
 ): ReplayResult => {
+  const from = start.from
   // The fast fold: the plain one copies every answer on every answer, O(n²) in a long run's answers.
-  const fold = folding()
+  const fold = folding(start.state ?? initialState)
   let state = fold.state()
-  for (let i = 0; i < from; i++) state = fold.add(recorded[i]!)
-  if (from > 0 && !isQuiet(state)) return replayFrom(recorded, agents, callOf, options, 0)
+  if (start.state === null) for (let i = 0; i < from; i++) state = fold.add(recorded[i]!)
+  if (from > 0 && !isQuiet(state)) return replayFrom(recorded, agents, callOf, options, { from: 0, state: initialState })
   const out: Array<Event> = []
   /** Results waiting to be judged, by agent. */
   const pending = new Map<string, Reply>()
@@ -432,11 +434,17 @@ export const roundsInFlight = (
   events: ReadonlyArray<Event>,
   agents: ReadonlyArray<Agent>,
   options: Omit<ReplayOptions, "checkRequests"> = {},
-): ReadonlyMap<string, RoundMachine> => replayFrom(events, agents, () => undefined, { ...options, checkRequests: false }, quietPoint(events)).rounds
+): ReadonlyMap<string, RoundMachine> =>
+  replayFrom(events, agents, () => undefined, { ...options, checkRequests: false }, { from: quietPoint(events), state: null }).rounds
 
-/** What a resume continues: each round (and a presentation) in flight, with the step it goes on from. */
+/**
+ * What a resume continues: each round (and a presentation) in flight, with the step it goes on from.
+ * `start`: where to replay from with the fold before it, when the caller folded the log already (`foldWithStart`).
+ */
 export const continuationsOf = (
   events: ReadonlyArray<Event>,
   agents: ReadonlyArray<Agent>,
   options: Omit<ReplayOptions, "checkRequests"> = {},
-): ReadonlyMap<string, Transition> => replayFrom(events, agents, () => undefined, { ...options, checkRequests: false }, quietPoint(events)).continuations
+  start: ReplayStart | null = null,
+): ReadonlyMap<string, Transition> =>
+  replayFrom(events, agents, () => undefined, { ...options, checkRequests: false }, start ?? { from: quietPoint(events), state: null }).continuations

@@ -246,7 +246,7 @@ export const evolve = (state: State, event: Event): State => step(state, event, 
  */
 interface Owned {
   answers: Record<string, Answer> | null
-  readonly arrays: WeakSet<Array<string>>
+  arrays: WeakSet<Array<string>>
 }
 
 const withLabel = (own: Owned | null, labels: ReadonlyArray<string>, label: string): ReadonlyArray<string> => {
@@ -458,13 +458,22 @@ const applyEvent = (state: State, event: Event, t: number, own: Owned | null): S
  * the state after it, as `foldEvents` would. Like `foldEvents`, it extends in
  * place what it made itself: a state it returned is not to be kept once the
  * next event is added (the next state may share, and extend, its answers).
+ * `settle()` gives the state now as one to keep: the fold no longer extends
+ * what it made so far (its next answer copies the answers once).
  */
-export const folding = (from: State = initialState): { readonly add: (event: Event) => State; readonly state: () => State } => {
+export const folding = (
+  from: State = initialState,
+): { readonly add: (event: Event) => State; readonly state: () => State; readonly settle: () => State } => {
   const own: Owned = { answers: null, arrays: new WeakSet() }
   let state = from
   return {
     add: (event) => (state = step(state, event, own)),
     state: () => state,
+    settle: () => {
+      own.answers = null
+      own.arrays = new WeakSet()
+      return state
+    },
   }
 }
 
