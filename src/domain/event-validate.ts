@@ -250,7 +250,7 @@ const inlineCheck = (ast: AST.AST, value: string): string | null => {
  * A struct's decoder as one generated function: each field read once, checked
  * inline or by its decoder, and the output built as one object literal for its
  * leading required fields, then the rest in order (an optional one only when
- * the input has it as its own). What it gives is what the loop below gives;
+ * the input has it as its own). What it gives equals what the loop below gives;
  * null when code cannot be generated here (a `__proto__` field, no `Function`).
  */
 const generatedTypeLiteral = (
