@@ -6,7 +6,7 @@
  * keys in the same order, the same meta, or the same skip cause. Held on
  * random events of every type with random meta, encoded with
  * `encodeEnvelopeLine`; on those lines mutated (fields flipped to other JSON
- * values, dropped or added at any depth, bad times, negative, fractional and
+ * values, dropped, added or moved to the end of their object at any depth, bad times, negative, fractional and
  * huge counters, unknown and missing types, other schemas, v1 lines, cut and
  * edited text); and on every line of the schema-1 fixtures.
  *
@@ -109,6 +109,17 @@ const MUTATIONS: ReadonlyArray<Mutation> = [
   // the type, schema or time changes
   (wire, pick, value) => {
     wire[["type", "schema", "time"][pick % 3]!] = [value, EVENT_TYPES[pick % EVENT_TYPES.length], 1, 3, "2", 1.5][pick % 6]
+  },
+  // a key anywhere moves to the end of its object (a decoder gives back an object only with its fields in order)
+  (wire, pick) => {
+    const all = paths(wire).filter((p) => p.length > 0 && typeof p[p.length - 1] === "string")
+    if (all.length === 0) return
+    const path = all[pick % all.length]!
+    const parent = parentOf(wire, path)!
+    const key = path[path.length - 1]!
+    const value = parent[key]
+    delete parent[key]
+    parent[key] = value
   },
   // a v1 line: machine facts among the fields, no meta
   (wire) => {

@@ -7,7 +7,11 @@
  * crash and a resume) are replayed from their events and `llm_log/` files: no
  * divergence, the same events (wall-clock fields aside), the same final answer.
  * A changed recorded reply, a missing one, or a request built differently is a
- * divergence naming the event, never a crash.
+ * divergence naming the event, never a crash. `sameDecision` says what
+ * comparing the events' JSON texts (wall-clock fields left out) says. What a
+ * resume continues (`continuationsOf`, `roundsInFlight`), replayed from the
+ * last point where nothing was under way, is what the whole replay rebuilds,
+ * on every cut of random runs.
  *
  * Through the command line: `massgen replay LOG_DIR --check` on real run
  * directories (scripted, and each real-backend protocol through the fake
@@ -17,13 +21,15 @@
 import { afterAll, describe, expect, test } from "bun:test"
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
-import { Deferred, Effect, Fiber, Layer, Option, TestClock, TestContext } from "effect"
+import { Arbitrary, Deferred, Effect, FastCheck, Fiber, Layer, Option, TestClock, TestContext } from "effect"
 import fc from "fast-check"
 import { encodeEventLine, readEventsText } from "../src/domain/event-codec.ts"
+import { Event as EventSchema } from "../src/domain/events.ts"
 import type { Event } from "../src/domain/events.ts"
-import { type RecordedCall, type ReplayResult, replayRun, roundsInFlight, sameDecision } from "../src/domain/replay.ts"
+import { type RecordedCall, type ReplayResult, continuationsOf, replayRun, roundsInFlight, sameDecision } from "../src/domain/replay.ts"
 import { retryMessages } from "../src/domain/prompts.ts"
-import { evolve, initialState, latestLabels } from "../src/domain/state.ts"
+import { foldWithStart, quietPoint } from "../src/domain/replay-start.ts"
+import { evolve, foldEvents, initialState, latestLabels } from "../src/domain/state.ts"
 import { callLogOf, callsOf } from "./support/call-logs.ts"
 import { Backends } from "../src/services/backend.ts"
 import { EventStore } from "../src/services/event-store.ts"
@@ -380,6 +386,22 @@ describe("replay of random scripted runs", () => {
         )
         expectSameRun(doc, run)
         expectNoStaleVoteCounted(run)
+        // A resume's replay starts at the last point where nothing was under way: it rebuilds the work of the
+        // agents still in the run as the whole replay does (the whole one also keeps a failed agent's last machine).
+        const { agents: configured } = configOf(doc)
+        for (let cut = 1 + (run.events.length % 3); cut <= run.events.length; cut += 2 + (cut % 7)) {
+          const events = run.events.slice(0, cut)
+          if (quietPoint(events) > 0) reasons.add("replayed from a quiet point")
+          const whole = replayRun(events, configured, () => undefined, { checkRequests: false })
+          const live = <A,>(work: ReadonlyMap<string, A>) => new Map([...work].filter(([agent]) => whole.state.agents.some((a) => a.info.id === agent && a.failure === null)))
+          expect(live(continuationsOf(events, configured))).toEqual(live(whole.continuations))
+          expect(live(roundsInFlight(events, configured))).toEqual(live(whole.rounds))
+          // A resume folds the log once, keeping the fold at its quiet point for the replay.
+          const { state, start } = foldWithStart(events)
+          expect(state).toEqual(foldEvents(events))
+          expect(start.state).toEqual(foldEvents(events.slice(0, start.from)))
+          expect(live(continuationsOf(events, configured, {}, start))).toEqual(live(whole.continuations))
+        }
         reasons.add(run.reason)
         if (ofTag(run.events, "reply_rejected").length > 0) reasons.add("rejected")
       }),
@@ -388,7 +410,62 @@ describe("replay of random scripted runs", () => {
     // The runs reach the decider's budget stop and the round machine's retries (injection, surely: test/injection.test.ts, test/properties.test.ts).
     expect(reasons).toContain("budget")
     expect(reasons).toContain("rejected")
+    expect(reasons).toContain("replayed from a quiet point")
   }, 60_000)
+})
+
+describe("sameDecision", () => {
+  /** What it stands for: both events written as JSON alike, with the wall-clock fields left out at any depth. */
+  const byText = (a: unknown, b: unknown) => {
+    const text = (e: unknown) => JSON.stringify(e, (key, value) => (WALL_CLOCK.has(key) ? undefined : value))
+    return text(a) === text(b)
+  }
+  const values = FastCheck.oneof(
+    FastCheck.jsonValue({ maxDepth: 2 }),
+    FastCheck.constantFrom<unknown>(undefined, Number.NaN, Number.POSITIVE_INFINITY, -0, null, () => 1, Symbol("s"), [undefined, Number.NaN]),
+  )
+  /** An event with a field anywhere changed, dropped, added or moved to the end. */
+  const edited = (event: Event, edits: ReadonlyArray<readonly [number, number, string, unknown]>): unknown => {
+    const copy = structuredClone(event) as Record<string, unknown>
+    for (const [kind, pick, key, value] of edits) {
+      const objects: Array<Record<string, unknown>> = []
+      const walk = (v: unknown) => {
+        if (typeof v !== "object" || v === null) return
+        if (!Array.isArray(v)) objects.push(v as Record<string, unknown>)
+        for (const w of Object.values(v)) walk(w)
+      }
+      walk(copy)
+      const target = objects[pick % objects.length]!
+      const keys = Object.keys(target)
+      const name = keys.length > 0 && kind !== 2 ? keys[pick % keys.length]! : key
+      if (kind === 0) target[name] = value
+      else if (kind === 1) delete target[name]
+      else if (kind === 2) target[key] = value
+      else {
+        const moved = target[name]
+        delete target[name]
+        target[name] = moved
+      }
+    }
+    return copy
+  }
+  const events = Arbitrary.make(EventSchema)
+  const edits = FastCheck.array(FastCheck.tuple(FastCheck.nat(3), FastCheck.nat(), FastCheck.constantFrom("time", "seconds", "run_id", "agent", "extra", "reply"), values), { maxLength: 3 })
+
+  test("says what comparing their JSON texts says, on random events edited at any depth", () => {
+    let same = 0
+    FastCheck.assert(
+      FastCheck.property(events, edits, edits, (event, left, right) => {
+        const a = edited(event, left)
+        const b = edited(event, right)
+        expect(sameDecision(a as Event, b as Event)).toBe(byText(a, b))
+        if (byText(a, b)) same += 1
+      }),
+      { numRuns: 3000 },
+    )
+    FastCheck.assert(FastCheck.property(events, events, (a, b) => expect(sameDecision(a, b)).toBe(byText(a, b))), { numRuns: 500 })
+    expect(same).toBeGreaterThan(300)
+  })
 })
 
 describe("divergences", () => {

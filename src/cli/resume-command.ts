@@ -1,7 +1,9 @@
 /**
  * `massgen resume LOG_DIR`: continue a run whose process stopped.
  *
- * It folds `events.jsonl` (a line a crash cut short is dropped and counted),
+ * It reads `events.jsonl` once and folds it once (a line a crash cut short
+ * is dropped and counted), keeping on the way the fold where the replay that
+ * rebuilds the work in flight starts (`domain/replay-start.ts`),
  * and when the run is unfinished, or was stopped by a signal, continues it in
  * the same directory: every recorded answer and vote is kept, and the rounds
  * (and a presentation) that were in flight go on where they were, from their
@@ -17,6 +19,7 @@
 import { existsSync } from "node:fs"
 import { Effect } from "effect"
 import { agentFile } from "../domain/run-paths.ts"
+import { foldWithStart } from "../domain/replay-start.ts"
 import { type State, foldEvents, isResumable } from "../domain/state.ts"
 import { makeAgentTools, makeBackends } from "./run-setup.ts"
 import { loadDotEnv } from "../services/backends/keys.ts"
@@ -69,7 +72,8 @@ export const resumeCommand = (args: ResumeArgs, ctx: CliContext) =>
     const dir = yield* openRunDir(args.logDir)
     yield* refuseNewer(dir.path, dir.read)
     const events = eventsOf(dir.read)
-    const state = foldEvents(events)
+    // One fold of the log, which keeps on the way where the resume's replay starts.
+    const { state, start } = foldWithStart(events)
     const run = state.run!
     if (!isResumable(state.finished)) return yield* reportFinished(dir.path, dir.read, state, events)
     const live = holder(dir.path)
@@ -106,7 +110,15 @@ export const resumeCommand = (args: ResumeArgs, ctx: CliContext) =>
       interrupt: ctx.interrupt,
       automation: args.automation,
       display: runDisplay({ automation: args.automation, noDisplay: false }, ctx.print, dir.path),
-      resume: { events: all, skipped: since.skipped, tornTail: since.tornTail, state: current, toolResultOf: recordedToolResult(dir.path) },
+      resume: {
+        events: all,
+        skipped: since.skipped,
+        tornTail: since.tornTail,
+        state: current,
+        // Events appended meanwhile may change where the replay can start: it finds that itself then.
+        ...(since.events.length === 0 ? { replayStart: start } : {}),
+        toolResultOf: recordedToolResult(dir.path),
+      },
       print: ctx.print,
       printError: ctx.printError,
       env,

@@ -20,11 +20,12 @@
  * `session_metadata` names the run's start and finish).
  */
 import type { Event } from "./events.ts"
+import { instantMs } from "./instant.ts"
 import { agentFile } from "./run-paths.ts"
 import { count } from "./text.ts"
 import { resumedText } from "./resume-plan.ts"
 
-const unix = (iso: string): number => Date.parse(iso) / 1000
+const unix = (iso: string): number => instantMs(iso) / 1000
 
 interface CoordinationEvent {
   readonly timestamp: number

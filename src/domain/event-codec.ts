@@ -263,8 +263,8 @@ export interface LineMemory {
 
 export const newLineMemory = (): LineMemory => ({ events: [], seen: null, lastTime: "" })
 
-/** A line's hash: two 32-bit hashes of its text in one number, 53 bits in all. */
-const lineHash = (line: string): number => Bun.hash.cityHash32(line) * 0x200000 + (Bun.hash.xxHash32(line) & 0x1fffff)
+/** A line's hash: 53 bits of a 64-bit hash of its text, as one number. */
+const lineHash = (line: string): number => Number(BigInt.asUintN(53, Bun.hash.rapidhash(line)))
 
 /** Whether instant `a` is before `b` (both decoded times). Of one length, they compare as text: digit by digit, most significant first. */
 const before = (a: string, b: string): boolean => (a.length === b.length ? a < b : Date.parse(a) < Date.parse(b))

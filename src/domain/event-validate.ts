@@ -7,12 +7,17 @@
  * declaration; an annotation that changes parsing; a union whose members can
  * take the same kind of value); else a function that, for any input, returns
  * either exactly what `Schema.decodeUnknownEither(schema)` gives on the right
- * (a fresh value, its keys in the order the decoder writes them), or
+ * (an equal value, its keys in the order the decoder writes them: an array,
+ * or an object with exactly the struct's fields in their order, whose parts
+ * all decode to themselves is given back as it is, else a fresh one), or
  * `UNDECIDED`, for an input the Schema decoder rejects. Callers still take an
  * `UNDECIDED` input to the Schema decoder, which judges it: the plain decoder
  * only saves work on the inputs that decode. It may throw on input nested too
  * deep, as the Schema decoder does. The definitions stay the Schema's:
- * nothing here names an event or a field.
+ * nothing here names an event or a field. A struct's decoder is one function
+ * generated from its fields (`new Function`, the field names written as JSON
+ * strings): the hot path reads each field once and builds its output as one
+ * object literal.
  *
  * Words: *undecided*, an input the plain decoder leaves to the Schema decoder.
  */
@@ -147,15 +152,20 @@ const compileNode = (ast: AST.AST, memo: Map<AST.AST, Plain>): Plain => {
     case "TupleType": {
       if (ast.elements.length !== 0 || ast.rest.length !== 1) throw new Unsupported()
       const item = compile(ast.rest[0]!.type, memo)
+      // An array whose items all decode to themselves is given back as it is: a copy would be equal.
       return (u) => {
         if (!Array.isArray(u)) return UNDECIDED
-        const out: Array<unknown> = new Array(u.length)
+        let out: Array<unknown> | null = null
         for (let i = 0; i < u.length; i++) {
           const a = item(u[i])
           if (a === UNDECIDED) return UNDECIDED
-          out[i] = a
+          if (out !== null) out[i] = a
+          else if (a !== u[i]) {
+            out = u.slice(0, i)
+            out[i] = a
+          }
         }
-        return out
+        return out ?? u
       }
     }
     case "TypeLiteral":
@@ -190,6 +200,10 @@ const compileTypeLiteral = (ast: AST.TypeLiteral, memo: Map<AST.AST, Plain>): Pl
     key = compile(index.parameter, memo)
     value = compile(index.type, memo)
   }
+  if (key === null) {
+    const generated = generatedTypeLiteral(ast, names, optional, types)
+    if (generated !== null) return generated
+  }
   const count = names.length
   return (u) => {
     if (typeof u !== "object" || u === null || Array.isArray(u)) return UNDECIDED
@@ -212,6 +226,73 @@ const compileTypeLiteral = (ast: AST.TypeLiteral, memo: Map<AST.AST, Plain>): Pl
       }
     }
     return out
+  }
+}
+
+/** How a field's value is checked in generated code: inline for a keyword or a literal, else by its compiled decoder. */
+const inlineCheck = (ast: AST.AST, value: string): string | null => {
+  if (changesParsing(ast)) return null
+  switch (ast._tag) {
+    case "StringKeyword":
+      return `typeof ${value} !== "string"`
+    case "NumberKeyword":
+      return `typeof ${value} !== "number"`
+    case "BooleanKeyword":
+      return `typeof ${value} !== "boolean"`
+    case "Literal":
+      return typeof ast.literal === "bigint" ? null : `${value} !== ${JSON.stringify(ast.literal)}`
+    default:
+      return null
+  }
+}
+
+/**
+ * A struct's decoder as one generated function: each field read once, checked
+ * inline or by its decoder, and the output built as one object literal for its
+ * leading required fields, then the rest in order (an optional one only when
+ * the input has it as its own). What it gives equals what the loop below gives;
+ * null when code cannot be generated here (a `__proto__` field, no `Function`).
+ */
+const generatedTypeLiteral = (
+  ast: AST.TypeLiteral,
+  names: ReadonlyArray<string>,
+  optional: ReadonlyArray<boolean>,
+  types: ReadonlyArray<Plain>,
+): Plain | null => {
+  if (names.includes("__proto__")) return null
+  const lines: Array<string> = ['if (typeof u !== "object" || u === null || Array.isArray(u)) return U;']
+  names.forEach((name, i) => {
+    const key = JSON.stringify(name)
+    const check = (value: string) => {
+      const inline = inlineCheck(ast.propertySignatures[i]!.type, value)
+      return inline !== null ? `if (${inline}) return U;` : `${value} = t[${i}](${value}); if (${value} === U) return U;`
+    }
+    if (optional[i]) lines.push(`let h${i} = hasOwn(u, ${key}); let a${i}; if (h${i}) { a${i} = u[${key}]; ${check(`a${i}`)} }`)
+    else lines.push(`const r${i} = u[${key}]; let a${i} = r${i}; ${check(`a${i}`)}`)
+  })
+  const leading = optional.indexOf(true) === -1 ? names.length : optional.indexOf(true)
+  if (leading === names.length) {
+    // An object with exactly these fields, in this order, each decoding to itself, is given back as it is: a copy would be equal.
+    const same = names.map((_, i) => `a${i} === r${i}`).join(" && ")
+    lines.push(`if (${same || "true"}) { let k = 0; for (const key in u) { if (key !== N[k]) { k = -1; break } k++ } if (k === N.length) return u; }`)
+  }
+  lines.push(`const out = {${names.slice(0, leading).map((name, i) => `${JSON.stringify(name)}: a${i}`).join(", ")}};`)
+  for (let i = leading; i < names.length; i++) {
+    const set = `out[${JSON.stringify(names[i]!)}] = a${i};`
+    lines.push(optional[i] ? `if (h${i}) ${set}` : set)
+  }
+  lines.push("return out;")
+  try {
+    // Made from the schema's own field names, each written as a JSON string.
+    const make = new Function("U", "t", "hasOwn", "N", `return function (u) {\n${lines.join("\n")}\n}`) as (
+      u: symbol,
+      t: ReadonlyArray<Plain>,
+      hasOwn: (o: object, k: string) => boolean,
+      names: ReadonlyArray<string>,
+    ) => Plain
+    return make(UNDECIDED, types, (o, k) => Object.prototype.hasOwnProperty.call(o, k), names)
+  } catch {
+    return null
   }
 }
 

@@ -25,6 +25,7 @@
  * dollars) are finite numbers of 0 or more.
  */
 import { Schema } from "effect"
+import { instantMs } from "./instant.ts"
 import { SafeName } from "./run-paths.ts"
 
 /**
@@ -39,7 +40,7 @@ const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,3})?Z$/
 /** An instant, UTC, ISO 8601 as `Date.toISOString` writes it: `YYYY-MM-DDTHH:MM:SS(.fff)Z`. */
 export const Time = Schema.String.pipe(
   Schema.pattern(ISO_INSTANT),
-  Schema.filter((s) => !Number.isNaN(Date.parse(s)), { message: () => "Expected a real instant" }),
+  Schema.filter((s) => !Number.isNaN(instantMs(s)), { message: () => "Expected a real instant" }),
 ).annotations({
   description: "UTC, ISO 8601",
   arbitrary: () => (fc) => fc.date({ min: new Date(0), max: new Date("2200-01-01T00:00:00.000Z"), noInvalidDate: true }).map((d) => d.toISOString()),

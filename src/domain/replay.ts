@@ -52,8 +52,10 @@ import {
   startRound,
   unfinishedTools,
 } from "./round-machine.ts"
-import { type State, folding } from "./state.ts"
+import { type State, folding, initialState } from "./state.ts"
 import { workspaceEventProblem } from "./workspaces.ts"
+import { sameJsonWithout } from "./json-equal.ts"
+import { type ReplayStart, isQuiet, quietPoint } from "./replay-start.ts"
 
 export interface RecordedCall {
   readonly request: LlmRequest | null
@@ -92,10 +94,8 @@ export interface ReplayOptions {
 /** Fields that say where and when a run happened, not what it decided. */
 const ENVIRONMENT_FIELDS = new Set(["time", "seconds", "run_id"])
 
-const comparable = (event: Event): string =>
-  JSON.stringify(event, (key, value) => (ENVIRONMENT_FIELDS.has(key) ? undefined : value))
-
-export const sameDecision = (a: Event, b: Event): boolean => comparable(a) === comparable(b)
+/** Whether two events record the same decision: alike as JSON, but for where and when they happened (`ENVIRONMENT_FIELDS`). */
+export const sameDecision = (a: Event, b: Event): boolean => sameJsonWithout(a, b, ENVIRONMENT_FIELDS)
 
 /** The request this code builds for an agent's current round or presentation, before its transcript. */
 const baseRequest = (
@@ -127,10 +127,27 @@ export const replayRun = (
   agents: ReadonlyArray<Agent>,
   callOf: (call: number) => RecordedCall | undefined,
   options: ReplayOptions = { checkRequests: true },
+): ReplayResult => replayFrom(recorded, agents, callOf, options, { from: 0, state: initialState })
+
+/**
+ * `replayRun` from event `start.from`, whose events before are folded to `start.state` (or, null, are
+ * folded here): a replay that only rebuilds what is in flight at the end, from a point where nothing was
+ * (`replay-start.ts`). Its `events` are those from `from`. When the fold there is not quiet after all,
+ * the whole log is replayed.
+ */
+const replayFrom = (
+  recorded: ReadonlyArray<Event>,
+  agents: ReadonlyArray<Agent>,
+  callOf: (call: number) => RecordedCall | undefined,
+  options: ReplayOptions,
+  start: { readonly from: number; readonly state: State | null },
 ): ReplayResult => {
+  const from = start.from
   // The fast fold: the plain one copies every answer on every answer, O(n²) in a long run's answers.
-  const fold = folding()
+  const fold = folding(start.state ?? initialState)
   let state = fold.state()
+  if (start.state === null) for (let i = 0; i < from; i++) state = fold.add(recorded[i]!)
+  if (from > 0 && !isQuiet(state)) return replayFrom(recorded, agents, callOf, options, { from: 0, state: initialState })
   const out: Array<Event> = []
   /** Results waiting to be judged, by agent. */
   const pending = new Map<string, Reply>()
@@ -200,7 +217,7 @@ export const replayRun = (
     return t
   }
 
-  for (let i = 0; i < recorded.length; i++) {
+  for (let i = from; i < recorded.length; i++) {
     const rec = recorded[i]!
     const time = rec.time
     let replayed: Event | null = null
@@ -411,16 +428,23 @@ export const replayRun = (
 /**
  * The rounds (and a presentation) in flight at the end of a log, transcript
  * included, rebuilt from its events alone: what a resume continues.
+ * Only the events from the last point where nothing was under way are replayed (`replay-start.ts`).
  */
 export const roundsInFlight = (
   events: ReadonlyArray<Event>,
   agents: ReadonlyArray<Agent>,
   options: Omit<ReplayOptions, "checkRequests"> = {},
-): ReadonlyMap<string, RoundMachine> => replayRun(events, agents, () => undefined, { ...options, checkRequests: false }).rounds
+): ReadonlyMap<string, RoundMachine> =>
+  replayFrom(events, agents, () => undefined, { ...options, checkRequests: false }, { from: quietPoint(events), state: null }).rounds
 
-/** What a resume continues: each round (and a presentation) in flight, with the step it goes on from. */
+/**
+ * What a resume continues: each round (and a presentation) in flight, with the step it goes on from.
+ * `start`: where to replay from with the fold before it, when the caller folded the log already (`foldWithStart`).
+ */
 export const continuationsOf = (
   events: ReadonlyArray<Event>,
   agents: ReadonlyArray<Agent>,
   options: Omit<ReplayOptions, "checkRequests"> = {},
-): ReadonlyMap<string, Transition> => replayRun(events, agents, () => undefined, { ...options, checkRequests: false }).continuations
+  start: ReplayStart | null = null,
+): ReadonlyMap<string, Transition> =>
+  replayFrom(events, agents, () => undefined, { ...options, checkRequests: false }, start ?? { from: quietPoint(events), state: null }).continuations

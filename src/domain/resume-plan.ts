@@ -10,11 +10,14 @@
  * recorded call yet starts at its first step. A tool call that was started and
  * not finished when the process stopped has no result: its step runs it
  * again. A run stopped by a signal is read as it was before the signal's
- * `run_finished`, which closed its rounds. Pure.
+ * `run_finished`, which closed its rounds. `recorded` and `start`, when the
+ * caller has them, are the fold of `events` and where its replay may start
+ * (`replay-start.ts`). Pure.
  */
 import type { Agent } from "./config.ts"
 import type { Event } from "./events.ts"
 import { type ReplayOptions, continuationsOf } from "./replay.ts"
+import type { ReplayStart } from "./replay-start.ts"
 import type { Transition } from "./round-machine.ts"
 import { type State, foldEvents } from "./state.ts"
 import { count } from "./text.ts"
@@ -31,6 +34,7 @@ export const resumePlan = (
   agents: ReadonlyArray<Agent>,
   options: Omit<ReplayOptions, "checkRequests"> = {},
   recorded: State = foldEvents(events),
+  start: ReplayStart | null = null,
 ): ResumePlan => {
   const beforeSignal =
     recorded.finished?.reason === "interrupted" ? foldEvents(events.filter((e) => !(e._tag === "run_finished" && e.reason === "interrupted"))) : recorded
@@ -39,7 +43,7 @@ export const resumePlan = (
   )
   const p = beforeSignal.presentation
   const presentationContinued = p !== null && beforeSignal.final === null && p.callsModel
-  const rebuilt = continuationsOf(events, agents, options)
+  const rebuilt = continuationsOf(events, agents, options, start)
   const machines = new Map(
     [...rebuilt].filter(([agent, t]) =>
       t.machine.role === "presentation"

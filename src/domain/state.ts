@@ -19,6 +19,7 @@
  * in config order, which is what a new round shows.
  */
 import type { AgentInfo, ConversationMessage, Event, FailureKind, FinalSource, FinishReason, RunSettings } from "./events.ts"
+import { instantMs } from "./instant.ts"
 import { type WorkspaceFacts, evolveWorkspaces, noWorkspaceFacts } from "./workspaces.ts"
 
 export interface Usage {
@@ -161,7 +162,11 @@ export const isLive = (agent: AgentState): boolean => agent.failure === null
 export const isResumable = (finished: { readonly reason: FinishReason } | null): boolean =>
   finished === null || finished.reason === "interrupted"
 
-export const agentIndex = (state: State, id: string): number => state.agents.findIndex((a) => a.info.id === id)
+export const agentIndex = (state: State, id: string): number => {
+  const agents = state.agents
+  for (let i = 0; i < agents.length; i++) if (agents[i]!.info.id === id) return i
+  return -1
+}
 
 export const agentByAnonId = (state: State, anonId: string): AgentState | undefined =>
   state.agents.find((a) => a.info.anon_id === anonId)
@@ -182,6 +187,13 @@ const addUsage = (u: Usage, e: Extract<Event, { _tag: "call_end" }>): Usage => (
   unpricedCalls: u.unpricedCalls + (e.cost === null && e.error === null ? 1 : 0),
 })
 
+/** The agents of `state` with the `i`-th one replaced by `agent`. */
+const withAgent = (state: State, i: number, agent: AgentState): ReadonlyArray<AgentState> => {
+  const agents = state.agents.slice()
+  agents[i] = agent
+  return agents
+}
+
 /** `state` with agent `id` changed by `f`; `state` itself when there is no such agent or `f` changes nothing. */
 const updateAgent = (state: State, id: string, f: (a: AgentState) => AgentState): State => {
   const i = agentIndex(state, id)
@@ -189,9 +201,7 @@ const updateAgent = (state: State, id: string, f: (a: AgentState) => AgentState)
   const before = state.agents[i]!
   const after = f(before)
   if (after === before) return state
-  const agents = state.agents.slice()
-  agents[i] = after
-  return { ...state, agents }
+  return { ...state, agents: withAgent(state, i, after) }
 }
 
 /**
@@ -236,7 +246,7 @@ export const evolve = (state: State, event: Event): State => step(state, event, 
  */
 interface Owned {
   answers: Record<string, Answer> | null
-  readonly arrays: WeakSet<Array<string>>
+  arrays: WeakSet<Array<string>>
 }
 
 const withLabel = (own: Owned | null, labels: ReadonlyArray<string>, label: string): ReadonlyArray<string> => {
@@ -260,12 +270,15 @@ const withAnswer = (own: Owned | null, answers: Readonly<Record<string, Answer>>
 }
 
 const step = (state: State, event: Event, own: Owned | null): State => {
-  const time = Date.parse(event.time)
+  const time = instantMs(event.time)
   const t = Number.isNaN(time) ? state.lastTime : time
   const next = applyEvent(state, event, t, own)
-  return next === state
-    ? { ...state, skippedEvents: state.skippedEvents + 1 }
-    : { ...next, lastTime: Math.max(next.lastTime, t), eventCount: state.eventCount + 1 }
+  if (next === state) return { ...state, skippedEvents: state.skippedEvents + 1 }
+  // A state `applyEvent` changed is one it made just now, which no one else holds yet: it is finished in place.
+  const made = next as { -readonly [K in keyof State]: State[K] }
+  made.lastTime = Math.max(next.lastTime, t)
+  made.eventCount = state.eventCount + 1
+  return made
 }
 
 /** Whether `agent` is live and has round `round` in flight. */
@@ -366,15 +379,14 @@ const applyEvent = (state: State, event: Event, t: number, own: Owned | null): S
     case "vote_ignored":
       if (!inRound(state.agents[agentIndex(state, event.agent)], event.round)) return state
       return updateAgent(state, event.agent, (a) => ({ ...a, inFlight: null, restartPending: true, lastActivity: t }))
+    case "call_start": {
+      const i = agentIndex(state, event.agent)
+      if (i < 0) return state
+      return { ...state, openCalls: state.openCalls + 1, agents: withAgent(state, i, { ...state.agents[i]!, lastActivity: t }) }
+    }
     case "reply_rejected":
-    case "call_start":
     case "call_retried":
-      if (agentIndex(state, event.agent) < 0) return state
-      return updateAgent(
-        event._tag === "call_start" ? { ...state, openCalls: state.openCalls + 1 } : state,
-        event.agent,
-        (a) => ({ ...a, lastActivity: t }),
-      )
+      return updateAgent(state, event.agent, (a) => ({ ...a, lastActivity: t }))
     case "tool_call_started":
       return updateAgent(state, event.agent, (a) => ({ ...a, lastActivity: t }))
     case "tool_call_finished":
@@ -385,21 +397,18 @@ const applyEvent = (state: State, event: Event, t: number, own: Owned | null): S
       }))
     case "hosted_tool_used":
       return updateAgent(state, event.agent, (a) => ({ ...a, tools: { ...a.tools, hosted: a.tools.hosted + 1 }, lastActivity: t }))
-    case "call_end":
-      if (agentIndex(state, event.agent) < 0) return state
-      return updateAgent(
-        { ...state, usage: addUsage(state.usage, event), openCalls: Math.max(0, state.openCalls - 1) },
-        event.agent,
-        (a) => ({
-          ...a,
-          usage: addUsage(a.usage, event),
-          lastActivity: t,
-          inFlight:
-            event.role === "round" && event.error === null && inRound(a, event.round)
-              ? { ...a.inFlight, steps: a.inFlight.steps + 1 }
-              : a.inFlight,
-        }),
-      )
+    case "call_end": {
+      const i = agentIndex(state, event.agent)
+      if (i < 0) return state
+      const a = state.agents[i]!
+      const inFlight = event.role === "round" && event.error === null && inRound(a, event.round) ? { ...a.inFlight, steps: a.inFlight.steps + 1 } : a.inFlight
+      return {
+        ...state,
+        usage: addUsage(state.usage, event),
+        openCalls: Math.max(0, state.openCalls - 1),
+        agents: withAgent(state, i, { ...a, usage: addUsage(a.usage, event), lastActivity: t, inFlight }),
+      }
+    }
     case "agent_failed":
       return updateAgent(state, event.agent, (a) =>
         !inRound(a, event.round)
@@ -451,13 +460,22 @@ const applyEvent = (state: State, event: Event, t: number, own: Owned | null): S
  * the state after it, as `foldEvents` would. Like `foldEvents`, it extends in
  * place what it made itself: a state it returned is not to be kept once the
  * next event is added (the next state may share, and extend, its answers).
+ * `settle()` gives the state now as one to keep: the fold no longer extends
+ * what it made so far (its next answer copies the answers once).
  */
-export const folding = (from: State = initialState): { readonly add: (event: Event) => State; readonly state: () => State } => {
+export const folding = (
+  from: State = initialState,
+): { readonly add: (event: Event) => State; readonly state: () => State; readonly settle: () => State } => {
   const own: Owned = { answers: null, arrays: new WeakSet() }
   let state = from
   return {
     add: (event) => (state = step(state, event, own)),
     state: () => state,
+    settle: () => {
+      own.answers = null
+      own.arrays = new WeakSet()
+      return state
+    },
   }
 }
 

@@ -241,9 +241,24 @@ export const makeStore = (storage: Storage, foldChunk = FOLD_CHUNK): StoreOverSt
       known.set(stream, k)
     }
     if (size === k.size) return k
-    const { whole, wholeSize, rest } = storage.readFrom(stream, k.wholeSize, size)
-    if (whole !== "") addLines(k, decodeLines(whole, k.events.length, k.lines, k.memory))
-    k.wholeSize += wholeSize
+    // A chunk of whole lines at a time: a long log is never one text in memory.
+    let chunk = foldChunk
+    let rest = ""
+    while (k.wholeSize < size) {
+      const end = Math.min(size, k.wholeSize + chunk)
+      const read = storage.readFrom(stream, k.wholeSize, end)
+      if (read.wholeSize === 0 && end < size) {
+        // A line longer than the chunk.
+        chunk *= 2
+        continue
+      }
+      if (read.whole !== "") addLines(k, decodeLines(read.whole, k.events.length, k.lines, k.memory))
+      k.wholeSize += read.wholeSize
+      if (end === size) {
+        rest = read.rest
+        break
+      }
+    }
     k.tail = rest === "" ? null : { text: rest, read: decodeTail(rest, k.events.length, k.lines, k.memory) }
     k.size = size
     return k

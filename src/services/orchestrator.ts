@@ -44,6 +44,7 @@ import { requestText, updateMessage } from "../domain/prompts.ts"
 import { requestForPresentation, requestForRound, shownAnswers } from "../domain/requests.ts"
 import { agentFile } from "../domain/run-paths.ts"
 import { type State, activeMs, evolve, foldEvents, initialState } from "../domain/state.ts"
+import type { ReplayStart } from "../domain/replay-start.ts"
 import { project } from "../domain/status.ts"
 import { type RoundDeps, runPresentation, runRound, timeoutReply } from "./agent-round.ts"
 import { Backends } from "./backend.ts"
@@ -85,6 +86,8 @@ export interface ResumeInput {
   readonly tornTail: boolean
   /** The fold of `events`, when the caller has it already. */
   readonly state?: State
+  /** Where the replay that rebuilds the work in flight may start, with the fold before it, when the caller has it (`foldWithStart`). */
+  readonly replayStart?: ReplayStart
   /** The whole result of tool call `n` (`tool_log/<n>.json`), for results the events do not hold. */
   readonly toolResultOf?: (n: number) => string | undefined
 }
@@ -473,7 +476,13 @@ export const runCoordination = (input: RunInput) =>
       }
       yield* Ref.set(stateRef, recorded)
       // The work in flight goes on where it was: nothing recorded is asked of a model or run again.
-      const plan = resumePlan(input.resume.events, config.agents, { toolsOf: toolSpecs, ...(input.resume.toolResultOf ? { toolResultOf: input.resume.toolResultOf } : {}) }, recorded)
+      const plan = resumePlan(
+        input.resume.events,
+        config.agents,
+        { toolsOf: toolSpecs, ...(input.resume.toolResultOf ? { toolResultOf: input.resume.toolResultOf } : {}) },
+        recorded,
+        input.resume.replayStart ?? null,
+      )
       yield* emit({
         _tag: "run_resumed",
         time: yield* isoNow,
