@@ -3,7 +3,7 @@
  *
  * A MassGen config either runs as it did or is refused with a precise reason:
  * `featureProblems(unknown)` turns the keys the config schema does not know
- * (`config.ts`, `unknownKeys`) into one problem per unsupported *feature*
+ * (`config-document.ts`, `unknownKeys`) into one problem per unsupported *feature*
  * ("memory: not supported"), listing the keys that name it, and leaves the
  * rest as unknown keys (a warning each, with the known key it may stand for).
  * A feature that would change what the agents do or answer is *refused* (an

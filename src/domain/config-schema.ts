@@ -1,7 +1,7 @@
 /**
  * The building blocks of the config's schemas and of its problems.
  *
- * `config.ts` (the file as a whole) and `config-tools.ts` (an agent's tools
+ * `config-file.ts` (the file as a whole) and `config-tools.ts` (an agent's tools
  * and provider settings) are made of these: optional keys that must be
  * written as they are, closed sets of strings, the number types, each with a
  * one-line message that names what was expected and what was found; a

@@ -7,10 +7,10 @@
  * protocol; MCP server entries (`mcp_servers`, read by `mcp-config.ts`); and
  * command tools (`custom_tools`), with MassGen's Python tools taken out of the
  * document and refused; and the `execute_command` tool's keys
- * (`CommandLineFields`: `enable_mcp_command_line`, `command_line_*`). `config.ts` puts them in its backend schema. Pure.
+ * (`CommandLineFields`: `enable_mcp_command_line`, `command_line_*`). `config-file.ts` puts them in its backend schema. Pure.
  */
 import { Schema } from "effect"
-import type { Agent } from "./config.ts"
+import type { Agent } from "./config-settings.ts"
 import { type ConfigProblem, FiniteNumber, PositiveNumber, formatPath, found, oneOf, opt, setAt, valueAt } from "./config-schema.ts"
 import { presetFor } from "./presets.ts"
 
