@@ -1,0 +1,161 @@
+/**
+ * The orchestrator's emit path: how an event becomes a fact of the run.
+ *
+ * Contract: `emitAll(events)` appends the events in one write (under the emit
+ * lock: one append at a time), then folds them into the run's state and shows
+ * each to the observer; the log holds every fact the state knows. It never
+ * fails: a failed write is recorded (`RunContext.failStorage`), the state stays
+ * as it was, and nothing more is appended. Nothing is appended after
+ * `run_finished` (but `run_resumed`). A `call_start` the state no longer allows
+ * (`mayStartCall`) is refused: left out, and `wasRefused` says so. The append
+ * of an event that announces an effect (`announcesEffect`) waits for the
+ * store's barrier (`EventStoreService.settled`). A final answer's files (and
+ * the winner's workspace, with `Workspaces`) are written before the
+ * `final_answer` event; an accepted answer's workspace is snapshotted before
+ * it, `workspace_snapshotted` right after it in the same append.
+ *
+ * `injectUpdate` decides and records, under the same lock, the latest answers
+ * shown to a round in flight.
+ */
+import { hostname } from "node:os"
+import * as nodePath from "node:path"
+import { Effect, Option, Ref } from "effect"
+import { mayStartCall, updateFor } from "../domain/decide.ts"
+import type { Event } from "../domain/events.ts"
+import { requestText, updateMessage } from "../domain/prompts.ts"
+import { shownAnswers } from "../domain/requests.ts"
+import { agentFile } from "../domain/run-paths.ts"
+import { type State, evolve } from "../domain/state.ts"
+import { EVENTS_FILE, EventStore, type EventStoreFailure, type NewEvent } from "./event-store.ts"
+import { type RunContext, isoNow, workKey } from "./orchestrator-types.ts"
+import { RunFiles } from "./run-files.ts"
+import { Workspaces } from "./tools/workspace.ts"
+
+/**
+ * The events after which something leaves the process (a model call, a tool call, a context path
+ * write, the run's end): the orchestrator settles the log (`EventStoreService.settled`) after each.
+ */
+export const announcesEffect = (event: Event): boolean =>
+  event._tag === "call_start" || event._tag === "tool_call_started" || event._tag === "context_write_intended" || event._tag === "run_finished"
+
+/** The emit path of one run (`makeEmitter`). */
+export type Emitter = Effect.Effect.Success<ReturnType<typeof makeEmitter>>
+
+export const makeEmitter = (run: RunContext) =>
+  Effect.gen(function* () {
+    const { input, stateRef, fatal, failStorage, contexts } = run
+    const store = yield* EventStore
+    const files = yield* RunFiles
+    const workspaces = Option.getOrNull(yield* Effect.serviceOption(Workspaces))
+    const observe = input.observe
+    /** The events in the run's stream: what the next append expects to find. */
+    let version = input.resume?.events.length ?? 0
+    const machineFacts = { log_dir: input.logDir, pid: input.pid, host: hostname(), version: input.version }
+    const enveloped = (event: Event): NewEvent =>
+      event._tag === "run_started" || event._tag === "run_resumed" ? { event, meta: machineFacts } : event
+    const emitLock = yield* Effect.makeSemaphore(1)
+    /** Calls refused at their call_start (`mayStartCall`): the budget was spent or the run ended. */
+    const refusedCalls = new Set<number>()
+    const failLog = (e: EventStoreFailure) =>
+      failStorage("event_log", nodePath.join(input.logDir, EVENTS_FILE), e._tag === "EventStoreError" ? e.detail : e.message)
+    const failWorkspace = (e: { readonly path: string; readonly detail: string }) => failStorage("workspace", nodePath.join(input.logDir, e.path), e.detail)
+
+    /**
+     * Appends events (in one write), then folds them: the log holds every fact
+     * the state knows. Nothing is appended after `run_finished`: a call still in
+     * flight when the run stopped (budget, timeout, signal) ends unrecorded while
+     * it is interrupted.
+     */
+    const appendAll = (given: ReadonlyArray<Event>): Effect.Effect<void> =>
+      Effect.gen(function* () {
+        const before = yield* Ref.get(stateRef)
+        const broken = (yield* Ref.get(fatal)) !== null
+        let state = before
+        const accepted: Array<readonly [Event, State]> = []
+        for (const next of given) {
+          // Checked under the lock: another call may have spent the budget since this call was asked for.
+          if (next._tag === "call_start" && (broken || !mayStartCall(state))) {
+            refusedCalls.add(next.call)
+            continue
+          }
+          // Once a write failed, the log takes nothing more: the run is stopping.
+          if (broken) return
+          // run_resumed is the one event that re-opens a run a signal stopped.
+          if (state.finished !== null && next._tag !== "run_resumed") continue
+          // Times never go back in the log, whichever fiber read the clock first.
+          const event = Date.parse(next.time) < state.lastTime ? { ...next, time: new Date(state.lastTime).toISOString() } : next
+          if (event._tag === "final_answer") {
+            const round = state.answers[event.label]?.round
+            const written = yield* Effect.either(
+              Effect.zipRight(
+                files.write(agentFile(event.agent, "final_answer"), event.content),
+                Effect.suspend(() => {
+                  const seen = contexts.get(workKey(event.agent, "present")) ?? (round === undefined ? undefined : contexts.get(workKey(event.agent, round)))
+                  return files.write(agentFile(event.agent, "final_context"), seen === undefined ? "" : requestText(seen))
+                }),
+              ),
+            )
+            if (written._tag === "Left") return yield* failStorage("final_answer", written.left.path, written.left.detail)
+            // The winner's files too, before the event that announces the final answer.
+            if (workspaces !== null) {
+              const source = event.source === "presentation" ? "workspace" : "snapshot"
+              const made = yield* Effect.either(workspaces.finalize(event.agent, event.label, source))
+              if (made._tag === "Left") return yield* failWorkspace(made.left)
+              if (made.right !== null) {
+                const copied: Event = { _tag: "workspace_finalized", time: event.time, agent: event.agent, label: event.label, source, ...made.right }
+                state = evolve(state, copied)
+                accepted.push([copied, state])
+              }
+            }
+          }
+          const before = state
+          state = evolve(state, event)
+          accepted.push([event, state])
+          // An answer's snapshot is taken before the answer is appended, and named by an event right after it.
+          if (event._tag === "answer_submitted" && workspaces !== null && state !== before) {
+            const made = yield* Effect.either(workspaces.snapshot(event.agent, event.label))
+            if (made._tag === "Left") return yield* failWorkspace(made.left)
+            if (made.right !== null) {
+              const copied: Event = { _tag: "workspace_snapshotted", time: event.time, agent: event.agent, label: event.label, ...made.right }
+              state = evolve(state, copied)
+              accepted.push([copied, state])
+            }
+          }
+        }
+        if (accepted.length === 0) return
+        const appended = yield* Effect.either(store.append(input.logDir, accepted.map(([event]) => enveloped(event)), version))
+        if (appended._tag === "Left") return yield* failLog(appended.left)
+        version = appended.right
+        // Durable before anything outside acts on it: the store's barrier after an event that announces an effect.
+        if (accepted.some(([event]) => announcesEffect(event))) {
+          const settled = yield* Effect.either(store.settled(input.logDir))
+          if (settled._tag === "Left") return yield* failLog(settled.left)
+        }
+        yield* Ref.set(stateRef, state)
+        if (observe) for (const [event, after] of accepted) yield* observe.onEvent(event, after)
+      })
+    const emitAll = (given: ReadonlyArray<Event>): Effect.Effect<void> => emitLock.withPermits(1)(appendAll(given))
+    const emit = (event: Event): Effect.Effect<void> => emitAll([event])
+
+    /** Injection: the latest answers into `agent`'s round in flight, decided and recorded under the emit lock. */
+    const injectUpdate = (agent: string, round: number, afterVote: boolean) =>
+      emitLock.withPermits(1)(
+        Effect.gen(function* () {
+          const state = yield* Ref.get(stateRef)
+          const latest = updateFor(state, agent, round)
+          if (latest === null) return null
+          const before = shownAnswers(state, state.agents.find((a) => a.info.id === agent)?.inFlight?.shown ?? [])
+          yield* appendAll([{ _tag: "update_injected", time: yield* isoNow, agent, round, shown: latest, after_vote: afterVote }])
+          // Not recorded (the run is stopping, or a write failed): nothing reaches the round.
+          if (updateFor(yield* Ref.get(stateRef), agent, round) !== null) return null
+          const shown = shownAnswers(state, latest)
+          const key = workKey(agent, round)
+          const seen = contexts.get(key)
+          // What the agent saw, for final/<winner>/context.txt: the update too.
+          if (seen !== undefined) contexts.set(key, { ...seen, messages: [...seen.messages, { role: "user", content: updateMessage(before, shown) }] })
+          return shown
+        }),
+      )
+
+    return { emitAll, emit, wasRefused: (call: number) => refusedCalls.has(call), injectUpdate }
+  })

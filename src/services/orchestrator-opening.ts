@@ -1,0 +1,66 @@
+/**
+ * How the orchestrator opens a run: `run_started` for a new one; for a resumed one, `run_resumed` and its work continued.
+ *
+ * Contract: `openRun(recorded)` appends the run's first event of this process.
+ * A resumed run (`recorded`, the fold of its events) first shows the observer
+ * every recorded event (the display shows the whole run), takes up the
+ * recorded state, and continues the work its stopped process had in flight
+ * from the rebuilt round machines (`domain/resume-plan.ts`): nothing recorded
+ * is asked of a model or run again.
+ */
+import { Effect, Ref } from "effect"
+import { resumePlan } from "../domain/resume-plan.ts"
+import { type State, evolve, initialState } from "../domain/state.ts"
+import { Backends } from "./backend.ts"
+import type { Emitter } from "./orchestrator-emit.ts"
+import type { Rounds } from "./orchestrator-rounds.ts"
+import { type RunContext, isoNow } from "./orchestrator-types.ts"
+
+export const openRun = ({ input, settings, stateRef }: RunContext, { emit }: Emitter, rounds: Rounds, recorded: State | null) =>
+  Effect.gen(function* () {
+    const { config } = input
+    const backends = yield* Backends
+    if (recorded !== null && input.resume) {
+      if (input.observe) {
+        // The display shows the whole run, from its first event.
+        let replayed = initialState
+        for (const event of input.resume.events) {
+          replayed = evolve(replayed, event)
+          yield* input.observe.onEvent(event, replayed)
+        }
+      }
+      yield* Ref.set(stateRef, recorded)
+      // The work in flight goes on where it was: nothing recorded is asked of a model or run again.
+      const plan = resumePlan(
+        input.resume.events,
+        config.agents,
+        { toolsOf: rounds.toolSpecs, ...(input.resume.toolResultOf ? { toolResultOf: input.resume.toolResultOf } : {}) },
+        recorded,
+        input.resume.replayStart ?? null,
+      )
+      yield* emit({
+        _tag: "run_resumed",
+        time: yield* isoNow,
+        dropped_lines: input.resume.skipped,
+        torn_tail: input.resume.tornTail,
+        restarted_rounds: [],
+        presentation_restarted: false,
+        continued_rounds: plan.continuedRounds,
+        presentation_continued: plan.presentationContinued,
+      })
+      const now = yield* Ref.get(stateRef)
+      for (const a of now.agents) if (a.inFlight !== null) yield* rounds.startRound(now, a.info.id, a.inFlight.round, plan.machines.get(a.info.id))
+      const p = now.presentation
+      if (plan.presentationContinued && p !== null && now.final === null) yield* rounds.startPresentation(now, p.agent, plan.machines.get(p.agent))
+    } else {
+      yield* emit({
+        _tag: "run_started",
+        time: yield* isoNow,
+        run_id: input.runId,
+        question: input.question,
+        ...(input.conversation !== undefined && input.conversation.length > 0 ? { conversation: input.conversation } : {}),
+        agents: config.agents.map((a) => ({ id: a.id, anon_id: a.anonId, backend: a.backend.type, model: backends.forAgent(a.id).model })),
+        settings,
+      })
+    }
+  })

@@ -1,0 +1,113 @@
+/**
+ * The orchestrator's words: what a run is given (`RunInput`) and gives back
+ * (`RunOutcome`), and what its parts share (`RunContext`).
+ *
+ * Words: *work* is a round or a presentation in flight, named by its *work key*
+ * (`agent#round`, or `agent#present`); the *inbox* is where the replies of work
+ * and the stops from outside come in; the run is *broken* once a file it must
+ * keep could not be written (`fatal` holds why), and then appends nothing more.
+ */
+import { Effect, Queue, Ref } from "effect"
+import type { Config } from "../domain/config.ts"
+import type { Reply } from "../domain/decide.ts"
+import type { ConversationMessage, Event, FinishReason, RunSettings } from "../domain/events.ts"
+import type { LlmRequest, TokenUsage } from "../domain/llm.ts"
+import type { ReplayStart } from "../domain/replay-start.ts"
+import { type State, initialState } from "../domain/state.ts"
+import { RunStorageError, type StorageKind } from "./io-errors.ts"
+
+export interface RunInput {
+  readonly config: Config
+  readonly question: string
+  /** The conversation the question continues, oldest first; recorded on `run_started` when not empty. */
+  readonly conversation?: ReadonlyArray<ConversationMessage>
+  readonly logDir: string
+  readonly runId: string
+  readonly version: string
+  readonly pid: number
+  /** Completes when the run must stop from outside (a signal); its value names why. */
+  readonly interrupt: Effect.Effect<string>
+  readonly observe?: Observer
+  readonly priceOf?: (model: string | null, usage: TokenUsage) => number | null
+  /** Take up a recorded run instead of starting one: its events, and what the reader skipped. */
+  readonly resume?: ResumeInput
+}
+
+export interface ResumeInput {
+  /** Every event of the run's stream: their number is the version the first append expects. */
+  readonly events: ReadonlyArray<Event>
+  readonly skipped: number
+  readonly tornTail: boolean
+  /** The fold of `events`, when the caller has it already. */
+  readonly state?: State
+  /** Where the replay that rebuilds the work in flight may start, with the fold before it, when the caller has it (`foldWithStart`). */
+  readonly replayStart?: ReplayStart
+  /** The whole result of tool call `n` (`tool_log/<n>.json`), for results the events do not hold. */
+  readonly toolResultOf?: (n: number) => string | undefined
+}
+
+export interface Observer {
+  readonly onEvent: (event: Event, state: State) => Effect.Effect<void>
+  readonly onText: (agent: string, text: string) => Effect.Effect<void>
+}
+
+export interface RunOutcome {
+  readonly state: State
+  readonly reason: FinishReason
+}
+
+export type Input =
+  | { readonly _tag: "reply"; readonly reply: Reply }
+  /** A file the run must keep could not be written (`fatal` holds why): the run stops at once. */
+  | { readonly _tag: "fatal" }
+  | { readonly _tag: "stop"; readonly reason: Exclude<FinishReason, "completed">; readonly message: string }
+  /** The state changed in a way the decider must see (a call spent the budget). */
+  | { readonly _tag: "wake" }
+
+export const replyKey = (reply: Reply): string => workKey(reply.agent, "round" in reply ? reply.round : "present")
+
+/** The key of a piece of work (its fiber, its request, its call's time): `agent#round`, or `agent#present` for a presentation. */
+export const workKey = (agent: string, round: number | "present"): string => `${agent}#${round}`
+
+export const isoNow = Effect.clockWith((c) => c.currentTimeMillis).pipe(Effect.map((ms) => new Date(ms).toISOString()))
+
+/** What the parts of one run's orchestration share. */
+export interface RunContext {
+  readonly input: RunInput
+  /** The run's settings: a resumed run keeps those it was started with. */
+  readonly settings: RunSettings
+  /** The fold of every event appended: it changes only when an event is. */
+  readonly stateRef: Ref.Ref<State>
+  readonly inbox: Queue.Queue<Input>
+  /** The first failure to write a file the run must keep; once set, nothing more is appended and the run stops. */
+  readonly fatal: Ref.Ref<RunStorageError | null>
+  /** Records a failure to write a file the run must keep (the first one only) and wakes the run to stop. */
+  readonly failStorage: (kind: StorageKind, path: string, cause: string) => Effect.Effect<void>
+  readonly isBroken: Effect.Effect<boolean>
+  /** The base request of each piece of work, by `workKey`: what the winner saw, for `final/<winner>/context.txt`. */
+  readonly contexts: Map<string, LlmRequest>
+  /** When the latest call of each piece of work went out (the Effect clock, ms), by `workKey`: when its reply may be due. */
+  readonly callSentAt: Map<string, number>
+}
+
+export const makeRunContext = (input: RunInput, settings: RunSettings): Effect.Effect<RunContext> =>
+  Effect.gen(function* () {
+    const inbox = yield* Queue.unbounded<Input>()
+    const fatal = yield* Ref.make<RunStorageError | null>(null)
+    const failStorage = (kind: StorageKind, path: string, cause: string) =>
+      Effect.gen(function* () {
+        const error = new RunStorageError({ kind, path, cause, logDir: input.logDir })
+        if (yield* Ref.modify(fatal, (f) => (f === null ? [true, error] : [false, f]))) yield* Queue.offer(inbox, { _tag: "fatal" })
+      })
+    return {
+      input,
+      settings,
+      stateRef: yield* Ref.make<State>(initialState),
+      inbox,
+      fatal,
+      failStorage,
+      isBroken: Effect.map(Ref.get(fatal), (f) => f !== null),
+      contexts: new Map(),
+      callSentAt: new Map(),
+    }
+  })
