@@ -11,8 +11,8 @@
  * `coordination_events.json` and `snapshot_mappings.json` are projections of it.
  *
  * Every event type is a past-tense fact with a snake_case wire name. The
- * registry (`EVENT_TYPES`) is derived from the union of the definitions below; it is never
- * kept by hand. `docs/events.md` lists every type and field.
+ * registry (`EVENT_TYPES`) is derived from the union of the definitions
+ * (`Event`, below); it is never kept by hand. `docs/events.md` lists every type and field.
  *
  * Words: an *agent* is named by its config id (`agent_a`) and, to the other
  * agents, by its anonymous id (`agent1`, its 1-based place in the config);
