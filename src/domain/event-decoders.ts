@@ -1,0 +1,91 @@
+/**
+ * The decoders of events and of their lines' machine facts (`event-codec.ts`): one per event type,
+ * compiled at first use, the plain one (`event-validate.ts`) first and the Schema one for what it leaves undecided.
+ *
+ * Contract: `decodeWith` never throws (a value nested too deep to follow is UNDECIDED); `isEvent` and
+ * `isEventMeta` are `Schema.is(Event)` and `Schema.is(EventMeta)`, for writers. `decodersByType` is derived
+ * from the members of the `Event` union, keyed by wire name.
+ *
+ * Words: a *plain* decoder is one `event-validate.ts` generates for a schema whose decoded and encoded
+ * forms are the same; UNDECIDED is what a decoder gives for a value it does not take.
+ */
+import { Either, type ParseResult, Schema } from "effect"
+import { Event, EventMeta } from "./events.ts"
+import { UNDECIDED, plainDecoder } from "./event-validate.ts"
+
+type Decode<A> = (input: unknown) => Either.Either<A, ParseResult.ParseError>
+
+/** A schema's decoders: its plain one (`event-validate.ts`) when it has one, and its Schema one for what the plain one leaves undecided. */
+export interface Decoders<A> {
+  readonly plain: ((input: unknown) => A | typeof UNDECIDED) | null
+  readonly schema: Decode<A>
+}
+
+/** Compiled at their first use: a run that only appends never compiles the decoders of its events. */
+const decodersOf = <A, I>(schema: Schema.Schema<A, I>): Decoders<A> => {
+  let plain: Decoders<A>["plain"] | undefined
+  let bySchema: Decode<A> | undefined
+  return {
+    get plain() {
+      if (plain === undefined) plain = plainDecoder(schema)
+      return plain
+    },
+    get schema() {
+      bySchema ??= Schema.decodeUnknownEither(schema)
+      return bySchema
+    },
+  }
+}
+
+// One decoder per wire name, compiled once: the line's `type` picks its member
+// of the union directly, which is what the union itself would do, with less work.
+export const decodersByType: ReadonlyMap<string, Decoders<Event>> = new Map(
+  Event.members.map((member): [string, Decoders<Event>] => [
+    member.fields._tag.literals[0],
+    decodersOf(member as Schema.Schema<Event, typeof Event.Encoded>),
+  ]),
+)
+export const metaDecoders: Decoders<EventMeta> = decodersOf(EventMeta)
+
+let isEventBySchema: ((value: unknown) => boolean) | undefined
+let isMetaBySchema: ((value: unknown) => boolean) | undefined
+
+/** Whether `decoders` take `value` as it is (its plain decoder when it has one), else what `is` says. */
+const holds = <A>(decoders: Decoders<A>, value: unknown, is: () => (value: unknown) => boolean): boolean => {
+  try {
+    if (decoders.plain !== null && decoders.plain(value) !== UNDECIDED) return true
+  } catch {
+    // nested too deep for the plain decoder: the Schema judges it
+  }
+  return is()(value)
+}
+
+/**
+ * `Schema.is(Event)` and `Schema.is(EventMeta)`, for writers: a value the
+ * plain decoder of its member takes is one (the plain decoders follow only
+ * schemas whose decoded and encoded forms are the same); any other is left to
+ * the Schema.
+ */
+export const isEvent = (value: unknown): value is Event => {
+  const tag = typeof value === "object" && value !== null ? (value as { _tag?: unknown })._tag : undefined
+  const decoders = typeof tag === "string" ? decodersByType.get(tag) : undefined
+  return decoders !== undefined && holds(decoders, value, () => (isEventBySchema ??= Schema.is(Event)))
+}
+export const isEventMeta = (value: unknown): value is EventMeta => holds(metaDecoders, value, () => (isMetaBySchema ??= Schema.is(EventMeta)))
+
+/**
+ * What `decoders` make of `input`, or UNDECIDED when it does not decode;
+ * UNDECIDED too when it is nested deeper than a decoder can follow (it overflows the stack).
+ */
+export const decodeWith = <A>(decoders: Decoders<A>, input: unknown, plain: boolean): A | typeof UNDECIDED => {
+  try {
+    if (plain && decoders.plain !== null) {
+      const plain = decoders.plain(input)
+      if (plain !== UNDECIDED) return plain
+    }
+    const decoded = decoders.schema(input)
+    return Either.isRight(decoded) ? decoded.right : UNDECIDED
+  } catch {
+    return UNDECIDED
+  }
+}
