@@ -37,7 +37,7 @@
 import type { Agent } from "./config.ts"
 import { type Command, type Reply, commandEvents, decide, judgeReply, stopRun, updateFor } from "./decide.ts"
 import type { Event } from "./events.ts"
-import type { LlmReply, LlmRequest, ToolSpec } from "./llm.ts"
+import { type LlmReply, type LlmRequest, type ToolSpec, hasErrorFlags, withoutErrorFlags } from "./llm.ts"
 import { requestForPresentation, requestForRound, shownAnswers } from "./requests.ts"
 import {
   type RoundMachine,
@@ -113,7 +113,9 @@ const baseRequest = (
 /** The agent's own tools a request offers (all but the workflow tools). */
 const ownTools = (request: LlmRequest): ReadonlyArray<ToolSpec> => request.tools.filter((tool) => !WORKFLOW_TOOLS.has(tool.name))
 
-const requestKey = (r: LlmRequest): string => JSON.stringify({ system: r.system, messages: r.messages, tools: r.tools })
+/** A request as compared; `flags`: with the error flags of tool results (a log that recorded none is compared without them). */
+const requestKey = (r: LlmRequest, flags: boolean): string =>
+  JSON.stringify({ system: r.system, messages: flags ? r.messages : withoutErrorFlags(r.messages), tools: r.tools })
 
 /** The events of the decider's commands now, the one like `rec` first. */
 const decided = (state: State, time: string, like?: Event): ReadonlyArray<Event> => {
@@ -264,7 +266,7 @@ const replayFrom = (
           if (options.digestOf !== undefined && options.digestOf(content) !== rec.digest) {
             return diverge(i, null, `the recorded result of tool call ${rec.tool_call} (${rec.tool}) does not match its digest: it was changed`)
           }
-          machines.set(rec.agent, onToolRecorded(t.machine, { callId: rec.call_id, name: rec.tool, content }))
+          machines.set(rec.agent, onToolRecorded(t.machine, { callId: rec.call_id, name: rec.tool, content, isError: !rec.ok }))
           replayed = rec
           break
         }
@@ -301,7 +303,8 @@ const replayFrom = (
             break
           }
           const request = callOf(rec.call)?.request
-          if (request && requestKey(request) !== requestKey(step.request)) {
+          const flags = request ? hasErrorFlags(request.messages) : false
+          if (request && requestKey(request, flags) !== requestKey(step.request, flags)) {
             return diverge(i, rec, `the request of call ${rec.call} is built differently from the recorded one`)
           }
           replayed = { ...rec, round: t.machine.round, role: t.machine.role, attempt: step.attempt }

@@ -64,7 +64,10 @@ const toTurn = (m: LlmMessage): { role: "user" | "assistant"; blocks: Array<Bloc
       }
     case "tool":
       // The API refuses an empty result ("content field is empty").
-      return { role: "user", blocks: [{ type: "tool_result", tool_use_id: m.toolCallId, content: m.content === "" ? EMPTY_RESULT : m.content }] }
+      return {
+        role: "user",
+        blocks: [{ type: "tool_result", tool_use_id: m.toolCallId, content: m.content === "" ? EMPTY_RESULT : m.content, ...(m.isError ? { is_error: true } : {}) }],
+      }
   }
 }
 
