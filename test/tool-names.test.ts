@@ -3,7 +3,8 @@
  *
  * In memory: `modelToolNames` keeps a valid name as it is, replaces characters
  * outside `[A-Za-z0-9_-]`, and cuts a name over 64 characters with a hash of
- * the whole name, so no two tools share one. End to end (the CLI from source,
+ * the whole name, so no two tools share one; `withModelNames` runs a call of a
+ * model name as the tool of its real name. End to end (the CLI from source,
  * a Claude agent on the loopback fake, an MCP server whose name makes its tools'
  * names too long): the tools are offered under valid names, a call of one runs
  * the real tool, a failed call's `tool_result` carries `is_error: true` (the
@@ -13,8 +14,11 @@
 import { afterAll, describe, expect, test } from "bun:test"
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
+import { Effect } from "effect"
 import { MAX_TOOL_NAME, modelToolNames, validToolName } from "../src/domain/tool-names.ts"
 import { mcpToolName } from "../src/domain/mcp-config.ts"
+import { withModelNames } from "../src/services/tools/agent-tools.ts"
+import type { ToolProvider } from "../src/services/tools/tool-provider.ts"
 import { cleanupSandboxes, runCli, sandbox, writeConfig } from "./support/cli.ts"
 import { type Behaviour, type FakeRequest, NO_PROXY_ENV, loneCouncilReply, offeredTools, promptText, reply, startFakeLlm, toolCall } from "./support/fake-llm.ts"
 import { faultServer } from "./support/mcp.ts"
@@ -51,6 +55,29 @@ describe("model tool names", () => {
     const x = "x".repeat(70)
     const cut = modelToolNames([x])[0]!
     expect(modelToolNames([x, cut])).toEqual([expect.not.stringMatching(new RegExp(`^${cut}$`)), cut])
+  })
+})
+
+describe("an agent's tools under their model names", () => {
+  const providerOf = (names: ReadonlyArray<string>): ToolProvider => ({
+    tools: names.map((name) => ({ spec: { name, description: name, parameters: { type: "object", properties: {}, required: [] } }, server: null })),
+    run: (name) => Effect.succeed(`ran ${name}`),
+  })
+
+  test("a provider whose names are all valid is offered as it is", () => {
+    const provider = providerOf(["echo", "mcp__s__get-sum"])
+    expect(withModelNames(provider)).toBe(provider)
+  })
+
+  test("a call of a model name runs the tool of its real name; a real name that is not offered is no tool", async () => {
+    const long = `mcp__${"s".repeat(60)}__dotted.name`
+    const named = withModelNames(providerOf(["echo", long]))
+    const [echo, cut] = named.tools.map((t) => t.spec.name)
+    expect(echo).toBe("echo")
+    expect(cut).toBe(modelToolNames(["echo", long])[1])
+    expect(await Effect.runPromise(named.run(cut!, {}))).toBe(`ran ${long}`)
+    expect(await Effect.runPromise(named.run("echo", {}))).toBe("ran echo")
+    expect(await Effect.runPromise(Effect.either(named.run(long, {})))).toMatchObject({ left: { reason: "unknown_tool" } })
   })
 })
 
