@@ -3,7 +3,8 @@
  *
  * `makeAnthropicMessagesBackend(opts)` streams `POST {baseURL}/v1/messages` with the
  * system prompt at top level, the conversation as content blocks (tool results go
- * back as `tool_result` blocks leading one user message, and consecutive messages of
+ * back as `tool_result` blocks leading one user message, a failed call's with
+ * `is_error: true`, and consecutive messages of
  * one role are merged), and the request's tools as `{name, description, input_schema}`
  * after the server tools the config turns on (web search, code execution), with
  * `tool_choice: {type: "auto"}` (none when the request has no tools of its own). `top_p`,
