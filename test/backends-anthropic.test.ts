@@ -205,6 +205,22 @@ test("tool results lead their user message, even when a user text came between t
   })
 })
 
+test("a failed call's result is a tool_result with is_error: true; any other has no is_error", () => {
+  const messages = toAnthropicMessages([
+    { role: "user", content: "Q" },
+    { role: "assistant", content: "", toolCalls: [{ id: "t1", name: "a", arguments: "{}" }, { id: "t2", name: "b", arguments: "{}" }] },
+    { role: "tool", toolCallId: "t1", name: "a", content: "one" },
+    { role: "tool", toolCallId: "t2", name: "b", content: "error: failed: down", isError: true },
+  ])
+  expect(messages[2]).toEqual({
+    role: "user",
+    content: [
+      { type: "tool_result", tool_use_id: "t1", content: "one" },
+      { type: "tool_result", tool_use_id: "t2", content: "error: failed: down", is_error: true },
+    ],
+  })
+})
+
 test("an assistant message's opaque parts (signed thinking) go back first, unchanged, before its text and tool calls", () => {
   const thinking = { type: "thinking" as const, thinking: "weigh both", signature: "sig==" }
   const messages = toAnthropicMessages([

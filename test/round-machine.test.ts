@@ -132,7 +132,20 @@ describe("a round", () => {
   test("a tool call that gets no result is answered with an error result", () => {
     const call = tool("search", { q: "x" })
     const t = given(request([], false, [searchTool]), { _tag: "reply", reply: reply("", [call]) }, { _tag: "tools", results: [] }).transition
-    expect(t.machine.transcript.at(-1)).toEqual({ role: "tool", toolCallId: call.id, name: "search", content: "error: the tool gave no result" })
+    expect(t.machine.transcript.at(-1)).toEqual({ role: "tool", toolCallId: call.id, name: "search", content: "error: the tool gave no result", isError: true })
+  })
+
+  test("a failed call's result carries the error flag; a good one none", () => {
+    const [good, bad] = [tool("search", { q: "x" }), tool("search", { q: "y" })]
+    const t = given(request([], false, [searchTool]), { _tag: "reply", reply: reply("", [good, bad]) }).transition
+    const next = onToolResults(t.machine, [
+      { callId: good.id, name: "search", content: "r" },
+      { callId: bad.id, name: "search", content: "error: failed: down", isError: true },
+    ])
+    expect(next.machine.transcript.slice(-2)).toEqual([
+      { role: "tool", toolCallId: good.id, name: "search", content: "r" },
+      { role: "tool", toolCallId: bad.id, name: "search", content: "error: failed: down", isError: true },
+    ])
   })
 
   test("past the tool-step cap a tool call is rejected as tool_limit, using an attempt", () => {

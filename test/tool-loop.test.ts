@@ -5,7 +5,8 @@
  * tool, and fails at the event whose result was changed; and a run stopped at
  * any event boundary and resumed finishes like the whole run, each tool call
  * that finished before the stop never running again and every other one
- * running exactly once.
+ * running exactly once. A failed call's result goes to the model flagged as an
+ * error, live and after a resume.
  */
 import { describe, expect } from "bun:test"
 import { Effect } from "effect"
@@ -101,5 +102,34 @@ describe("the tool loop, in memory", () => {
       }
     }),
     60_000,
+  )
+
+  effect("a failed call's result is flagged as an error in the next request, and so it is when the run is resumed right after it", () =>
+    Effect.gen(function* () {
+      const failing = AgentTools.fake({
+        a: {
+          lookup: (args) => {
+            if (args.q === "a1") throw new Error("index down")
+            return `found ${String(args.q)}`
+          },
+        },
+        b: { lookup: () => "found" },
+      })
+      const flagsOf = (events: ReadonlyArray<Event>, files: ReadonlyMap<string, string>) =>
+        ofTag(events, "call_start")
+          .filter((e) => e.agent === "a")
+          .flatMap((e) => (callsOf(files)(e.call)?.request?.messages ?? []).filter((m) => m.role === "tool").map((m) => [m.content, m.role === "tool" ? m.isError : null]))
+      const reference = yield* runInMemory(DOC, { tools: failing })
+      const failed = ofTag(reference.events, "tool_call_finished").find((e) => queryOf(e) === "a1")!
+      expect(failed.ok).toBe(false)
+      expect(flagsOf(reference.events, reference.files)).toContainEqual(["error: failed: index down", true])
+      expect(flagsOf(reference.events, reference.files)).toContainEqual(["found a2", undefined])
+      const keep = reference.events.indexOf(failed) + 1
+      const text = reference.events.slice(0, keep).map((e) => `${encodeEventLine(e)}\n`).join("")
+      const resumed = yield* runInMemory(DOC, { tools: failing, resume: { text } })
+      expect(resumed.reason).toBe("completed")
+      const later = resumed.events.slice(keep)
+      expect(flagsOf(later, resumed.files)[0]).toEqual(["error: failed: index down", true])
+    }),
   )
 })

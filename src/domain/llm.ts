@@ -32,7 +32,14 @@ export type LlmMessage =
       /** The reply's opaque provider parts (`LlmReply.parts`), sent back before its text and tool calls. */
       readonly parts?: ReadonlyArray<unknown>
     }
-  | { readonly role: "tool"; readonly toolCallId: string; readonly name: string; readonly content: string }
+  | {
+      readonly role: "tool"
+      readonly toolCallId: string
+      readonly name: string
+      readonly content: string
+      /** Set (only ever to true) when the call failed: its result is an error result (`tool_call_finished` with `ok: false`). */
+      readonly isError?: true
+    }
 
 /** What an answer round showed, for backends that act on structure (the scripted one) rather than text. */
 export interface ShownAnswer {
@@ -108,6 +115,16 @@ export interface HostedToolUse {
 export type LlmChunk =
   | { readonly _tag: "text"; readonly text: string }
   | { readonly _tag: "reasoning"; readonly text: string }
+
+/**
+ * `messages` without the error flags of tool results, as logs written before
+ * the flag existed recorded them: `replay` compares such a log's requests so.
+ */
+export const withoutErrorFlags = (messages: ReadonlyArray<LlmMessage>): ReadonlyArray<LlmMessage> =>
+  messages.map((m) => (m.role === "tool" && m.isError !== undefined ? { role: m.role, toolCallId: m.toolCallId, name: m.name, content: m.content } : m))
+
+/** Whether a tool result of `messages` carries the error flag. */
+export const hasErrorFlags = (messages: ReadonlyArray<LlmMessage>): boolean => messages.some((m) => m.role === "tool" && m.isError === true)
 
 export const noUsage: TokenUsage = {
   inputTokens: null,

@@ -12,7 +12,7 @@ import type { Agent } from "./config.ts"
 import { type Command, commandEvents, decide } from "./decide.ts"
 import type { Event } from "./events.ts"
 import { sameJsonWithout } from "./json-equal.ts"
-import type { LlmRequest, ToolSpec } from "./llm.ts"
+import { type LlmRequest, type ToolSpec, withoutErrorFlags } from "./llm.ts"
 import { requestForPresentation, requestForRound } from "./requests.ts"
 import { WORKFLOW_TOOLS } from "./round-machine.ts"
 import type { State } from "./state.ts"
@@ -24,7 +24,9 @@ const ENVIRONMENT_FIELDS = new Set(["time", "seconds", "run_id"])
 export const sameDecision = (a: Event, b: Event): boolean => sameJsonWithout(a, b, ENVIRONMENT_FIELDS)
 
 /** What of a request must be the same as the recorded one: its system prompt, messages and tools. */
-export const requestKey = (r: LlmRequest): string => JSON.stringify({ system: r.system, messages: r.messages, tools: r.tools })
+/** A request as compared; `flags`: with the error flags of tool results (a log that recorded none is compared without them). */
+export const requestKey = (r: LlmRequest, flags: boolean): string =>
+  JSON.stringify({ system: r.system, messages: flags ? r.messages : withoutErrorFlags(r.messages), tools: r.tools })
 
 /** The events of the decider's commands now, the one like `like` first. */
 export const decided = (state: State, time: string, like?: Event): ReadonlyArray<Event> => {

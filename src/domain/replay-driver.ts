@@ -11,7 +11,7 @@
 import type { Agent } from "./config.ts"
 import { type Reply, judgeReply, stopRun, updateFor } from "./decide.ts"
 import type { Event } from "./events.ts"
-import type { LlmReply, LlmRequest, ToolSpec } from "./llm.ts"
+import { type LlmReply, type LlmRequest, type ToolSpec, hasErrorFlags } from "./llm.ts"
 import { agentToolsOf, baseRequest, decided, ownTools, requestKey, sameDecision } from "./replay-compare.ts"
 import { continuationsFrom, isStaleCall, machinesInFlight, toolStepOf } from "./replay-machines.ts"
 import { isQuiet } from "./replay-start.ts"
@@ -155,7 +155,7 @@ export const replayFrom = (
           if (options.digestOf !== undefined && options.digestOf(content) !== rec.digest) {
             return diverge(i, null, `the recorded result of tool call ${rec.tool_call} (${rec.tool}) does not match its digest: it was changed`)
           }
-          machines.set(rec.agent, onToolRecorded(t.machine, { callId: rec.call_id, name: rec.tool, content }))
+          machines.set(rec.agent, onToolRecorded(t.machine, { callId: rec.call_id, name: rec.tool, content, isError: !rec.ok }))
           replayed = rec
           break
         }
@@ -192,7 +192,8 @@ export const replayFrom = (
             break
           }
           const request = callOf(rec.call)?.request
-          if (request && requestKey(request) !== requestKey(step.request)) {
+          const flags = request ? hasErrorFlags(request.messages) : false
+          if (request && requestKey(request, flags) !== requestKey(step.request, flags)) {
             return diverge(i, rec, `the request of call ${rec.call} is built differently from the recorded one`)
           }
           replayed = { ...rec, round: t.machine.round, role: t.machine.role, attempt: step.attempt }

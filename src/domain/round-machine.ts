@@ -78,6 +78,8 @@ export interface ToolResult {
   readonly callId: string
   readonly name: string
   readonly content: string
+  /** True when the call failed (its `tool_call_finished` is not `ok`); the model is told so where its API can say it. */
+  readonly isError?: boolean
 }
 
 export type Classified =
@@ -253,12 +255,11 @@ export const onCallFailed = (machine: RoundMachine, message: string): Transition
  */
 export const onToolResults = (machine: RoundMachine, results: ReadonlyArray<ToolResult>): Transition => {
   const byId = new Map([...machine.recordedTools, ...results].map((r) => [r.callId, r]))
-  const messages: Array<LlmMessage> = machine.pendingTools.map((call) => ({
-    role: "tool",
-    toolCallId: call.id,
-    name: call.name,
-    content: byId.get(call.id)?.content ?? "error: the tool gave no result",
-  }))
+  const messages: Array<LlmMessage> = machine.pendingTools.map((call) => {
+    const result = byId.get(call.id)
+    const content = result?.content ?? "error: the tool gave no result"
+    return { role: "tool", toolCallId: call.id, name: call.name, content, ...(result === undefined || result.isError === true ? { isError: true as const } : {}) }
+  })
   const next: RoundMachine = {
     ...machine,
     transcript: [...machine.transcript, ...messages],

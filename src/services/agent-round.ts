@@ -231,7 +231,7 @@ const withTimeout = (input: RoundInput, body: (deadline: number, start: number) 
   })
 
 const noTools = (calls: ReadonlyArray<ToolCall>): ReadonlyArray<ToolResult> =>
-  calls.map((c) => ({ callId: c.id, name: c.name, content: `error: no tool named ${c.name} can run here` }))
+  calls.map((c) => ({ callId: c.id, name: c.name, content: `error: no tool named ${c.name} can run here`, isError: true }))
 
 /** Carries out the machine's steps until it is done. */
 const interpret = (deps: RoundDeps, input: RoundInput, role: CallRole, deadline: number, start: number): Effect.Effect<Reply> =>

@@ -3,7 +3,8 @@
  *
  * `makeAnthropicMessagesBackend(opts)` streams `POST {baseURL}/v1/messages` with the
  * system prompt at top level, the conversation as content blocks (tool results go
- * back as `tool_result` blocks leading one user message, and consecutive messages of
+ * back as `tool_result` blocks leading one user message, a failed call's with
+ * `is_error: true`, and consecutive messages of
  * one role are merged), and the request's tools as `{name, description, input_schema}`
  * after the server tools the config turns on (web search, code execution), with
  * `tool_choice: {type: "auto"}` (none when the request has no tools of its own). `top_p`,
@@ -64,7 +65,10 @@ const toTurn = (m: LlmMessage): { role: "user" | "assistant"; blocks: Array<Bloc
       }
     case "tool":
       // The API refuses an empty result ("content field is empty").
-      return { role: "user", blocks: [{ type: "tool_result", tool_use_id: m.toolCallId, content: m.content === "" ? EMPTY_RESULT : m.content }] }
+      return {
+        role: "user",
+        blocks: [{ type: "tool_result", tool_use_id: m.toolCallId, content: m.content === "" ? EMPTY_RESULT : m.content, ...(m.isError ? { is_error: true } : {}) }],
+      }
   }
 }
 

@@ -4,7 +4,10 @@
  * An agent's tools come from several providers (its command tools, its MCP
  * servers' tools, ...); `combineProviders` merges them into one, and refuses
  * (at start-up, before any event) two tools of one agent with the same name,
- * or a tool named like a workflow tool (`new_answer`, `vote`). The live layer
+ * or a tool named like a workflow tool (`new_answer`, `vote`).
+ * The merged provider offers each tool under its model name (`withModelNames`:
+ * valid for every provider's API, and one per tool; `domain/tool-names.ts`) and
+ * runs a call of that name by the tool's own name. The live layer
  * (`AgentTools.fromProviders`) serves a map of agent id to provider; an agent
  * missing from it has no tools. `AgentTools.fake` is the test layer: tools
  * given as plain functions of their arguments.
@@ -16,6 +19,7 @@
 import { Context, Effect, Either, Layer } from "effect"
 import type { Agent, Config } from "../../domain/config.ts"
 import { WORKFLOW_TOOLS } from "../../domain/round-machine.ts"
+import { modelToolNames } from "../../domain/tool-names.ts"
 import { type Env, resolveApiKey } from "../backends/keys.ts"
 import { commandLineSettings } from "../../domain/command-line.ts"
 import { makeCommandLine } from "./command-line.ts"
@@ -64,11 +68,27 @@ export const combineProviders = (providers: ReadonlyArray<ToolProvider>): Either
       tools.push(tool)
     }
   }
-  if (providers.length === 1) return Either.right(providers[0]!)
-  return Either.right({
-    tools,
-    run: (name, args, context) => owner.get(name)?.run(name, args, context) ?? noTools.run(name, args),
-  })
+  const combined: ToolProvider =
+    providers.length === 1 ? providers[0]! : { tools, run: (name, args, context) => owner.get(name)?.run(name, args, context) ?? noTools.run(name, args) }
+  return Either.right(withModelNames(combined))
+}
+
+/**
+ * `provider` with its tools offered under their model names (`domain/tool-names.ts`):
+ * a call of a model name runs the tool of that name. A provider whose names are all valid is itself.
+ */
+export const withModelNames = (provider: ToolProvider): ToolProvider => {
+  const real = provider.tools.map((t) => t.spec.name)
+  const names = modelToolNames(real, WORKFLOW_TOOLS)
+  if (names.every((n, i) => n === real[i])) return provider
+  const realOf = new Map(names.map((n, i) => [n, real[i]!]))
+  return {
+    tools: provider.tools.map((t, i) => ({ ...t, spec: { ...t.spec, name: names[i]! } })),
+    run: (name, args, context) => {
+      const target = realOf.get(name)
+      return target === undefined ? noTools.run(name, args) : provider.run(target, args, context)
+    },
+  }
 }
 
 /** `env` cleared of every key, the run's own keys included (found by `resolveApiKey`): the environment of every tool process. */

@@ -104,7 +104,7 @@ export const makeToolRunner = (deps: ToolRunnerDeps): RunTools => {
         result_chars: content.length,
         digest: deps.digest(content),
       })
-      return { callId: call.id, name: call.name, content } satisfies ToolResult
+      return { callId: call.id, name: call.name, content, ...(ok ? {} : { isError: true }) } satisfies ToolResult
     })
 
   return (agent, round, role, calls) => {
