@@ -30,18 +30,25 @@ const OWN_GROUP = 'setpgrp(0, 0); exec { $ARGV[0] } @ARGV; print STDERR "failed 
 export const deathBoundCommand = (command: string, args: ReadonlyArray<string>): ReadonlyArray<string> =>
   setpriv === null ? [command, ...args] : [setpriv, "--pdeathsig", "SIGKILL", "--", command, ...args]
 
-/** Groups still running: killed when massgen exits, however it exits. */
-const running = new Set<number>()
+/** Groups still running, by their leader's pid: killed when massgen exits, however it exits. */
+const running = new Map<number, Bun.Subprocess>()
 let exitHookInstalled = false
 
-/** Signals every process of the group `pid` leads; nothing when it is gone. Never a pid of 0 or less (that is massgen's own group). */
+/**
+ * Signals every process of the group `pid` leads, and the leader itself while
+ * it runs: a leader signalled before it made its group (between its start and
+ * its `setpgrp`) is not in it yet. Nothing when it is gone. Never a pid of 0
+ * or less (that is massgen's own group).
+ */
 export const killGroup = (pid: number, signal: NodeJS.Signals = "SIGKILL"): void => {
   if (pid <= 0) return
   try {
     process.kill(-pid, signal)
   } catch {
-    // Gone already.
+    // Gone already, or not made yet.
   }
+  const leader = running.get(pid)
+  if (leader !== undefined && leader.exitCode === null && leader.signalCode === null) leader.kill(signal)
 }
 
 /** Forgets a group: it is not killed at massgen's exit. */
@@ -66,7 +73,7 @@ export const spawnInGroup = <In extends "pipe" | "ignore">(program: string, args
   if (!exitHookInstalled) {
     exitHookInstalled = true
     process.on("exit", () => {
-      for (const pid of running) killGroup(pid)
+      for (const pid of running.keys()) killGroup(pid)
     })
   }
   const argv = perl === null ? deathBoundCommand(program, args) : deathBoundCommand(perl, ["-e", OWN_GROUP, "--", program, ...args])
@@ -78,7 +85,7 @@ export const spawnInGroup = <In extends "pipe" | "ignore">(program: string, args
     stderr: "pipe",
     detached: perl === null,
   })
-  running.add(proc.pid)
+  running.set(proc.pid, proc)
   return proc
 }
 
