@@ -279,6 +279,7 @@ describe("faults", () => {
       const tools = providers.get("agent_1")!
       expect(await call(tools, "mcp__fault__shaped", { give: "right" })).toEqual(Either.right("structured"))
       const wrong = await call(tools, "mcp__fault__shaped", { give: "wrong" })
+      expect(Either.isLeft(wrong) && wrong.left.reason).toBe("failed")
       expect(Either.isLeft(wrong) && wrong.left.detail).toStartWith("MCP error -32602: Structured content does not match the tool's output schema: ")
       expect(await call(tools, "mcp__fault__shaped", { give: "none" })).toEqual(
         Either.left(expect.objectContaining({ reason: "failed", detail: "MCP error -32600: Tool shaped has an output schema but did not return structured content" })),

@@ -241,7 +241,9 @@ const ownOutcome = (running: RunningServer, server: string, tool: string, value:
     }
     const checked = structuredContent ? check(structuredContent) : null
     if (checked?.valid === false) {
-      return Effect.fail(failure(running, server, new McpError(ErrorCode.InvalidParams, `Structured content does not match the tool's output schema: ${checked.errorMessage}`)))
+      const why = failure(running, server, new McpError(ErrorCode.InvalidParams, `Structured content does not match the tool's output schema: ${checked.errorMessage}`))
+      // The server's answer is at fault here, not the model's arguments (the SDK words it as invalid params).
+      return Effect.fail(why.reason === "bad_arguments" ? new ToolRunError({ reason: "failed", detail: why.detail }) : why)
     }
   }
   return outcome(running, server, value)
