@@ -146,7 +146,8 @@ const runCouncil = (
       observe: {
         onEvent: (event, state) =>
           Effect.gen(function* () {
-            seen.push({ event, state })
+            // A copy: the states a resume shows its recorded events with are advanced in place.
+            seen.push({ event, state: structuredClone(state) })
             // Counted among the events this process appends (a resume first shows the recorded ones).
             const appended = seen.length - (options.resume?.events.length ?? 0)
             if (options.stopAt !== undefined && appended === options.stopAt) yield* Deferred.succeed(stop, "stopped by SIGINT")

@@ -14,7 +14,7 @@
 import { isatty } from "node:tty"
 import { Effect, type Scope } from "effect"
 import type { Event } from "../domain/events.ts"
-import { type State, evolve, initialState } from "../domain/state.ts"
+import { type State, advance, initialState } from "../domain/state.ts"
 import type { Observer } from "../services/orchestrator.ts"
 import type { RunArgs } from "./args.ts"
 import { plainLine } from "./automation-output.ts"
@@ -30,7 +30,7 @@ export const plainDisplay = (print: (line: string) => void, logDir: string): Dis
   return {
     onEvent: (event) =>
       Effect.sync(() => {
-        state = evolve(state, event)
+        state = advance(state, event)
         const line = plainLine(event, state, logDir)
         if (line !== null) print(line)
       }),

@@ -3,7 +3,8 @@
  *
  * Contract: the state after each event is the one `evolve` gives (test/fold-speed.test.ts,
  * test/properties.test.ts), but a fold extends in place the answers it made itself (`Owned`,
- * `state-evolve.ts`), so that folding n answers costs O(n), not O(n²).
+ * `state-evolve.ts`), so that folding n answers costs O(n), not O(n²). `advance` is the same for a
+ * consumer that keeps only its newest state (a view, a display): `evolve`'s state, at a fold's cost.
  */
 import type { Event } from "./events.ts"
 import { type Owned, step } from "./state-evolve.ts"
@@ -38,4 +39,22 @@ export const foldEvents = (events: Iterable<Event>, from: State = initialState):
   const fold = folding(from)
   for (const event of events) fold.add(event)
   return fold.state()
+}
+
+/** Who may extend each state `advance` made: the one call that advances it next. */
+const owners = new WeakMap<State, Owned>()
+
+/**
+ * The state after `event`, as `evolve` gives it, extending in place the
+ * answers that the `advance` which made `state` made itself: ownership passes
+ * to the new state once, so advancing through n answers costs O(n). For a
+ * consumer that keeps only its newest state: a state advanced from may see
+ * the next answer added to it. (Advanced from twice, the second time copies.)
+ */
+export const advance = (state: State, event: Event): State => {
+  const own = owners.get(state) ?? { answers: null, arrays: new WeakSet() }
+  owners.delete(state)
+  const next = step(state, event, own)
+  owners.set(next, own)
+  return next
 }

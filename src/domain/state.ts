@@ -23,4 +23,4 @@
  */
 export * from "./state-shape.ts"
 export { evolve } from "./state-evolve.ts"
-export { foldEvents, folding } from "./state-folding.ts"
+export { advance, foldEvents, folding } from "./state-folding.ts"

@@ -1,8 +1,9 @@
 /**
  * What a view of a run shows, as a pure fold of its events and streamed text.
  *
- * Contract: a `ViewModel` is the run's `State` (folded with `evolve`, never
- * re-derived), the tail of each agent's streamed text, and a bounded timeline.
+ * Contract: a `ViewModel` is the run's `State` (folded with `advance`: the
+ * state `evolve` gives, in O(1) per answer, so a model that was folded further
+ * is not to be used again; never re-derived), the tail of each agent's streamed text, and a bounded timeline.
  * `applyEvent` and `applyText` fold into it; `viewOf(model, now)` gives a
  * `View`: plain JSON data that the terminal view, the plain lines and the web
  * page all render. Statuses, phase, completion, votes and costs come from
@@ -15,7 +16,7 @@
  * events worth a line, each with its offset from the run's start.
  */
 import type { Event, FinalSource, FinishReason } from "./events.ts"
-import { type State, evolve, initialState } from "./state.ts"
+import { type State, advance, initialState } from "./state.ts"
 import { type AgentStatus, type Phase, project } from "./status.ts"
 import { count, oneLine } from "./text.ts"
 import { resumedText } from "./resume-plan.ts"
@@ -149,7 +150,7 @@ const keepTail = (text: string): string => (text.length > TAIL_LIMIT ? text.slic
  * lines of its agent's tail.
  */
 export const applyEvent = (model: ViewModel, event: Event): ViewModel => {
-  const state = evolve(model.state, event)
+  const state = advance(model.state, event)
   // An event that does not fit is only counted.
   if (state.skippedEvents !== model.state.skippedEvents) return { ...model, state }
   // The presenter's tail still holds its last round's text (its vote): stale once it starts presenting.

@@ -10,7 +10,7 @@
  */
 import { Effect, Ref } from "effect"
 import { resumePlan } from "../domain/resume-plan.ts"
-import { type State, evolve, initialState } from "../domain/state.ts"
+import { type State, advance, initialState } from "../domain/state.ts"
 import { Backends } from "./backend.ts"
 import type { Emitter } from "./orchestrator-emit.ts"
 import type { Rounds } from "./orchestrator-rounds.ts"
@@ -22,10 +22,10 @@ export const openRun = ({ input, settings, stateRef }: RunContext, { emit }: Emi
     const backends = yield* Backends
     if (recorded !== null && input.resume) {
       if (input.observe) {
-        // The display shows the whole run, from its first event.
+        // The display shows the whole run, from its first event (each state to read during its call: see `Observer`).
         let replayed = initialState
         for (const event of input.resume.events) {
-          replayed = evolve(replayed, event)
+          replayed = advance(replayed, event)
           yield* input.observe.onEvent(event, replayed)
         }
       }

@@ -47,6 +47,11 @@ export interface ResumeInput {
 }
 
 export interface Observer {
+  /**
+   * Each event, with the run's state after it, to read during the call: a
+   * resumed run first shows its recorded events with states that are advanced
+   * in place (`advance`), so a state kept past its call may change.
+   */
   readonly onEvent: (event: Event, state: State) => Effect.Effect<void>
   readonly onText: (agent: string, text: string) => Effect.Effect<void>
 }
