@@ -71,7 +71,8 @@ const codeOf = (e: unknown): string | undefined => {
 
 export const isUniqueViolation = (e: unknown): boolean => codeOf(e) === UNIQUE_VIOLATION
 
-const messageOf = (e: unknown): string => (e instanceof Error ? e.message.split("\n")[0]! : String(e))
+/** A driver's error as one line: its message's first. */
+export const messageOf = (e: unknown): string => (e instanceof Error ? e.message.split("\n")[0]! : String(e))
 
 /** `work`, tried again while it fails other than on a unique violation, for `ms` at most. */
 export const withReconnect = async <A>(ms: number, work: () => Promise<A>): Promise<A> => {

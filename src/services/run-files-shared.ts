@@ -23,7 +23,7 @@
 import { existsSync, mkdirSync, writeFileSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { Context, Effect, Layer } from "effect"
-import { clientFor, keyUnder, withReconnect } from "./event-store-postgres.ts"
+import { clientFor, keyUnder, messageOf, withReconnect } from "./event-store-postgres.ts"
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from "./log-dir.ts"
 import { RunFilesError, type RunFilesApi } from "./run-files.ts"
 
@@ -37,8 +37,6 @@ export interface SharedRunFilesApi {
 }
 
 export class SharedRunFiles extends Context.Tag("massgen/SharedRunFiles")<SharedRunFiles, SharedRunFilesApi>() {}
-
-const messageOf = (e: unknown): string => (e instanceof Error ? e.message.split("\n")[0]! : String(e))
 
 const ensureTable = (url: string, reconnectMs: number): Promise<unknown> =>
   withReconnect(reconnectMs, () =>

@@ -31,6 +31,7 @@
  */
 import { SQL } from "bun"
 import type { PgBoss } from "pg-boss"
+import { messageOf } from "../event-store-postgres.ts"
 import { QUEUE } from "./batch-queue.ts"
 
 /** How often a worker looks for items whose worker is gone, and a runner at its lease: a quarter of the takeover bound. */
@@ -60,8 +61,6 @@ export interface Leases {
   readonly sweep: (boss: PgBoss) => Promise<number>
   readonly close: () => Promise<void>
 }
-
-const messageOf = (e: unknown): string => (e instanceof Error ? e.message.split("\n")[0]! : String(e))
 
 export const openLeases = (url: string, takeoverSeconds: number, slots: number): Leases => {
   const look = lookSeconds(takeoverSeconds)
