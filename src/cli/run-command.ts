@@ -24,6 +24,7 @@ import { runDisplay } from "./display.ts"
 import { jitForRun } from "./jit-policy.ts"
 import { type RunConfig, makeAgentTools, makeBackends, resolveRunConfig, unpricedUnderBudget } from "./run-setup.ts"
 import { runSession } from "./run-session.ts"
+import { METADATA_FILE } from "./run-dir.ts"
 
 export interface CliContext {
   readonly env: Readonly<Record<string, string | undefined>>
@@ -40,7 +41,7 @@ export interface CliContext {
 export const writeRunMetadata = (logDir: string, question: string, loaded: Pick<RunConfig, "path" | "raw">, ctx: Pick<CliContext, "cwd" | "argv" | "version">) =>
   Effect.flatMap(RunFiles, (f) =>
     f.write(
-      "execution_metadata.yaml",
+      METADATA_FILE,
       toYaml({
         question,
         timestamp: new Date().toISOString(),

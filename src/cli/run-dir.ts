@@ -119,12 +119,15 @@ const hasMasked = (value: unknown): boolean =>
  * The run's config: the copy in execution_metadata.yaml, or the file it was
  * read from when the copy had a secret masked out of it.
  */
+/** The file of a run's log directory that `resume` and `replay` read its config from (`writeRunMetadata` writes it). */
+export const METADATA_FILE = "execution_metadata.yaml"
+
 export const runDirConfig = (dir: string, env: Env): Effect.Effect<RecordedConfig, RunDirError> =>
   Effect.suspend(() => {
     const fail = (detail: string) => Effect.fail(new RunDirError({ reason: "bad_config", path: dir, detail }))
     let meta: { config?: unknown; config_path?: unknown }
     try {
-      meta = (parseYaml(readFileSync(join(dir, "execution_metadata.yaml"), "utf8")) ?? {}) as typeof meta
+      meta = (parseYaml(readFileSync(join(dir, METADATA_FILE), "utf8")) ?? {}) as typeof meta
     } catch (e) {
       return fail(`execution_metadata.yaml: ${e instanceof Error ? e.message.split("\n")[0] : String(e)}`)
     }

@@ -28,7 +28,7 @@ import type { Observer } from "../../services/orchestrator.ts"
 import { PRIVATE_DIR_MODE } from "../../services/log-dir.ts"
 import { itemDir } from "../../services/batch/batch-folder.ts"
 import { SharedRunFiles } from "../../services/run-files-shared.ts"
-import { RunDirError, recordedToolResult, refuseNewer, runDirConfig } from "../run-dir.ts"
+import { METADATA_FILE, RunDirError, recordedToolResult, refuseNewer, runDirConfig } from "../run-dir.ts"
 import { type CliContext, writeRunMetadata } from "../run-command.ts"
 import { EXIT_CODES, runSession } from "../run-session.ts"
 import { type RunConfig, makeAgentTools, makeBackends } from "../run-setup.ts"
@@ -62,9 +62,6 @@ const turnOf = (item: BatchItem, logDir: string, ctx: ItemContext) => {
   return { conversation }
 }
 
-/** What `resume` and `replay` read a run's config from. */
-const METADATA_FILE = "execution_metadata.yaml"
-
 export const runItem = (item: BatchItem, loaded: RunConfig, observer: Observer, ctx: ItemContext) =>
   Effect.gen(function* () {
     const store = yield* EventStore
@@ -87,8 +84,13 @@ export const runItem = (item: BatchItem, loaded: RunConfig, observer: Observer, 
       const recorded = foldEvents(events)
       if (recorded.run === null) return yield* new RunDirError({ reason: "not_a_run", path: logDir, detail: "its first event is not run_started" })
       if (!isResumable(recorded.finished)) return { state: recorded, exitCode: EXIT_CODES[recorded.finished!.reason], logDir, found: true } satisfies ItemOutcome
-      // A run another worker started: its recorded calls and long tool results, from the shared copies.
-      if (shared !== null) yield* shared.restore(logDir)
+      // A run another worker started: its config, recorded calls and long tool results, from the shared copies;
+      // its config as queued when none was shared (a run begun before its files were).
+      if (shared !== null) {
+        fs.mkdirSync(logDir, { recursive: true, mode: PRIVATE_DIR_MODE })
+        yield* shared.restore(logDir)
+        if (!fs.existsSync(join(logDir, METADATA_FILE))) yield* writeRunMetadata(logDir, item.question, loaded, ctx)
+      }
       const { config } = yield* runDirConfig(logDir, loaded.env)
       const backends = yield* makeBackends(config, loaded.env, logDir, events)
       yield* runSession({

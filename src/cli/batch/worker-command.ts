@@ -27,13 +27,12 @@ import { isResumable } from "../../domain/state.ts"
 import { loadDotEnv } from "../../services/backends/keys.ts"
 import { QUEUE, type QueuedItem, conversationFrom, openQueue, queueNext, recordResult } from "../../services/batch/batch-queue.ts"
 import { lookSeconds, openLeases } from "../../services/batch/item-lease.ts"
-import { itemDir } from "../../services/batch/batch-folder.ts"
 import { EventStore } from "../../services/event-store.ts"
 import { postgresEventStore } from "../../services/event-store-postgres.ts"
 import { SharedRunFiles, postgresRunFiles } from "../../services/run-files-shared.ts"
 import { PRIVATE_DIR_MODE } from "../../services/log-dir.ts"
 import { decodeDocument, parseConfigText } from "../load-config.ts"
-import { type CliContext, writeRunMetadata } from "../run-command.ts"
+import type { CliContext } from "../run-command.ts"
 import { runItem } from "./run-item.ts"
 
 export interface WorkerArgs {
@@ -44,10 +43,10 @@ export interface WorkerArgs {
   readonly takeoverSeconds: number
 }
 
-export const workerCommand = (args: WorkerArgs, ctx: CliContext) =>
-  Effect.gen(function* () {
+export const workerCommand = (args: WorkerArgs, ctx: CliContext) => {
+  const root = join(ctx.cwd, ".massgen", "worker")
+  return Effect.gen(function* () {
     const env = yield* loadDotEnv(ctx.cwd, ctx.env).pipe(Effect.orElseSucceed(() => ctx.env))
-    const root = join(ctx.cwd, ".massgen", "worker")
     fs.mkdirSync(root, { recursive: true, mode: PRIVATE_DIR_MODE })
     const runtime = yield* Effect.runtime<EventStore | SharedRunFiles>()
     const boss = yield* Effect.promise(() => openQueue(args.engine))
@@ -63,10 +62,6 @@ export const workerCommand = (args: WorkerArgs, ctx: CliContext) =>
         const batchItem = { id: item.id, question: item.question, config: null, sessionId: item.sessionId, metadata: item.metadata, line: 0 }
         const observer = { onEvent: () => Effect.void, onText: () => Effect.void }
         const printError = (line: string) => ctx.printError(`massgen: item ${item.batch}/${item.id}: ${line.replace(/^massgen: /, "")}`)
-        const logDir = itemDir(dir, item.id)
-        fs.mkdirSync(logDir, { recursive: true, mode: PRIVATE_DIR_MODE })
-        // An item another worker started has its events in the shared log, and its config here (a resume reads it from this file).
-        if (!fs.existsSync(join(logDir, "execution_metadata.yaml"))) yield* writeRunMetadata(logDir, item.question, loaded, ctx)
         const interrupt = Effect.raceFirst(ctx.interrupt, Effect.promise(() => leaseLost))
         const turn = item.sessionId === null ? {} : { conversation: yield* Effect.promise(() => conversationFrom(args.engine, item)) }
         const outcome = yield* runItem(batchItem, loaded, observer, { ...ctx, interrupt, dir, printError, ...turn })
@@ -121,8 +116,5 @@ export const workerCommand = (args: WorkerArgs, ctx: CliContext) =>
     yield* Effect.promise(() => boss.stop({ graceful: true, timeout: 30_000 } as Parameters<typeof boss.stop>[0]).catch(() => undefined))
     yield* Effect.promise(() => leases.close())
     return 0
-  }).pipe(
-    Effect.provide(
-      Layer.merge(postgresEventStore(args.engine, { root: join(ctx.cwd, ".massgen", "worker") }), postgresRunFiles(args.engine, { root: join(ctx.cwd, ".massgen", "worker") })),
-    ),
-  )
+  }).pipe(Effect.provide(Layer.merge(postgresEventStore(args.engine, { root }), postgresRunFiles(args.engine, { root }))))
+}
