@@ -71,6 +71,8 @@ const queueBatch = (engine: string, itemsPath: string, items: ReadonlyArray<Batc
     const { enqueue, openQueue } = await import("../../services/batch/batch-queue.ts")
     const batch = basename(itemsPath, extname(itemsPath))
     const boss = await openQueue(engine)
+    const texts = new Map<string, string>()
+    const configText = (path: string): string => texts.get(path) ?? texts.set(path, readFileSync(path, "utf8")).get(path)!
     await enqueue(
       boss,
       chainsOf(items).map((chain) =>
@@ -78,7 +80,7 @@ const queueBatch = (engine: string, itemsPath: string, items: ReadonlyArray<Batc
           batch,
           id: item.id,
           question: item.question,
-          configYaml: readFileSync(configOf(item), "utf8"),
+          configYaml: configText(configOf(item)),
           configPath: configOf(item),
           sessionId: item.sessionId,
           metadata: item.metadata,

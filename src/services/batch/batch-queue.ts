@@ -87,7 +87,7 @@ export const queueNext = async (boss: PgBoss, item: QueuedItem): Promise<void> =
 export const conversationFrom = async (url: string, item: QueuedItem): Promise<ReadonlyArray<ConversationMessage>> => {
   const earlier = item.earlier ?? []
   if (earlier.length === 0) return []
-  const answers = new Map((await resultsOf(url, item.batch)).map((r) => [r.id, r.answer]))
+  const answers = new Map((await resultsOf(url, item.batch, earlier.map((e) => e.id))).map((r) => [r.id, r.answer]))
   return earlier.flatMap((e) => {
     const answer = answers.get(e.id)
     return typeof answer === "string" ? [{ role: "user" as const, content: e.question }, { role: "assistant" as const, content: answer }] : []
@@ -97,8 +97,14 @@ export const conversationFrom = async (url: string, item: QueuedItem): Promise<R
 export const recordResult = (url: string, batch: string, result: BatchResult): Promise<unknown> =>
   withReconnect(30_000, () => clientFor(url)`INSERT INTO massgen_batch_results (batch, id, result) VALUES (${batch}, ${result.id}, ${JSON.stringify(result)}::jsonb) ON CONFLICT DO NOTHING`)
 
-export const resultsOf = async (url: string, batch: string): Promise<ReadonlyArray<BatchResult>> => {
-  const rows: Array<{ result: BatchResult | string }> = await withReconnect(30_000, () => clientFor(url)`SELECT result FROM massgen_batch_results WHERE batch = ${batch} ORDER BY id`)
+/** The results of `batch`'s items, or of those of them in `ids`, by id. */
+export const resultsOf = async (url: string, batch: string, ids?: ReadonlyArray<string>): Promise<ReadonlyArray<BatchResult>> => {
+  const sql = clientFor(url)
+  const rows: Array<{ result: BatchResult | string }> = await withReconnect(30_000, () =>
+    ids === undefined
+      ? sql`SELECT result FROM massgen_batch_results WHERE batch = ${batch} ORDER BY id`
+      : sql`SELECT result FROM massgen_batch_results WHERE batch = ${batch} AND id IN ${sql(ids as Array<string>)} ORDER BY id`,
+  )
   return rows.map((r) => (typeof r.result === "string" ? (JSON.parse(r.result) as BatchResult) : r.result))
 }
 
