@@ -12,7 +12,7 @@
  *   over the minimum 2N + 1; goal <= 5 %), peak RSS (/usr/bin/time; goal
  *   <= 100 MB), and the log directory's size and bytes per event, against the
  *   same directory with its call logs written as before the blob store (each
- *   `llm_log/<n>.json` whole and indented, no `blobs/`); goal <= 1/3.
+ *   call's log a file `llm_log/<n>.json`, whole and indented, no `blobs/`); goal <= 1/3.
  * `MASSGEN_BENCH_BINARY` runs another build of massgen (an older one, say) in place of dist/massgen.
  * The seed runs from `../shared/bench/seed_baseline.py` beside the repo; its
  * lines are skipped with the reason when python3 or a file is missing.
@@ -22,6 +22,7 @@ import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import { BINARY as BUILT } from "../test/support/cli.ts"
 import { blobPath, expandJson } from "../src/services/blobs.ts"
+import { callLogTexts } from "../src/services/call-logs.ts"
 import { fmt, line, median, peakRssProcess, targetLine } from "./support.ts"
 
 const RUNS = Number(process.env.BENCH_AGENT_RUNS ?? 5)
@@ -84,10 +85,9 @@ const unblobbedBytes = (dir: string): number => {
     .reduce((n, d) => {
       const path = join(d.parentPath, d.name)
       const rel = path.slice(dir.length + 1)
-      if (rel.startsWith("blobs/")) return n
-      if (!rel.startsWith("llm_log/")) return n + statSync(path).size
-      return n + Buffer.byteLength(`${JSON.stringify(expandJson(JSON.parse(readFileSync(path, "utf8")), blob), null, 2)}\n`)
-    }, 0)
+      if (rel.startsWith("blobs/") || rel.startsWith("llm_log/")) return n
+      return n + statSync(path).size
+    }, 0) + [...callLogTexts(dir).values()].reduce((n, text) => n + Buffer.byteLength(`${JSON.stringify(expandJson(JSON.parse(text), blob), null, 2)}\n`), 0)
 }
 
 const configFor = (root: string, agents: number, delay: number): string => {

@@ -19,6 +19,7 @@ import * as nodePath from "node:path"
 import { parse as parseYaml } from "yaml"
 import { type CliResult, type Mode, cleanupSandboxes, ensureBinary, runCli, sandbox, writeConfig } from "./support/cli.ts"
 import { readCallLog } from "./support/call-logs.ts"
+import { callLogTexts } from "../src/services/call-logs.ts"
 import {
   type Behaviour,
   type FakeLlm,
@@ -283,13 +284,13 @@ const expectAccounting = (run: Run, priced: boolean) => {
   return { calls: ok.length }
 }
 
-/** `llm_log/<n>.json` holds one record per call that came back or failed: who, what was asked, what came back. */
+/** `llm_log/calls.jsonl` holds one record per call that came back or failed: who, what was asked, what came back. */
 const expectCallLogs = (run: Run) => {
   const events = eventsOf(run)
-  const logs = filesUnder(nodePath.join(run.logDir, "llm_log"))
+  const logs = callLogTexts(run.logDir)
   // A call cut off by a cancelled round has nothing to log but its request.
   for (const end of ofType(events, "call_end").filter((e) => e.error !== "cancelled")) {
-    expect(logs).toContain(`${end.call}.json`)
+    expect(logs.has(end.call)).toBe(true)
     const record = readCallLog(run.logDir, end.call)
     expectLike(record, { call: end.call, agent: end.agent, round: end.round, role: end.role, model: MODEL, error: end.error })
     expect(record.request.system).toContain("You are agent")

@@ -66,7 +66,7 @@ describe("log directories are 0700 and their files 0600, whatever the umask", ()
       expect((await runCli("source", ["status", dir], { ...OPTIONS, cwd })).exitCode).toBe(0)
 
       const files = filesUnder(dir)
-      for (const expected of ["events.jsonl", "status.json", "execution_metadata.yaml", "coordination_events.json", "snapshot_mappings.json", "final/solo/answer.txt", "agent_outputs/solo.txt", "llm_log/1.json"]) {
+      for (const expected of ["events.jsonl", "status.json", "execution_metadata.yaml", "coordination_events.json", "snapshot_mappings.json", "final/solo/answer.txt", "agent_outputs/solo.txt", "llm_log/calls.jsonl"]) {
         expect(files).toContain(expected)
       }
       for (const folder of ["blobs/", "snapshots/"]) expect(files.some((f) => f.startsWith(folder))).toBe(true)

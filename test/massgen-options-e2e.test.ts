@@ -7,6 +7,7 @@ import { describe, expect, test } from "bun:test"
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
 import { runCli, sandbox, writeConfig } from "./support/cli.ts"
+import { readCallLog } from "./support/call-logs.ts"
 
 const FIXTURES = nodePath.join(import.meta.dir, "fixtures", "massgen")
 const TIMEOUT_MS = 60_000
@@ -113,7 +114,7 @@ describe("round timeouts (MassGen v0.1.97: a soft warning first, then every tool
       [1, "soft"],
       [1, "hard"],
     ])
-    const log = (n: number) => JSON.parse(fs.readFileSync(nodePath.join(dir, "llm_log", `${n}.json`), "utf8"))
+    const log = (n: number) => readCallLog(dir, n)
     const lastRoundCall = events.filter((e: { type: string; role: string; round: number }) => e.type === "call_start" && e.role === "round" && e.round === 1).at(-1).call
     const request = log(lastRoundCall).request
     // No answer is shown yet, so no vote is offered either.

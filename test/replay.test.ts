@@ -42,6 +42,8 @@ import { effect, live } from "./support/effect-test.ts"
 import { type FakeLlm, type FakeRequest, offeredTools, promptText, reply, startFakeLlm } from "./support/fake-llm.ts"
 import { configOf, runInMemory } from "./support/harness.ts"
 import { recordedCall } from "../src/cli/run-dir.ts"
+import { CALL_LOG_FILE } from "../src/services/call-logs.ts"
+import { callLogTexts } from "../src/services/call-logs.ts"
 
 afterAll(() => cleanupSandboxes())
 
@@ -701,7 +703,8 @@ describe.concurrent("massgen replay --check", () => {
 
   test("exit 2 naming a missing recorded request", async () => {
     const { cwd, logDir } = await recordRun(CONSENSUS)
-    fs.rmSync(nodePath.join(logDir, "llm_log", "2.json"))
+    const calls = nodePath.join(logDir, CALL_LOG_FILE)
+    fs.writeFileSync(calls, fs.readFileSync(calls, "utf8").split("\n").filter((line) => !line.startsWith('{"call":2,')).join("\n"))
     const result = await replayCli(logDir, cwd)
     expect(result.exitCode).toBe(2)
     expect(result.stdout).toMatch(/DIVERGED at event (\d+) \(line \1 of events\.jsonl\): the request of call 2 is missing/)
@@ -797,7 +800,7 @@ describe.concurrent("replay of runs with provider tools and settings", () => {
         expect(fake.requests.every((r) => JSON.stringify(r.body).includes(EFFORT_SENT[provider]))).toBe(true)
         const result = await replayCli(logDir, cwd, { FAKE_LLM_KEY: undefined })
         expect({ code: result.exitCode, out: result.stdout, err: result.stderr }).toEqual({ code: 0, out: expect.stringContaining("SAME"), err: "" })
-        const logs = fs.readdirSync(nodePath.join(logDir, "llm_log")).map((f) => fs.readFileSync(nodePath.join(logDir, "llm_log", f), "utf8"))
+        const logs = [...callLogTexts(logDir).values()]
         expect(logs.some((l) => l.includes('"hostedToolUses"'))).toBe(provider !== "chatcompletion")
       } finally {
         fake.stop()

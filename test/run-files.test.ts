@@ -9,6 +9,7 @@ import * as os from "node:os"
 import * as nodePath from "node:path"
 import { Effect, Logger, type Layer } from "effect"
 import { agentFile } from "../src/domain/run-paths.ts"
+import { CALL_LOG_FILE, callLogPath, callLogTexts } from "../src/services/call-logs.ts"
 import { RunFiles, liveRunFiles, memoryRunFiles } from "../src/services/run-files.ts"
 
 const tempRoot = fs.mkdtempSync(nodePath.join(os.tmpdir(), "run-files-test-"))
@@ -19,18 +20,26 @@ interface Fixture {
   readonly layer: Layer.Layer<RunFiles>
   /** A file's text as a reader finds it; undefined when missing. */
   readonly read: (relativePath: string) => string | undefined
+  /** Call `n`'s log as replay finds it, parsed; undefined when missing. */
+  readonly call: (n: number) => unknown
 }
+
+const parsed = (text: string | undefined): unknown => (text === undefined ? undefined : JSON.parse(text))
 
 const liveFixture = (): Fixture => {
   fixtures += 1
   const dir = nodePath.join(tempRoot, `log${fixtures}`)
   const path = (p: string) => nodePath.join(dir, p)
-  return { layer: liveRunFiles(dir), read: (p) => (fs.existsSync(path(p)) ? fs.readFileSync(path(p), "utf8") : undefined) }
+  return {
+    layer: liveRunFiles(dir),
+    read: (p) => (fs.existsSync(path(p)) ? fs.readFileSync(path(p), "utf8") : undefined),
+    call: (n) => parsed(callLogTexts(dir).get(n)),
+  }
 }
 
 const memoryFixture = (): Fixture => {
   const made = memoryRunFiles()
-  return { layer: made.layer, read: (p) => made.files.get(p) }
+  return { layer: made.layer, read: (p) => made.files.get(p), call: (n) => parsed(made.files.get(callLogPath(n))) }
 }
 
 const withFiles = <A, E>(f: Fixture, body: (files: typeof RunFiles.Service) => Effect.Effect<A, E>) =>
@@ -55,30 +64,70 @@ const suite = (name: string, makeFixture: () => Fixture) =>
       const f = makeFixture()
       await withFiles(f, (files) =>
         Effect.gen(function* () {
-          yield* files.write("llm_log/1.json", "{}\n")
-          expect(f.read("llm_log/1.json")).toBe("{}\n")
-          yield* files.write("llm_log/1.json", '{"call":1}\n')
-          expect(f.read("llm_log/1.json")).toBe('{"call":1}\n')
+          yield* files.write("final/a/answer.txt", "a longer first answer")
+          expect(f.read("final/a/answer.txt")).toBe("a longer first answer")
+          yield* files.write("final/a/answer.txt", "4")
+          expect(f.read("final/a/answer.txt")).toBe("4")
         }),
       )
     })
 
-    test("a call log is written whole, over what was there", async () => {
+    test("a call log is there for replay when write returns; of two of one call, the later counts", async () => {
       const f = makeFixture()
       await withFiles(f, (files) =>
         Effect.gen(function* () {
-          yield* files.write("llm_log/1.json", "a longer first text\n")
-          yield* files.write("llm_log/1.json", "one\n")
-          yield* files.write("llm_log/2.json", "two\n")
-          yield* files.flush
+          yield* files.write(callLogPath(1), '{"call":1,"text":"a longer first text"}\n')
+          expect(f.call(1)).toEqual({ call: 1, text: "a longer first text" })
+          yield* files.write(callLogPath(1), '{"call":1,"text":"one"}\n')
+          yield* files.write(callLogPath(2), '{"call":2,"text":"two"}')
+          expect(f.call(2)).toEqual({ call: 2, text: "two" })
         }),
       )
-      expect([f.read("llm_log/1.json"), f.read("llm_log/2.json")]).toEqual(["one\n", "two\n"])
+      expect([f.call(1), f.call(2), f.call(3)]).toEqual([{ call: 1, text: "one" }, { call: 2, text: "two" }, undefined])
     })
   })
 
 suite("live", liveFixture)
 suite("memory", memoryFixture)
+
+describe("RunFiles (live) call logs", () => {
+  const record = (n: number) => `{"call":${n},"request":{"messages":["question ${n}"]}}`
+  const write = (dir: string, calls: ReadonlyArray<number>) =>
+    withFiles({ layer: liveRunFiles(dir), read: () => undefined, call: () => undefined }, (files) =>
+      Effect.forEach(calls, (n) => files.write(callLogPath(n), `${record(n)}\n`), { discard: true }),
+    )
+
+  test("are lines of one file, llm_log/calls.jsonl, whatever the number of calls; a later process appends to it", async () => {
+    const dir = nodePath.join(tempRoot, "call-lines")
+    await write(dir, [1, 2, 3])
+    await write(dir, [4])
+    expect(fs.readdirSync(nodePath.join(dir, "llm_log"))).toEqual(["calls.jsonl"])
+    expect(fs.readFileSync(nodePath.join(dir, CALL_LOG_FILE), "utf8")).toBe([1, 2, 3, 4].map((n) => `${record(n)}\n`).join(""))
+    expect([...callLogTexts(dir).keys()]).toEqual([1, 2, 3, 4])
+  })
+
+  test("a line a crash cut short is ended before the next process appends: it is skipped, the next line is whole", async () => {
+    const dir = nodePath.join(tempRoot, "call-torn")
+    fs.mkdirSync(nodePath.join(dir, "llm_log"), { recursive: true })
+    fs.writeFileSync(nodePath.join(dir, CALL_LOG_FILE), `${record(1)}\n${record(2).slice(0, 20)}`)
+    await write(dir, [3])
+    expect([...callLogTexts(dir)]).toEqual([
+      [1, record(1)],
+      [3, record(3)],
+    ])
+  })
+
+  test("an older run's llm_log/<n>.json files are read too, and a file comes before a line of the same call", async () => {
+    const dir = nodePath.join(tempRoot, "call-files")
+    await write(dir, [1, 2])
+    fs.writeFileSync(nodePath.join(dir, "llm_log", "2.json"), '{"call":2,"from":"file"}\n')
+    fs.writeFileSync(nodePath.join(dir, "llm_log", "7.json"), '{"call":7}\n')
+    fs.writeFileSync(nodePath.join(dir, "llm_log", "notes.txt"), "not a call log")
+    const texts = callLogTexts(dir)
+    expect([...texts.keys()].sort((a, b) => a - b)).toEqual([1, 2, 7])
+    expect(JSON.parse(texts.get(2)!)).toEqual({ call: 2, from: "file" })
+  })
+})
 
 describe("RunFiles (live) modes", () => {
   test("every directory and file it makes is private (0700, 0600) under a umask of 022", async () => {
@@ -86,10 +135,10 @@ describe("RunFiles (live) modes", () => {
     const dir = nodePath.join(tempRoot, "modes")
     fs.mkdirSync(dir, { mode: 0o700 })
     try {
-      await withFiles({ layer: liveRunFiles(dir), read: () => undefined }, (files) =>
+      await withFiles({ layer: liveRunFiles(dir), read: () => undefined, call: () => undefined }, (files) =>
         Effect.gen(function* () {
           yield* files.append(agentFile("a", "output"), "streamed")
-          yield* files.write("llm_log/1.json", "{}")
+          yield* files.write(callLogPath(1), '{"call":1}')
           yield* files.write("final/a/answer.txt", "4")
           yield* files.write("snapshots/a/1/answer.txt", "4")
           yield* files.flush
@@ -118,7 +167,7 @@ describe("RunFiles (live) on a directory it cannot write", () => {
       Effect.flatMap(RunFiles, (files) =>
         Effect.gen(function* () {
           for (let i = 0; i < 20; i++) yield* files.append(agentFile("agent_a", "output"), `line ${i}\n`)
-          const result = yield* Effect.either(files.write("llm_log/1.json", "{}\n"))
+          const result = yield* Effect.either(files.write(callLogPath(1), '{"call":1}\n'))
           yield* files.flush
           return result
         }),
@@ -127,7 +176,7 @@ describe("RunFiles (live) on a directory it cannot write", () => {
     expect(warnings.filter((w) => w.startsWith("agent_outputs/agent_a.txt: "))).toHaveLength(1)
     expect(written._tag).toBe("Left")
     expect(written._tag === "Left" && written.left.message).toBe(
-      `cannot write ${nodePath.join(blocker, "llm_log/1.json")}: a path component is not a directory (ENOTDIR)`,
+      `cannot write ${nodePath.join(blocker, "llm_log/calls.jsonl")}: a path component is not a directory (ENOTDIR)`,
     )
     expect(fs.readFileSync(blocker, "utf8")).toBe("a file where the log directory should be")
   })

@@ -13,6 +13,7 @@ import * as nodePath from "node:path"
 import { readEventsText } from "../src/domain/event-codec.ts"
 import { hang, loneCouncilReply, startFakeLlm } from "./support/fake-llm.ts"
 import { cleanupSandboxes, runCli, sandbox, startUntilLine, writeConfig } from "./support/cli.ts"
+import { callLogCount } from "./support/call-logs.ts"
 
 afterAll(cleanupSandboxes)
 
@@ -48,8 +49,7 @@ describe("sessions", () => {
       ])
       const secondDir = lineOf(second.lines, "LOG_DIR: ")!
       expect(startedOf(secondDir)).toMatchObject({ question: "And doubled?", conversation: [{ role: "user", content: "What is 2+2?" }, { role: "assistant", content: "The answer is 4." }] })
-      const calls = fs.readdirSync(nodePath.join(secondDir, "llm_log"))
-      expect(calls.length).toBeGreaterThan(0)
+      expect(callLogCount(secondDir)).toBeGreaterThan(0)
       expect(fs.readFileSync(nodePath.join(secondDir, "final", "agent_a", "context.txt"), "utf8")).toContain("<CONVERSATION_HISTORY>\nUser: What is 2+2?\nAssistant: The answer is 4.\n<END OF CONVERSATION_HISTORY>")
       const replay = await runCli("source", ["replay", secondDir, "--check"], { cwd })
       expect(replay.exitCode).toBe(0)

@@ -23,6 +23,7 @@ import { cleanupSandboxes, runCli, sandbox, writeConfig } from "./support/cli.ts
 import { type Behaviour, type FakeRequest, NO_PROXY_ENV, loneCouncilReply, offeredTools, promptText, reply, startFakeLlm, toolCall } from "./support/fake-llm.ts"
 import { faultServer } from "./support/mcp.ts"
 import { eventsOf, logDirOf, shown } from "./support/run-output.ts"
+import { CALL_LOG_FILE } from "../src/services/call-logs.ts"
 
 afterAll(() => cleanupSandboxes())
 
@@ -134,13 +135,10 @@ describe("a Claude agent with MCP tools whose names are too long", () => {
       expect({ code: replay.exitCode, out: shown(replay) }).toEqual({ code: 0, out: expect.stringContaining("SAME") })
 
       // A log written before the flag existed (its requests without it) replays the same.
-      const calls = nodePath.join(logDir, "llm_log")
-      let flags = 0
-      for (const file of fs.readdirSync(calls)) {
-        const text = fs.readFileSync(nodePath.join(calls, file), "utf8")
-        flags += text.split(',"isError":true').length - 1
-        fs.writeFileSync(nodePath.join(calls, file), text.replaceAll(',"isError":true', ""))
-      }
+      const calls = nodePath.join(logDir, CALL_LOG_FILE)
+      const text = fs.readFileSync(calls, "utf8")
+      const flags = text.split(',"isError":true').length - 1
+      fs.writeFileSync(calls, text.replaceAll(',"isError":true', ""))
       expect(flags).toBeGreaterThan(0)
       const old = await runCli("source", ["replay", "--check", logDir], { cwd, env })
       expect({ code: old.exitCode, out: shown(old) }).toEqual({ code: 0, out: expect.stringContaining("SAME") })

@@ -6,7 +6,7 @@
  * fails when the log has lines of a newer schema (a writer must not append to
  * a log it cannot read whole); `runDirConfig` decodes the config
  * recorded in `execution_metadata.yaml`, or failing that the config file it
- * names; `recordedCall(dir)` looks up `llm_log/<n>.json`, `recordedToolResult(dir)` `tool_log/<n>.json`. Nothing here writes.
+ * names; `recordedCall(dir)` looks up a call's log (`llm_log/`), `recordedToolResult(dir)` `tool_log/<n>.json`. Nothing here writes.
  * A directory that is not a run is a `RunDirError` (exit 1).
  */
 import { existsSync, readFileSync, statSync } from "node:fs"
@@ -17,6 +17,7 @@ import type { Config } from "../domain/config.ts"
 import { decodeConfig } from "../domain/config.ts"
 import type { RecordedCall } from "../domain/replay.ts"
 import type { Env } from "../services/backends/keys.ts"
+import { callLogTexts } from "../services/call-logs.ts"
 import { blobPath, expandJson } from "../services/blobs.ts"
 import { SCHEMA_VERSION } from "../domain/events.ts"
 import type { StoredEvent } from "../domain/event-codec.ts"
@@ -150,7 +151,7 @@ export const runDirConfig = (dir: string, env: Env): Effect.Effect<RecordedConfi
   })
 
 /**
- * The recorded request and reply of call `n`, if `llm_log/<n>.json` holds them (its long texts from `blobs/`).
+ * The recorded request and reply of call `n`, if its call log holds them (its long texts from `blobs/`; `services/call-logs.ts`).
  * A blob is read once per lookup function: calls of one run share most of their texts (the system prompt, the answers).
  */
 export const recordedCall = (dir: string) => {
@@ -166,9 +167,12 @@ export const recordedCall = (dir: string) => {
     blobs.set(hash, text)
     return text
   }
+  let texts: Map<number, string> | null = null
   return (n: number): RecordedCall | undefined => {
+    texts ??= callLogTexts(dir)
+    const text = texts.get(n)
+    if (text === undefined) return undefined
     try {
-      const text = readFileSync(join(dir, "llm_log", `${n}.json`), "utf8")
       const record = expandJson(JSON.parse(text), blob) as Partial<RecordedCall>
       return { request: record.request ?? null, reply: record.reply ?? null, error: record.error ?? null }
     } catch {

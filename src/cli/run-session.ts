@@ -8,7 +8,7 @@
  * exit 1), runs the
  * coordination, keeps the files derived from the events up to them
  * (`coordination_events.json`, `snapshot_mappings.json`, `snapshots/`;
- * `services/derived-files.ts`) every 100 ms and at the end (with
+ * `services/derived-files.ts`) while the log is quiet and at the end (with
  * `SharedRunFiles`, a worker's, every whole file the run writes is also
  * shared: `services/run-files-shared.ts`), prints
  * the automation footer when asked, reports a run that did not complete on
@@ -79,11 +79,19 @@ export const unfinishedMessage = (state: State, logDir: string): string => {
 }
 
 /**
- * How often a run brings its derived files up to its events: often enough that
- * they are written while the run waits for its models, not all at its end (200
- * agents with 200 ms replies: 276 -> 116 ms from run_finished to exit, with 1 s).
+ * How often a run looks whether to bring its derived files up to its events:
+ * often enough that they are written while the run waits for its models, not
+ * all at its end (200 agents with 200 ms replies: 276 -> 116 ms from
+ * run_finished to exit, with 1 s).
  */
 const DERIVED_FILES_EVERY = Duration.millis(100)
+/**
+ * They are written only when the log took no event for this long: while the
+ * run waits for its models. A run busy with replies is not slowed by them (200
+ * zero-delay agents: they took a quarter of the run's time); they wait for a
+ * quiet moment or the run's end.
+ */
+const QUIET = Duration.millis(15)
 
 /** The automation footer, without an `ANSWER_FILE:` line for a file that is not there. */
 export const footerLines = (state: State, logDir: string): ReadonlyArray<string> =>
@@ -133,7 +141,14 @@ export const runSessionOutcome = (input: SessionInput) =>
         next += read.events.length
         yield* derived.write
       }).pipe(Effect.ignore)
-      const follower = yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Effect.sleep(DERIVED_FILES_EVERY), catchUp)))
+      const version = Effect.map(store.read(logDir, Number.MAX_SAFE_INTEGER), (read) => read.version)
+      const whenQuiet = Effect.gen(function* () {
+        const before = yield* version
+        if (before === next) return
+        yield* Effect.sleep(QUIET)
+        if ((yield* version) === before) yield* catchUp
+      }).pipe(Effect.ignore)
+      const follower = yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Effect.sleep(DERIVED_FILES_EVERY), whenQuiet)))
       const result = yield* runCoordination({
         config: input.config,
         question: input.question,

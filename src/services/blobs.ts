@@ -1,7 +1,7 @@
 /**
  * The blob store of a run: long texts kept once, by content hash, under `blobs/`.
  *
- * Call logs (`llm_log/<n>.json`) repeat the same long texts call after call:
+ * Call logs (`llm_log/calls.jsonl`, `call-logs.ts`) repeat the same long texts call after call:
  * the system prompt, the answers every round shows, the tools a round offers
  * (with every agent a vote may name), the reply again inside the provider's
  * raw reply. `compactJsonText` writes a JSON value as one line of compact JSON

@@ -9,9 +9,10 @@
  * starts); `add(events)` takes the stream's events in order, from position 0
  * (the ones the files hold already only update what the next pieces depend
  * on: vote numbers, the session metadata); `write` puts what was added since
- * in the files, then the progress. A run writes every second while it goes
- * and once at its end, so a run killed midway leaves its files nearly whole
- * and a resume only adds to them.
+ * in the files, then the progress (snapshot files several at a time). A run
+ * writes while it waits for its models (`cli/run-session.ts`) and once at its
+ * end, so a run killed midway leaves its files nearly whole and a resume only
+ * adds to them.
  *
  * A JSON file is extended by cutting its `end` and writing the new entries and
  * the `end` again; when `coordination_events.json`'s head changes (the run
@@ -58,6 +59,9 @@ interface Progress {
   /** The snapshot file of the last answer or vote held: it is there when the snapshots are. */
   readonly lastSnapshot: string | null
 }
+
+/** How many snapshot files are written at once. */
+const SNAPSHOTS_AT_ONCE = 16
 
 const NOTHING: Progress = { events: 0, head: "", coordination: { bodyEnd: 0, empty: true }, mappings: { bodyEnd: 0, empty: true }, lastSnapshot: null }
 
@@ -191,7 +195,10 @@ export const openDerivedFiles = (logDir: string): DerivedFiles => {
         throw new WriteFailed(join(logDir, path), cause)
       }
     }
-    for (const file of newFiles) await step(file.path, () => writeSnapshot(file))
+    // Several at a time, on the I/O threads: a new file or folder can take a millisecond on a busy disk.
+    for (let i = 0; i < newFiles.length; i += SNAPSHOTS_AT_ONCE) {
+      await Promise.all(newFiles.slice(i, i + SNAPSHOTS_AT_ONCE).map((file) => step(file.path, () => writeSnapshot(file))))
+    }
     const coordination = await step(COORDINATION_FILE, () =>
       writeJson(COORDINATION_FILE, head, coordinationLayout.end, newEntries, whole ? null : { ...progress.coordination, head: progress.head }),
     )

@@ -21,6 +21,7 @@ import type { State } from "../domain/state.ts"
 import { type RoundDeps, runPresentation, runRound, timeoutReply } from "./agent-round.ts"
 import { Backends } from "./backend.ts"
 import { blobPath, blobWriter, compactJsonText, hashText } from "./blobs.ts"
+import { callLogPath } from "./call-logs.ts"
 import { type Emitter, announcesEffect } from "./orchestrator-emit.ts"
 import { type RunContext, isoNow, workKey } from "./orchestrator-types.ts"
 import type { Work } from "./orchestrator-work.ts"
@@ -74,7 +75,7 @@ export const makeRounds = (run: RunContext, emitter: Emitter, work: Work) =>
           // Long texts and large values go to the blob store once; the call log references them.
           const text = compactJsonText(record, blobSink)
           for (const [hash, blob] of freshBlobs.splice(0)) yield* files.write(blobPath(hash), blob)
-          yield* files.write(`llm_log/${call}.json`, `${text}\n`)
+          yield* files.write(callLogPath(call), `${text}\n`)
         }).pipe(Effect.catchAll((e) => failStorage("call_log", e.path, e.detail))),
       priceOf: input.priceOf ?? (() => null),
       // Without injection a round has nothing to ask at its step boundaries (and no lock to take there).

@@ -2,7 +2,8 @@
  * A shared home for the files of a run that another process needs to take it up or to replay it.
  *
  * The events are shared by the Postgres event store; the whole files a run
- * writes through `RunFiles.write` (`llm_log/<n>.json` and the `blobs/` they
+ * writes through `RunFiles.write` (call logs, `llm_log/<n>.json` as `RunFiles`
+ * names them: a line of `llm_log/calls.jsonl` on disk, a file when restored; the `blobs/` they
  * name, `tool_log/<n>.json`, the final files) and its
  * `execution_metadata.yaml` stay on the disk of the worker that wrote them.
  * `SharedRunFiles` keeps a copy of each in Postgres:

@@ -12,7 +12,10 @@
  * (`domain/run-paths.ts`). The memory layer keeps everything in a map for tests.
  *
  * `write` has the file in place when it returns: a call's log exists before
- * its `call_end` is appended, and replay relies on it. `append` only
+ * its `call_end` is appended, and replay relies on it. A call log
+ * (`llm_log/<n>.json`) is a line of `llm_log/calls.jsonl` on disk
+ * (`call-logs.ts`), appended through a descriptor held open until the
+ * layer's scope closes. `append` only
  * queues the text: a file's appends are written from the next turn of the
  * event loop, with one write in flight at a time, each taking every text
  * queued until it starts, so that a stream of small appends never holds up
@@ -20,17 +23,18 @@
  * land in the order made, and `flush`, which a run does before its final
  * status, waits for them all.
  *
- * A call's log (`llm_log/`) is written in place, in one step (no temporary
- * file and rename, which cost a millisecond or more on a virtual disk), not
+ * A call's log is appended in one write (no file made per call, no temporary
+ * file and rename: each cost a millisecond or more on a busy virtual disk), not
  * atomically: that write comes before the `call_end` that makes the log
- * readable to replay, so an empty or cut file can only belong to a call the
- * events never closed, which replay does not read. Every other whole file is
- * written atomically.
+ * readable to replay, so a cut line can only belong to a call the events
+ * never closed, which replay does not read. A line a crash cut is ended
+ * before the next process appends. A tool call's whole result (`tool_log/`)
+ * is written in place too; every other whole file is written atomically.
  *
  * Every directory and file it makes is private (0700, 0600), as the log
  * directory is (`log-dir.ts`).
  */
-import { mkdirSync, writeFileSync } from "node:fs"
+import { closeSync, fstatSync, mkdirSync, openSync, readSync, writeFileSync, writeSync } from "node:fs"
 import { appendFile } from "node:fs/promises"
 import { join } from "node:path"
 import { Context, Effect, Layer, Schema } from "effect"
@@ -38,6 +42,7 @@ import { ioCause } from "./io-errors.ts"
 import { AGENT_OUTPUTS_DIR } from "../domain/run-paths.ts"
 import { writeFileAtomicSync } from "./status-writer.ts"
 import { BLOBS_DIR } from "./blobs.ts"
+import { CALL_LOGS_DIR, CALL_LOG_FILE, isCallLogPath } from "./call-logs.ts"
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from "./log-dir.ts"
 
 /** A whole file of the log directory could not be written. */
@@ -62,84 +67,120 @@ export interface RunFilesApi {
 }
 
 
-/** Where the call logs go: written in place, before their call_end. */
-const CALL_LOGS = "llm_log/"
-/** Where the whole results of tool calls go: written in place too, before their tool_call_finished. */
+/** Where the whole results of tool calls go: written in place, before their tool_call_finished. */
 const TOOL_LOGS = "tool_log/"
 
 export class RunFiles extends Context.Tag("massgen/RunFiles")<RunFiles, RunFilesApi>() {}
 
+/** Writes all of `text` at the end of the file open as `fd`. */
+const writeAllSync = (fd: number, text: string): void => {
+  const bytes = Buffer.from(text, "utf8")
+  for (let written = 0; written < bytes.length; ) written += writeSync(fd, bytes, written, bytes.length - written)
+}
+
+/** The call log file, open for appends; a last line a crash cut short is ended first, so the next line stands alone. */
+const openCallLog = (path: string): number => {
+  const fd = openSync(path, "a+", PRIVATE_FILE_MODE)
+  const size = fstatSync(fd).size
+  if (size > 0) {
+    const last = Buffer.alloc(1)
+    readSync(fd, last, 0, 1, size - 1)
+    if (last[0] !== 0x0a) writeAllSync(fd, "\n")
+  }
+  return fd
+}
+
 export const liveRunFiles = (logDir: string): Layer.Layer<RunFiles> =>
-  Layer.sync(RunFiles, () => {
-    const outputs = join(logDir, AGENT_OUTPUTS_DIR)
-    const madeDirs = new Set<string>()
-    const pending = new Set<Promise<void>>()
-    // One warning per file that failed, however many of its writes did.
-    const failures = new Map<string, string>()
-    const fail = (label: string) => (e: unknown) => void (failures.has(label) || failures.set(label, `${label}: ${ioCause(e)}`))
-    const track = (write: Promise<void>) => {
-      pending.add(write)
-      void write.finally(() => pending.delete(write))
+  Layer.scoped(
+    RunFiles,
+    Effect.map(
+      Effect.acquireRelease(
+        Effect.sync(() => ({ fd: null as number | null })),
+        (callLog) => Effect.sync(() => callLog.fd !== null && closeSync(callLog.fd)),
+      ),
+      (callLog) => liveApi(logDir, callLog),
+    ),
+  )
+
+const liveApi = (logDir: string, callLog: { fd: number | null }): RunFilesApi => {
+  const outputs = join(logDir, AGENT_OUTPUTS_DIR)
+  const madeDirs = new Set<string>()
+  const pending = new Set<Promise<void>>()
+  // One warning per file that failed, however many of its writes did.
+  const failures = new Map<string, string>()
+  const fail = (label: string) => (e: unknown) => void (failures.has(label) || failures.set(label, `${label}: ${ioCause(e)}`))
+  const track = (write: Promise<void>) => {
+    pending.add(write)
+    void write.finally(() => pending.delete(write))
+  }
+  /** Per file with appends under way: the texts its next write takes, all in one. */
+  const waiting = new Map<string, Array<string>>()
+  const appendNext = (path: string, relativePath: string): Promise<void> => {
+    const texts = waiting.get(path)!
+    if (texts.length === 0) return Promise.resolve(void waiting.delete(path))
+    waiting.set(path, [])
+    return appendFile(path, texts.join(""), { mode: PRIVATE_FILE_MODE })
+      .catch(fail(relativePath))
+      .then(() => appendNext(path, relativePath))
+  }
+  // Made now, with the log directory: a new directory costs milliseconds on some disks, and not in a reply's way.
+  for (const dir of [outputs, join(logDir, CALL_LOGS_DIR), join(logDir, BLOBS_DIR)]) {
+    try {
+      mkdirSync(dir, { recursive: true, mode: PRIVATE_DIR_MODE })
+      madeDirs.add(dir)
+    } catch (e) {
+      fail(dir)(e)
     }
-    /** Per file with appends under way: the texts its next write takes, all in one. */
-    const waiting = new Map<string, Array<string>>()
-    const appendNext = (path: string, relativePath: string): Promise<void> => {
-      const texts = waiting.get(path)!
-      if (texts.length === 0) return Promise.resolve(void waiting.delete(path))
-      waiting.set(path, [])
-      return appendFile(path, texts.join(""), { mode: PRIVATE_FILE_MODE })
-        .catch(fail(relativePath))
-        .then(() => appendNext(path, relativePath))
-    }
-    // Made now, with the log directory: a new directory costs milliseconds on some disks, and not in a reply's way.
-    for (const dir of [outputs, join(logDir, CALL_LOGS), join(logDir, BLOBS_DIR)]) {
-      try {
-        mkdirSync(dir, { recursive: true, mode: PRIVATE_DIR_MODE })
-        madeDirs.add(dir)
-      } catch (e) {
-        fail(dir)(e)
-      }
-    }
-    return {
-      append: (relativePath, text) =>
-        Effect.sync(() => {
-          const path = join(logDir, relativePath)
-          // One write in flight per file, from the next turn of the event loop: what comes until then (a call's
-          // heading, its text and what it did) and while it is in flight goes in the next write, in the order made.
-          const queued = waiting.get(path)
-          if (queued !== undefined) return void queued.push(text)
-          waiting.set(path, [text])
-          track(new Promise<void>((resolve) => setImmediate(resolve)).then(() => appendNext(path, relativePath)))
-        }),
-      write: (relativePath, text) =>
-        Effect.try({
-          try: () => {
-            const path = join(logDir, relativePath)
-            // No event names such a file until it is whole: a crash mid-write leaves a file nothing reads.
-            // Synchronous: written on the I/O threads, the replies of calls that ended together reached the
-            // orchestrator up to 50 ms apart on a loaded machine, in separate scheduling windows (extra calls).
-            if (relativePath.startsWith(CALL_LOGS)) writeFileSync(path, text, { mode: PRIVATE_FILE_MODE })
-            else if (relativePath.startsWith(TOOL_LOGS)) {
-              const dir = join(logDir, TOOL_LOGS)
-              if (!madeDirs.has(dir)) {
-                mkdirSync(dir, { recursive: true, mode: PRIVATE_DIR_MODE })
-                madeDirs.add(dir)
-              }
-              writeFileSync(path, text, { mode: PRIVATE_FILE_MODE })
-            } else writeFileAtomicSync(path, text, madeDirs)
-          },
-          catch: (e) => new RunFilesError({ reason: "write_failed", path: join(logDir, relativePath), detail: ioCause(e) }),
-        }),
-      flush: Effect.gen(function* () {
-        yield* Effect.promise(async () => {
-          while (pending.size > 0) await Promise.all([...pending])
-        })
-        const warnings = [...failures.values()]
-        failures.clear()
-        yield* Effect.forEach(warnings, (w) => Effect.logWarning(w), { discard: true })
+  }
+  return {
+    append: (relativePath, text) =>
+      Effect.sync(() => {
+        const path = join(logDir, relativePath)
+        // One write in flight per file, from the next turn of the event loop: what comes until then (a call's
+        // heading, its text and what it did) and while it is in flight goes in the next write, in the order made.
+        const queued = waiting.get(path)
+        if (queued !== undefined) return void queued.push(text)
+        waiting.set(path, [text])
+        track(new Promise<void>((resolve) => setImmediate(resolve)).then(() => appendNext(path, relativePath)))
       }),
-    }
-  })
+    write: (relativePath, text) =>
+      Effect.try({
+        try: () => {
+          const path = join(logDir, relativePath)
+          // No event names such a file until it is whole: a crash mid-write leaves a file nothing reads.
+          // Synchronous: written on the I/O threads, the replies of calls that ended together reached the
+          // orchestrator up to 50 ms apart on a loaded machine, in separate scheduling windows (extra calls).
+          if (isCallLogPath(relativePath)) {
+            callLog.fd ??= openCallLog(join(logDir, CALL_LOG_FILE))
+            try {
+              writeAllSync(callLog.fd, text.endsWith("\n") ? text : `${text}\n`)
+            } catch (e) {
+              // Opened again for the next line, which then starts on a line of its own.
+              closeSync(callLog.fd)
+              callLog.fd = null
+              throw e
+            }
+          } else if (relativePath.startsWith(TOOL_LOGS)) {
+            const dir = join(logDir, TOOL_LOGS)
+            if (!madeDirs.has(dir)) {
+              mkdirSync(dir, { recursive: true, mode: PRIVATE_DIR_MODE })
+              madeDirs.add(dir)
+            }
+            writeFileSync(path, text, { mode: PRIVATE_FILE_MODE })
+          } else writeFileAtomicSync(path, text, madeDirs)
+        },
+        catch: (e) => new RunFilesError({ reason: "write_failed", path: join(logDir, isCallLogPath(relativePath) ? CALL_LOG_FILE : relativePath), detail: ioCause(e) }),
+      }),
+    flush: Effect.gen(function* () {
+      yield* Effect.promise(async () => {
+        while (pending.size > 0) await Promise.all([...pending])
+      })
+      const warnings = [...failures.values()]
+      failures.clear()
+      yield* Effect.forEach(warnings, (w) => Effect.logWarning(w), { discard: true })
+    }),
+  }
+}
 
 export const memoryRunFiles = (): { readonly layer: Layer.Layer<RunFiles>; readonly files: Map<string, string> } => {
   const files = new Map<string, string>()

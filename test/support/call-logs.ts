@@ -1,11 +1,13 @@
 /**
- * Reading call logs in tests as `massgen replay` reads them: `llm_log/<n>.json`
- * with its long texts put back from `blobs/` (`services/blobs.ts`).
+ * Reading call logs in tests as `massgen replay` reads them: a line of
+ * `llm_log/calls.jsonl` on disk (`services/call-logs.ts`), `llm_log/<n>.json`
+ * in the memory layer, with its long texts put back from `blobs/` (`services/blobs.ts`).
  */
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
 import type { RecordedCall } from "../../src/domain/replay.ts"
 import { blobPath, expandJson } from "../../src/services/blobs.ts"
+import { callLogTexts } from "../../src/services/call-logs.ts"
 
 /** The call log `n` among a run's files (memory layer), blobs put back; undefined when it has none. */
 export const callLogOf =
@@ -23,12 +25,18 @@ export const callsOf =
     return record === undefined ? undefined : { request: record.request ?? null, reply: record.reply ?? null, error: record.error ?? null }
   }
 
-/** The call log `n` of a log directory on disk, blobs put back. */
-export const readCallLog = (logDir: string, n: number): any =>
-  expandJson(JSON.parse(fs.readFileSync(nodePath.join(logDir, "llm_log", `${n}.json`), "utf8")), (hash) => {
+/** The call log `n` of a log directory on disk (`llm_log/calls.jsonl`, or an older `llm_log/<n>.json`), blobs put back; throws when it has none. */
+export const readCallLog = (logDir: string, n: number): any => {
+  const text = callLogTexts(logDir).get(n)
+  if (text === undefined) throw new Error(`no call log ${n} in ${logDir}`)
+  return expandJson(JSON.parse(text), (hash) => {
     try {
       return fs.readFileSync(nodePath.join(logDir, blobPath(hash)), "utf8")
     } catch {
       return undefined
     }
   })
+}
+
+/** How many call logs a log directory on disk holds. */
+export const callLogCount = (logDir: string): number => callLogTexts(logDir).size
