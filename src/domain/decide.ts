@@ -173,10 +173,17 @@ export const decide = (state: State): ReadonlyArray<Command> => {
   const shown = latestLabels(state)
   const commands: Array<Command> = []
   const capped = globalCapReached(state)
+  // The rounds started together were shown one list: each list is compared once (200 agents: 200 × 200 labels a decision).
+  const showsLatest = new Map<ReadonlyArray<string>, boolean>()
+  const showing = (labels: ReadonlyArray<string>): boolean => {
+    let same = showsLatest.get(labels)
+    if (same === undefined) showsLatest.set(labels, (same = sameLabels(labels, shown)))
+    return same
+  }
   for (const a of live) {
     if (a.inFlight === null) continue
     // First-answer protection: an agent without an answer finishes its round undisturbed.
-    const outdated = a.answers.length > 0 && !sameLabels(a.inFlight.shown, shown) && !injects(run.settings, a)
+    const outdated = a.answers.length > 0 && !injects(run.settings, a) && !showing(a.inFlight.shown)
     // At the global cap no round may answer: one that offers new_answer starts again as vote-only.
     if (outdated || (capped && !a.inFlight.voteOnly)) commands.push({ _tag: "CancelRound", agent: a.info.id, round: a.inFlight.round })
   }
