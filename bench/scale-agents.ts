@@ -5,7 +5,8 @@
  * its run in process: no interpreter start-up):
  * - 50 and 200 agents replying after 200 ms: wall / ideal, the ideal being
  *   3 × 0.2 s (answer, vote, presentation); goal <= 1.10. The run's own span
- *   (run_started -> run_finished) over the ideal is printed too;
+ *   (run_started -> run_finished) over the ideal is printed too, and the rest
+ *   of the process: spawn -> run_started, run_finished -> exit;
  * - 200 zero-delay agents: the run's own span against the seed's in-run time;
  *   goal <= 0.5 × the seed;
  * - at 200 agents: extra model calls from cancelled rounds (call_start events
@@ -57,6 +58,9 @@ const seedRun = (agents: number, delay: number): number => {
 interface AgentRun {
   readonly wallMs: number
   readonly inRunMs: number
+  /** From spawn to run_started, and from run_finished to exit (wall clock, ms). */
+  readonly beforeMs: number
+  readonly afterMs: number
   readonly calls: number
   readonly events: number
   readonly rssBytes: number | null
@@ -100,13 +104,19 @@ const configFor = (root: string, agents: number, delay: number): string => {
 
 const runBinary = (root: string, config: string): AgentRun => {
   const logs = join(root, "logs")
+  const spawned = Date.now()
   const run = peakRssProcess([BINARY, "--automation", "--config", config, "What is 2+2?"], root, { env: { ...process.env, MASSGEN_LOG_BASE_DIR: logs } })
   const dir = /^LOG_DIR: (.*)$/m.exec(run.stdout)?.[1]
   if (dir === undefined) throw new Error(`no LOG_DIR line in: ${run.stdout}`)
+  const exited = Date.now()
   const events = readFileSync(join(dir, "events.jsonl"), "utf8").trimEnd().split("\n").map((l) => JSON.parse(l))
+  const first = Date.parse(events[0].time)
+  const last = Date.parse(events[events.length - 1].time)
   const result = {
     wallMs: run.ms,
-    inRunMs: Date.parse(events[events.length - 1].time) - Date.parse(events[0].time),
+    inRunMs: last - first,
+    beforeMs: first - spawned,
+    afterMs: exited - last,
     calls: events.filter((e) => e.type === "call_start").length,
     events: events.length,
     rssBytes: run.rssBytes,
@@ -130,6 +140,12 @@ const runs = (root: string, agents: number, delay: number, seed: boolean) => {
     if (seed) seeds.push(seedRun(agents, delay))
   }
   return { ours, seeds }
+}
+
+/** Where a whole process's time goes besides its run: spawn -> run_started, run_finished -> exit (wall clock, ms). */
+const outside = (label: string, runs: ReadonlyArray<AgentRun>) => {
+  const stat = (values: ReadonlyArray<number>) => `${fmt(median(values), 0)} / ${fmt(Math.max(...values), 0)}`
+  line(`${label}: spawn -> run_started, run_finished -> exit: ms median / max`, `${stat(runs.map((r) => r.beforeMs))}   ${stat(runs.map((r) => r.afterMs))}`)
 }
 
 const extraCalls = (label: string, agents: number, calls: ReadonlyArray<number>) => {
@@ -159,6 +175,7 @@ export const scaleAgentsBench = async (): Promise<void> => {
       })
       const inRun = ours.map((r) => r.inRunMs)
       line(`${agents} agents x 200 ms, run_started -> run_finished / ideal`, `${fmt(median(inRun), 0)} / ${fmt(Math.max(...inRun), 0)} ms   ratio ${fmt(median(inRun) / IDEAL_MS)} (max ${fmt(Math.max(...inRun) / IDEAL_MS)})`)
+      outside(`${agents} agents x 200 ms`, ours)
       if (seeds.length > 0) {
         line(`${agents} agents x 200 ms, seed v1 orchestrator (in process) / ideal`, `${fmt(median(seeds), 0)} / ${fmt(Math.max(...seeds), 0)} ms   ratio ${fmt(median(seeds) / IDEAL_MS)} (max ${fmt(Math.max(...seeds) / IDEAL_MS)})`)
       }
@@ -178,6 +195,7 @@ export const scaleAgentsBench = async (): Promise<void> => {
       })
     } else line("200 agents zero-delay, run_started -> run_finished: ms", `${fmt(median(inRun), 0)} / ${fmt(Math.max(...inRun), 0)}`)
     line("200 agents zero-delay, whole process: ms", `${fmt(median(zero.ours.map((r) => r.wallMs)), 0)} / ${fmt(Math.max(...zero.ours.map((r) => r.wallMs)), 0)}`)
+    outside("200 agents zero-delay", zero.ours)
     extraCalls("200 agents zero-delay", 200, zero.ours.map((r) => r.calls))
     const rss = [...at200, ...zero.ours].flatMap((r) => (r.rssBytes === null ? [] : [r.rssBytes / 1e6]))
     if (rss.length > 0) {
