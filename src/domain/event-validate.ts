@@ -39,6 +39,13 @@ interface Compiling {
   readonly check: boolean
 }
 
+/**
+ * One compilation for all decoders, one for all validators: a node the schemas share (a time, an id, a
+ * counter) is compiled once, and what its refinements remember serves every schema that holds it.
+ */
+const DECODING: Compiling = { memo: new Map(), check: false }
+const CHECKING: Compiling = { memo: new Map(), check: true }
+
 /** How many verdicts on strings a refinement remembers before it forgets them all. */
 const REMEMBERED = 4096
 
@@ -132,7 +139,10 @@ const compileNode = (ast: AST.AST, c: Compiling): Plain => {
       const kind = changesParsing(base) ? null : base._tag === "StringKeyword" ? "string" : base._tag === "NumberKeyword" ? "number" : null
       const from = kind === null ? compile(ast.from, c) : null
       const filters = kind === null ? [ast] : chain
-      const passes = (a: unknown): boolean => filters.every((r) => Option.isNone(r.filter(a, AST.defaultParseOption, r)))
+      const passes = (a: unknown): boolean => {
+        for (const r of filters) if (Option.isSome(r.filter(a, AST.defaultParseOption, r))) return false
+        return true
+      }
       // A filter is a pure function of its input: its verdicts on values that repeat (ids, labels, rounds) are
       // remembered; on values that do not, remembering costs more than it saves, and stops.
       const verdicts = new Map<string | number, boolean>()
@@ -142,8 +152,8 @@ const compileNode = (ast: AST.AST, c: Compiling): Plain => {
       return (u) => {
         const a = from === null ? (typeof u === kind ? u : UNDECIDED) : from(u)
         if (a === UNDECIDED) return UNDECIDED
-        // -0 is remembered as 0 would be: a filter may tell them apart.
-        if (!remembering || (typeof a !== "string" && (typeof a !== "number" || Object.is(a, -0)))) return passes(a) ? a : UNDECIDED
+        // A map takes -0 for 0: -0 is not remembered, as a filter may tell them apart.
+        if (!remembering || (typeof a !== "string" && (typeof a !== "number" || (a === 0 && 1 / a < 0)))) return passes(a) ? a : UNDECIDED
         let verdict = verdicts.get(a)
         asked += 1
         if (verdict === undefined) {
@@ -353,7 +363,7 @@ const generatedTypeLiteral = (
 /** The plain decoder of `schema`, or null when its AST holds a node this does not follow. */
 export const plainDecoder = <A, I>(schema: Schema.Schema<A, I>): ((input: unknown) => A | typeof UNDECIDED) | null => {
   try {
-    return compile(schema.ast, { memo: new Map(), check: false }) as (input: unknown) => A | typeof UNDECIDED
+    return compile(schema.ast, DECODING) as (input: unknown) => A | typeof UNDECIDED
   } catch (e) {
     if (e instanceof Unsupported) return null
     throw e
@@ -366,7 +376,7 @@ export const plainDecoder = <A, I>(schema: Schema.Schema<A, I>): ((input: unknow
  */
 export const plainValidator = <A, I>(schema: Schema.Schema<A, I>): ((value: unknown) => value is A) | null => {
   try {
-    const check = compile(AST.typeAST(schema.ast), { memo: new Map(), check: true })
+    const check = compile(AST.typeAST(schema.ast), CHECKING)
     return (value): value is A => check(value) !== UNDECIDED
   } catch (e) {
     if (e instanceof Unsupported) return null

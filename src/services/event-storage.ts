@@ -53,9 +53,12 @@ const pokedOrPolled = (pollMs: number, watch: (poke: () => void) => () => void) 
   })
 
 const writeAll = (fd: number, text: string): void => {
+  let written = fs.writeSync(fd, text)
+  const size = Buffer.byteLength(text, "utf8")
+  if (written === size) return
+  // Cut short: the rest, from its bytes.
   const bytes = Buffer.from(text, "utf8")
-  let written = 0
-  while (written < bytes.length) written += fs.writeSync(fd, bytes, written, bytes.length - written)
+  while (written < size) written += fs.writeSync(fd, bytes, written, size - written)
 }
 
 /** The file storage, its files open until the scope closes. */
