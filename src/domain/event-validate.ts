@@ -172,9 +172,18 @@ const compileNode = (ast: AST.AST, c: Compiling): Plain => {
     case "Union": {
       const literals = literalUnion(ast)
       if (literals !== null) return (u) => (literals.has(u as AST.LiteralValue) ? u : UNDECIDED)
-      const members = disjoint(ast).map((member) => compile(member, c))
       // Of members that take disjoint kinds of values, at most one fits: the one the Schema decoder picks.
+      // A literal member (null, mostly) is one comparison, before the others are asked in turn.
+      const isLiteral = (member: AST.AST): member is AST.Literal => member._tag === "Literal" && !changesParsing(member)
+      const values = disjoint(ast).filter(isLiteral).map((member) => member.literal)
+      const members = ast.types.filter((member) => !isLiteral(member)).map((member) => compile(member, c))
+      if (values.length === 1 && members.length === 1) {
+        const [value] = values
+        const member = members[0]!
+        return (u) => (u === value ? u : member(u))
+      }
       return (u) => {
+        if (values.includes(u as AST.LiteralValue)) return u
         for (const member of members) {
           const a = member(u)
           if (a !== UNDECIDED) return a
@@ -297,6 +306,11 @@ const inlineCheck = (ast: AST.AST, value: string): string | null => {
       return `typeof ${value} !== "boolean"`
     case "Literal":
       return typeof ast.literal === "bigint" ? null : `${value} !== ${JSON.stringify(ast.literal)}`
+    case "Union": {
+      // Of keywords and literals (null or a string, mostly): it fails where each of them fails.
+      const checks = ast.types.map((member) => inlineCheck(member, value))
+      return checks.length === 0 || checks.includes(null) ? null : `(${checks.join(" && ")})`
+    }
     default:
       return null
   }
