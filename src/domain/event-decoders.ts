@@ -60,14 +60,14 @@ export const metaDecoders: Decoders<EventMeta> = decodersOf(EventMeta)
 let isEventBySchema: ((value: unknown) => boolean) | undefined
 let isMetaBySchema: ((value: unknown) => boolean) | undefined
 
-/** Whether the plain validator of `decoders` takes `value`, else what `is` says. */
-const holds = <A>(decoders: Decoders<A>, value: unknown, is: () => (value: unknown) => boolean): boolean => {
+/** Whether the plain validator of `decoders` takes `value` (false for a value nested too deep for it: the Schema judges that). */
+const passes = <A>(decoders: Decoders<A>, value: unknown): boolean => {
   try {
-    if (decoders.check !== null && decoders.check(value)) return true
+    const check = decoders.check
+    return check !== null && check(value)
   } catch {
-    // nested too deep for the plain validator: the Schema judges it
+    return false
   }
-  return is()(value)
 }
 
 /**
@@ -78,9 +78,10 @@ const holds = <A>(decoders: Decoders<A>, value: unknown, is: () => (value: unkno
 export const isEvent = (value: unknown): value is Event => {
   const tag = typeof value === "object" && value !== null ? (value as { _tag?: unknown })._tag : undefined
   const decoders = typeof tag === "string" ? decodersByType.get(tag) : undefined
-  return decoders !== undefined && holds(decoders, value, () => (isEventBySchema ??= Schema.is(Event)))
+  if (decoders === undefined) return false
+  return passes(decoders, value) || (isEventBySchema ??= Schema.is(Event))(value)
 }
-export const isEventMeta = (value: unknown): value is EventMeta => holds(metaDecoders, value, () => (isMetaBySchema ??= Schema.is(EventMeta)))
+export const isEventMeta = (value: unknown): value is EventMeta => passes(metaDecoders, value) || (isMetaBySchema ??= Schema.is(EventMeta))(value)
 
 /**
  * What `decoders` make of `input`, or UNDECIDED when it does not decode;
