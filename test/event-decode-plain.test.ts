@@ -201,7 +201,7 @@ describe("the plain decoders give what the Schema decoders give", () => {
 })
 
 describe("isEvent and isEventMeta say what Schema.is says", () => {
-  /** `Schema.is`, false where it throws: on a `_tag` it cannot print (an object whose `toString` is not a function). */
+  /** `Schema.is`, false where it throws: on a value it cannot print (an object whose `toString` is not a function), as isEvent says. */
   const orFalse = (is: (value: unknown) => boolean) => (value: unknown) => {
     try {
       return is(value)
@@ -272,7 +272,12 @@ describe("isEvent and isEventMeta say what Schema.is says", () => {
   })
 
   test("on values that are not events at all", () => {
-    for (const value of [null, undefined, 1, "run_started", [], {}, { _tag: "nope" }, { _tag: 1 }, ...EVENT_TYPES.map((_tag) => ({ _tag }))]) {
+    // Nested too deep for the plain validator and for Schema.is, which throw: not an event.
+    const deep = JSON.parse(
+      `{"_tag":"call_end","time":"2026-01-01T00:00:00.000Z","call":1,"agent":"a","round":1,"role":"round","model":null,"seconds":0,"input_tokens":null,"cached_input_tokens":null,"output_tokens":null,"reasoning_tokens":null,"truncated":null,"cost":null,"error":null,"reply":{"text":"","tool_calls":[],"parts":[${"[".repeat(200_000)}${"]".repeat(200_000)}]}}`,
+    )
+    expect({ event: isEvent(deep), meta: isEventMeta(deep) }).toEqual({ event: false, meta: false })
+    for (const value of [null, undefined, 1, "run_started", [], {}, { _tag: "nope" }, { _tag: 1 }, { _tag: { toString: 0 } }, ...EVENT_TYPES.map((_tag) => ({ _tag }))]) {
       expect({ value, event: isEvent(value), meta: isEventMeta(value) }).toEqual({ value, event: schemaIsEvent(value), meta: schemaIsMeta(value) })
       expect({ value, ...plainVerdicts(value) }).toEqual({ value, event: schemaIsEvent(value), meta: schemaIsMeta(value) })
     }

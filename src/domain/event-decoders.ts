@@ -3,7 +3,7 @@
  * compiled at first use, the plain one (`event-validate.ts`) first and the Schema one for what it leaves undecided.
  *
  * Contract: `decodeWith` never throws (a value nested too deep to follow is UNDECIDED); `isEvent` and
- * `isEventMeta` are `Schema.is(Event)` and `Schema.is(EventMeta)`, for writers. `decodersByType` is derived
+ * `isEventMeta` are `Schema.is(Event)` and `Schema.is(EventMeta)`, for writers, false where those throw. `decodersByType` is derived
  * from the members of the `Event` union, keyed by wire name.
  *
  * Words: a *plain* decoder is one `event-validate.ts` generates for a schema whose decoded and encoded
@@ -70,18 +70,28 @@ const passes = <A>(decoders: Decoders<A>, value: unknown): boolean => {
   }
 }
 
+/** What `is` says of `value`, false where it throws (a value nested too deep, or one it cannot print in its message). */
+const judged = (is: (value: unknown) => boolean, value: unknown): boolean => {
+  try {
+    return is(value)
+  } catch {
+    return false
+  }
+}
+
 /**
  * `Schema.is(Event)` and `Schema.is(EventMeta)`, for writers: a value the
  * plain validator of its member takes is one (it follows the type side of the
- * schema, as `Schema.is` does); any other is left to the Schema.
+ * schema, as `Schema.is` does); any other is left to the Schema, and is none
+ * where the Schema throws.
  */
 export const isEvent = (value: unknown): value is Event => {
   const tag = typeof value === "object" && value !== null ? (value as { _tag?: unknown })._tag : undefined
   const decoders = typeof tag === "string" ? decodersByType.get(tag) : undefined
   if (decoders === undefined) return false
-  return passes(decoders, value) || (isEventBySchema ??= Schema.is(Event))(value)
+  return passes(decoders, value) || judged((isEventBySchema ??= Schema.is(Event)), value)
 }
-export const isEventMeta = (value: unknown): value is EventMeta => passes(metaDecoders, value) || (isMetaBySchema ??= Schema.is(EventMeta))(value)
+export const isEventMeta = (value: unknown): value is EventMeta => passes(metaDecoders, value) || judged((isMetaBySchema ??= Schema.is(EventMeta)), value)
 
 /**
  * What `decoders` make of `input`, or UNDECIDED when it does not decode;
