@@ -12,7 +12,9 @@
  *
  * `isEvent` and `isEventMeta`, which the event store checks every appended
  * event with, say what `Schema.is(Event)` and `Schema.is(EventMeta)` say, on
- * random events and meta and on those mutated.
+ * random events and meta, on those mutated, and on those with a field
+ * inherited rather than their own (`Schema.is` reads fields exactly); every
+ * event type has its plain validator.
  *
  * A reader looks a line up among the lines it read only when its event is not
  * later than the last one read: `decodeLines` must skip exactly the lines the
@@ -34,6 +36,7 @@ import {
   isEventMeta,
   noSkips,
 } from "../src/domain/event-codec.ts"
+import { decodersByType, metaDecoders } from "../src/domain/event-decoders.ts"
 import { EVENT_TYPES, Event, EventMeta, SCHEMA_VERSION } from "../src/domain/events.ts"
 
 /** Both decoders agree on `line`, down to the order of keys; what they gave. */
@@ -198,8 +201,22 @@ describe("the plain decoders give what the Schema decoders give", () => {
 })
 
 describe("isEvent and isEventMeta say what Schema.is says", () => {
-  const schemaIsEvent = Schema.is(Event)
-  const schemaIsMeta = Schema.is(EventMeta)
+  /** `Schema.is`, false where it throws: on a value it cannot print (an object whose `toString` is not a function), as isEvent says. */
+  const orFalse = (is: (value: unknown) => boolean) => (value: unknown) => {
+    try {
+      return is(value)
+    } catch {
+      return false
+    }
+  }
+  const schemaIsEvent = orFalse(Schema.is(Event))
+  const schemaIsMeta = orFalse(Schema.is(EventMeta))
+  /** The plain validators alone, with no Schema.is behind them: they say what it says. */
+  const plainVerdicts = (value: unknown) => {
+    const tag = typeof value === "object" && value !== null ? (value as { _tag?: unknown })._tag : undefined
+    const decoders = typeof tag === "string" ? decodersByType.get(tag) : undefined
+    return { event: decoders?.check?.(value) ?? false, meta: metaDecoders.check?.(value) ?? false }
+  }
 
   test("on random events and meta, as they are and mutated", () => {
     const verdicts = new Set<string>()
@@ -214,6 +231,7 @@ describe("isEvent and isEventMeta say what Schema.is says", () => {
           for (const [m, pick, value] of steps) MUTATIONS[m]!(values[pick % 2]!, pick, structuredClone(value))
           const [e, mt] = values
           expect({ event: isEvent(e), meta: isEventMeta(mt) }).toEqual({ event: schemaIsEvent(e), meta: schemaIsMeta(mt) })
+          expect({ event: plainVerdicts(e).event, meta: plainVerdicts(mt).meta }).toEqual({ event: schemaIsEvent(e), meta: schemaIsMeta(mt) })
           verdicts.add(`${isEvent(e)}/${isEventMeta(mt)}`)
         },
       ),
@@ -222,9 +240,46 @@ describe("isEvent and isEventMeta say what Schema.is says", () => {
     expect([...verdicts].sort()).toEqual(["false/false", "false/true", "true/false", "true/true"])
   })
 
+  test("on events and meta with a field inherited, not their own, at any depth", () => {
+    const verdicts = new Set<boolean>()
+    fc.assert(
+      fc.property(fc.oneof(Arbitrary.make(Event), Arbitrary.make(EventMeta)), fc.nat(), (value, pick) => {
+        const copy = structuredClone(value) as Record<string, Json>
+        const objects = paths(copy).filter((p) => {
+          const v = p.length === 0 ? copy : parentOf(copy, [...p, 0])
+          return v !== null && !Array.isArray(v) && Object.keys(v).length > 0
+        })
+        const path = objects[pick % objects.length]!
+        const target = (path.length === 0 ? copy : parentOf(copy, [...path, 0])) as Record<string, Json>
+        const keys = Object.keys(target)
+        const key = keys[pick % keys.length]!
+        const inherited = Object.create({ [key]: target[key] }) as Record<string, Json>
+        for (const k of keys) if (k !== key) inherited[k] = target[k]
+        const judged = path.length === 0 ? inherited : copy
+        if (path.length > 0) parentOf(copy, path)![path[path.length - 1]!] = inherited
+        expect({ event: isEvent(judged), meta: isEventMeta(judged) }).toEqual({ event: schemaIsEvent(judged), meta: schemaIsMeta(judged) })
+        expect(plainVerdicts(judged)).toEqual({ event: schemaIsEvent(judged), meta: schemaIsMeta(judged) })
+        verdicts.add(isEvent(judged) || isEventMeta(judged))
+      }),
+      { numRuns: 1500 },
+    )
+    expect([...verdicts].sort()).toEqual([false, true])
+  })
+
+  test("every event type and the meta have a plain validator: no append of a valid event waits for Schema.is", () => {
+    expect([...decodersByType].filter(([, decoders]) => decoders.check === null).map(([type]) => type)).toEqual([])
+    expect(metaDecoders.check).not.toBeNull()
+  })
+
   test("on values that are not events at all", () => {
-    for (const value of [null, undefined, 1, "run_started", [], {}, { _tag: "nope" }, { _tag: 1 }, ...EVENT_TYPES.map((_tag) => ({ _tag }))]) {
+    // Nested too deep for the plain validator and for Schema.is, which throw: not an event.
+    const deep = JSON.parse(
+      `{"_tag":"call_end","time":"2026-01-01T00:00:00.000Z","call":1,"agent":"a","round":1,"role":"round","model":null,"seconds":0,"input_tokens":null,"cached_input_tokens":null,"output_tokens":null,"reasoning_tokens":null,"truncated":null,"cost":null,"error":null,"reply":{"text":"","tool_calls":[],"parts":[${"[".repeat(200_000)}${"]".repeat(200_000)}]}}`,
+    )
+    expect({ event: isEvent(deep), meta: isEventMeta(deep) }).toEqual({ event: false, meta: false })
+    for (const value of [null, undefined, 1, "run_started", [], {}, { _tag: "nope" }, { _tag: 1 }, { _tag: { toString: 0 } }, ...EVENT_TYPES.map((_tag) => ({ _tag }))]) {
       expect({ value, event: isEvent(value), meta: isEventMeta(value) }).toEqual({ value, event: schemaIsEvent(value), meta: schemaIsMeta(value) })
+      expect({ value, ...plainVerdicts(value) }).toEqual({ value, event: schemaIsEvent(value), meta: schemaIsMeta(value) })
     }
   })
 })

@@ -105,4 +105,24 @@ describe("EventStore (file) on disk", () => {
     await Effect.runPromise(Effect.flatMap(EventStore, (store) => store.append(dir, [round(1)], 0)).pipe(Effect.provide(EventStore.file())))
     expect(fs.readFileSync(nodePath.join(dir, "events.jsonl"), "utf8")).toBe(`${encodeEventLine(round(1))}\n`)
   })
+
+  test("a store measures a stream it wrote through the file it holds: another writer's appends conflict; a removed stream is missing, then made again", async () => {
+    const dir = nodePath.join(tempRoot, "held", "log_20260101_000000_000002")
+    const file = nodePath.join(dir, EVENTS_FILE)
+    await Effect.runPromise(
+      Effect.gen(function* () {
+        const store = yield* EventStore
+        expect(yield* store.append(dir, [round(1)], 0)).toBe(1)
+        fs.appendFileSync(file, `${encodeEventLine(round(2))}\n`)
+        expect(yield* Effect.flip(store.append(dir, [round(3)], 1))).toMatchObject({ _tag: "EventStoreConflict", expected: 1, actual: 2 })
+        expect(yield* store.append(dir, [round(3)], 2)).toBe(3)
+        fs.rmSync(dir, { recursive: true })
+        expect(yield* Effect.flip(store.read(dir))).toMatchObject({ _tag: "EventStoreError", reason: "missing" })
+        expect(yield* Effect.flip(store.append(dir, [round(4)], 3))).toMatchObject({ _tag: "EventStoreConflict", expected: 3, actual: 0 })
+        expect(yield* store.append(dir, [round(4)], 0)).toBe(1)
+        expect(eventsOf(yield* store.read(dir))).toEqual([round(4)])
+      }).pipe(Effect.provide(EventStore.file())),
+    )
+    expect(fs.readFileSync(file, "utf8")).toBe(`${encodeEventLine(round(4))}\n`)
+  })
 })

@@ -3,32 +3,42 @@
  * compiled at first use, the plain one (`event-validate.ts`) first and the Schema one for what it leaves undecided.
  *
  * Contract: `decodeWith` never throws (a value nested too deep to follow is UNDECIDED); `isEvent` and
- * `isEventMeta` are `Schema.is(Event)` and `Schema.is(EventMeta)`, for writers. `decodersByType` is derived
+ * `isEventMeta` are `Schema.is(Event)` and `Schema.is(EventMeta)`, for writers, false where those throw. `decodersByType` is derived
  * from the members of the `Event` union, keyed by wire name.
  *
  * Words: a *plain* decoder is one `event-validate.ts` generates for a schema whose decoded and encoded
- * forms are the same; UNDECIDED is what a decoder gives for a value it does not take.
+ * forms are the same, a *plain validator* one it generates from a schema's type side (what `Schema.is` checks);
+ * UNDECIDED is what a decoder gives for a value it does not take.
  */
 import { Either, type ParseResult, Schema } from "effect"
 import { Event, EventMeta } from "./events.ts"
-import { UNDECIDED, plainDecoder } from "./event-validate.ts"
+import { UNDECIDED, plainDecoder, plainValidator } from "./event-validate.ts"
 
 type Decode<A> = (input: unknown) => Either.Either<A, ParseResult.ParseError>
 
-/** A schema's decoders: its plain one (`event-validate.ts`) when it has one, and its Schema one for what the plain one leaves undecided. */
+/**
+ * A schema's decoders: its plain one (`event-validate.ts`) when it has one, and its Schema one for what the plain one leaves undecided;
+ * and its plain validator, for writers (`Schema.is` for what it does not take).
+ */
 export interface Decoders<A> {
   readonly plain: ((input: unknown) => A | typeof UNDECIDED) | null
   readonly schema: Decode<A>
+  readonly check: ((value: unknown) => value is A) | null
 }
 
-/** Compiled at their first use: a run that only appends never compiles the decoders of its events. */
+/** Compiled at their first use: a run that only appends never compiles the decoders of its events, a reader never their validators. */
 const decodersOf = <A, I>(schema: Schema.Schema<A, I>): Decoders<A> => {
   let plain: Decoders<A>["plain"] | undefined
   let bySchema: Decode<A> | undefined
+  let check: Decoders<A>["check"] | undefined
   return {
     get plain() {
       if (plain === undefined) plain = plainDecoder(schema)
       return plain
+    },
+    get check() {
+      if (check === undefined) check = plainValidator(schema)
+      return check
     },
     get schema() {
       bySchema ??= Schema.decodeUnknownEither(schema)
@@ -50,28 +60,38 @@ export const metaDecoders: Decoders<EventMeta> = decodersOf(EventMeta)
 let isEventBySchema: ((value: unknown) => boolean) | undefined
 let isMetaBySchema: ((value: unknown) => boolean) | undefined
 
-/** Whether `decoders` take `value` as it is (its plain decoder when it has one), else what `is` says. */
-const holds = <A>(decoders: Decoders<A>, value: unknown, is: () => (value: unknown) => boolean): boolean => {
+/** Whether the plain validator of `decoders` takes `value` (false for a value nested too deep for it: the Schema judges that). */
+const passes = <A>(decoders: Decoders<A>, value: unknown): boolean => {
   try {
-    if (decoders.plain !== null && decoders.plain(value) !== UNDECIDED) return true
+    const check = decoders.check
+    return check !== null && check(value)
   } catch {
-    // nested too deep for the plain decoder: the Schema judges it
+    return false
   }
-  return is()(value)
+}
+
+/** What `is` says of `value`, false where it throws (a value nested too deep, or one it cannot print in its message). */
+const judged = (is: (value: unknown) => boolean, value: unknown): boolean => {
+  try {
+    return is(value)
+  } catch {
+    return false
+  }
 }
 
 /**
  * `Schema.is(Event)` and `Schema.is(EventMeta)`, for writers: a value the
- * plain decoder of its member takes is one (the plain decoders follow only
- * schemas whose decoded and encoded forms are the same); any other is left to
- * the Schema.
+ * plain validator of its member takes is one (it follows the type side of the
+ * schema, as `Schema.is` does); any other is left to the Schema, and is none
+ * where the Schema throws.
  */
 export const isEvent = (value: unknown): value is Event => {
   const tag = typeof value === "object" && value !== null ? (value as { _tag?: unknown })._tag : undefined
   const decoders = typeof tag === "string" ? decodersByType.get(tag) : undefined
-  return decoders !== undefined && holds(decoders, value, () => (isEventBySchema ??= Schema.is(Event)))
+  if (decoders === undefined) return false
+  return passes(decoders, value) || judged((isEventBySchema ??= Schema.is(Event)), value)
 }
-export const isEventMeta = (value: unknown): value is EventMeta => holds(metaDecoders, value, () => (isMetaBySchema ??= Schema.is(EventMeta)))
+export const isEventMeta = (value: unknown): value is EventMeta => passes(metaDecoders, value) || judged((isMetaBySchema ??= Schema.is(EventMeta)), value)
 
 /**
  * What `decoders` make of `input`, or UNDECIDED when it does not decode;

@@ -19,12 +19,32 @@
  * strings): the hot path reads each field once and builds its output as one
  * object literal.
  *
+ * `plainValidator(schema)` is the same for `Schema.is(schema)`: compiled from
+ * the schema's type side (`AST.typeAST`, where a field with a default is a
+ * plain required field), in *check* mode, which builds nothing and reads
+ * required fields exactly, as `Schema.is` does (an own key, not one inherited).
+ * It says true only where `Schema.is` does; callers may still ask `Schema.is`
+ * of a value it says false of, as they take an undecided input to the Schema decoder.
+ *
  * Words: *undecided*, an input the plain decoder leaves to the Schema decoder.
  */
 import { Option, type Schema, SchemaAST as AST } from "effect"
 
 export const UNDECIDED: unique symbol = Symbol("undecided")
 type Plain = (input: unknown) => unknown
+
+/** What a compilation keeps: its compiled nodes, and whether it checks (builds nothing, reads required fields exactly) or decodes. */
+interface Compiling {
+  readonly memo: Map<AST.AST, Plain>
+  readonly check: boolean
+}
+
+/**
+ * One compilation for all decoders, one for all validators: a node the schemas share (a time, an id, a
+ * counter) is compiled once, and what its refinements remember serves every schema that holds it.
+ */
+const DECODING: Compiling = { memo: new Map(), check: false }
+const CHECKING: Compiling = { memo: new Map(), check: true }
 
 /** How many verdicts on strings a refinement remembers before it forgets them all. */
 const REMEMBERED = 4096
@@ -35,12 +55,12 @@ class Unsupported {}
 const changesParsing = (ast: AST.AST): boolean =>
   Option.isSome(AST.getParseOptionsAnnotation(ast)) || Option.isSome(AST.getDecodingFallbackAnnotation(ast))
 
-const compile = (ast: AST.AST, memo: Map<AST.AST, Plain>): Plain => {
-  const known = memo.get(ast)
+const compile = (ast: AST.AST, c: Compiling): Plain => {
+  const known = c.memo.get(ast)
   if (known !== undefined) return known
   if (changesParsing(ast)) throw new Unsupported()
-  const plain = compileNode(ast, memo)
-  memo.set(ast, plain)
+  const plain = compileNode(ast, c)
+  c.memo.set(ast, plain)
   return plain
 }
 
@@ -93,7 +113,7 @@ const disjoint = (ast: AST.Union): ReadonlyArray<AST.AST> => {
   return ast.types
 }
 
-const compileNode = (ast: AST.AST, memo: Map<AST.AST, Plain>): Plain => {
+const compileNode = (ast: AST.AST, c: Compiling): Plain => {
   switch (ast._tag) {
     case "StringKeyword":
       return (u) => (typeof u === "string" ? u : UNDECIDED)
@@ -108,19 +128,32 @@ const compileNode = (ast: AST.AST, memo: Map<AST.AST, Plain>): Plain => {
       return (u) => (u === literal ? u : UNDECIDED)
     }
     case "Refinement": {
-      const from = compile(ast.from, memo)
-      const filter = ast.filter
-      const passes = (a: unknown): boolean => Option.isNone(filter(a, AST.defaultParseOption, ast))
-      // A filter is a pure function of its input: its verdicts on strings that repeat (ids, labels) are
-      // remembered; on strings that do not (times), remembering costs more than it saves, and stops.
-      const verdicts = new Map<string, boolean>()
+      // A chain of refinements of a string or a number is one check: the kind, then each filter, innermost first.
+      const chain: Array<AST.Refinement> = [ast]
+      let base: AST.AST = ast.from
+      while (base._tag === "Refinement") {
+        if (changesParsing(base)) throw new Unsupported()
+        chain.unshift(base)
+        base = base.from
+      }
+      const kind = changesParsing(base) ? null : base._tag === "StringKeyword" ? "string" : base._tag === "NumberKeyword" ? "number" : null
+      const from = kind === null ? compile(ast.from, c) : null
+      const filters = kind === null ? [ast] : chain
+      const passes = (a: unknown): boolean => {
+        for (const r of filters) if (Option.isSome(r.filter(a, AST.defaultParseOption, r))) return false
+        return true
+      }
+      // A filter is a pure function of its input: its verdicts on values that repeat (ids, labels, rounds) are
+      // remembered; on values that do not, remembering costs more than it saves, and stops.
+      const verdicts = new Map<string | number, boolean>()
       let remembering = true
       let asked = 0
       let hits = 0
       return (u) => {
-        const a = from(u)
+        const a = from === null ? (typeof u === kind ? u : UNDECIDED) : from(u)
         if (a === UNDECIDED) return UNDECIDED
-        if (!remembering || typeof a !== "string") return passes(a) ? a : UNDECIDED
+        // A map takes -0 for 0: -0 is not remembered, as a filter may tell them apart.
+        if (!remembering || (typeof a !== "string" && (typeof a !== "number" || (a === 0 && 1 / a < 0)))) return passes(a) ? a : UNDECIDED
         let verdict = verdicts.get(a)
         asked += 1
         if (verdict === undefined) {
@@ -139,9 +172,18 @@ const compileNode = (ast: AST.AST, memo: Map<AST.AST, Plain>): Plain => {
     case "Union": {
       const literals = literalUnion(ast)
       if (literals !== null) return (u) => (literals.has(u as AST.LiteralValue) ? u : UNDECIDED)
-      const members = disjoint(ast).map((member) => compile(member, memo))
       // Of members that take disjoint kinds of values, at most one fits: the one the Schema decoder picks.
+      // A literal member (null, mostly) is one comparison, before the others are asked in turn.
+      const isLiteral = (member: AST.AST): member is AST.Literal => member._tag === "Literal" && !changesParsing(member)
+      const values = disjoint(ast).filter(isLiteral).map((member) => member.literal)
+      const members = ast.types.filter((member) => !isLiteral(member)).map((member) => compile(member, c))
+      if (values.length === 1 && members.length === 1) {
+        const [value] = values
+        const member = members[0]!
+        return (u) => (u === value ? u : member(u))
+      }
       return (u) => {
+        if (values.includes(u as AST.LiteralValue)) return u
         for (const member of members) {
           const a = member(u)
           if (a !== UNDECIDED) return a
@@ -151,7 +193,26 @@ const compileNode = (ast: AST.AST, memo: Map<AST.AST, Plain>): Plain => {
     }
     case "TupleType": {
       if (ast.elements.length !== 0 || ast.rest.length !== 1) throw new Unsupported()
-      const item = compile(ast.rest[0]!.type, memo)
+      const item = compile(ast.rest[0]!.type, c)
+      if (c.check) {
+        // The strings its items are found to be, remembered (a decoder is a pure function of its input): the
+        // same labels come back array after array.
+        const taken = new Set<string>()
+        return (u) => {
+          if (!Array.isArray(u)) return UNDECIDED
+          for (let i = 0; i < u.length; i++) {
+            const x = u[i]
+            if (typeof x !== "string") {
+              if (item(x) === UNDECIDED) return UNDECIDED
+            } else if (!taken.has(x)) {
+              if (item(x) === UNDECIDED) return UNDECIDED
+              if (taken.size >= REMEMBERED) taken.clear()
+              taken.add(x)
+            }
+          }
+          return u
+        }
+      }
       // An array whose items all decode to themselves is given back as it is: a copy would be equal.
       return (u) => {
         if (!Array.isArray(u)) return UNDECIDED
@@ -169,26 +230,26 @@ const compileNode = (ast: AST.AST, memo: Map<AST.AST, Plain>): Plain => {
       }
     }
     case "TypeLiteral":
-      return compileTypeLiteral(ast, memo)
+      return compileTypeLiteral(ast, c)
     case "Suspend": {
       let inner: Plain | null = null
       const f = ast.f
       // Compiled when first used: the AST it names may name this one.
-      return (u) => (inner ??= compile(f(), memo))(u)
+      return (u) => (inner ??= compile(f(), c))(u)
     }
     default:
       throw new Unsupported()
   }
 }
 
-const compileTypeLiteral = (ast: AST.TypeLiteral, memo: Map<AST.AST, Plain>): Plain => {
+const compileTypeLiteral = (ast: AST.TypeLiteral, c: Compiling): Plain => {
   if (ast.propertySignatures.length === 0 && ast.indexSignatures.length === 0) throw new Unsupported()
   const names = ast.propertySignatures.map((ps) => {
     if (typeof ps.name !== "string") throw new Unsupported()
     return ps.name
   })
   const optional = ast.propertySignatures.map((ps) => ps.isOptional)
-  const types = ast.propertySignatures.map((ps) => compile(ps.type, memo))
+  const types = ast.propertySignatures.map((ps) => compile(ps.type, c))
   if (ast.indexSignatures.length > 1) throw new Unsupported()
   const index = ast.indexSignatures[0]
   let key: Plain | null = null
@@ -197,11 +258,11 @@ const compileTypeLiteral = (ast: AST.TypeLiteral, memo: Map<AST.AST, Plain>): Pl
     let parameter: AST.AST = index.parameter
     while (parameter._tag === "Refinement") parameter = parameter.from
     if (parameter._tag !== "StringKeyword" || names.length > 0) throw new Unsupported()
-    key = compile(index.parameter, memo)
-    value = compile(index.type, memo)
+    key = compile(index.parameter, c)
+    value = compile(index.type, c)
   }
   if (key === null) {
-    const generated = generatedTypeLiteral(ast, names, optional, types)
+    const generated = generatedTypeLiteral(ast, names, optional, types, c.check)
     if (generated !== null) return generated
   }
   const count = names.length
@@ -211,8 +272,12 @@ const compileTypeLiteral = (ast: AST.TypeLiteral, memo: Map<AST.AST, Plain>): Pl
     const out: Record<string, unknown> = {}
     for (let i = 0; i < count; i++) {
       const name = names[i]!
-      // As the Schema decoder does: an optional key must be the input's own; a required one is read as it is.
-      if (optional[i] && !Object.prototype.hasOwnProperty.call(input, name)) continue
+      // As the Schema decoder does: an optional key must be the input's own; a required one is read as it is
+      // (checking, as `Schema.is` does: it too must be the input's own).
+      if ((optional[i] || c.check) && !Object.prototype.hasOwnProperty.call(input, name)) {
+        if (optional[i]) continue
+        return UNDECIDED
+      }
       const a = types[i]!(input[name])
       if (a === UNDECIDED) return UNDECIDED
       out[name] = a
@@ -225,7 +290,7 @@ const compileTypeLiteral = (ast: AST.TypeLiteral, memo: Map<AST.AST, Plain>): Pl
         out[k] = a
       }
     }
-    return out
+    return c.check ? input : out
   }
 }
 
@@ -241,6 +306,11 @@ const inlineCheck = (ast: AST.AST, value: string): string | null => {
       return `typeof ${value} !== "boolean"`
     case "Literal":
       return typeof ast.literal === "bigint" ? null : `${value} !== ${JSON.stringify(ast.literal)}`
+    case "Union": {
+      // Of keywords and literals (null or a string, mostly): it fails where each of them fails.
+      const checks = ast.types.map((member) => inlineCheck(member, value))
+      return checks.length === 0 || checks.includes(null) ? null : `(${checks.join(" && ")})`
+    }
     default:
       return null
   }
@@ -252,12 +322,15 @@ const inlineCheck = (ast: AST.AST, value: string): string | null => {
  * leading required fields, then the rest in order (an optional one only when
  * the input has it as its own). What it gives equals what the loop below gives;
  * null when code cannot be generated here (a `__proto__` field, no `Function`).
+ * Checking, it builds nothing: every field, required or optional, is read only
+ * when the input has it as its own, and the input is given back.
  */
 const generatedTypeLiteral = (
   ast: AST.TypeLiteral,
   names: ReadonlyArray<string>,
   optional: ReadonlyArray<boolean>,
   types: ReadonlyArray<Plain>,
+  checking: boolean,
 ): Plain | null => {
   if (names.includes("__proto__")) return null
   const lines: Array<string> = ['if (typeof u !== "object" || u === null || Array.isArray(u)) return U;']
@@ -265,23 +338,28 @@ const generatedTypeLiteral = (
     const key = JSON.stringify(name)
     const check = (value: string) => {
       const inline = inlineCheck(ast.propertySignatures[i]!.type, value)
-      return inline !== null ? `if (${inline}) return U;` : `${value} = t[${i}](${value}); if (${value} === U) return U;`
+      if (inline !== null) return `if (${inline}) return U;`
+      return checking ? `if (t[${i}](${value}) === U) return U;` : `${value} = t[${i}](${value}); if (${value} === U) return U;`
     }
-    if (optional[i]) lines.push(`let h${i} = hasOwn(u, ${key}); let a${i}; if (h${i}) { a${i} = u[${key}]; ${check(`a${i}`)} }`)
+    if (checking) lines.push(optional[i] ? `if (hasOwn(u, ${key})) { const a${i} = u[${key}]; ${check(`a${i}`)} }` : `if (!hasOwn(u, ${key})) return U; const a${i} = u[${key}]; ${check(`a${i}`)}`)
+    else if (optional[i]) lines.push(`let h${i} = hasOwn(u, ${key}); let a${i}; if (h${i}) { a${i} = u[${key}]; ${check(`a${i}`)} }`)
     else lines.push(`const r${i} = u[${key}]; let a${i} = r${i}; ${check(`a${i}`)}`)
   })
   const leading = optional.indexOf(true) === -1 ? names.length : optional.indexOf(true)
-  if (leading === names.length) {
-    // An object with exactly these fields, in this order, each decoding to itself, is given back as it is: a copy would be equal.
-    const same = names.map((_, i) => `a${i} === r${i}`).join(" && ")
-    lines.push(`if (${same || "true"}) { let k = 0; for (const key in u) { if (key !== N[k]) { k = -1; break } k++ } if (k === N.length) return u; }`)
+  if (checking) lines.push("return u;")
+  else {
+    if (leading === names.length) {
+      // An object with exactly these fields, in this order, each decoding to itself, is given back as it is: a copy would be equal.
+      const same = names.map((_, i) => `a${i} === r${i}`).join(" && ")
+      lines.push(`if (${same || "true"}) { let k = 0; for (const key in u) { if (key !== N[k]) { k = -1; break } k++ } if (k === N.length) return u; }`)
+    }
+    lines.push(`const out = {${names.slice(0, leading).map((name, i) => `${JSON.stringify(name)}: a${i}`).join(", ")}};`)
+    for (let i = leading; i < names.length; i++) {
+      const set = `out[${JSON.stringify(names[i]!)}] = a${i};`
+      lines.push(optional[i] ? `if (h${i}) ${set}` : set)
+    }
+    lines.push("return out;")
   }
-  lines.push(`const out = {${names.slice(0, leading).map((name, i) => `${JSON.stringify(name)}: a${i}`).join(", ")}};`)
-  for (let i = leading; i < names.length; i++) {
-    const set = `out[${JSON.stringify(names[i]!)}] = a${i};`
-    lines.push(optional[i] ? `if (h${i}) ${set}` : set)
-  }
-  lines.push("return out;")
   try {
     // Made from the schema's own field names, each written as a JSON string.
     const make = new Function("U", "t", "hasOwn", "N", `return function (u) {\n${lines.join("\n")}\n}`) as (
@@ -290,7 +368,7 @@ const generatedTypeLiteral = (
       hasOwn: (o: object, k: string) => boolean,
       names: ReadonlyArray<string>,
     ) => Plain
-    return make(UNDECIDED, types, (o, k) => Object.prototype.hasOwnProperty.call(o, k), names)
+    return make(UNDECIDED, types, Object.hasOwn, names)
   } catch {
     return null
   }
@@ -299,7 +377,21 @@ const generatedTypeLiteral = (
 /** The plain decoder of `schema`, or null when its AST holds a node this does not follow. */
 export const plainDecoder = <A, I>(schema: Schema.Schema<A, I>): ((input: unknown) => A | typeof UNDECIDED) | null => {
   try {
-    return compile(schema.ast, new Map()) as (input: unknown) => A | typeof UNDECIDED
+    return compile(schema.ast, DECODING) as (input: unknown) => A | typeof UNDECIDED
+  } catch (e) {
+    if (e instanceof Unsupported) return null
+    throw e
+  }
+}
+
+/**
+ * The plain validator of `schema`: true only where `Schema.is(schema)` is true. Null when the type side
+ * of the schema holds a node this does not follow. It may throw on a value nested too deep.
+ */
+export const plainValidator = <A, I>(schema: Schema.Schema<A, I>): ((value: unknown) => value is A) | null => {
+  try {
+    const check = compile(AST.typeAST(schema.ast), CHECKING)
+    return (value): value is A => check(value) !== UNDECIDED
   } catch (e) {
     if (e instanceof Unsupported) return null
     throw e

@@ -10,7 +10,10 @@
  *
  * `fileStorage`: a stream is a log directory, its text `<dir>/events.jsonl`,
  * written through a file opened in append mode (kept open until the scope
- * closes), read with node:fs; it wakes on `fs.watch` of the directory.
+ * closes), read with node:fs; it wakes on `fs.watch` of the directory. The
+ * size of a stream it has written is that of the file it holds (`fstat`: no
+ * path to resolve), unless that file was removed (it has no link left): then
+ * the path's, and the next write opens the file the path names.
  * `memoryStorage`: texts in a map, woken by its own writes.
  */
 import * as fs from "node:fs"
@@ -50,9 +53,12 @@ const pokedOrPolled = (pollMs: number, watch: (poke: () => void) => () => void) 
   })
 
 const writeAll = (fd: number, text: string): void => {
+  let written = fs.writeSync(fd, text)
+  const size = Buffer.byteLength(text, "utf8")
+  if (written === size) return
+  // Cut short: the rest, from its bytes.
   const bytes = Buffer.from(text, "utf8")
-  let written = 0
-  while (written < bytes.length) written += fs.writeSync(fd, bytes, written, bytes.length - written)
+  while (written < size) written += fs.writeSync(fd, bytes, written, size - written)
 }
 
 /** The file storage, its files open until the scope closes. */
@@ -69,6 +75,15 @@ const filesIn = (pollMs: number, fds: Map<string, number>): Storage => {
   const fileOf = (stream: string) => nodePath.join(stream, EVENTS_FILE)
   return {
     size: (stream) => {
+      const fd = fds.get(stream)
+      if (fd !== undefined) {
+        // Written here: the file it holds open tells its size, another process's appends included.
+        const held = fs.fstatSync(fd)
+        if (held.nlink > 0) return held.size
+        // Removed since: the path tells, and the next write opens what it names.
+        fds.delete(stream)
+        fs.closeSync(fd)
+      }
       try {
         return fs.statSync(fileOf(stream)).size
       } catch (cause) {

@@ -17,17 +17,19 @@ import { type Known, type KnownStreams, addLines, unknown, unreadable, versionOf
 import { EventStoreConflict, EventStoreError, type EventStoreFailure, type NewEvent } from "./event-store-types.ts"
 import { ioCause } from "./io-errors.ts"
 
-const envelopeOf = (item: NewEvent): { readonly event: Event; readonly meta: EventMeta | null } =>
-  "_tag" in item ? { event: item, meta: null } : { event: item.event, meta: item.meta }
+/** The event of an item, and the machine facts of its envelope (null when it has none). */
+const eventOf = (item: NewEvent): Event => ("_tag" in item ? item : item.event)
+const metaOf = (item: NewEvent): EventMeta | null => ("_tag" in item ? null : item.meta)
 
 /** The append of the store over `storage`, through what it knows of its streams. */
 export const storeAppender =
   (storage: Storage, { known, sync }: KnownStreams) =>
   (stream: string, items: ReadonlyArray<NewEvent>, expectedVersion: number): Either.Either<number, EventStoreFailure> => {
-    const envelopes = items.map(envelopeOf)
-    const invalid = envelopes.find((e) => !isEvent(e.event) || (e.meta !== null && !isEventMeta(e.meta)))
-    if (invalid !== undefined) {
-      return Either.left(new EventStoreError({ reason: "invalid_event", stream, detail: `${invalid.event._tag} does not fit its schema` }))
+    for (const item of items) {
+      const meta = metaOf(item)
+      if (!isEvent(eventOf(item)) || (meta !== null && !isEventMeta(meta))) {
+        return Either.left(new EventStoreError({ reason: "invalid_event", stream, detail: `${eventOf(item)._tag} does not fit its schema` }))
+      }
     }
     let found: Known | null
     try {
@@ -39,10 +41,15 @@ export const storeAppender =
     if (version !== expectedVersion) {
       return Either.left(new EventStoreConflict({ reason: "conflict", stream, expected: expectedVersion, actual: version }))
     }
-    if (envelopes.length === 0) return Either.right(version)
+    if (items.length === 0) return Either.right(version)
     const k = found ?? unknown()
-    const lines = envelopes.map((e) => encodeEnvelopeLine(e.event, e.meta))
-    const text = (k.tail !== null ? "\n" : "") + lines.map((line) => `${line}\n`).join("")
+    const lines: Array<string> = []
+    let text = k.tail !== null ? "\n" : ""
+    for (const item of items) {
+      const line = encodeEnvelopeLine(eventOf(item), metaOf(item))
+      lines.push(line)
+      text += `${line}\n`
+    }
     try {
       storage.write(stream, text)
     } catch (cause) {
@@ -54,16 +61,17 @@ export const storeAppender =
     if (k.tail !== null) addLines(k, decodeLines(k.tail.text, k.events.length, k.lines, k.memory))
     k.tail = null
     // What a reader would skip of these lines is skipped here too: the store knows what a read of the stream gives.
-    envelopes.forEach((e, i) => {
+    for (let i = 0; i < items.length; i++) {
+      const event = eventOf(items[i]!)
       k.lines += 1
-      const cause = admitLine(lines[i]!, e.event, k.memory)
+      const cause = admitLine(lines[i]!, event, k.memory)
       if (cause === null) {
-        k.events.push({ event: e.event, meta: e.meta, position: k.events.length, line: k.lines })
+        k.events.push({ event, meta: metaOf(items[i]!), position: k.events.length, line: k.lines })
       } else {
         k.skippedByCause[cause] += 1
         k.skipped += 1
       }
-    })
+    }
     k.size += storage.sizeOf(text)
     k.wholeSize = k.size
     known.set(stream, k)
