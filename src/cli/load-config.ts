@@ -12,6 +12,7 @@ import { readFileSync } from "node:fs"
 import { Effect, Either, Schema } from "effect"
 import { parse as parseYaml, YAMLParseError } from "yaml"
 import { type Config, type ConfigProblem, decodeConfig, formatProblem } from "../domain/config.ts"
+import { parseYamlSubset } from "../domain/yaml-subset.ts"
 
 /** Whether a config's `path` is the flag it was built from (`--model`, `--models`), not a file. */
 export const isFlag = (path: string): boolean => path.startsWith("--")
@@ -65,7 +66,9 @@ const yamlReason = (e: YAMLParseError): string =>
 export const parseConfigText = (text: string, path: string): Effect.Effect<unknown, ConfigError> =>
   Effect.suspend(() => {
     try {
-      return Effect.succeed(parseYaml(text) as unknown)
+      // The plain configs most are: read without the `yaml` package, to the same value (`yaml-subset.ts`).
+      const plain = parseYamlSubset(text)
+      return Effect.succeed(plain !== undefined ? plain : (parseYaml(text) as unknown))
     } catch (e) {
       const at = e instanceof YAMLParseError ? e.linePos?.[0] : undefined
       const message =

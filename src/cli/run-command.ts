@@ -13,6 +13,7 @@ import { resolve } from "node:path"
 import { Effect } from "effect"
 import { stringify as toYaml } from "yaml"
 import { formatProblem, maskSecrets, unknownKeys } from "../domain/config.ts"
+import { stringifyYamlSubset } from "../domain/yaml-emit.ts"
 import { EventStore } from "../services/event-store.ts"
 import { createLogDir, logBaseDir } from "../services/log-dir.ts"
 import { RunFiles, liveRunFiles } from "../services/run-files.ts"
@@ -37,12 +38,15 @@ export interface CliContext {
   readonly printError: (line: string) => void
 }
 
+/** YAML of `metadata`: the plain subset's writer when it can (`yaml-emit.ts`, the same text), else `yaml`'s. */
+const metadataText = (metadata: Record<string, unknown>): string => stringifyYamlSubset(metadata) ?? toYaml(metadata)
+
 /** `execution_metadata.yaml` of a new run in `logDir` (secrets masked): what `resume` reads the config from. */
 export const writeRunMetadata = (logDir: string, question: string, loaded: Pick<RunConfig, "path" | "raw">, ctx: Pick<CliContext, "cwd" | "argv" | "version">) =>
   Effect.flatMap(RunFiles, (f) =>
     f.write(
       METADATA_FILE,
-      toYaml({
+      metadataText({
         question,
         timestamp: new Date().toISOString(),
         // Absolute, so a resume from another directory finds it.
