@@ -24,7 +24,15 @@ export const oneLine = (text: string, max: number): string => {
 }
 
 /** `n` and the word, singular for one: "1 answer", "0 answers", "1,200 tokens". */
-export const count = (n: number, word: string, plural = `${word}s`): string => `${n.toLocaleString("en-US")} ${n === 1 ? word : plural}`
+export const count = (n: number, word: string, plural = `${word}s`): string => `${grouped(n)} ${n === 1 ? word : plural}`
+
+/**
+ * `n.toLocaleString("en-US")`: a safe integer's digits grouped by threes
+ * here, the rest by `toLocaleString`, whose first call loads the locale data
+ * (about 2 ms of a short run).
+ */
+export const grouped = (n: number): string =>
+  Number.isSafeInteger(n) && !Object.is(n, -0) ? `${n < 0 ? "-" : ""}${String(Math.abs(n)).replace(/\B(?=(\d{3})+$)/g, ",")}` : n.toLocaleString("en-US")
 
 /** A cost in dollars, or `$—` when nothing was priced (null). */
 export const formatCost = (cost: number | null): string => (cost === null ? "$—" : cost < 0.01 ? `$${cost.toFixed(4)}` : `$${cost.toFixed(2)}`)
