@@ -26,17 +26,21 @@ const UNUSUAL = /[^\x20-\x7e\u00a0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd
 /** `yaml`'s test for a string that cannot be plain (stringifyString.js, plainString). */
 const NOT_PLAIN = /^[\n\t ,[\]{}#&*!|>'"%@`]|^[?-]$|^[?-][ \t]|[\n:][ \t]|[ \t]\n|[\n\t ]#|[\n\t :]$/
 const DOCUMENT_MARKER = /^(%|---|\.\.\.)/m
-/** The core schema's tests of a plain scalar that is not a string: `yaml` quotes a string that passes one. */
-const NOT_STRING = [
-  /^(?:~|[Nn]ull|NULL)?$/,
-  /^(?:[Tt]rue|TRUE|[Ff]alse|FALSE)$/,
-  /^0o[0-7]+$/,
-  /^[-+]?[0-9]+$/,
-  /^0x[0-9a-fA-F]+$/,
-  /^(?:[-+]?\.(?:inf|Inf|INF)|\.nan|\.NaN|\.NAN)$/,
-  /^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)[eE][-+]?[0-9]+$/,
-  /^[-+]?(?:\.[0-9]+|[0-9]+\.[0-9]*)$/,
-]
+/** The core schema's tests of a plain scalar that is not a string (null, bool, int, float, in yaml's words), in one: `yaml` quotes a string that passes it. */
+const NOT_STRING = new RegExp(
+  [
+    /^(?:~|[Nn]ull|NULL)?$/,
+    /^(?:[Tt]rue|TRUE|[Ff]alse|FALSE)$/,
+    /^0o[0-7]+$/,
+    /^[-+]?[0-9]+$/,
+    /^0x[0-9a-fA-F]+$/,
+    /^(?:[-+]?\.(?:inf|Inf|INF)|\.nan|\.NaN|\.NAN)$/,
+    /^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)[eE][-+]?[0-9]+$/,
+    /^[-+]?(?:\.[0-9]+|[0-9]+\.[0-9]*)$/,
+  ]
+    .map((r) => `(?:${r.source})`)
+    .join("|"),
+)
 const KEY = /^[A-Za-z_][A-Za-z0-9_-]*$/
 /** Far below where `yaml` folds a line (80 columns less the indentation, never under 21). */
 const MAX_LINE = 70
@@ -48,7 +52,7 @@ const isPlainObject = (v: object): v is Record<string, unknown> => {
 
 const str = (s: string, column: number): string => {
   if (UNUSUAL.test(s) || DOCUMENT_MARKER.test(s) || column + s.length + 2 > MAX_LINE) return out()
-  if (!NOT_PLAIN.test(s) && !NOT_STRING.some((t) => t.test(s))) return s
+  if (!NOT_PLAIN.test(s) && !NOT_STRING.test(s)) return s
   // Quoted, double (no `"` in it), with nothing to escape (no `\`).
   return s.includes('"') || s.includes("\\") ? out() : `"${s}"`
 }
@@ -61,7 +65,7 @@ const scalar = (v: unknown, column: number): string => {
   return out()
 }
 
-const key = (k: string): string => (KEY.test(k) && !NOT_STRING.some((t) => t.test(k)) && k.length < 40 ? k : out())
+const key = (k: string): string => (KEY.test(k) && !NOT_STRING.test(k) && k.length < 40 ? k : out())
 
 /** The lines of `v` after `prefix` (`key:` or `-`), each at `indent` spaces when it takes lines of its own. */
 const entry = (prefix: string, v: unknown, indent: number, lines: Array<string>): void => {
