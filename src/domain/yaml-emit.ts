@@ -51,7 +51,7 @@ const isPlainObject = (v: object): v is Record<string, unknown> => {
 }
 
 const str = (s: string, column: number): string => {
-  if (UNUSUAL.test(s) || DOCUMENT_MARKER.test(s) || column + s.length + 2 > MAX_LINE) return out()
+  if (column + s.length + 2 > MAX_LINE || UNUSUAL.test(s) || DOCUMENT_MARKER.test(s)) return out()
   if (!NOT_PLAIN.test(s) && !NOT_STRING.test(s)) return s
   // Quoted, double (no `"` in it), with nothing to escape (no `\`).
   return s.includes('"') || s.includes("\\") ? out() : `"${s}"`

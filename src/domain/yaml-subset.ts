@@ -92,7 +92,12 @@ const quoted = (s: string, i: number): [string, number] => {
 }
 
 /** Without its trailing spaces (YAML's white space here: tabs are out of the subset, other Unicode spaces are content). */
-const trimSpacesEnd = (s: string): string => s.replace(/ +$/, "")
+const trimSpacesEnd = (s: string): string => {
+  // A loop, not / +$/: that regex is quadratic on a long run of spaces before the end.
+  let end = s.length
+  while (end > 0 && s.charCodeAt(end - 1) === 32) end--
+  return s.slice(0, end)
+}
 const trimSpacesStart = (s: string): string => s.replace(/^ +/, "")
 
 const skipSpaces = (s: string, i: number): number => {
