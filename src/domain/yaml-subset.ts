@@ -12,8 +12,8 @@
  * are not identifiers or that the core schema reads as null or a boolean, a
  * duplicate key (which `yaml` refuses), tabs, carriage returns, control
  * characters, escapes other than `\" \\ \n \t \/`, scalars that could be
- * read as octal, hex or special floats, and every syntax error. At 200
- * agents it reads a config in about a millisecond where `yaml` takes 50.
+ * read as octal, hex or special floats, and every syntax error. In the compiled
+ * binary it reads a 200-agent config in about 3 ms, where `yaml` takes 50.
  *
  * Words: *plain scalar* is YAML's unquoted scalar; *flow* is `{ }` / `[ ]`.
  */
