@@ -42,6 +42,14 @@ const massgenProblems = (doc: Record<string, unknown>): ReadonlyArray<ConfigProb
 
 const decodeStrict = Schema.decodeUnknownEither(ConfigFile, { errors: "all", onExcessProperty: "error" })
 
+/** Each mapping schema's fields by name, made once per schema (a config of 200 agents asks 400 times). */
+const propertyMaps = new WeakMap<SchemaAST.TypeLiteral, ReadonlyMap<PropertyKey, SchemaAST.AST>>()
+const propertiesOf = (ast: SchemaAST.TypeLiteral): ReadonlyMap<PropertyKey, SchemaAST.AST> => {
+  let map = propertyMaps.get(ast)
+  if (map === undefined) propertyMaps.set(ast, (map = new Map(ast.propertySignatures.map((p) => [p.name, p.type]))))
+  return map
+}
+
 /**
  * Whether decoding `value` as `ast` with excess properties refused is sure to
  * find none (false: it may find some). A walk of the value beside the schema
@@ -67,7 +75,7 @@ export const surelyNoExcessKeys = (ast: SchemaAST.AST, value: unknown): boolean 
     case "TypeLiteral": {
       if (scalar || Array.isArray(value)) return true
       const record = value as Record<PropertyKey, unknown>
-      const properties = new Map(ast.propertySignatures.map((p) => [p.name, p.type]))
+      const properties = propertiesOf(ast)
       const index = ast.indexSignatures
       if (index.length > 1 || (index.length === 1 && index[0]!.parameter._tag !== "StringKeyword")) return false
       return Reflect.ownKeys(record).every((key) => {
