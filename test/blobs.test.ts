@@ -1,8 +1,11 @@
 /**
  * The blob store's call-log form: what `compactJsonText` writes, `expandJson`
  * reads back as the same JSON, with every repeated long text or large block stored once.
+ * A blob's name is the SHA-256 of its UTF-8, as `node:crypto` computes it
+ * (lone surrogates written as U+FFFD).
  */
 import { describe, expect, test } from "bun:test"
+import { createHash } from "node:crypto"
 import fc from "fast-check"
 import { BLOB_MIN_CHARS, BLOB_MIN_JSON_CHARS, blobWriter, compactJsonText, expandJson, hashText } from "../src/services/blobs.ts"
 
@@ -67,5 +70,16 @@ describe("blobs", () => {
     expect(expandJson({ t: { $json: "c".repeat(64) } }, get)).toEqual({ t: null })
     expect(expandJson({ $json: a }, get)).toEqual({ x: [null] })
     expect(expandJson({ $blob: "../etc/passwd" }, get)).toBeNull()
+  })
+})
+
+describe("hashText", () => {
+  test("is node:crypto's SHA-256 of the text's UTF-8, lone surrogates included", () => {
+    fc.assert(
+      fc.property(fc.oneof(fc.string({ unit: "binary", maxLength: 300 }), fc.string({ unit: "grapheme", maxLength: 50 }), fc.constantFrom("", "\ud800", "a\udfffb")), (text) => {
+        expect(hashText(text)).toBe(createHash("sha256").update(text, "utf8").digest("hex"))
+      }),
+      { numRuns: 2000 },
+    )
   })
 })

@@ -11,7 +11,7 @@
  * terminal lives in a scope: closing it restores the terminal. The terminal
  * view's module (and `log-update` with it) is imported only when a run shows it.
  */
-import { isatty } from "node:tty"
+import { isatty } from "./tty.ts"
 import { Effect, type Scope } from "effect"
 import type { Event } from "../domain/events.ts"
 import { type State, advance, initialState } from "../domain/state.ts"

@@ -10,8 +10,9 @@
  */
 import { readFileSync } from "node:fs"
 import { Effect, Either, Schema } from "effect"
-import { parse as parseYaml, YAMLParseError } from "yaml"
+import type { YAMLParseError } from "yaml"
 import { type Config, type ConfigProblem, decodeConfig, formatProblem } from "../domain/config.ts"
+import { parseYamlSubset } from "../domain/yaml-subset.ts"
 
 /** Whether a config's `path` is the flag it was built from (`--model`, `--models`), not a file. */
 export const isFlag = (path: string): boolean => path.startsWith("--")
@@ -61,19 +62,30 @@ const yamlReason = (e: YAMLParseError): string =>
     .replace(/ at line \d+, column \d+:?\s*$/, "")
     .replace(/:\s*$/, "")
 
-/** Parses YAML text into a document, naming the line and column of a syntax error. */
+/**
+ * Parses YAML text into a document, naming the line and column of a syntax
+ * error. The plain configs most are read without the `yaml` package, to the
+ * same value (`yaml-subset.ts`); the package is loaded for the rest.
+ */
 export const parseConfigText = (text: string, path: string): Effect.Effect<unknown, ConfigError> =>
   Effect.suspend(() => {
-    try {
-      return Effect.succeed(parseYaml(text) as unknown)
-    } catch (e) {
-      const at = e instanceof YAMLParseError ? e.linePos?.[0] : undefined
-      const message =
-        e instanceof YAMLParseError
-          ? `invalid YAML at line ${at?.line ?? "?"}${at?.col !== undefined ? `, column ${at.col}` : ""}: ${yamlReason(e)}`
-          : `invalid YAML: ${String(e)}`
-      return fail("bad_yaml", path, [{ path: "", message }])
-    }
+    const plain = parseYamlSubset(text)
+    if (plain !== undefined) return Effect.succeed(plain)
+    return Effect.flatMap(
+      Effect.promise(() => import("yaml")),
+      (yaml) => {
+        try {
+          return Effect.succeed(yaml.parse(text) as unknown)
+        } catch (e) {
+          const at = e instanceof yaml.YAMLParseError ? e.linePos?.[0] : undefined
+          const message =
+            e instanceof yaml.YAMLParseError
+              ? `invalid YAML at line ${at?.line ?? "?"}${at?.col !== undefined ? `, column ${at.col}` : ""}: ${yamlReason(e)}`
+              : `invalid YAML: ${String(e)}`
+          return fail("bad_yaml", path, [{ path: "", message }])
+        }
+      },
+    )
   })
 
 export const decodeDocument = (

@@ -19,7 +19,7 @@
  * pays at start-up only for the code it uses; `main.ts` prints `--help` and
  * `--version` without loading this file at all.
  */
-import { isatty } from "node:tty"
+import { isatty } from "./tty.ts"
 import { Effect, Either } from "effect"
 import type { BackendError } from "../services/backend.ts"
 import type { DotEnvError, MissingKeyError } from "../services/backends/keys.ts"

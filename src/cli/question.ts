@@ -11,7 +11,7 @@
  * (`automation-output.ts`).
  */
 import { readFileSync } from "node:fs"
-import { isatty } from "node:tty"
+import { isatty } from "./tty.ts"
 import { Effect } from "effect"
 import { type QuestionSource, UsageError } from "./args.ts"
 import { readProblem } from "./load-config.ts"
@@ -24,7 +24,10 @@ export interface StdinSource {
 
 /** The process's standard input. */
 export const processStdin: StdinSource = {
-  isTTY: isatty(0),
+  // Asked when a question is to be read from it, not when this module loads.
+  get isTTY() {
+    return isatty(0)
+  },
   read: () => Bun.stdin.text().catch(() => ""),
 }
 

@@ -11,8 +11,8 @@
  */
 import { resolve } from "node:path"
 import { Effect } from "effect"
-import { stringify as toYaml } from "yaml"
 import { formatProblem, maskSecrets, unknownKeys } from "../domain/config.ts"
+import { stringifyYamlSubset } from "../domain/yaml-emit.ts"
 import { EventStore } from "../services/event-store.ts"
 import { createLogDir, logBaseDir } from "../services/log-dir.ts"
 import { RunFiles, liveRunFiles } from "../services/run-files.ts"
@@ -24,7 +24,7 @@ import { runDisplay } from "./display.ts"
 import { jitForRun } from "./jit-policy.ts"
 import { type RunConfig, makeAgentTools, makeBackends, resolveRunConfig, unpricedUnderBudget } from "./run-setup.ts"
 import { runSession } from "./run-session.ts"
-import { METADATA_FILE } from "./run-dir.ts"
+import { METADATA_FILE } from "../domain/run-paths.ts"
 
 export interface CliContext {
   readonly env: Readonly<Record<string, string | undefined>>
@@ -37,26 +37,30 @@ export interface CliContext {
   readonly printError: (line: string) => void
 }
 
+/** YAML of `metadata`: the plain subset's writer when it can (`yaml-emit.ts`, the same text), else `yaml`'s, loaded then. */
+const metadataText = (metadata: Record<string, unknown>): Effect.Effect<string> => {
+  const plain = stringifyYamlSubset(metadata)
+  return plain !== undefined ? Effect.succeed(plain) : Effect.map(Effect.promise(() => import("yaml")), (yaml) => yaml.stringify(metadata))
+}
+
 /** `execution_metadata.yaml` of a new run in `logDir` (secrets masked): what `resume` reads the config from. */
 export const writeRunMetadata = (logDir: string, question: string, loaded: Pick<RunConfig, "path" | "raw">, ctx: Pick<CliContext, "cwd" | "argv" | "version">) =>
-  Effect.flatMap(RunFiles, (f) =>
-    f.write(
-      METADATA_FILE,
-      toYaml({
-        question,
-        timestamp: new Date().toISOString(),
-        // Absolute, so a resume from another directory finds it.
-        config_path: loaded.path === null ? null : resolve(ctx.cwd, loaded.path),
-        config: maskSecrets(loaded.raw),
-        cli_args: maskSecrets({ argv: ctx.argv }),
-        massgen_version: buildIdentity().version,
-        runtime: `bun ${Bun.version}`,
-        build: buildIdentity(),
-        working_directory: ctx.cwd,
-        log_dir: logDir,
-      }),
-    ),
-  ).pipe(Effect.provide(liveRunFiles(logDir)))
+  Effect.flatMap(
+    metadataText({
+      question,
+      timestamp: new Date().toISOString(),
+      // Absolute, so a resume from another directory finds it.
+      config_path: loaded.path === null ? null : resolve(ctx.cwd, loaded.path),
+      config: maskSecrets(loaded.raw),
+      cli_args: maskSecrets({ argv: ctx.argv }),
+      massgen_version: buildIdentity().version,
+      runtime: `bun ${Bun.version}`,
+      build: buildIdentity(),
+      working_directory: ctx.cwd,
+      log_dir: logDir,
+    }),
+    (text) => Effect.flatMap(RunFiles, (f) => f.write(METADATA_FILE, text)).pipe(Effect.provide(liveRunFiles(logDir))),
+  )
 
 /**
  * A new run's log directory, with its `execution_metadata.yaml` (secrets masked;

@@ -13,6 +13,7 @@ import { existsSync, readFileSync, statSync } from "node:fs"
 import { join, resolve } from "node:path"
 import { Effect, Either, Schema } from "effect"
 import { parse as parseYaml } from "yaml"
+import { METADATA_FILE } from "../domain/run-paths.ts"
 import type { Config } from "../domain/config.ts"
 import { decodeConfig } from "../domain/config.ts"
 import type { RecordedCall } from "../domain/replay.ts"
@@ -116,13 +117,13 @@ const decodeWith = (raw: unknown, env: Env): Either.Either<Config, string> =>
 const hasMasked = (value: unknown): boolean =>
   typeof value === "string" ? value.includes("***") : typeof value === "object" && value !== null && Object.values(value).some(hasMasked)
 
+/** The file `resume` and `replay` read a run's config from, named where the run's files are (`run-paths.ts`). */
+export { METADATA_FILE }
+
 /**
  * The run's config: the copy in execution_metadata.yaml, or the file it was
  * read from when the copy had a secret masked out of it.
  */
-/** The file of a run's log directory that `resume` and `replay` read its config from (`writeRunMetadata` writes it). */
-export const METADATA_FILE = "execution_metadata.yaml"
-
 export const runDirConfig = (dir: string, env: Env): Effect.Effect<RecordedConfig, RunDirError> =>
   Effect.suspend(() => {
     const fail = (detail: string) => Effect.fail(new RunDirError({ reason: "bad_config", path: dir, detail }))

@@ -7,9 +7,11 @@
  * MassGen's own validator refuses (an agent without `id`); and a
  * `logging_enabled: false` that is not honoured. `unknownKeys(raw)` is the
  * warnings of these, what a run prints and goes on. `rawAgents`, `field` and
- * `unsupportedAgentsOf` read the document before it is decoded. Pure.
+ * `unsupportedAgentsOf` read the document before it is decoded. The unknown
+ * keys come from a strict decode (excess keys refused), which a document that
+ * `surelyNoExcessKeys` clears is spared. Pure.
  */
-import { Either, ParseResult, Schema } from "effect"
+import { Either, ParseResult, Schema, type SchemaAST } from "effect"
 import { type ConfigProblem, formatPath } from "./config-schema.ts"
 import { UNSUPPORTED_BACKENDS, type UnknownKey, featureProblems } from "./config-compat.ts"
 import { ConfigFile } from "./config-file.ts"
@@ -40,8 +42,62 @@ const massgenProblems = (doc: Record<string, unknown>): ReadonlyArray<ConfigProb
 
 const decodeStrict = Schema.decodeUnknownEither(ConfigFile, { errors: "all", onExcessProperty: "error" })
 
+/** Each mapping schema's fields by name, made once per schema (a config of 200 agents asks 400 times). */
+const propertyMaps = new WeakMap<SchemaAST.TypeLiteral, ReadonlyMap<PropertyKey, SchemaAST.AST>>()
+const propertiesOf = (ast: SchemaAST.TypeLiteral): ReadonlyMap<PropertyKey, SchemaAST.AST> => {
+  let map = propertyMaps.get(ast)
+  if (map === undefined) propertyMaps.set(ast, (map = new Map(ast.propertySignatures.map((p) => [p.name, p.type]))))
+  return map
+}
+
+/**
+ * Whether decoding `value` as `ast` with excess properties refused is sure to
+ * find none (false: it may find some). A walk of the value beside the schema
+ * that answers true only where it follows the decoder exactly: mappings
+ * (checked key by key, string-keyed records through their values), optional
+ * fields, refinements, arrays; false at anything else that holds a mapping
+ * or a list (a union of several members), and at every transformation or
+ * recursion, which may make a mapping of anything.
+ */
+export const surelyNoExcessKeys = (ast: SchemaAST.AST, value: unknown): boolean => {
+  const scalar = value === null || typeof value !== "object"
+  switch (ast._tag) {
+    case "Refinement":
+      return surelyNoExcessKeys(ast.from, value)
+    case "Union": {
+      if (scalar) return ast.types.every((t) => surelyNoExcessKeys(t, value))
+      const members = ast.types.filter((t) => t._tag !== "UndefinedKeyword")
+      return members.length === 1 && surelyNoExcessKeys(members[0]!, value)
+    }
+    case "TupleType":
+      if (!Array.isArray(value)) return true
+      return ast.elements.length === 0 && ast.rest.length === 1 && value.every((item) => surelyNoExcessKeys(ast.rest[0]!.type, item))
+    case "TypeLiteral": {
+      if (scalar || Array.isArray(value)) return true
+      const record = value as Record<PropertyKey, unknown>
+      const properties = propertiesOf(ast)
+      const index = ast.indexSignatures
+      if (index.length > 1 || (index.length === 1 && index[0]!.parameter._tag !== "StringKeyword")) return false
+      return Reflect.ownKeys(record).every((key) => {
+        const type = properties.get(key) ?? (typeof key === "string" ? index[0]?.type : undefined)
+        return type !== undefined && surelyNoExcessKeys(type, record[key])
+      })
+    }
+    // A transformation may make a mapping of a scalar (parseJson); these are not followed.
+    case "Suspend":
+    case "Transformation":
+    case "Declaration":
+      return false
+    default:
+      // Keywords, literals, enums: no mapping is taken apart, none is made.
+      return true
+  }
+}
+
 /** The keys the config schema does not know, each with the keys it knows there. Script steps are left out (their union would report the keys of the other step kinds). */
 const unknownKeyList = (raw: unknown): ReadonlyArray<UnknownKey> => {
+  // The strict decode costs most of a config's reading (each key of each mapping is checked as a union of the known ones): a document the walk clears has none.
+  if (surelyNoExcessKeys(ConfigFile.ast, raw)) return []
   const decoded = decodeStrict(raw)
   if (Either.isRight(decoded)) return []
   const seen = new Set<string>()

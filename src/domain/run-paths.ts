@@ -22,6 +22,8 @@ import { Schema } from "effect"
 
 export const MAX_NAME_LENGTH = 64
 export const AGENT_OUTPUTS_DIR = "agent_outputs"
+/** The file of a run's log directory that `resume` and `replay` read its config from (`writeRunMetadata` writes it). */
+export const METADATA_FILE = "execution_metadata.yaml"
 const REASONING_SUFFIX = ".reasoning"
 
 const shown = (name: string): string =>

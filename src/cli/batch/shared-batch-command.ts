@@ -48,7 +48,7 @@ export const sharedBatchCommand = (args: SharedBatchArgs, ctx: CliContext) =>
     }
     fs.mkdirSync(dir, { recursive: true, mode: PRIVATE_DIR_MODE })
     // The runs' whole files (call logs, blobs, long tool results, config): `replay` works on an exported item.
-    const { exportRunFiles } = await import("../../services/run-files-shared.ts")
+    const { exportRunFiles } = await import("../../services/run-files-shared-postgres.ts")
     await exportRunFiles(args.engine, `${args.batch}/`, dir)
     const local = results.map((r) => ({ ...r, log_dir: itemDir(dir, r.id), answer_file: r.answer_file === null ? null : join(itemDir(dir, r.id), r.answer_file.slice(r.log_dir.length + 1)) }))
     fs.writeFileSync(join(dir, RESULTS_FILE), local.map((r) => `${JSON.stringify(r)}\n`).join(""), { mode: PRIVATE_FILE_MODE })

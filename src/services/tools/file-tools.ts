@@ -20,7 +20,6 @@
  * run recorded and whose file already holds the intended content is not done
  * again, only recorded.
  */
-import { createHash } from "node:crypto"
 import { existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs"
 import * as nodePath from "node:path"
 import { Effect } from "effect"
@@ -73,7 +72,8 @@ const stringArg = (args: Record<string, unknown>, key: string): string => {
   return value
 }
 
-const sha256 = (data: string | Buffer): string => createHash("sha256").update(data).digest("hex")
+/** Bun's hasher: `node:crypto` would load Bun's node streams into every run. */
+const sha256 = (data: string | Buffer): string => Bun.CryptoHasher.hash("sha256", data, "hex")
 
 export interface FileToolsInput {
   /** The agent's workspace (absolute), or null. */
