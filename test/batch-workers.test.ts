@@ -99,10 +99,15 @@ const stopAll = async (workers: ReadonlyArray<RunningCli>): Promise<string> => {
 describe("massgen worker: one batch, several workers, one Postgres", () => {
   test("3 workers take 30 items; one is killed -9 mid-run; the others finish everything, one result per item, one writer at a time", async () => {
     await queue("thirty", 30)
-    const workers = await Promise.all([worker(), worker(), worker()])
+    // The victim starts first and is running items before the others start: on a loaded machine a worker
+    // that started last could find every item taken.
+    const workers = [await worker()]
+    const victim = workers[0]!
     try {
+      // (The shared log's table is made by the first worker.)
+      await until("the victim runs an item", () => pg.psql("SELECT to_regclass('massgen_event_chunks') IS NOT NULL").trim() === "t" && runningBy(victim.proc.pid) > 0, 120_000)
+      workers.push(...(await Promise.all([worker(), worker()])))
       await waitForResults("thirty", 5, 120_000)
-      const victim = workers[0]!
       // Mid-run: the victim is killed while it writes an item's run (the queue may have given it none yet).
       const deadline = Date.now() + 60_000
       while (runningBy(victim.proc.pid) === 0) {

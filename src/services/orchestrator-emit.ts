@@ -2,7 +2,8 @@
  * The orchestrator's emit path: how an event becomes a fact of the run.
  *
  * Contract: `emitAll(events)` appends the events in one write (under the emit
- * lock: one append at a time), then folds them into the run's state and shows
+ * lock, `fiber-lock.ts`: one append at a time, run to its end once begun, so
+ * an interrupt never leaves the log holding an event the state does not), then folds them into the run's state and shows
  * each to the observer; the log holds every fact the state knows. It never
  * fails: a failed write is recorded (`RunContext.failStorage`), the state stays
  * as it was, and nothing more is appended. Nothing is appended after
@@ -19,7 +20,7 @@
  */
 import { hostname } from "node:os"
 import * as nodePath from "node:path"
-import { Effect, Option, Ref } from "effect"
+import { Effect, Option } from "effect"
 import { mayStartCall, updateFor } from "../domain/decide.ts"
 import type { Event } from "../domain/events.ts"
 import { requestText, updateMessage } from "../domain/prompts.ts"
@@ -28,6 +29,7 @@ import { agentFile } from "../domain/run-paths.ts"
 import { type State, evolve } from "../domain/state.ts"
 import { EVENTS_FILE, EventStore, type EventStoreFailure, type NewEvent } from "./event-store.ts"
 import { type RunContext, isoNow, workKey } from "./orchestrator-types.ts"
+import { makeFiberLock } from "./fiber-lock.ts"
 import { RunFiles } from "./run-files.ts"
 import { Workspaces } from "./tools/workspace.ts"
 
@@ -43,7 +45,8 @@ export type Emitter = Effect.Effect.Success<ReturnType<typeof makeEmitter>>
 
 export const makeEmitter = (run: RunContext) =>
   Effect.gen(function* () {
-    const { input, stateRef, fatal, failStorage, contexts } = run
+    const { input, fatal, failStorage, contexts } = run
+    const current = run.state
     const store = yield* EventStore
     const files = yield* RunFiles
     const workspaces = Option.getOrNull(yield* Effect.serviceOption(Workspaces))
@@ -53,7 +56,7 @@ export const makeEmitter = (run: RunContext) =>
     const machineFacts = { log_dir: input.logDir, pid: input.pid, host: hostname(), version: input.version }
     const enveloped = (event: Event): NewEvent =>
       event._tag === "run_started" || event._tag === "run_resumed" ? { event, meta: machineFacts } : event
-    const emitLock = yield* Effect.makeSemaphore(1)
+    const emitLock = makeFiberLock()
     /** Calls refused at their call_start (`mayStartCall`): the budget was spent or the run ended. */
     const refusedCalls = new Set<number>()
     const failLog = (e: EventStoreFailure) =>
@@ -68,8 +71,8 @@ export const makeEmitter = (run: RunContext) =>
      */
     const appendAll = (given: ReadonlyArray<Event>): Effect.Effect<void> =>
       Effect.gen(function* () {
-        const before = yield* Ref.get(stateRef)
-        const broken = (yield* Ref.get(fatal)) !== null
+        const before = current.current
+        const broken = fatal.current !== null
         let state = before
         const accepted: Array<readonly [Event, State]> = []
         for (const next of given) {
@@ -131,23 +134,23 @@ export const makeEmitter = (run: RunContext) =>
           const settled = yield* Effect.either(store.settled(input.logDir))
           if (settled._tag === "Left") return yield* failLog(settled.left)
         }
-        yield* Ref.set(stateRef, state)
+        current.current = state
         if (observe) for (const [event, after] of accepted) yield* observe.onEvent(event, after)
       })
-    const emitAll = (given: ReadonlyArray<Event>): Effect.Effect<void> => emitLock.withPermits(1)(appendAll(given))
+    const emitAll = (given: ReadonlyArray<Event>): Effect.Effect<void> => emitLock.withLock(appendAll(given))
     const emit = (event: Event): Effect.Effect<void> => emitAll([event])
 
     /** Injection: the latest answers into `agent`'s round in flight, decided and recorded under the emit lock. */
     const injectUpdate = (agent: string, round: number, afterVote: boolean) =>
-      emitLock.withPermits(1)(
+      emitLock.withLock(
         Effect.gen(function* () {
-          const state = yield* Ref.get(stateRef)
+          const state = current.current
           const latest = updateFor(state, agent, round)
           if (latest === null) return null
           const before = shownAnswers(state, state.agents.find((a) => a.info.id === agent)?.inFlight?.shown ?? [])
           yield* appendAll([{ _tag: "update_injected", time: yield* isoNow, agent, round, shown: latest, after_vote: afterVote }])
           // Not recorded (the run is stopping, or a write failed): nothing reaches the round.
-          if (updateFor(yield* Ref.get(stateRef), agent, round) !== null) return null
+          if (updateFor(current.current, agent, round) !== null) return null
           const shown = shownAnswers(state, latest)
           const key = workKey(agent, round)
           const seen = contexts.get(key)

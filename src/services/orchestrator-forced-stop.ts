@@ -8,7 +8,7 @@
  * unless the run finished or a write already failed, and writes the last
  * `status.json` from that log.
  */
-import { Effect, Ref } from "effect"
+import { Effect } from "effect"
 import { stopRun } from "../domain/decide.ts"
 import { evolve, foldEvents } from "../domain/state.ts"
 import { project } from "../domain/status.ts"
@@ -26,7 +26,7 @@ export const onRunForcedStop = ({ input, fatal }: RunContext) =>
       const read = Effect.runSync(store.read(input.logDir))
       let state = foldEvents(read.events.map((stored) => stored.event))
       let at = read.version
-      if (state.finished === null && Effect.runSync(Ref.get(fatal)) === null) {
+      if (state.finished === null && fatal.current === null) {
         const time = new Date(Math.max(Date.now(), state.lastTime)).toISOString()
         for (const event of stopRun(state, "interrupted", "stopped by a second signal", time)) {
           at = Effect.runSync(store.append(input.logDir, [event], at))

@@ -8,7 +8,7 @@
  * from the rebuilt round machines (`domain/resume-plan.ts`): nothing recorded
  * is asked of a model or run again.
  */
-import { Effect, Ref } from "effect"
+import { Effect } from "effect"
 import { resumePlan } from "../domain/resume-plan.ts"
 import { type State, advance, initialState } from "../domain/state.ts"
 import { Backends } from "./backend.ts"
@@ -16,7 +16,7 @@ import type { Emitter } from "./orchestrator-emit.ts"
 import type { Rounds } from "./orchestrator-rounds.ts"
 import { type RunContext, isoNow } from "./orchestrator-types.ts"
 
-export const openRun = ({ input, settings, stateRef }: RunContext, { emit }: Emitter, rounds: Rounds, recorded: State | null) =>
+export const openRun = ({ input, settings, state }: RunContext, { emit }: Emitter, rounds: Rounds, recorded: State | null) =>
   Effect.gen(function* () {
     const { config } = input
     const backends = yield* Backends
@@ -29,7 +29,7 @@ export const openRun = ({ input, settings, stateRef }: RunContext, { emit }: Emi
           yield* input.observe.onEvent(event, replayed)
         }
       }
-      yield* Ref.set(stateRef, recorded)
+      state.current = recorded
       // The work in flight goes on where it was: nothing recorded is asked of a model or run again.
       const plan = resumePlan(
         input.resume.events,
@@ -48,7 +48,7 @@ export const openRun = ({ input, settings, stateRef }: RunContext, { emit }: Emi
         continued_rounds: plan.continuedRounds,
         presentation_continued: plan.presentationContinued,
       })
-      const now = yield* Ref.get(stateRef)
+      const now = state.current
       for (const a of now.agents) if (a.inFlight !== null) yield* rounds.startRound(now, a.info.id, a.inFlight.round, plan.machines.get(a.info.id))
       const p = now.presentation
       if (plan.presentationContinued && p !== null && now.final === null) yield* rounds.startPresentation(now, p.agent, plan.machines.get(p.agent))

@@ -32,7 +32,7 @@ import { makeToolRunner } from "./tools/tool-runner.ts"
 
 export const makeRounds = (run: RunContext, emitter: Emitter, work: Work) =>
   Effect.gen(function* () {
-    const { input, settings, stateRef, fatal, inbox, failStorage, contexts, callSentAt } = run
+    const { input, settings, state, fatal, inbox, failStorage, contexts, callSentAt } = run
     const { config } = input
     const { emit } = emitter
     const files = yield* RunFiles
@@ -60,9 +60,9 @@ export const makeRounds = (run: RunContext, emitter: Emitter, work: Work) =>
           // A refused call never starts: the run is stopping, so its round ends here.
           if (event._tag === "call_start" && emitter.wasRefused(event.call)) return yield* Effect.interrupt
           // Not recorded durably (a write or the barrier failed): the effect it announces does not happen.
-          if (announcesEffect(event) && (yield* Ref.get(fatal)) !== null) return yield* Effect.interrupt
+          if (announcesEffect(event) && fatal.current !== null) return yield* Effect.interrupt
           if (event._tag === "call_start") callSentAt.set(workKey(event.agent, event.role === "presentation" ? "present" : event.round), yield* Clock.currentTimeMillis)
-          if (event._tag === "call_end" && budgetSpent(yield* Ref.get(stateRef))) yield* Queue.offer(inbox, { _tag: "wake" })
+          if (event._tag === "call_end" && budgetSpent(state.current)) yield* Queue.offer(inbox, { _tag: "wake" })
         }),
       now: isoNow,
       nextCallNumber: Ref.updateAndGet(callCounter, (n) => n + 1),
@@ -90,7 +90,7 @@ export const makeRounds = (run: RunContext, emitter: Emitter, work: Work) =>
       writeLog: (n, record) =>
         files.write(`tool_log/${n}.json`, `${JSON.stringify(record, null, 2)}\n`).pipe(Effect.catchAll((e) => failStorage("tool_log", e.path, e.detail))),
       digest: hashText,
-      state: Ref.get(stateRef),
+      state: Effect.sync(() => state.current),
       ...(config.toolTimeoutSeconds !== undefined ? { timeoutSeconds: config.toolTimeoutSeconds } : {}),
     })
 

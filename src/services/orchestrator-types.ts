@@ -6,8 +6,11 @@
  * (`agent#round`, or `agent#present`); the *inbox* is where the replies of work
  * and the stops from outside come in; the run is *broken* once a file it must
  * keep could not be written (`fatal` holds why), and then appends nothing more.
+ * A *cell* holds a value the run's fibers share: they run one at a time, so
+ * it is read and set without an Effect (a `Ref` cost each read two steps of
+ * the fiber runtime, some 30 per model call).
  */
-import { Effect, Queue, Ref } from "effect"
+import { Effect, Queue } from "effect"
 import type { Config } from "../domain/config.ts"
 import type { Reply } from "../domain/decide.ts"
 import type { ConversationMessage, Event, FinishReason, RunSettings } from "../domain/events.ts"
@@ -76,19 +79,24 @@ export const workKey = (agent: string, round: number | "present"): string => `${
 
 export const isoNow = Effect.clockWith((c) => c.currentTimeMillis).pipe(Effect.map((ms) => new Date(ms).toISOString()))
 
+/** A value the fibers of one run share (see *cell* above). */
+export interface Cell<A> {
+  current: A
+}
+
 /** What the parts of one run's orchestration share. */
 export interface RunContext {
   readonly input: RunInput
   /** The run's settings: a resumed run keeps those it was started with. */
   readonly settings: RunSettings
   /** The fold of every event appended: it changes only when an event is. */
-  readonly stateRef: Ref.Ref<State>
+  readonly state: Cell<State>
   readonly inbox: Queue.Queue<Input>
   /** The first failure to write a file the run must keep; once set, nothing more is appended and the run stops. */
-  readonly fatal: Ref.Ref<RunStorageError | null>
+  readonly fatal: Cell<RunStorageError | null>
   /** Records a failure to write a file the run must keep (the first one only) and wakes the run to stop. */
   readonly failStorage: (kind: StorageKind, path: string, cause: string) => Effect.Effect<void>
-  readonly isBroken: Effect.Effect<boolean>
+  readonly isBroken: () => boolean
   /** The base request of each piece of work, by `workKey`: what the winner saw, for `final/<winner>/context.txt`. */
   readonly contexts: Map<string, LlmRequest>
   /** When the latest call of each piece of work went out (the Effect clock, ms), by `workKey`: when its reply may be due. */
@@ -98,20 +106,21 @@ export interface RunContext {
 export const makeRunContext = (input: RunInput, settings: RunSettings): Effect.Effect<RunContext> =>
   Effect.gen(function* () {
     const inbox = yield* Queue.unbounded<Input>()
-    const fatal = yield* Ref.make<RunStorageError | null>(null)
+    const fatal: Cell<RunStorageError | null> = { current: null }
     const failStorage = (kind: StorageKind, path: string, cause: string) =>
-      Effect.gen(function* () {
-        const error = new RunStorageError({ kind, path, cause, logDir: input.logDir })
-        if (yield* Ref.modify(fatal, (f) => (f === null ? [true, error] : [false, f]))) yield* Queue.offer(inbox, { _tag: "fatal" })
+      Effect.suspend(() => {
+        if (fatal.current !== null) return Effect.void
+        fatal.current = new RunStorageError({ kind, path, cause, logDir: input.logDir })
+        return Queue.offer(inbox, { _tag: "fatal" })
       })
     return {
       input,
       settings,
-      stateRef: yield* Ref.make<State>(initialState),
+      state: { current: initialState },
       inbox,
       fatal,
       failStorage,
-      isBroken: Effect.map(Ref.get(fatal), (f) => f !== null),
+      isBroken: () => fatal.current !== null,
       contexts: new Map(),
       callSentAt: new Map(),
     }

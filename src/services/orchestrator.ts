@@ -40,7 +40,7 @@
  * `orchestrator-opening.ts` (a run's start, or its resume),
  * `orchestrator-forced-stop.ts` (what a second signal leaves).
  */
-import { Duration, Effect, Fiber, Queue, Ref, Schedule } from "effect"
+import { Duration, Effect, Fiber, Queue, Schedule } from "effect"
 import { commandEvents, decide, judgeReply, stopRun } from "../domain/decide.ts"
 import type { Event } from "../domain/events.ts"
 import { type State, activeMs, evolve, foldEvents } from "../domain/state.ts"
@@ -67,7 +67,7 @@ export const runCoordination = (input: RunInput) =>
     // A resumed run keeps the settings it was started with.
     const settings = recorded?.run?.settings ?? config.settings
     const run = yield* makeRunContext(input, settings)
-    const { stateRef, inbox, fatal, failStorage, isBroken } = run
+    const { state, inbox, fatal, failStorage, isBroken } = run
     const emitter = yield* makeEmitter(run)
     const { emitAll } = emitter
     const work = yield* makeWork(run)
@@ -76,7 +76,7 @@ export const runCoordination = (input: RunInput) =>
 
     const writeStatus = Effect.gen(function* () {
       const now = yield* Effect.clockWith((c) => c.currentTimeMillis)
-      yield* status.write(project(yield* Ref.get(stateRef), now, input.logDir)).pipe(
+      yield* status.write(project(state.current, now, input.logDir)).pipe(
         Effect.catchAll((e) => failStorage("status", e.path, e.detail)),
       )
     })
@@ -90,15 +90,15 @@ export const runCoordination = (input: RunInput) =>
      */
     const drive = Effect.gen(function* () {
       for (;;) {
-        if (yield* isBroken) return
-        const commands = decide(yield* Ref.get(stateRef))
+        if (isBroken()) return
+        const commands = decide(state.current)
         if (commands.length === 0) return
         yield* stopWork(commands.flatMap((c) => (c._tag === "CancelRound" ? [workKey(c.agent, c.round)] : [])))
         if (commands.some((c) => c._tag === "FinishRun" || c._tag === "StopRun")) yield* stopAll
         const time = yield* isoNow
-        const before = yield* Ref.get(stateRef)
+        const before = state.current
         yield* emitAll(commands.flatMap((c) => commandEvents(before, c, time)))
-        const after = yield* Ref.get(stateRef)
+        const after = state.current
         if (after === before) return
         for (const command of commands) yield* rounds.start(after, command)
       }
@@ -109,7 +109,7 @@ export const runCoordination = (input: RunInput) =>
 
     /** Stops the run on a failed write: the work ends, nothing more is written, and the run fails with why. */
     const stopBroken = Effect.gen(function* () {
-      const error = yield* Ref.get(fatal)
+      const error = fatal.current
       if (error === null) return
       yield* stopAll
       return yield* Effect.fail(error)
@@ -134,13 +134,13 @@ export const runCoordination = (input: RunInput) =>
     yield* onRunForcedStop(run)
     yield* drive
     yield* stopBroken
-    while ((yield* Ref.get(stateRef)).finished === null) {
+    while (state.current.finished === null) {
       const batch = yield* takeBatch
       const replies = batch.flatMap((x) => (x._tag === "reply" ? [x.reply] : []))
       for (const r of replies) work.replied(replyKey(r))
       // Every reply of the batch is judged before anything is decided, each against the state its predecessors left.
       const time = yield* isoNow
-      let judged = yield* Ref.get(stateRef)
+      let judged = state.current
       const events: Array<Event> = []
       for (const reply of replies) {
         for (const event of judgeReply(judged, reply, time)) {
@@ -153,10 +153,10 @@ export const runCoordination = (input: RunInput) =>
       for (const next of batch) {
         if (next._tag !== "stop") continue
         const judge = (state: State, at: string) => stopRun(state, next.reason, next.message, at)
-        if (judge(yield* Ref.get(stateRef), yield* isoNow).length > 0) {
+        if (judge(state.current, yield* isoNow).length > 0) {
           // The work still running ends (its calls record call_end) before the stop, which is judged after it.
           yield* stopAll
-          yield* emitAll(judge(yield* Ref.get(stateRef), yield* isoNow))
+          yield* emitAll(judge(state.current, yield* isoNow))
         }
       }
       // A failed write leaves the state as it was: the rest of the batch appends nothing, and the run stops here.
@@ -165,7 +165,7 @@ export const runCoordination = (input: RunInput) =>
       yield* stopBroken
     }
     yield* stopAll
-    const final = yield* Ref.get(stateRef)
+    const final = state.current
     // The ticker's write in flight, if any, lands first: the final status is the last one written.
     yield* Fiber.interrupt(statusTicker)
     yield* files.flush
