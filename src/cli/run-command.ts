@@ -100,8 +100,8 @@ export const runCommand = (args: RunArgs, ctx: CliContext) =>
     if (session !== null) addTurn(session.dir, session.id, logDir)
     if (args.automation) for (const line of automationHeader(logDir, args.question)) ctx.print(line)
     if (args.automation && session !== null) ctx.print(`SESSION: ${session.id}`)
-    // The coordination's many small steps gain little from the JIT but its memory.
-    jitForRun()
+    // The coordination's many small steps gain little from the JIT but its memory, unless it has many agents.
+    jitForRun(loaded.config.agents.length)
     return yield* runSession({
       logDir,
       config: loaded.config,
