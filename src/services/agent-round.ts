@@ -119,6 +119,9 @@ type Outcome = { readonly _tag: "reply"; readonly reply: LlmReply } | { readonly
 const backoffSeconds = (retry: number) =>
   Random.nextRange(0.8, 1.2).pipe(Effect.map((jitter) => Math.min(30, 2 ** (retry - 1)) * jitter))
 
+/** A clock reading as an event's time (what `deps.now` gives, from a reading the call takes anyway). */
+const isoOf = (ms: number): string => new Date(ms).toISOString()
+
 const secs = (s: number) => `${Number(s.toFixed(1))}s`
 
 /** Why a retry is not waited for: its delay would end at or after the round's deadline. */
@@ -142,8 +145,8 @@ const callWithRetries = (
     const { backend, agent, round } = input
     for (let retry = 0; ; retry++) {
       const call = yield* deps.nextCallNumber
-      const started = yield* Effect.clockWith((c) => c.currentTimeMillis)
-      yield* deps.emit({ _tag: "call_start", time: yield* deps.now, call, agent, round, role, model: backend.model, attempt })
+      const started = yield* Clock.currentTimeMillis
+      yield* deps.emit({ _tag: "call_start", time: isoOf(started), call, agent, round, role, model: backend.model, attempt })
       const record = (text: string) => (deps.record ? deps.record(agent, text) : Effect.void)
       yield* record(callHeader(round, call, role === "presentation"))
       let stream = backend.call(request, (chunk) => (chunk._tag === "text" ? deps.onText(agent, chunk.text) : deps.onReasoning(agent, chunk.text)))
@@ -159,11 +162,11 @@ const callWithRetries = (
       /** The call's call_end: with the reply's usage, or the error (a cut-off call's is "cancelled"). */
       const callEnd = (reply: LlmReply | null, error: string | null) =>
         Effect.gen(function* () {
-          const ended = yield* Effect.clockWith((c) => c.currentTimeMillis)
+          const ended = yield* Clock.currentTimeMillis
           const usage = reply?.usage
           yield* deps.emit({
             _tag: "call_end",
-            time: yield* deps.now,
+            time: isoOf(ended),
             call,
             agent,
             round,

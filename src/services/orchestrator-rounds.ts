@@ -55,14 +55,16 @@ export const makeRounds = (run: RunContext, emitter: Emitter, work: Work) =>
     const deps: RoundDeps = {
       runTools: (agent, round, role, calls) => runTools(agent, round, role, calls),
       emit: (event) =>
-        Effect.gen(function* () {
-          yield* emit(event)
+        Effect.flatMap(emit(event), () => {
           // A refused call never starts: the run is stopping, so its round ends here.
-          if (event._tag === "call_start" && emitter.wasRefused(event.call)) return yield* Effect.interrupt
+          if (event._tag === "call_start" && emitter.wasRefused(event.call)) return Effect.interrupt
           // Not recorded durably (a write or the barrier failed): the effect it announces does not happen.
-          if (announcesEffect(event) && fatal.current !== null) return yield* Effect.interrupt
-          if (event._tag === "call_start") callSentAt.set(workKey(event.agent, event.role === "presentation" ? "present" : event.round), yield* Clock.currentTimeMillis)
-          if (event._tag === "call_end" && budgetSpent(state.current)) yield* Queue.offer(inbox, { _tag: "wake" })
+          if (announcesEffect(event) && fatal.current !== null) return Effect.interrupt
+          if (event._tag === "call_start") {
+            return Effect.map(Clock.currentTimeMillis, (ms) => void callSentAt.set(workKey(event.agent, event.role === "presentation" ? "present" : event.round), ms))
+          }
+          if (event._tag === "call_end" && budgetSpent(state.current)) return Queue.offer(inbox, { _tag: "wake" })
+          return Effect.void
         }),
       now: isoNow,
       nextCallNumber: Ref.updateAndGet(callCounter, (n) => n + 1),
