@@ -6,7 +6,8 @@
 import { describe, expect, test } from "bun:test"
 import { decide, judgeReply, salvage, tally } from "../src/domain/decide.ts"
 import type { Event } from "../src/domain/events.ts"
-import { initialState } from "../src/domain/state.ts"
+import { type State, initialState, latestLabels, sameLabels, showsLatest } from "../src/domain/state.ts"
+import fc from "fast-check"
 import {
   agentFailed,
   answer,
@@ -479,5 +480,18 @@ describe("tally and salvage", () => {
     const state = given(started()).state
     expect(tally(state)).toBeNull()
     expect(salvage(state)).toBeNull()
+  })
+})
+
+describe("showsLatest", () => {
+  test("says what sameLabels(labels, latestLabels(state)) says, for any answers and labels", () => {
+    const label = fc.constantFrom("agent1.1", "agent1.2", "agent2.1", "agent3.1", "agent3.2")
+    fc.assert(
+      fc.property(fc.array(fc.array(label, { maxLength: 3 }), { maxLength: 4 }), fc.array(label, { maxLength: 4 }), (answers, labels) => {
+        const state = { ...initialState, agents: answers.map((a) => ({ answers: a })) } as unknown as State
+        expect(showsLatest(state, labels)).toBe(sameLabels(labels, latestLabels(state)))
+        expect(showsLatest(state, latestLabels(state))).toBe(true)
+      }),
+    )
   })
 })

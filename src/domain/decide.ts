@@ -43,6 +43,7 @@ import {
   isLive,
   latestLabels,
   sameLabels,
+  showsLatest,
 } from "./state.ts"
 
 export type Command =
@@ -150,8 +151,7 @@ export const updateFor = (state: State, agent: string, round: number): ReadonlyA
   const a = state.agents[agentIndex(state, agent)]
   if (state.run === null || state.finished !== null || state.run.settings.disable_injection) return null
   if (a === undefined || !isLive(a) || a.inFlight?.round !== round || a.answers.length === 0) return null
-  const latest = latestLabels(state)
-  return sameLabels(a.inFlight.shown, latest) ? null : latest
+  return showsLatest(state, a.inFlight.shown) ? null : latestLabels(state)
 }
 
 export const decide = (state: State): ReadonlyArray<Command> => {
@@ -281,7 +281,7 @@ export const judgeReply = (state: State, reply: Reply, time: string): ReadonlyAr
       if (votingDeferred(state)) {
         return [{ _tag: "vote_ignored", time, agent: agent.info.id, round, target: target.info.id, reason: "deferred" }]
       }
-      if (!sameLabels(agent.inFlight.shown, latestLabels(state))) {
+      if (!showsLatest(state, agent.inFlight.shown)) {
         return [{ _tag: "vote_ignored", time, agent: agent.info.id, round, target: target.info.id, reason: "stale" }]
       }
       return [

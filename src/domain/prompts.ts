@@ -160,8 +160,15 @@ export const roundUserMessage = (question: string, shown: ReadonlyArray<ShownAns
     `<CURRENT ANSWERS from the agents>\n${answersBlock(shown)}\n<END OF CURRENT ANSWERS>`,
   ].join("\n\n")
 
-/** The anonymous ids a vote may name: the agents whose answer the round shows. */
-export const votableIds = (shown: ReadonlyArray<ShownAnswer>): ReadonlyArray<string> => [...new Set(shown.map((a) => a.anonId))]
+/** The ids of each list of shown answers: every reply of a round, and every round shown one list, asks for them. */
+const votableOf = new WeakMap<ReadonlyArray<ShownAnswer>, ReadonlyArray<string>>()
+
+/** The anonymous ids a vote may name: the agents whose answer the round shows (the same array for the same list). */
+export const votableIds = (shown: ReadonlyArray<ShownAnswer>): ReadonlyArray<string> => {
+  let ids = votableOf.get(shown)
+  if (ids === undefined) votableOf.set(shown, (ids = [...new Set(shown.map((a) => a.anonId))]))
+  return ids
+}
 
 /** What the rounds shown one list of answers (the same array) have in common: built once, not once per agent. */
 interface SharedParts {

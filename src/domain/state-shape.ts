@@ -167,3 +167,14 @@ export const latestLabels = (state: State): ReadonlyArray<string> =>
 
 export const sameLabels = (a: ReadonlyArray<string>, b: ReadonlyArray<string>): boolean =>
   a.length === b.length && a.every((label, i) => label === b[i])
+
+/** `sameLabels(labels, latestLabels(state))`, without making the latest labels (a vote is judged against them at every reply). */
+export const showsLatest = (state: State, labels: ReadonlyArray<string>): boolean => {
+  let i = 0
+  for (const a of state.agents) {
+    if (a.answers.length === 0) continue
+    if (labels[i] !== a.answers[a.answers.length - 1]) return false
+    i += 1
+  }
+  return i === labels.length
+}

@@ -55,9 +55,13 @@ export const takeWindow = <I>(inbox: Queue.Queue<I>, out: WorkOut, replyKey: (in
       yield* brought ? nextMacrotask : Effect.sleep(Duration.millis(Math.min(1, left)))
       const more = yield* Queue.takeAll(inbox)
       brought = Chunk.isNonEmpty(more)
-      batch.push(...more)
+      let other = false
+      for (const x of more) {
+        batch.push(x)
+        other ||= replyKey(x) === null
+      }
       // Only replies wait for replies: a stop or a failed write is acted on at once.
-      if (batch.some((x) => replyKey(x) === null) || (yield* Clock.currentTimeMillis) - opened >= MAX_WINDOW_MS) break
+      if (other || firstKey === null || (yield* Clock.currentTimeMillis) - opened >= MAX_WINDOW_MS) break
       if (!brought && batch.length >= out.count()) break
     }
     return batch
