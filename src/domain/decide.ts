@@ -174,10 +174,10 @@ export const decide = (state: State): ReadonlyArray<Command> => {
   const commands: Array<Command> = []
   const capped = globalCapReached(state)
   // The rounds started together were shown one list: each list is compared once (200 agents: 200 × 200 labels a decision).
-  const showsLatest = new Map<ReadonlyArray<string>, boolean>()
+  const compared = new Map<ReadonlyArray<string>, boolean>()
   const showing = (labels: ReadonlyArray<string>): boolean => {
-    let same = showsLatest.get(labels)
-    if (same === undefined) showsLatest.set(labels, (same = sameLabels(labels, shown)))
+    let same = compared.get(labels)
+    if (same === undefined) compared.set(labels, (same = sameLabels(labels, shown)))
     return same
   }
   for (const a of live) {

@@ -7,6 +7,7 @@
  * the month has, an hour below 24, a minute and a second below 60, are computed here (proleptic Gregorian,
  * as `Date.parse` reads ISO); any other string is left to `Date.parse`. Pure as seen from outside: it
  * remembers the last text and the second of the last such instant, which the next ones of that second share.
+ * `instantText(ms)` is the other way: the text an event holds for an instant.
  */
 
 const ZERO = 48
@@ -82,3 +83,6 @@ export const instantMs = (text: string): number => {
   lastText = text
   return lastMs
 }
+
+/** The text of the instant `ms` as an event holds it (`Date#toISOString`: `YYYY-MM-DDTHH:MM:SS.fffZ`). */
+export const instantText = (ms: number): string => new Date(ms).toISOString()

@@ -32,6 +32,7 @@ import { Clock, Duration, Effect, Random } from "effect"
 import { callHeader } from "../domain/agent-output.ts"
 import type { Reply } from "../domain/decide.ts"
 import type { CallRole, Event } from "../domain/events.ts"
+import { instantText } from "../domain/instant.ts"
 import type { LlmReply, LlmRequest, ShownAnswer, TokenUsage, ToolCall } from "../domain/llm.ts"
 import {
   type ToolResult,
@@ -119,9 +120,6 @@ type Outcome = { readonly _tag: "reply"; readonly reply: LlmReply } | { readonly
 const backoffSeconds = (retry: number) =>
   Random.nextRange(0.8, 1.2).pipe(Effect.map((jitter) => Math.min(30, 2 ** (retry - 1)) * jitter))
 
-/** A clock reading as an event's time (what `deps.now` gives, from a reading the call takes anyway). */
-const isoOf = (ms: number): string => new Date(ms).toISOString()
-
 const secs = (s: number) => `${Number(s.toFixed(1))}s`
 
 /** Why a retry is not waited for: its delay would end at or after the round's deadline. */
@@ -146,7 +144,7 @@ const callWithRetries = (
     for (let retry = 0; ; retry++) {
       const call = yield* deps.nextCallNumber
       const started = yield* Clock.currentTimeMillis
-      yield* deps.emit({ _tag: "call_start", time: isoOf(started), call, agent, round, role, model: backend.model, attempt })
+      yield* deps.emit({ _tag: "call_start", time: instantText(started), call, agent, round, role, model: backend.model, attempt })
       const record = (text: string) => (deps.record ? deps.record(agent, text) : Effect.void)
       yield* record(callHeader(round, call, role === "presentation"))
       let stream = backend.call(request, (chunk) => (chunk._tag === "text" ? deps.onText(agent, chunk.text) : deps.onReasoning(agent, chunk.text)))
@@ -166,7 +164,8 @@ const callWithRetries = (
           const usage = reply?.usage
           yield* deps.emit({
             _tag: "call_end",
-            time: isoOf(ended),
+            // What `deps.now` gives, from the reading the call takes anyway.
+            time: instantText(ended),
             call,
             agent,
             round,

@@ -52,7 +52,8 @@ const pokedOrPolled = (pollMs: number, watch: (poke: () => void) => () => void) 
     return Queue.take(wake).pipe(Effect.timeoutOption(Duration.millis(pollMs)), Effect.asVoid)
   })
 
-const writeAll = (fd: number, text: string): void => {
+/** Writes all of `text` at the end of the file open as `fd`: one write of the string, its bytes only for a write cut short. */
+export const writeAllSync = (fd: number, text: string): void => {
   let written = fs.writeSync(fd, text)
   const size = Buffer.byteLength(text, "utf8")
   if (written === size) return
@@ -115,7 +116,7 @@ const filesIn = (pollMs: number, fds: Map<string, number>): Storage => {
         fd = fs.openSync(fileOf(stream), "a")
         fds.set(stream, fd)
       }
-      writeAll(fd, text)
+      writeAllSync(fd, text)
     },
     sizeOf: (text) => Buffer.byteLength(text, "utf8"),
     streamsUnder: (base) =>

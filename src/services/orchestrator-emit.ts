@@ -3,8 +3,8 @@
  *
  * Contract: `emitAll(events)` appends the events in one write (under the emit
  * lock, `fiber-lock.ts`: one append at a time, run to its end once begun, so
- * an interrupt never leaves the log holding an event the state does not), then folds them into the run's state and shows
- * each to the observer; the log holds every fact the state knows. It never
+ * an interrupt never leaves the log holding an event the state does not),
+ * then folds them into the run's state and shows each to the observer; the log holds every fact the state knows. It never
  * fails: a failed write is recorded (`RunContext.failStorage`), the state stays
  * as it was, and nothing more is appended. Nothing is appended after
  * `run_finished` (but `run_resumed`). A `call_start` the state no longer allows
@@ -45,8 +45,7 @@ export type Emitter = Effect.Effect.Success<ReturnType<typeof makeEmitter>>
 
 export const makeEmitter = (run: RunContext) =>
   Effect.gen(function* () {
-    const { input, fatal, failStorage, contexts } = run
-    const current = run.state
+    const { input, fatal, failStorage, contexts, state: stateCell } = run
     const store = yield* EventStore
     const files = yield* RunFiles
     const workspaces = Option.getOrNull(yield* Effect.serviceOption(Workspaces))
@@ -71,7 +70,7 @@ export const makeEmitter = (run: RunContext) =>
      */
     const appendAll = (given: ReadonlyArray<Event>): Effect.Effect<void> =>
       Effect.gen(function* () {
-        const before = current.current
+        const before = stateCell.current
         const broken = fatal.current !== null
         let state = before
         const accepted: Array<readonly [Event, State]> = []
@@ -134,7 +133,7 @@ export const makeEmitter = (run: RunContext) =>
           const settled = yield* Effect.either(store.settled(input.logDir))
           if (settled._tag === "Left") return yield* failLog(settled.left)
         }
-        current.current = state
+        stateCell.current = state
         if (observe) for (const [event, after] of accepted) yield* observe.onEvent(event, after)
       })
     const emitAll = (given: ReadonlyArray<Event>): Effect.Effect<void> => emitLock.withLock(appendAll(given))
@@ -144,13 +143,13 @@ export const makeEmitter = (run: RunContext) =>
     const injectUpdate = (agent: string, round: number, afterVote: boolean) =>
       emitLock.withLock(
         Effect.gen(function* () {
-          const state = current.current
+          const state = stateCell.current
           const latest = updateFor(state, agent, round)
           if (latest === null) return null
           const before = shownAnswers(state, state.agents.find((a) => a.info.id === agent)?.inFlight?.shown ?? [])
           yield* appendAll([{ _tag: "update_injected", time: yield* isoNow, agent, round, shown: latest, after_vote: afterVote }])
           // Not recorded (the run is stopping, or a write failed): nothing reaches the round.
-          if (updateFor(current.current, agent, round) !== null) return null
+          if (updateFor(stateCell.current, agent, round) !== null) return null
           const shown = shownAnswers(state, latest)
           const key = workKey(agent, round)
           const seen = contexts.get(key)

@@ -15,6 +15,7 @@ import type { Config } from "../domain/config.ts"
 import type { Reply } from "../domain/decide.ts"
 import type { ConversationMessage, Event, FinishReason, RunSettings } from "../domain/events.ts"
 import type { LlmRequest, TokenUsage } from "../domain/llm.ts"
+import { instantText } from "../domain/instant.ts"
 import type { ReplayStart } from "../domain/replay-start.ts"
 import { type State, initialState } from "../domain/state.ts"
 import { RunStorageError, type StorageKind } from "./io-errors.ts"
@@ -77,7 +78,7 @@ export const replyKey = (reply: Reply): string => workKey(reply.agent, "round" i
 /** The key of a piece of work (its fiber, its request, its call's time): `agent#round`, or `agent#present` for a presentation. */
 export const workKey = (agent: string, round: number | "present"): string => `${agent}#${round}`
 
-export const isoNow = Effect.clockWith((c) => c.currentTimeMillis).pipe(Effect.map((ms) => new Date(ms).toISOString()))
+export const isoNow = Effect.clockWith((c) => c.currentTimeMillis).pipe(Effect.map(instantText))
 
 /** A value the fibers of one run share (see *cell* above). */
 export interface Cell<A> {

@@ -34,7 +34,7 @@
  * Every directory and file it makes is private (0700, 0600), as the log
  * directory is (`log-dir.ts`).
  */
-import { closeSync, fstatSync, mkdirSync, openSync, readSync, writeFileSync, writeSync } from "node:fs"
+import { closeSync, fstatSync, mkdirSync, openSync, readSync, writeFileSync } from "node:fs"
 import { appendFile } from "node:fs/promises"
 import { join } from "node:path"
 import { Context, Effect, Layer, Schema } from "effect"
@@ -43,6 +43,7 @@ import { AGENT_OUTPUTS_DIR } from "../domain/run-paths.ts"
 import { writeFileAtomicSync } from "./status-writer.ts"
 import { BLOBS_DIR } from "./blobs.ts"
 import { CALL_LOGS_DIR, CALL_LOG_FILE, isCallLogPath } from "./call-logs.ts"
+import { writeAllSync } from "./event-storage.ts"
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from "./log-dir.ts"
 
 /** A whole file of the log directory could not be written. */
@@ -71,12 +72,6 @@ export interface RunFilesApi {
 const TOOL_LOGS = "tool_log/"
 
 export class RunFiles extends Context.Tag("massgen/RunFiles")<RunFiles, RunFilesApi>() {}
-
-/** Writes all of `text` at the end of the file open as `fd`. */
-const writeAllSync = (fd: number, text: string): void => {
-  const bytes = Buffer.from(text, "utf8")
-  for (let written = 0; written < bytes.length; ) written += writeSync(fd, bytes, written, bytes.length - written)
-}
 
 /** The call log file, open for appends; a last line a crash cut short is ended first, so the next line stands alone. */
 const openCallLog = (path: string): number => {

@@ -28,7 +28,8 @@ import { type BatchItem, BATCH_EXIT_CODES, type BatchResult, batchOutcome, chain
 import type { Event } from "../../domain/events.ts"
 import { isResumable, type State } from "../../domain/state.ts"
 import { loadDotEnv } from "../../services/backends/keys.ts"
-import { BatchError, RESULTS_FILE, appendResult, openBatchFolder, readResults, sha256 } from "../../services/batch/batch-folder.ts"
+import { BatchError, RESULTS_FILE, appendResult, openBatchFolder, readResults } from "../../services/batch/batch-folder.ts"
+import { hashText } from "../../services/blobs.ts"
 import { EventStore } from "../../services/event-store.ts"
 import { ioCause } from "../../services/io-errors.ts"
 import { acquireRunLock } from "../../services/run-lock.ts"
@@ -108,7 +109,7 @@ export const batchCommand = (args: BatchArgs, ctx: CliContext) =>
     if (args.engine !== null) return yield* queueBatch(args.engine, itemsPath, items, configOf, ctx)
 
     const dir = resolve(ctx.cwd, args.outDir ?? defaultBatchDir(ctx.cwd, itemsPath))
-    yield* openBatchFolder(dir, { format: 1, items_file: itemsPath, items_sha256: sha256(text), config_path: batchConfig, items: items.length, massgen_version: ctx.version })
+    yield* openBatchFolder(dir, { format: 1, items_file: itemsPath, items_sha256: hashText(text), config_path: batchConfig, items: items.length, massgen_version: ctx.version })
     yield* acquireRunLock(dir)
 
     const results = new Map(readResults(dir))

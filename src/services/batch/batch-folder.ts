@@ -17,7 +17,6 @@
  * reads every whole line of `results.jsonl` (a line cut by a kill, and a
  * second line for an id, are not read). Everything is private (0700/0600).
  */
-import { createHash } from "node:crypto"
 import * as fs from "node:fs"
 import { join } from "node:path"
 import { Effect, Schema } from "effect"
@@ -68,8 +67,6 @@ export interface Manifest {
   readonly created: string
   readonly massgen_version: string
 }
-
-export const sha256 = (text: string): string => createHash("sha256").update(text).digest("hex")
 
 export const itemDir = (dir: string, id: string): string => join(dir, ITEMS_DIR, id)
 

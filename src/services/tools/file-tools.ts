@@ -30,6 +30,7 @@ import { type Access, type AgentRoots, TEMP_WORKSPACES, resolveToolPath } from "
 import { type ContextWrite, earlierContextWrite } from "../../domain/workspaces.ts"
 import { type ProvidedTool, type ToolContext, ToolRunError, type ToolProvider } from "./tool-provider.ts"
 import { confine } from "./workspace.ts"
+import { hashText } from "../blobs.ts"
 
 const str = { type: "string" } as const
 const spec = (name: string, description: string, properties: Record<string, unknown>, required: ReadonlyArray<string>): ToolSpec => ({
@@ -72,8 +73,6 @@ const stringArg = (args: Record<string, unknown>, key: string): string => {
   return value
 }
 
-/** Bun's hasher: `node:crypto` would load Bun's node streams into every run. */
-const sha256 = (data: string | Buffer): string => Bun.CryptoHasher.hash("sha256", data, "hex")
 
 export interface FileToolsInput {
   /** The agent's workspace (absolute), or null. */
@@ -153,7 +152,7 @@ export const makeFileTools = (input: FileToolsInput): ToolProvider => {
       if (earlier === undefined) return null
       const applied = `wrote ${earlier.bytes} bytes to ${t.given} (${earlier.change})`
       if (earlier.done) return applied
-      if (!existsSync(t.real) || sha256(readFileSync(t.real)) !== earlier.sha256) return null
+      if (!existsSync(t.real) || hashText(readFileSync(t.real)) !== earlier.sha256) return null
       yield* context.emit({ _tag: "context_path_written", time: yield* context.now, ...fieldsOf(earlier) })
       return applied
     })
@@ -162,7 +161,7 @@ export const makeFileTools = (input: FileToolsInput): ToolProvider => {
   const writeContext = (t: Target, content: string, context: ToolContext | undefined, state: State) =>
     Effect.gen(function* () {
       if (context === undefined) return yield* fail("refused", `${t.given}: no run to record the write in`)
-      const digest = sha256(content)
+      const digest = hashText(content)
       const earlier = earlierContextWrite(state.workspaces, context.agent, context.callId, t.real)
       const intent =
         earlier !== undefined && !earlier.done && earlier.sha256 === digest
