@@ -15,20 +15,14 @@ import type { Event } from "../src/domain/events.ts"
 import { foldedText, oneLine, plainJson, plainText } from "../src/domain/plain-text.ts"
 import { foldEvents } from "../src/domain/state.ts"
 import { foldView, viewOf } from "../src/domain/view-model.ts"
+import { CONTRACT_LINE, HOSTILE } from "./support/hostile-text.ts"
 import { answer, finalAnswer, presentationStarted, roundStarted, runFinished, runStarted, stamp, vote } from "./support/given.ts"
-
-/** The probe's payload (M1): OSC 52 (clipboard), OSC 0 (title), clear and home, 8-bit CSI, DCS, OSC 8 (a hidden link). */
-export const HOSTILE =
-  "\x1b]52;c;cHduZWQ=\x07\x1b]0;PWNED-TITLE\x07\x1b[2J\x1b[H\u009b2J\x1bP+q\x1b\\\x1b]8;;https://evil.example\x1b\\click\x1b]8;;\x1b\\"
 
 /** What no terminal text may hold: ESC, BEL and every other C0 control but newline and tab, DEL, C1, the bidirectional controls. */
 const UNSAFE = /[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/
 /** Every line break JavaScript or Python (`str.splitlines`) knows. */
 const LINE_BREAK = /[\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]/
 const pythonLines = (text: string): number => (text === "" ? 0 : text.split(/\r\n|[\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]/).length)
-
-/** The keys of the automation guide's lines, and the in-progress line. */
-const CONTRACT_LINE = /^(LOG_DIR|STATUS|QUESTION|WINNER|ANSWER_FILE|DURATION|ANSWER_PREVIEW|WORKSPACE|CHANGED_FILE|COMPLETED): |^\[Coordination in progress - monitor status\.json for real-time updates\]$/
 
 /** Strings rich in what matters here: escape introducers, controls, line breaks, bidi controls, backslashes, next to ordinary text. */
 const hostileChar = fc.constantFrom(
