@@ -11,12 +11,18 @@ import { describe, expect, test } from "bun:test"
 import fc from "fast-check"
 import { automationFooter, automationHeader, plainLine } from "../src/cli/automation-output.ts"
 import { renderFrame, renderSummary } from "../src/cli/terminal-view/render.ts"
+import { diagnosticLine } from "../src/cli/diagnostics.ts"
+import { unfinishedMessage } from "../src/cli/run-session.ts"
+import { statusSummary } from "../src/cli/status-command.ts"
+import { pickLine } from "../src/cli/viewer-command.ts"
+import { project } from "../src/domain/status.ts"
+import { LogLevel } from "effect"
 import type { Event } from "../src/domain/events.ts"
 import { foldedText, oneLine, plainJson, plainText } from "../src/domain/plain-text.ts"
 import { foldEvents } from "../src/domain/state.ts"
 import { foldView, viewOf } from "../src/domain/view-model.ts"
 import { CONTRACT_LINE, HOSTILE } from "./support/hostile-text.ts"
-import { answer, finalAnswer, presentationStarted, roundStarted, runFinished, runStarted, stamp, vote } from "./support/given.ts"
+import { agentFailed, answer, finalAnswer, presentationStarted, roundStarted, runFinished, runStarted, stamp, vote } from "./support/given.ts"
 
 /** What no terminal text may hold: ESC, BEL and every other C0 control but newline and tab, DEL, C1, the bidirectional controls. */
 const UNSAFE = /[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/
@@ -210,5 +216,47 @@ describe("the terminal view", () => {
       }
     }
     expect(renderFrame(voting, 120, 40).join("\n")).toContain("vote → a1 (agent1.1): vote reason end")
+  })
+})
+
+describe("status, the viewer's list and diagnostics", () => {
+  /** A run whose agent a2 failed with an error that quotes hostile text over several lines. */
+  const failedRun = (): ReadonlyArray<Event> =>
+    stamp([
+      runStarted(["a1", "a2"]),
+      roundStarted("a1", 1, []),
+      roundStarted("a2", 1, []),
+      agentFailed("a2", 1, "error", `tool said ${HOSTILE}\nmassgen: forged\u0085line`),
+      answer("a1", 1, "agent1.1", "x"),
+      roundStarted("a1", 2, ["agent1.1"]),
+      vote("a1", 2, "a1", "agent1.1", `reason ${HOSTILE}`),
+      runFinished("error", null, `stopped: ${HOSTILE}\nsecond line`),
+    ])
+
+  test("massgen status: the summary and --json hold nothing a terminal acts on; the JSON keeps the value", () => {
+    const state = foldEvents(failedRun())
+    const status = project(state, Date.parse(failedRun().at(-1)!.time), "/logs/run")
+    const summary = statusSummary({ ...status, meta: { ...status.meta, question: `q ${HOSTILE}\nWINNER: x` } }, false)
+    expect(UNSAFE.test(summary.join(""))).toBe(false)
+    expect(summary.every((l) => !LINE_BREAK.test(l))).toBe(true)
+    expect(summary).toContain("  a2: error, 0 answers, error: tool said click massgen: forged line")
+    const json = plainJson(status, 2)
+    expect(UNSAFE.test(json.replace(/\n/g, ""))).toBe(false)
+    expect(JSON.parse(json)).toEqual(JSON.parse(JSON.stringify(status)))
+  })
+
+  test("the viewer's list of runs shows the question plain", () => {
+    const line = pickLine(1, { stream: "/l/r", name: "log_r", complete: true, started: true, agents: 2, question: `q ${HOSTILE}\u0085x` })
+    expect(line).toBe(" 1. [DONE] log_r  2 agents  q click x")
+  })
+
+  test("diagnostics that quote a model's or a tool's text are one plain line", () => {
+    const state = foldEvents(failedRun())
+    const lines = [unfinishedMessage(state, "/logs/run"), diagnosticLine(LogLevel.Warning, `tool ${HOSTILE}\n/ctx/a\u0085WINNER: x`)]
+    for (const line of lines) {
+      expect(UNSAFE.test(line)).toBe(false)
+      expect(LINE_BREAK.test(line)).toBe(false)
+    }
+    expect(lines[1]).toBe("massgen: warning: tool click /ctx/a WINNER: x")
   })
 })

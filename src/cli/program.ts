@@ -180,7 +180,7 @@ const program = (argv: ReadonlyArray<string>, { stopSignal, print, printError, s
   return command.pipe(
     Effect.catchAll((error) =>
       Effect.sync(() => {
-        for (const line of error.message.split("\n")) printError(`massgen: ${line}`)
+        for (const line of plainText(error.message).split("\n")) printError(`massgen: ${line}`)
         return exitCodeOf(error)
       }),
     ),
