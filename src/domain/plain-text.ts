@@ -35,10 +35,12 @@ const STRINGS = /(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|
 const CSI = /(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]/g
 /** Every other ESC sequence: intermediate bytes, then a final byte (two-character ones have none of the first). */
 const OTHER_ESCAPES = /\x1b[ -/]*[0-~]/g
-/** What is left of control: C0 but `\t` and `\n`, DEL, C1, and the bidirectional controls. */
-const CONTROLS = /[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g
-/** A quick test for text that needs none of the work. */
-const ANY_CONTROL = /[\x00-\x08\x0b-\x1f\x7f-\x9f\r\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/
+/** The bidirectional controls: the Arabic letter mark, the marks, the embeddings and overrides, the isolates. */
+const BIDI = "\\u061c\\u200e\\u200f\\u202a-\\u202e\\u2066-\\u2069"
+/** What is left of control: C0 but `\t` and `\n` (`\r` is one too), DEL, C1, and the bidirectional controls. */
+const CONTROLS = new RegExp(`[\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f${BIDI}]`, "g")
+/** A quick test for text that needs none of the work: without the g flag, so it keeps no state. */
+const ANY_CONTROL = new RegExp(CONTROLS.source)
 
 export const plainText = (text: string): string =>
   ANY_CONTROL.test(text)
@@ -49,14 +51,14 @@ export const plainText = (text: string): string =>
 export const foldedText = (text: string): string => plainText(text).replace(/\s+/g, " ").trim()
 
 /** What `oneLine` writes otherwise: `\`, controls, bidirectional controls, and every line break JavaScript or Python knows. */
-const UNSAFE_IN_LINE = /[\\\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g
+const UNSAFE_IN_LINE = new RegExp(`[\\\\\\x00-\\x1f\\x7f-\\x9f\\u2028\\u2029${BIDI}]`, "g")
 const NAMED: Readonly<Record<string, string>> = { "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t" }
 const unicodeEscape = (c: string): string => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`
 
 export const oneLine = (text: string): string => text.replace(UNSAFE_IN_LINE, (c) => NAMED[c] ?? unicodeEscape(c))
 
 /** What JSON.stringify leaves raw that a terminal or a line reader acts on: DEL, C1, the bidirectional controls, U+2028, U+2029. */
-const RAW_IN_JSON = /[\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g
+const RAW_IN_JSON = new RegExp(`[\\x7f-\\x9f\\u2028\\u2029${BIDI}]`, "g")
 
 /** `JSON.stringify(value, null, indent)` with those characters as `\uXXXX` too: the same value, and plain text (they can only stand in strings). */
 export const plainJson = (value: unknown, indent?: number): string =>
