@@ -12,6 +12,7 @@ import fc from "fast-check"
 import { automationFooter, automationHeader, plainLine } from "../src/cli/automation-output.ts"
 import { renderFrame, renderSummary } from "../src/cli/terminal-view/render.ts"
 import { diagnosticLine } from "../src/cli/diagnostics.ts"
+import { runProgram } from "../src/cli/program.ts"
 import { unfinishedMessage } from "../src/cli/run-session.ts"
 import { statusSummary } from "../src/cli/status-command.ts"
 import { pickLine } from "../src/cli/viewer-command.ts"
@@ -258,5 +259,14 @@ describe("status, the viewer's list and diagnostics", () => {
       expect(LINE_BREAK.test(line)).toBe(false)
     }
     expect(lines[1]).toBe("massgen: warning: tool click /ctx/a WINNER: x")
+  })
+})
+
+describe("the program's last guard", () => {
+  test("an error quoting a path with escapes prints it plain, every line a diagnostic", async () => {
+    const lines: Array<string> = []
+    const io = { stopSignal: new Promise<string>(() => {}), print: (l: string) => lines.push(l), printError: (l: string) => lines.push(l) }
+    expect(await runProgram(["status", `/nonexistent ${HOSTILE}\ndir`], io)).toBe(1)
+    expect(lines).toEqual(["massgen: no such log directory: /nonexistent click", "massgen: dir"])
   })
 })

@@ -24,7 +24,8 @@
  *   (VT, FF, U+001C-U+001E, U+0085, U+2028, U+2029), is `\uXXXX`. Its result
  *   holds no control character and no line break of any kind; text without
  *   `\` or such characters is returned unchanged. For the values of contract
- *   lines (paths, names).
+ *   lines (paths, names). (`text.ts`'s `oneLine(text, max)` is another
+ *   thing: a short preview, `foldedText` cut.)
  * - `plainJson(value, indent)`: `JSON.stringify`, with the characters it
  *   leaves raw that `plainText` would drop written `\uXXXX`: the same value.
  */
