@@ -5,14 +5,21 @@
  * nothing else: `LOG_DIR:`, `STATUS:`, `QUESTION:`, the in-progress line, and at
  * the end `WINNER:`, `ANSWER_FILE:`, `DURATION:`, `ANSWER_PREVIEW:` (when there is
  * an answer), in a run with workspaces `WORKSPACE:` (the winner's files) and
- * one `CHANGED_FILE:` per file written to a context path, and `COMPLETED:`. A preview is one line: white space is folded;
- * `QUESTION:` and `ANSWER_PREVIEW:` are previews cut at 200 characters.
+ * one `CHANGED_FILE:` per file written to a context path, and `COMPLETED:`.
+ * Every value is one line, so no text of a model, a tool or a file name can
+ * add a line of its own: a preview (`QUESTION:` and `ANSWER_PREVIEW:`, cut at
+ * 200 characters) is `foldedText` (escapes and controls gone, white space
+ * folded); a path or a name is `oneLine` (`\`, line breaks and controls
+ * written as `\\`, `\n`, `\uXXXX`; `domain/plain-text.ts`).
  * The plain display prints one line per coordination event and the final
- * answer; its last line gives the tokens and the cost (`$—` when no call was priced).
+ * answer, all of it `plainText` (no escape sequence, no control character but
+ * newlines and tabs); a context path's file name is `oneLine`. Its last line
+ * gives the tokens and the cost (`$—` when no call was priced).
  */
 import { join } from "node:path"
 import type { Event } from "../domain/events.ts"
 import { agentFile } from "../domain/run-paths.ts"
+import { foldedText, oneLine, plainText } from "../domain/plain-text.ts"
 import { count, formatCost, truncate } from "../domain/text.ts"
 import { type State, activeMs } from "../domain/state.ts"
 import { resumedText } from "../domain/resume-plan.ts"
@@ -25,40 +32,45 @@ export const IN_PROGRESS = "[Coordination in progress - monitor status.json for 
 export const QUESTION_LINE_MAX = 200
 
 export const automationHeader = (logDir: string, question: string): ReadonlyArray<string> => [
-  `LOG_DIR: ${logDir}`,
-  `STATUS: ${join(logDir, "status.json")}`,
+  `LOG_DIR: ${oneLine(logDir)}`,
+  `STATUS: ${oneLine(join(logDir, "status.json"))}`,
   `QUESTION: ${preview(question, QUESTION_LINE_MAX)}`,
   IN_PROGRESS,
 ]
 
-export const oneLine = (text: string): string => text.replace(/\s+/g, " ").trim()
-
+/** `text` folded to one line and cleaned (`foldedText`), cut at `max` with `...`. */
 export const preview = (text: string, max = 200): string => {
-  const flat = oneLine(text)
+  const flat = foldedText(text)
   return flat.length > max ? `${truncate(flat, max)}...` : flat
 }
 
 const duration = (state: State): string => `${(activeMs(state, state.lastTime) / 1000).toFixed(1)}s`
 
-/** `logDir`: where the run is now. */
-export const automationFooter = (state: State, logDir: string): ReadonlyArray<string> => {
+/** `logDir`: where the run is now; `hasFile`: whether the answer file is there (no `ANSWER_FILE:` line when not). */
+export const automationFooter = (state: State, logDir: string, hasFile: (path: string) => boolean = () => true): ReadonlyArray<string> => {
   const lines: Array<string> = []
   const final = state.final
   if (final !== null) {
-    lines.push(`WINNER: ${final.agent}`)
-    lines.push(`ANSWER_FILE: ${join(logDir, agentFile(final.agent, "final_answer"))}`)
+    const answerFile = join(logDir, agentFile(final.agent, "final_answer"))
+    lines.push(`WINNER: ${oneLine(final.agent)}`)
+    if (hasFile(answerFile)) lines.push(`ANSWER_FILE: ${oneLine(answerFile)}`)
     lines.push(`DURATION: ${duration(state)}`)
     lines.push(`ANSWER_PREVIEW: ${preview(final.content)}`)
   }
   // Only in runs with workspaces or context paths: where the winner's files are, and what reached the user's folders.
-  if (state.workspaces.final !== null) lines.push(`WORKSPACE: ${join(logDir, state.workspaces.final.path)}`)
-  for (const f of changedFiles(state.workspaces)) lines.push(`CHANGED_FILE: ${f.path} (${f.change}, ${f.bytes} bytes)`)
+  if (state.workspaces.final !== null) lines.push(`WORKSPACE: ${oneLine(join(logDir, state.workspaces.final.path))}`)
+  for (const f of changedFiles(state.workspaces)) lines.push(`CHANGED_FILE: ${oneLine(f.path)} (${f.change}, ${f.bytes} bytes)`)
   lines.push(`COMPLETED: ${count(state.agents.length, "agent")}, ${duration(state)} total`)
   return lines
 }
 
 /** A readable line for an event, or null for events a person does not need to see; `logDir`: where the run is. */
 export const plainLine = (event: Event, state: State, logDir: string): string | null => {
+  const line = eventLine(event, state, logDir)
+  return line === null ? null : plainText(line)
+}
+
+const eventLine = (event: Event, state: State, logDir: string): string | null => {
   switch (event._tag) {
     case "run_started":
       return `Run ${event.run_id}: ${count(event.agents.length, "agent")} on "${preview(event.question, 80)}" (logs: ${logDir})`
@@ -95,8 +107,9 @@ export const plainLine = (event: Event, state: State, logDir: string): string | 
       return `[${event.agent}] ${toolCallLine(event)}`
     case "workspace_snapshotted":
     case "workspace_finalized":
-    case "context_path_written":
       return `[${event.agent}] ${workspaceLine(event)}`
+    case "context_path_written":
+      return `[${event.agent}] ${workspaceLine({ ...event, path: oneLine(event.path) })}`
     case "context_write_intended":
       return null
     case "call_start":

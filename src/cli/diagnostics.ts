@@ -5,11 +5,13 @@
  * could not be written, ...) becomes one line on stderr, in every mode, never
  * on stdout, which belongs to the automation lines or the display:
  * `massgen: warning: TEXT` for a warning, `massgen: error: TEXT` for an error
- * or worse, `massgen: TEXT` for information. The text is folded to one line;
+ * or worse, `massgen: TEXT` for information. The text is folded to one line
+ * and cleaned of escapes and controls (`foldedText`);
  * a cause, when the log has one, follows after a colon. Debug and trace logs
  * stay below Effect's default minimum level and are not printed.
  */
 import { Cause, Layer, LogLevel, Logger } from "effect"
+import { foldedText } from "../domain/plain-text.ts"
 
 const textOf = (message: unknown): string => {
   const parts = Array.isArray(message) ? message : [message]
@@ -22,7 +24,7 @@ const prefixOf = (level: LogLevel.LogLevel): string =>
 /** One diagnostic line: the level's prefix, then the message (and its cause) folded to one line. */
 export const diagnosticLine = (level: LogLevel.LogLevel, message: unknown, cause: Cause.Cause<unknown> = Cause.empty): string => {
   const because = Cause.isEmpty(cause) ? "" : `: ${textOf(Cause.squash(cause))}`
-  return `${prefixOf(level)}${`${textOf(message)}${because}`.replace(/\s+/g, " ").trim()}`
+  return `${prefixOf(level)}${foldedText(`${textOf(message)}${because}`)}`
 }
 
 /** Replaces Effect's default logger (which prints `level=WARN ...` on stdout) with diagnostic lines on `printError`. */

@@ -12,7 +12,9 @@
  * SIGTERM (`main.ts` owns the handlers): a run then stops cleanly (final
  * status.json, a stop event, exit 4); `massgen viewer` stops and exits 0.
  * Whatever the commands log goes to stderr too, one line each
- * (`diagnostics.ts`): stdout carries only what a command prints.
+ * (`diagnostics.ts`): stdout carries only what a command prints. Every line
+ * printed, on stdout or stderr, is `plainText` (`domain/plain-text.ts`): the
+ * commands clean what they quote, and this is the last guard.
  *
  * Each command's module is imported when that command runs (a run does not
  * load the viewer, `--validate` does not load the orchestrator), so a command
@@ -40,6 +42,7 @@ import type { ConfigError } from "./load-config.ts"
 import type { RunDirError } from "./run-dir.ts"
 import type { StdinSource } from "./question.ts"
 import type { ServeError } from "./serve/serve-command.ts"
+import { plainText } from "../domain/plain-text.ts"
 
 /** Every error the program renders: what the arguments and the commands can fail with. */
 export type AppError =
@@ -100,8 +103,11 @@ export interface ProgramIo {
 const load = <M>(module: () => Promise<M>): Effect.Effect<M> => Effect.promise(module)
 
 /** Runs `massgen` with `argv`; resolves with the exit code. */
-export const runProgram = (argv: ReadonlyArray<string>, io: ProgramIo): Promise<number> =>
-  Effect.runPromise(program(argv, io).pipe(Effect.provide(diagnosticsLogger(io.printError))))
+export const runProgram = (argv: ReadonlyArray<string>, io: ProgramIo): Promise<number> => {
+  // Whatever a command prints, no escape sequence of a model or a tool reaches the terminal through it.
+  const plain = { ...io, print: (line: string) => io.print(plainText(line)), printError: (line: string) => io.printError(plainText(line)) }
+  return Effect.runPromise(program(argv, plain).pipe(Effect.provide(diagnosticsLogger(plain.printError))))
+}
 
 const program = (argv: ReadonlyArray<string>, { stopSignal, print, printError, stdin }: ProgramIo): Effect.Effect<number> => {
   const parsed = parseInvocation(argv)
@@ -174,7 +180,7 @@ const program = (argv: ReadonlyArray<string>, { stopSignal, print, printError, s
   return command.pipe(
     Effect.catchAll((error) =>
       Effect.sync(() => {
-        for (const line of error.message.split("\n")) printError(`massgen: ${line}`)
+        for (const line of plainText(error.message).split("\n")) printError(`massgen: ${line}`)
         return exitCodeOf(error)
       }),
     ),

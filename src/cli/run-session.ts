@@ -38,6 +38,7 @@ import { automationFooter } from "./automation-output.ts"
 import type { ConfigError } from "./load-config.ts"
 import { priceOf } from "./run-setup.ts"
 import { resumeHint } from "../domain/run-paths.ts"
+import { foldedText } from "../domain/plain-text.ts"
 
 export const EXIT_CODES: Record<FinishReason, number> = {
   completed: 0,
@@ -73,9 +74,9 @@ export interface SessionInput {
 
 /** The one-line account of a run that did not complete, for stderr; a run a signal stopped says how to resume it. */
 export const unfinishedMessage = (state: State, logDir: string): string => {
-  const failures = state.agents.filter((a) => a.failure !== null).map((a) => `${a.info.id}: ${a.failure!.message}`)
+  const failures = state.agents.filter((a) => a.failure !== null).map((a) => `${a.info.id}: ${foldedText(a.failure!.message)}`)
   const hint = isResumable(state.finished) ? `; resume with: ${resumeHint(logDir)}` : ""
-  return `massgen: run ${state.finished?.reason ?? "stopped"}: ${state.finished?.message ?? ""}${failures.length > 0 ? ` (${failures.join("; ")})` : ""}${hint}`
+  return `massgen: run ${state.finished?.reason ?? "stopped"}: ${foldedText(state.finished?.message ?? "")}${failures.length > 0 ? ` (${failures.join("; ")})` : ""}${hint}`
 }
 
 /**
@@ -95,7 +96,7 @@ const QUIET = Duration.millis(15)
 
 /** The automation footer, without an `ANSWER_FILE:` line for a file that is not there. */
 export const footerLines = (state: State, logDir: string): ReadonlyArray<string> =>
-  automationFooter(state, logDir).filter((line) => !line.startsWith("ANSWER_FILE: ") || existsSync(line.slice("ANSWER_FILE: ".length)))
+  automationFooter(state, logDir, existsSync)
 
 /** Runs the session and returns the exit code of its finish reason, after the automation footer and the stderr line of a run that did not complete. */
 export const runSession = (input: SessionInput) =>

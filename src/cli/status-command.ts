@@ -12,6 +12,9 @@
  * itself, plus `log` (the log read, and what of it was skipped, by kind) and
  * `stopped` (how the run stopped and the command that resumes it, or null).
  * What was skipped is also said on stderr, in one line (`run-report.ts`).
+ * Text from the run is printed plain (`domain/plain-text.ts`): the summary
+ * folds and cleans the question and errors, and the JSON writes the
+ * characters a terminal would act on as `\uXXXX` (`plainJson`).
  */
 import { join } from "node:path"
 import { Effect } from "effect"
@@ -22,6 +25,7 @@ import { StatusWriter } from "../services/status-writer.ts"
 import { foldRunDir } from "./run-dir.ts"
 import { preview } from "./automation-output.ts"
 import { count, formatCost } from "../domain/text.ts"
+import { foldedText, plainJson } from "../domain/plain-text.ts"
 import { type Stop, reportSkips, stopOf } from "./run-report.ts"
 
 export const statusSummary = (status: StatusJson, live: boolean, stop: Stop | null = null): ReadonlyArray<string> => {
@@ -32,7 +36,7 @@ export const statusSummary = (status: StatusJson, live: boolean, stop: Stop | nu
   ]
   for (const [id, a] of Object.entries(status.agents)) {
     const vote = a.vote_cast ? `, votes for ${a.vote_cast.voted_for_agent} (${a.vote_cast.voted_for_label})` : ""
-    const error = a.error ? `, ${a.error.type}: ${a.error.message}` : ""
+    const error = a.error ? `, ${a.error.type}: ${foldedText(a.error.message)}` : ""
     lines.push(`  ${id}: ${a.status}, ${count(a.answer_count, "answer")}${vote}${error}`)
   }
   const votes = Object.entries(status.results.votes).map(([label, n]) => `${label}: ${n}`).join(", ")
@@ -61,7 +65,7 @@ export const statusCommand = (logDir: string, json: boolean, print: (line: strin
     }
     const skipped = reportSkips(printError, dir.path, dir.read, state.skippedEvents)
     const stop = stopOf(state, live, dir.path)
-    if (json) print(JSON.stringify({ ...status, log: { events: join(dir.path, EVENTS_FILE), skipped }, stopped: stop }, null, 2))
+    if (json) print(plainJson({ ...status, log: { events: join(dir.path, EVENTS_FILE), skipped }, stopped: stop }, 2))
     else for (const line of statusSummary(status, live, stop)) print(line)
     return 0
   }).pipe(Effect.provide(EventStore.file()))

@@ -30,6 +30,7 @@ import { terminalDisplay } from "./terminal-view/live.ts"
 import { ellipsis } from "./terminal-view/text.ts"
 import { reportSkips } from "./run-report.ts"
 import { resumeHint } from "../domain/run-paths.ts"
+import { foldedText } from "../domain/plain-text.ts"
 
 export interface ViewerContext {
   readonly env: Readonly<Record<string, string | undefined>>
@@ -44,7 +45,7 @@ export interface ViewerContext {
 export const pickLine = (n: number, run: RunSummary, progress = progressOf(run)): string => {
   const head = `${String(n).padStart(2)}. [${progress.toUpperCase()}] ${run.name}  `
   if (!run.started) return `${head}${progress === "live" ? "starting: no events yet" : "no events: stopped before its first event"}`
-  const line = `${head}${run.agents} agent${run.agents === 1 ? "" : "s"}  ${ellipsis(run.question.replace(/\s+/g, " ").trim(), 60)}`
+  const line = `${head}${run.agents} agent${run.agents === 1 ? "" : "s"}  ${ellipsis(foldedText(run.question), 60)}`
   return progress === "stopped" ? `${line}  (resume: ${resumeHint(run.stream)})` : line
 }
 

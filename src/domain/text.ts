@@ -9,6 +9,7 @@
  * which would say the calls were free), else dollars to 4 places under a cent
  * and 2 above.
  */
+import { foldedText } from "./plain-text.ts"
 
 const isHighSurrogate = (code: number): boolean => code >= 0xd800 && code <= 0xdbff
 
@@ -17,9 +18,9 @@ export const truncate = (text: string, max: number): string => {
   return isHighSurrogate(text.charCodeAt(max - 1)) ? text.slice(0, max - 1) : text.slice(0, max)
 }
 
-/** `text` on one line (runs of white space as one space), cut to `max` units with an ellipsis when longer. */
+/** `text` on one line (runs of white space as one space, escapes and controls gone: `foldedText`), cut to `max` units with an ellipsis when longer. */
 export const oneLine = (text: string, max: number): string => {
-  const flat = text.replace(/\s+/g, " ").trim()
+  const flat = foldedText(text)
   return flat.length > max ? `${truncate(flat, max - 1)}…` : flat
 }
 

@@ -13,7 +13,10 @@
  * back to the prompt; a second Ctrl+C in the same turn stops at once (exit 4),
  * as a run does. At the prompt, Ctrl+D, or Ctrl+C twice in a row, quits (exit
  * 0); SIGTERM quits after stopping the turn going on. The config is loaded and
- * every key checked once, before the first prompt.
+ * every key checked once, before the first prompt. What it prints of the
+ * session's turns (`/history`) is previews (`preview`: folded, no escape
+ * or control character), and every line it prints goes through the
+ * program's `print`, which cleans it (`program.ts`).
  *
  * This command owns SIGINT while it runs (the process's first-signal handler
  * would end the whole program): it takes the process's SIGINT listeners off

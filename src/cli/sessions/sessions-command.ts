@@ -9,6 +9,7 @@
 import { Effect } from "effect"
 import { preview } from "../automation-output.ts"
 import { formatCost } from "../../domain/text.ts"
+import { plainJson } from "../../domain/plain-text.ts"
 import { sessionIds, sessionsDir, turnsOf } from "./session-store.ts"
 
 export const sessionsCommand = (json: boolean, ctx: { readonly env: Readonly<Record<string, string | undefined>>; readonly cwd: string; readonly print: (line: string) => void }) =>
@@ -26,7 +27,7 @@ export const sessionsCommand = (json: boolean, ctx: { readonly env: Readonly<Rec
         last_log_dir: last?.log_dir ?? null,
       }
     })
-    if (json) ctx.print(JSON.stringify(sessions, null, 2))
+    if (json) ctx.print(plainJson(sessions, 2))
     else if (sessions.length === 0) ctx.print(`No sessions under ${dir}.`)
     else {
       const width = Math.max(2, ...sessions.map((s) => s.id.length))

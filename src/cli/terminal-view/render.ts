@@ -12,12 +12,16 @@
  * live view ends: the same header, one line per agent, the votes table and the
  * whole final answer. With `logDir`, both show where the run's files are, and
  * the summary of a run stopped before it finished (or by a signal) ends with
- * `resume with: massgen resume DIR`.
+ * `resume with: massgen resume DIR`. Text from the run (answers, vote
+ * reasons, errors, the question) is folded and cleaned (`foldedText`, and
+ * `cell` cleans whatever else a cell holds), so the only escapes a frame
+ * holds are its own styles.
  */
 import type { AgentStatus } from "../../domain/status.ts"
 import type { AgentView, View } from "../../domain/view-model.ts"
 import { isResumable } from "../../domain/state.ts"
 import { formatCost } from "../../domain/text.ts"
+import { foldedText } from "../../domain/plain-text.ts"
 import { resumeHint } from "../../domain/run-paths.ts"
 import { type Segment, cell, ellipsis, width, formatSeconds, formatTokens, reflow, style, wrap } from "./text.ts"
 
@@ -70,16 +74,16 @@ export const headerLines = (view: View, columns: number, color: boolean): Array<
       columns,
       color,
     ),
-    line([["Q: ", "1"], [ellipsis(view.question.replace(/\s+/g, " ").trim(), Math.max(0, columns - 3))]], columns, color),
+    line([["Q: ", "1"], [ellipsis(foldedText(view.question), Math.max(0, columns - 3))]], columns, color),
   ]
 }
 
 const voteText = (agent: AgentView): Segment =>
   agent.error !== null
-    ? [`out: ${agent.error.replace(/\s+/g, " ")}`, "31"]
+    ? [`out: ${foldedText(agent.error)}`, "31"]
     : agent.vote === null
       ? ["no vote yet", "2"]
-      : [`vote → ${agent.vote.target} (${agent.vote.label}): ${agent.vote.reason.replace(/\s+/g, " ")}`, "32"]
+      : [`vote → ${agent.vote.target} (${agent.vote.label}): ${foldedText(agent.vote.reason)}`, "32"]
 
 /** The newest two answer labels, and how many older ones there are. */
 const answerList = (labels: ReadonlyArray<string>): string =>
@@ -98,7 +102,7 @@ const statusSegments = (agent: AgentView): Array<Segment> => {
 /** One agent's box: exactly `height` lines of exactly `columns` columns. */
 export const panel = (agent: AgentView, columns: number, height: number, color: boolean): Array<string> => {
   const inner = columns - 4
-  const title = ellipsis(` ${agent.id}${agent.model ? ` · ${agent.model}` : ""} `, Math.max(0, columns - 4))
+  const title = ellipsis(` ${foldedText(`${agent.id}${agent.model ? ` · ${agent.model}` : ""}`)} `, Math.max(0, columns - 4))
   const [, sgr] = STATUS[agent.status]
   const top = style("┌─", sgr, color) + style(title, "1", color) + style(`${"─".repeat(Math.max(0, columns - 3 - width(title)))}┐`, sgr, color)
   const side = (segments: ReadonlyArray<Segment>) => `${style("│", sgr, color)} ${cell(segments, inner, color)} ${style("│", sgr, color)}`
@@ -137,7 +141,7 @@ export const votesTable = (view: View, columns: number, color: boolean): Array<s
       [
         [`  ${v.voter.padEnd(voterWidth)} `, v.voter === view.winner ? "1;35" : "1"],
         v.target === null ? ["(no vote)", "2"] : [`→ ${v.target} (${v.label})`, "32"],
-        [v.target === null ? "" : `  ${v.reason.replace(/\s+/g, " ")}`, "2"],
+        [v.target === null ? "" : `  ${foldedText(v.reason)}`, "2"],
       ],
       columns,
       color,

@@ -2,22 +2,25 @@
  * Text cells for the terminal view: measuring, cutting, padding and wrapping by display width.
  *
  * Contract: widths are terminal columns (`Bun.stringWidth`: wide characters
- * count 2, ANSI codes 0). Text from models is cleaned first (`clean`): escape
- * sequences and control characters go, tabs become spaces, so nothing a model
- * writes can move the cursor. A *segment* is a piece of text and an optional
- * SGR style (`"1;36"`); `cell(segments, width, color)` cuts and pads segments
- * to exactly `width` columns and adds the styles only when `color` is on.
+ * count 2, ANSI codes 0). Text from models is cleaned first (`clean`:
+ * `plainText` of `domain/plain-text.ts`, and tabs as two spaces), so nothing a
+ * model writes can move the cursor or reach the terminal as a command. A
+ * *segment* is a piece of text and an optional SGR style (`"1;36"`);
+ * `cell(segments, width, color)` cleans the segments' text (line breaks as
+ * spaces), cuts and pads it to exactly `width` columns and adds the styles
+ * only when `color` is on: the styles are the only escapes a cell holds.
  */
+import { plainText } from "../../domain/plain-text.ts"
 
 export type Segment = readonly [text: string, style?: string]
 
 export const width = (text: string): number => Bun.stringWidth(text)
 
-const ESCAPES = /\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(\x07|\x1b\\)|\x1b[@-_]/g
-const CONTROLS = /[\x00-\x08\x0b-\x1f\x7f-\x9f]/g
-
 /** Model text made safe to print: no escapes, no control characters but newlines, tabs as two spaces. */
-export const clean = (text: string): string => text.replace(ESCAPES, "").replace(/\r\n?/g, "\n").replace(/\t/g, "  ").replace(CONTROLS, "")
+export const clean = (text: string): string => plainText(text).replace(/\t/g, "  ")
+
+/** A cell's text: cleaned, on one line. */
+const cellText = (text: string): string => clean(text).replace(/\n/g, " ")
 
 /** The longest start of `text` that fits in `max` columns. */
 export const cut = (text: string, max: number): string => {
@@ -47,7 +50,7 @@ export const cell = (segments: ReadonlyArray<Segment>, columns: number, color: b
   let left = columns
   for (const [text, sgr] of segments) {
     if (left <= 0) break
-    const piece = cut(text, left)
+    const piece = cut(cellText(text), left)
     left -= width(piece)
     out += style(piece, sgr, color)
   }
