@@ -102,7 +102,8 @@ export const startServer = (options: ServerOptions) => {
     const unsupported = unsupportedBody(request)
     if (unsupported !== null) return failure(unsupported)
     const body = await readJsonBody(request, options.maxBodyBytes)
-    if ("status" in body) return failure(body)
+    // The rest of a body too large is not read: nothing more on this connection.
+    if ("status" in body) return failure(body, body.status === 413 ? { connection: "close" } : {})
     const chat = readChatRequest(body.json, modelIds, options.maxQuestionBytes)
     if ("status" in chat) return failure(chat)
     const model = options.models.find((m) => m.id === chat.model)!
