@@ -7,7 +7,7 @@
  * as JSON, plus `mode` and `finalHtml`, the final answer rendered by
  * `markdownToHtml`, once). Anything else is 404. It answers only requests
  * whose `Host` header is its own address (`127.0.0.1:PORT` or
- * `localhost:PORT`): any other host is 403, so a page of another site cannot
+ * `localhost:PORT`; the bare name on port 80, `domain/loopback.ts`): any other host is 403, so a page of another site cannot
  * read it through DNS rebinding. The page needs no network. A port already
  * taken is a `ViewerError` (`port_in_use`). `firstClient` completes when a
  * page first connects (a replay at a given speed waits for it). `openBrowser`
