@@ -7,7 +7,8 @@
  * close, `fetch` and the official `openai` SDK elsewhere. Without
  * `--api-key-env`: the start warning, a foreign `Host` or `Origin` refused
  * (403), a `text/plain` POST refused (415), the server's own origin and a
- * request with no `Origin` answered; with a key, no warning and no `Host`
+ * request with no `Origin` answered, a single `--host` address as a name too;
+ * with a key, no warning and no `Host`
  * check. Limits: a question or a body over the limit is 413 and no run
  * directory is made; a connection quiet past `--idle-timeout-seconds` is
  * closed by the server, while a run quieter than that is still answered,
@@ -125,6 +126,32 @@ describe("massgen serve without --api-key-env: only requests addressed to it, on
         expect(done.exitCode).toBe(0)
         expect(done.stderr).toBe(
           "massgen: warning: serving without --api-key-env: any local user and any local process can run the council on your API keys, and its tools run as this user\n",
+        )
+      }
+    },
+    TIMEOUT,
+  )
+
+  test(
+    "on a single address beyond the loopback names: that address is its own name too, and the warning says who is answered",
+    async () => {
+      const served = await serve(scripted(), ["--host", "127.0.0.2"])
+      try {
+        expect(served.url).toBe(`http://127.0.0.2:${served.port}/v1`)
+        const sdk = new OpenAI({ baseURL: served.url, apiKey: "unused", maxRetries: 0 })
+        expect((await sdk.chat.completions.create({ model: "team", messages: [{ role: "user", content: "q" }] })).choices[0]!.message.content).toBe("The answer is 4.")
+        const socket = net.connect(served.port, "127.0.0.2")
+        const refused = await new Promise<string>((resolve) => {
+          let got = ""
+          socket.on("data", (d) => (got += d))
+          socket.on("close", () => resolve(got.split("\r\n")[0]!))
+          socket.write(`GET /health HTTP/1.1\r\nHost: evil.example:${served.port}\r\nConnection: close\r\n\r\n`)
+        })
+        expect(refused).toBe("HTTP/1.1 403 Forbidden")
+      } finally {
+        const done = await stop(served)
+        expect(done.stderr).toBe(
+          "massgen: warning: serving on 127.0.0.2 without --api-key-env: anyone who can reach this port can run the council on your API keys, and its tools run as this user; only requests whose Host is 127.0.0.1, localhost, [::1], 127.0.0.2 (with the port) are answered\n",
         )
       }
     },

@@ -72,13 +72,16 @@ export const serveCommand = (args: ServeArgs, ctx: CliContext) =>
     if (args.apiKeyEnv !== null) {
       apiKey = ctx.env[args.apiKeyEnv] ?? models[0]!.loaded.env[args.apiKeyEnv] ?? ""
       if (apiKey === "") return yield* new UsageError({ reason: "bad_value", detail: `--api-key-env ${args.apiKeyEnv}: the variable is not set or empty` })
-    } else if (!isLoopbackName(args.host)) {
-      ctx.printError(`massgen: warning: serving on ${args.host} without --api-key-env: anyone who can reach this port can run the council on your API keys, and its tools run as this user`)
-    } else {
-      ctx.printError("massgen: warning: serving without --api-key-env: any local user and any local process can run the council on your API keys, and its tools run as this user")
     }
     // Without a key, only requests addressed to this server by a loopback name (or its own --host address) are answered.
     const hostNames = apiKey !== null ? null : WILDCARD.has(args.host) || isLoopbackName(args.host) ? LOOPBACK_NAMES : [...LOOPBACK_NAMES, args.host]
+    if (hostNames !== null && !isLoopbackName(args.host)) {
+      ctx.printError(
+        `massgen: warning: serving on ${args.host} without --api-key-env: anyone who can reach this port can run the council on your API keys, and its tools run as this user; only requests whose Host is ${hostNames.join(", ")} (with the port) are answered`,
+      )
+    } else if (hostNames !== null) {
+      ctx.printError("massgen: warning: serving without --api-key-env: any local user and any local process can run the council on your API keys, and its tools run as this user")
+    }
     const slots = runSlots(args.maxConcurrentRuns, args.maxQueued)
     const limits = { idleTimeoutSeconds: args.idleTimeoutSeconds, maxBodyBytes: args.maxBodyBytes, maxQuestionBytes: args.maxQuestionBytes }
     const server = yield* Effect.try({
