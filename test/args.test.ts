@@ -20,14 +20,15 @@ describe("parseInvocation", () => {
 
   test("serve: one of --config and --config-dir; loopback, port 4000, 4 runs and 64 waiting unless told otherwise", () => {
     expect(parseInvocation(["serve", "--config", "t.yaml"])).toEqual(
-      Either.right({ _tag: "serve", configPath: "t.yaml", configDir: null, host: "127.0.0.1", port: 4000, maxConcurrentRuns: 4, maxQueued: 64, apiKeyEnv: null, drainSeconds: 30 }),
+      Either.right({ _tag: "serve", configPath: "t.yaml", configDir: null, host: "127.0.0.1", port: 4000, maxConcurrentRuns: 4, maxQueued: 64, apiKeyEnv: null, drainSeconds: 30, idleTimeoutSeconds: 30, maxBodyBytes: 8388608, maxQuestionBytes: 1048576 }),
     )
-    expect(parseInvocation(["serve", "--config-dir", "d", "--host", "0.0.0.0", "--port", "0", "--max-concurrent-runs", "8", "--max-queued", "0", "--api-key-env", "K", "--drain-seconds", "5"])).toEqual(
-      Either.right({ _tag: "serve", configPath: null, configDir: "d", host: "0.0.0.0", port: 0, maxConcurrentRuns: 8, maxQueued: 0, apiKeyEnv: "K", drainSeconds: 5 }),
+    expect(parseInvocation(["serve", "--config-dir", "d", "--host", "0.0.0.0", "--port", "0", "--max-concurrent-runs", "8", "--max-queued", "0", "--api-key-env", "K", "--drain-seconds", "5", "--idle-timeout-seconds", "1", "--max-body-bytes", "100", "--max-question-bytes", "10"])).toEqual(
+      Either.right({ _tag: "serve", configPath: null, configDir: "d", host: "0.0.0.0", port: 0, maxConcurrentRuns: 8, maxQueued: 0, apiKeyEnv: "K", drainSeconds: 5, idleTimeoutSeconds: 1, maxBodyBytes: 100, maxQuestionBytes: 10 }),
     )
     expect(message(["serve"])).toBe("serve needs one of --config FILE or --config-dir DIR")
     expect(message(["serve", "--config", "a.yaml", "--config-dir", "d"])).toBe("serve needs one of --config FILE or --config-dir DIR")
     expect(message(["serve", "--config", "a.yaml", "--max-concurrent-runs", "0"])).toBe('--max-concurrent-runs: expected a whole number from 1, found "0"')
+    expect(message(["serve", "--config", "a.yaml", "--idle-timeout-seconds", "0"])).toBe('--idle-timeout-seconds: expected a whole number from 1 to 255, found "0"')
     expect(message(["serve", "--config", "a.yaml", "--port", "70000"])).toBe('--port: expected a whole number from 0 to 65535, found "70000"')
     expect(message(["serve", "--config", "a.yaml", "question?"])).toBe('serve takes no question or path, found "question?" (the config goes with --config)')
     expect(message(["serve", "--config", "a.yaml", "--prot", "1"])).toBe("unknown option --prot for massgen serve; did you mean --port? (see massgen --help)")

@@ -60,6 +60,9 @@ const eventsOf = (logDir: string) => readEventsText(fs.readFileSync(nodePath.joi
 /** What `/health` says: runs going and requests waiting. */
 const health = async (served: Served): Promise<{ running: number; queued: number }> => (await fetch(served.url.replace("/v1", "/health"))).json() as any
 
+/** A completion request as a client without the SDK sends it. */
+const postJson = (url: string, body: unknown) => fetch(url, { method: "POST", body: JSON.stringify(body), headers: { "content-type": "application/json" } })
+
 const ask = (content: string) => [{ role: "user" as const, content }]
 
 describe("massgen serve", () => {
@@ -180,7 +183,7 @@ describe("massgen serve", () => {
         const queued = served.client.chat.completions.create({ model: "team", messages: ask("queued?") }, { signal: waiting.signal }).catch((e) => e)
         // The queued request is in the queue once /health says so.
         for (let i = 0; i < 500 && (await health(served)).queued < 1; i++) await Bun.sleep(10)
-        const refused = await fetch(`${served.url}/chat/completions`, { method: "POST", body: JSON.stringify({ model: "team", messages: ask("one more?") }) })
+        const refused = await postJson(`${served.url}/chat/completions`, { model: "team", messages: ask("one more?") })
         expect(refused.status).toBe(429)
         expect(Number(refused.headers.get("retry-after"))).toBeGreaterThanOrEqual(1)
         expect(((await refused.json()) as any).error).toMatchObject({ type: "rate_limit_error", code: "queue_full" })
@@ -255,7 +258,7 @@ describe("massgen serve", () => {
     async () => {
       const failing = await serve({ agents: [{ id: "agent_a", backend: { type: "scripted", script: [{ fail: "boom" }, { fail: "boom" }, { fail: "boom" }, { fail: "boom" }] } }] })
       try {
-        const res = await fetch(`${failing.url}/chat/completions`, { method: "POST", body: JSON.stringify({ model: "team", messages: ask("q") }) })
+        const res = await postJson(`${failing.url}/chat/completions`, { model: "team", messages: ask("q") })
         expect(res.status).toBe(500)
         const body: any = await res.json()
         expect(body.error.message).toContain("boom")
@@ -280,7 +283,7 @@ describe("massgen serve", () => {
         timeout_settings: { orchestrator_timeout_seconds: 1 },
       })
       try {
-        const res = await fetch(`${slow.url}/chat/completions`, { method: "POST", body: JSON.stringify({ model: "team", messages: ask("q") }) })
+        const res = await postJson(`${slow.url}/chat/completions`, { model: "team", messages: ask("q") })
         expect(res.status).toBe(504)
         const body: any = await res.json()
         expect(body.error.code).toBe("run_timeout")
@@ -309,7 +312,7 @@ describe("massgen serve", () => {
       expect(await fetch(`${served.url}/models`).then(() => "answered", () => "refused")).toBe("refused")
 
       const stuck = await serve(scripted({ delay_seconds: 600 }), ["--drain-seconds", "0"])
-      const pending = fetch(`${stuck.url}/chat/completions`, { method: "POST", body: JSON.stringify({ model: "team", messages: ask("q") }) })
+      const pending = postJson(`${stuck.url}/chat/completions`, { model: "team", messages: ask("q") })
       for (let i = 0; i < 500 && (await health(stuck)).running < 1; i++) await Bun.sleep(10)
       stuck.cli.proc.kill("SIGTERM")
       const res = await pending

@@ -22,10 +22,15 @@ const serveOptions = {
   "max-queued": { type: "string" },
   "api-key-env": { type: "string" },
   "drain-seconds": { type: "string" },
+  "idle-timeout-seconds": { type: "string" },
+  "max-body-bytes": { type: "string" },
+  "max-question-bytes": { type: "string" },
   help: { type: "boolean", short: "h" },
 } as const
 
-/** `serve --config FILE | --config-dir DIR [--host H] [--port N] [--max-concurrent-runs N] [--max-queued N] [--api-key-env VAR] [--drain-seconds S]`. */
+const MIB = 1024 * 1024
+
+/** `serve --config FILE | --config-dir DIR [--host H] [--port N] [--max-concurrent-runs N] [--max-queued N] [--api-key-env VAR] [--drain-seconds S] [--idle-timeout-seconds S] [--max-body-bytes N] [--max-question-bytes N]`. */
 export const parseServe = (argv: ReadonlyArray<string>): Either.Either<Invocation, UsageError> => {
   const result = parseStrict(argv, serveOptions, "serve")
   if (Either.isLeft(result)) return Either.left(result.left)
@@ -38,6 +43,9 @@ export const parseServe = (argv: ReadonlyArray<string>): Either.Either<Invocatio
     const maxConcurrentRuns = yield* wholeNumber("max-concurrent-runs", v["max-concurrent-runs"], 4, 1)
     const maxQueued = yield* wholeNumber("max-queued", v["max-queued"], 64, 0)
     const drainSeconds = yield* wholeNumber("drain-seconds", v["drain-seconds"], 30, 0)
+    const idleTimeoutSeconds = yield* wholeNumber("idle-timeout-seconds", v["idle-timeout-seconds"], 30, 1, 255)
+    const maxBodyBytes = yield* wholeNumber("max-body-bytes", v["max-body-bytes"], 8 * MIB, 1)
+    const maxQuestionBytes = yield* wholeNumber("max-question-bytes", v["max-question-bytes"], MIB, 1)
     const apiKeyEnv = v["api-key-env"] ?? null
     if (apiKeyEnv === "") return yield* usage("bad_value", "--api-key-env: expected the name of an environment variable")
     return {
@@ -50,6 +58,9 @@ export const parseServe = (argv: ReadonlyArray<string>): Either.Either<Invocatio
       maxQueued,
       apiKeyEnv,
       drainSeconds,
+      idleTimeoutSeconds,
+      maxBodyBytes,
+      maxQuestionBytes,
     } satisfies ServeArgs
   })
 }

@@ -74,6 +74,12 @@ export interface ServeArgs {
   readonly apiKeyEnv: string | null
   /** How long a drain (SIGTERM) lets running runs finish before stopping them. */
   readonly drainSeconds: number
+  /** How long a connection may be quiet (between requests, or sending a body) before the server closes it. */
+  readonly idleTimeoutSeconds: number
+  /** The largest request body read; a larger one is 413. */
+  readonly maxBodyBytes: number
+  /** The most UTF-8 bytes of message text (user and assistant) a completion may bring; more is 413. */
+  readonly maxQuestionBytes: number
 }
 
 export interface ValidateArgs {

@@ -2,10 +2,13 @@
  * The OpenAI Chat Completions wire format of `massgen serve`: a request read
  * into a conversation, and the completion, stream chunks and errors written back.
  *
- * Contract: `readChatRequest(body, models)` takes the parsed JSON body and the
- * served model ids and gives a `ChatRequest` (the model, the conversation before
+ * Contract: `readChatRequest(body, models, maxTextBytes)` takes the parsed JSON
+ * body, the served model ids and the most UTF-8 bytes of message text a request
+ * may bring, and gives a `ChatRequest` (the model, the conversation before
  * the last user message, that message as the question, whether to stream) or a
- * `WireError` with its HTTP status: 400 for a body that is not an object, a
+ * `WireError` with its HTTP status: 413 when the user and assistant messages'
+ * text together is over `maxTextBytes` (`code: "question_too_large"`; the run
+ * would record it and show it to every agent), 400 for a body that is not an object, a
  * missing or empty `messages`, a message that is not `{role, content}` text, a
  * conversation that does not end with a user message, `n` above 1, and `tools`,
  * `functions` or a `tool_choice` (not supported: the council answers, it does
@@ -66,7 +69,7 @@ const textOf = (content: unknown): string | null => {
   return texts.join("\n")
 }
 
-export const readChatRequest = (body: unknown, models: ReadonlyArray<string>): ChatRequest | WireError => {
+export const readChatRequest = (body: unknown, models: ReadonlyArray<string>, maxTextBytes = Number.MAX_SAFE_INTEGER): ChatRequest | WireError => {
   if (!isObject(body)) return badRequest("the request body must be a JSON object")
   for (const key of ["tools", "functions", "tool_choice", "function_call"] as const) {
     const v = body[key]
@@ -91,6 +94,10 @@ export const readChatRequest = (body: unknown, models: ReadonlyArray<string>): C
     const text = textOf(m.content)
     if (text === null) return badRequest(`messages[${i}].content must be text: a string or text parts`, `messages[${i}].content`)
     said.push({ role: m.role, content: text })
+  }
+  const textBytes = said.reduce((n, m) => n + Buffer.byteLength(m.content, "utf8"), 0)
+  if (textBytes > maxTextBytes) {
+    return { status: 413, message: `the messages' text is ${textBytes} bytes, over this server's limit of ${maxTextBytes} (--max-question-bytes)`, type: "invalid_request_error", code: "question_too_large", param: "messages" }
   }
   const last = said[said.length - 1]
   if (last === undefined || last.role !== "user") return badRequest("the last user or assistant message must be the user's", "messages")

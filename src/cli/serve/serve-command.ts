@@ -4,8 +4,12 @@
  * It loads the served configs (`--config FILE`, or every `*.yaml`/`*.yml` of
  * `--config-dir DIR`, each served under its file's name without the
  * extension), checks every agent's API key and the bearer token's variable
- * (`--api-key-env VAR`, which must be set and not empty) before it listens,
- * and warns on stderr when it listens beyond loopback without a token. It
+ * (`--api-key-env VAR`, which must be set and not empty) before it listens.
+ * Without a token it warns on stderr (one line) that any local user and
+ * process (beyond loopback: anyone who reaches the port) can run the council
+ * and its tools, and the server answers only requests whose `Host` is a
+ * loopback name (or the `--host` address) with its port and whose `Origin`,
+ * if any, is that same origin (`request-gate.ts`). It
  * prints one line on stdout when it listens: `Serving http://HOST:PORT/v1
  * (models: ...)`. The first SIGINT or SIGTERM drains: the port closes, no
  * waiting request starts (503), the runs going on get `--drain-seconds` to
@@ -16,6 +20,7 @@ import { readdirSync } from "node:fs"
 import { basename, extname, join } from "node:path"
 import { Effect, Schema } from "effect"
 import { formatProblem, unknownKeys } from "../../domain/config.ts"
+import { LOOPBACK_NAMES, isLoopbackName } from "../../domain/loopback.ts"
 import type { ServeArgs } from "../args.ts"
 import { UsageError } from "../args.ts"
 import type { CliContext } from "../run-command.ts"
@@ -33,7 +38,8 @@ export class ServeError extends Schema.TaggedError<ServeError>()("ServeError", {
   }
 }
 
-const LOOPBACK = new Set(["127.0.0.1", "localhost", "::1", "[::1]"])
+/** Addresses that listen on every interface: no `Host` names them. */
+const WILDCARD = new Set(["0.0.0.0", "::", "[::]"])
 
 /** The config files served: `--config`, or the YAML files of `--config-dir`, by name. */
 const configFiles = (args: ServeArgs, cwd: string): Effect.Effect<ReadonlyArray<string>, ServeError> =>
@@ -66,12 +72,20 @@ export const serveCommand = (args: ServeArgs, ctx: CliContext) =>
     if (args.apiKeyEnv !== null) {
       apiKey = ctx.env[args.apiKeyEnv] ?? models[0]!.loaded.env[args.apiKeyEnv] ?? ""
       if (apiKey === "") return yield* new UsageError({ reason: "bad_value", detail: `--api-key-env ${args.apiKeyEnv}: the variable is not set or empty` })
-    } else if (!LOOPBACK.has(args.host)) {
-      ctx.printError(`massgen: warning: serving on ${args.host} without --api-key-env: anyone who can reach this port can run the council on your API keys`)
+    }
+    // Without a key, only requests addressed to this server by a loopback name (or its own --host address) are answered.
+    const hostNames = apiKey !== null ? null : WILDCARD.has(args.host) || isLoopbackName(args.host) ? LOOPBACK_NAMES : [...LOOPBACK_NAMES, args.host]
+    if (hostNames !== null && !isLoopbackName(args.host)) {
+      ctx.printError(
+        `massgen: warning: serving on ${args.host} without --api-key-env: anyone who can reach this port can run the council on your API keys, and its tools run as this user; only requests whose Host is ${hostNames.join(", ")} (with the port) are answered`,
+      )
+    } else if (hostNames !== null) {
+      ctx.printError("massgen: warning: serving without --api-key-env: any local user and any local process can run the council on your API keys, and its tools run as this user")
     }
     const slots = runSlots(args.maxConcurrentRuns, args.maxQueued)
+    const limits = { idleTimeoutSeconds: args.idleTimeoutSeconds, maxBodyBytes: args.maxBodyBytes, maxQuestionBytes: args.maxQuestionBytes }
     const server = yield* Effect.try({
-      try: () => startServer({ host: args.host, port: args.port, models, apiKey, slots, ctx }),
+      try: () => startServer({ host: args.host, port: args.port, models, apiKey, hostNames, slots, ctx, ...limits }),
       catch: (e) => new ServeError({ reason: "cannot_listen", detail: `${args.host}:${args.port} (${e instanceof Error ? e.message.split("\n")[0] : String(e)})` }),
     })
     ctx.print(`Serving ${server.url}/v1 (models: ${models.map((m) => m.id).join(", ")})`)

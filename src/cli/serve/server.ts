@@ -5,7 +5,19 @@
  * (the served models), `GET /health` (no auth: `{status, running, queued}`);
  * anything else is 404, a known path with another method 405, in OpenAI's
  * error shape (`openai-wire.ts`). With an API key, every `/v1/` request needs
- * `Authorization: Bearer KEY`, else 401.
+ * `Authorization: Bearer KEY`, else 401. Without one (`hostNames` given), every
+ * request, `/health` too, must name the server in its `Host` (one of
+ * `hostNames` with the server's port) and, when it has an `Origin`, come from
+ * that same origin, else 403 (`request-gate.ts`).
+ *
+ * A completion's body must be `application/json` (else 415) of at most
+ * `maxBodyBytes` (else 413), its messages' text at most `maxQuestionBytes`
+ * (else 413): all refused before anything is written. A connection quiet for
+ * `idleTimeoutSeconds` (between requests, or sending its body) is closed, so
+ * idle sockets do not pile up (Bun itself closes one whose headers take
+ * about 10 s); a completion once accepted is never cut while it waits or
+ * runs, and its connection closes with its response. A request refused with
+ * its body unread also closes its connection.
  *
  * A completion request waits for a slot (`run-slots.ts`); with the queue full
  * it is 429 with `retry-after`. Then its run starts in its own log directory,
@@ -26,7 +38,9 @@
  * waiting starts (503); `stopRuns(why)` stops the runs still going.
  */
 import { timingSafeEqual } from "node:crypto"
+import type { Server } from "bun"
 import type { Event } from "../../domain/events.ts"
+import { ownHosts } from "../../domain/loopback.ts"
 import type { State } from "../../domain/state.ts"
 import { plainLine } from "../automation-output.ts"
 import {
@@ -34,13 +48,13 @@ import {
   type RunFacts,
   type WireError,
   SSE_DONE,
-  badRequest,
   chunkBody,
   completionBody,
   errorBody,
   readChatRequest,
   sseFrame,
 } from "./openai-wire.ts"
+import { foreignRequest, readJsonBody, unsupportedBody } from "./request-gate.ts"
 import type { RunSlots } from "./run-slots.ts"
 import { type ServeContext, type ServedModel, type ServedOutcome, openServedRun } from "./served-run.ts"
 
@@ -49,8 +63,13 @@ export interface ServerOptions {
   readonly port: number
   readonly models: ReadonlyArray<ServedModel>
   readonly apiKey: string | null
+  /** The names a request's `Host` may give this server (with its port); null: not checked (the API key guards it). */
+  readonly hostNames: ReadonlyArray<string> | null
   readonly slots: RunSlots
   readonly ctx: ServeContext
+  readonly idleTimeoutSeconds: number
+  readonly maxBodyBytes: number
+  readonly maxQuestionBytes: number
 }
 
 export const RUN_ID_HEADER = "x-massgen-run-id"
@@ -79,35 +98,38 @@ export const startServer = (options: ServerOptions) => {
   let draining = false
   let stopped: Promise<void> = Promise.resolve()
 
-  const complete = async (request: Request): Promise<Response> => {
-    let body: unknown
-    try {
-      body = await request.json()
-    } catch {
-      return failure(badRequest("the request body is not valid JSON"))
-    }
-    const chat = readChatRequest(body, modelIds)
+  const complete = async (request: Request, server: Server<undefined>): Promise<Response> => {
+    const unsupported = unsupportedBody(request)
+    if (unsupported !== null) return failure(unsupported)
+    const body = await readJsonBody(request, options.maxBodyBytes)
+    // The rest of a body too large is not read: nothing more on this connection.
+    if ("status" in body) return failure(body, body.status === 413 ? { connection: "close" } : {})
+    const chat = readChatRequest(body.json, modelIds, options.maxQuestionBytes)
     if ("status" in chat) return failure(chat)
     const model = options.models.find((m) => m.id === chat.model)!
+    // Accepted: no idle cut while it waits and runs (minutes may pass without a byte);
+    // its connection closes with the response, so it does not stay open uncut after it.
+    server.timeout(request, 0)
+    const held = { connection: "close" }
     const taken = await slots.take(request.signal)
     if (taken._tag === "full") {
       const wait = slots.retryAfterSeconds()
-      return failure({ status: 429, message: `all runs busy and the queue is full; retry in ${wait}s`, type: "rate_limit_error", code: "queue_full" }, { "retry-after": String(wait) })
+      return failure({ status: 429, message: `all runs busy and the queue is full; retry in ${wait}s`, type: "rate_limit_error", code: "queue_full" }, { "retry-after": String(wait), ...held })
     }
-    if (taken._tag !== "slot") return taken._tag === "gone" ? new Response(null, { status: 499 }) : failure(serverError("the server is shutting down", 503, "shutting_down"))
+    if (taken._tag !== "slot") return taken._tag === "gone" ? new Response(null, { status: 499, headers: held }) : failure(serverError("the server is shutting down", 503, "shutting_down"), held)
     const release = taken.release
     try {
       const opened = await openServedRun(model, chat, ctx)
       if ("failed" in opened) {
         release()
-        return failure(serverError(opened.failed))
+        return failure(serverError(opened.failed), held)
       }
       let stop!: (why: string) => void
       const stopped = new Promise<string>((resolve) => (stop = resolve))
       stops.add(stop)
       const onGone = () => stop("client disconnected")
       request.signal.addEventListener("abort", onGone, { once: true })
-      const headers = { [RUN_ID_HEADER]: opened.runId }
+      const headers = { [RUN_ID_HEADER]: opened.runId, ...held }
       const started = { id: `chatcmpl-${opened.runId}`, created: Math.floor(Date.now() / 1000), model: chat.model }
       const finished = (onEvent: (event: Event, state: State) => void) =>
         opened.run(stopped, onEvent).finally(() => {
@@ -122,32 +144,45 @@ export const startServer = (options: ServerOptions) => {
       return json(completionBody({ ...started, content: ended.content, finishReason: "stop", usage: ended.usage!, massgen: ended.facts }), 200, headers)
     } catch (e) {
       release()
-      return failure(serverError(e instanceof Error ? e.message : String(e)))
+      return failure(serverError(e instanceof Error ? e.message : String(e)), held)
     }
+  }
+
+  let hosts: ReadonlySet<string> | null = null
+  const route = async (request: Request, server: Server<undefined>): Promise<Response> => {
+    const foreign = hosts === null ? null : foreignRequest(request, hosts)
+    if (foreign !== null) return failure(foreign)
+    const { pathname } = new URL(request.url)
+    if (pathname === "/health" && request.method === "GET") return json({ status: draining ? "draining" : "ok", running: slots.running(), queued: slots.queued() })
+    if (pathname.startsWith("/v1/") && options.apiKey !== null && !authorized(request.headers.get("authorization"), options.apiKey)) {
+      return failure({ status: 401, message: "missing or wrong API key: send Authorization: Bearer KEY", type: "authentication_error", code: "invalid_api_key" })
+    }
+    if (pathname === "/v1/models") {
+      if (request.method !== "GET") return failure({ status: 405, message: `${request.method} ${pathname}: use GET`, type: "invalid_request_error", code: "method_not_allowed" })
+      return json({ object: "list", data: options.models.map((m) => ({ id: m.id, object: "model", created: 0, owned_by: "massgen" })) })
+    }
+    if (pathname === "/v1/chat/completions") {
+      if (request.method !== "POST") return failure({ status: 405, message: `${request.method} ${pathname}: use POST`, type: "invalid_request_error", code: "method_not_allowed" })
+      return complete(request, server)
+    }
+    return failure({ status: 404, message: `no route ${request.method} ${pathname}`, type: "invalid_request_error", code: "not_found" })
   }
 
   const server = Bun.serve({
     hostname: options.host,
     port: options.port,
-    // A run may take minutes before its first byte: no idle cut.
-    idleTimeout: 0,
-    fetch: async (request) => {
-      const { pathname } = new URL(request.url)
-      if (pathname === "/health" && request.method === "GET") return json({ status: draining ? "draining" : "ok", running: slots.running(), queued: slots.queued() })
-      if (pathname.startsWith("/v1/") && options.apiKey !== null && !authorized(request.headers.get("authorization"), options.apiKey)) {
-        return failure({ status: 401, message: "missing or wrong API key: send Authorization: Bearer KEY", type: "authentication_error", code: "invalid_api_key" })
-      }
-      if (pathname === "/v1/models") {
-        if (request.method !== "GET") return failure({ status: 405, message: `${request.method} ${pathname}: use GET`, type: "invalid_request_error", code: "method_not_allowed" })
-        return json({ object: "list", data: options.models.map((m) => ({ id: m.id, object: "model", created: 0, owned_by: "massgen" })) })
-      }
-      if (pathname === "/v1/chat/completions") {
-        if (request.method !== "POST") return failure({ status: 405, message: `${request.method} ${pathname}: use POST`, type: "invalid_request_error", code: "method_not_allowed" })
-        return complete(request)
-      }
-      return failure({ status: 404, message: `no route ${request.method} ${pathname}`, type: "invalid_request_error", code: "not_found" })
+    // A quiet connection (between requests, or sending its body) is closed; an accepted request is not cut (`complete`).
+    idleTimeout: options.idleTimeoutSeconds,
+    // `readJsonBody` refuses a large body with a 413 of its own, in OpenAI's shape.
+    maxRequestBodySize: Number.MAX_SAFE_INTEGER,
+    fetch: async (request, server) => {
+      const response = await route(request, server)
+      // A body left unread is not parsed as the next request: the connection ends with the response.
+      if (request.body !== null && !request.bodyUsed) response.headers.set("connection", "close")
+      return response
     },
   })
+  hosts = options.hostNames === null ? null : ownHosts(server.port!, options.hostNames)
 
   return {
     url: `http://${server.hostname}:${server.port}`,

@@ -7,7 +7,7 @@
  * as JSON, plus `mode` and `finalHtml`, the final answer rendered by
  * `markdownToHtml`, once). Anything else is 404. It answers only requests
  * whose `Host` header is its own address (`127.0.0.1:PORT` or
- * `localhost:PORT`): any other host is 403, so a page of another site cannot
+ * `localhost:PORT`; the bare name on port 80, `domain/loopback.ts`): any other host is 403, so a page of another site cannot
  * read it through DNS rebinding. The page needs no network. A port already
  * taken is a `ViewerError` (`port_in_use`). `firstClient` completes when a
  * page first connects (a replay at a given speed waits for it). `openBrowser`
@@ -35,6 +35,7 @@ import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as BunHttpServer from "@effect/platform-bun/BunHttpServer"
 import { Deferred, Duration, Effect, PubSub, Queue, Ref, Schedule, Stream } from "effect"
+import { ownHosts } from "../../domain/loopback.ts"
 import { markdownToHtml } from "../../domain/markdown.ts"
 import { type ViewModel, applyEvent, applyText, emptyViewModel, viewOf } from "../../domain/view-model.ts"
 import { ViewerError } from "../../services/run-catalog.ts"
@@ -85,9 +86,6 @@ const framesFor = (sent: ReadonlySet<string>, push: Push): [ReadonlySet<string>,
   return [new Set(push.texts.keys()), `${frames}data: ${push.json}\n\n`]
 }
 
-/** `host:port` as this server may be named in a request's `Host` header. */
-const ownHosts = (port: number): ReadonlySet<string> => new Set([`127.0.0.1:${port}`, `localhost:${port}`])
-
 export const webDisplay = (options: WebOptions) =>
   Effect.gen(function* () {
     const firstClient = yield* Deferred.make<void>()
@@ -134,7 +132,7 @@ export const webDisplay = (options: WebOptions) =>
       ),
     )
     const port = server.address._tag === "TcpAddress" ? server.address.port : options.port
-    const hosts = ownHosts(port)
+    const hosts = ownHosts(port, ["127.0.0.1", "localhost"])
 
     const app = Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
