@@ -29,6 +29,9 @@
  * `/mnt`, the host's `/tmp` and every Unix socket in them. An allow-list of
  * what to show, not a list of what to hide: a folder the list does not name
  * (a new socket folder, `/work`) stays hidden without anyone thinking of it.
+ * `/etc` is shown because programs need it (`passwd` and `group` for `id`
+ * and `ls -l`, `ld.so.cache`, `ssl/certs`, `alternatives`); it holds no
+ * socket, and what in it is secret is what no ordinary user may read.
  *
  * Words: the *workspace* is the directory a command runs in and the only one
  * it may write to in the sandbox; the *read-only paths* are the directories it
