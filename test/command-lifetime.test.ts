@@ -49,7 +49,7 @@ const leaveBehind = (m: string): string =>
     `(sleep ${m} >/dev/null 2>&1 &)`,
     `setsid sleep ${m} >/dev/null 2>&1 </dev/null &`,
     `setsid sh -c 'sleep ${m}' >/dev/null 2>&1 </dev/null &`,
-    `while [ "$(pgrep -c -f '^sleep ${m}')" -lt 5 ]; do :; done`,
+    `while [ "$(pgrep -c -f '^sleep ${m}')" -lt 5 ]; do sleep 0.01; done`,
     "echo all-started",
   ].join("\n")
 

@@ -171,7 +171,7 @@ describe("local mode", () => {
   test("what a command leaves running in the background ends with it, and the call does not wait for it", async () => {
     const { run } = await localTool()
     const marker = markerSeconds()
-    const r = ok(await run({ command: `sleep ${marker} & while ! pgrep -f ${marker} >/dev/null; do :; done; echo done` }))
+    const r = ok(await run({ command: `sleep ${marker} & while ! pgrep -f "^sleep ${marker}" >/dev/null; do sleep 0.01; done; echo done` }))
     expect(r.stdout).toBe("done\n")
     expect(await waitUntilNoneWith(marker)).toEqual([])
   })
