@@ -18,14 +18,14 @@
  * - What it prints is held only as far as the caller wants: the first bytes
  *   (`readUpTo`, `readHead`) or the last characters (`readTail`).
  * - A *command* (a command tool, a local `execute_command`) runs contained
- *   (`containedCommand`): in a PID namespace of its own, with a `/proc` of
- *   its own (util-linux's `unshare --pid --fork --kill-child --mount-proc`;
- *   for a user other than root, in a user namespace of its own as well,
- *   mapped to the same user). It sees only its own processes, by pids of its
- *   own (its shell is pid 1). When its first process ends, or is killed, the
- *   kernel kills every process of the namespace, so what it started in a
- *   session of its own (`setsid`), with `nohup`, or through a double fork
- *   ends with it too. Where `unshare`
+ *   (`containedCommand`): in a PID namespace of its own (util-linux's
+ *   `unshare --pid --fork --kill-child`), with a `/proc` of its own where it
+ *   can mount one (`--mount-proc`; some containers refuse it), and for a user
+ *   other than root in a user namespace of its own as well, mapped to the
+ *   same user. Its pids are its own (its shell is pid 1). When its first
+ *   process ends, or is killed, the kernel kills every process of the
+ *   namespace, so what it started in a session of its own (`setsid`), with
+ *   `nohup`, or through a double fork ends with it too. Where `unshare`
  *   cannot make one (no util-linux, user namespaces off), the command runs as
  *   it is, and only its group is killed (`containment()` says which).
  * - A command does not read massgen's environment or memory through
@@ -65,12 +65,15 @@ export const hideOwnMemory = (): void => {
 /** The capabilities a command of root runs without: any one of them opens another process's `/proc/<pid>/environ`. */
 const ROOT_DROPS = "--bounding-set=-sys_ptrace,-sys_admin,-perfmon"
 
-/** The wrappers that contain a command, most confining first, for this user. */
+/** The wrappers that contain a command, most confining first, for this user: a `/proc` of its own where it can mount one. */
 const containers = (): ReadonlyArray<ReadonlyArray<string>> => {
   if (unshare === null || process.platform !== "linux") return []
-  const pid = ["--pid", "--fork", "--kill-child", "--mount-proc"]
-  if (process.getuid?.() !== 0) return [[unshare, "--user", "--map-current-user", ...pid, "--"]]
-  return [...(setpriv === null ? [] : [[unshare, ...pid, "--", setpriv, ROOT_DROPS, "--"]]), [unshare, ...pid, "--"]]
+  const pids = [
+    ["--pid", "--fork", "--kill-child", "--mount-proc"],
+    ["--pid", "--fork", "--kill-child"],
+  ]
+  if (process.getuid?.() !== 0) return pids.map((pid) => [unshare, "--user", "--map-current-user", ...pid, "--"])
+  return pids.flatMap((pid) => [...(setpriv === null ? [] : [[unshare, ...pid, "--", setpriv, ROOT_DROPS, "--"]]), [unshare, ...pid, "--"]])
 }
 
 let container: ReadonlyArray<string> | null | undefined
