@@ -2,8 +2,9 @@
  * The `execute_command` tool in `local` mode, and what it refuses in every mode:
  * MassGen's allowed and blocked patterns (regular expressions matched at the
  * start of the command) and dangerous commands, a `work_dir` outside the
- * workspace; a command runs in the workspace with no API key in its
- * environment; its result is MassGen's JSON whatever its exit code; its
+ * workspace; a command runs in the workspace with an environment of the
+ * allow-list (no API key, no variable the config does not pass, `HOME` the
+ * workspace); its result is MassGen's JSON whatever its exit code; its
  * output is capped; a command that hangs is killed with every process it
  * started at its timeout, and so is what it leaves running when it ends.
  */
@@ -12,13 +13,21 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as nodePath from "node:path"
 import { Effect, Either } from "effect"
-import { STDOUT_KEPT_BYTES, bwrapArgs, commandLineSettings, commandRefusal } from "../src/domain/command-line.ts"
+import {
+  STDOUT_KEPT_BYTES,
+  bwrapArgs,
+  commandEnvironment,
+  commandLineSettings,
+  commandRefusal,
+  containerEnvNames,
+  dockerRunArgs,
+} from "../src/domain/command-line.ts"
 import { type BackendConfig, decodeConfig } from "../src/domain/config.ts"
 import { makeCommandLine } from "../src/services/tools/command-line.ts"
 import { toolEnvironment } from "../src/services/tools/command-tools.ts"
 import { startExecutor } from "../src/services/tools/sandbox.ts"
 import type { ToolRunError } from "../src/services/tools/tool-provider.ts"
-import { isGone, waitUntilGone } from "./support/mcp.ts"
+import { markerSeconds, waitUntilNoneWith } from "./support/processes.ts"
 
 const dirs: Array<string> = []
 const tempDir = (): string => {
@@ -33,12 +42,12 @@ afterAll(() => {
 const settingsOf = (backend: Partial<BackendConfig>) => commandLineSettings({ type: "scripted", enable_mcp_command_line: true, ...backend } as BackendConfig)!
 
 /** A `local` provider in a fresh workspace, with `env` cleared as a run clears it. */
-const localTool = async (backend: Partial<BackendConfig> = {}, env: Record<string, string | undefined> = process.env) => {
+const localTool = async (backend: Partial<BackendConfig> = {}, env: Record<string, string | undefined> = process.env, secrets: ReadonlyArray<string> = []) => {
   const workspace = tempDir()
   const settings = settingsOf(backend)
-  const clean = toolEnvironment(env)
+  const clean = toolEnvironment(env, secrets)
   const executor = await Effect.runPromise(startExecutor(settings, clean, "a"))
-  const tool = makeCommandLine(workspace, [], settings, { env: clean, executor })
+  const tool = makeCommandLine(workspace, [], settings, { env: clean, executor, secrets })
   const run = (args: Record<string, unknown>) => Effect.runPromise(Effect.either(tool.run("execute_command", args)))
   return { workspace, run }
 }
@@ -111,6 +120,17 @@ describe("what is refused", () => {
     expect(problems).toContain("command_line_blocked_commands")
     expect(problems).toContain("Expected a regular expression")
   })
+
+  test("command_line_env and command_line_pass_env: variable names, never a provider's key variable", () => {
+    const problemsOf = (backend: Record<string, unknown>) =>
+      JSON.stringify(Either.getLeft(decodeConfig({ agents: [{ id: "a", backend: { type: "scripted", enable_mcp_command_line: true, ...backend } }] }, {})))
+    expect(problemsOf({ command_line_pass_env: ["OPENAI_API_KEY"] })).toContain("OPENAI_API_KEY is a provider's key variable: no key is passed to a command")
+    expect(problemsOf({ command_line_env: { ANTHROPIC_API_KEY: "x" } })).toContain("ANTHROPIC_API_KEY is a provider's key variable")
+    expect(problemsOf({ command_line_env: { "BAD-NAME": "x" } })).toContain('Expected a variable name (letters, digits, _), found \\"BAD-NAME\\"')
+    const ok = decodeConfig({ agents: [{ id: "a", backend: { type: "scripted", enable_mcp_command_line: true, command_line_env: { N: 2, B: true }, command_line_pass_env: ["PYTHONPATH"] } }] }, {})
+    expect(Either.isRight(ok)).toBe(true)
+    if (Either.isRight(ok)) expect(commandLineSettings(ok.right.agents[0]!.backend)).toMatchObject({ env: { N: "2", B: "true" }, passEnv: ["PYTHONPATH"] })
+  })
 })
 
 describe("local mode", () => {
@@ -122,13 +142,15 @@ describe("local mode", () => {
     expect(ok(await run({ command: "echo oops >&2; exit 3" }))).toMatchObject({ success: false, exit_code: 3, stderr: "oops\n" })
   })
 
-  test("no API key reaches the command's environment", async () => {
-    const { run } = await localTool({}, { ...process.env, OPENAI_API_KEY: "sk-secret-in-env", MY_SERVICE_TOKEN: "t0ken", KEEP_ME: "kept" })
+  test("the environment is an allow-list: no key, no other variable of massgen's but those the config passes; HOME is the workspace", async () => {
+    const backend = { command_line_pass_env: ["KEEP_ME", "UNSET_ONE"], command_line_env: { SET_ME: "set", FORGED: "sk-secret-in-env" } }
+    const { workspace, run } = await localTool(backend, { ...process.env, OPENAI_API_KEY: "sk-secret-in-env", MY_SERVICE_TOKEN: "t0ken", KEEP_ME: "kept", DROP_ME: "dropped" }, ["sk-secret-in-env"])
     const env = ok(await run({ command: "env" })).stdout
     expect(env).toContain("KEEP_ME=kept")
-    expect(env).not.toContain("OPENAI_API_KEY")
-    expect(env).not.toContain("sk-secret-in-env")
-    expect(env).not.toContain("t0ken")
+    expect(env).toContain("SET_ME=set")
+    expect(env).toContain(`HOME=${workspace}\n`)
+    expect(env).toContain(`PATH=${process.env.PATH}\n`)
+    for (const absent of ["OPENAI_API_KEY", "sk-secret-in-env", "t0ken", "DROP_ME", "UNSET_ONE", "FORGED"]) expect(env).not.toContain(absent)
   })
 
   test("output past the cap is counted, not kept", async () => {
@@ -138,31 +160,46 @@ describe("local mode", () => {
   })
 
   test("a command that hangs is killed with the processes it started at its timeout", async () => {
-    const { workspace, run } = await localTool()
-    const r = await run({ command: "sleep 1000 & echo $! > kids; sh -c 'sleep 1000' & echo $! >> kids; sleep 1000", timeout: 1 })
+    const { run } = await localTool()
+    const marker = markerSeconds()
+    const call = run({ command: `sleep ${marker} & sh -c 'sleep ${marker}' & sleep ${marker}`, timeout: 1 })
+    const r = await call
     expect(refusedWith(r)).toEqual({ reason: "failed", message: "failed: the command timed out after 1s (its timeout): it and every process it started were killed" })
-    const kids = fs.readFileSync(nodePath.join(workspace, "kids"), "utf8").trim().split("\n").map(Number)
-    expect(kids).toHaveLength(2)
-    for (const pid of kids) await waitUntilGone(pid)
+    expect(await waitUntilNoneWith(marker)).toEqual([])
   })
 
   test("what a command leaves running in the background ends with it, and the call does not wait for it", async () => {
-    const { workspace, run } = await localTool()
-    const r = ok(await run({ command: "sleep 1000 & echo $! > kid; echo done" }))
+    const { run } = await localTool()
+    const marker = markerSeconds()
+    const r = ok(await run({ command: `sleep ${marker} & while ! pgrep -f "^sleep ${marker}" >/dev/null; do sleep 0.01; done; echo done` }))
     expect(r.stdout).toBe("done\n")
-    const kid = Number(fs.readFileSync(nodePath.join(workspace, "kid"), "utf8"))
-    await waitUntilGone(kid)
-    expect(isGone(kid)).toBe(true)
+    expect(await waitUntilNoneWith(marker)).toEqual([])
   })
 })
 
 describe("the sandbox's command line", () => {
   test("binds a parent before what is under it, so a workspace inside a read-only path stays writable", () => {
-    const args = bwrapArgs({ workspace: "/p/run/ws", readOnly: ["/p", "/p/run/ws/ctx"] }, false, "/p/run/ws", "ls")
+    const view = { shown: ["/usr"], links: [], masked: [] }
+    const args = bwrapArgs(view, { workspace: "/p/run/ws", readOnly: ["/p", "/p/run/ws/ctx"] }, false, "/p/run/ws", "ls")
     const binds = args.flatMap((a, i) => (a === "--bind" || a === "--ro-bind-try" ? [`${a} ${args[i + 1]}`] : []))
     expect(binds).toEqual(["--ro-bind-try /p", "--bind /p/run/ws", "--ro-bind-try /p/run/ws/ctx"])
     expect(args).not.toContain("--share-net")
-    expect(bwrapArgs({ workspace: "/w", readOnly: [] }, true, "/w", "ls")).toContain("--share-net")
+    expect(bwrapArgs(view, { workspace: "/w", readOnly: [] }, true, "/w", "ls")).toContain("--share-net")
     expect(args.slice(-3)).toEqual(["/bin/sh", "-c", "ls"])
+  })
+
+  test("shows the host's system folders and nothing else of its root; masks what no user may read; the root read-only", () => {
+    const view = { shown: ["/usr", "/etc"], links: [["/bin", "usr/bin"] as const], masked: [{ path: "/etc/shadow", folder: false }, { path: "/etc/ssl/private", folder: true }] }
+    const args = bwrapArgs(view, { workspace: "/w", readOnly: [] }, false, "/w", "ls").join(" ")
+    expect(args).toStartWith("--symlink usr/bin /bin --ro-bind /usr /usr --ro-bind /etc /etc --ro-bind /dev/null /etc/shadow --tmpfs /etc/ssl/private --remount-ro /etc/ssl/private --dev /dev --proc /proc --tmpfs /tmp --bind /w /w --remount-ro / ")
+    expect(args).not.toContain("--ro-bind / /")
+  })
+
+  test("docker: the container gets the config's variables by name, their values in the CLI's environment only", () => {
+    const settings = { env: { B: "2" }, passEnv: ["A", "UNSET"] }
+    const names = containerEnvNames(settings, commandEnvironment({ A: "1", PATH: "/bin", OTHER: "x" }, settings, "/w"))
+    expect(names).toEqual(["A", "B"])
+    const args = dockerRunArgs({ name: "n", image: "img", networkMode: "none", memory: null, cpus: null, envNames: names }, { workspace: "/w", readOnly: [] }, "/w", "ls")
+    expect(args.join(" ")).toBe("run --rm -i --name n --network none -v /w:/w:rw -e A -e B -w /w img /bin/sh -c ls")
   })
 })

@@ -3,7 +3,8 @@
  * `enable_mcp_command_line: true` runs commands in the sandbox during a run;
  * they run in the run directory (its workspace until workspaces exist), write
  * nothing outside it, see no API key of massgen's environment, and a blocked
- * one is refused, each recorded as a tool call. A mode that cannot run here
+ * one is refused, each recorded as a tool call; a later run's command reads
+ * neither the working directory's `.env` nor the earlier run. A mode that cannot run here
  * (no `docker`, no `bwrap` on the PATH) stops the run at start with exit 1 and
  * the reason.
  */
@@ -84,6 +85,25 @@ describe("execute_command in a run", () => {
     expect(fs.readFileSync(nodePath.join(dir, "workspaces", "agent1", "made.txt"), "utf8")).toBe("made\n")
     expect(fs.readFileSync(nodePath.join(dir, "snapshot_storage", "agent1.1", "made.txt"), "utf8")).toBe("made\n")
     expect(fs.existsSync(nodePath.join(ctx, "planted.txt"))).toBe(false)
+  }, 60_000)
+
+  test("a sandboxed command of the second run reads neither the working directory's .env, nor the first run, nor massgen's other variables", async () => {
+    const cwd = sandbox()
+    fs.writeFileSync(nodePath.join(cwd, ".env"), "OPENAI_API_KEY=sk-dotenv-canary-456\n")
+    const logRoot = nodePath.join(cwd, ".massgen", "massgen_logs")
+    const env = { ...ENV, DATABASE_URL: "postgres://app:dbpass-canary@db/x", GH_PAT: "ghp_canary" }
+    const first = await runCli("source", ["--automation", "--config", writeConfig(cwd, doc({ command_line_execution_mode: "sandbox" })), "first run canary-q1"], { cwd, env })
+    expectExit(first, 0)
+    const probe = `cat ${cwd}/.env; grep -rh question ${logRoot}; ls -A ${logRoot} ${cwd}; env; echo probed`
+    const config = writeConfig(cwd, doc({ cwd: "workspace", command_line_execution_mode: "sandbox" }, [{ tool: "execute_command", args: { command: probe } }]))
+    const second = await runCli("source", ["--automation", "--config", config, "second run"], { cwd, env })
+    expectExit(second, 0)
+    const dir = lineValue(second, "LOG_DIR")
+    const out = JSON.parse(readEvents(dir).filter((e) => e.type === "tool_call_finished")[0].result) as { stdout: string; stderr: string }
+    expect(out.stdout).toContain("probed\n")
+    for (const canary of ["sk-dotenv-canary", "canary-q1", "dbpass-canary", "ghp_canary", "DATABASE_URL", "GH_PAT"]) expect(out.stdout).not.toContain(canary)
+    // The log root and the working directory show only the way to this run's workspace.
+    expect(out.stdout).toContain(`${fs.realpathSync(cwd)}:\n.massgen\n\n${fs.realpathSync(logRoot)}:\n${nodePath.basename(dir)}\n`)
   }, 60_000)
 
   test("docker mode without the docker CLI stops the run at start with exit 1 and the reason", async () => {

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
 import { cleanupSandboxes, ensureBinary, runCli, sandbox, startCli, writeConfig } from "./support/cli.ts"
-import { isGone } from "./support/mcp.ts"
+import { killAllWith, markerSeconds, waitUntilNoneWith } from "./support/processes.ts"
 import { ENV, eventsPath, expectExit, readEvents } from "./support/run-dirs.ts"
 
 beforeAll(async () => {
@@ -35,13 +35,15 @@ const eventOf = (dir: string, match: (e: any) => boolean) => (fs.existsSync(even
 
 /**
  * A tool that appends `start N` and `end N` to the counter around its work; call
- * 2 holds (as a sleep whose pid it writes down) until the file `resumed` exists.
+ * 2 holds (as a sleep of `HELD` seconds, a marker found from the host: the tool's
+ * pids are its own namespace's) until the file `resumed` exists.
  */
+const HELD = markerSeconds()
 const BUMP = [
   "read -r args",
   'n=$(printf %s "$args" | tr -dc 0-9)',
-  // Its pid is down before the counter says it started: the test kills massgen on that line.
-  'if [ "$n" = 2 ] && [ ! -e "$0/resumed" ]; then echo $$ > "$0/held.pid"; echo "start $n" >> "$0/counter"; exec sleep 1000; fi',
+  // The test kills massgen on the counter's line: the sleep follows at once.
+  `if [ "$n" = 2 ] && [ ! -e "$0/resumed" ]; then echo "start $n" >> "$0/counter"; exec sleep ${HELD}; fi`,
   'echo "start $n" >> "$0/counter"',
   'echo "end $n" >> "$0/counter"',
   'echo "bumped $n"',
@@ -73,18 +75,7 @@ const toolDoc = (cwd: string) => ({
 
 const counterOf = (cwd: string) => (fs.existsSync(nodePath.join(cwd, "counter")) ? fs.readFileSync(nodePath.join(cwd, "counter"), "utf8").trim().split("\n") : [])
 
-const killHeld = (cwd: string) => {
-  const file = nodePath.join(cwd, "held.pid")
-  if (!fs.existsSync(file)) return
-  const pid = Number(fs.readFileSync(file, "utf8").trim())
-  // Never 0 or less: that would signal this test's own process group.
-  if (!Number.isInteger(pid) || pid <= 0) return
-  try {
-    process.kill(pid, "SIGKILL")
-  } catch {
-    // gone already
-  }
-}
+const killHeld = () => killAllWith(HELD)
 
 /** Runs the tool council until `killAt` says so, kills massgen with SIGKILL, resumes it; the run's directory and events. */
 const killAndResume = async (cwd: string, killAt: (dir: string) => unknown) => {
@@ -126,9 +117,7 @@ describe("a command tool and kill -9", () => {
       expect(counterOf(cwd)).toEqual(["start 1", "end 1", "start 2", "start 2", "end 2"])
       expectEachCallOnce(events)
       // The tool that was running when massgen was killed died with it: no orphan (its sleep never ends by itself).
-      const held = Number(fs.readFileSync(nodePath.join(cwd, "held.pid"), "utf8").trim())
-      expect(held).toBeGreaterThan(0)
-      await waitFor("the killed run's tool to be gone", () => (isGone(held) ? true : undefined))
+      expect(await waitUntilNoneWith(HELD)).toEqual([])
       // The round went on: no model call with a recorded reply was made again.
       const resumed = events.slice(before.length)
       expect(resumed[0]).toMatchObject({ type: "run_resumed", continued_rounds: [{ agent: "worker", round: 1, shown: [], vote_only: false }] })
@@ -139,7 +128,7 @@ describe("a command tool and kill -9", () => {
       const status = JSON.parse(fs.readFileSync(nodePath.join(dir, "status.json"), "utf8"))
       expect(status.agents.worker.tool_calls).toEqual({ total: 2, errors: 0, hosted: 0 })
     } finally {
-      killHeld(cwd)
+      killHeld()
     }
   }, 60_000)
 

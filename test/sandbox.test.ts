@@ -18,7 +18,7 @@ import type { BackendConfig } from "../src/domain/config.ts"
 import { makeCommandLine } from "../src/services/tools/command-line.ts"
 import { toolEnvironment } from "../src/services/tools/command-tools.ts"
 import { startExecutor } from "../src/services/tools/sandbox.ts"
-import { waitUntilGone } from "./support/mcp.ts"
+import { markerSeconds, processesWith, waitUntilNoneWith } from "./support/processes.ts"
 
 const dirs: Array<string> = []
 /** A fresh directory under `base`: /var/tmp is on the root filesystem (read-only in the sandbox), /tmp is not (private there). */
@@ -109,7 +109,7 @@ describe("the sandbox", () => {
     const settings = commandLineSettings({ type: "scripted", enable_mcp_command_line: true, command_line_execution_mode: "sandbox" } as BackendConfig)!
     const env = toolEnvironment(process.env)
     const executor = await Effect.runPromise(startExecutor(settings, env, "a"))
-    const tool = makeCommandLine(paths.workspace, [paths.ctx], settings, { env, executor }, [run])
+    const tool = makeCommandLine(paths.workspace, [paths.ctx], settings, { env, executor })
     const r = JSON.parse(await Effect.runPromise(tool.run("execute_command", { command: `ls ${run}; cat mine.txt ${paths.ctx}/notes.txt; cat ${run}/other/secret.txt` }))) as { stdout: string; stderr: string }
     expect(r.stdout).toBe("ws\nmine\nread me\n")
     expect(r.stderr).toContain("No such file")
@@ -142,26 +142,13 @@ describe("the sandbox", () => {
 
   test("a command that hangs is killed with its children at its timeout", async () => {
     const { tool } = await toolIn("sandbox")
-    const marker = `1000.${process.pid}${Date.now() % 1000}`
+    const marker = markerSeconds()
     const call = Effect.runPromise(Effect.either(tool.run("execute_command", { command: `sleep ${marker} & sh -c 'sleep ${marker}' & sleep ${marker}`, timeout: 2 })))
-    // The sandbox's pids are its own: find its sleeps from the host by their argument.
-    const sleeps = (): Array<number> =>
-      fs.readdirSync("/proc").filter((p) => /^\d+$/.test(p)).flatMap((p) => {
-        try {
-          return fs.readFileSync(`/proc/${p}/cmdline`, "utf8").split("\0").includes(marker) && fs.readFileSync(`/proc/${p}/comm`, "utf8").trim() === "sleep" ? [Number(p)] : []
-        } catch {
-          return []
-        }
-      })
-    let seen: Array<number> = []
-    while (seen.length < 3) {
-      seen = sleeps()
-      await Bun.sleep(20)
-    }
+    // The sandbox's pids are its own: its sleeps are found from the host by their argument.
+    while (processesWith(marker).length < 3) await Bun.sleep(20)
     const r = await call
     expect(Either.isLeft(r) && r.left.message).toBe("failed: the command timed out after 2s (its timeout): it and every process it started were killed")
-    for (const pid of seen) await waitUntilGone(pid)
-    expect(sleeps()).toEqual([])
+    expect(await waitUntilNoneWith(marker)).toEqual([])
   })
 })
 

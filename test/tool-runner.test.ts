@@ -21,6 +21,7 @@ import { makeCommandTools, toolEnvironment } from "../src/services/tools/command
 import { ToolRunError, type ToolProvider } from "../src/services/tools/tool-provider.ts"
 import { makeToolRunner } from "../src/services/tools/tool-runner.ts"
 import { effect, live } from "./support/effect-test.ts"
+import { markerSeconds, processesWith, waitUntilNoneWith } from "./support/processes.ts"
 
 const T = "2026-01-01T00:00:00.000Z"
 const call = (id: string, name: string, args: unknown): ToolCall => ({ id, name, arguments: typeof args === "string" ? args : JSON.stringify(args) })
@@ -155,6 +156,7 @@ describe("combineProviders", () => {
 })
 
 describe("command tools", () => {
+  const SLEEPER = markerSeconds()
   const dir = fs.mkdtempSync(nodePath.join(os.tmpdir(), "massgen-command-tools-"))
   const env = toolEnvironment(
     { PATH: process.env.PATH, HOME: "/home/me", OPENAI_API_KEY: "sk-1", GITHUB_TOKEN: "ghp", MY_SECRET: "s", DB_PASSWORD: "p", PLAIN: "kept", COPY: "run-key-value" },
@@ -166,7 +168,7 @@ describe("command tools", () => {
       { name: "where", command: ["pwd"] },
       { name: "env", command: ["env"] },
       { name: "fails", command: ["sh", "-c", "echo partial; echo 'it broke' >&2; exit 3"] },
-      { name: "sleeps", command: ["sh", "-c", `echo $$ > ${dir}/sleeper.pid; exec sleep 30`] },
+      { name: "sleeps", command: ["sh", "-c", `exec sleep ${SLEEPER}`] },
       { name: "floods", command: ["yes", "flood"] },
     ],
     dir,
@@ -207,20 +209,10 @@ describe("command tools", () => {
   live("an interrupted call kills the command", () =>
     Effect.gen(function* () {
       const fiber = yield* Effect.fork(tools.run("sleeps", {}))
-      const pidFile = nodePath.join(dir, "sleeper.pid")
-      while (!fs.existsSync(pidFile) || fs.readFileSync(pidFile, "utf8").trim() === "") yield* Effect.sleep("5 millis")
-      const pid = Number(fs.readFileSync(pidFile, "utf8").trim())
+      while (processesWith(SLEEPER).length === 0) yield* Effect.sleep("5 millis")
       yield* Fiber.interrupt(fiber)
-      const alive = () => {
-        try {
-          process.kill(pid, 0)
-          return true
-        } catch {
-          return false
-        }
-      }
-      while (alive()) yield* Effect.sleep("5 millis")
-      expect(alive()).toBe(false)
+      // The command's pids are its own namespace's: it is found from the host by its sleep's marker.
+      expect(yield* Effect.promise(() => waitUntilNoneWith(SLEEPER))).toEqual([])
     }),
   )
 })

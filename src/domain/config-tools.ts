@@ -12,7 +12,7 @@
 import { Schema } from "effect"
 import type { Agent } from "./config-settings.ts"
 import { type ConfigProblem, FiniteNumber, PositiveNumber, formatPath, found, oneOf, opt, setAt, valueAt } from "./config-schema.ts"
-import { presetFor } from "./presets.ts"
+import { PRESETS, presetFor } from "./presets.ts"
 
 // Provider-side tools and pass-through settings (docs/backends.md, "Provider tools and settings").
 // `enable_code_interpreter` (MassGen's key for openai) and `enable_code_execution` (for claude) are one switch.
@@ -138,15 +138,30 @@ const CommandPattern = Schema.String.pipe(
     }
   }),
 )
+/** A variable of `command_line_env` / `command_line_pass_env`: a shell name, and not a provider's key variable (no key reaches a command). */
+const KEY_VARIABLES: ReadonlySet<string> = new Set(Object.values(PRESETS).flatMap((p) => p.keyEnv))
+/** Why `name` cannot be a variable of a command's environment, or null. */
+const envNameProblem = (name: string): string | null =>
+  !/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)
+    ? `Expected a variable name (letters, digits, _), found ${JSON.stringify(name)}`
+    : KEY_VARIABLES.has(name)
+      ? `${name} is a provider's key variable: no key is passed to a command`
+      : null
+const CommandEnvName = Schema.String.pipe(Schema.filter((name) => envNameProblem(name) ?? true))
+const CommandEnv = Schema.Record({ key: Schema.String, value: McpScalar }).pipe(
+  Schema.filter((env) => Object.keys(env).map(envNameProblem).find((p) => p !== null) ?? true),
+)
 export const EXECUTION_MODES = ["local", "sandbox", "docker"] as const
 export type ExecutionMode = (typeof EXECUTION_MODES)[number]
-/** The keys of the `execute_command` tool (docs/commands.md), MassGen's names; `command_line_network` and `sandbox` are massgen's own. */
+/** The keys of the `execute_command` tool (docs/commands.md), MassGen's names; `command_line_network`, `command_line_env`, `command_line_pass_env` and `sandbox` are massgen's own. */
 export const CommandLineFields = {
   enable_mcp_command_line: opt(Schema.Boolean),
   command_line_execution_mode: opt(oneOf(...EXECUTION_MODES)),
   command_line_allowed_commands: opt(Schema.Array(CommandPattern).annotations({ identifier: "a list of regular expressions" })),
   command_line_blocked_commands: opt(Schema.Array(CommandPattern).annotations({ identifier: "a list of regular expressions" })),
   command_line_network: opt(Schema.Boolean),
+  command_line_env: opt(CommandEnv.annotations({ identifier: "a mapping of variable names to values" })),
+  command_line_pass_env: opt(Schema.Array(CommandEnvName).annotations({ identifier: "a list of variable names" })),
   command_line_docker_image: opt(Schema.String),
   command_line_docker_network_mode: opt(oneOf("none", "bridge", "host")),
   command_line_docker_memory_limit: opt(Schema.String),

@@ -91,15 +91,15 @@ export const withModelNames = (provider: ToolProvider): ToolProvider => {
   }
 }
 
-/** `env` cleared of every key, the run's own keys included (found by `resolveApiKey`): the environment of every tool process. */
-export const cleanToolEnvironment = (config: Config, env: Env): Record<string, string> =>
-  toolEnvironment(
-    env,
-    config.agents.flatMap((a) => {
-      const key = resolveApiKey(a, env)
-      return Either.isRight(key) && key.right !== null ? [key.right] : []
-    }),
-  )
+/** The run's own keys (found by `resolveApiKey`). */
+const runKeys = (config: Config, env: Env): ReadonlyArray<string> =>
+  config.agents.flatMap((a) => {
+    const key = resolveApiKey(a, env)
+    return Either.isRight(key) && key.right !== null ? [key.right] : []
+  })
+
+/** `env` cleared of every key, the run's own keys included: the environment of every tool process. */
+export const cleanToolEnvironment = (config: Config, env: Env): Record<string, string> => toolEnvironment(env, runKeys(config, env))
 
 /**
  * The directory an agent's commands and tools run in, given the run's working
@@ -138,8 +138,7 @@ export const commandLineProviders = (
       const key = JSON.stringify([settings.mode, settings.network, settings.docker])
       const executor = executors.get(key) ?? (yield* startExecutor(settings, clean, agent.id))
       executors.set(key, executor)
-      // In the sandbox the log directory looks empty but for the agent's own workspace: no other agent's files, no run files.
-      out.set(agent.id, makeCommandLine(workspaceOf(agent, cwd), readOnlyPaths(agent), settings, { env: clean, executor }, [cwd]))
+      out.set(agent.id, makeCommandLine(workspaceOf(agent, cwd), readOnlyPaths(agent), settings, { env: clean, executor, secrets: runKeys(config, env) }))
     }
     return out as ReadonlyMap<string, ToolProvider>
   })

@@ -17,11 +17,86 @@
  *   massgen (measured on MCP calls).
  * - What it prints is held only as far as the caller wants: the first bytes
  *   (`readUpTo`, `readHead`) or the last characters (`readTail`).
+ * - A *command* (a command tool, a local `execute_command`) runs contained
+ *   (`containedCommand`): in a PID namespace of its own (util-linux's
+ *   `unshare --pid --fork --kill-child`), with a `/proc` of its own where it
+ *   can mount one (`--mount-proc`; some containers refuse it), and for a user
+ *   other than root in a user namespace of its own as well, mapped to the
+ *   same user. Its pids are its own (its shell is pid 1). When its first
+ *   process ends, or is killed, the kernel kills every process of the
+ *   namespace, so what it started in a session of its own (`setsid`), with
+ *   `nohup`, or through a double fork ends with it too. Where `unshare`
+ *   cannot make one (no util-linux, user namespaces off), the command runs as
+ *   it is, and only its group is killed (`containment()` says which).
+ * - A command does not read massgen's environment or memory through
+ *   `/proc/<pid>`: massgen makes itself not dumpable (`prctl(PR_SET_DUMPABLE,
+ *   0)`, `hideOwnMemory`) before it starts its first tool process, which
+ *   stops any process of an ordinary user. Root keeps that access while it
+ *   has `CAP_SYS_PTRACE`, `CAP_SYS_ADMIN` or `CAP_PERFMON` (measured on Linux
+ *   6.18: each of them alone still opens `/proc/<pid>/environ`), so a command
+ *   of root runs without those three capabilities (`setpriv --bounding-set`).
+ *   Root has other ways into massgen's memory (`CAP_SYS_RAWIO`, a kernel
+ *   module): this is not a boundary against a root command.
  *
  * Words: a *group* is a process group, named by the pid of its first process.
  */
+import { dlopen } from "bun:ffi"
+
 const setpriv: string | null = Bun.which("setpriv")
 const perl: string | null = Bun.which("perl")
+const unshare: string | null = Bun.which("unshare")
+
+const PR_SET_DUMPABLE = 4
+let memoryHidden = false
+/** Makes massgen not dumpable (Linux): its `/proc/<pid>/environ` and `mem` are closed to its own user's other processes. Once; nothing elsewhere. */
+export const hideOwnMemory = (): void => {
+  if (memoryHidden) return
+  memoryHidden = true
+  if (process.platform !== "linux") return
+  try {
+    const libc = dlopen("libc.so.6", { prctl: { args: ["i32", "u64", "u64", "u64", "u64"], returns: "i32" } })
+    libc.symbols.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    libc.close()
+  } catch {
+    // Not glibc (musl): the environment stays readable to the user's processes, as docs/commands.md says.
+  }
+}
+
+/** The capabilities a command of root runs without: any one of them opens another process's `/proc/<pid>/environ`. */
+const ROOT_DROPS = "--bounding-set=-sys_ptrace,-sys_admin,-perfmon"
+
+/** The wrappers that contain a command, most confining first, for this user: a `/proc` of its own where it can mount one. */
+const containers = (): ReadonlyArray<ReadonlyArray<string>> => {
+  if (unshare === null || process.platform !== "linux") return []
+  const pids = [
+    ["--pid", "--fork", "--kill-child", "--mount-proc"],
+    ["--pid", "--fork", "--kill-child"],
+  ]
+  if (process.getuid?.() !== 0) return pids.map((pid) => [unshare, "--user", "--map-current-user", ...pid, "--"])
+  return pids.flatMap((pid) => [...(setpriv === null ? [] : [[unshare, ...pid, "--", setpriv, ROOT_DROPS, "--"]]), [unshare, ...pid, "--"]])
+}
+
+let container: ReadonlyArray<string> | null | undefined
+/** The wrapper that contains a command here, tried once (null: none works). */
+export const containment = (): ReadonlyArray<string> | null => {
+  if (container !== undefined) return container
+  container = null
+  for (const wrapper of containers()) {
+    try {
+      const tried = Bun.spawnSync([...wrapper, "/bin/sh", "-c", "exit 0"], { stdin: "ignore", stdout: "ignore", stderr: "ignore", env: {} })
+      if (tried.exitCode === 0) {
+        container = wrapper
+        break
+      }
+    } catch {
+      // Not this one.
+    }
+  }
+  return container
+}
+
+/** The command line that runs `program args` contained (the docstring), or as it is where nothing contains it. */
+export const containedCommand = (program: string, args: ReadonlyArray<string>): ReadonlyArray<string> => [...(containment() ?? []), program, ...args]
 
 /** Puts itself in a process group of its own, then becomes the program (`execvp`), or says why it cannot. */
 const OWN_GROUP = 'setpgrp(0, 0); exec { $ARGV[0] } @ARGV; print STDERR "failed to execute $ARGV[0]: $!\\n"; exit 127'
@@ -70,6 +145,7 @@ export type GroupProcess<In extends "pipe" | "ignore"> = Bun.Subprocess<In, "pip
  * `forgetGroup`. Throws when it cannot start.
  */
 export const spawnInGroup = <In extends "pipe" | "ignore">(program: string, args: ReadonlyArray<string>, options: SpawnOptions<In>): GroupProcess<In> => {
+  hideOwnMemory()
   if (!exitHookInstalled) {
     exitHookInstalled = true
     process.on("exit", () => {

@@ -5,14 +5,17 @@
  * gives an agent the tool: a call `{command, timeout?, work_dir?}` runs
  * `/bin/sh -c command` in the workspace (or in `work_dir`, which must lead,
  * symlinks followed, into the workspace or a read-only path), in the agent's
- * execution mode (`sandbox.ts`), with `env` (cleared of every key by
- * `toolEnvironment`). What the config does not allow, and what MassGen never
- * runs, is refused before anything starts (`ToolRunError` `refused`;
+ * execution mode (`sandbox.ts`), with the command environment
+ * (`commandEnvironment`: an allow-list from `env`, which is already cleared
+ * of every key by `toolEnvironment`, `HOME` the workspace, never one of
+ * `secrets`). What the config does not allow, and the dangerous commands, are
+ * refused before anything starts (`ToolRunError` `refused`;
  * `domain/command-line.ts` says what). The command runs in a process group of
- * its own: when it ends, or its `timeout` (default 60 s) or the tool runner's
- * passes, or the round is cancelled, the group is killed, so nothing it
- * started outlives the call (in the sandbox, its PID namespace dies with it; a
- * container is killed by name). Of its stdout and stderr the result holds the
+ * its own and, in `local` and `sandbox` mode, in a PID namespace of its own:
+ * when it ends, or its `timeout` (default 60 s) or the tool runner's passes,
+ * or the round is cancelled, the group is killed and the namespace dies with
+ * its first process, so nothing it started outlives the call, not even in a
+ * session of its own (a container is killed by name). Of its stdout and stderr the result holds the
  * first bytes (`STDOUT_KEPT_BYTES`, `STDERR_KEPT_BYTES`), with a note of how
  * much more there was. A command that exits, with any code, gives a result
  * (`commandResult`: exit code, stdout, stderr, time); one that cannot start or
@@ -28,6 +31,7 @@ import {
   STDERR_KEPT_BYTES,
   STDOUT_KEPT_BYTES,
   commandArgs,
+  commandEnvironment,
   commandRefusal,
   commandResult,
   executeCommandSpec,
@@ -47,9 +51,11 @@ const realOrSelf = (path: string): string => {
 }
 
 export interface CommandLineDeps {
-  /** The environment of every command, already cleared of keys (`toolEnvironment`). */
+  /** massgen's environment cleared of keys (`toolEnvironment`): what the command environment is taken from, and the docker CLI's. */
   readonly env: Record<string, string>
   readonly executor: Executor
+  /** The run's keys: no variable of the command environment holds one. */
+  readonly secrets?: ReadonlyArray<string>
 }
 
 /** The directory a call runs in: the workspace, or its `work_dir` if that is a directory within the mounts. */
@@ -72,11 +78,11 @@ const workingDirectory = (mounts: Mounts, workDir: string | null): string | Tool
 /** Runs one launched command to its end; interrupting it kills its group (and stops its container). */
 const runLaunched = (executor: Executor, mounts: Mounts, cwd: string, command: string, env: Record<string, string>) =>
   Effect.async<{ code: number; stdout: string; stderr: string; seconds: number }, ToolRunError>((resume) => {
-    const launch = executor.launch(mounts, cwd, command)
+    const launch = executor.launch(mounts, cwd, command, env)
     const started = performance.now()
     let proc: GroupProcess<"ignore">
     try {
-      proc = spawnInGroup(launch.program, launch.args, { cwd, env, stdin: "ignore" })
+      proc = spawnInGroup(launch.program, launch.args, { cwd, env: launch.env, stdin: "ignore" })
     } catch (e) {
       resume(Effect.fail(new ToolRunError({ reason: "failed", detail: `cannot start ${launch.program}: ${e instanceof Error ? e.message : String(e)}` })))
       return
@@ -100,19 +106,15 @@ const runLaunched = (executor: Executor, mounts: Mounts, cwd: string, command: s
     })
   })
 
-/**
- * The `execute_command` tool of one agent, run by `deps.executor` in
- * `workspace`, able to read `readOnlyPaths`; in the sandbox, the `hidden`
- * folders look empty but for those.
- */
+/** The `execute_command` tool of one agent, run by `deps.executor` in `workspace`, able to read `readOnlyPaths` (in the sandbox, besides the system folders). */
 export const makeCommandLine = (
   workspace: string,
   readOnlyPaths: ReadonlyArray<string>,
-  settings: Pick<CommandLineSettings, "allowed" | "blocked">,
+  settings: Pick<CommandLineSettings, "allowed" | "blocked" | "env" | "passEnv">,
   deps: CommandLineDeps,
-  hidden: ReadonlyArray<string> = [],
 ): ToolProvider => {
-  const mounts: Mounts = { workspace: realOrSelf(workspace), readOnly: readOnlyPaths.map(realOrSelf), hidden: hidden.map(realOrSelf) }
+  const mounts: Mounts = { workspace: realOrSelf(workspace), readOnly: readOnlyPaths.map(realOrSelf) }
+  const env = commandEnvironment(deps.env, settings, mounts.workspace, deps.secrets)
   return {
     tools: [{ spec: executeCommandSpec, server: null }],
     run: (name, raw) => {
@@ -123,7 +125,7 @@ export const makeCommandLine = (
       if (refusal !== null) return Effect.fail(new ToolRunError({ reason: "refused", detail: refusal }))
       const cwd = workingDirectory(mounts, args.workDir)
       if (cwd instanceof ToolRunError) return Effect.fail(cwd)
-      return runLaunched(deps.executor, mounts, cwd, args.command, deps.env).pipe(
+      return runLaunched(deps.executor, mounts, cwd, args.command, env).pipe(
         Effect.timeoutFail({
           duration: Duration.seconds(args.timeoutSeconds),
           onTimeout: () =>

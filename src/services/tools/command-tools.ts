@@ -7,8 +7,10 @@
  * it; what it prints on stdout is the result. A non-zero exit (or a signal) is
  * a `ToolRunError` with the exit status and the tail of stderr. Interrupting a
  * call (the runner's timeout, a cancelled round, the run's end) kills the
- * command and every process it started (its process group; `child-process.ts`),
- * and so does its end: nothing it started outlives the call. Time and size
+ * command and every process it started (its process group, and the PID
+ * namespace it runs in where `unshare` can make one: `containedCommand` in
+ * `child-process.ts`), and so does its end: nothing it started outlives the
+ * call, not even in a session of its own. Time and size
  * limits are the tool runner's (`tool-runner.ts`); what a command prints is held only up to just past the cap the model is
  * given (a command that prints more is stopped, and its result cut by the
  * runner), and of its stderr only the tail an error quotes.
@@ -26,7 +28,7 @@ import { PRESETS } from "../../domain/presets.ts"
 import type { ToolSpec } from "../../domain/llm.ts"
 import { MAX_TOOL_RESULT_CHARS } from "../../domain/tool-calls.ts"
 import type { Env } from "../backends/keys.ts"
-import { type GroupProcess, forgetGroup, killGroup, readTail, readUpTo, spawnInGroup } from "./child-process.ts"
+import { type GroupProcess, containedCommand, forgetGroup, killGroup, readTail, readUpTo, spawnInGroup } from "./child-process.ts"
 import { type ProvidedTool, ToolRunError, type ToolProvider } from "./tool-provider.ts"
 
 /** Characters of stderr an error result quotes, from its end. */
@@ -80,7 +82,8 @@ const runCommand = (command: ReadonlyArray<string>, input: string, cwd: string, 
       // Resolved here, so that a missing program is "cannot start", not the exit of the wrapper that runs it.
       const program = Bun.which(command[0]!, { PATH: env.PATH ?? "", cwd })
       if (program === null) throw new Error("no such program")
-      proc = spawnInGroup(program, command.slice(1), { cwd, env, stdin: "pipe" })
+      const [contained, ...args] = containedCommand(program, command.slice(1))
+      proc = spawnInGroup(contained!, args, { cwd, env, stdin: "pipe" })
     } catch (e) {
       resume(Effect.fail(new ToolRunError({ reason: "failed", detail: `cannot start ${command[0]}: ${e instanceof Error ? e.message : String(e)}` })))
       return

@@ -4,22 +4,33 @@
  * `startExecutor(settings, env, agent)` makes sure the mode can run commands
  * here, or fails with a `CommandLineStartError` (the run stops before its
  * first event, exit 1, naming the agent, the mode and why):
- * - `local`: `/bin/sh -c` on the host; nothing to check.
+ * - `local`: `/bin/sh -c` on the host, contained (`containedCommand`: a PID
+ *   namespace of its own where `unshare` can make one); nothing to check.
  * - `sandbox`: `bwrap` (bubblewrap) must be on the `PATH` and able to make a
- *   sandbox here (it needs user namespaces, or root): it is tried once.
+ *   sandbox here (it needs user namespaces, or root): it is tried once. What
+ *   of the host it shows is looked at once then (`hostView`): which of the
+ *   system folders (`SYSTEM_PATHS`) are folders and which symlinks, what
+ *   under `/etc` no ordinary user may read (`/etc/shadow`, `/etc/ssl/private`:
+ *   as root, the sandbox would read them), and where `/etc/resolv.conf` leads
+ *   when it is a symlink out of the system folders (into `/run`).
  * - `docker`: the `docker` CLI must be on the `PATH`, its daemon must answer,
  *   and the image must be there (it is pulled once when it is not).
- * The `Executor` it gives turns a command into the program and arguments that
- * run it (`domain/command-line.ts` builds them), and says what else stopping
- * it takes (a container outlives the `docker` CLI: it is killed by name).
+ * The `Executor` it gives turns a command and its environment into the
+ * program, arguments and environment that run it (`domain/command-line.ts`
+ * builds them), and says what else stopping it takes (a container outlives
+ * the `docker` CLI: it is killed by name). A container gets only the
+ * variables the config names (`containerEnvNames`), passed by name through
+ * the CLI's environment, so their values are on no command line.
  *
  * Words: the *execution mode* is `command_line_execution_mode`; the *sandbox*
  * is what `bwrap` makes (docs/commands.md says what it allows).
  */
+import * as fs from "node:fs"
+import * as nodePath from "node:path"
 import { Effect, Schema } from "effect"
-import { type CommandLineSettings, type Mounts, bwrapArgs, dockerRunArgs } from "../../domain/command-line.ts"
+import { type CommandLineSettings, type HostView, type Mounts, SYSTEM_PATHS, bwrapArgs, containerEnvNames, dockerRunArgs, isWithin } from "../../domain/command-line.ts"
 import type { ExecutionMode } from "../../domain/config-tools.ts"
-import { forgetGroup, killGroup, readTail, spawnInGroup } from "./child-process.ts"
+import { containedCommand, forgetGroup, killGroup, readTail, spawnInGroup } from "./child-process.ts"
 
 export class CommandLineStartError extends Schema.TaggedError<CommandLineStartError>()("CommandLineStartError", {
   agent: Schema.String,
@@ -34,14 +45,15 @@ export class CommandLineStartError extends Schema.TaggedError<CommandLineStartEr
 export interface Launch {
   readonly program: string
   readonly args: ReadonlyArray<string>
+  readonly env: Record<string, string>
   /** Stops what killing the program's process group does not (a container); null when that is enough. */
   readonly stop: (() => void) | null
 }
 
 export interface Executor {
   readonly mode: ExecutionMode
-  /** How to run `command` in `cwd` (a real path within the mounts). */
-  readonly launch: (mounts: Mounts, cwd: string, command: string) => Launch
+  /** How to run `command` in `cwd` (a real path within the mounts) with the command environment `env` (`commandEnvironment`). */
+  readonly launch: (mounts: Mounts, cwd: string, command: string, env: Record<string, string>) => Launch
 }
 
 /** How long a check of the mode (`bwrap` tried once, `docker version`, `docker image inspect`) may take; a pull, `PULL_MS`. */
@@ -67,7 +79,60 @@ const probe = (program: string, args: ReadonlyArray<string>, env: Record<string,
     return { ok: code === 0, why: line !== "" ? line.trim() : how }
   })
 
-const local: Executor = { mode: "local", launch: (_mounts, _cwd, command) => ({ program: "/bin/sh", args: ["-c", command], stop: null }) }
+const local: Executor = {
+  mode: "local",
+  launch: (_mounts, _cwd, command, env) => {
+    const [program, ...args] = containedCommand("/bin/sh", ["-c", command])
+    return { program: program!, args, env, stop: null }
+  },
+}
+
+/** Entries under `dir` whose mode lets no ordinary user read them (a folder: enter it), not followed into. */
+const unreadable = (dir: string, out: Array<{ path: string; folder: boolean }>, depth = 0): void => {
+  let entries: Array<fs.Dirent>
+  try {
+    entries = fs.readdirSync(dir, { withFileTypes: true })
+  } catch {
+    return
+  }
+  for (const entry of entries) {
+    const path = nodePath.join(dir, entry.name)
+    if (!entry.isDirectory() && !entry.isFile()) continue
+    let mode: number
+    try {
+      mode = fs.lstatSync(path).mode
+    } catch {
+      continue
+    }
+    const folder = entry.isDirectory()
+    if ((mode & 0o004) === 0 || (folder && (mode & 0o001) === 0)) out.push({ path, folder })
+    else if (folder && depth < 8) unreadable(path, out, depth + 1)
+  }
+}
+
+/** What of this host the sandbox shows (`HostView`), looked at now. */
+export const hostView = (): HostView => {
+  const shown: Array<string> = []
+  const links: Array<readonly [string, string]> = []
+  for (const path of SYSTEM_PATHS) {
+    try {
+      const st = fs.lstatSync(path)
+      if (st.isSymbolicLink()) links.push([path, fs.readlinkSync(path)])
+      else if (st.isDirectory()) shown.push(path)
+    } catch {
+      // Not on this host.
+    }
+  }
+  const masked: Array<{ path: string; folder: boolean }> = []
+  if (shown.includes("/etc")) unreadable("/etc", masked)
+  try {
+    const resolv = fs.realpathSync("/etc/resolv.conf")
+    if (!shown.some((root) => isWithin(resolv, root))) shown.push(resolv)
+  } catch {
+    // No resolver file, or a dangling link: nothing to show.
+  }
+  return { shown, links, masked }
+}
 
 let containers = 0
 const containerName = (): string => `massgen-cmd-${process.pid}-${Date.now().toString(36)}-${(containers++).toString(36)}`
@@ -83,9 +148,13 @@ export const startExecutor = (settings: CommandLineSettings, env: Record<string,
       case "sandbox": {
         const bwrap = which("bwrap")
         if (bwrap === null) return yield* fail("bwrap is not on the PATH: install bubblewrap (apt-get install bubblewrap), or use command_line_execution_mode local")
-        const tried = yield* probe(bwrap, bwrapArgs({ workspace: "/tmp", readOnly: [] }, false, "/", "true"), env, PROBE_MS)
+        const view = hostView()
+        const tried = yield* probe(bwrap, bwrapArgs(view, { workspace: "/tmp", readOnly: [] }, false, "/", "true"), env, PROBE_MS)
         if (!tried.ok) return yield* fail(`bwrap cannot make a sandbox here (it needs user namespaces, or root): ${tried.why}`)
-        return { mode: "sandbox", launch: (mounts, cwd, command) => ({ program: bwrap, args: bwrapArgs(mounts, settings.network, cwd, command), stop: null }) }
+        return {
+          mode: "sandbox",
+          launch: (mounts, cwd, command, commandEnv) => ({ program: bwrap, args: bwrapArgs(view, mounts, settings.network, cwd, command), env: commandEnv, stop: null }),
+        }
       }
       case "docker": {
         const docker = which("docker")
@@ -100,11 +169,14 @@ export const startExecutor = (settings: CommandLineSettings, env: Record<string,
         }
         return {
           mode: "docker",
-          launch: (mounts, cwd, command) => {
+          launch: (mounts, cwd, command, commandEnv) => {
             const name = containerName()
+            const envNames = containerEnvNames(settings, commandEnv)
+            const { memory, cpus, networkMode } = settings.docker
             return {
               program: docker,
-              args: dockerRunArgs({ name, image, networkMode: settings.docker.networkMode, memory: settings.docker.memory, cpus: settings.docker.cpus }, mounts, cwd, command),
+              args: dockerRunArgs({ name, image, networkMode, memory, cpus, envNames }, mounts, cwd, command),
+              env: { ...env, ...Object.fromEntries(envNames.map((n) => [n, commandEnv[n]!])) },
               stop: () => {
                 const kill = spawnInGroup(docker, ["kill", name], { cwd: "/", env, stdin: "ignore" })
                 void kill.exited.then(() => forgetGroup(kill.pid))
