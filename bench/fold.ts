@@ -201,7 +201,7 @@ const LINEAR_WORK: ReadonlyArray<readonly [string, number, (events: ReadonlyArra
   ["foldEvents", 20_000, (events) => () => foldEvents(events)],
   ["a view's fold (foldView)", 5_000, (events) => () => foldView(events)],
   [
-    "one-pass read, decode, fold (EventStore.fold)",
+    "EventStore.fold (read, decode, fold)",
     4_000,
     (events) => {
       const text = events.map((e) => `${encodeEventLine(e)}\n`).join("")
@@ -218,7 +218,7 @@ export const linearityBench = async (): Promise<void> => {
     await bestCpuMs(small)
     const smallMs = await bestCpuMs(small)
     const largeMs = await bestCpuMs(large)
-    targetLine(`${label}: ${answers * 10} answers over ${answers}, CPU time`, [largeMs], "ms", {
+    targetLine(`${label}: ${answers * 10} over ${answers} answers, CPU time`, [largeMs], "ms", {
       ratio: (ms) => ms / smallMs,
       op: "<",
       limit: LINEARITY_GOAL,
