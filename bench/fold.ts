@@ -14,8 +14,15 @@
  * (built with `encodeEventLine`) then `foldEvents`. At 1,000,000 events, the
  * dense log is also written to a temp directory and read by `massgen status`
  * in a process of its own (wall time, start-up included).
+ * Then linearity as time: the CPU time of ten times more answers over that of
+ * the fewer (least of 5 runs each, from a collected heap; goal: under 15) on
+ * dense synthetic logs (`test/support/dense-log.ts`), for `foldEvents`
+ * (20,000 and 200,000 answers: past the caches), a view's fold (`foldView`,
+ * through `advance`: 5,000 and 50,000) and the store's one-pass read, decode
+ * and fold of a log's text (`EventStore.fold`, as `massgen status` does: 4,000
+ * and 40,000). test/fold-linear.test.ts checks the same by counting work.
  */
-import { Either } from "effect"
+import { Effect, Either } from "effect"
 import { type Config, DEFAULT_SETTINGS, decodeConfig } from "../src/domain/config.ts"
 import { spawnSync } from "node:child_process"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
@@ -23,9 +30,12 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { decodeEventLine, decodeEventLineBySchema, encodeEventLine, readEventsText } from "../src/domain/event-codec.ts"
 import type { Event } from "../src/domain/events.ts"
-import { type State, foldEvents } from "../src/domain/state.ts"
+import { type State, foldEvents, folding, initialState } from "../src/domain/state.ts"
+import { foldView } from "../src/domain/view-model.ts"
+import { EventStore } from "../src/services/event-store.ts"
+import { denseLog } from "../test/support/dense-log.ts"
 import { callEnded } from "./scale-logs-gen.ts"
-import { convergingConfig, fmt, line, median, timedRun } from "./support.ts"
+import { convergingConfig, fmt, line, median, targetLine, timedRun } from "./support.ts"
 
 const MIN_EVENTS = 100_000
 
@@ -156,6 +166,67 @@ const statusMs = (text: string): number => {
   }
 }
 
+// CPU time, not wall time: on a busy machine a long fold is more often preempted than a short one.
+const cpuMs = (): number => {
+  const { user, system } = process.cpuUsage()
+  return (user + system) / 1000
+}
+
+/** The least CPU time of 5 runs of `work`, in ms, each from a collected heap (none pays for the garbage of the one before). */
+const bestCpuMs = async (work: () => unknown): Promise<number> => {
+  let best = Number.POSITIVE_INFINITY
+  for (let i = 0; i < 5; i++) {
+    Bun.gc(true)
+    const start = cpuMs()
+    await work()
+    best = Math.min(best, cpuMs() - start)
+  }
+  return best
+}
+
+/** The store's one-pass fold of `text` with the fast fold, from a fresh memory store each time (nothing cached). */
+const storeFold = (text: string) => {
+  const fold = folding()
+  return Effect.runPromise(
+    Effect.flatMap(EventStore, (store) => store.fold("/logs/run", initialState, (_: State, s) => fold.add(s.event))).pipe(
+      Effect.provide(EventStore.memory(new Map([["/logs/run", text]]), { foldChunk: 64 * 1024 })),
+    ),
+  )
+}
+
+const LINEARITY_GOAL = 15
+
+/** Each measure of linearity: its label, the fewer answers, and the work on a dense log of so many. */
+const LINEAR_WORK: ReadonlyArray<readonly [string, number, (events: ReadonlyArray<Event>) => () => unknown]> = [
+  ["foldEvents", 20_000, (events) => () => foldEvents(events)],
+  ["a view's fold (foldView)", 5_000, (events) => () => foldView(events)],
+  [
+    "EventStore.fold (read, decode, fold)",
+    4_000,
+    (events) => {
+      const text = events.map((e) => `${encodeEventLine(e)}\n`).join("")
+      return () => storeFold(text)
+    },
+  ],
+]
+
+/** The CPU time of ten times more answers over that of the fewer, for each of `LINEAR_WORK`. */
+export const linearityBench = async (): Promise<void> => {
+  for (const [label, answers, workOn] of LINEAR_WORK) {
+    const small = workOn(denseLog(answers))
+    const large = workOn(denseLog(answers * 10))
+    await bestCpuMs(small)
+    const smallMs = await bestCpuMs(small)
+    const largeMs = await bestCpuMs(large)
+    targetLine(`${label}: ${answers * 10} over ${answers} answers, CPU time`, [largeMs], "ms", {
+      ratio: (ms) => ms / smallMs,
+      op: "<",
+      limit: LINEARITY_GOAL,
+      text: `< ${LINEARITY_GOAL} (10 x the answers)`,
+    })
+  }
+}
+
 const SIZES = [10_000, 100_000, 1_000_000]
 
 export const foldBench = async (sizes: ReadonlyArray<number> = SIZES): Promise<void> => {
@@ -197,6 +268,7 @@ export const foldBench = async (sizes: ReadonlyArray<number> = SIZES): Promise<v
       if (size >= 1_000_000 && runs.length === 1) line(`${name}, ${count}: massgen status (own process)`, `${fmt(statusMs(texts[0]!) / 1000)} s`)
     }
   }
+  await linearityBench()
 }
 
 if (import.meta.main) {

@@ -5,7 +5,7 @@
  *    a cold process, over a compiled hello-world floor (bench/start-up.ts);
  * 1. whole-run wall time of zero-delay scripted runs in process, and where a
  *    3-agent run's time goes (bench/whole-run.ts);
- * 2. events folded per second (bench/fold.ts);
+ * 2. events folded per second, and the CPU time of 10 x the answers over the fewer (bench/fold.ts);
  * 3. wall time over the ideal for agents replying after 200 ms (bench/critical-path.ts);
  * 4. resume of a 100,000-event log, and replay time over a run's wall time (bench/resume-replay.ts);
  * 5. logs at scale: status, resume and replay of dense logs as whole processes

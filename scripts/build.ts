@@ -1,6 +1,7 @@
 /**
  * `bun run build`: massgen for this machine, stamped, as `dist/massgen`
- * (what `package.json`'s `bin` names and the end-to-end tests run).
+ * (what `package.json`'s `bin` names and the end-to-end tests run): the one
+ * file it leaves in `dist/` (its source maps are inside it; `scripts/compile.ts`).
  */
 import * as nodePath from "node:path"
 import { ROOT, buildDate, checkoutCommit, compile, hostTarget } from "./compile.ts"

@@ -6,16 +6,27 @@
  * `compile({ target, outfile })` builds `src/main.ts` for `target` (a `bun
  * build --target`, e.g. `bun-linux-arm64`) into `outfile`. The flags are the
  * same for every target: the binary is split into chunks loaded on demand,
- * minified, with bytecode and linked source maps, and a reluctant JIT at
+ * minified, with bytecode and source maps, and a reluctant JIT at
  * start (see `src/main.ts`); it reads no `.env` of its own accord (massgen
  * loads `.env` itself). A release leaves out the source maps and the bytecode
  * (`RELEASE_FLAGS`): the maps are 3.3 MB of each binary, and serve only to map an
  * internal stack trace back to the source, which massgen never prints. A cross-compile's runtime is fetched from the npm
  * registry once and cached under `$BUN_INSTALL_CACHE_DIR` (by default
  * `~/.bun/install/cache/bun-<os>-<arch>[-musl]-v<bun version>`).
+ *
+ * Only the binary reaches `outfile`. Bun writes the executable first as
+ * `.<hash>-00000000.bun-build` in its working directory, then renames it into
+ * place (or copies it, across file systems); a build that is stopped leaves
+ * that temporary behind. So the build runs in a temporary directory of its
+ * own, removed afterwards, and never in the repository. With `--compile`, Bun
+ * (1.4.4) embeds the source maps in the executable (a stack trace maps to the
+ * source with no file beside it) and also writes one `.map` file per chunk
+ * beside it: those stay in the temporary directory. A stack trace names the
+ * source files relative to that directory (`../../<checkout>/src/...`).
  */
 import { createHash } from "node:crypto"
 import * as fs from "node:fs"
+import * as os from "node:os"
 import * as nodePath from "node:path"
 
 export const ROOT = nodePath.resolve(import.meta.dir, "..")
@@ -76,15 +87,37 @@ export interface CompileInput {
   readonly flags?: ReadonlyArray<string>
 }
 
-/** Compiles massgen for `target` into `outfile`; throws with bun's output when the build fails. */
+/** Moves `from` to `to`, replacing it by a rename (a running `to` keeps its old file); across file systems by a copy beside `to`, renamed. */
+const moveFile = (from: string, to: string): void => {
+  try {
+    fs.renameSync(from, to)
+  } catch (e) {
+    if ((e as { code?: unknown }).code !== "EXDEV") throw e
+    const partial = `${to}.partial-${process.pid}`
+    fs.copyFileSync(from, partial)
+    fs.chmodSync(partial, fs.statSync(from).mode)
+    fs.renameSync(partial, to)
+  }
+}
+
+/** Compiles massgen for `target` into `outfile`, in a temporary working directory; throws with bun's output when the build fails. */
 export const compile = async ({ target, outfile, commit, built, flags = BUILD_FLAGS }: CompileInput): Promise<void> => {
   const stamp = JSON.stringify({ commit, built, target })
-  const proc = Bun.spawn(
-    [process.execPath, "build", "--compile", `--target=${target}`, ...flags, `--define=MASSGEN_BUILD=${stamp}`, "src/main.ts", "--outfile", outfile],
-    { cwd: ROOT, stdout: "pipe", stderr: "pipe" },
-  )
-  const [code, out, err] = await Promise.all([proc.exited, new Response(proc.stdout).text(), new Response(proc.stderr).text()])
-  if (code !== 0) throw new Error(`bun build --target=${target} failed (exit ${code}):\n${out}${err}`)
+  const scratch = fs.mkdtempSync(nodePath.join(os.tmpdir(), "massgen-build-"))
+  try {
+    const scratchOut = nodePath.join(scratch, "out", nodePath.basename(outfile))
+    const entry = nodePath.join(ROOT, "src", "main.ts")
+    const proc = Bun.spawn(
+      [process.execPath, "build", "--compile", `--target=${target}`, ...flags, `--define=MASSGEN_BUILD=${stamp}`, entry, "--outfile", scratchOut],
+      { cwd: scratch, stdout: "pipe", stderr: "pipe" },
+    )
+    const [code, out, err] = await Promise.all([proc.exited, new Response(proc.stdout).text(), new Response(proc.stderr).text()])
+    if (code !== 0) throw new Error(`bun build --target=${target} failed (exit ${code}):\n${out}${err}`)
+    fs.mkdirSync(nodePath.dirname(outfile), { recursive: true })
+    moveFile(scratchOut, outfile)
+  } finally {
+    fs.rmSync(scratch, { recursive: true, force: true })
+  }
 }
 
 /** What a build is made from: every file a binary depends on. */

@@ -4,7 +4,8 @@
  *
  * - one binary per target, `massgen-<version>-<os>-<arch>[-musl][.exe]`,
  *   each stamped with the same commit and build date, built with the flags
- *   of `bun run build` less the source maps (`scripts/compile.ts`);
+ *   of `bun run build` less the source maps and the bytecode (`scripts/compile.ts`,
+ *   which builds each in a temporary directory and moves only the binary here);
  * - `SHA256SUMS`, one `<hex>  <file>` line per binary (`sha256sum -c` reads it;
  *   `install.sh` checks a download against it);
  * - `install.sh`, the installer, a copy of the repository's;
@@ -82,32 +83,24 @@ const main = async () => {
   fs.rmSync(RELEASE_DIR, { recursive: true, force: true })
   fs.rmSync(RELEASE_KEY_FILE, { force: true })
   fs.mkdirSync(RELEASE_DIR, { recursive: true })
-  // Each build writes its source maps beside its binary: in a scratch directory, not in the release.
-  const scratch = fs.mkdtempSync(nodePath.join(os.tmpdir(), "massgen-release-"))
-  try {
-    const results = await inParallel(RELEASE_TARGETS, jobs, async ({ target, platform }): Promise<Built> => {
-      const t0 = performance.now()
-      const file = releaseFileName(platform)
-      const outfile = nodePath.join(scratch, platform, file)
-      await compile({ target, outfile, commit, built, flags: releaseFlags(target) })
-      const path = nodePath.join(RELEASE_DIR, file)
-      fs.copyFileSync(outfile, path)
-      fs.chmodSync(path, 0o755)
-      const seconds = (performance.now() - t0) / 1000
-      const result = { file, target, bytes: fs.statSync(path).size, sha256: await sha256(path), seconds }
-      console.log(`${file}  ${(result.bytes / MiB).toFixed(1)} MiB  ${seconds.toFixed(1)} s`)
-      return result
-    })
-    const installer = nodePath.join(RELEASE_DIR, "install.sh")
-    fs.copyFileSync(nodePath.join(ROOT, "install.sh"), installer)
-    fs.chmodSync(installer, 0o755)
-    const sums = [...results.map((r) => [r.sha256, r.file]), [await sha256(installer), "install.sh"]]
-    fs.writeFileSync(nodePath.join(RELEASE_DIR, "SHA256SUMS"), sums.map(([sum, file]) => `${sum}  ${file}\n`).join(""))
-    fs.writeFileSync(nodePath.join(RELEASE_DIR, "RELEASE.md"), releaseNotes(results, commit, built))
-    fs.writeFileSync(RELEASE_KEY_FILE, `${key}\n`)
-  } finally {
-    fs.rmSync(scratch, { recursive: true, force: true })
-  }
+  const results = await inParallel(RELEASE_TARGETS, jobs, async ({ target, platform }): Promise<Built> => {
+    const t0 = performance.now()
+    const file = releaseFileName(platform)
+    const path = nodePath.join(RELEASE_DIR, file)
+    await compile({ target, outfile: path, commit, built, flags: releaseFlags(target) })
+    fs.chmodSync(path, 0o755)
+    const seconds = (performance.now() - t0) / 1000
+    const result = { file, target, bytes: fs.statSync(path).size, sha256: await sha256(path), seconds }
+    console.log(`${file}  ${(result.bytes / MiB).toFixed(1)} MiB  ${seconds.toFixed(1)} s`)
+    return result
+  })
+  const installer = nodePath.join(RELEASE_DIR, "install.sh")
+  fs.copyFileSync(nodePath.join(ROOT, "install.sh"), installer)
+  fs.chmodSync(installer, 0o755)
+  const sums = [...results.map((r) => [r.sha256, r.file]), [await sha256(installer), "install.sh"]]
+  fs.writeFileSync(nodePath.join(RELEASE_DIR, "SHA256SUMS"), sums.map(([sum, file]) => `${sum}  ${file}\n`).join(""))
+  fs.writeFileSync(nodePath.join(RELEASE_DIR, "RELEASE.md"), releaseNotes(results, commit, built))
+  fs.writeFileSync(RELEASE_KEY_FILE, `${key}\n`)
   console.log(`dist/release: ${RELEASE_TARGETS.length} binaries, SHA256SUMS, RELEASE.md in ${((performance.now() - started) / 1000).toFixed(1)} s`)
 }
 

@@ -8,8 +8,9 @@
  * result, every item's stream was written by one process at a time (its
  * `run_started`/`run_resumed` never go back to a process that was taken over
  * from) and no agent answered twice. A worker killed -9 in the middle of
- * its one item: an idle worker resumes it within `--takeover-seconds` (the
- * time from the kill to the survivor's `run_resumed` event). An item given
+ * its one item: an idle worker's look at the leases puts it back (not
+ * pg-boss's heartbeat backstop), and the idle worker resumes it (how soon:
+ * `bun run bench`, section 12, from the kill to the `run_resumed`). An item given
  * to a second worker while a live one runs it (pg-boss's heartbeat backstop,
  * made to fire): the second waits for the item's lease, and never writes
  * into its run. A runner whose lease session the server ends stops its run,
@@ -141,7 +142,7 @@ describe("massgen worker: one batch, several workers, one Postgres", () => {
     }
   }, 300_000)
 
-  test("a worker killed -9 in the middle of a run: an idle worker resumes it within --takeover-seconds (3)", async () => {
+  test("a worker killed -9 in the middle of a run: an idle worker takes it over through its lease and resumes it", async () => {
     const workers = await Promise.all([worker(1, 3), worker(1, 3)])
     try {
       // Both workers up and looking before the item is queued: only the takeover is timed.
@@ -151,12 +152,13 @@ describe("massgen worker: one batch, several workers, one Postgres", () => {
       const victimPid = streamOf("killed/items/q0").find((l) => l.type === "run_started").meta.pid
       const victim = workers.find((w) => w.proc.pid === victimPid)!
       const survivor = workers.find((w) => w.proc.pid !== victimPid)!
-      const killedAt = Date.now()
       victim.proc.kill("SIGKILL")
       await until("the survivor's run_resumed", () => streamOf("killed/items/q0").some((l) => l.type === "run_resumed" && l.meta.pid === survivor.proc.pid))
-      const resumed = streamOf("killed/items/q0").find((l) => l.type === "run_resumed")
-      const seconds = (Date.parse(resumed.time) - killedAt) / 1000
-      expect({ seconds, within: seconds < 3 }).toEqual({ seconds, within: true })
+      // Put back by a look at the leases (the attempt failed as taken over), not by pg-boss's heartbeat
+      // backstop ("job heartbeat timeout"): the job's retry keeps that output while the survivor runs it,
+      // a few 2 s calls more. How soon: `bun run bench`, section 12.
+      const retried = pg.psql("SELECT state || ' ' || retry_count || ' ' || output::text FROM pgboss.job WHERE name = 'massgen_items' AND data->>'batch' = 'killed'").trim()
+      expect(retried).toMatch(/^active 1 .*its worker is gone \(its lease is free\): taken over/)
       await waitForResults("killed", 1, 60_000)
       const lines = streamOf("killed/items/q0")
       expect(writersOf(lines)).toEqual([victimPid, survivor.proc.pid])

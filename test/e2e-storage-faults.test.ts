@@ -4,7 +4,8 @@
  * Each test mounts a small tmpfs (as root, which CI is) as the log base, fills
  * most of it with a filler file, and runs a scripted council whose texts do
  * not fit in what is left: early (the answers) or late (the final answer).
- * The run must exit 2 within seconds (not at the orchestrator timeout), print
+ * The run must exit 2 before any timeout of its own (the test stops it after
+ * 90 s; its agents' timeout is 600 s and the orchestrator's 1,800 s), print
  * one line on stderr naming the file and "disk full", keep stdout to the
  * automation contract's lines with no `WINNER:`/`ANSWER_FILE:`, and leave an
  * `events.jsonl` that reads with at most a torn last line. Once the filler is
@@ -91,13 +92,12 @@ describe.serial("a full disk", () => {
       const config = writeConfig(cwd, council(answerBytes, finalBytes))
       const filler = fillUntil(fs0.dir, freeKib)
       const env = { MASSGEN_LOG_BASE_DIR: fs0.dir }
-      const started = Date.now()
-      const result = await runCli("source", ["--automation", "--config", config, QUESTION], { cwd, env, timeoutMs: 60_000 })
-      expect(Date.now() - started).toBeLessThan(30_000)
+      // Still running after 90 s, it is killed and this fails: far from the run's own timeouts, however busy the machine.
+      const result = await runCli("source", ["--automation", "--config", config, QUESTION], { cwd, env, timeoutMs: 90_000 })
       const logDir = expectStoppedForDiskFull(result, fs0.dir)
 
       fs.rmSync(filler)
-      const resumed = await runCli("source", ["resume", logDir, "--automation"], { cwd, env, timeoutMs: 60_000 })
+      const resumed = await runCli("source", ["resume", logDir, "--automation"], { cwd, env, timeoutMs: 90_000 })
       expect(resumed.exitCode).toBe(0)
       // At most the report of a line the full disk cut.
       for (const line of resumed.stderr.split("\n").filter((l) => l !== "")) expect(line).toMatch(/^massgen: .*events\.jsonl: skipped 1 line \(1 torn tail\)$/)
@@ -105,7 +105,7 @@ describe.serial("a full disk", () => {
       expect(fs.existsSync(answerFile)).toBe(true)
       const status = JSON.parse(fs.readFileSync(nodePath.join(logDir, "status.json"), "utf8"))
       expect(status).toMatchObject({ is_complete: true, finish_reason: "completed" })
-    }, 120_000)
+    }, 240_000)
   }
 
   test("a log directory that cannot be created is an execution error: exit 2, one line", async () => {

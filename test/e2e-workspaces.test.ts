@@ -29,18 +29,25 @@ const waitForEvent = async (dir: string, type: string, timeoutMs = 30_000) => {
   }
 }
 
+/** The demo's environment: its context path, `MASSGEN_DEMO_OUT`, is `out`. */
+const demoEnv = (out: string) => ({ ...ENV, MASSGEN_DEMO_OUT: out })
+
+/** The demo run in a sandbox of its own, its context path another (`out`). */
 const runDemo = async () => {
   const cwd = sandbox()
-  const r = await runCli("source", ["--automation", "--config", DEMO, "Plan a picnic."], { cwd, env: { ...ENV, PWD: cwd } })
+  const out = sandbox()
+  const r = await runCli("source", ["--automation", "--config", DEMO, "Plan a picnic."], { cwd, env: demoEnv(out) })
   expectExit(r, 0)
-  return { cwd, dir: lineValue(r, "LOG_DIR"), r }
+  return { cwd, out, dir: lineValue(r, "LOG_DIR"), r }
 }
 
 describe("the workspace demo", () => {
   test("agents write in their workspaces, read a peer's snapshot, and the presenter delivers one file into the context path", async () => {
-    const { cwd, dir, r } = await runDemo()
-    const delivered = nodePath.join(cwd, "workspace-demo-out", "picnic.md")
+    const { cwd, out, dir, r } = await runDemo()
+    const delivered = nodePath.join(out, "picnic.md")
     expect(fs.readFileSync(delivered, "utf8")).toBe("# Picnic\n- bread\n- cheese\n- apples\n")
+    // Nothing is written where it runs but its log directory (the repository, run from there).
+    expect(fs.readdirSync(cwd).filter((name) => !dir.startsWith(nodePath.join(cwd, name)))).toEqual([])
     expect(r.lines).toContain(`WORKSPACE: ${nodePath.join(dir, "final", "writer", "workspace")}`)
     expect(r.lines).toContain(`CHANGED_FILE: ${delivered} (created, 35 bytes)`)
     expect(fs.readFileSync(nodePath.join(dir, "final", "writer", "workspace", "plan.md"), "utf8")).toContain("# Picnic")
@@ -49,7 +56,7 @@ describe("the workspace demo", () => {
     expect(status.workspaces).toEqual({
       snapshots: { "agent1.1": `${dir}/snapshot_storage/agent1.1`, "agent2.1": `${dir}/snapshot_storage/agent2.1` },
       final_workspace: `${dir}/final/writer/workspace`,
-      context_paths: [{ path: nodePath.join(cwd, "workspace-demo-out"), permission: "write" }],
+      context_paths: [{ path: out, permission: "write" }],
       changed_files: [{ path: delivered, change: "created", bytes: 35 }],
     })
     const events = readEvents(dir)
@@ -60,19 +67,19 @@ describe("the workspace demo", () => {
     for (const s of ofType(events, "workspace_snapshotted")) expect(events[events.indexOf(s) - 1]).toMatchObject({ type: "answer_submitted", label: s.label })
     expect(tags.indexOf("context_write_intended")).toBeLessThan(tags.indexOf("context_path_written"))
     expect(tags.indexOf("context_path_written")).toBeGreaterThan(tags.indexOf("presentation_started"))
-    const check = await runCli("source", ["replay", dir, "--check"], { cwd, env: ENV })
+    const check = await runCli("source", ["replay", dir, "--check"], { cwd, env: demoEnv(out) })
     expectExit(check, 0)
   }, 60_000)
 
   test("the web view lists the final workspace's files and the changed files", async () => {
-    const { cwd, dir } = await runDemo()
+    const { cwd, out, dir } = await runDemo()
     const viewer = await startCli("source", ["viewer", dir, "--web", "--port", "0", "--no-browser"], { cwd, env: ENV })
     const url = /(http:\/\/127\.0\.0\.1:\d+\/)/.exec(await viewer.waitForLine("Serving the replay"))![1]!
     await viewer.waitForLine("The run is complete")
     const view = (await (await fetch(`${url}api/view`)).json()) as { workspace: unknown }
     expect(view.workspace).toEqual({
       final: { path: "final/writer/workspace", files: 1, bytes: 35, listing: ["plan.md"] },
-      changedFiles: [{ path: nodePath.join(cwd, "workspace-demo-out", "picnic.md"), change: "created", bytes: 35 }],
+      changedFiles: [{ path: nodePath.join(out, "picnic.md"), change: "created", bytes: 35 }],
     })
     expect(await (await fetch(url)).text()).toContain('<ul id="files">')
     viewer.proc.kill("SIGINT")
@@ -174,11 +181,11 @@ describe("kill -9 around the presenter's write, then resume", () => {
     const at = lines.findIndex((l) => l.includes(`"type":"${type}"`))
     fs.writeFileSync(eventsPath(run.dir), lines.slice(0, at + 1).map((l) => `${l}\n`).join(""))
     fs.rmSync(nodePath.join(run.dir, "final"), { recursive: true, force: true })
-    return { ...run, file: nodePath.join(run.cwd, "workspace-demo-out", "picnic.md") }
+    return { ...run, file: nodePath.join(run.out, "picnic.md") }
   }
 
-  const resume = async (run: { cwd: string; dir: string }) => {
-    const r = await runCli("source", ["resume", run.dir, "--automation"], { cwd: run.cwd, env: { ...ENV, PWD: run.cwd } })
+  const resume = async (run: { cwd: string; out: string; dir: string }) => {
+    const r = await runCli("source", ["resume", run.dir, "--automation"], { cwd: run.cwd, env: demoEnv(run.out) })
     expectExit(r, 0)
     return readEvents(run.dir)
   }

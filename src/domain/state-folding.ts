@@ -1,7 +1,7 @@
 /**
  * The fast fold of a run's events (`state.ts`): `folding`, one event at a time, and `foldEvents`, a whole sequence.
  *
- * Contract: the state after each event is the one `evolve` gives (test/fold-speed.test.ts,
+ * Contract: the state after each event is the one `evolve` gives (test/fold-linear.test.ts,
  * test/properties.test.ts), but a fold extends in place the answers it made itself (`Owned`,
  * `state-evolve.ts`), so that folding n answers costs O(n), not O(n²). `advance` is the same for a
  * consumer that keeps only its newest state (a view, a display): `evolve`'s state, at a fold's cost.
