@@ -134,9 +134,9 @@ describe("file tools and planted symlinks", () => {
           }
         },
       ),
-      { numRuns: 200 },
+      { numRuns: 150 },
     )
-  }, 60_000)
+  }, 120_000)
 
   test("links under a file's old temporary name (every nearby pid) do not redirect write_file or edit_file", async () => {
     await fc.assert(
@@ -155,5 +155,5 @@ describe("file tools and planted symlinks", () => {
       }),
       { numRuns: 40 },
     )
-  }, 60_000)
+  }, 120_000)
 })
