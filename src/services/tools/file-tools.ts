@@ -157,8 +157,9 @@ const close = (o: Opened): void => {
 /** A `ConfinedFsError` (or anything thrown) as the tool's error, naming the path as given. */
 const toolError = (e: unknown, given: string, rel: string, verb: string): ToolRunError => {
   if (e instanceof ToolRunError) return e
-  if (!(e instanceof ConfinedFsError)) return fail("failed", `cannot ${verb} ${given}: ${e instanceof Error ? e.message : String(e)}`)
-  const where = e.path === rel || e.path === "" ? "" : `${e.path}: `
+  if (!(e instanceof ConfinedFsError)) return fail("failed", `cannot ${verb} ${given}: ${(e as { code?: string }).code ?? String(e)}`)
+  // A part of the path as given; never an absolute path (a folder of the log directory).
+  const where = e.path === rel || e.path === "" || nodePath.isAbsolute(e.path) ? "" : `${e.path}: `
   switch (e.reason) {
     case "symlink":
     case "bad_name":
@@ -299,7 +300,7 @@ export const removeWriteTemporaries = (contextPaths: ReadonlyArray<ContextPathSe
       const rel = nodePath.relative(context.path, folder)
       dir = walk(root, rel === "" ? [] : rel.split(nodePath.sep))
       for (const entry of listAt(dir)) {
-        if (!entry.isFile() || ![...names].some((n) => isWriteTemporary(entry.name, n))) continue
+        if (![...names].some((n) => isWriteTemporary(entry.name, n)) || lstatAt(dir, entry.name)?.isFile() !== true) continue
         removeAt(dir, entry.name)
         removed += 1
       }
