@@ -7,7 +7,7 @@ import { afterEach, describe, expect, test } from "bun:test"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as nodePath from "node:path"
-import { removeWriteTemporaries } from "../src/services/tools/file-tools.ts"
+import { removeWriteTemporaries } from "../src/services/tools/file-paths.ts"
 
 const made: Array<string> = []
 afterEach(() => {

@@ -8,7 +8,7 @@
  * destination}`. A path is checked lexically first (`domain/workspace-paths.ts`),
  * then walked from a descriptor of its root (the workspace, the snapshot, the
  * context path, opened following the user's own links) one name at a time
- * (`confined-fs.ts`): a symlink anywhere below the root, the last name
+ * (`file-paths.ts`, on `confined-fs.ts`): a symlink anywhere below the root, the last name
  * included, is refused, never followed, and the tool acts on what it opened,
  * so nothing swapped in meanwhile redirects it. `delete_file` and `move_file`
  * on a link act on the link itself. Reads take regular files only (a FIFO,
@@ -32,34 +32,18 @@
  * it; a write whose intent a stopped run recorded and whose file already holds
  * the intended content is not done again, only recorded. The temporary files
  * a stop left beside such writes are removed on resume
- * (`removeWriteTemporaries`).
+ * (`removeWriteTemporaries` in `file-paths.ts`).
  */
-import { realpathSync } from "node:fs"
-import * as nodePath from "node:path"
 import { Effect } from "effect"
 import type { ContextPathSetting } from "../../domain/events.ts"
 import type { ToolSpec } from "../../domain/llm.ts"
 import { type State, initialState } from "../../domain/state.ts"
 import { MAX_TOOL_RESULT_CHARS } from "../../domain/tool-calls.ts"
-import { type Access, type AgentRoots, TEMP_WORKSPACES, hasControlCharacter, isInside, resolveToolPath, shownPath } from "../../domain/workspace-paths.ts"
+import { type Access, type AgentRoots, TEMP_WORKSPACES, hasControlCharacter } from "../../domain/workspace-paths.ts"
 import { type ContextWrite, earlierContextWrite } from "../../domain/workspaces.ts"
 import { type ProvidedTool, type ToolContext, ToolRunError, type ToolProvider } from "./tool-provider.ts"
-import {
-  ConfinedFsError,
-  type Dir,
-  closeDir,
-  isWriteTemporary,
-  listAt,
-  lstatAt,
-  openDirAt,
-  openRoot,
-  readFileAt,
-  realPathOf,
-  removeAt,
-  renameAt,
-  walk,
-  writeFileAt,
-} from "./confined-fs.ts"
+import { closeDir, listAt, lstatAt, openDirAt, readFileAt, removeAt, renameAt, walk, writeFileAt } from "./confined-fs.ts"
+import { type Opened, close, fail, folderOf, locate, toolError } from "./file-paths.ts"
 import { hashText } from "../blobs.ts"
 
 /** Bytes of a file `read_file` gives: with its note, the result stays under the tool runner's cap of `MAX_TOOL_RESULT_CHARS`. */
@@ -101,7 +85,6 @@ export const fileToolSpecs = (contextPaths: ReadonlyArray<ContextPathSetting> = 
   ]
 }
 
-const fail = (reason: "failed" | "refused" | "bad_arguments", detail: string) => new ToolRunError({ reason, detail })
 
 const stringArg = (args: Record<string, unknown>, key: string): string => {
   const value = args[key]
@@ -131,135 +114,6 @@ export const rootsOf = (input: FileToolsInput, state: State, context: ToolContex
   }
 }
 
-/**
- * A path walked as far as it exists: `dir` is its deepest folder there
- * (`root` when none below), `missing` the folders after it that are not
- * there yet (a write makes them), `name` its last part (null: the root
- * itself). `rel` is the path below the root, for messages; `path` the
- * absolute path as written (the context-write events name it).
- */
-interface Opened {
-  readonly kind: "workspace" | "snapshot" | "context"
-  readonly given: string
-  readonly path: string
-  readonly rel: string
-  readonly root: Dir
-  readonly dir: Dir
-  readonly missing: ReadonlyArray<string>
-  readonly name: string | null
-}
-
-const close = (o: Opened): void => {
-  if (o.dir !== o.root) closeDir(o.dir)
-  closeDir(o.root)
-}
-
-/** A `ConfinedFsError` (or anything thrown) as the tool's error, naming the path as given. */
-const toolError = (e: unknown, given: string, rel: string, verb: string): ToolRunError => {
-  if (e instanceof ToolRunError) return e
-  if (!(e instanceof ConfinedFsError)) return fail("failed", `cannot ${verb} ${given}: ${(e as { code?: string }).code ?? String(e)}`)
-  // A part of the path as given; never an absolute path (a folder of the log directory).
-  const where = e.path === rel || e.path === "" || nodePath.isAbsolute(e.path) ? "" : `${e.path}: `
-  switch (e.reason) {
-    case "symlink":
-    case "bad_name":
-    case "special":
-    case "hard_link":
-    case "too_large":
-      return fail("refused", `${given}: ${where}${e.detail}`)
-    case "exists":
-      return fail("failed", `${given} exists`)
-    default:
-      return fail("failed", `cannot ${verb} ${given}: ${where}${e.detail}`)
-  }
-}
-
-/** The real path of `p`: its deepest existing part with symlinks followed, and the rest as written (the user's own paths). */
-const realOf = (p: string): string => {
-  for (let at = p; ; ) {
-    try {
-      return nodePath.join(realpathSync(at), nodePath.relative(at, p))
-    } catch {
-      const up = nodePath.dirname(at)
-      if (up === at) return p
-      at = up
-    }
-  }
-}
-
-/** Refuses a context write whose real target is in a `read` context path or a protected path (each resolved to its real path). */
-const guardContextWrite = (contextPaths: ReadonlyArray<ContextPathSetting>, real: string, given: string): void => {
-  for (const c of contextPaths) {
-    if (!isInside(real, realOf(c.path))) continue
-    if (c.permission !== "write") throw fail("refused", `${given} is in a read-only context path`)
-    const guarded = c.protected_paths.find((p) => isInside(real, realOf(nodePath.resolve(c.path, p))))
-    if (guarded !== undefined) throw fail("refused", `${given} is protected (protected_paths: ${guarded})`)
-  }
-}
-
-/** Opens the root at `path`; a missing context root of a write is opened at its deepest existing folder, the rest to be made. */
-const openBase = (path: string, mayBeMissing: boolean, given: string): { readonly root: Dir; readonly above: ReadonlyArray<string> } => {
-  const above: Array<string> = []
-  for (let at = path; ; ) {
-    try {
-      return { root: openRoot(at), above }
-    } catch (e) {
-      const up = nodePath.dirname(at)
-      const missing = e instanceof ConfinedFsError && e.reason === "missing"
-      if (!missing || !mayBeMissing || up === at) throw fail("failed", `cannot reach ${given}: ${missing ? "no such file" : "its folder cannot be opened"}`)
-      above.unshift(nodePath.basename(at))
-      at = up
-    }
-  }
-}
-
-/** Walks `given` for `access` (lexical check first), or throws the refusal; null for `temp_workspaces` itself. The caller closes what it returns. */
-const locate = (roots: AgentRoots, raw: string, access: Access): Opened | null => {
-  const resolved = resolveToolPath(raw, roots, access)
-  if (resolved._tag === "refused") throw fail("refused", resolved.reason)
-  if (resolved.kind === "snapshots_root") return null
-  const kind = resolved.kind
-  const given = shownPath(raw)
-  const rel = nodePath.relative(resolved.root, resolved.real)
-  const parts = rel === "" ? [] : rel.split(nodePath.sep)
-  const shown = rel.split(nodePath.sep).join("/")
-  const { root, above } = openBase(resolved.root, kind === "context" && access === "write", given)
-  const way = [...above, ...parts.slice(0, -1)]
-  const name = parts.length === 0 ? null : parts[parts.length - 1]!
-  let dir = root
-  try {
-    let i = 0
-    for (; i < way.length && lstatAt(dir, way[i]!) !== undefined; i++) {
-      const next = openDirAt(dir, way[i]!, [...way.slice(above.length, i + 1)].join("/") || given)
-      if (dir !== root) closeDir(dir)
-      dir = next
-    }
-    const opened: Opened = { kind, given, path: resolved.real, rel: shown, root, dir, missing: way.slice(i), name }
-    if (kind === "context" && access === "write") guardContextWrite(roots.contextPaths, nodePath.join(realPathOf(dir), ...opened.missing, name ?? ""), given)
-    const st = name === null || opened.missing.length > 0 ? undefined : lstatAt(dir, name)
-    if (kind !== "snapshot" && st?.isFile() === true && st.nlink > 1) {
-      throw fail("refused", `${given} is a hard link (a file with ${st.nlink} names), which tools do not ${access}`)
-    }
-    return opened
-  } catch (e) {
-    if (dir !== root) closeDir(dir)
-    closeDir(root)
-    throw toolError(e, given, shown, access)
-  }
-}
-
-/** The opened folder that holds `o`'s file; with `make`, the missing folders are made first (never through a link). */
-const folderOf = <A>(o: Opened, make: boolean, verb: string, f: (dir: Dir, name: string) => A): A => {
-  if (o.name === null) throw fail("failed", `cannot ${verb} ${o.given}: it is a folder`)
-  if (o.missing.length > 0 && !make) throw fail("failed", `cannot ${verb} ${o.given}: no such file`)
-  const dir = o.missing.length === 0 ? o.dir : walk(o.dir, o.missing, true)
-  try {
-    return f(dir, o.name)
-  } finally {
-    if (dir !== o.dir) closeDir(dir)
-  }
-}
-
 const readCapped = (o: Opened, max: number, verb: string) =>
   folderOf(o, false, verb, (dir, name) => readFileAt(dir, name, max, o.rel, o.kind === "snapshot"))
 
@@ -278,41 +132,6 @@ const workspaceOnly = (o: Opened, tool: string): void => {
 
 /** An entry's name as a listing shows it: JSON-escaped when it holds a control character. */
 const listedName = (name: string): string => (hasControlCharacter(name) ? JSON.stringify(name) : name)
-
-/**
- * Removes, by descriptor, the temporary files that writes of the context
- * files `paths` left (a stop mid-write) in each file's folder: only names
- * `isWriteTemporary` gives as a temporary file of that file, and only
- * regular files. A folder that cannot be reached is skipped. Returns how many
- * were removed.
- */
-export const removeWriteTemporaries = (contextPaths: ReadonlyArray<ContextPathSetting>, paths: ReadonlyArray<string>): number => {
-  let removed = 0
-  const byFolder = new Map<string, Set<string>>()
-  for (const p of paths) byFolder.set(nodePath.dirname(p), (byFolder.get(nodePath.dirname(p)) ?? new Set()).add(nodePath.basename(p)))
-  for (const [folder, names] of byFolder) {
-    const context = contextPaths.find((c) => isInside(folder, c.path))
-    if (context === undefined) continue
-    let root: Dir | undefined
-    let dir: Dir | undefined
-    try {
-      root = openRoot(context.path)
-      const rel = nodePath.relative(context.path, folder)
-      dir = walk(root, rel === "" ? [] : rel.split(nodePath.sep))
-      for (const entry of listAt(dir)) {
-        if (![...names].some((n) => isWriteTemporary(entry.name, n)) || lstatAt(dir, entry.name)?.isFile() !== true) continue
-        removeAt(dir, entry.name)
-        removed += 1
-      }
-    } catch {
-      // gone, or not a plain folder any more: nothing of ours to remove there
-    } finally {
-      if (dir !== undefined && dir !== root) closeDir(dir)
-      if (root !== undefined) closeDir(root)
-    }
-  }
-  return removed
-}
 
 /** The agent's file tools. */
 export const makeFileTools = (input: FileToolsInput): ToolProvider => {
