@@ -12,10 +12,9 @@ import * as os from "node:os"
 import * as nodePath from "node:path"
 import { Effect, Either } from "effect"
 import fc from "fast-check"
-import type { Event } from "../src/domain/events.ts"
-import { type State, foldEvents } from "../src/domain/state.ts"
 import { makeFileTools } from "../src/services/tools/file-tools.ts"
 import type { ToolContext } from "../src/services/tools/tool-provider.ts"
+import { presenter } from "./support/presenter.ts"
 
 const made: Array<string> = []
 afterEach(() => {
@@ -103,44 +102,6 @@ const argsOf = (tool: (typeof TOOLS)[number], path: string): [string, Record<str
 const call = (ws: string, name: string, args: Record<string, unknown>, context?: ToolContext) =>
   Effect.runPromise(Effect.either(makeFileTools({ workspace: ws, snapshotPath: (l) => nodePath.join(ws, "..", "snapshots", l) }).run(name, args, context)))
 
-const T = "2026-01-01T00:00:00.000Z"
-/** The presenter's tool context in a run whose one `write` context path is `ctx`. */
-const presenter = (ctx: string): ToolContext => {
-  let state: State = foldEvents([
-    {
-      _tag: "run_started",
-      time: T,
-      run_id: "r",
-      question: "q",
-      agents: [{ id: "alice", anon_id: "agent1", backend: "scripted", model: null }],
-      settings: {
-        max_new_answers_per_agent: null,
-        skip_final_presentation: false,
-        final_answer_strategy: "winner_present",
-        orchestrator_timeout_seconds: 60,
-        agent_timeout_seconds: 60,
-        budget_usd: null,
-        disable_injection: false,
-        context_paths: [{ path: ctx, permission: "write", protected_paths: [] }],
-      },
-    },
-    { _tag: "round_started", time: T, agent: "alice", round: 1, shown: [], vote_only: false, restart: false },
-    { _tag: "answer_submitted", time: T, agent: "alice", round: 1, label: "agent1.1", content: "a" },
-    { _tag: "presentation_started", time: T, agent: "alice", label: "agent1.1", votes: { "agent1.1": 1 }, is_tie: false, strategy: "winner_present", calls_model: true },
-  ] satisfies ReadonlyArray<Event>)
-  expect(state.presentation?.agent).toBe("alice")
-  return {
-    agent: "alice",
-    round: 1,
-    role: "presentation",
-    toolCall: 1,
-    callId: "c1",
-    state: Effect.sync(() => state),
-    emit: (e) => Effect.sync(() => void (state = foldEvents([e], state))),
-    now: Effect.succeed(T),
-  }
-}
-
 describe("file tools and planted symlinks", () => {
   test("a path through a link is refused; a tool on the link itself acts on the link; nothing outside changes or is read", async () => {
     await fc.assert(
@@ -194,7 +155,7 @@ describe("file tools and planted symlinks", () => {
           plant(base, ctx, dir, "l", shape)
           const before = { ctx: tree(ctx), out: tree(nodePath.join(base, "out")) }
           const path = nodePath.join(dir, "l", ...(suffix === "" ? [] : suffix.split("/")))
-          const r = await call(nodePath.join(base, "own-workspace"), ...argsOf(tool, path), presenter(ctx))
+          const r = await call(nodePath.join(base, "own-workspace"), ...argsOf(tool, path), presenter([{ path: ctx, permission: "write", protected_paths: [] }]))
           expect(Either.isLeft(r) && r.left.reason).toBe("refused")
           expect(Either.isLeft(r) && r.left.detail).toContain("a symlink")
           expect(fs.readFileSync(nodePath.join(base, "sentinel.txt"), "utf8")).toBe(SENTINEL)

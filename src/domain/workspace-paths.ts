@@ -6,7 +6,8 @@
  * - `temp_workspaces/<label>/...`: in the snapshot of answer `<label>`, when
  *   its round shows that answer (read only);
  * - an absolute path inside a context path (read only, but for the presenter
- *   after the vote on a `write` path, outside its `protected_paths`).
+ *   after the vote on a `write` path, outside its `protected_paths`); where
+ *   context paths lie inside one another, the innermost that holds it decides.
  * Any other path is refused: a control character (a newline, an escape: it
  * would forge lines of massgen's output), a `..` segment, an absolute path
  * outside every context path, a snapshot the agent was not shown, a write
@@ -90,7 +91,8 @@ export const resolveToolPath = (raw: string, roots: AgentRoots, access: Access):
 }
 
 const resolveAbsolute = (given: string, abs: string, roots: AgentRoots, access: Access): Resolved => {
-  const context = roots.contextPaths.find((c) => isInside(abs, c.path))
+  // The innermost context path that holds it decides (a `write` folder inside a `read` one, or the reverse).
+  const context = roots.contextPaths.filter((c) => isInside(abs, c.path)).reduce<ContextPathSetting | undefined>((best, c) => (best === undefined || c.path.length > best.path.length ? c : best), undefined)
   if (context === undefined) return refused(`${given} is outside your workspace and every context path`)
   if (access === "read") return { _tag: "ok", kind: "context", real: abs, root: context.path }
   if (!roots.mayWriteContext) return refused(`${given} is in a context path, which only the presenter may write to, after the vote`)

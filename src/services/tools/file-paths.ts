@@ -85,11 +85,20 @@ const realOf = (p: string): string => {
   }
 }
 
-/** Refuses a context write whose real target is in a `read` context path or a protected path (each resolved to its real path). */
+/**
+ * Refuses a context write whose real target is not in a `write` context path
+ * (the innermost context path that holds it decides, each resolved to its
+ * real path) or is in a protected path of any context path that holds it.
+ */
 const guardContextWrite = (contextPaths: ReadonlyArray<ContextPathSetting>, real: string, given: string): void => {
-  for (const c of contextPaths) {
-    if (!isInside(real, realOf(c.path))) continue
-    if (c.permission !== "write") throw fail("refused", `${given} is in a read-only context path`)
+  const holding = contextPaths.map((c) => ({ c, root: realOf(c.path) })).filter((h) => isInside(real, h.root))
+  // Of two that are the same folder, a read one wins.
+  const innermost = holding.reduce<(typeof holding)[number] | undefined>(
+    (best, h) => (best === undefined || h.root.length > best.root.length || (h.root.length === best.root.length && h.c.permission !== "write") ? h : best),
+    undefined,
+  )
+  if (innermost !== undefined && innermost.c.permission !== "write") throw fail("refused", `${given} is in a read-only context path`)
+  for (const { c } of holding) {
     const guarded = c.protected_paths.find((p) => isInside(real, realOf(nodePath.resolve(c.path, p))))
     if (guarded !== undefined) throw fail("refused", `${given} is protected (protected_paths: ${guarded})`)
   }
