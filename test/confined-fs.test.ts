@@ -73,7 +73,7 @@ describe("readFileAt", () => {
     truncateSync(nodePath.join(base, "ws/big"), 1 << 30)
     const root = openRoot(nodePath.join(base, "ws"))
     expect(reasonOf(() => readFileAt(root, "l", 100))).toBe("symlink")
-    expect(reasonOf(() => readFileAt(root, "p", 100))).toBe("not_regular")
+    expect(reasonOf(() => readFileAt(root, "p", 100))).toBe("special")
     const big = readFileAt(root, "big", 1000)
     expect(big.cut).toBe(true)
     expect(big.bytes.length).toBe(1000)

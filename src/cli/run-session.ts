@@ -1,7 +1,9 @@
 /**
  * Running the orchestrator on a log directory with the live layers, for a new run or a resumed one.
  *
- * `runSession` holds the directory's lock for the whole run, starts the
+ * `runSession` holds the directory's lock for the whole run (a resumed run
+ * first removes the temporary files a stop mid-write left beside the context
+ * files its log names: `removeWriteTemporaries`), starts the
  * agents' MCP servers before any call (a server that does not start ends the
  * run with exit 1) and stops them at its end, makes the agents' tools (an
  * execution mode of `execute_command` that cannot run here ends the run with
@@ -34,6 +36,7 @@ import { AgentTools } from "../services/tools/agent-tools.ts"
 import type { ToolProvider } from "../services/tools/tool-provider.ts"
 import type { CommandLineStartError } from "../services/tools/sandbox.ts"
 import { Workspaces, agentWorkspace } from "../services/tools/workspace.ts"
+import { removeWriteTemporaries } from "../services/tools/file-paths.ts"
 import { automationFooter } from "./automation-output.ts"
 import type { ConfigError } from "./load-config.ts"
 import { priceOf } from "./run-setup.ts"
@@ -123,6 +126,9 @@ export const runSessionOutcome = (input: SessionInput) =>
     const outcome = yield* Effect.gen(function* () {
       yield* acquireRunLock(logDir)
       yield* onForcedStop(() => releaseRunLockSync(logDir))
+      // A stop mid-write may have left a temporary file beside a context file the log names: ours to remove, under the lock.
+      const resumed = input.resume?.state
+      if (resumed !== undefined) yield* Effect.sync(() => removeWriteTemporaries(resumed.run?.settings.context_paths ?? [], resumed.workspaces.contextWrites.map((w) => w.path)))
       // Before the display and any call; the servers stop when this scope closes.
       const servers: ReadonlyMap<string, ToolProvider> = input.config.agents.some((a) => a.backend.mcp_servers !== undefined)
         ? yield* Effect.flatMap(

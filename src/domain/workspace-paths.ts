@@ -6,13 +6,16 @@
  * - `temp_workspaces/<label>/...`: in the snapshot of answer `<label>`, when
  *   its round shows that answer (read only);
  * - an absolute path inside a context path (read only, but for the presenter
- *   after the vote on a `write` path, outside its `protected_paths`).
- * Any other path is refused: a `..` segment, an absolute path outside every
- * context path, a snapshot the agent was not shown, a write where writing is
- * not allowed. A refusal's message quotes the path as the agent gave it and
- * never a real path of the log directory. Symlinks and hard links are the
- * caller's to check on disk (`services/tools/workspace.ts`): this is the
- * lexical half. Pure.
+ *   after the vote on a `write` path, outside its `protected_paths`); where
+ *   context paths lie inside one another, the innermost that holds it decides.
+ * Any other path is refused: a control character (a newline, an escape: it
+ * would forge lines of massgen's output), a `..` segment, an absolute path
+ * outside every context path, a snapshot the agent was not shown, a write
+ * where writing is not allowed. A refusal's message quotes the path as the
+ * agent gave it (JSON-escaped when it holds a control character) and never a
+ * real path of the log directory. This is the lexical half: the file tools
+ * then walk the path by descriptor, refusing every symlink, and judge a
+ * context write again on the real path (`services/tools/file-tools.ts`). Pure.
  *
  * Words: the *roots* of an agent are the folders its tools may touch; a
  * path's *kind* says which root it is in.
@@ -41,14 +44,22 @@ export type Resolved =
   | {
       readonly _tag: "ok"
       readonly kind: PathKind
-      /** The real path (absolute), before symlinks are followed. */
+      /** The path (absolute), as written below its root: no symlink is followed to make it. */
       readonly real: string
-      /** The root it must stay in, once symlinks are followed (absolute). */
+      /** The root it is in (absolute): the workspace, the snapshot's folder, or the context path. */
       readonly root: string
     }
   | { readonly _tag: "refused"; readonly reason: string }
 
 const refused = (reason: string): Resolved => ({ _tag: "refused", reason })
+
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/
+
+/** Whether `text` holds a control character (C0, DEL, C1), which no file name the tools take may hold. */
+export const hasControlCharacter = (text: string): boolean => CONTROL.test(text)
+
+/** `given` as a message quotes it: as written, or JSON-escaped when it holds a control character. */
+export const shownPath = (given: string): string => (CONTROL.test(given) ? JSON.stringify(given) : given)
 
 /** Whether `child` is `parent` or inside it (both absolute and normalised). */
 export const isInside = (child: string, parent: string): boolean => {
@@ -57,10 +68,12 @@ export const isInside = (child: string, parent: string): boolean => {
 }
 
 /** Resolves `given` (as the model wrote it) for `access` within `roots`, or says why not. */
-export const resolveToolPath = (given: string, roots: AgentRoots, access: Access): Resolved => {
-  const text = given.trim()
+export const resolveToolPath = (raw: string, roots: AgentRoots, access: Access): Resolved => {
+  const given = shownPath(raw)
+  const text = raw.trim()
   if (text === "") return refused("an empty path")
-  if (text.includes("\0")) return refused(`${JSON.stringify(given)} holds a NUL character`)
+  if (text.includes("\0")) return refused(`${given} holds a NUL character`)
+  if (CONTROL.test(text)) return refused(`${given}: a file name may not hold a control character`)
   const segments = text.split(/[/\\]+/)
   if (segments.includes("..")) return refused(`${given}: a path may not contain ".."`)
   if (path.isAbsolute(text)) return resolveAbsolute(given, path.normalize(text), roots, access)
@@ -78,7 +91,8 @@ export const resolveToolPath = (given: string, roots: AgentRoots, access: Access
 }
 
 const resolveAbsolute = (given: string, abs: string, roots: AgentRoots, access: Access): Resolved => {
-  const context = roots.contextPaths.find((c) => isInside(abs, c.path))
+  // The innermost context path that holds it decides (a `write` folder inside a `read` one, or the reverse).
+  const context = roots.contextPaths.filter((c) => isInside(abs, c.path)).reduce<ContextPathSetting | undefined>((best, c) => (best === undefined || c.path.length > best.path.length ? c : best), undefined)
   if (context === undefined) return refused(`${given} is outside your workspace and every context path`)
   if (access === "read") return { _tag: "ok", kind: "context", real: abs, root: context.path }
   if (!roots.mayWriteContext) return refused(`${given} is in a context path, which only the presenter may write to, after the vote`)

@@ -10,8 +10,8 @@
  * Every other operation names one entry of an opened dir (`at(dir, name)`)
  * and acts on that entry, never on a path re-resolved from text:
  * - `readFileAt` reads only a regular file: the entry is looked at with
- *   `lstat` first (a FIFO, device, socket or folder is refused before any
- *   open that could block), opened with `O_NOFOLLOW | O_NONBLOCK`, checked
+ *   `lstat` first (a FIFO, device or socket, reason `special`, or a folder is
+ *   refused before any open that could block), opened with `O_NOFOLLOW | O_NONBLOCK`, checked
  *   again on the descriptor (same file, still regular), and read from that
  *   descriptor up to a cap, streaming: a 1 GB file costs the cap, not 1 GB.
  * - `writeFileAt` writes a temporary file created exclusively
@@ -57,9 +57,10 @@ import {
 } from "node:fs"
 import * as nodePath from "node:path"
 import { Schema } from "effect"
+import { hasControlCharacter } from "../../domain/workspace-paths.ts"
 
 export class ConfinedFsError extends Schema.TaggedError<ConfinedFsError>()("ConfinedFsError", {
-  reason: Schema.Literal("symlink", "bad_name", "not_folder", "not_regular", "missing", "exists", "hard_link", "too_large", "io"),
+  reason: Schema.Literal("symlink", "bad_name", "not_folder", "not_regular", "special", "missing", "exists", "hard_link", "too_large", "io"),
   /** The entry as the caller named it (a relative path, or the name). */
   path: Schema.String,
   detail: Schema.String,
@@ -103,13 +104,11 @@ export const at = (dir: Dir, name = ""): string => {
   return name === "" ? base : `${base}/${name}`
 }
 
-const CONTROL = /[\u0000-\u001f\u007f-\u009f]/
-
 /** Throws unless `name` is one plain path component. */
 export const checkName = (name: string, shown: string = name): void => {
   if (name === "" || name === "." || name === "..") throw new ConfinedFsError({ reason: "bad_name", path: shown, detail: `${JSON.stringify(name)} is not a file name` })
   if (name.includes("/") || name.includes("\\")) throw new ConfinedFsError({ reason: "bad_name", path: shown, detail: "a name may not hold a slash" })
-  if (CONTROL.test(name)) throw new ConfinedFsError({ reason: "bad_name", path: JSON.stringify(shown), detail: "a file name may not hold a control character" })
+  if (hasControlCharacter(name)) throw new ConfinedFsError({ reason: "bad_name", path: JSON.stringify(shown), detail: "a file name may not hold a control character" })
 }
 
 const codeOf = (e: unknown): string | undefined => (e as { code?: string }).code
@@ -235,7 +234,7 @@ export interface ReadFile {
 
 const notRegular = (shown: string, st: Stats): ConfinedFsError =>
   new ConfinedFsError({
-    reason: st.isSymbolicLink() ? "symlink" : "not_regular",
+    reason: st.isSymbolicLink() ? "symlink" : st.isDirectory() ? "not_regular" : "special",
     path: shown,
     detail: st.isSymbolicLink()
       ? "it is a symlink, which file tools do not follow"
@@ -260,7 +259,6 @@ export const readFileAt = (dir: Dir, name: string, maxBytes: number, shown: stri
   try {
     const st = fstatSync(fd)
     if (!st.isFile() || st.ino !== before.ino || st.dev !== before.dev) throw new ConfinedFsError({ reason: "not_regular", path: shown, detail: "it changed while it was opened" })
-    const want = Math.min(st.size, maxBytes)
     const chunks: Buffer[] = []
     let total = 0
     for (;;) {
@@ -274,7 +272,7 @@ export const readFileAt = (dir: Dir, name: string, maxBytes: number, shown: stri
     }
     const all = Buffer.concat(chunks, total)
     const cut = total > maxBytes || st.size > maxBytes
-    return { bytes: cut ? all.subarray(0, Math.min(want, maxBytes)) : all, size: st.size, cut, stat: st }
+    return { bytes: cut ? all.subarray(0, Math.min(total, maxBytes)) : all, size: st.size, cut, stat: st }
   } catch (e) {
     throw ioError(shown, e)
   } finally {
@@ -287,8 +285,17 @@ const randomName = (name: string): string => {
   return `.${name.slice(0, 100)}.massgen-${Buffer.from(bytes).toString("hex")}.tmp`
 }
 
-/** Whether `name` is a temporary file a `writeFileAt` left (a stop mid-write): such files are removed on resume. */
-export const isWriteTemporary = (name: string): boolean => /^\..*\.massgen-[0-9a-f]{16}\.tmp$/.test(name) || /\.massgen-\d+\.tmp$/.test(name)
+/**
+ * Whether `entry` is a temporary file a `writeFileAt` left (a stop mid-write),
+ * or one of the older `<file>.massgen-<pid>.tmp`; with `of`, a temporary file
+ * of the file named `of`. Such files are removed on resume.
+ */
+export const isWriteTemporary = (entry: string, of?: string): boolean => {
+  const fresh = /^\.(.*)\.massgen-[0-9a-f]{16}\.tmp$/.exec(entry)
+  const old = /^(.*)\.massgen-\d+\.tmp$/.exec(entry)
+  if (of === undefined) return fresh !== null || old !== null
+  return fresh?.[1] === of.slice(0, 100) || old?.[1] === of
+}
 
 export interface WriteOptions {
   /** Refuse to replace a file with more than one name. */

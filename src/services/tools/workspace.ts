@@ -1,5 +1,5 @@
 /**
- * Workspaces on disk: the agents' folders in the log directory, their snapshots, the final copy, and the on-disk half of confinement.
+ * Workspaces on disk: the agents' folders in the log directory, their snapshots, and the final copy.
  *
  * `Workspaces` (a service; the live layer is `Workspaces.live(logDir, agents)`)
  * knows which agents have a workspace (their backend sets `cwd`) and where it
@@ -16,12 +16,8 @@
  * of the workspace with more than one name (a hard link, maybe to a file
  * outside) and anything that is neither a file, a folder nor a symlink is
  * left out, and so is a file that cannot be read (the agent made it so, or
- * removed it meanwhile); symlinks are copied as they are (tools refuse one
- * that leads out).
- *
- * `confine(resolved, access)` checks on disk what `resolveToolPath` checked
- * lexically: once symlinks are followed the path is still in its root, and a
- * file of a workspace or context path is no hard link.
+ * removed it meanwhile); symlinks are copied as they are (the file tools
+ * never follow one: `file-tools.ts`).
  */
 import {
   type Dirent,
@@ -32,7 +28,6 @@ import {
   mkdirSync,
   readdirSync,
   readlinkSync,
-  realpathSync,
   renameSync,
   rmSync,
   symlinkSync,
@@ -41,7 +36,6 @@ import { copyFile } from "node:fs/promises"
 import * as nodePath from "node:path"
 import { Context, Effect, Layer, Schema } from "effect"
 import type { Agent } from "../../domain/config.ts"
-import { type Access, type Resolved, isInside } from "../../domain/workspace-paths.ts"
 import { FINAL_LISTING_MAX, finalWorkspaceDir, snapshotDir, workspaceDir } from "../../domain/workspaces.ts"
 
 export class WorkspaceError extends Schema.TaggedError<WorkspaceError>()("WorkspaceError", {
@@ -194,38 +188,4 @@ export const makeWorkspaces = (logDir: string, agents: ReadonlyArray<Agent>): Wo
       }))
     },
   }
-}
-
-/** The deepest part of `p` that exists, with symlinks followed; null when none does. */
-const realOfExisting = (p: string): string | null => {
-  let at = p
-  for (;;) {
-    try {
-      return nodePath.join(realpathSync(at), nodePath.relative(at, p))
-    } catch {
-      const up = nodePath.dirname(at)
-      if (up === at) return null
-      at = up
-    }
-  }
-}
-
-/**
- * Null when `resolved` stays in its root on disk, else why not: a symlink on
- * the way that leads out of the root, or (outside snapshots, which massgen
- * alone makes) a file with more than one name. `follow: false` leaves the last
- * part unfollowed (deleting or moving a symlink moves the link).
- */
-export const confine = (resolved: Extract<Resolved, { _tag: "ok" }>, given: string, access: Access, follow = true): string | null => {
-  const root = realOfExisting(resolved.root) ?? resolved.root
-  const target = follow ? realOfExisting(resolved.real) : nodePath.join(realOfExisting(nodePath.dirname(resolved.real)) ?? "", nodePath.basename(resolved.real))
-  if (target === null || !isInside(target, root)) return `${given} leads outside the folder it is in (a symlink)`
-  if (resolved.kind === "snapshot") return null
-  try {
-    const st = lstatSync(follow ? target : resolved.real)
-    if (st.isFile() && st.nlink > 1) return `${given} is a hard link (a file with ${st.nlink} names), which tools do not ${access}`
-  } catch {
-    // not there yet: a write creates it
-  }
-  return null
 }
