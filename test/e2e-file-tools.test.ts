@@ -253,7 +253,10 @@ describe("a run stopped during a context write, then resumed", () => {
   test("the temporary files its writes left beside the file are removed, old and new names; nothing else is", async () => {
     const cwd = sandbox()
     const demo = nodePath.join(ROOT, "examples", "workspace-demo.yaml")
-    const first = await runCli("source", ["--automation", "--config", demo, "Plan a picnic."], { cwd, env: { ...ENV, PWD: cwd } })
+    const out = nodePath.join(cwd, "demo-out")
+    fs.mkdirSync(out)
+    const env = { ...ENV, PWD: cwd, MASSGEN_DEMO_OUT: out }
+    const first = await runCli("source", ["--automation", "--config", demo, "Plan a picnic."], { cwd, env })
     expectExit(first, 0)
     const dir = lineValue(first, "LOG_DIR")
     // The log as a kill right after the write's intent leaves it; the temporary files as a kill mid-write leaves them.
@@ -261,12 +264,11 @@ describe("a run stopped during a context write, then resumed", () => {
     const at = lines.findIndex((l) => l.includes('"type":"context_write_intended"'))
     fs.writeFileSync(eventsPath(dir), lines.slice(0, at + 1).map((l) => `${l}\n`).join(""))
     fs.rmSync(nodePath.join(dir, "final"), { recursive: true, force: true })
-    const out = nodePath.join(cwd, "workspace-demo-out")
     fs.rmSync(nodePath.join(out, "picnic.md"))
     const left = ["picnic.md.massgen-4242.tmp", ".picnic.md.massgen-0123456789abcdef.tmp"]
     const others = ["other.md.massgen-4242.tmp", ".other.md.massgen-0123456789abcdef.tmp", "picnic.md.bak", "notes.txt"]
     for (const name of [...left, ...others]) fs.writeFileSync(nodePath.join(out, name), "partial")
-    const r = await runCli("source", ["resume", dir, "--automation"], { cwd, env: { ...ENV, PWD: cwd } })
+    const r = await runCli("source", ["resume", dir, "--automation"], { cwd, env })
     expectExit(r, 0)
     expect(fs.readdirSync(out).sort()).toEqual([...others, "picnic.md"].sort())
     expect(fs.readFileSync(nodePath.join(out, "picnic.md"), "utf8")).toBe("# Picnic\n- bread\n- cheese\n- apples\n")
