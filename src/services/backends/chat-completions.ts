@@ -24,7 +24,7 @@ import type { LlmChunk, LlmMessage, LlmReply, LlmRequest, TokenUsage } from "../
 import { noUsage } from "../../domain/llm.ts"
 import { Effect } from "effect"
 import type { Backend, BackendError, OnChunk } from "../backend.ts"
-import { type Assembly, backendFields, callSite, clientUrl, fail, type SdkBackendOptions, sdkCall, withExtraBody } from "./sdk-stream.ts"
+import { type Assembly, backendFields, callSite, clientUrl, fail, meterFor, type ReplyMeter, type SdkBackendOptions, sdkCall, unmetered, withExtraBody } from "./sdk-stream.ts"
 
 type Params = OpenAI.Chat.ChatCompletionCreateParamsStreaming
 type Chunk = OpenAI.Chat.ChatCompletionChunk
@@ -138,8 +138,8 @@ const toUsage = (u: OpenAI.CompletionUsage | null | undefined): TokenUsage =>
         reasoningTokens: u.completion_tokens_details?.reasoning_tokens ?? null,
       }
 
-/** Accumulates the chunks of one streamed chat completion. */
-export const chatAssembly = (): Assembly<Chunk> => {
+/** Accumulates the chunks of one streamed chat completion, counting what it keeps on `meter`. */
+export const chatAssembly = (meter: ReplyMeter = unmetered): Assembly<Chunk> => {
   let id = ""
   let model = ""
   let text = ""
@@ -168,10 +168,12 @@ export const chatAssembly = (): Assembly<Chunk> => {
       if (typeof delta.reasoning_content === "string") reasoningContent = true
       const thought = typeof delta.reasoning_content === "string" ? delta.reasoning_content : delta.reasoning
       if (typeof thought === "string" && thought !== "") {
+        meter.add(thought)
         reasoning += thought
         out.push({ _tag: "reasoning", text: thought })
       }
       if (typeof delta.content === "string" && delta.content !== "") {
+        meter.add(delta.content)
         text += delta.content
         out.push({ _tag: "text", text: delta.content })
       }
@@ -179,6 +181,10 @@ export const chatAssembly = (): Assembly<Chunk> => {
         const slot = slotFor(tc.index as number | undefined, tc.id ?? undefined)
         const call = calls.get(slot) ?? { id: undefined, name: undefined, args: "" }
         calls.set(slot, call)
+        // Some servers repeat a call's id and name with every fragment: what replaces them is counted as a replacement.
+        if (tc.id) meter.replace(call.id ?? "", tc.id)
+        if (tc.function?.name) meter.replace(call.name ?? "", tc.function.name)
+        meter.add(tc.function?.arguments ?? "")
         if (tc.id) call.id = tc.id
         if (tc.function?.name) call.name = tc.function.name
         call.args += tc.function?.arguments ?? ""
@@ -270,6 +276,7 @@ export const makeChatCompletionsBackend = (opts: SdkBackendOptions): Backend => 
     sdkCall({
       open: (signal) => client.chat.completions.create(chatParams(request, opts, force), { signal }),
       assemble: chatAssembly,
+      meter: meterFor(opts),
       site,
       sdk: OpenAI,
     })(onChunk)
