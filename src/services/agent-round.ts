@@ -26,12 +26,14 @@
  *
  * Streamed text goes to `onText` as it arrives (the agent's output file and the
  * live display); the full request and reply of each call go to `logCall`,
- * which has them in place before the call's `call_end` is emitted.
+ * which has them in place before the call's `call_end` is emitted. The reply's
+ * long tool-call arguments go to the blob store (`storeArguments`), and its
+ * `call_end` references them.
  */
 import { Clock, Duration, Effect, Random } from "effect"
 import { callHeader } from "../domain/agent-output.ts"
 import type { Reply } from "../domain/decide.ts"
-import type { CallRole, Event } from "../domain/events.ts"
+import type { ArgumentsText, CallRole, Event, RecordedReply } from "../domain/events.ts"
 import { instantText } from "../domain/instant.ts"
 import type { LlmReply, LlmRequest, ShownAnswer, TokenUsage, ToolCall } from "../domain/llm.ts"
 import {
@@ -57,6 +59,11 @@ export interface RoundDeps {
   /** Reasoning summaries, kept apart from the answer text. */
   readonly onReasoning: (agent: string, text: string) => Effect.Effect<void>
   readonly logCall: (call: number, record: unknown) => Effect.Effect<void>
+  /**
+   * A tool call's arguments as its events hold them: long ones (`ARGUMENTS_BLOB_MIN_CHARS`) stored in
+   * the run's blob store, written when this is done, and referenced; without it, as they are.
+   */
+  readonly storeArguments?: (text: string) => Effect.Effect<ArgumentsText>
   /** USD of a call's usage for a model; null when the model has no price. */
   readonly priceOf: (model: string | null, usage: TokenUsage) => number | null
   /**
@@ -115,6 +122,17 @@ const toolCallsText = (reply: LlmReply): string =>
     })
     .join("")
 
+/** The reply as its `call_end` records it, its long tool-call arguments in the blob store. */
+const recorded = (deps: RoundDeps, reply: LlmReply): Effect.Effect<RecordedReply> => {
+  const record = recordReply(reply)
+  const store = deps.storeArguments
+  if (store === undefined) return Effect.succeed(record)
+  return Effect.map(
+    Effect.forEach(record.tool_calls, (c) => (typeof c.arguments === "string" ? Effect.map(store(c.arguments), (args) => ({ ...c, arguments: args })) : Effect.succeed(c))),
+    (tool_calls) => ({ ...record, tool_calls }),
+  )
+}
+
 type Outcome = { readonly _tag: "reply"; readonly reply: LlmReply } | { readonly _tag: "error"; readonly message: string }
 
 const backoffSeconds = (retry: number) =>
@@ -160,6 +178,7 @@ const callWithRetries = (
       /** The call's call_end: with the reply's usage, or the error (a cut-off call's is "cancelled"). */
       const callEnd = (reply: LlmReply | null, error: string | null) =>
         Effect.gen(function* () {
+          const record = reply === null ? null : yield* recorded(deps, reply)
           const ended = yield* Clock.currentTimeMillis
           const usage = reply?.usage
           yield* deps.emit({
@@ -179,7 +198,7 @@ const callWithRetries = (
             truncated: reply?.truncated ?? null,
             cost: usage ? deps.priceOf(backend.model, usage) : null,
             error,
-            reply: reply === null ? null : recordReply(reply),
+            reply: record,
           })
         })
       // A call cut off by a cancelled round, a timeout or the run's end still gets its call_end.
