@@ -75,6 +75,23 @@ for (const [protocol, make] of BACKENDS) {
   })
 }
 
+for (const [protocol, make] of BACKENDS) {
+  test(`${protocol}: a line of the stream without end is cut at 6 × max_reply_bytes + 64 KiB, the request aborted`, async () => {
+    const fake = await startFakeLlm()
+    try {
+      fake.enqueue(protocol, endless({ text: [PIECE] }, PIECE, true))
+      const { error, handedOn } = await failedCall(make(fake, { maxReplyBytes: CAP }))
+      expect(error.reason).toBe("reply_too_large")
+      expect(error.retryable).toBe(false)
+      expect(error.message).toContain(`a line of the reply's stream passed ${6 * CAP + 64 * 1024} bytes`)
+      expect(handedOn).toBe(0)
+      await fake.waitForAbort(1)
+    } finally {
+      fake.stop()
+    }
+  })
+}
+
 describe("the reply meter", () => {
   test("the default cap is 4 MiB", () => {
     expect(DEFAULT_MAX_REPLY_BYTES).toBe(4 * 1024 * 1024)
@@ -115,26 +132,34 @@ describe("a run whose model streams without end", () => {
   afterEach(() => fake.stop())
   afterAll(() => cleanupSandboxes())
 
-  test("the call fails once at the cap, the agent is out, the run ends with exit 2, and its output file holds at most the cap", async () => {
-    const cwd = sandbox()
-    const config = writeConfig(cwd, {
-      agents: [{ id: "agent_a", backend: { type: "chatcompletion", model: "m", base_url: fake.openAiBaseUrl, api_key: "k", max_reply_bytes: CAP } }],
-      timeout_settings: { orchestrator_timeout_seconds: 60, agent_timeout_seconds: 60 },
-    })
-    const result = await runCli("source", ["--automation", "--config", config, "What is 2+2?"], { cwd, env: { ...NO_PROXY_ENV, MASSGEN_LOG_BASE_DIR: undefined } })
-    expect({ exit: result.exitCode, output: shown(result) }).toMatchObject({ exit: 2 })
-    const logDir = logDirOf(result)
-    const events = eventsOf(logDir)
-    const ends = events.filter((e) => e.type === "call_end")
-    expect(ends.length).toBe(1)
-    expect(ends[0].error).toStartWith(`reply too large: the reply passed max_reply_bytes (${CAP} bytes`)
-    expect(events.filter((e) => e.type === "call_retried")).toEqual([])
-    expect(events.filter((e) => e.type === "agent_failed").map((e) => [e.agent, e.message])).toEqual([["agent_a", ends[0].error]])
-    expect(events.at(-1)).toMatchObject({ type: "run_finished", reason: "error" })
-    // The text streamed before the cap, a call heading and the error line: about the cap, never more than a little over.
-    const output = fs.statSync(nodePath.join(logDir, "agent_outputs", "agent_a.txt")).size
-    expect(output).toBeGreaterThan(CAP - 2 * PIECE.length)
-    expect(output).toBeLessThan(CAP + 1024)
-    expect(fake.requests.length).toBe(1)
-  }, 60_000)
+  const WIRES = [
+    ["chatcompletion", (f: FakeLlm) => f.openAiBaseUrl],
+    ["openai", (f: FakeLlm) => f.openAiBaseUrl],
+    ["claude", (f: FakeLlm) => f.url],
+  ] as const
+
+  for (const [type, baseUrl] of WIRES) {
+    test(`${type}: the call fails once at the cap, the agent is out, the run ends with exit 2, and its output file holds at most the cap`, async () => {
+      const cwd = sandbox()
+      const config = writeConfig(cwd, {
+        agents: [{ id: "agent_a", backend: { type, model: "m", base_url: baseUrl(fake), api_key: "k", max_reply_bytes: CAP } }],
+        timeout_settings: { orchestrator_timeout_seconds: 60, agent_timeout_seconds: 60 },
+      })
+      const result = await runCli("source", ["--automation", "--config", config, "What is 2+2?"], { cwd, env: { ...NO_PROXY_ENV, MASSGEN_LOG_BASE_DIR: undefined } })
+      expect({ exit: result.exitCode, output: shown(result) }).toMatchObject({ exit: 2 })
+      const logDir = logDirOf(result)
+      const events = eventsOf(logDir)
+      const ends = events.filter((e) => e.type === "call_end")
+      expect(ends.length).toBe(1)
+      expect(ends[0].error).toStartWith(`reply too large: the reply passed max_reply_bytes (${CAP} bytes`)
+      expect(events.filter((e) => e.type === "call_retried")).toEqual([])
+      expect(events.filter((e) => e.type === "agent_failed").map((e) => [e.agent, e.message])).toEqual([["agent_a", ends[0].error]])
+      expect(events.at(-1)).toMatchObject({ type: "run_finished", reason: "error" })
+      // The text streamed before the cap, a call heading and the error line: about the cap, never more than a little over.
+      const output = fs.statSync(nodePath.join(logDir, "agent_outputs", "agent_a.txt")).size
+      expect(output).toBeGreaterThan(CAP - 2 * PIECE.length)
+      expect(output).toBeLessThan(CAP + 1024)
+      expect(fake.requests.length).toBe(1)
+    }, 60_000)
+  }
 })

@@ -9,7 +9,8 @@
  * of a stream then the end of the connection (`cut`), part of a stream then silence
  * (`stall`), raw SSE text (`raw`), or a stream without end (`endless`: the frames
  * of a reply up to its first frame holding a marker, then that frame again and
- * again, as fast as the client reads, until it goes away). Every request is recorded (path, query, headers, JSON
+ * again, as fast as the client reads, until it goes away; `within`: that frame
+ * up to the marker, then the marker for ever, a line that never ends). Every request is recorded (path, query, headers, JSON
  * body); `waitForRequest(n)` and `waitForAbort(n)` resolve when the n-th request
  * (1-based) arrives or is aborted by the client, so tests need no sleeps.
  */
@@ -27,7 +28,7 @@ export type Behaviour =
   | { readonly kind: "cut"; readonly spec: ReplySpec; readonly after: number; readonly mode: "close" | "error" }
   | { readonly kind: "stall"; readonly spec: ReplySpec; readonly after: number }
   | { readonly kind: "raw"; readonly body: string }
-  | { readonly kind: "endless"; readonly spec: ReplySpec; readonly marker: string }
+  | { readonly kind: "endless"; readonly spec: ReplySpec; readonly marker: string; readonly within: boolean }
 
 /** Environment entries that keep a client's requests to the fake off any proxy (merged into a child's env). */
 export const NO_PROXY_ENV: Readonly<Record<string, undefined>> = {
@@ -54,7 +55,7 @@ export const cut = (spec: ReplySpec, after: number, mode: "close" | "error" = "c
 export const stall = (spec: ReplySpec, after: number): Behaviour => ({ kind: "stall", spec, after })
 export const raw = (body: string): Behaviour => ({ kind: "raw", body })
 /** The reply's frames up to the first that holds `marker`, then that frame for ever (until the client aborts). */
-export const endless = (spec: ReplySpec, marker: string): Behaviour => ({ kind: "endless", spec, marker })
+export const endless = (spec: ReplySpec, marker: string, within = false): Behaviour => ({ kind: "endless", spec, marker, within })
 
 export interface FakeRequest {
   readonly n: number
@@ -143,8 +144,9 @@ export const startFakeLlm = async (opts: { readonly respond?: Responder } = {}):
         const frames = renderFrames(protocol, behaviour.spec)
         const at = frames.findIndex((f) => f.includes(behaviour.marker))
         if (at < 0) throw new Error(`fake-llm: no frame holds ${JSON.stringify(behaviour.marker)}`)
-        res.write(frames.slice(0, at).join(""))
-        const again = frames[at]!
+        const frame = frames[at]!
+        res.write(frames.slice(0, at).join("") + (behaviour.within ? frame.slice(0, frame.indexOf(behaviour.marker)) : ""))
+        const again = behaviour.within ? behaviour.marker : frame
         // As fast as the client reads: write until the socket's buffer is full, then wait for it to drain.
         const pump = (): void => {
           while (!res.destroyed && res.write(again)) {}

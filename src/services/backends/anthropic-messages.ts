@@ -31,6 +31,8 @@ import {
   clientUrl,
   fail,
   firstLine,
+  lineCappedFetch,
+  maxLineBytes,
   meterFor,
   type ReplyMeter,
   type SdkBackendOptions,
@@ -348,6 +350,7 @@ export const makeAnthropicMessagesBackend = (opts: SdkBackendOptions): Backend =
     ...clientUrl(opts.baseURL),
     maxRetries: 0,
     logLevel: "off",
+    fetch: lineCappedFetch(maxLineBytes(opts)),
   })
   const site = callSite(opts)
   const once = (request: LlmRequest, onChunk: OnChunk, meter: ReplyMeter) =>

@@ -24,7 +24,21 @@ import type { LlmChunk, LlmMessage, LlmReply, LlmRequest, TokenUsage } from "../
 import { noUsage } from "../../domain/llm.ts"
 import { Effect } from "effect"
 import type { Backend, BackendError, OnChunk } from "../backend.ts"
-import { type Assembly, backendFields, callSite, clientUrl, fail, meterFor, type ReplyMeter, type SdkBackendOptions, sdkCall, unmetered, withExtraBody } from "./sdk-stream.ts"
+import {
+  type Assembly,
+  backendFields,
+  callSite,
+  clientUrl,
+  fail,
+  lineCappedFetch,
+  maxLineBytes,
+  meterFor,
+  type ReplyMeter,
+  type SdkBackendOptions,
+  sdkCall,
+  unmetered,
+  withExtraBody,
+} from "./sdk-stream.ts"
 
 type Params = OpenAI.Chat.ChatCompletionCreateParamsStreaming
 type Chunk = OpenAI.Chat.ChatCompletionChunk
@@ -245,7 +259,7 @@ export const chatAssembly = (meter: ReplyMeter = unmetered): Assembly<Chunk> => 
 export const openAiClient = (opts: SdkBackendOptions): OpenAI =>
   opts.type === "azure_openai"
     ? azureClient(opts)
-    : new OpenAI({ apiKey: opts.apiKey ?? "no-key", ...clientUrl(opts.baseURL), maxRetries: 0, logLevel: "off" })
+    : new OpenAI({ apiKey: opts.apiKey ?? "no-key", ...clientUrl(opts.baseURL), maxRetries: 0, logLevel: "off", fetch: lineCappedFetch(maxLineBytes(opts)) })
 
 /**
  * The official SDK's Azure client: `baseURL` is the resource's endpoint (the SDK adds
@@ -262,6 +276,7 @@ const azureClient = (opts: SdkBackendOptions): OpenAI => {
     ...(defaultQuery !== undefined ? { defaultQuery } : {}),
     maxRetries: 0,
     logLevel: "off",
+    fetch: lineCappedFetch(maxLineBytes(opts)),
   })
 }
 

@@ -20,7 +20,10 @@
  * which throws `reply_too_large` (not retryable) at the first piece that
  * passes the cap, before that piece is handed on; `sdkCall` then aborts the
  * request, so a server that streams without end costs at most the cap in
- * memory and in the agent's output file.
+ * memory and in the agent's output file. The SDKs hold a line of the stream
+ * whole before they parse it, so the clients fetch through `lineCappedFetch`:
+ * a line longer than any event within the cap could be (`maxLineBytes`) fails
+ * the call the same way, before it fills memory.
  *
  * Words: an *assembly* is the per-call accumulator of one provider's events; a
  * *hosted tool use* is one use of a tool the provider runs itself (web search,
@@ -115,6 +118,38 @@ export const unmetered: ReplyMeter = { add: () => {}, replace: () => {} }
 
 /** A fresh meter for one call of a backend made with `opts`. */
 export const meterFor = (opts: SdkBackendOptions): ReplyMeter => replyMeter(opts.maxReplyBytes ?? DEFAULT_MAX_REPLY_BYTES)
+
+/**
+ * The longest line of a stream a backend made with `opts` reads: one event holding the whole
+ * capped reply, every character of it escaped in JSON (`\u0000`, 6 bytes), and its frame.
+ */
+export const maxLineBytes = (opts: SdkBackendOptions): number => 6 * (opts.maxReplyBytes ?? DEFAULT_MAX_REPLY_BYTES) + 64 * 1024
+
+/** `fetch`, whose response bodies fail with `reply_too_large` once a line (the bytes between two newlines) passes `maxBytes`. */
+export const lineCappedFetch =
+  (maxBytes: number) =>
+  async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+    const response = await fetch(input, init)
+    if (response.body === null) return response
+    /** Bytes of the line not ended yet. */
+    let open = 0
+    const guard = new TransformStream<Uint8Array, Uint8Array>({
+      transform: (chunk, controller) => {
+        const first = chunk.indexOf(10)
+        const longest = first < 0 ? open + chunk.length : open + first
+        open = first < 0 ? open + chunk.length : chunk.length - chunk.lastIndexOf(10) - 1
+        // A line inside the chunk is no longer than the chunk, which the transport keeps small.
+        if (longest > maxBytes || open > maxBytes) {
+          controller.error(
+            new BackendError({ reason: "reply_too_large", detail: `a line of the reply's stream passed ${maxBytes} bytes (6 × max_reply_bytes + 64 KiB) before it ended; the rest was not read`, retryable: false, retryAfterSeconds: null }),
+          )
+          return
+        }
+        controller.enqueue(chunk)
+      },
+    })
+    return new Response(response.body.pipeThrough(guard), { status: response.status, statusText: response.statusText, headers: response.headers })
+  }
 
 /** The `Backend` fields that do not depend on the protocol. */
 export const backendFields = (opts: SdkBackendOptions): Omit<Backend, "call"> => ({
