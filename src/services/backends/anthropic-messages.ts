@@ -240,9 +240,11 @@ export const anthropicAssembly = (meter: ReplyMeter = unmetered): Assembly<Event
           const cb = event.content_block
           const state: BlockState = { type: cb.type, text: "", json: "" }
           if (cb.type === "text") meter.add(cb.text)
-          if (cb.type === "tool_use" || cb.type === "server_tool_use") meter.add(`${cb.id}${cb.name}`)
+          if (cb.type === "tool_use" || cb.type === "server_tool_use") meter.add(`${cb.id}${cb.name}${JSON.stringify(cb.input ?? {})}`)
           if (cb.type === "thinking") meter.add(`${cb.thinking ?? ""}${cb.signature ?? ""}`)
           if (cb.type === "redacted_thinking") meter.add(cb.data)
+          // A block that comes whole (a server tool's result) is kept as it came.
+          if (!STREAMED_BLOCKS.has(cb.type)) meter.add(JSON.stringify(cb))
           if (cb.type === "text" && cb.text !== "") {
             state.text = cb.text
             out.push({ _tag: "text", text: cb.text })

@@ -203,7 +203,10 @@ export const chatAssembly = (meter: ReplyMeter = unmetered): Assembly<Chunk> => 
         if (tc.function?.name) call.name = tc.function.name
         call.args += tc.function?.arguments ?? ""
         const extra = (tc as { extra_content?: unknown }).extra_content
-        if (extra !== undefined && extra !== null) call.extra = extra
+        if (extra !== undefined && extra !== null) {
+          meter.add(JSON.stringify(extra))
+          call.extra = extra
+        }
       }
       if (choice.finish_reason) finishReason = choice.finish_reason
       return out

@@ -16,7 +16,8 @@
  *
  * A call's reply is capped (`max_reply_bytes`, `DEFAULT_MAX_REPLY_BYTES`):
  * each assembly counts what it keeps of the reply (text, reasoning, tool-call
- * ids, names and arguments, thinking signatures) on the call's `ReplyMeter`,
+ * ids, names and arguments, thinking signatures, the parts it keeps whole to
+ * send back) on the call's `ReplyMeter`,
  * which throws `reply_too_large` (not retryable) at the first piece that
  * passes the cap, before that piece is handed on; `sdkCall` then aborts the
  * request, so a server that streams without end costs at most the cap in
