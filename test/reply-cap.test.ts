@@ -92,6 +92,18 @@ for (const [protocol, make] of BACKENDS) {
   })
 }
 
+test("anthropic: blocks that come whole (server tool results) count too", async () => {
+  const fake = await startFakeLlm()
+  try {
+    fake.enqueue("anthropic", endless({ hosted: [{ tool: "web_search", query: "q" }], text: "t" }, "encrypted_content"))
+    const { error } = await failedCall(BACKENDS[2]![1](fake, { maxReplyBytes: 4096 }))
+    expect(error.reason).toBe("reply_too_large")
+    await fake.waitForAbort(1)
+  } finally {
+    fake.stop()
+  }
+})
+
 describe("the reply meter", () => {
   test("the default cap is 4 MiB", () => {
     expect(DEFAULT_MAX_REPLY_BYTES).toBe(4 * 1024 * 1024)
