@@ -15,10 +15,10 @@ import { BackendError } from "../src/services/backend.ts"
 import { makeAnthropicMessagesBackend } from "../src/services/backends/anthropic-messages.ts"
 import { makeChatCompletionsBackend } from "../src/services/backends/chat-completions.ts"
 import { makeOpenAiResponsesBackend } from "../src/services/backends/openai-responses.ts"
-import { DEFAULT_MAX_REPLY_BYTES, replyMeter, type SdkBackendOptions } from "../src/services/backends/sdk-stream.ts"
+import { DEFAULT_MAX_REPLY_BYTES, ENTRY_BYTES, replyMeter, type SdkBackendOptions } from "../src/services/backends/sdk-stream.ts"
 import { TEST_KEY } from "./support/backend-suite.ts"
 import { cleanupSandboxes, runCli, sandbox, writeConfig } from "./support/cli.ts"
-import { type FakeLlm, NO_PROXY_ENV, type Protocol, type ReplySpec, endless, startFakeLlm } from "./support/fake-llm.ts"
+import { type FakeLlm, NO_PROXY_ENV, type Protocol, type ReplySpec, endless, raw, startFakeLlm } from "./support/fake-llm.ts"
 import { roundRequest } from "./support/llm-requests.ts"
 import { eventsOf, logDirOf, shown } from "./support/run-output.ts"
 
@@ -103,6 +103,27 @@ test("anthropic: blocks that come whole (server tool results) count too", async 
     fake.stop()
   }
 })
+
+/** Frames that each open one more, empty, tool call or content block: no text at all. */
+const EMPTY_ENTRIES: Readonly<Record<Protocol, (n: number) => string>> = {
+  chat: (n) => `data: ${JSON.stringify({ id: "c", object: "chat.completion.chunk", created: 0, model: "m", choices: [{ index: 0, delta: { tool_calls: [{ index: n }] }, finish_reason: null }] })}\n\n`,
+  responses: (n) =>
+    `event: response.function_call_arguments.delta\ndata: ${JSON.stringify({ type: "response.function_call_arguments.delta", item_id: `fc_${n}`, output_index: n, delta: "", sequence_number: n })}\n\n`,
+  anthropic: (n) => `event: content_block_start\ndata: ${JSON.stringify({ type: "content_block_start", index: n, content_block: { type: "text", text: "" } })}\n\n`,
+}
+
+for (const [protocol, make] of BACKENDS) {
+  test(`${protocol}: a stream of empty tool calls or blocks counts ENTRY_BYTES each, and is cut at the cap`, async () => {
+    const fake = await startFakeLlm()
+    try {
+      fake.enqueue(protocol, raw(Array.from({ length: 2000 }, (_, n) => EMPTY_ENTRIES[protocol](n)).join("")))
+      const { error } = await failedCall(make(fake, { maxReplyBytes: 50 * ENTRY_BYTES }))
+      expect(error.reason).toBe("reply_too_large")
+    } finally {
+      fake.stop()
+    }
+  })
+}
 
 describe("the reply meter", () => {
   test("the default cap is 4 MiB", () => {

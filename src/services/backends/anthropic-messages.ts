@@ -253,6 +253,7 @@ export const anthropicAssembly = (meter: ReplyMeter = unmetered): Assembly<Event
           if (!STREAMED_BLOCKS.has(cb.type)) state.raw = cb as Block
           if (cb.type === "thinking") Object.assign(state, { text: cb.thinking ?? "", signature: cb.signature ?? "" })
           if (cb.type === "redacted_thinking") state.data = cb.data
+          if (!blocks.has(event.index)) meter.entry()
           blocks.set(event.index, state)
           break
         }

@@ -193,8 +193,12 @@ export const chatAssembly = (meter: ReplyMeter = unmetered): Assembly<Chunk> => 
       }
       for (const tc of delta.tool_calls ?? []) {
         const slot = slotFor(tc.index as number | undefined, tc.id ?? undefined)
-        const call = calls.get(slot) ?? { id: undefined, name: undefined, args: "" }
-        calls.set(slot, call)
+        let call = calls.get(slot)
+        if (call === undefined) {
+          meter.entry()
+          call = { id: undefined, name: undefined, args: "" }
+          calls.set(slot, call)
+        }
         // Some servers repeat a call's id and name with every fragment: what replaces them is counted as a replacement.
         if (tc.id) meter.replace(call.id ?? "", tc.id)
         if (tc.function?.name) meter.replace(call.name ?? "", tc.function.name)

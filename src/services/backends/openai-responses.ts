@@ -139,8 +139,12 @@ export const responsesAssembly = (meter: ReplyMeter = unmetered): Assembly<Event
   let final: Response | null = null
   const calls = new Map<number, PartialCall>()
   const callAt = (index: number): PartialCall => {
-    const call = calls.get(index) ?? { id: undefined, name: undefined, args: "" }
-    calls.set(index, call)
+    let call = calls.get(index)
+    if (call === undefined) {
+      meter.entry()
+      call = { id: undefined, name: undefined, args: "" }
+      calls.set(index, call)
+    }
     return call
   }
 

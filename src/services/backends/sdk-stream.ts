@@ -17,7 +17,7 @@
  * A call's reply is capped (`max_reply_bytes`, `DEFAULT_MAX_REPLY_BYTES`):
  * each assembly counts what it keeps of the reply (text, reasoning, tool-call
  * ids, names and arguments, thinking signatures, the parts it keeps whole to
- * send back) on the call's `ReplyMeter`,
+ * send back, and `ENTRY_BYTES` for each tool call and content block) on the call's `ReplyMeter`,
  * which throws `reply_too_large` (not retryable) at the first piece that
  * passes the cap, before that piece is handed on; `sdkCall` then aborts the
  * request, so a server that streams without end costs at most the cap in
@@ -96,7 +96,12 @@ export interface ReplyMeter {
   readonly add: (text: string) => void
   /** Counts what `next`, which takes the place of `previous` in the reply, adds to it. */
   readonly replace: (previous: string, next: string) => void
+  /** Counts one more entry the reply keeps (a tool call, a content block) as `ENTRY_BYTES`, whatever it holds. */
+  readonly entry: () => void
 }
+
+/** What keeping one more tool call or content block counts for: a stream of empty ones is capped too. */
+export const ENTRY_BYTES = 64
 
 /** A meter that lets no reply pass `maxBytes`; a piece that would is not counted, and the call fails. */
 export const replyMeter = (maxBytes: number): ReplyMeter => {
@@ -111,11 +116,12 @@ export const replyMeter = (maxBytes: number): ReplyMeter => {
   return {
     add: (text) => grow(Buffer.byteLength(text, "utf8")),
     replace: (previous, next) => grow(Buffer.byteLength(next, "utf8") - Buffer.byteLength(previous, "utf8")),
+    entry: () => grow(ENTRY_BYTES),
   }
 }
 
 /** A meter with no cap: for assemblies fed outside a call (tests of the wire formats). */
-export const unmetered: ReplyMeter = { add: () => {}, replace: () => {} }
+export const unmetered: ReplyMeter = { add: () => {}, replace: () => {}, entry: () => {} }
 
 /** A fresh meter for one call of a backend made with `opts`. */
 export const meterFor = (opts: SdkBackendOptions): ReplyMeter => replyMeter(opts.maxReplyBytes ?? DEFAULT_MAX_REPLY_BYTES)
