@@ -168,6 +168,10 @@ describe("a write_file of a large file, through the command line", () => {
     const write = events.find((e) => e.type === "tool_call_started" && e.tool === "write_file")
     expect(JSON.parse(fs.readFileSync(nodePath.join(dir, blobPath(write.arguments.$blob)), "utf8")).content).toBe(CONTENT)
     expect(events.find((e) => e.type === "tool_call_finished" && e.tool === "write_file")).toMatchObject({ ok: true, arguments: write.arguments })
+    // The agent's output file shows the call, cut, and says where the rest is.
+    const output = fs.readFileSync(nodePath.join(dir, "agent_outputs", "agent_a.txt"), "utf8")
+    expect(output.length).toBeLessThan(CONTENT.length / 10)
+    expect(output).toContain(`characters in all: the whole text is in llm_log/)`)
     const check = await runCli("source", ["replay", dir, "--check"], { cwd, env: ENV })
     expect({ code: check.exitCode, out: check.stdout }).toEqual({ code: 0, out: expect.stringContaining("SAME") })
 

@@ -25,7 +25,8 @@
  * first call: its recorded replies and tool results are not asked for again.
  *
  * Streamed text goes to `onText` as it arrives (the agent's output file and the
- * live display); the full request and reply of each call go to `logCall`,
+ * live display), then what the reply did with its tools (long arguments cut,
+ * the whole text being in the call log); the full request and reply of each call go to `logCall`,
  * which has them in place before the call's `call_end` is emitted. The reply's
  * long tool-call arguments go to the blob store (`storeArguments`), and its
  * `call_end` references them.
@@ -33,7 +34,7 @@
 import { Clock, Duration, Effect, Random } from "effect"
 import { callHeader } from "../domain/agent-output.ts"
 import type { Reply } from "../domain/decide.ts"
-import type { ArgumentsText, CallRole, Event, RecordedReply } from "../domain/events.ts"
+import { ARGUMENTS_BLOB_MIN_CHARS, type ArgumentsText, type CallRole, type Event, type RecordedReply } from "../domain/events.ts"
 import { instantText } from "../domain/instant.ts"
 import type { LlmReply, LlmRequest, ShownAnswer, TokenUsage, ToolCall } from "../domain/llm.ts"
 import {
@@ -107,6 +108,13 @@ export const timeoutReply = (agent: string, round: number | "present", seconds: 
   return round === "present" ? { _tag: "presentation_failed", agent, message } : { _tag: "failed", agent, round, kind: "timeout", message }
 }
 
+/** How much of a long call's arguments the agent's output file shows: the whole text is in the call log. */
+const SHOWN_ARGUMENT_CHARS = 2_000
+
+/** A tool call's arguments as the output file shows them: long ones cut, saying where the rest is. */
+const shownArguments = (args: string): string =>
+  args.length < ARGUMENTS_BLOB_MIN_CHARS ? args : `${args.slice(0, SHOWN_ARGUMENT_CHARS)}… (${args.length} characters in all: the whole text is in llm_log/)`
+
 /** What a reply did with its tools, as the agent's output file shows it. */
 const toolCallsText = (reply: LlmReply): string =>
   reply.toolCalls
@@ -118,7 +126,7 @@ const toolCallsText = (reply: LlmReply): string =>
       } catch {
         // shown raw below
       }
-      return `\n[${c.name}] ${c.arguments}\n`
+      return `\n[${c.name}] ${shownArguments(c.arguments)}\n`
     })
     .join("")
 
