@@ -8,7 +8,8 @@
 import { afterAll, afterEach, beforeEach, describe, expect, test } from "bun:test"
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
-import { Effect } from "effect"
+import { Effect, Either } from "effect"
+import { decodeConfig } from "../src/domain/config.ts"
 import fc from "fast-check"
 import type { Backend } from "../src/services/backend.ts"
 import { BackendError } from "../src/services/backend.ts"
@@ -124,6 +125,19 @@ for (const [protocol, make] of BACKENDS) {
     }
   })
 }
+
+describe("max_reply_bytes in a config", () => {
+  const backendOf = (max: unknown) => ({ agents: [{ id: "a", backend: { type: "chatcompletion", model: "m", base_url: "http://127.0.0.1:1/v1", max_reply_bytes: max } }] })
+  test("a whole number of 1 or more reaches the backend's options; anything else is one problem naming the key", () => {
+    const decoded = decodeConfig(backendOf(1000), {})
+    expect(Either.isRight(decoded) && decoded.right.agents[0]!.backend.max_reply_bytes).toBe(1000)
+    for (const bad of [0, -5, 1.5, "big"]) {
+      const refused = decodeConfig(backendOf(bad), {})
+      const paths = Either.isLeft(refused) ? refused.left.map((p) => p.path) : []
+      expect({ bad, paths }).toEqual({ bad, paths: ["agents[0].backend.max_reply_bytes"] })
+    }
+  })
+})
 
 describe("the reply meter", () => {
   test("the default cap is 4 MiB", () => {
