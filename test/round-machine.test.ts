@@ -259,7 +259,7 @@ describe("tool results recorded one by one (replay, resume)", () => {
 describe("recorded replies", () => {
   test("a reply recorded in call_end reads back as the same text, tool calls and opaque parts", () => {
     const r = { ...reply("text", [tool("vote", { agent_id: "agent1" })]), parts: [{ type: "thinking", thinking: "t", signature: "sig" }] }
-    const back = replyOfRecord(recordReply(r))
+    const back = replyOfRecord(recordReply(r))!
     expect(back.text).toBe(r.text)
     expect(back.toolCalls).toEqual(r.toolCalls)
     expect(back.parts).toEqual(r.parts)

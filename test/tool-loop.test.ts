@@ -46,7 +46,7 @@ const counting = () => {
 }
 
 const ofTag = <T extends Event["_tag"]>(events: ReadonlyArray<Event>, tag: T) => events.filter((e): e is Extract<Event, { _tag: T }> => e._tag === tag)
-const queryOf = (e: { readonly arguments: string }) => String(JSON.parse(e.arguments).q)
+const queryOf = (e: { readonly arguments: string | object }) => String(JSON.parse(e.arguments as string).q)
 
 describe("the tool loop, in memory", () => {
   effect("each tool call runs once and is recorded; the model is sent its result; replay runs no tool and matches", () =>

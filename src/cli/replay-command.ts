@@ -23,7 +23,7 @@ import { EventStore, eventsOf } from "../services/event-store.ts"
 import { createLogDir } from "../services/log-dir.ts"
 import { writeFileAtomic } from "../services/status-writer.ts"
 import { loadDotEnv } from "../services/backends/keys.ts"
-import { openRunDir, recordedCall, recordedToolResult, runDirConfig } from "./run-dir.ts"
+import { openRunDir, recordedBlob, recordedCall, recordedToolResult, runDirConfig } from "./run-dir.ts"
 import { hashText } from "../services/blobs.ts"
 import type { CliContext } from "./run-command.ts"
 import { reportSkips } from "./run-report.ts"
@@ -41,9 +41,11 @@ export const replayCommand = (args: { readonly logDir: string; readonly check: b
     const { config } = yield* runDirConfig(dir.path, permissive)
     const recorded = eventsOf(dir.read)
     reportSkips(ctx.printError, dir.path, dir.read, foldEvents(recorded).skippedEvents)
-    const result = replayRun(recorded, config.agents, recordedCall(dir.path), {
+    const blobOf = recordedBlob(dir.path)
+    const result = replayRun(recorded, config.agents, recordedCall(dir.path, blobOf), {
       checkRequests: true,
       toolResultOf: recordedToolResult(dir.path),
+      blobOf,
       digestOf: hashText,
     })
     // Beside the runs, not among them: the viewer's "newest run" stays the newest real one.

@@ -25,7 +25,7 @@ import { makeAgentTools, makeBackends } from "./run-setup.ts"
 import { loadDotEnv } from "../services/backends/keys.ts"
 import { RunLockError, acquireRunLock, holder } from "../services/run-lock.ts"
 import { automationHeader } from "./automation-output.ts"
-import { RunDirError, openRunDir, recordedToolResult, refuseNewer, runDirConfig } from "./run-dir.ts"
+import { RunDirError, openRunDir, recordedBlob, recordedToolResult, refuseNewer, runDirConfig } from "./run-dir.ts"
 import { reportSkips } from "./run-report.ts"
 import type { CliContext } from "./run-command.ts"
 import { EXIT_CODES, footerLines, runSession } from "./run-session.ts"
@@ -118,6 +118,7 @@ export const resumeCommand = (args: ResumeArgs, ctx: CliContext) =>
         // Events appended meanwhile may change where the replay can start: it finds that itself then.
         ...(since.events.length === 0 ? { replayStart: start } : {}),
         toolResultOf: recordedToolResult(dir.path),
+        blobOf: recordedBlob(dir.path),
       },
       print: ctx.print,
       printError: ctx.printError,

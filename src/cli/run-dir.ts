@@ -6,7 +6,7 @@
  * fails when the log has lines of a newer schema (a writer must not append to
  * a log it cannot read whole); `runDirConfig` decodes the config
  * recorded in `execution_metadata.yaml`, or failing that the config file it
- * names; `recordedCall(dir)` looks up a call's log (`llm_log/`), `recordedToolResult(dir)` `tool_log/<n>.json`. Nothing here writes.
+ * names; `recordedCall(dir)` looks up a call's log (`llm_log/`), `recordedToolResult(dir)` `tool_log/<n>.json`, `recordedBlob(dir)` a blob (`blobs/`). Nothing here writes.
  * A directory that is not a run is a `RunDirError` (exit 1).
  */
 import { existsSync, readFileSync, statSync } from "node:fs"
@@ -152,22 +152,26 @@ export const runDirConfig = (dir: string, env: Env): Effect.Effect<RecordedConfi
   })
 
 /**
- * The recorded request and reply of call `n`, if its call log holds them (its long texts from `blobs/`; `services/call-logs.ts`).
+ * The text of blob `hash` of the run in `dir` (`blobs/<hash>.txt`), undefined when it is not there or the hash is not one.
  * A blob is read once per lookup function: calls of one run share most of their texts (the system prompt, the answers).
  */
-export const recordedCall = (dir: string) => {
+export const recordedBlob = (dir: string) => {
   const blobs = new Map<string, string | undefined>()
-  const blob = (hash: string): string | undefined => {
+  return (hash: string): string | undefined => {
     if (blobs.has(hash)) return blobs.get(hash)
     let text: string | undefined
     try {
-      text = readFileSync(join(dir, blobPath(hash)), "utf8")
+      text = /^[0-9a-f]{64}$/.test(hash) ? readFileSync(join(dir, blobPath(hash)), "utf8") : undefined
     } catch {
       text = undefined
     }
     blobs.set(hash, text)
     return text
   }
+}
+
+/** The recorded request and reply of call `n`, if its call log holds them (its long texts from `blobs/`; `services/call-logs.ts`). */
+export const recordedCall = (dir: string, blob: (hash: string) => string | undefined = recordedBlob(dir)) => {
   let texts: Map<number, string> | null = null
   return (n: number): RecordedCall | undefined => {
     texts ??= callLogTexts(dir)

@@ -89,6 +89,8 @@ export const BackendConfig = Schema.Struct({
   max_tokens: opt(PositiveInt),
   max_retries: opt(NonNegativeInt),
   call_timeout_seconds: opt(PositiveNumber),
+  /** The most one call's reply may hold, in bytes (text, reasoning, tool calls); `backends/sdk-stream.ts` has the default. */
+  max_reply_bytes: opt(PositiveInt),
   ...ProviderFields,
   // scripted backend
   answer: opt(Schema.String),

@@ -33,8 +33,30 @@ export const Json: Schema.Schema<Json> = Schema.Union(
   Schema.Record({ key: Schema.String, value: Schema.suspend(() => Json) }),
 )
 
-/** A tool call of a model reply, as the model wrote it. */
-export const RecordedToolCall = Schema.Struct({ id: Schema.String, name: Schema.String, arguments: Schema.String })
+/**
+ * A text kept in the run's blob store (`blobs/<sha256>.txt`, `services/blobs.ts`), named by the
+ * SHA-256 (hex) of its UTF-8 bytes: the reference the call logs write for their long texts.
+ */
+export const BlobRef = Schema.Struct({ $blob: Schema.String.pipe(Schema.pattern(/^[0-9a-f]{64}$/)) })
+export type BlobRef = typeof BlobRef.Type
+
+/**
+ * A tool call's arguments as an event holds them: the JSON text the model wrote, or, for a text of
+ * `ARGUMENTS_BLOB_MIN_CHARS` characters or more, a reference to it in the blob store, so that the
+ * log keeps it once however many events name it.
+ */
+export const ArgumentsText = Schema.Union(Schema.String, BlobRef)
+export type ArgumentsText = typeof ArgumentsText.Type
+
+/** Arguments this long or longer are kept in the blob store and referenced by the events (a write_file of a large file). */
+export const ARGUMENTS_BLOB_MIN_CHARS = 16 * 1024
+
+/** The text of `args`: as it is, or from the blob store through `blobOf`; undefined when the blob is missing. */
+export const argumentsText = (args: ArgumentsText, blobOf: ((hash: string) => string | undefined) | undefined): string | undefined =>
+  typeof args === "string" ? args : blobOf?.(args.$blob)
+
+/** A tool call of a model reply, as the model wrote it (long arguments referenced: `ArgumentsText`). */
+export const RecordedToolCall = Schema.Struct({ id: Schema.String, name: Schema.String, arguments: ArgumentsText })
 
 /**
  * What a model call returned, as the round machine (`round-machine.ts`) reads it:
@@ -85,7 +107,7 @@ export const CallRetried = defineEvent("call_retried", {
  * A tool call of a model reply began to run. `tool_call` numbers the tool calls
  * of a run from 1 (its full result is `tool_log/<tool_call>.json`); `call_id`
  * is the id the model gave the call; `server` is the MCP server of the tool,
- * null for a command tool; `arguments` are as the model wrote them.
+ * null for a command tool; `arguments` are as the model wrote them (long ones referenced: `ArgumentsText`).
  */
 const toolCallFields = {
   tool_call: Count,
@@ -95,7 +117,7 @@ const toolCallFields = {
   call_id: Schema.String,
   tool: Schema.String,
   server: Schema.NullOr(Schema.String),
-  arguments: Schema.String,
+  arguments: ArgumentsText,
 }
 
 export const ToolCallStarted = defineEvent("tool_call_started", toolCallFields)

@@ -60,6 +60,8 @@ export interface ReplayOptions {
   readonly toolsOf?: (agent: string) => ReadonlyArray<ToolSpec>
   /** The whole result of tool call `n` (`tool_log/<n>.json`), for a `tool_call_finished` that does not hold it. */
   readonly toolResultOf?: (n: number) => string | undefined
+  /** The text of blob `hash` (`blobs/<hash>.txt`): the long tool-call arguments the events reference (`ArgumentsText`). */
+  readonly blobOf?: (hash: string) => string | undefined
   /** SHA-256 (hex) of a text: with it, each recorded tool result is checked against its digest. */
   readonly digestOf?: (text: string) => string
 }
@@ -139,13 +141,13 @@ export const replayFrom = (
           break
         }
         case "tool_call_started": {
-          const t = toolStepOf(machines, rec)
+          const t = toolStepOf(machines, rec, options.blobOf)
           if (typeof t === "string") reason = t
           else replayed = rec
           break
         }
         case "tool_call_finished": {
-          const t = toolStepOf(machines, rec)
+          const t = toolStepOf(machines, rec, options.blobOf)
           if (typeof t === "string") {
             reason = t
             break
@@ -211,7 +213,8 @@ export const replayFrom = (
             if (failed._tag === "done") pending.set(rec.agent, failed.reply)
             break
           }
-          const reply = rec.reply ? replyOfRecord(rec.reply) : call?.reply
+          const reply = rec.reply ? replyOfRecord(rec.reply, options.blobOf) : call?.reply
+          if (reply === null && rec.reply) return diverge(i, rec, `the arguments of a tool call of call ${rec.call} are missing from blobs/`)
           if (!reply) return diverge(i, rec, `the reply of call ${rec.call} is missing from llm_log/`)
           const next = onModelReply(t.machine, reply, time)
           lastReply.set(rec.agent, reply)

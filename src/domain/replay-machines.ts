@@ -4,12 +4,13 @@
  * Contract: pure functions of the driver's maps: `machines` (each agent's `Transition`, `round-machine.ts`)
  * and `pending` (each agent's result waiting to be judged). `machinesInFlight` gives the rounds a resume
  * continues, `continuationsFrom` the same with the step each goes on from, `toolStepOf` the tool step a
- * recorded tool event belongs to, and `isStaleCall` whether an event is of a cancelled round.
+ * recorded tool event belongs to (its referenced arguments read through `blobOf`), and `isStaleCall` whether an event is of a cancelled round.
  *
  * Words: a round is *cancelled* when a new answer stopped it (`agent#round` in the driver's set); a call of
  * it may still be recorded after (its fiber got there first): a fact of the timing, nothing to judge.
  */
 import type { Reply } from "./decide.ts"
+import { argumentsText } from "./events-calls.ts"
 import type { Event } from "./events.ts"
 import { type RoundMachine, type Transition, unfinishedTools } from "./round-machine.ts"
 
@@ -47,13 +48,16 @@ export const continuationsFrom = (
 export const toolStepOf = (
   machines: ReadonlyMap<string, Transition>,
   rec: Extract<Event, { _tag: "tool_call_started" | "tool_call_finished" }>,
+  blobOf?: (hash: string) => string | undefined,
 ): Transition | string => {
   const t = machines.get(rec.agent)
   if (t === undefined || t.step._tag !== "run_tools" || t.machine.round !== rec.round || t.machine.role !== rec.role) {
     return `this code runs no tool for ${rec.agent} here`
   }
   const call = unfinishedTools(t.machine).find((c) => c.id === rec.call_id)
-  if (call === undefined || call.name !== rec.tool || call.arguments !== rec.arguments) {
+  const args = argumentsText(rec.arguments, blobOf)
+  if (args === undefined) return `the arguments of tool call ${rec.tool_call} are missing from blobs/`
+  if (call === undefined || call.name !== rec.tool || call.arguments !== args) {
     return `the reply of ${rec.agent} has no tool call ${rec.call_id} of ${rec.tool} with these arguments waiting to run`
   }
   return t

@@ -34,6 +34,7 @@
  */
 import type { CallRole, Event, RecordedReply, RejectionReason } from "./events.ts"
 import { type LlmMessage, type LlmReply, type LlmRequest, type ShownAnswer, type ToolCall, noUsage } from "./llm.ts"
+import { argumentsText } from "./events-calls.ts"
 import type { Reply } from "./decide.ts"
 import { DEFERRED_VOTING, STALE_VOTE_RESULT, duplicateProblem, noveltyProblem, retryMessages, updateMessage, votableIds, voteTool } from "./prompts.ts"
 
@@ -347,13 +348,16 @@ export const recordReply = (reply: LlmReply): RecordedReply => ({
   parts: (reply.parts ?? []) as RecordedReply["parts"],
 })
 
-/** A recorded reply as the machine reads it (usage and the raw reply are not part of the record). */
-export const replyOfRecord = (record: RecordedReply): LlmReply => ({
-  text: record.text,
-  reasoning: "",
-  toolCalls: record.tool_calls,
-  usage: noUsage,
-  truncated: null,
-  raw: null,
-  parts: record.parts,
-})
+/**
+ * A recorded reply as the machine reads it (usage and the raw reply are not part of the record),
+ * the arguments it references read through `blobOf`; null when one of their blobs is missing.
+ */
+export const replyOfRecord = (record: RecordedReply, blobOf?: (hash: string) => string | undefined): LlmReply | null => {
+  const toolCalls: Array<ToolCall> = []
+  for (const c of record.tool_calls) {
+    const args = argumentsText(c.arguments, blobOf)
+    if (args === undefined) return null
+    toolCalls.push({ id: c.id, name: c.name, arguments: args })
+  }
+  return { text: record.text, reasoning: "", toolCalls, usage: noUsage, truncated: null, raw: null, parts: record.parts }
+}

@@ -12,6 +12,7 @@
  * Words: a *tool call* is one call of an agent's own tool (a command tool, an
  * MCP tool) from a model reply; its *result* is the text the model is given.
  */
+import type { ArgumentsText } from "./events-calls.ts"
 import type { Event } from "./events.ts"
 import { oneLine, truncate } from "./text.ts"
 
@@ -28,8 +29,9 @@ export const INLINE_RESULT_CHARS = 2_000
 export const cutResult = (text: string, max = MAX_TOOL_RESULT_CHARS): string =>
   `${truncate(text, max)}\n[massgen: the result was ${text.length} characters, cut to the first ${max}]`
 
-/** A tool call's arguments on one short line: `{"path":"a.txt"}` as `path="a.txt"`. */
-export const shortArguments = (args: string, max = 60): string => {
+/** A tool call's arguments on one short line: `{"path":"a.txt"}` as `path="a.txt"`; long ones, in the blob store, as where they are. */
+export const shortArguments = (args: ArgumentsText, max = 60): string => {
+  if (typeof args !== "string") return `long, blobs/${args.$blob.slice(0, 12)}…`
   try {
     const value: unknown = JSON.parse(args === "" ? "{}" : args)
     if (value !== null && typeof value === "object" && !Array.isArray(value)) {

@@ -25,13 +25,16 @@
  * first call: its recorded replies and tool results are not asked for again.
  *
  * Streamed text goes to `onText` as it arrives (the agent's output file and the
- * live display); the full request and reply of each call go to `logCall`,
- * which has them in place before the call's `call_end` is emitted.
+ * live display), then what the reply did with its tools (long arguments cut,
+ * the whole text being in the call log); the full request and reply of each call go to `logCall`,
+ * which has them in place before the call's `call_end` is emitted. The reply's
+ * long tool-call arguments go to the blob store (`storeArguments`), and its
+ * `call_end` references them.
  */
 import { Clock, Duration, Effect, Random } from "effect"
 import { callHeader } from "../domain/agent-output.ts"
 import type { Reply } from "../domain/decide.ts"
-import type { CallRole, Event } from "../domain/events.ts"
+import { ARGUMENTS_BLOB_MIN_CHARS, type ArgumentsText, type CallRole, type Event, type RecordedReply } from "../domain/events.ts"
 import { instantText } from "../domain/instant.ts"
 import type { LlmReply, LlmRequest, ShownAnswer, TokenUsage, ToolCall } from "../domain/llm.ts"
 import {
@@ -57,6 +60,11 @@ export interface RoundDeps {
   /** Reasoning summaries, kept apart from the answer text. */
   readonly onReasoning: (agent: string, text: string) => Effect.Effect<void>
   readonly logCall: (call: number, record: unknown) => Effect.Effect<void>
+  /**
+   * A tool call's arguments as its events hold them: long ones (`ARGUMENTS_BLOB_MIN_CHARS`) stored in
+   * the run's blob store, written when this is done, and referenced; without it, as they are.
+   */
+  readonly storeArguments?: (text: string) => Effect.Effect<ArgumentsText>
   /** USD of a call's usage for a model; null when the model has no price. */
   readonly priceOf: (model: string | null, usage: TokenUsage) => number | null
   /**
@@ -100,6 +108,13 @@ export const timeoutReply = (agent: string, round: number | "present", seconds: 
   return round === "present" ? { _tag: "presentation_failed", agent, message } : { _tag: "failed", agent, round, kind: "timeout", message }
 }
 
+/** How much of a long call's arguments the agent's output file shows: the whole text is in the call log. */
+const SHOWN_ARGUMENT_CHARS = 2_000
+
+/** A tool call's arguments as the output file shows them: long ones cut, saying where the rest is. */
+const shownArguments = (args: string): string =>
+  args.length < ARGUMENTS_BLOB_MIN_CHARS ? args : `${args.slice(0, SHOWN_ARGUMENT_CHARS)}… (${args.length} characters in all: the whole text is in llm_log/)`
+
 /** What a reply did with its tools, as the agent's output file shows it. */
 const toolCallsText = (reply: LlmReply): string =>
   reply.toolCalls
@@ -111,9 +126,20 @@ const toolCallsText = (reply: LlmReply): string =>
       } catch {
         // shown raw below
       }
-      return `\n[${c.name}] ${c.arguments}\n`
+      return `\n[${c.name}] ${shownArguments(c.arguments)}\n`
     })
     .join("")
+
+/** The reply as its `call_end` records it, its long tool-call arguments in the blob store. */
+const recorded = (deps: RoundDeps, reply: LlmReply): Effect.Effect<RecordedReply> => {
+  const record = recordReply(reply)
+  const store = deps.storeArguments
+  if (store === undefined) return Effect.succeed(record)
+  return Effect.map(
+    Effect.forEach(record.tool_calls, (c) => (typeof c.arguments === "string" ? Effect.map(store(c.arguments), (args) => ({ ...c, arguments: args })) : Effect.succeed(c))),
+    (tool_calls) => ({ ...record, tool_calls }),
+  )
+}
 
 type Outcome = { readonly _tag: "reply"; readonly reply: LlmReply } | { readonly _tag: "error"; readonly message: string }
 
@@ -160,6 +186,7 @@ const callWithRetries = (
       /** The call's call_end: with the reply's usage, or the error (a cut-off call's is "cancelled"). */
       const callEnd = (reply: LlmReply | null, error: string | null) =>
         Effect.gen(function* () {
+          const record = reply === null ? null : yield* recorded(deps, reply)
           const ended = yield* Clock.currentTimeMillis
           const usage = reply?.usage
           yield* deps.emit({
@@ -179,7 +206,7 @@ const callWithRetries = (
             truncated: reply?.truncated ?? null,
             cost: usage ? deps.priceOf(backend.model, usage) : null,
             error,
-            reply: reply === null ? null : recordReply(reply),
+            reply: record,
           })
         })
       // A call cut off by a cancelled round, a timeout or the run's end still gets its call_end.

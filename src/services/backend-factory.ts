@@ -51,6 +51,7 @@ export const makeBackend = (agent: Agent, env: Env, history: ReadonlyArray<Event
       maxTokens: b.max_tokens,
       maxRetries: b.max_retries,
       callTimeoutSeconds: b.call_timeout_seconds,
+      maxReplyBytes: b.max_reply_bytes,
       provider: {
         webSearch: b.enable_web_search,
         codeExecution: b.enable_code_interpreter === true || b.enable_code_execution === true,

@@ -8,6 +8,8 @@
  * 0.05 ms, and every reply of a layer waits on the ones before it.) A call
  * that fails fails with a `BackendError` whose `retryable` says whether trying
  * again may help and `retryAfterSeconds` what the provider asked for (429).
+ * A reply that passes the backend's cap (`max_reply_bytes`) fails its call with
+ * `reply_too_large`, not retryable: the same request would stream as much again.
  * Retries, timeouts and accounting are the caller's (`agent-round.ts`).
  *
  * The `Backends` tag gives the orchestrator a backend by agent id, so tests can
@@ -26,6 +28,8 @@ export const BackendErrorReason = Schema.Literal(
   "bad_reply",
   "stream_cut",
   "scripted_failure",
+  /** The reply passed the backend's `max_reply_bytes`: the request was aborted, and the call is not tried again. */
+  "reply_too_large",
 )
 export type BackendErrorReason = typeof BackendErrorReason.Type
 
@@ -36,7 +40,7 @@ export class BackendError extends Schema.TaggedError<BackendError>()("BackendErr
   retryAfterSeconds: Schema.NullOr(Schema.Number),
 }) {
   override get message(): string {
-    return `${this.reason.replace("_", " ")}: ${this.detail}`
+    return `${this.reason.replaceAll("_", " ")}: ${this.detail}`
   }
 }
 

@@ -34,7 +34,11 @@ export const openRun = ({ input, settings, state }: RunContext, { emit }: Emitte
       const plan = resumePlan(
         input.resume.events,
         config.agents,
-        { toolsOf: rounds.toolSpecs, ...(input.resume.toolResultOf ? { toolResultOf: input.resume.toolResultOf } : {}) },
+        {
+          toolsOf: rounds.toolSpecs,
+          ...(input.resume.toolResultOf ? { toolResultOf: input.resume.toolResultOf } : {}),
+          ...(input.resume.blobOf ? { blobOf: input.resume.blobOf } : {}),
+        },
         recorded,
         input.resume.replayStart ?? null,
       )

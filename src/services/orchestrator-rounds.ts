@@ -8,12 +8,14 @@
  * `RoundDeps`: its events go through the emit path (a refused call, or an
  * effect whose event is not settled, does not happen), its streamed text to
  * the agent's files and the observer, its call log to `llm_log/` (long texts
- * to the blob store once), and its tool calls to the tool runner
+ * to the blob store once, and so long tool-call arguments, which the events
+ * reference), and its tool calls to the tool runner
  * (`tools/tool-runner.ts`) with the agents' own tools (`AgentTools`, none when
  * the layer is absent) offered in every request.
  */
 import { Clock, Effect, Option, Queue, Ref } from "effect"
 import { type Command, budgetSpent } from "../domain/decide.ts"
+import { ARGUMENTS_BLOB_MIN_CHARS, type ArgumentsText } from "../domain/events.ts"
 import { requestForPresentation, requestForRound } from "../domain/requests.ts"
 import type { Transition } from "../domain/round-machine.ts"
 import { agentFile } from "../domain/run-paths.ts"
@@ -45,6 +47,19 @@ export const makeRounds = (run: RunContext, emitter: Emitter, work: Work) =>
     /** Blobs found new by this process and not written yet (a resumed run may store one again: the same bytes). */
     const freshBlobs: Array<readonly [string, string]> = []
     const blobSink = blobWriter((hash, text) => void freshBlobs.push([hash, text]))
+    /** Writes the blobs found new: before the call log or the event that references them. */
+    const writeFreshBlobs = Effect.gen(function* () {
+      for (const [hash, blob] of freshBlobs.splice(0)) yield* files.write(blobPath(hash), blob)
+    })
+    /** Long tool-call arguments go to the blob store once; the events reference them. */
+    const storeArguments = (text: string): Effect.Effect<ArgumentsText> =>
+      text.length < ARGUMENTS_BLOB_MIN_CHARS
+        ? Effect.succeed(text)
+        : Effect.suspend(() => {
+            const ref = { $blob: blobSink.store(text) }
+            // Not written: the run stops, and the event that would reference it is not appended.
+            return Effect.as(Effect.catchAll(writeFreshBlobs, (e) => failStorage("call_log", e.path, e.detail)), ref)
+          })
 
     const agentTools = Option.getOrElse(yield* Effect.serviceOption(AgentTools), () => ({ forAgent: () => noTools }))
     const toolSpecs = (agentId: string) => agentTools.forAgent(agentId).tools.map((t) => t.spec)
@@ -76,9 +91,10 @@ export const makeRounds = (run: RunContext, emitter: Emitter, work: Work) =>
         Effect.gen(function* () {
           // Long texts and large values go to the blob store once; the call log references them.
           const text = compactJsonText(record, blobSink)
-          for (const [hash, blob] of freshBlobs.splice(0)) yield* files.write(blobPath(hash), blob)
+          yield* writeFreshBlobs
           yield* files.write(callLogPath(call), `${text}\n`)
         }).pipe(Effect.catchAll((e) => failStorage("call_log", e.path, e.detail))),
+      storeArguments,
       priceOf: input.priceOf ?? (() => null),
       // Without injection a round has nothing to ask at its step boundaries (and no lock to take there).
       ...(settings.disable_injection ? {} : { injectUpdate: emitter.injectUpdate }),
@@ -93,6 +109,7 @@ export const makeRounds = (run: RunContext, emitter: Emitter, work: Work) =>
         files.write(`tool_log/${n}.json`, `${JSON.stringify(record, null, 2)}\n`).pipe(Effect.catchAll((e) => failStorage("tool_log", e.path, e.detail))),
       digest: hashText,
       state: Effect.sync(() => state.current),
+      storeArguments,
       ...(config.toolTimeoutSeconds !== undefined ? { timeoutSeconds: config.toolTimeoutSeconds } : {}),
     })
 

@@ -48,6 +48,8 @@ export interface ResumeInput {
   readonly replayStart?: ReplayStart
   /** The whole result of tool call `n` (`tool_log/<n>.json`), for results the events do not hold. */
   readonly toolResultOf?: (n: number) => string | undefined
+  /** The text of blob `hash` (`blobs/<hash>.txt`), for the long tool-call arguments the events reference. */
+  readonly blobOf?: (hash: string) => string | undefined
 }
 
 export interface Observer {

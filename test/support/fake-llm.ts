@@ -7,7 +7,10 @@
  * behaviour replies with a scripted stream (`reply`), an HTTP status (`status`,
  * `rateLimited`), nothing at all (`hang`: no headers until the client aborts), part
  * of a stream then the end of the connection (`cut`), part of a stream then silence
- * (`stall`), or raw SSE text (`raw`). Every request is recorded (path, query, headers, JSON
+ * (`stall`), raw SSE text (`raw`), or a stream without end (`endless`: the frames
+ * of a reply up to its first frame holding a marker, then that frame again and
+ * again, as fast as the client reads, until it goes away; `within`: that frame
+ * up to the marker, then the marker for ever, a line that never ends). Every request is recorded (path, query, headers, JSON
  * body); `waitForRequest(n)` and `waitForAbort(n)` resolve when the n-th request
  * (1-based) arrives or is aborted by the client, so tests need no sleeps.
  */
@@ -25,6 +28,7 @@ export type Behaviour =
   | { readonly kind: "cut"; readonly spec: ReplySpec; readonly after: number; readonly mode: "close" | "error" }
   | { readonly kind: "stall"; readonly spec: ReplySpec; readonly after: number }
   | { readonly kind: "raw"; readonly body: string }
+  | { readonly kind: "endless"; readonly spec: ReplySpec; readonly marker: string; readonly within: boolean }
 
 /** Environment entries that keep a client's requests to the fake off any proxy (merged into a child's env). */
 export const NO_PROXY_ENV: Readonly<Record<string, undefined>> = {
@@ -50,6 +54,8 @@ export const hang = (): Behaviour => ({ kind: "hang" })
 export const cut = (spec: ReplySpec, after: number, mode: "close" | "error" = "close"): Behaviour => ({ kind: "cut", spec, after, mode })
 export const stall = (spec: ReplySpec, after: number): Behaviour => ({ kind: "stall", spec, after })
 export const raw = (body: string): Behaviour => ({ kind: "raw", body })
+/** The reply's frames up to the first that holds `marker`, then that frame for ever (until the client aborts). */
+export const endless = (spec: ReplySpec, marker: string, within = false): Behaviour => ({ kind: "endless", spec, marker, within })
 
 export interface FakeRequest {
   readonly n: number
@@ -133,6 +139,22 @@ export const startFakeLlm = async (opts: { readonly respond?: Responder } = {}):
         sse()
         res.end(renderFrames(protocol, behaviour.spec).join(""))
         return
+      case "endless": {
+        sse()
+        const frames = renderFrames(protocol, behaviour.spec)
+        const at = frames.findIndex((f) => f.includes(behaviour.marker))
+        if (at < 0) throw new Error(`fake-llm: no frame holds ${JSON.stringify(behaviour.marker)}`)
+        const frame = frames[at]!
+        res.write(frames.slice(0, at).join("") + (behaviour.within ? frame.slice(0, frame.indexOf(behaviour.marker)) : ""))
+        const again = behaviour.within ? behaviour.marker : frame
+        // As fast as the client reads: write until the socket's buffer is full, then wait for it to drain.
+        const pump = (): void => {
+          while (!res.destroyed && res.write(again)) {}
+          if (!res.destroyed) res.once("drain", pump)
+        }
+        pump()
+        return
+      }
       case "cut":
       case "stall": {
         sse()

@@ -75,7 +75,17 @@ export const runInMemory = (
       version: "test",
       pid: 1,
       interrupt: options.interrupt ?? Effect.never,
-      ...(recorded ? { resume: { events: recorded.events, skipped: recorded.skipped, tornTail: recorded.tornTail } } : {}),
+      ...(recorded
+        ? {
+            resume: {
+              events: recorded.events,
+              skipped: recorded.skipped,
+              tornTail: recorded.tornTail,
+              // The blobs of the recorded run's files: the long tool-call arguments its events reference.
+              ...(options.resume?.files ? { blobOf: (hash: string) => options.resume?.files?.get(`blobs/${hash}.txt`) } : {}),
+            },
+          }
+        : {}),
       // Only a config with a pricing section is priced, so fixtures of known models stay unpriced.
       ...(Object.keys(config.pricing).length > 0 ? { priceOf: priceOf(config) } : {}),
     }).pipe(Effect.scoped, Effect.provide(layer))

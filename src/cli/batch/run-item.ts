@@ -28,7 +28,7 @@ import type { Observer } from "../../services/orchestrator.ts"
 import { PRIVATE_DIR_MODE } from "../../services/log-dir.ts"
 import { itemDir } from "../../services/batch/batch-folder.ts"
 import { SharedRunFiles } from "../../services/run-files-shared.ts"
-import { METADATA_FILE, RunDirError, recordedToolResult, refuseNewer, runDirConfig } from "../run-dir.ts"
+import { METADATA_FILE, RunDirError, recordedBlob, recordedToolResult, refuseNewer, runDirConfig } from "../run-dir.ts"
 import { type CliContext, writeRunMetadata } from "../run-command.ts"
 import { EXIT_CODES, runSession } from "../run-session.ts"
 import { type RunConfig, makeAgentTools, makeBackends } from "../run-setup.ts"
@@ -99,7 +99,7 @@ export const runItem = (item: BatchItem, loaded: RunConfig, observer: Observer, 
         backends,
         env: loaded.env,
         tools: (servers) => makeAgentTools(config, loaded.env, logDir, logDir, servers),
-        resume: { events, skipped: read.skipped, tornTail: read.tornTail, state: recorded, toolResultOf: recordedToolResult(logDir) },
+        resume: { events, skipped: read.skipped, tornTail: read.tornTail, state: recorded, toolResultOf: recordedToolResult(logDir), blobOf: recordedBlob(logDir) },
       })
     } else {
       fs.mkdirSync(logDir, { recursive: true, mode: PRIVATE_DIR_MODE })

@@ -24,7 +24,22 @@ import Anthropic from "@anthropic-ai/sdk"
 import type { HostedToolUse, LlmChunk, LlmMessage, LlmReply, LlmRequest, TokenUsage } from "../../domain/llm.ts"
 import { Effect } from "effect"
 import type { Backend, OnChunk } from "../backend.ts"
-import { type Assembly, backendFields, callSite, clientUrl, fail, firstLine, type SdkBackendOptions, sdkCall, withExtraBody } from "./sdk-stream.ts"
+import {
+  type Assembly,
+  backendFields,
+  callSite,
+  clientUrl,
+  fail,
+  firstLine,
+  lineCappedFetch,
+  maxLineBytes,
+  meterFor,
+  type ReplyMeter,
+  type SdkBackendOptions,
+  sdkCall,
+  unmetered,
+  withExtraBody,
+} from "./sdk-stream.ts"
 
 type Params = Anthropic.Messages.MessageCreateParamsStreaming
 type Event = Anthropic.Messages.RawMessageStreamEvent
@@ -203,8 +218,8 @@ const mergeUsage = (into: UsageState, u: Partial<Anthropic.Messages.MessageDelta
   if (typeof u.output_tokens_details?.thinking_tokens === "number") into.thinking = u.output_tokens_details.thinking_tokens
 }
 
-/** Accumulates the events of one streamed message. */
-export const anthropicAssembly = (): Assembly<Event> => {
+/** Accumulates the events of one streamed message, counting what it keeps on `meter`. */
+export const anthropicAssembly = (meter: ReplyMeter = unmetered): Assembly<Event> => {
   let id = ""
   let model = ""
   let stopReason: string | null = null
@@ -224,6 +239,12 @@ export const anthropicAssembly = (): Assembly<Event> => {
         case "content_block_start": {
           const cb = event.content_block
           const state: BlockState = { type: cb.type, text: "", json: "" }
+          if (cb.type === "text") meter.add(cb.text)
+          if (cb.type === "tool_use" || cb.type === "server_tool_use") meter.add(`${cb.id}${cb.name}${JSON.stringify(cb.input ?? {})}`)
+          if (cb.type === "thinking") meter.add(`${cb.thinking ?? ""}${cb.signature ?? ""}`)
+          if (cb.type === "redacted_thinking") meter.add(cb.data)
+          // A block that comes whole (a server tool's result) is kept as it came.
+          if (!STREAMED_BLOCKS.has(cb.type)) meter.add(JSON.stringify(cb))
           if (cb.type === "text" && cb.text !== "") {
             state.text = cb.text
             out.push({ _tag: "text", text: cb.text })
@@ -232,12 +253,17 @@ export const anthropicAssembly = (): Assembly<Event> => {
           if (!STREAMED_BLOCKS.has(cb.type)) state.raw = cb as Block
           if (cb.type === "thinking") Object.assign(state, { text: cb.thinking ?? "", signature: cb.signature ?? "" })
           if (cb.type === "redacted_thinking") state.data = cb.data
+          if (!blocks.has(event.index)) meter.entry()
           blocks.set(event.index, state)
           break
         }
         case "content_block_delta": {
           const block = blocks.get(event.index)
           const d = event.delta
+          if (d.type === "text_delta") meter.add(d.text)
+          else if (d.type === "thinking_delta") meter.add(d.thinking)
+          else if (d.type === "signature_delta") meter.add(d.signature)
+          else if (d.type === "input_json_delta") meter.add(d.partial_json)
           if (d.type === "text_delta") {
             if (block !== undefined) block.text += d.text
             out.push({ _tag: "text", text: d.text })
@@ -327,12 +353,14 @@ export const makeAnthropicMessagesBackend = (opts: SdkBackendOptions): Backend =
     ...clientUrl(opts.baseURL),
     maxRetries: 0,
     logLevel: "off",
+    fetch: lineCappedFetch(maxLineBytes(opts)),
   })
   const site = callSite(opts)
-  const once = (request: LlmRequest, onChunk: OnChunk) =>
+  const once = (request: LlmRequest, onChunk: OnChunk, meter: ReplyMeter) =>
     sdkCall({
       open: (signal) => client.messages.create(anthropicParams(request, opts), { signal }),
       assemble: anthropicAssembly,
+      meter,
       site,
       sdk: Anthropic,
     })(onChunk)
@@ -340,13 +368,15 @@ export const makeAnthropicMessagesBackend = (opts: SdkBackendOptions): Backend =
     ...backendFields(opts),
     call: (request, onChunk) =>
       Effect.gen(function* () {
-        let reply = yield* once(request, onChunk)
+        // One cap for the call: its continuations of a paused turn count on the same meter.
+        const meter = meterFor(opts)
+        let reply = yield* once(request, onChunk, meter)
         // The paused turn goes back as it came, and the model goes on from there, in the same call.
         const paused: Array<Block> = []
         for (let n = 0; isPaused(reply) && n < MAX_PAUSE_CONTINUATIONS; n++) {
           paused.push(...(reply.raw as { content: Array<Block> }).content)
           const turn: LlmMessage = { role: "assistant", content: "", parts: [...paused] }
-          reply = joinReplies(reply, yield* once({ ...request, messages: [...request.messages, turn] }, onChunk))
+          reply = joinReplies(reply, yield* once({ ...request, messages: [...request.messages, turn] }, onChunk, meter))
         }
         return reply
       }),

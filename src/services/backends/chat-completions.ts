@@ -24,7 +24,21 @@ import type { LlmChunk, LlmMessage, LlmReply, LlmRequest, TokenUsage } from "../
 import { noUsage } from "../../domain/llm.ts"
 import { Effect } from "effect"
 import type { Backend, BackendError, OnChunk } from "../backend.ts"
-import { type Assembly, backendFields, callSite, clientUrl, fail, type SdkBackendOptions, sdkCall, withExtraBody } from "./sdk-stream.ts"
+import {
+  type Assembly,
+  backendFields,
+  callSite,
+  clientUrl,
+  fail,
+  lineCappedFetch,
+  maxLineBytes,
+  meterFor,
+  type ReplyMeter,
+  type SdkBackendOptions,
+  sdkCall,
+  unmetered,
+  withExtraBody,
+} from "./sdk-stream.ts"
 
 type Params = OpenAI.Chat.ChatCompletionCreateParamsStreaming
 type Chunk = OpenAI.Chat.ChatCompletionChunk
@@ -138,8 +152,8 @@ const toUsage = (u: OpenAI.CompletionUsage | null | undefined): TokenUsage =>
         reasoningTokens: u.completion_tokens_details?.reasoning_tokens ?? null,
       }
 
-/** Accumulates the chunks of one streamed chat completion. */
-export const chatAssembly = (): Assembly<Chunk> => {
+/** Accumulates the chunks of one streamed chat completion, counting what it keeps on `meter`. */
+export const chatAssembly = (meter: ReplyMeter = unmetered): Assembly<Chunk> => {
   let id = ""
   let model = ""
   let text = ""
@@ -168,22 +182,35 @@ export const chatAssembly = (): Assembly<Chunk> => {
       if (typeof delta.reasoning_content === "string") reasoningContent = true
       const thought = typeof delta.reasoning_content === "string" ? delta.reasoning_content : delta.reasoning
       if (typeof thought === "string" && thought !== "") {
+        meter.add(thought)
         reasoning += thought
         out.push({ _tag: "reasoning", text: thought })
       }
       if (typeof delta.content === "string" && delta.content !== "") {
+        meter.add(delta.content)
         text += delta.content
         out.push({ _tag: "text", text: delta.content })
       }
       for (const tc of delta.tool_calls ?? []) {
         const slot = slotFor(tc.index as number | undefined, tc.id ?? undefined)
-        const call = calls.get(slot) ?? { id: undefined, name: undefined, args: "" }
-        calls.set(slot, call)
+        let call = calls.get(slot)
+        if (call === undefined) {
+          meter.entry()
+          call = { id: undefined, name: undefined, args: "" }
+          calls.set(slot, call)
+        }
+        // Some servers repeat a call's id and name with every fragment: what replaces them is counted as a replacement.
+        if (tc.id) meter.replace(call.id ?? "", tc.id)
+        if (tc.function?.name) meter.replace(call.name ?? "", tc.function.name)
+        meter.add(tc.function?.arguments ?? "")
         if (tc.id) call.id = tc.id
         if (tc.function?.name) call.name = tc.function.name
         call.args += tc.function?.arguments ?? ""
         const extra = (tc as { extra_content?: unknown }).extra_content
-        if (extra !== undefined && extra !== null) call.extra = extra
+        if (extra !== undefined && extra !== null) {
+          meter.add(JSON.stringify(extra))
+          call.extra = extra
+        }
       }
       if (choice.finish_reason) finishReason = choice.finish_reason
       return out
@@ -239,7 +266,7 @@ export const chatAssembly = (): Assembly<Chunk> => {
 export const openAiClient = (opts: SdkBackendOptions): OpenAI =>
   opts.type === "azure_openai"
     ? azureClient(opts)
-    : new OpenAI({ apiKey: opts.apiKey ?? "no-key", ...clientUrl(opts.baseURL), maxRetries: 0, logLevel: "off" })
+    : new OpenAI({ apiKey: opts.apiKey ?? "no-key", ...clientUrl(opts.baseURL), maxRetries: 0, logLevel: "off", fetch: lineCappedFetch(maxLineBytes(opts)) })
 
 /**
  * The official SDK's Azure client: `baseURL` is the resource's endpoint (the SDK adds
@@ -256,6 +283,7 @@ const azureClient = (opts: SdkBackendOptions): OpenAI => {
     ...(defaultQuery !== undefined ? { defaultQuery } : {}),
     maxRetries: 0,
     logLevel: "off",
+    fetch: lineCappedFetch(maxLineBytes(opts)),
   })
 }
 
@@ -270,6 +298,7 @@ export const makeChatCompletionsBackend = (opts: SdkBackendOptions): Backend => 
     sdkCall({
       open: (signal) => client.chat.completions.create(chatParams(request, opts, force), { signal }),
       assemble: chatAssembly,
+      meter: meterFor(opts),
       site,
       sdk: OpenAI,
     })(onChunk)

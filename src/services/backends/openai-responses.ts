@@ -21,7 +21,7 @@ import type { HostedToolUse, LlmChunk, LlmMessage, LlmReply, LlmRequest, TokenUs
 import { noUsage } from "../../domain/llm.ts"
 import type { Backend } from "../backend.ts"
 import { openAiClient } from "./chat-completions.ts"
-import { type Assembly, backendFields, callSite, fail, firstLine, type SdkBackendOptions, sdkCall, withExtraBody } from "./sdk-stream.ts"
+import { type Assembly, backendFields, callSite, fail, firstLine, meterFor, type ReplyMeter, type SdkBackendOptions, sdkCall, unmetered, withExtraBody } from "./sdk-stream.ts"
 
 type Params = OpenAI.Responses.ResponseCreateParamsStreaming
 type Event = OpenAI.Responses.ResponseStreamEvent
@@ -132,15 +132,19 @@ const failed = (response: Response): never => {
   return fail("server_error", detail)
 }
 
-/** Accumulates the events of one streamed response. */
-export const responsesAssembly = (): Assembly<Event> => {
+/** Accumulates the events of one streamed response, counting what it keeps on `meter`. */
+export const responsesAssembly = (meter: ReplyMeter = unmetered): Assembly<Event> => {
   let text = ""
   let reasoning = ""
   let final: Response | null = null
   const calls = new Map<number, PartialCall>()
   const callAt = (index: number): PartialCall => {
-    const call = calls.get(index) ?? { id: undefined, name: undefined, args: "" }
-    calls.set(index, call)
+    let call = calls.get(index)
+    if (call === undefined) {
+      meter.entry()
+      call = { id: undefined, name: undefined, args: "" }
+      calls.set(index, call)
+    }
     return call
   }
 
@@ -150,11 +154,13 @@ export const responsesAssembly = (): Assembly<Event> => {
       switch (event.type) {
         case "response.output_text.delta":
         case "response.refusal.delta":
+          meter.add(event.delta)
           text += event.delta
           out.push({ _tag: "text", text: event.delta })
           break
         case "response.reasoning_summary_text.delta":
         case "response.reasoning_text.delta":
+          meter.add(event.delta)
           reasoning += event.delta
           out.push({ _tag: "reasoning", text: event.delta })
           break
@@ -162,17 +168,23 @@ export const responsesAssembly = (): Assembly<Event> => {
         case "response.output_item.done":
           if (event.item.type === "function_call") {
             const call = callAt(event.output_index)
+            const args = event.type === "response.output_item.done" || call.args === "" ? (event.item.arguments ?? call.args) : call.args
+            meter.replace(`${call.id ?? ""}${call.name ?? ""}${call.args}`, `${event.item.call_id}${event.item.name}${args}`)
             call.id = event.item.call_id
             call.name = event.item.name
-            if (event.type === "response.output_item.done" || call.args === "") call.args = event.item.arguments ?? call.args
+            call.args = args
           }
           break
         case "response.function_call_arguments.delta":
+          meter.add(event.delta)
           callAt(event.output_index).args += event.delta
           break
-        case "response.function_call_arguments.done":
-          callAt(event.output_index).args = event.arguments
+        case "response.function_call_arguments.done": {
+          const call = callAt(event.output_index)
+          meter.replace(call.args, event.arguments)
+          call.args = event.arguments
           break
+        }
         case "response.completed":
         case "response.incomplete":
           final = event.response
@@ -222,6 +234,7 @@ export const makeOpenAiResponsesBackend = (opts: SdkBackendOptions): Backend => 
       sdkCall({
         open: (signal) => client.responses.create(responsesParams(request, opts), { signal }),
         assemble: responsesAssembly,
+        meter: meterFor(opts),
         site,
         sdk: OpenAI,
       })(onChunk),

@@ -14,9 +14,21 @@
  * (`ProviderSettings`: the config's provider tools and pass-through settings,
  * `withExtraBody` merging `extra_body` into a body).
  *
+ * A call's reply is capped (`max_reply_bytes`, `DEFAULT_MAX_REPLY_BYTES`):
+ * each assembly counts what it keeps of the reply (text, reasoning, tool-call
+ * ids, names and arguments, thinking signatures, the parts it keeps whole to
+ * send back, and `ENTRY_BYTES` for each tool call and content block) on the call's `ReplyMeter`,
+ * which throws `reply_too_large` (not retryable) at the first piece that
+ * passes the cap, before that piece is handed on; `sdkCall` then aborts the
+ * request, so a server that streams without end costs at most the cap in
+ * memory and in the agent's output file. The SDKs hold a line of the stream
+ * whole before they parse it, so the clients fetch through `lineCappedFetch`:
+ * a line longer than any event within the cap could be (`maxLineBytes`) fails
+ * the call the same way, before it fills memory.
+ *
  * Words: an *assembly* is the per-call accumulator of one provider's events; a
  * *hosted tool use* is one use of a tool the provider runs itself (web search,
- * code execution).
+ * code execution); a *meter* counts the bytes (UTF-8) of one call's reply.
  */
 import { Effect } from "effect"
 import type { LlmChunk, LlmReply } from "../../domain/llm.ts"
@@ -35,6 +47,8 @@ export interface SdkBackendOptions {
   readonly maxTokens?: number | undefined
   readonly maxRetries?: number | undefined
   readonly callTimeoutSeconds?: number | null | undefined
+  /** `max_reply_bytes`: the most one call's reply may hold (`DEFAULT_MAX_REPLY_BYTES` when absent). */
+  readonly maxReplyBytes?: number | undefined
   /** `azure_openai`: the API version (`api-version` of every request); its deployment is `model`. */
   readonly apiVersion?: string | undefined
   /** The provider-side tools and pass-through settings of the config (`enable_web_search`, `reasoning`, ...). */
@@ -73,6 +87,76 @@ export const withExtraBody = <P extends { readonly stream: true }>(params: P, op
 
 export const DEFAULT_MAX_RETRIES = 3
 export const DEFAULT_CALL_TIMEOUT_SECONDS = 300
+/** 4 MiB: far above any reply a model writes within its output limit, far below what fills a process. */
+export const DEFAULT_MAX_REPLY_BYTES = 4 * 1024 * 1024
+
+/** Counts the bytes one call's reply keeps; `add` throws `reply_too_large` once they pass the cap. */
+export interface ReplyMeter {
+  /** Counts `text`, a piece the reply keeps (a delta, a tool call's id, name or arguments). */
+  readonly add: (text: string) => void
+  /** Counts what `next`, which takes the place of `previous` in the reply, adds to it. */
+  readonly replace: (previous: string, next: string) => void
+  /** Counts one more entry the reply keeps (a tool call, a content block) as `ENTRY_BYTES`, whatever it holds. */
+  readonly entry: () => void
+}
+
+/** What keeping one more tool call or content block counts for: a stream of empty ones is capped too. */
+export const ENTRY_BYTES = 64
+
+/** A meter that lets no reply pass `maxBytes`; a piece that would is not counted, and the call fails. */
+export const replyMeter = (maxBytes: number): ReplyMeter => {
+  let used = 0
+  const grow = (bytes: number) => {
+    if (bytes <= 0) return
+    if (used + bytes > maxBytes) {
+      fail("reply_too_large", `the reply passed max_reply_bytes (${maxBytes} bytes of text, reasoning and tool calls); the rest was not read`, false)
+    }
+    used += bytes
+  }
+  return {
+    add: (text) => grow(Buffer.byteLength(text, "utf8")),
+    replace: (previous, next) => grow(Buffer.byteLength(next, "utf8") - Buffer.byteLength(previous, "utf8")),
+    entry: () => grow(ENTRY_BYTES),
+  }
+}
+
+/** A meter with no cap: for assemblies fed outside a call (tests of the wire formats). */
+export const unmetered: ReplyMeter = { add: () => {}, replace: () => {}, entry: () => {} }
+
+/** A fresh meter for one call of a backend made with `opts`. */
+export const meterFor = (opts: SdkBackendOptions): ReplyMeter => replyMeter(opts.maxReplyBytes ?? DEFAULT_MAX_REPLY_BYTES)
+
+/**
+ * The longest line of a stream a backend made with `opts` reads: one event holding the whole
+ * capped reply, every character of it escaped in JSON (`\u0000`, 6 bytes), and its frame.
+ */
+export const maxLineBytes = (opts: SdkBackendOptions): number => 6 * (opts.maxReplyBytes ?? DEFAULT_MAX_REPLY_BYTES) + 64 * 1024
+
+/** `fetch`, whose response bodies fail with `reply_too_large` once a line (the bytes between two newlines) passes `maxBytes`. */
+export const lineCappedFetch =
+  (maxBytes: number) =>
+  async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+    const response = await fetch(input, init)
+    if (response.body === null) return response
+    /** Bytes of the line not ended yet. */
+    let open = 0
+    const guard = new TransformStream<Uint8Array, Uint8Array>({
+      transform: (chunk, controller) => {
+        const first = chunk.indexOf(10)
+        const longest = first < 0 ? open + chunk.length : open + first
+        open = first < 0 ? open + chunk.length : chunk.length - chunk.lastIndexOf(10) - 1
+        // A line inside the chunk is no longer than the chunk, which the transport keeps small.
+        if (longest > maxBytes || open > maxBytes) {
+          controller.error(
+            new BackendError({ reason: "reply_too_large", detail: `a line of the reply's stream passed ${maxBytes} bytes (6 × max_reply_bytes + 64 KiB) before it ended; the rest was not read`, retryable: false, retryAfterSeconds: null }),
+          )
+          return
+        }
+        controller.enqueue(chunk)
+      },
+    })
+    return new Response(response.body.pipeThrough(guard), { status: response.status, statusText: response.statusText, headers: response.headers })
+  }
 
 /** The `Backend` fields that do not depend on the protocol. */
 export const backendFields = (opts: SdkBackendOptions): Omit<Backend, "call"> => ({
@@ -120,7 +204,8 @@ export type SdkEventStream<E> = AsyncIterable<E> & { readonly controller: AbortC
 
 /**
  * One call: opens the SDK stream (an interrupt while waiting for the headers
- * aborts the request), feeds each event to a fresh assembly, hands the chunks
+ * aborts the request), feeds each event to a fresh assembly counting on
+ * `meter` (a call of several requests shares one), hands the chunks
  * it returns to `onChunk`, and succeeds with `assembly.finish()`. The request's
  * controller is aborted whenever the call ends: an interrupt does not wait for
  * a silent server's next event (an SDK generator's `return()` would wait
@@ -129,7 +214,9 @@ export type SdkEventStream<E> = AsyncIterable<E> & { readonly controller: AbortC
 export const sdkCall =
   <E>(args: {
     readonly open: (signal: AbortSignal) => Promise<SdkEventStream<E>>
-    readonly assemble: () => Assembly<E>
+    readonly assemble: (meter: ReplyMeter) => Assembly<E>
+    /** The call's reply meter (`meterFor`). */
+    readonly meter: ReplyMeter
     readonly site: CallSite
     /** The SDK whose errors the call may fail with: its client class. */
     readonly sdk: SdkErrors
@@ -138,7 +225,7 @@ export const sdkCall =
     const onError = (e: unknown) => toBackendError(e, "read", args.site.secrets, args.site.endpoint, args.sdk)
     const read = (events: SdkEventStream<E>) =>
       Effect.gen(function* () {
-        const assembly = args.assemble()
+        const assembly = args.assemble(args.meter)
         const it = events[Symbol.asyncIterator]()
         for (;;) {
           const next = yield* Effect.tryPromise({ try: () => it.next(), catch: onError })

@@ -14,10 +14,11 @@
  * `MAX_TOOL_RESULT_CHARS` (cut, with a note) are error results, `error: ...`
  * to the model: the round goes on. A call interrupted (its round cancelled,
  * the run stopping) has a `tool_call_started` and no `tool_call_finished`; a
- * resumed run runs it again.
+ * resumed run runs it again. Long arguments are stored once (`storeArguments`)
+ * and both events reference them.
  */
 import { Duration, Effect } from "effect"
-import type { CallRole, Event } from "../../domain/events.ts"
+import type { ArgumentsText, CallRole, Event } from "../../domain/events.ts"
 import type { ToolCall } from "../../domain/llm.ts"
 import type { ToolResult } from "../../domain/round-machine.ts"
 import { DEFAULT_TOOL_TIMEOUT_SECONDS, INLINE_RESULT_CHARS, MAX_TOOL_RESULT_CHARS, TOOL_CONCURRENCY, cutResult } from "../../domain/tool-calls.ts"
@@ -38,6 +39,8 @@ export interface ToolRunnerDeps {
   readonly maxResultChars?: number
   /** The run's state, for the tools that need it (`ToolContext.state`). */
   readonly state?: Effect.Effect<State>
+  /** The arguments as the events hold them (`RoundDeps.storeArguments`); without it, as they are. */
+  readonly storeArguments?: (text: string) => Effect.Effect<ArgumentsText>
 }
 
 export type RunTools = (agent: string, round: number, role: CallRole, calls: ReadonlyArray<ToolCall>) => Effect.Effect<ReadonlyArray<ToolResult>>
@@ -85,7 +88,8 @@ export const makeToolRunner = (deps: ToolRunnerDeps): RunTools => {
     Effect.gen(function* () {
       const n = yield* deps.nextToolCall
       const server = provider.tools.find((t) => t.spec.name === call.name)?.server ?? null
-      const fields = { tool_call: n, agent, round, role, call_id: call.id, tool: call.name, server, arguments: call.arguments }
+      const args = deps.storeArguments ? yield* deps.storeArguments(call.arguments) : call.arguments
+      const fields = { tool_call: n, agent, round, role, call_id: call.id, tool: call.name, server, arguments: args }
       yield* deps.emit({ _tag: "tool_call_started", time: yield* deps.now, ...fields })
       const started = yield* Effect.clockWith((c) => c.currentTimeMillis)
       const { content, error } = yield* outcome(provider, call, { agent, round, role, toolCall: n, callId: call.id, state, emit: deps.emit, now: deps.now })
