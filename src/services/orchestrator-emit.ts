@@ -13,7 +13,10 @@
  * store's barrier (`EventStoreService.settled`). A final answer's files (and
  * the winner's workspace, with `Workspaces`) are written before the
  * `final_answer` event; an accepted answer's workspace is snapshotted before
- * it, `workspace_snapshotted` right after it in the same append.
+ * it, `workspace_snapshotted` right after it in the same append. A workspace
+ * over a bound of `workspace_limits` gets no copy (no event names one), and
+ * the run goes on. A copy is the one part of an append that a stop may
+ * interrupt: nothing is appended then, as for a call cut off.
  *
  * `injectUpdate` decides and records, under the same lock, the latest answers
  * shown to a round in flight.
@@ -31,7 +34,7 @@ import { EVENTS_FILE, EventStore, type EventStoreFailure, type NewEvent } from "
 import { type RunContext, isoNow, workKey } from "./orchestrator-types.ts"
 import { makeFiberLock } from "./fiber-lock.ts"
 import { RunFiles } from "./run-files.ts"
-import { Workspaces } from "./tools/workspace.ts"
+import { Workspaces, isOverLimit } from "./tools/workspace.ts"
 
 /**
  * The events after which something leaves the process (a model call, a tool call, a context path
@@ -101,9 +104,9 @@ export const makeEmitter = (run: RunContext) =>
             // The winner's files too, before the event that announces the final answer.
             if (workspaces !== null) {
               const source = event.source === "presentation" ? "workspace" : "snapshot"
-              const made = yield* Effect.either(workspaces.finalize(event.agent, event.label, source))
-              if (made._tag === "Left") return yield* failWorkspace(made.left)
-              if (made.right !== null) {
+              const made = yield* Effect.either(Effect.interruptible(workspaces.finalize(event.agent, event.label, source)))
+              if (made._tag === "Left" && !isOverLimit(made.left)) return yield* failWorkspace(made.left)
+              if (made._tag === "Right" && made.right !== null) {
                 const copied: Event = { _tag: "workspace_finalized", time: event.time, agent: event.agent, label: event.label, source, ...made.right }
                 state = evolve(state, copied)
                 accepted.push([copied, state])
@@ -115,9 +118,9 @@ export const makeEmitter = (run: RunContext) =>
           accepted.push([event, state])
           // An answer's snapshot is taken before the answer is appended, and named by an event right after it.
           if (event._tag === "answer_submitted" && workspaces !== null && state !== before) {
-            const made = yield* Effect.either(workspaces.snapshot(event.agent, event.label))
-            if (made._tag === "Left") return yield* failWorkspace(made.left)
-            if (made.right !== null) {
+            const made = yield* Effect.either(Effect.interruptible(workspaces.snapshot(event.agent, event.label)))
+            if (made._tag === "Left" && !isOverLimit(made.left)) return yield* failWorkspace(made.left)
+            if (made._tag === "Right" && made.right !== null) {
               const copied: Event = { _tag: "workspace_snapshotted", time: event.time, agent: event.agent, label: event.label, ...made.right }
               state = evolve(state, copied)
               accepted.push([copied, state])
