@@ -15,15 +15,15 @@
  * `final_answer` event; an accepted answer's workspace is snapshotted before
  * it, `workspace_snapshotted` right after it in the same append. A workspace
  * over a bound of `workspace_limits` gets no copy (no event names one), and
- * the run goes on. A copy is the one part of an append that a stop may
- * interrupt: nothing is appended then, as for a call cut off.
+ * the run goes on. A signal that comes while a copy is made aborts it, and
+ * that append writes nothing, as for a call cut off by the stop.
  *
  * `injectUpdate` decides and records, under the same lock, the latest answers
  * shown to a round in flight.
  */
 import { hostname } from "node:os"
 import * as nodePath from "node:path"
-import { Effect, Option } from "effect"
+import { Deferred, Effect, Option } from "effect"
 import { mayStartCall, updateFor } from "../domain/decide.ts"
 import type { Event } from "../domain/events.ts"
 import { requestText, updateMessage } from "../domain/prompts.ts"
@@ -64,6 +64,21 @@ export const makeEmitter = (run: RunContext) =>
     const failLog = (e: EventStoreFailure) =>
       failStorage("event_log", nodePath.join(input.logDir, EVENTS_FILE), e._tag === "EventStoreError" ? e.detail : e.message)
     const failWorkspace = (e: { readonly path: string; readonly detail: string }) => failStorage("workspace", nodePath.join(input.logDir, e.path), e.detail)
+    /** Done once the run is told to stop from outside (a signal). */
+    const signalled = yield* Deferred.make<void>()
+    yield* Effect.forkScoped(Effect.zipRight(input.interrupt, Deferred.succeed(signalled, undefined)))
+    /**
+     * A copy of a workspace, or none when a signal comes while it is made: the
+     * copy is aborted and the append it belongs to writes nothing, as for a
+     * call cut off by the stop. A copy begun after the signal (the stop's own
+     * final copy) is made whole.
+     */
+    const copyUnlessSignalled = <A, E>(copy: Effect.Effect<A, E>): Effect.Effect<Option.Option<A>, E> =>
+      Effect.flatMap(Deferred.isDone(signalled), (done) =>
+        done
+          ? Effect.map(copy, Option.some)
+          : Effect.raceFirst(Effect.interruptible(Effect.map(copy, Option.some)), Effect.interruptible(Effect.as(Deferred.await(signalled), Option.none<A>()))),
+      )
 
     /**
      * Appends events (in one write), then folds them: the log holds every fact
@@ -104,10 +119,12 @@ export const makeEmitter = (run: RunContext) =>
             // The winner's files too, before the event that announces the final answer.
             if (workspaces !== null) {
               const source = event.source === "presentation" ? "workspace" : "snapshot"
-              const made = yield* Effect.either(Effect.interruptible(workspaces.finalize(event.agent, event.label, source)))
+              const made = yield* Effect.either(copyUnlessSignalled(workspaces.finalize(event.agent, event.label, source)))
               if (made._tag === "Left" && !isOverLimit(made.left)) return yield* failWorkspace(made.left)
-              if (made._tag === "Right" && made.right !== null) {
-                const copied: Event = { _tag: "workspace_finalized", time: event.time, agent: event.agent, label: event.label, source, ...made.right }
+              const facts = made._tag === "Left" ? null : Option.getOrUndefined(made.right)
+              if (facts === undefined) return
+              if (facts !== null) {
+                const copied: Event = { _tag: "workspace_finalized", time: event.time, agent: event.agent, label: event.label, source, ...facts }
                 state = evolve(state, copied)
                 accepted.push([copied, state])
               }
@@ -118,10 +135,12 @@ export const makeEmitter = (run: RunContext) =>
           accepted.push([event, state])
           // An answer's snapshot is taken before the answer is appended, and named by an event right after it.
           if (event._tag === "answer_submitted" && workspaces !== null && state !== before) {
-            const made = yield* Effect.either(Effect.interruptible(workspaces.snapshot(event.agent, event.label)))
+            const made = yield* Effect.either(copyUnlessSignalled(workspaces.snapshot(event.agent, event.label)))
             if (made._tag === "Left" && !isOverLimit(made.left)) return yield* failWorkspace(made.left)
-            if (made._tag === "Right" && made.right !== null) {
-              const copied: Event = { _tag: "workspace_snapshotted", time: event.time, agent: event.agent, label: event.label, ...made.right }
+            const facts = made._tag === "Left" ? null : Option.getOrUndefined(made.right)
+            if (facts === undefined) return
+            if (facts !== null) {
+              const copied: Event = { _tag: "workspace_snapshotted", time: event.time, agent: event.agent, label: event.label, ...facts }
               state = evolve(state, copied)
               accepted.push([copied, state])
             }
