@@ -128,6 +128,15 @@ describe("copyTree", () => {
     expect(made).toMatchObject({ files: 1, bytes: 1 })
   })
 
+  test("a link's target is copied to the byte, even one that is not UTF-8", async () => {
+    const src = tempDir()
+    const target = Buffer.from([0x2e, 0x2e, 0x2f, 0xff, 0xfe, 0x61])
+    fs.symlinkSync(target, nodePath.join(src, "odd"))
+    const dst = nodePath.join(tempDir(), "c")
+    await copyTree(src, dst)
+    expect(fs.readlinkSync(nodePath.join(dst, "odd"), { encoding: "buffer" })).toEqual(target)
+  })
+
   test("an aborted copy stops with the abort's reason", async () => {
     const src = tempDir()
     for (let i = 0; i < 50; i++) fs.writeFileSync(nodePath.join(src, `f${i}`), "x")

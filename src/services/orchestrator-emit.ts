@@ -15,8 +15,9 @@
  * `final_answer` event; an accepted answer's workspace is snapshotted before
  * it, `workspace_snapshotted` right after it in the same append. A workspace
  * over a bound of `workspace_limits` gets no copy (no event names one), and
- * the run goes on. A signal that comes while a copy is made aborts it, and
- * that append writes nothing, as for a call cut off by the stop.
+ * the run goes on. A stop (a signal, the orchestrator timeout: `stopComing`)
+ * that comes while a copy is made aborts it, and that append writes nothing,
+ * as for a call cut off by the stop.
  *
  * `injectUpdate` decides and records, under the same lock, the latest answers
  * shown to a round in flight.
@@ -64,14 +65,13 @@ export const makeEmitter = (run: RunContext) =>
     const failLog = (e: EventStoreFailure) =>
       failStorage("event_log", nodePath.join(input.logDir, EVENTS_FILE), e._tag === "EventStoreError" ? e.detail : e.message)
     const failWorkspace = (e: { readonly path: string; readonly detail: string }) => failStorage("workspace", nodePath.join(input.logDir, e.path), e.detail)
-    /** Done once the run is told to stop from outside (a signal). */
+    /** Done once the run is told to stop (`stopComing`: a signal, the orchestrator timeout). */
     const signalled = yield* Deferred.make<void>()
-    yield* Effect.forkScoped(Effect.zipRight(input.interrupt, Deferred.succeed(signalled, undefined)))
     /**
-     * A copy of a workspace, or none when a signal comes while it is made: the
+     * A copy of a workspace, or none when a stop comes while it is made: the
      * copy is aborted and the append it belongs to writes nothing, as for a
-     * call cut off by the stop. A copy begun after the signal (the stop's own
-     * final copy) is made whole.
+     * call cut off by the stop. A copy begun after (the stop's own final
+     * copy) is made whole.
      */
     const copyUnlessSignalled = <A, E>(copy: Effect.Effect<A, E>): Effect.Effect<Option.Option<A>, E> =>
       Effect.flatMap(Deferred.isDone(signalled), (done) =>
@@ -181,5 +181,8 @@ export const makeEmitter = (run: RunContext) =>
         }),
       )
 
-    return { emitAll, emit, wasRefused: (call: number) => refusedCalls.has(call), injectUpdate }
+    /** Says a stop is coming (before it reaches the run's inbox): a workspace copy under way is cut. */
+    const stopComing = Deferred.succeed(signalled, undefined)
+
+    return { emitAll, emit, wasRefused: (call: number) => refusedCalls.has(call), injectUpdate, stopComing }
   })

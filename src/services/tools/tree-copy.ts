@@ -94,6 +94,8 @@ const isSparse = (st: BigIntStats): boolean => st.size > BigInt(CHUNK) && st.blo
 /** The codes of an entry the agent made unreadable, removed, or swapped meanwhile: it is left out. */
 const LEFT_OUT = new Set(["EACCES", "EPERM", "ENOENT", "ELOOP", "ENOTDIR", "ENXIO", "EISDIR"])
 const leftOut = (e: unknown): boolean => LEFT_OUT.has((e as { code?: string }).code ?? "")
+/** What `work` gives, or null when its entry is left out. */
+const unlessLeftOut = <T>(work: Promise<T>): Promise<T | null> => work.catch((e: unknown) => (leftOut(e) ? null : Promise.reject(e)))
 
 const limiter = (n: number) => {
   let active = 0
@@ -146,7 +148,7 @@ export const copyTree = async (src: string, dst: string, options: CopyOptions = 
       const linked = await link(nodePath.join(previous.dir, rel), at(to, name)).then(() => true, () => false)
       if (linked) return void (manifest.set(rel, id), sizes.set(rel, Number(st.size)))
     }
-    const source = await open(at(from, name), READ_FLAGS).catch((e: unknown) => (leftOut(e) ? null : Promise.reject(e)))
+    const source = await unlessLeftOut(open(at(from, name), READ_FLAGS))
     if (source === null) return
     try {
       const now = await source.stat({ bigint: true })
@@ -179,14 +181,15 @@ export const copyTree = async (src: string, dst: string, options: CopyOptions = 
       for (const name of names) {
         signal?.throwIfAborted()
         const rel = relDir === "" ? name : nodePath.join(relDir, name)
-        const st = await lstat(at(from, name), { bigint: true }).catch((e: unknown) => (leftOut(e) ? null : Promise.reject(e)))
+        const st = await unlessLeftOut(lstat(at(from, name), { bigint: true }))
         if (st === null) continue
         if (!(st.isDirectory() || st.isSymbolicLink() || st.isFile())) continue
         if (st.isFile() && st.nlink > 1n) continue
         entries += 1
         if (entries > limits.maxFiles) throw new TreeOverLimit("too_many_files", limits.maxFiles)
         if (st.isSymbolicLink()) {
-          const target = await readlink(at(from, name)).catch((e: unknown) => (leftOut(e) ? null : Promise.reject(e)))
+          // As bytes: the target is copied to the letter, whatever its encoding.
+          const target = await unlessLeftOut(readlink(at(from, name), { encoding: "buffer" }))
           if (target !== null) await symlink(target, at(to, name))
         } else if (st.isFile()) {
           bytes += Number(st.size)
@@ -194,7 +197,7 @@ export const copyTree = async (src: string, dst: string, options: CopyOptions = 
           files.push(limit(() => copyFileAt(from, to, name, rel, st)))
         } else {
           if (depth + 1 > limits.maxDepth) throw new TreeOverLimit("too_deep", limits.maxDepth)
-          const child = await openDir(at(from, name)).catch((e: unknown) => (leftOut(e) ? null : Promise.reject(e)))
+          const child = await unlessLeftOut(openDir(at(from, name)))
           if (child === null) continue
           try {
             await mkdir(at(to, name), { mode: 0o700 })
@@ -219,7 +222,7 @@ export const copyTree = async (src: string, dst: string, options: CopyOptions = 
 
   await mkdir(dst, { recursive: true, mode: 0o700 })
   // A workspace that is gone, or was swapped for a link (local mode), is copied as empty.
-  const root = await openDir(src).catch((e: unknown) => (leftOut(e) ? null : Promise.reject(e)))
+  const root = await unlessLeftOut(openDir(src))
   if (root !== null) {
     const made = await openDir(dst)
     try {

@@ -10,10 +10,10 @@
  * under its final name is whole. The orchestrator appends the event that
  * names a copy after it, so a copy a crash left without its event is an
  * orphan, replaced when the answer is judged again. A half-made temporary
- * folder of any process is removed: at start-up when its process is gone
- * (before the run's lock is taken, so a disk it filled is freed for the
- * resume), and at every copy (the run's lock is held then: no other process
- * copies).
+ * folder of any process is removed: when its process is gone
+ * (`removeOrphanCopies`, which `resume` calls before it takes the run's lock,
+ * so a disk such a copy filled is freed for the lock), and at every copy (the
+ * run's lock is held then: no other process copies).
  *
  * The copy itself is `tree-copy.ts`: by descriptor, never following a link
  * (a symlink is copied as a symlink, its text unchanged), within the bounds
@@ -99,6 +99,11 @@ const copyFolders = (logDir: string): ReadonlyArray<string> => {
   return [snapshots, ...agents.map((a) => nodePath.join(finals, a))]
 }
 
+/** Removes the half-made copies in `logDir` of processes that are gone (any time: a live process's copies are kept). */
+export const removeOrphanCopies = (logDir: string): void => {
+  for (const folder of copyFolders(logDir)) removeTemporaries(folder, "orphans")
+}
+
 /** Copies `src` to `dst` (relative to `logDir`) through a temporary folder renamed into place; an orphan at `dst` is replaced. */
 const copyInto = (logDir: string, src: string, dst: string, limits: TreeLimits, previous?: { readonly dir: string; readonly manifest: Manifest }) =>
   Effect.tryPromise({
@@ -149,8 +154,7 @@ export const makeWorkspaces = (logDir: string, agents: ReadonlyArray<Agent>, lim
     return root === null ? [] : [[a.id, root] as const]
   }))
   for (const root of roots.values()) mkdirSync(root, { recursive: true, mode: 0o700 })
-  // A stopped process's half-made copies: freed before anything else is written (a full disk blocked the resume).
-  for (const folder of copyFolders(logDir)) removeTemporaries(folder, "orphans")
+  removeOrphanCopies(logDir)
   /** The latest snapshot each agent made in this process, for the files it can share. */
   const latest = new Map<string, { readonly dir: string; readonly manifest: Manifest }>()
   return {
