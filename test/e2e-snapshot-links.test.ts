@@ -9,7 +9,7 @@
  * 2 GB sparse file is refused by `workspace_limits.max_bytes` and a smaller
  * one copied sparse; a half-made copy a dead process left is removed and the
  * resume completes; a SIGTERM during a snapshot of a hostile workspace stops
- * the run (exit 4).
+ * the run (exit 4) and the resume completes it; `workspace_limits` is checked.
  */
 import { afterAll, describe, expect, test } from "bun:test"
 import * as fs from "node:fs"
@@ -130,6 +130,9 @@ describe("big and sparse files at the snapshot (M4)", () => {
     expect(ofType(events, "workspace_finalized")).toEqual([])
     expect(fs.readdirSync(nodePath.join(dir, "snapshot_storage"))).toEqual([])
     expect(allocated(dir)).toBeLessThan(16 * 1024 * 1024)
+    expect(r.stderr).toContain(
+      "massgen: warning: cannot copy the workspace to snapshot_storage/agent1.1: the workspace's files hold more than 1073741824 bytes (workspace_limits.max_bytes); the answer stands with no snapshot\n",
+    )
   }, 120_000)
 
   test("a sparse file under the bound is copied sparse: the snapshot holds its size, not its bytes", async () => {
@@ -152,10 +155,18 @@ describe("big and sparse files at the snapshot (M4)", () => {
     expectExit(r, 0)
     expect(ofType(readEvents(dir), "answer_submitted")).toHaveLength(1)
     expect(ofType(readEvents(dir), "workspace_snapshotted")).toEqual([])
+    expect(r.stderr).toContain("more than 5 files, folders and links (workspace_limits.max_files); the answer stands with no snapshot")
     const within = await run("for i in 1 2 3 4 5; do echo $i > f$i; done", { limits: { max_files: 5 } })
     expectExit(within.r, 0)
     expect(ofType(readEvents(within.dir), "workspace_snapshotted")).toMatchObject([{ files: 5 }])
   }, 120_000)
+})
+
+test("workspace_limits takes positive integers only", async () => {
+  const cwd = sandbox()
+  const r = await runCli("source", ["--config", writeConfig(cwd, doc("true", { limits: { max_depth: 0 } })), "--validate"], { cwd, env: ENV })
+  expectExit(r, 1)
+  expect(r.stdout + r.stderr).toContain("orchestrator.workspace_limits.max_depth: Expected a number of 1 or more, found 0")
 })
 
 describe("half-made copies and stops", () => {

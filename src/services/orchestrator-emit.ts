@@ -14,8 +14,8 @@
  * the winner's workspace, with `Workspaces`) are written before the
  * `final_answer` event; an accepted answer's workspace is snapshotted before
  * it, `workspace_snapshotted` right after it in the same append. A workspace
- * over a bound of `workspace_limits` gets no copy (no event names one), and
- * the run goes on. A stop (a signal, the orchestrator timeout: `stopComing`)
+ * over a bound of `workspace_limits` gets no copy (no event names one; a
+ * warning on stderr says why), and the run goes on. A stop (a signal, the orchestrator timeout: `stopComing`)
  * that comes while a copy is made aborts it, and that append writes nothing,
  * as for a call cut off by the stop.
  *
@@ -35,7 +35,7 @@ import { EVENTS_FILE, EventStore, type EventStoreFailure, type NewEvent } from "
 import { type RunContext, isoNow, workKey } from "./orchestrator-types.ts"
 import { makeFiberLock } from "./fiber-lock.ts"
 import { RunFiles } from "./run-files.ts"
-import { Workspaces, isOverLimit } from "./tools/workspace.ts"
+import { type WorkspaceError, Workspaces, isOverLimit } from "./tools/workspace.ts"
 
 /**
  * The events after which something leaves the process (a model call, a tool call, a context path
@@ -65,6 +65,9 @@ export const makeEmitter = (run: RunContext) =>
     const failLog = (e: EventStoreFailure) =>
       failStorage("event_log", nodePath.join(input.logDir, EVENTS_FILE), e._tag === "EventStoreError" ? e.detail : e.message)
     const failWorkspace = (e: { readonly path: string; readonly detail: string }) => failStorage("workspace", nodePath.join(input.logDir, e.path), e.detail)
+    /** A copy over a bound is said on stderr and the run goes on without it; any other failure stops the run. */
+    const overLimitOrFail = (e: WorkspaceError, without: string) =>
+      isOverLimit(e) ? Effect.logWarning(`${e.message}; the answer stands with ${without}`) : failWorkspace(e)
     /** Done once the run is told to stop (`stopComing`: a signal, the orchestrator timeout). */
     const signalled = yield* Deferred.make<void>()
     /**
@@ -120,7 +123,8 @@ export const makeEmitter = (run: RunContext) =>
             if (workspaces !== null) {
               const source = event.source === "presentation" ? "workspace" : "snapshot"
               const made = yield* Effect.either(copyUnlessSignalled(workspaces.finalize(event.agent, event.label, source)))
-              if (made._tag === "Left" && !isOverLimit(made.left)) return yield* failWorkspace(made.left)
+              if (made._tag === "Left") yield* overLimitOrFail(made.left, "no final copy")
+              if (fatal.current !== null) return
               const facts = made._tag === "Left" ? null : Option.getOrUndefined(made.right)
               if (facts === undefined) return
               if (facts !== null) {
@@ -136,7 +140,8 @@ export const makeEmitter = (run: RunContext) =>
           // An answer's snapshot is taken before the answer is appended, and named by an event right after it.
           if (event._tag === "answer_submitted" && workspaces !== null && state !== before) {
             const made = yield* Effect.either(copyUnlessSignalled(workspaces.snapshot(event.agent, event.label)))
-            if (made._tag === "Left" && !isOverLimit(made.left)) return yield* failWorkspace(made.left)
+            if (made._tag === "Left") yield* overLimitOrFail(made.left, "no snapshot")
+            if (fatal.current !== null) return
             const facts = made._tag === "Left" ? null : Option.getOrUndefined(made.right)
             if (facts === undefined) return
             if (facts !== null) {
