@@ -15,9 +15,9 @@
  * `final_answer` event; an accepted answer's workspace is snapshotted before
  * it, `workspace_snapshotted` right after it in the same append. A workspace
  * over a bound of `workspace_limits` gets no copy (no event names one; a
- * warning on stderr says why), and the run goes on. A stop (a signal, the orchestrator timeout: `stopComing`)
- * that comes while a copy is made aborts it, and that append writes nothing,
- * as for a call cut off by the stop.
+ * warning on stderr says why), and the run goes on. A stop (a signal, the
+ * orchestrator timeout: `stopComing`) that comes while a copy is made aborts
+ * it, and that append writes nothing, as for a call cut off by the stop.
  *
  * `injectUpdate` decides and records, under the same lock, the latest answers
  * shown to a round in flight.
@@ -65,23 +65,28 @@ export const makeEmitter = (run: RunContext) =>
     const failLog = (e: EventStoreFailure) =>
       failStorage("event_log", nodePath.join(input.logDir, EVENTS_FILE), e._tag === "EventStoreError" ? e.detail : e.message)
     const failWorkspace = (e: { readonly path: string; readonly detail: string }) => failStorage("workspace", nodePath.join(input.logDir, e.path), e.detail)
-    /** A copy over a bound is said on stderr and the run goes on without it; any other failure stops the run. */
-    const overLimitOrFail = (e: WorkspaceError, without: string) =>
-      isOverLimit(e) ? Effect.logWarning(`${e.message}; the answer stands with ${without}`) : failWorkspace(e)
     /** Done once the run is told to stop (`stopComing`: a signal, the orchestrator timeout). */
     const signalled = yield* Deferred.make<void>()
     /**
-     * A copy of a workspace, or none when a stop comes while it is made: the
-     * copy is aborted and the append it belongs to writes nothing, as for a
-     * call cut off by the stop. A copy begun after (the stop's own final
-     * copy) is made whole.
+     * What a copy of a workspace gives its append: its facts; null when there
+     * is none (no workspace, or one over a bound of `workspace_limits`, said on
+     * stderr); undefined when the append must write nothing: a stop came while
+     * the copy was made (it is aborted, as a call cut off by the stop), or the
+     * disk refused it (the run stops). A copy begun after a stop (the stop's
+     * own final copy) is made whole.
      */
-    const copyUnlessSignalled = <A, E>(copy: Effect.Effect<A, E>): Effect.Effect<Option.Option<A>, E> =>
-      Effect.flatMap(Deferred.isDone(signalled), (done) =>
-        done
-          ? Effect.map(copy, Option.some)
-          : Effect.raceFirst(Effect.interruptible(Effect.map(copy, Option.some)), Effect.interruptible(Effect.as(Deferred.await(signalled), Option.none<A>()))),
-      )
+    const copyFacts = <A>(copy: Effect.Effect<A | null, WorkspaceError>, without: string): Effect.Effect<A | null | undefined> =>
+      Effect.gen(function* () {
+        const made = yield* Effect.either(
+          (yield* Deferred.isDone(signalled))
+            ? Effect.map(copy, Option.some)
+            : Effect.raceFirst(Effect.interruptible(Effect.map(copy, Option.some)), Effect.interruptible(Effect.as(Deferred.await(signalled), Option.none<A | null>()))),
+        )
+        if (made._tag === "Right") return Option.getOrUndefined(made.right)
+        if (!isOverLimit(made.left)) return yield* Effect.as(failWorkspace(made.left), undefined)
+        yield* Effect.logWarning(`${made.left.message}; the answer stands with ${without}`)
+        return null
+      })
 
     /**
      * Appends events (in one write), then folds them: the log holds every fact
@@ -122,10 +127,7 @@ export const makeEmitter = (run: RunContext) =>
             // The winner's files too, before the event that announces the final answer.
             if (workspaces !== null) {
               const source = event.source === "presentation" ? "workspace" : "snapshot"
-              const made = yield* Effect.either(copyUnlessSignalled(workspaces.finalize(event.agent, event.label, source)))
-              if (made._tag === "Left") yield* overLimitOrFail(made.left, "no final copy")
-              if (fatal.current !== null) return
-              const facts = made._tag === "Left" ? null : Option.getOrUndefined(made.right)
+              const facts = yield* copyFacts(workspaces.finalize(event.agent, event.label, source), "no final copy")
               if (facts === undefined) return
               if (facts !== null) {
                 const copied: Event = { _tag: "workspace_finalized", time: event.time, agent: event.agent, label: event.label, source, ...facts }
@@ -139,10 +141,7 @@ export const makeEmitter = (run: RunContext) =>
           accepted.push([event, state])
           // An answer's snapshot is taken before the answer is appended, and named by an event right after it.
           if (event._tag === "answer_submitted" && workspaces !== null && state !== before) {
-            const made = yield* Effect.either(copyUnlessSignalled(workspaces.snapshot(event.agent, event.label)))
-            if (made._tag === "Left") yield* overLimitOrFail(made.left, "no snapshot")
-            if (fatal.current !== null) return
-            const facts = made._tag === "Left" ? null : Option.getOrUndefined(made.right)
+            const facts = yield* copyFacts(workspaces.snapshot(event.agent, event.label), "no snapshot")
             if (facts === undefined) return
             if (facts !== null) {
               const copied: Event = { _tag: "workspace_snapshotted", time: event.time, agent: event.agent, label: event.label, ...facts }
