@@ -13,11 +13,13 @@
  *   FIFO meanwhile is left out, never followed nor waited on; a file with
  *   more than one name (a hard link) is left out, as is one that cannot be
  *   read (the agent made it so, or removed it meanwhile);
- * - a file whose allocated blocks are fewer than half its size (*sparse*) is
- *   copied sparse: runs of zeros are skipped, not written, and the size set
- *   at the end, so a 2 GB hole costs no disk; other files are copied by the
- *   kernel (`copyFile` from the opened descriptor, a reflink where the
- *   filesystem has them);
+ * - a file over 1 MiB whose allocated blocks are fewer than half its size
+ *   (*sparse*) is copied sparse: its first `size` bytes are read, runs of
+ *   zeros are not written, and the size is set at the end, so a 2 GB hole
+ *   costs no disk; other files are copied by the kernel (`copyFile` from the
+ *   opened descriptor, a reflink where the filesystem has them), as many
+ *   bytes as the file had when the copy began (a file that grows meanwhile
+ *   costs no more);
  * - devices, sockets and FIFOs are left out, never opened.
  *
  * Bounds (`TreeLimits`): the entries copied (files, folders and links),
@@ -86,10 +88,10 @@ const COPY_CONCURRENCY = 16
 const CHUNK = 1 << 20
 const ZEROS = Buffer.alloc(CHUNK)
 
-const identity = (st: BigIntStats): string => `${st.size}:${st.mtimeNs}:${st.ctimeNs}:${st.ino}`
-
 /** A file is sparse when fewer than half its bytes have blocks. */
 const isSparse = (st: BigIntStats): boolean => st.size > BigInt(CHUNK) && st.blocks * 512n < st.size / 2n
+
+const identity = (st: BigIntStats): string => `${st.size}:${st.mtimeNs}:${st.ctimeNs}:${st.ino}`
 
 /** The codes of an entry the agent made unreadable, removed, or swapped meanwhile: it is left out. */
 const LEFT_OUT = new Set(["EACCES", "EPERM", "ENOENT", "ELOOP", "ENOTDIR", "ENXIO", "EISDIR"])
@@ -117,18 +119,22 @@ const openDir = async (path: string): Promise<{ readonly handle: FileHandle; rea
   return { handle, dir: { fd: handle.fd, path } }
 }
 
-/** Copies the `size` bytes of `from` to `to`, writing no run of zeros: a hole stays a hole. */
-const copySparse = async (from: FileHandle, to: FileHandle, size: number, signal?: AbortSignal): Promise<void> => {
-  const buffer = Buffer.alloc(CHUNK)
+/** Copies the first `size` bytes of `from` to `to` (a file that grows meanwhile costs no more), writing no run of zeros: a hole stays a hole. */
+const copyBytes = async (from: FileHandle, to: FileHandle, size: number, signal?: AbortSignal): Promise<void> => {
+  const buffer = Buffer.allocUnsafe(Math.max(1, Math.min(CHUNK, size)))
+  let written = 0
   for (let position = 0; position < size; ) {
     signal?.throwIfAborted()
-    const { bytesRead } = await from.read(buffer, 0, Math.min(CHUNK, size - position), position)
+    const { bytesRead } = await from.read(buffer, 0, Math.min(buffer.length, size - position), position)
     if (bytesRead === 0) break
     const part = buffer.subarray(0, bytesRead)
-    if (!part.equals(ZEROS.subarray(0, bytesRead))) await to.write(part, 0, bytesRead, position)
+    if (!part.equals(ZEROS.subarray(0, bytesRead))) {
+      await to.write(part, 0, bytesRead, position)
+      written = position + bytesRead
+    }
     position += bytesRead
   }
-  await to.truncate(size)
+  if (written < size) await to.truncate(size)
 }
 
 /** Copies the tree `src` to `dst` (which must not exist). */
@@ -140,7 +146,6 @@ export const copyTree = async (src: string, dst: string, options: CopyOptions = 
   const limit = limiter(COPY_CONCURRENCY)
   let entries = 0
   let bytes = 0
-
   const copyFileAt = async (from: Dir, to: Dir, name: string, rel: string, st: BigIntStats): Promise<void> => {
     signal?.throwIfAborted()
     const id = identity(st)
@@ -157,12 +162,12 @@ export const copyTree = async (src: string, dst: string, options: CopyOptions = 
       if (!hasProcFd() || isSparse(now)) {
         const target = await open(at(to, name), CREATE_FLAGS, Number(now.mode & 0o777n))
         try {
-          await copySparse(source, target, size, signal)
+          await copyBytes(source, target, size, signal)
         } finally {
           await target.close()
         }
       } else {
-        // The kernel copies from the descriptor itself: no name is looked up again.
+        // By the kernel, from the descriptor itself (no name is looked up again), as many bytes as the file had when it began.
         await copyFile(`/proc/self/fd/${source.fd}`, at(to, name), O.COPYFILE_EXCL | O.COPYFILE_FICLONE)
       }
       manifest.set(rel, identity(now))
