@@ -137,6 +137,21 @@ describe("copyTree", () => {
     expect(fs.readlinkSync(nodePath.join(dst, "odd"), { encoding: "buffer" })).toEqual(target)
   })
 
+  test("a sparse file is copied byte for byte, its holes left holes", async () => {
+    const src = tempDir()
+    const file = nodePath.join(src, "sparse.bin")
+    const fd = fs.openSync(file, "w")
+    fs.writeSync(fd, "abc", 2 * 1024 * 1024)
+    fs.ftruncateSync(fd, 64 * 1024 * 1024)
+    fs.closeSync(fd)
+    const dst = nodePath.join(tempDir(), "c")
+    await copyTree(src, dst)
+    const copy = nodePath.join(dst, "sparse.bin")
+    expect(fs.statSync(copy).size).toBe(64 * 1024 * 1024)
+    expect(fs.statSync(copy).blocks * 512).toBeLessThan(4 * 1024 * 1024)
+    expect(Bun.hash(fs.readFileSync(copy))).toBe(Bun.hash(fs.readFileSync(file)))
+  })
+
   test("an aborted copy stops with the abort's reason", async () => {
     const src = tempDir()
     for (let i = 0; i < 50; i++) fs.writeFileSync(nodePath.join(src, `f${i}`), "x")
