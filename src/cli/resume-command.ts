@@ -11,7 +11,9 @@
  * already finished is reported with the exit code it ended with (0 when it
  * completed) and not run again; its status.json and derived files are written
  * again from the events, in case its process died before writing them. Nothing in the directory changes before the
- * config is read, every backend is built (keys present) and the lock is taken;
+ * config is read, every backend is built (keys present) and the lock is taken,
+ * but for the half-made workspace copies of processes that are gone, removed
+ * first (one may have filled the disk the lock is written to);
  * a directory that is not a run, or whose config cannot be read, is exit 1, and
  * so is a log with lines of a newer schema, which is not appended to. What the
  * read skipped of the log is said on stderr in one line (`run-report.ts`).
@@ -24,6 +26,7 @@ import { type State, foldEvents, isResumable } from "../domain/state.ts"
 import { makeAgentTools, makeBackends } from "./run-setup.ts"
 import { loadDotEnv } from "../services/backends/keys.ts"
 import { RunLockError, acquireRunLock, holder } from "../services/run-lock.ts"
+import { removeOrphanCopies } from "../services/tools/workspace.ts"
 import { automationHeader } from "./automation-output.ts"
 import { RunDirError, openRunDir, recordedBlob, recordedToolResult, refuseNewer, runDirConfig } from "./run-dir.ts"
 import { reportSkips } from "./run-report.ts"
@@ -90,6 +93,7 @@ export const resumeCommand = (args: ResumeArgs, ctx: CliContext) =>
       return yield* new RunDirError({ reason: "bad_config", path: dir.path, detail: `its config has agents ${configIds}, the run has ${recordedIds}` })
     }
     const backends = yield* makeBackends(config, env, dir.path, events)
+    yield* Effect.sync(() => removeOrphanCopies(dir.path))
     // Under the lock, read what was appended since the read above: another resume
     // may have taken the run further (or finished it) meanwhile.
     yield* acquireRunLock(dir.path)

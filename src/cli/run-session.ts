@@ -121,7 +121,7 @@ export const runSessionOutcome = (input: SessionInput) =>
       StatusWriter.live(join(logDir, "status.json")),
       runFiles,
       Layer.succeed(Backends, { forAgent: (id: string) => input.backends.get(id)! }),
-      Workspaces.live(logDir, input.config.agents),
+      Workspaces.live(logDir, input.config.agents, input.config.workspaceLimits),
     )
     const outcome = yield* Effect.gen(function* () {
       yield* acquireRunLock(logDir)

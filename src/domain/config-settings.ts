@@ -12,6 +12,7 @@
  */
 import type { RunSettings } from "./events.ts"
 import type { BackendConfig, ConfigFile, Price } from "./config-file.ts"
+import { type WorkspaceLimits, workspaceLimitsOf } from "./config-workspaces.ts"
 
 export interface Agent {
   readonly id: string
@@ -32,6 +33,8 @@ export interface Config {
   readonly display?: "live" | "plain"
   /** `batch.budget_usd`: a batch starts no new item once its items have spent this much. */
   readonly batchBudgetUsd?: number
+  /** `orchestrator.workspace_limits`, with the defaults for keys not set: what a snapshot or final copy may take. */
+  readonly workspaceLimits?: WorkspaceLimits
 }
 
 /** The run settings of a config that sets none of them. */
@@ -76,6 +79,7 @@ export const configOf = (file: ConfigFile, agents: ReadonlyArray<Agent>): Config
       ...optional,
     },
     pricing: file.pricing ?? {},
+    workspaceLimits: workspaceLimitsOf(o.workspace_limits),
     ...(t.tool_timeout_seconds !== undefined ? { toolTimeoutSeconds: t.tool_timeout_seconds } : {}),
     ...(displayType !== undefined ? { display: displayType === "none" || displayType === "simple" ? ("plain" as const) : ("live" as const) } : {}),
     ...(typeof file.batch?.budget_usd === "number" ? { batchBudgetUsd: file.batch.budget_usd } : {}),

@@ -8,11 +8,13 @@
  * `agent_temporary_workspace`, accepted for compatibility: snapshots are
  * always kept in the log directory (`domain/workspaces.ts`). A relative
  * context path is taken from the directory the run starts in (the CLI makes
- * it absolute before the run records it). Pure.
+ * it absolute before the run records it). `workspace_limits` (massgen's own:
+ * `{max_files, max_depth, max_bytes}`, positive integers) bounds what a
+ * snapshot or final copy takes (`docs/workspaces.md`, Snapshots). Pure.
  */
 import * as path from "node:path"
 import { Schema } from "effect"
-import { type ConfigProblem, oneOf, opt } from "./config-schema.ts"
+import { type ConfigProblem, PositiveInt, oneOf, opt } from "./config-schema.ts"
 
 export const WorkspaceBackendFields = {
   cwd: opt(Schema.String.pipe(Schema.minLength(1, { message: () => "Expected a workspace name, found an empty string" }))),
@@ -25,7 +27,30 @@ export const ContextPathConfig = Schema.Struct({
 }).annotations({ identifier: "a context path {path, permission, protected_paths}" })
 export type ContextPathConfig = typeof ContextPathConfig.Type
 
+export const WorkspaceLimitsConfig = Schema.Struct({
+  max_files: opt(PositiveInt),
+  max_depth: opt(PositiveInt),
+  max_bytes: opt(PositiveInt),
+}).annotations({ identifier: "workspace limits {max_files, max_depth, max_bytes}" })
+export type WorkspaceLimitsConfig = typeof WorkspaceLimitsConfig.Type
+
+/** The bounds of a copy of a workspace, each key not set taking its default. */
+export interface WorkspaceLimits {
+  readonly maxFiles: number
+  readonly maxDepth: number
+  readonly maxBytes: number
+}
+
+export const DEFAULT_WORKSPACE_LIMITS: WorkspaceLimits = { maxFiles: 100_000, maxDepth: 64, maxBytes: 1024 ** 3 }
+
+export const workspaceLimitsOf = (c: WorkspaceLimitsConfig | undefined): WorkspaceLimits => ({
+  maxFiles: c?.max_files ?? DEFAULT_WORKSPACE_LIMITS.maxFiles,
+  maxDepth: c?.max_depth ?? DEFAULT_WORKSPACE_LIMITS.maxDepth,
+  maxBytes: c?.max_bytes ?? DEFAULT_WORKSPACE_LIMITS.maxBytes,
+})
+
 export const WorkspaceOrchestratorFields = {
+  workspace_limits: opt(WorkspaceLimitsConfig),
   context_paths: opt(Schema.Array(ContextPathConfig).annotations({ identifier: "a list of context paths" })),
   snapshot_storage: opt(Schema.String),
   agent_temporary_workspace: opt(Schema.String),

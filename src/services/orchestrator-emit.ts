@@ -13,14 +13,18 @@
  * store's barrier (`EventStoreService.settled`). A final answer's files (and
  * the winner's workspace, with `Workspaces`) are written before the
  * `final_answer` event; an accepted answer's workspace is snapshotted before
- * it, `workspace_snapshotted` right after it in the same append.
+ * it, `workspace_snapshotted` right after it in the same append. A workspace
+ * over a bound of `workspace_limits` gets no copy (no event names one; a
+ * warning on stderr says why), and the run goes on. A stop (a signal, the
+ * orchestrator timeout: `stopComing`) that comes while a copy is made aborts
+ * it, and that append writes nothing, as for a call cut off by the stop.
  *
  * `injectUpdate` decides and records, under the same lock, the latest answers
  * shown to a round in flight.
  */
 import { hostname } from "node:os"
 import * as nodePath from "node:path"
-import { Effect, Option } from "effect"
+import { Deferred, Effect, Option } from "effect"
 import { mayStartCall, updateFor } from "../domain/decide.ts"
 import type { Event } from "../domain/events.ts"
 import { requestText, updateMessage } from "../domain/prompts.ts"
@@ -31,7 +35,7 @@ import { EVENTS_FILE, EventStore, type EventStoreFailure, type NewEvent } from "
 import { type RunContext, isoNow, workKey } from "./orchestrator-types.ts"
 import { makeFiberLock } from "./fiber-lock.ts"
 import { RunFiles } from "./run-files.ts"
-import { Workspaces } from "./tools/workspace.ts"
+import { type WorkspaceError, Workspaces, isOverLimit } from "./tools/workspace.ts"
 
 /**
  * The events after which something leaves the process (a model call, a tool call, a context path
@@ -61,6 +65,28 @@ export const makeEmitter = (run: RunContext) =>
     const failLog = (e: EventStoreFailure) =>
       failStorage("event_log", nodePath.join(input.logDir, EVENTS_FILE), e._tag === "EventStoreError" ? e.detail : e.message)
     const failWorkspace = (e: { readonly path: string; readonly detail: string }) => failStorage("workspace", nodePath.join(input.logDir, e.path), e.detail)
+    /** Done once the run is told to stop (`stopComing`: a signal, the orchestrator timeout). */
+    const signalled = yield* Deferred.make<void>()
+    /**
+     * What a copy of a workspace gives its append: its facts; null when there
+     * is none (no workspace, or one over a bound of `workspace_limits`, said on
+     * stderr); undefined when the append must write nothing: a stop came while
+     * the copy was made (it is aborted, as a call cut off by the stop), or the
+     * disk refused it (the run stops). A copy begun after a stop (the stop's
+     * own final copy) is made whole.
+     */
+    const copyFacts = <A>(copy: Effect.Effect<A | null, WorkspaceError>, without: string): Effect.Effect<A | null | undefined> =>
+      Effect.gen(function* () {
+        const made = yield* Effect.either(
+          (yield* Deferred.isDone(signalled))
+            ? Effect.map(copy, Option.some)
+            : Effect.raceFirst(Effect.interruptible(Effect.map(copy, Option.some)), Effect.interruptible(Effect.as(Deferred.await(signalled), Option.none<A | null>()))),
+        )
+        if (made._tag === "Right") return Option.getOrUndefined(made.right)
+        if (!isOverLimit(made.left)) return yield* Effect.as(failWorkspace(made.left), undefined)
+        yield* Effect.logWarning(`${made.left.message}; the answer stands with ${without}`)
+        return null
+      })
 
     /**
      * Appends events (in one write), then folds them: the log holds every fact
@@ -101,10 +127,10 @@ export const makeEmitter = (run: RunContext) =>
             // The winner's files too, before the event that announces the final answer.
             if (workspaces !== null) {
               const source = event.source === "presentation" ? "workspace" : "snapshot"
-              const made = yield* Effect.either(workspaces.finalize(event.agent, event.label, source))
-              if (made._tag === "Left") return yield* failWorkspace(made.left)
-              if (made.right !== null) {
-                const copied: Event = { _tag: "workspace_finalized", time: event.time, agent: event.agent, label: event.label, source, ...made.right }
+              const facts = yield* copyFacts(workspaces.finalize(event.agent, event.label, source), "no final copy")
+              if (facts === undefined) return
+              if (facts !== null) {
+                const copied: Event = { _tag: "workspace_finalized", time: event.time, agent: event.agent, label: event.label, source, ...facts }
                 state = evolve(state, copied)
                 accepted.push([copied, state])
               }
@@ -115,10 +141,10 @@ export const makeEmitter = (run: RunContext) =>
           accepted.push([event, state])
           // An answer's snapshot is taken before the answer is appended, and named by an event right after it.
           if (event._tag === "answer_submitted" && workspaces !== null && state !== before) {
-            const made = yield* Effect.either(workspaces.snapshot(event.agent, event.label))
-            if (made._tag === "Left") return yield* failWorkspace(made.left)
-            if (made.right !== null) {
-              const copied: Event = { _tag: "workspace_snapshotted", time: event.time, agent: event.agent, label: event.label, ...made.right }
+            const facts = yield* copyFacts(workspaces.snapshot(event.agent, event.label), "no snapshot")
+            if (facts === undefined) return
+            if (facts !== null) {
+              const copied: Event = { _tag: "workspace_snapshotted", time: event.time, agent: event.agent, label: event.label, ...facts }
               state = evolve(state, copied)
               accepted.push([copied, state])
             }
@@ -159,5 +185,8 @@ export const makeEmitter = (run: RunContext) =>
         }),
       )
 
-    return { emitAll, emit, wasRefused: (call: number) => refusedCalls.has(call), injectUpdate }
+    /** Says a stop is coming (before it reaches the run's inbox): a workspace copy under way is cut. */
+    const stopComing = Deferred.succeed(signalled, undefined)
+
+    return { emitAll, emit, wasRefused: (call: number) => refusedCalls.has(call), injectUpdate, stopComing }
   })

@@ -124,11 +124,11 @@ export const runCoordination = (input: RunInput) =>
     yield* Effect.forkScoped(work.watchdog)
     yield* Effect.forkScoped(
       Effect.delay(
-        Queue.offer(inbox, { _tag: "stop", reason: "timeout", message: `orchestrator timeout after ${settings.orchestrator_timeout_seconds}s` }),
+        Effect.zipRight(emitter.stopComing, Queue.offer(inbox, { _tag: "stop", reason: "timeout", message: `orchestrator timeout after ${settings.orchestrator_timeout_seconds}s` })),
         Duration.seconds(timeLeft),
       ),
     )
-    yield* Effect.forkScoped(Effect.flatMap(input.interrupt, (why) => Queue.offer(inbox, { _tag: "stop", reason: "interrupted", message: why })))
+    yield* Effect.forkScoped(Effect.flatMap(input.interrupt, (why) => Effect.zipRight(emitter.stopComing, Queue.offer(inbox, { _tag: "stop", reason: "interrupted", message: why }))))
 
     // A second signal exits at once: the log still gets its stop and status.json its last word.
     yield* onRunForcedStop(run)

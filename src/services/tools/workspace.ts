@@ -1,45 +1,40 @@
 /**
  * Workspaces on disk: the agents' folders in the log directory, their snapshots, and the final copy.
  *
- * `Workspaces` (a service; the live layer is `Workspaces.live(logDir, agents)`)
+ * `Workspaces` (a service; the live layer is `Workspaces.live(logDir, agents, limits)`)
  * knows which agents have a workspace (their backend sets `cwd`) and where it
  * is (`domain/workspaces.ts` has the layout). `snapshot(agent, label)` copies
  * the agent's workspace to `snapshot_storage/<label>/` and `finalize` copies
  * the winner's files to `final/<agent>/workspace/`; each copy is made in a
- * temporary folder and renamed into place, so a folder under its final name
- * is whole. The orchestrator appends the event that names a copy after it,
- * so a copy a crash left without its event is an orphan, replaced when the
- * answer is judged again. A snapshot never changes after: its files are
- * copies (reflinks where the filesystem has them), and files unchanged since
- * the agent's previous snapshot in this process (same size, times and inode)
- * are hard links to that snapshot's files, which nothing writes either. A file
- * of the workspace with more than one name (a hard link, maybe to a file
- * outside) and anything that is neither a file, a folder nor a symlink is
- * left out, and so is a file that cannot be read (the agent made it so, or
- * removed it meanwhile); symlinks are copied as they are (the file tools
- * never follow one: `file-tools.ts`).
+ * temporary folder (`<target>.tmp-<pid>`) and renamed into place, so a folder
+ * under its final name is whole. The orchestrator appends the event that
+ * names a copy after it, so a copy a crash left without its event is an
+ * orphan, replaced when the answer is judged again. A half-made temporary
+ * folder of any process is removed: when its process is gone
+ * (`removeOrphanCopies`, which `resume` calls before it takes the run's lock,
+ * so a disk such a copy filled is freed for the lock), and at every copy (the
+ * run's lock is held then: no other process copies).
+ *
+ * The copy itself is `tree-copy.ts`: by descriptor, never following a link
+ * (a symlink is copied as a symlink, its text unchanged), within the bounds
+ * `limits` (`workspace_limits`), asynchronous and abortable. A snapshot never
+ * changes after: its files are copies (reflinks where the filesystem has
+ * them), and files unchanged since the agent's previous snapshot in this
+ * process (same size, times and inode) are hard links to that snapshot's
+ * files, which nothing writes either. A workspace over a bound is not copied:
+ * the error's reason names the bound (`too_many_files`, `too_deep`,
+ * `too_large`), and the orchestrator goes on without the copy.
  */
-import {
-  type Dirent,
-  constants,
-  existsSync,
-  linkSync,
-  lstatSync,
-  mkdirSync,
-  readdirSync,
-  readlinkSync,
-  renameSync,
-  rmSync,
-  symlinkSync,
-} from "node:fs"
-import { copyFile } from "node:fs/promises"
+import { existsSync, lstatSync, mkdirSync, readdirSync, renameSync, rmSync } from "node:fs"
 import * as nodePath from "node:path"
 import { Context, Effect, Layer, Schema } from "effect"
 import type { Agent } from "../../domain/config.ts"
-import { FINAL_LISTING_MAX, finalWorkspaceDir, snapshotDir, workspaceDir } from "../../domain/workspaces.ts"
+import { FINAL_LISTING_MAX, SNAPSHOTS_DIR, finalWorkspaceDir, snapshotDir, workspaceDir } from "../../domain/workspaces.ts"
+import { DEFAULT_TREE_LIMITS, type Manifest, type TreeCopy, type TreeLimits, TreeOverLimit, copyTree } from "./tree-copy.ts"
 
 export class WorkspaceError extends Schema.TaggedError<WorkspaceError>()("WorkspaceError", {
-  reason: Schema.Literal("copy_failed"),
+  /** `copy_failed`: the disk refused (full, read-only); the others: the workspace is over a bound of `workspace_limits`. */
+  reason: Schema.Literal("copy_failed", "too_many_files", "too_deep", "too_large"),
   path: Schema.String,
   detail: Schema.String,
 }) {
@@ -48,6 +43,9 @@ export class WorkspaceError extends Schema.TaggedError<WorkspaceError>()("Worksp
   }
 }
 
+/** Whether the copy was refused for a bound: the run goes on without it. */
+export const isOverLimit = (e: WorkspaceError): boolean => e.reason !== "copy_failed"
+
 /** What one copy made: its folder (relative to the log directory), its files and their bytes. */
 export interface CopyFacts {
   readonly path: string
@@ -55,88 +53,74 @@ export interface CopyFacts {
   readonly bytes: number
 }
 
-/** A file's identity at a copy: when it is the same at the next copy, the file did not change. */
-type Manifest = ReadonlyMap<string, string>
+const TEMPORARY = /\.tmp-(\d+)$/
 
-interface TreeCopy {
-  readonly files: number
-  readonly bytes: number
-  readonly manifest: Manifest
-}
-
-const identity = (st: { size: bigint; mtimeNs: bigint; ctimeNs: bigint; ino: bigint }): string => `${st.size}:${st.mtimeNs}:${st.ctimeNs}:${st.ino}`
-
-/** Files copied at once: the copies wait on the disk, not on this thread. */
-const COPY_CONCURRENCY = 16
-
-/** Copies the tree `src` to `dst` (which must not exist); files `previous` has with the same identity are linked from its folder. */
-export const copyTree = async (src: string, dst: string, previous?: { readonly dir: string; readonly manifest: Manifest }): Promise<TreeCopy> => {
-  mkdirSync(dst, { recursive: true })
-  const manifest = new Map<string, string>()
-  const copies: Array<readonly [string, string]> = []
-  const sizes = new Map<string, number>()
-  const entries: ReadonlyArray<Dirent> = existsSync(src) ? readdirSync(src, { recursive: true, withFileTypes: true }) : []
-  for (const entry of entries) {
-    const from = nodePath.join(entry.parentPath, entry.name)
-    const rel = nodePath.relative(src, from)
-    const to = nodePath.join(dst, rel)
-    if (entry.isDirectory()) {
-      mkdirSync(to, { recursive: true })
-      continue
-    }
-    if (entry.isSymbolicLink()) {
-      symlinkSync(readlinkSync(from), to)
-      continue
-    }
-    if (!entry.isFile()) continue
-    const st = lstatSync(from, { bigint: true })
-    if (st.nlink > 1n) continue
-    const id = identity(st)
-    if (!(previous?.manifest.get(rel) === id && tryLink(nodePath.join(previous.dir, rel), to))) copies.push([from, to])
-    manifest.set(rel, id)
-    sizes.set(rel, Number(st.size))
-  }
-  let next = 0
-  const worker = async () => {
-    while (next < copies.length) {
-      const [from, to] = copies[next++]!
-      await copyFile(from, to, constants.COPYFILE_FICLONE).catch((e: unknown) => {
-        // A file the agent made unreadable, or removed meanwhile, is left out; a full disk is the run's problem.
-        const code = (e as { code?: string }).code
-        if (code !== "EACCES" && code !== "EPERM" && code !== "ENOENT") throw e
-        const rel = nodePath.relative(dst, to)
-        manifest.delete(rel)
-        sizes.delete(rel)
-      })
-    }
-  }
-  await Promise.all(Array.from({ length: Math.min(COPY_CONCURRENCY, copies.length) }, worker))
-  return { files: sizes.size, bytes: [...sizes.values()].reduce((a, b) => a + b, 0), manifest }
-}
-
-const tryLink = (from: string, to: string): boolean => {
+const processGone = (pid: number): boolean => {
+  if (pid === process.pid) return false
   try {
-    linkSync(from, to)
-    return true
-  } catch {
+    process.kill(pid, 0)
     return false
+  } catch (e) {
+    return (e as { code?: string }).code === "ESRCH"
   }
+}
+
+/** Removes the half-made copies (`<name>.tmp-<pid>`) in the folder `dir`: all of them, or only those whose process is gone. */
+const removeTemporaries = (dir: string, which: "all" | "orphans"): void => {
+  let names: ReadonlyArray<string>
+  try {
+    names = readdirSync(dir)
+  } catch {
+    return
+  }
+  for (const name of names) {
+    const pid = TEMPORARY.exec(name)?.[1]
+    if (pid === undefined || (which === "orphans" && !processGone(Number(pid)))) continue
+    // rm does not follow a link inside the tree: a link is removed as a link.
+    rmSync(nodePath.join(dir, name), { recursive: true, force: true })
+  }
+}
+
+/** The folders where copies are made: `snapshot_storage/` and each `final/<agent>/`. */
+const copyFolders = (logDir: string): ReadonlyArray<string> => {
+  const snapshots = nodePath.join(logDir, SNAPSHOTS_DIR)
+  const finals = nodePath.join(logDir, "final")
+  let agents: ReadonlyArray<string> = []
+  try {
+    agents = readdirSync(finals).filter((a) => lstatSync(nodePath.join(finals, a)).isDirectory())
+  } catch {
+    // no final copy yet
+  }
+  return [snapshots, ...agents.map((a) => nodePath.join(finals, a))]
+}
+
+/** Removes the half-made copies in `logDir` of processes that are gone (any time: a live process's copies are kept). */
+export const removeOrphanCopies = (logDir: string): void => {
+  for (const folder of copyFolders(logDir)) removeTemporaries(folder, "orphans")
 }
 
 /** Copies `src` to `dst` (relative to `logDir`) through a temporary folder renamed into place; an orphan at `dst` is replaced. */
-const copyInto = (logDir: string, src: string, dst: string, previous?: { readonly dir: string; readonly manifest: Manifest }) =>
+const copyInto = (logDir: string, src: string, dst: string, limits: TreeLimits, previous?: { readonly dir: string; readonly manifest: Manifest }) =>
   Effect.tryPromise({
-    try: async (): Promise<TreeCopy & { path: string }> => {
+    try: async (signal): Promise<TreeCopy & { path: string }> => {
       const target = nodePath.join(logDir, dst)
-      const temp = `${target}.tmp-${process.pid}`
-      rmSync(temp, { recursive: true, force: true })
       mkdirSync(nodePath.dirname(target), { recursive: true })
-      const made = await copyTree(src, temp, previous)
-      rmSync(target, { recursive: true, force: true })
-      renameSync(temp, target)
-      return { ...made, path: dst }
+      removeTemporaries(nodePath.dirname(target), "all")
+      const temp = `${target}.tmp-${process.pid}`
+      try {
+        const made = await copyTree(src, temp, { limits, signal, ...(previous ? { previous } : {}) })
+        rmSync(target, { recursive: true, force: true })
+        renameSync(temp, target)
+        return { ...made, path: dst }
+      } catch (e) {
+        rmSync(temp, { recursive: true, force: true })
+        throw e
+      }
     },
-    catch: (e) => new WorkspaceError({ reason: "copy_failed", path: dst, detail: e instanceof Error ? e.message : String(e) }),
+    catch: (e) =>
+      e instanceof TreeOverLimit
+        ? new WorkspaceError({ reason: e.reason, path: dst, detail: e.message })
+        : new WorkspaceError({ reason: "copy_failed", path: dst, detail: e instanceof Error ? e.message : String(e) }),
   })
 
 export interface WorkspacesService {
@@ -153,18 +137,19 @@ export const agentWorkspace = (logDir: string, agent: Agent): string | null =>
   agent.backend.cwd === undefined ? null : nodePath.join(logDir, workspaceDir(agent.anonId))
 
 export class Workspaces extends Context.Tag("massgen/Workspaces")<Workspaces, WorkspacesService>() {
-  /** The workspaces of `agents` in `logDir`, each made (empty) if missing. */
-  static live(logDir: string, agents: ReadonlyArray<Agent>): Layer.Layer<Workspaces> {
-    return Layer.sync(Workspaces, () => makeWorkspaces(logDir, agents))
+  /** The workspaces of `agents` in `logDir`, each made (empty) if missing; copies within `limits`. */
+  static live(logDir: string, agents: ReadonlyArray<Agent>, limits: TreeLimits = DEFAULT_TREE_LIMITS): Layer.Layer<Workspaces> {
+    return Layer.sync(Workspaces, () => makeWorkspaces(logDir, agents, limits))
   }
 }
 
-export const makeWorkspaces = (logDir: string, agents: ReadonlyArray<Agent>): WorkspacesService => {
+export const makeWorkspaces = (logDir: string, agents: ReadonlyArray<Agent>, limits: TreeLimits = DEFAULT_TREE_LIMITS): WorkspacesService => {
   const roots = new Map(agents.flatMap((a) => {
     const root = agentWorkspace(logDir, a)
     return root === null ? [] : [[a.id, root] as const]
   }))
   for (const root of roots.values()) mkdirSync(root, { recursive: true, mode: 0o700 })
+  removeOrphanCopies(logDir)
   /** The latest snapshot each agent made in this process, for the files it can share. */
   const latest = new Map<string, { readonly dir: string; readonly manifest: Manifest }>()
   return {
@@ -172,7 +157,7 @@ export const makeWorkspaces = (logDir: string, agents: ReadonlyArray<Agent>): Wo
     snapshot: (id, label) => {
       const root = roots.get(id)
       if (root === undefined) return Effect.succeed(null)
-      return Effect.map(copyInto(logDir, root, snapshotDir(label), latest.get(id)), (made) => {
+      return Effect.map(copyInto(logDir, root, snapshotDir(label), limits, latest.get(id)), (made) => {
         latest.set(id, { dir: nodePath.join(logDir, made.path), manifest: made.manifest })
         return { path: made.path, files: made.files, bytes: made.bytes }
       })
@@ -180,7 +165,7 @@ export const makeWorkspaces = (logDir: string, agents: ReadonlyArray<Agent>): Wo
     finalize: (id, label, source) => {
       const from = source === "workspace" ? roots.get(id) : nodePath.join(logDir, snapshotDir(label))
       if (from === undefined || !existsSync(from)) return Effect.succeed(null)
-      return Effect.map(copyInto(logDir, from, finalWorkspaceDir(id)), (made) => ({
+      return Effect.map(copyInto(logDir, from, finalWorkspaceDir(id), limits), (made) => ({
         path: made.path,
         files: made.files,
         bytes: made.bytes,
