@@ -12,7 +12,7 @@
  * The floor (bare sleeps, no coordination) is measured between the runs.
  */
 import { Duration, Effect } from "effect"
-import type { Event } from "../src/domain/events.ts"
+import type { Event } from "../src/domain/events/index.ts"
 import { convergingConfig, fmt, line, median, targetLine, timedRun } from "./support.ts"
 
 const DELAY_MS = 200

@@ -18,21 +18,21 @@
  * the fewer (least of 5 runs each, from a collected heap; goal: under 15) on
  * dense synthetic logs (`test/support/dense-log.ts`), for `foldEvents`
  * (20,000 and 200,000 answers: past the caches), a view's fold (`foldView`,
- * through `advance`: 5,000 and 50,000) and the store's one-pass read, decode
+ * through `advanceInPlace`: 5,000 and 50,000) and the store's one-pass read, decode
  * and fold of a log's text (`EventStore.fold`, as `massgen status` does: 4,000
  * and 40,000). test/fold-linear.test.ts checks the same by counting work.
  */
 import { Effect, Either } from "effect"
-import { type Config, DEFAULT_SETTINGS, decodeConfig } from "../src/domain/config.ts"
+import { type Config, DEFAULT_SETTINGS, decodeConfig } from "../src/domain/config/index.ts"
 import { spawnSync } from "node:child_process"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { decodeEventLine, decodeEventLineBySchema, encodeEventLine, readEventsText } from "../src/domain/event-codec.ts"
-import type { Event } from "../src/domain/events.ts"
-import { type State, foldEvents, folding, initialState } from "../src/domain/state.ts"
-import { foldView } from "../src/domain/view-model.ts"
-import { EventStore } from "../src/services/event-store.ts"
+import { decodeEventLine, decodeEventLineBySchema, encodeEventLine, readEventsText } from "../src/domain/log/index.ts"
+import type { Event } from "../src/domain/events/index.ts"
+import { type State, foldEvents, foldingInPlace, initialState } from "../src/domain/state/index.ts"
+import { foldView } from "../src/domain/projections/view-model.ts"
+import { EventStore } from "../src/services/event-store/index.ts"
 import { denseLog } from "../test/support/dense-log.ts"
 import { callEnded } from "./scale-logs-gen.ts"
 import { convergingConfig, fmt, line, median, targetLine, timedRun } from "./support.ts"
@@ -186,7 +186,7 @@ const bestCpuMs = async (work: () => unknown): Promise<number> => {
 
 /** The store's one-pass fold of `text` with the fast fold, from a fresh memory store each time (nothing cached). */
 const storeFold = (text: string) => {
-  const fold = folding()
+  const fold = foldingInPlace()
   return Effect.runPromise(
     Effect.flatMap(EventStore, (store) => store.fold("/logs/run", initialState, (_: State, s) => fold.add(s.event))).pipe(
       Effect.provide(EventStore.memory(new Map([["/logs/run", text]]), { foldChunk: 64 * 1024 })),

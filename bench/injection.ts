@@ -14,7 +14,7 @@
  * Runs under a test clock: the counts are exact and the same every run.
  */
 import { Effect, Fiber, Option, TestClock, TestContext } from "effect"
-import type { Event } from "../src/domain/events.ts"
+import type { Event } from "../src/domain/events/index.ts"
 import { AgentTools } from "../src/services/tools/agent-tools.ts"
 import { callsOf } from "../test/support/call-logs.ts"
 import { runInMemory } from "../test/support/harness.ts"

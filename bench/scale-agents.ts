@@ -22,8 +22,8 @@ import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, w
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import { BINARY as BUILT } from "../test/support/cli.ts"
-import { blobPath, expandJson } from "../src/services/blobs.ts"
-import { callLogTexts } from "../src/services/call-logs.ts"
+import { blobPath, expandJson } from "../src/services/run-files/blobs.ts"
+import { callLogTexts } from "../src/services/run-files/call-logs.ts"
 import { fmt, line, median, peakRssProcess, targetLine } from "./support.ts"
 
 const RUNS = Number(process.env.BENCH_AGENT_RUNS ?? 5)

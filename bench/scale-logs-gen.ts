@@ -19,10 +19,10 @@
  */
 import { closeSync, mkdirSync, openSync, writeFileSync, writeSync } from "node:fs"
 import { join } from "node:path"
-import { DEFAULT_SETTINGS } from "../src/domain/config.ts"
-import { encodeEnvelopeLine } from "../src/domain/event-codec.ts"
-import type { Event } from "../src/domain/events.ts"
-import { openDerivedFiles } from "../src/services/derived-files.ts"
+import { DEFAULT_SETTINGS } from "../src/domain/config/index.ts"
+import { encodeEnvelopeLine } from "../src/domain/log/index.ts"
+import type { Event } from "../src/domain/events/index.ts"
+import { openDerivedFiles } from "../src/services/run-files/derived-files.ts"
 import { Effect } from "effect"
 
 export type Shape = "dense" | "sparse"

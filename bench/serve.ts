@@ -22,7 +22,7 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Effect } from "effect"
 import { stringify } from "yaml"
-import { resolveRunConfig } from "../src/cli/run-setup.ts"
+import { resolveRunConfig } from "../src/cli/run/setup.ts"
 import { openServedRun } from "../src/cli/serve/served-run.ts"
 import { fmt, freshDir, line, median, targetLine } from "./support.ts"
 

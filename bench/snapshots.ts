@@ -12,7 +12,7 @@
 import { mkdirSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Effect } from "effect"
-import type { Agent } from "../src/domain/config.ts"
+import type { Agent } from "../src/domain/config/index.ts"
 import { makeWorkspaces } from "../src/services/tools/workspace.ts"
 import { fmt, freshDir, line, median, targetLine } from "./support.ts"
 

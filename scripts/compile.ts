@@ -1,6 +1,6 @@
 /**
  * One `bun build --compile` of massgen, stamped: the flags `bun run build`
- * and `bun run release` share, and the build stamp (`src/cli/identity.ts`
+ * and `bun run release` share, and the build stamp (`src/cli/process/identity.ts`
  * reads it as `MASSGEN_BUILD`).
  *
  * `compile({ target, outfile })` builds `src/main.ts` for `target` (a `bun

@@ -10,7 +10,7 @@
 import { Effect } from "effect"
 import { readdirSync, statSync } from "node:fs"
 import { join, relative } from "node:path"
-import { validateConfig } from "../src/cli/validate-command.ts"
+import { validateConfig } from "../src/cli/commands/validate.ts"
 
 const root = process.argv[2]
 if (root === undefined) throw new Error("usage: bun scripts/measure-massgen-configs.ts MASSGEN_CONFIGS_DIR")

@@ -15,7 +15,7 @@
  * (`massgen ... | head -1`), and a slow reader gets every line before exit.
  *
  * Start-up is lazy: `massgen --help` and `--version` print from `cli/help.ts`
- * and `cli/identity.ts` alone (no parser, no Effect), and the program (`cli/program.ts`) loads each
+ * and `cli/process/identity.ts` alone (no parser, no Effect), and the program (`cli/program.ts`) loads each
  * command's code only when it runs. No node stream is made unless a command
  * needs one (the terminal view, the viewer): Bun takes about as long to make
  * `process.stdout` as to start a whole program, and Effect's logger module
@@ -65,12 +65,12 @@ const { HELP, plainInvocation } = await import("./cli/help.ts")
 const plain = plainInvocation(argv)
 if (plain !== null) {
   // The whole of stdout, with nothing else writing to it: console.log needs no stream and stays quiet once the reader has gone.
-  console.log("%s", plain === "help" ? HELP : (await import("./cli/identity.ts")).versionText())
+  console.log("%s", plain === "help" ? HELP : (await import("./cli/process/identity.ts")).versionText())
   process.exit(0)
 }
-// The binary starts with the JIT reluctant (`cli/jit-policy.ts`): most of a short command's code runs
+// The binary starts with the JIT reluctant (`cli/process/jit-policy.ts`): most of a short command's code runs
 // once, and compiling it costs more than it saves. Past a second, the normal JIT (but for a run).
-const { normalJitAfter } = await import("./cli/jit-policy.ts")
+const { normalJitAfter } = await import("./cli/process/jit-policy.ts")
 normalJitAfter(JIT_NORMAL_AFTER_MS)
 const { runProgram } = await withoutStdout(() => import("./cli/program.ts"))
 const code = await runProgram(argv, {

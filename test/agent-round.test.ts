@@ -4,12 +4,12 @@
  */
 import { describe, expect, test } from "bun:test"
 import { Clock, Effect, Fiber, Option, TestClock } from "effect"
-import type { Event } from "../src/domain/events.ts"
+import type { Event } from "../src/domain/events/index.ts"
 import type { LlmReply, LlmRequest, ShownAnswer } from "../src/domain/llm.ts"
-import { presentationRequest } from "../src/domain/prompts.ts"
-import { type RoundDeps, type RoundInput, runPresentation, runRound } from "../src/services/agent-round.ts"
-import { MAX_ATTEMPTS } from "../src/domain/round-machine.ts"
-import { type Backend, BackendError } from "../src/services/backend.ts"
+import { presentationRequest } from "../src/domain/coordination/prompts.ts"
+import { type RoundDeps, type RoundInput, runPresentation, runRound } from "../src/services/orchestrator/agent-round.ts"
+import { MAX_ATTEMPTS } from "../src/domain/coordination/round-machine.ts"
+import { type Backend, BackendError } from "../src/services/backends/index.ts"
 import { effect } from "./support/effect-test.ts"
 import { newAnswer, reply, request, shownOf, tool, voteFor } from "./support/replies.ts"
 

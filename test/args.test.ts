@@ -1,9 +1,10 @@
 /** The command line: what parses, and the one-line message for what does not. */
 import { describe, expect, test } from "bun:test"
 import { Effect, Either } from "effect"
-import { COMMAND_TYPO_RULE, HELP, parseInvocation } from "../src/cli/args.ts"
-import { closest } from "../src/cli/did-you-mean.ts"
-import { readQuestion } from "../src/cli/question.ts"
+import { parseInvocation } from "../src/cli/args/index.ts"
+import { COMMAND_TYPO_RULE, HELP } from "../src/cli/help.ts"
+import { closest } from "../src/lib/did-you-mean.ts"
+import { readQuestion } from "../src/cli/run/question.ts"
 
 const message = (argv: ReadonlyArray<string>): string => {
   const parsed = parseInvocation(argv)

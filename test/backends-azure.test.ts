@@ -6,9 +6,9 @@
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test"
 import { Effect, Either } from "effect"
-import { missingKeys } from "../src/cli/run-setup.ts"
-import { decodeConfig } from "../src/domain/config.ts"
-import { makeBackend } from "../src/services/backend-factory.ts"
+import { missingKeys } from "../src/cli/run/setup.ts"
+import { decodeConfig } from "../src/domain/config/index.ts"
+import { makeBackend } from "../src/services/backends/factory.ts"
 import { makeChatCompletionsBackend } from "../src/services/backends/chat-completions.ts"
 import { collect, replyOf } from "./support/backend-suite.ts"
 import { type FakeLlm, startFakeLlm, toolCall } from "./support/fake-llm.ts"

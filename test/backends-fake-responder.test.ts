@@ -4,7 +4,7 @@
  */
 import { afterEach, beforeEach, expect, test } from "bun:test"
 import { Effect } from "effect"
-import type { Backend } from "../src/services/backend.ts"
+import type { Backend } from "../src/services/backends/index.ts"
 import { makeAnthropicMessagesBackend } from "../src/services/backends/anthropic-messages.ts"
 import { makeChatCompletionsBackend } from "../src/services/backends/chat-completions.ts"
 import { makeOpenAiResponsesBackend } from "../src/services/backends/openai-responses.ts"

@@ -1,8 +1,8 @@
 import { describe, expect, test } from "bun:test"
 import { Effect, Either } from "effect"
-import { type Agent, BACKEND_TYPES, type BackendConfig } from "../src/domain/config.ts"
-import { inferBackendType, keyEnvForBaseUrl, PRESETS, presetFor } from "../src/domain/presets.ts"
-import { makeBackend } from "../src/services/backend-factory.ts"
+import { type Agent, BACKEND_TYPES, type BackendConfig } from "../src/domain/config/index.ts"
+import { inferBackendType, keyEnvForBaseUrl, PRESETS, presetFor } from "../src/domain/config/presets.ts"
+import { makeBackend } from "../src/services/backends/factory.ts"
 import { resolveApiKey } from "../src/services/backends/keys.ts"
 
 const agent = (backend: BackendConfig, id = "agent_a"): Agent => ({ id, anonId: "agent1", systemMessage: null, backend })

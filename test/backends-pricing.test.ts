@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test"
-import { PRESETS } from "../src/domain/presets.ts"
-import { BUILTIN_PRICES, costOf, priceFor } from "../src/domain/pricing.ts"
+import { PRESETS } from "../src/domain/config/presets.ts"
+import { BUILTIN_PRICES, costOf, priceFor } from "../src/domain/config/pricing.ts"
 
 describe("pricing", () => {
   test("exact names, then the longest prefix ending at a separator", () => {

@@ -1,5 +1,5 @@
 /**
- * The shared run files (`services/run-files-shared.ts`) on a server of the
+ * The shared run files (`services/run-files/shared.ts`) on a server of the
  * test's own (`support/postgres.ts`): an item's run with a tool whose result
  * is too long for its event (`tool_log/`) is stopped on worker A after that
  * call, then taken up by worker B from the shared log in a directory of its
@@ -12,11 +12,11 @@ import * as nodePath from "node:path"
 import { Deferred, Effect, Layer } from "effect"
 import { itemDir } from "../src/services/batch/batch-folder.ts"
 import { runItem } from "../src/cli/batch/run-item.ts"
-import { decodeDocument, parseConfigText } from "../src/cli/load-config.ts"
-import { postgresEventStore } from "../src/services/event-store-postgres.ts"
-import { postgresRunFiles } from "../src/services/run-files-shared-postgres.ts"
-import { INLINE_RESULT_CHARS } from "../src/domain/tool-calls.ts"
-import type { Event } from "../src/domain/events.ts"
+import { decodeDocument, parseConfigText } from "../src/cli/run/load-config.ts"
+import { postgresEventStore } from "../src/services/event-store/postgres.ts"
+import { postgresRunFiles } from "../src/services/run-files/shared-postgres.ts"
+import { INLINE_RESULT_CHARS } from "../src/domain/tools/calls.ts"
+import type { Event } from "../src/domain/events/index.ts"
 import { cleanupSandboxes, runCli, sandbox } from "./support/cli.ts"
 import { ENV } from "./support/run-dirs.ts"
 import { type TestPostgres, postgresForFile } from "./support/postgres.ts"

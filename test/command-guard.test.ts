@@ -1,5 +1,5 @@
 /**
- * The dangerous-command guard (`domain/command-guard.ts`), a guard against
+ * The dangerous-command guard (`domain/tools/command-guard.ts`), a guard against
  * accidents: a dangerous program is refused however the command reaches it
  * (after `;`, `&&`, a pipe, in `$(...)` or backquotes, behind assignments and
  * wrappers, quoted, backslashed, by its full path), the classic accidents are
@@ -8,8 +8,8 @@
  */
 import { describe, expect, test } from "bun:test"
 import fc from "fast-check"
-import { dangerousCommand, simpleCommands } from "../src/domain/command-guard.ts"
-import { commandRefusal } from "../src/domain/command-line.ts"
+import { dangerousCommand, simpleCommands } from "../src/domain/tools/command-guard.ts"
+import { commandRefusal } from "../src/domain/tools/command-line.ts"
 
 const PROGRAMS = ["dd", "sudo", "su", "doas", "chown", "chmod", "mkfs.ext4"] as const
 

@@ -21,8 +21,8 @@ import {
   commandRefusal,
   containerEnvNames,
   dockerRunArgs,
-} from "../src/domain/command-line.ts"
-import { type BackendConfig, decodeConfig } from "../src/domain/config.ts"
+} from "../src/domain/tools/command-line.ts"
+import { type BackendConfig, decodeConfig } from "../src/domain/config/index.ts"
 import { makeCommandLine } from "../src/services/tools/command-line.ts"
 import { toolEnvironment } from "../src/services/tools/command-tools.ts"
 import { startExecutor } from "../src/services/tools/sandbox.ts"

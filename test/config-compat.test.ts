@@ -11,8 +11,8 @@ import * as os from "node:os"
 import * as nodePath from "node:path"
 import { Effect, Either } from "effect"
 import { parse as parseYaml } from "yaml"
-import { validateCommand } from "../src/cli/validate-command.ts"
-import { decodeConfig } from "../src/domain/config.ts"
+import { validateCommand } from "../src/cli/commands/validate.ts"
+import { decodeConfig } from "../src/domain/config/index.ts"
 import { runCli } from "./support/cli.ts"
 
 const FIXTURES = nodePath.join(import.meta.dir, "fixtures", "massgen")

@@ -12,9 +12,9 @@ import { join } from "node:path"
 import { Either, ParseResult, Schema } from "effect"
 import fc from "fast-check"
 import { parse } from "yaml"
-import { ConfigFile } from "../src/domain/config-file.ts"
-import { surelyNoExcessKeys } from "../src/domain/config-document.ts"
-import { unknownKeys } from "../src/domain/config.ts"
+import { ConfigFile } from "../src/domain/config/file.ts"
+import { surelyNoExcessKeys } from "../src/domain/config/document.ts"
+import { unknownKeys } from "../src/domain/config/index.ts"
 
 /** Whether the strict decode of `value` as `schema` reports an unexpected key. */
 const strictFindsExcess = (schema: Schema.Schema.AnyNoContext, value: unknown): boolean => {

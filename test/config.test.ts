@@ -1,7 +1,7 @@
 /** decodeConfig and the environment: `${VAR}` in strings, and as a whole number or boolean value. */
 import { describe, expect, test } from "bun:test"
 import { Either } from "effect"
-import { decodeConfig, maskSecrets } from "../src/domain/config.ts"
+import { decodeConfig, maskSecrets } from "../src/domain/config/index.ts"
 
 const doc = (backend: Record<string, unknown>, orchestrator: Record<string, unknown> = {}) => ({
   agents: [{ id: "a", backend: { type: "scripted", ...backend } }],

@@ -9,7 +9,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as nodePath from "node:path"
 import { Effect, Either } from "effect"
-import type { ContextPathSetting } from "../src/domain/events.ts"
+import type { ContextPathSetting } from "../src/domain/events/index.ts"
 import { makeFileTools } from "../src/services/tools/file-tools.ts"
 import { presenter } from "./support/presenter.ts"
 

@@ -4,9 +4,9 @@
  * Agents a, b, c are agent1, agent2, agent3 to each other.
  */
 import { describe, expect, test } from "bun:test"
-import { decide, judgeReply, salvage, tally } from "../src/domain/decide.ts"
-import type { Event } from "../src/domain/events.ts"
-import { type State, initialState, latestLabels, sameLabels, showsLatest } from "../src/domain/state.ts"
+import { decide, judgeReply, salvage, tally } from "../src/domain/coordination/decide.ts"
+import type { Event } from "../src/domain/events/index.ts"
+import { type State, initialState, latestLabels, sameLabels, showsLatest } from "../src/domain/state/index.ts"
 import fc from "fast-check"
 import {
   agentFailed,

@@ -1,6 +1,6 @@
 /**
- * The derived files written a piece at a time (`services/derived-files.ts`)
- * are the files `domain/derived-logs.ts` derives from the whole log, byte for
+ * The derived files written a piece at a time (`services/run-files/derived-files.ts`)
+ * are the files `domain/projections/derived-logs.ts` derives from the whole log, byte for
  * byte: however the events came in (each write a process that adds what
  * came since, a run's ticks, or a resume after a kill), after a file was lost
  * or changed, and when the progress file is gone.
@@ -11,10 +11,10 @@ import * as os from "node:os"
 import * as nodePath from "node:path"
 import { Effect } from "effect"
 import fc from "fast-check"
-import { readEventsText } from "../src/domain/event-codec.ts"
-import { coordinationEvents, snapshots } from "../src/domain/derived-logs.ts"
-import type { Event } from "../src/domain/events.ts"
-import { COORDINATION_FILE, MAPPINGS_FILE, PROGRESS_FILE, openDerivedFiles, writeDerivedFiles } from "../src/services/derived-files.ts"
+import { readEventsText } from "../src/domain/log/index.ts"
+import { coordinationEvents, snapshots } from "../src/domain/projections/derived-logs.ts"
+import type { Event } from "../src/domain/events/index.ts"
+import { COORDINATION_FILE, MAPPINGS_FILE, PROGRESS_FILE, openDerivedFiles, writeDerivedFiles } from "../src/services/run-files/derived-files.ts"
 
 const root = fs.mkdtempSync(nodePath.join(os.tmpdir(), "massgen-derived-"))
 afterAll(() => fs.rmSync(root, { recursive: true, force: true }))

@@ -1,7 +1,7 @@
 /** Diagnostics: what effects log becomes one `massgen: ...` line on stderr, whatever the level, never stdout. */
 import { describe, expect, test } from "bun:test"
 import { Cause, Effect } from "effect"
-import { diagnosticsLogger } from "../src/cli/diagnostics.ts"
+import { diagnosticsLogger } from "../src/cli/process/diagnostics.ts"
 
 const logged = (effect: Effect.Effect<void>) => {
   const lines: Array<string> = []

@@ -1,7 +1,7 @@
 /** The documents promise to list every event type and field, every flag and every config key. */
 import { describe, expect, test } from "bun:test"
 import { readFileSync } from "node:fs"
-import { Event, EVENT_TYPES } from "../src/domain/events.ts"
+import { Event, EVENT_TYPES } from "../src/domain/events/index.ts"
 
 const eventsDoc = readFileSync(new URL("../docs/events.md", import.meta.url), "utf8")
 
@@ -24,7 +24,7 @@ describe("docs/events.md", () => {
 describe("README.md", () => {
   const readme = readFileSync(new URL("../README.md", import.meta.url), "utf8")
   test("documents every flag and subcommand the help text lists", async () => {
-    const { HELP } = await import("../src/cli/args.ts")
+    const { HELP } = await import("../src/cli/help.ts")
     const flags = [...new Set(HELP.match(/--[a-z][a-z-]+/g) ?? [])]
     expect(flags.length).toBeGreaterThan(10)
     expect(flags.filter((f) => !readme.includes(f))).toEqual([])

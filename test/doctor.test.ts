@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
 import pkg from "../package.json" with { type: "json" }
-import { PRESETS } from "../src/domain/presets.ts"
+import { PRESETS } from "../src/domain/config/presets.ts"
 import { cleanupSandboxes, runCli, sandbox, writeConfig } from "./support/cli.ts"
 
 afterAll(cleanupSandboxes)

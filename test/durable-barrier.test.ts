@@ -9,8 +9,8 @@
  */
 import { describe, expect } from "bun:test"
 import { Effect } from "effect"
-import { EventStoreConflict, type EventStoreService } from "../src/services/event-store.ts"
-import { announcesEffect } from "../src/services/orchestrator.ts"
+import { EventStoreConflict, type EventStoreService } from "../src/services/event-store/index.ts"
+import { announcesEffect } from "../src/services/orchestrator/emit.ts"
 import { AgentTools } from "../src/services/tools/agent-tools.ts"
 import type { ToolProvider } from "../src/services/tools/tool-provider.ts"
 import { live } from "./support/effect-test.ts"

@@ -19,7 +19,7 @@ import * as nodePath from "node:path"
 import { parse as parseYaml } from "yaml"
 import { type CliResult, type Mode, cleanupSandboxes, ensureBinary, runCli, sandbox, writeConfig } from "./support/cli.ts"
 import { readCallLog } from "./support/call-logs.ts"
-import { callLogTexts } from "../src/services/call-logs.ts"
+import { callLogTexts } from "../src/services/run-files/call-logs.ts"
 import {
   type Behaviour,
   type FakeLlm,

@@ -17,7 +17,7 @@ import { spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as nodePath from "node:path"
-import { readEventsText } from "../src/domain/event-codec.ts"
+import { readEventsText } from "../src/domain/log/index.ts"
 import { cleanupSandboxes, runCli, sandbox, writeConfig } from "./support/cli.ts"
 
 const mounts: Array<string> = []

@@ -5,8 +5,8 @@
 import { describe, expect, test } from "bun:test"
 import { Arbitrary, FastCheck } from "effect"
 import fc from "fast-check"
-import { decodeEventLine, encodeEnvelopeLine, encodeEventLine, readEventsText } from "../src/domain/event-codec.ts"
-import { EVENT_TYPES, Event, type EventMeta, SCHEMA_VERSION } from "../src/domain/events.ts"
+import { decodeEventLine, encodeEnvelopeLine, encodeEventLine, readEventsText } from "../src/domain/log/index.ts"
+import { EVENT_TYPES, Event, type EventMeta, SCHEMA_VERSION } from "../src/domain/events/index.ts"
 
 const TIME = "2025-06-01T12:00:00.000Z"
 

@@ -1,5 +1,5 @@
 /**
- * Issue 10: the plain decoders (`src/domain/event-validate.ts`) change no result.
+ * Issue 10: the plain decoders (`src/lib/plain-decoder.ts`) change no result.
  *
  * `decodeEventLine` (plain decoders first) must give exactly what
  * `decodeEventLineBySchema` (the Schema decoders alone) gives: the same event,
@@ -35,9 +35,9 @@ import {
   isEvent,
   isEventMeta,
   noSkips,
-} from "../src/domain/event-codec.ts"
-import { decodersByType, metaDecoders } from "../src/domain/event-decoders.ts"
-import { EVENT_TYPES, Event, EventMeta, SCHEMA_VERSION } from "../src/domain/events.ts"
+} from "../src/domain/log/index.ts"
+import { decodersByType, metaDecoders } from "../src/domain/log/decoders.ts"
+import { EVENT_TYPES, Event, EventMeta, SCHEMA_VERSION } from "../src/domain/events/index.ts"
 
 /** Both decoders agree on `line`, down to the order of keys; what they gave. */
 const same = (line: string): DecodedLine => {

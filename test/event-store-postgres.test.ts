@@ -1,5 +1,5 @@
 /**
- * The event store's Postgres layer (`services/event-store-postgres.ts`) on a
+ * The event store's Postgres layer (`services/event-store/postgres.ts`) on a
  * server of the test's own (`support/postgres.ts`): the shared suite, then what
  * only a shared log does: two processes' stores on one stream (the second
  * writer at a version gets a conflict and writes nothing), and a server
@@ -7,9 +7,9 @@
  */
 import { describe, expect, test } from "bun:test"
 import { Context, Effect, Layer } from "effect"
-import type { Event } from "../src/domain/events.ts"
-import { EventStore, type EventStoreService, eventsOf } from "../src/services/event-store.ts"
-import { CHUNKS_TABLE, postgresEventStore } from "../src/services/event-store-postgres.ts"
+import type { Event } from "../src/domain/events/index.ts"
+import { EventStore, type EventStoreService, eventsOf } from "../src/services/event-store/index.ts"
+import { CHUNKS_TABLE, postgresEventStore } from "../src/services/event-store/postgres.ts"
 import { type StoreFixture, eventStoreSuite } from "./support/event-store-suite.ts"
 import { type TestPostgres, postgresForFile } from "./support/postgres.ts"
 
@@ -125,8 +125,8 @@ describe("EventStore (postgres): a shared log", () => {
     const stream = "/pg/shared/log_20260101_000000_000005"
     const script = `
       import { Effect } from "effect"
-      import { EventStore } from ${JSON.stringify(`${import.meta.dir}/../src/services/event-store.ts`)}
-      import { postgresEventStore } from ${JSON.stringify(`${import.meta.dir}/../src/services/event-store-postgres.ts`)}
+      import { EventStore } from ${JSON.stringify(`${import.meta.dir}/../src/services/event-store/index.ts`)}
+      import { postgresEventStore } from ${JSON.stringify(`${import.meta.dir}/../src/services/event-store/postgres.ts`)}
       const round = (n) => ({ _tag: "round_started", time: ${JSON.stringify(TIME)}, agent: "agent_0", round: n, shown: [], vote_only: false, restart: false })
       await Effect.runPromise(Effect.gen(function* () {
         const store = yield* EventStore

@@ -11,9 +11,9 @@ import * as os from "node:os"
 import * as nodePath from "node:path"
 import { Effect } from "effect"
 import { parse as parseYaml } from "yaml"
-import { validateCommand } from "../src/cli/validate-command.ts"
-import { BACKEND_TYPES, BackendConfig } from "../src/domain/config.ts"
-import { PRESETS } from "../src/domain/presets.ts"
+import { validateCommand } from "../src/cli/commands/validate.ts"
+import { BACKEND_TYPES, BackendConfig } from "../src/domain/config/index.ts"
+import { PRESETS } from "../src/domain/config/presets.ts"
 import { runCli } from "./support/cli.ts"
 
 const ROOT = nodePath.resolve(import.meta.dir, "..")

@@ -1,10 +1,10 @@
 /**
- * `services/fiber-lock.ts`: one body at a time, run to its end once begun;
+ * `services/orchestrator/fiber-lock.ts`: one body at a time, run to its end once begun;
  * waiting is interruptible and an interrupted waiter never takes the lock.
  */
 import { describe, expect, test } from "bun:test"
 import { Deferred, Effect, Exit, Fiber } from "effect"
-import { makeFiberLock } from "../src/services/fiber-lock.ts"
+import { makeFiberLock } from "../src/services/orchestrator/fiber-lock.ts"
 
 const run = <A, E>(effect: Effect.Effect<A, E>) => Effect.runPromise(effect)
 

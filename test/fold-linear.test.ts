@@ -20,12 +20,12 @@ import * as fs from "node:fs"
 import * as nodePath from "node:path"
 import fc from "fast-check"
 import { Effect } from "effect"
-import { encodeEventLine, readEventsText } from "../src/domain/event-codec.ts"
-import type { Event } from "../src/domain/events.ts"
-import { type State, advance, evolve, foldEvents, folding, initialState } from "../src/domain/state.ts"
-import { type ViewModel, applyEvent, emptyViewModel, foldView } from "../src/domain/view-model.ts"
-import { makeStore } from "../src/services/event-store.ts"
-import { memoryStorage } from "../src/services/event-storage.ts"
+import { encodeEventLine, readEventsText } from "../src/domain/log/index.ts"
+import type { Event } from "../src/domain/events/index.ts"
+import { type State, advanceInPlace, evolve, foldEvents, foldingInPlace, initialState } from "../src/domain/state/index.ts"
+import { type ViewModel, applyEvent, emptyViewModel, foldView } from "../src/domain/projections/view-model.ts"
+import { makeStore } from "../src/services/event-store/index.ts"
+import { memoryStorage } from "../src/services/event-store/storage.ts"
 import { denseLog } from "./support/dense-log.ts"
 
 const plainFold = (events: ReadonlyArray<Event>) => events.reduce(evolve, initialState)
@@ -84,14 +84,14 @@ describe("the fast fold", () => {
         let branch: State | null = null
         events.forEach((event, i) => {
           plain = evolve(plain, event)
-          advanced = advance(advanced, event)
+          advanced = advanceInPlace(advanced, event)
           if (i === k) branch = structuredClone(advanced)
           expect(advanced).toEqual(plain)
         })
         // From a state advanced from already: the rest again, from a copy of it, gives the same end.
         if (branch !== null) {
           let again: State = branch
-          for (const event of events.slice(k + 1)) again = advance(again, event)
+          for (const event of events.slice(k + 1)) again = advanceInPlace(again, event)
           expect(again).toEqual(plain)
         }
       }),
@@ -128,7 +128,7 @@ describe("the fast fold", () => {
     for (const n of SIZES) {
       const events = denseLog(n)
       const counter = copyCounter()
-      const fold = folding()
+      const fold = foldingInPlace()
       for (const event of events) counter.see(fold.add(event))
       expect(fold.state()).toEqual(foldEvents(events))
       expect({ n, copied: counter.copied, atMostN: counter.copied.answers <= n && counter.copied.labels <= n }).toEqual({ n, copied: counter.copied, atMostN: true })
@@ -151,7 +151,7 @@ describe("the fast fold", () => {
         },
       }
       const counter = copyCounter()
-      const fold = folding()
+      const fold = foldingInPlace()
       let calls = 0
       const store = makeStore(counting, 64 * 1024)
       const folded = Effect.runSync(

@@ -1,5 +1,5 @@
 /**
- * Issue 10: `instantMs` (src/domain/instant.ts) is `Date.parse`, quicker: the
+ * Issue 10: `instantMs` (src/lib/instant.ts) is `Date.parse`, quicker: the
  * same number, or NaN, on random instants as `toISOString` writes them (with
  * and without milliseconds), on strings of their shape with any digits (days
  * a month lacks, hour 24, second 60), on those cut or edited, and on any text;
@@ -8,7 +8,7 @@
  */
 import { expect, test } from "bun:test"
 import fc from "fast-check"
-import { instantMs } from "../src/domain/instant.ts"
+import { instantMs } from "../src/lib/instant.ts"
 
 const same = (text: string) => expect(Object.is(instantMs(text), Date.parse(text)) || (Number.isNaN(instantMs(text)) && Number.isNaN(Date.parse(text)))).toBe(true)
 

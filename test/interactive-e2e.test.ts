@@ -11,7 +11,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
-import { readEventsText } from "../src/domain/event-codec.ts"
+import { readEventsText } from "../src/domain/log/index.ts"
 import { BINARY, cleanupSandboxes, ensureBinary, sandbox, writeConfig } from "./support/cli.ts"
 import { tmuxServer } from "./support/tmux.ts"
 

@@ -1,8 +1,8 @@
 /**
- * `cli/jit-policy.ts`: a run's JIT is the more reluctant the fewer its agents, within 10 and 300.
+ * `cli/process/jit-policy.ts`: a run's JIT is the more reluctant the fewer its agents, within 10 and 300.
  */
 import { expect, test } from "bun:test"
-import { runPolicy } from "../src/cli/jit-policy.ts"
+import { runPolicy } from "../src/cli/process/jit-policy.ts"
 
 test("a run's JIT policy: 300 for a few agents, 10 from 200, never rising with more agents", () => {
   expect([1, 3, 6, 20, 50, 200, 1000].map(runPolicy)).toEqual([300, 300, 300, 100, 40, 10, 10])

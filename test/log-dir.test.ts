@@ -6,7 +6,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as nodePath from "node:path"
 import { Effect } from "effect"
-import { createLogDir, logBaseDir, logDirName, nowEpochMicros } from "../src/services/log-dir.ts"
+import { createLogDir, logBaseDir, logDirName, nowEpochMicros } from "../src/services/log-dir/create.ts"
 
 const tempRoot = fs.mkdtempSync(nodePath.join(os.tmpdir(), "log-dir-test-"))
 afterAll(() => fs.rmSync(tempRoot, { recursive: true, force: true }))
@@ -80,7 +80,7 @@ describe("createLogDir", () => {
 
   test("4 processes creating 5 directories each at the same microsecond get 20 distinct ones", async () => {
     const base = nodePath.join(tempRoot, "processes")
-    const module = nodePath.join(import.meta.dir, "..", "src", "services", "log-dir.ts")
+    const module = nodePath.join(import.meta.dir, "..", "src", "services", "log-dir", "create.ts")
     const script = `
       import { Effect } from "effect"
       import { createLogDir } from ${JSON.stringify(module)}

@@ -6,11 +6,11 @@
  * Agents a, b, c are agent1, agent2, agent3 to each other.
  */
 import { describe, expect, test } from "bun:test"
-import { quickSettings } from "../src/domain/config.ts"
-import type { Event } from "../src/domain/events.ts"
-import { duplicateProblem, noveltyProblem, roundRequest, wordOverlap } from "../src/domain/prompts.ts"
-import { requestForPresentation, requestForRound } from "../src/domain/requests.ts"
-import { classifyReply, onModelReply, startRound } from "../src/domain/round-machine.ts"
+import { quickSettings } from "../src/domain/config/index.ts"
+import type { Event } from "../src/domain/events/index.ts"
+import { duplicateProblem, noveltyProblem, roundRequest, wordOverlap } from "../src/domain/coordination/prompts.ts"
+import { requestForPresentation, requestForRound } from "../src/domain/coordination/requests.ts"
+import { classifyReply, onModelReply, startRound } from "../src/domain/coordination/round-machine.ts"
 import { answer, answered, defaultSettings, given, presentationStarted, roundCancelled, roundStarted, runStarted, vote, voteIgnored, voted } from "./support/given.ts"
 import { newAnswer, reply, request, shownOf, tool } from "./support/replies.ts"
 

@@ -1,8 +1,8 @@
 /** MCP server entries as written: both shapes, what --validate finds without the environment, and what a start resolves. */
 import { describe, expect, test } from "bun:test"
 import { Either } from "effect"
-import { decodeConfig, maskSecrets } from "../src/domain/config.ts"
-import { entryKey, mcpEntries, mcpToolName, resolveEntry, splitCommand } from "../src/domain/mcp-config.ts"
+import { decodeConfig, maskSecrets } from "../src/domain/config/index.ts"
+import { entryKey, mcpEntries, mcpToolName, resolveEntry, splitCommand } from "../src/domain/config/mcp.ts"
 
 const withServers = (mcp_servers: unknown) => ({ agents: [{ id: "a", backend: { type: "scripted", mcp_servers } }] })
 const problemsOf = (mcp_servers: unknown) => {

@@ -1,8 +1,8 @@
 /**
- * An MCP tool's result as massgen reads it (`domain/mcp-result.ts`): the text of each kind of part, and the malformed shapes named.
+ * An MCP tool's result as massgen reads it (`domain/tools/mcp-result.ts`): the text of each kind of part, and the malformed shapes named.
  */
 import { describe, expect, test } from "bun:test"
-import { toolResult } from "../src/domain/mcp-result.ts"
+import { toolResult } from "../src/domain/tools/mcp-result.ts"
 
 describe("a tool's result", () => {
   test("its text parts one after another; other parts described in brackets; isError kept", () => {

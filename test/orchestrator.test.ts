@@ -5,9 +5,9 @@
  */
 import { describe, expect } from "bun:test"
 import { Deferred, Effect, Fiber, Option, Queue, TestClock } from "effect"
-import type { Event } from "../src/domain/events.ts"
-import { foldEvents } from "../src/domain/state.ts"
-import type { Backend as LlmBackend } from "../src/services/backend.ts"
+import type { Event } from "../src/domain/events/index.ts"
+import { foldEvents } from "../src/domain/state/index.ts"
+import type { Backend as LlmBackend } from "../src/services/backends/index.ts"
 import { effect, live } from "./support/effect-test.ts"
 import { runInMemory } from "./support/harness.ts"
 

@@ -1,7 +1,7 @@
 /**
  * Plain text: no escape sequence or control character of a model or a tool
  * reaches a terminal, and no value of an `--automation` line adds a line of
- * its own. The pure functions (`domain/plain-text.ts`) by example and by
+ * its own. The pure functions (`lib/plain-text.ts`) by example and by
  * property, then the outputs built from them: the automation header and
  * footer, the plain display's lines, and the terminal view's frames (a vote
  * reason included), fed the escapes of the security probe (M1) and a context
@@ -9,19 +9,19 @@
  */
 import { describe, expect, test } from "bun:test"
 import fc from "fast-check"
-import { automationFooter, automationHeader, plainLine } from "../src/cli/automation-output.ts"
+import { automationFooter, automationHeader, plainLine } from "../src/cli/run/automation-output.ts"
 import { renderFrame, renderSummary } from "../src/cli/terminal-view/render.ts"
-import { diagnosticLine } from "../src/cli/diagnostics.ts"
+import { diagnosticLine } from "../src/cli/process/diagnostics.ts"
 import { runProgram } from "../src/cli/program.ts"
-import { unfinishedMessage } from "../src/cli/run-session.ts"
-import { statusSummary } from "../src/cli/status-command.ts"
-import { pickLine } from "../src/cli/viewer-command.ts"
-import { project } from "../src/domain/status.ts"
+import { unfinishedMessage } from "../src/cli/run/session.ts"
+import { statusSummary } from "../src/cli/commands/status.ts"
+import { pickLine } from "../src/cli/commands/viewer.ts"
+import { project } from "../src/domain/projections/status.ts"
 import { LogLevel } from "effect"
-import type { Event } from "../src/domain/events.ts"
-import { foldedText, oneLine, plainJson, plainText } from "../src/domain/plain-text.ts"
-import { foldEvents } from "../src/domain/state.ts"
-import { foldView, viewOf } from "../src/domain/view-model.ts"
+import type { Event } from "../src/domain/events/index.ts"
+import { foldedText, oneLine, plainJson, plainText } from "../src/lib/plain-text.ts"
+import { foldEvents } from "../src/domain/state/index.ts"
+import { foldView, viewOf } from "../src/domain/projections/view-model.ts"
 import { CONTRACT_LINE, HOSTILE } from "./support/hostile-text.ts"
 import { agentFailed, answer, finalAnswer, presentationStarted, roundStarted, runFinished, runStarted, stamp, vote } from "./support/given.ts"
 

@@ -1,5 +1,5 @@
 /**
- * Issue 4: deterministic replay of recorded runs (`domain/replay.ts`, `massgen replay`).
+ * Issue 4: deterministic replay of recorded runs (`domain/replay/index.ts`, `massgen replay`).
  *
  * In memory: scripted runs (consensus, a restart after a late answer, a reply
  * with no tool call, a failing agent, a retried call, an agent timeout, an
@@ -23,27 +23,27 @@ import * as fs from "node:fs"
 import * as nodePath from "node:path"
 import { Arbitrary, Deferred, Effect, FastCheck, Fiber, Layer, Option, TestClock, TestContext } from "effect"
 import fc from "fast-check"
-import { encodeEventLine, readEventsText } from "../src/domain/event-codec.ts"
-import { Event as EventSchema } from "../src/domain/events.ts"
-import type { Event } from "../src/domain/events.ts"
-import { type RecordedCall, type ReplayResult, continuationsOf, replayRun, roundsInFlight, sameDecision } from "../src/domain/replay.ts"
-import { retryMessages } from "../src/domain/prompts.ts"
-import { foldWithStart, quietPoint } from "../src/domain/replay-start.ts"
-import { evolve, foldEvents, initialState, latestLabels } from "../src/domain/state.ts"
+import { encodeEventLine, readEventsText } from "../src/domain/log/index.ts"
+import { Event as EventSchema } from "../src/domain/events/index.ts"
+import type { Event } from "../src/domain/events/index.ts"
+import { type RecordedCall, type ReplayResult, continuationsOf, replayRun, roundsInFlight, sameDecision } from "../src/domain/replay/index.ts"
+import { retryMessages } from "../src/domain/coordination/prompts.ts"
+import { foldWithStart, quietPoint } from "../src/domain/replay/start.ts"
+import { evolve, foldEvents, initialState, latestLabels } from "../src/domain/state/index.ts"
 import { callLogOf, callsOf } from "./support/call-logs.ts"
-import { Backends } from "../src/services/backend.ts"
-import { EventStore } from "../src/services/event-store.ts"
-import { runCoordination } from "../src/services/orchestrator.ts"
-import { memoryRunFiles } from "../src/services/run-files.ts"
-import { makeScriptedBackend } from "../src/services/scripted-backend.ts"
-import { StatusWriter } from "../src/services/status-writer.ts"
+import { Backends } from "../src/services/backends/index.ts"
+import { EventStore } from "../src/services/event-store/index.ts"
+import { runCoordination } from "../src/services/orchestrator/index.ts"
+import { memoryRunFiles } from "../src/services/run-files/index.ts"
+import { makeScriptedBackend } from "../src/services/backends/scripted.ts"
+import { StatusWriter } from "../src/services/run-files/status-writer.ts"
 import { cleanupSandboxes, runCli, sandbox, writeConfig } from "./support/cli.ts"
 import { effect, live } from "./support/effect-test.ts"
 import { type FakeLlm, type FakeRequest, offeredTools, promptText, reply, startFakeLlm } from "./support/fake-llm.ts"
 import { configOf, runInMemory } from "./support/harness.ts"
-import { recordedCall } from "../src/cli/run-dir.ts"
-import { CALL_LOG_FILE } from "../src/services/call-logs.ts"
-import { callLogTexts } from "../src/services/call-logs.ts"
+import { recordedCall } from "../src/cli/run/run-dir.ts"
+import { CALL_LOG_FILE } from "../src/services/run-files/call-logs.ts"
+import { callLogTexts } from "../src/services/run-files/call-logs.ts"
 
 afterAll(() => cleanupSandboxes())
 

@@ -1,13 +1,13 @@
 /**
- * The round machine (`domain/round-machine.ts`), as specs with no I/O:
+ * The round machine (`domain/coordination/round-machine.ts`), as specs with no I/O:
  * given a round (its request and the replies so far) → when a reply, a failed
  * call or tool results come → then the events it appends and its next step.
  * The classifier is specified on every kind of reply.
  */
 import { describe, expect, test } from "bun:test"
-import type { Event } from "../src/domain/events.ts"
+import type { Event } from "../src/domain/events/index.ts"
 import type { LlmReply, LlmRequest, ShownAnswer, ToolSpec } from "../src/domain/llm.ts"
-import { presentationRequest, retryMessages } from "../src/domain/prompts.ts"
+import { presentationRequest, retryMessages } from "../src/domain/coordination/prompts.ts"
 import {
   MAX_ATTEMPTS,
   type Step,
@@ -21,7 +21,7 @@ import {
   replyOfRecord,
   startRound,
   unfinishedTools,
-} from "../src/domain/round-machine.ts"
+} from "../src/domain/coordination/round-machine.ts"
 import { newAnswer, reply, request, shownOf, tool, voteFor } from "./support/replies.ts"
 
 // ---------------------------------------------------------------- builders

@@ -9,8 +9,8 @@ import * as os from "node:os"
 import * as nodePath from "node:path"
 import { Effect, Logger, type Layer } from "effect"
 import { agentFile } from "../src/domain/run-paths.ts"
-import { CALL_LOG_FILE, callLogPath, callLogTexts } from "../src/services/call-logs.ts"
-import { RunFiles, liveRunFiles, memoryRunFiles } from "../src/services/run-files.ts"
+import { CALL_LOG_FILE, callLogPath, callLogTexts } from "../src/services/run-files/call-logs.ts"
+import { RunFiles, liveRunFiles, memoryRunFiles } from "../src/services/run-files/index.ts"
 
 const tempRoot = fs.mkdtempSync(nodePath.join(os.tmpdir(), "run-files-test-"))
 afterAll(() => fs.rmSync(tempRoot, { recursive: true, force: true }))

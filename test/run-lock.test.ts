@@ -4,7 +4,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as nodePath from "node:path"
 import { Cause, Effect, Exit } from "effect"
-import { STALE_EMPTY_MS, acquireRunLock, holder, ownerOf } from "../src/services/run-lock.ts"
+import { STALE_EMPTY_MS, acquireRunLock, holder, ownerOf } from "../src/services/log-dir/run-lock.ts"
 
 const dirs: Array<string> = []
 afterAll(() => {

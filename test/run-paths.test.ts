@@ -7,7 +7,7 @@ import { describe, expect, test } from "bun:test"
 import * as nodePath from "node:path"
 import { Either } from "effect"
 import fc from "fast-check"
-import { decodeConfig } from "../src/domain/config.ts"
+import { decodeConfig } from "../src/domain/config/index.ts"
 import { type AgentFileKind, MAX_NAME_LENGTH, type SnapshotKind, agentFile, nameProblem } from "../src/domain/run-paths.ts"
 
 const problemsOf = (id: unknown) => {

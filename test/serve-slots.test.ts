@@ -1,13 +1,13 @@
 /**
  * `massgen serve`'s slots (`cli/serve/run-slots.ts`), request reading
  * (`cli/serve/openai-wire.ts`, `cli/serve/request-gate.ts`) and the loopback
- * `Host`/`Origin` judgement (`domain/loopback.ts`), without a server.
+ * `Host`/`Origin` judgement (`lib/loopback.ts`), without a server.
  */
 import { describe, expect, test } from "bun:test"
 import fc from "fast-check"
 import { readChatRequest } from "../src/cli/serve/openai-wire.ts"
 import { unsupportedBody } from "../src/cli/serve/request-gate.ts"
-import { hostJudgement, ownHosts } from "../src/domain/loopback.ts"
+import { hostJudgement, ownHosts } from "../src/lib/loopback.ts"
 import { runSlots } from "../src/cli/serve/run-slots.ts"
 
 describe("runSlots", () => {

@@ -10,7 +10,7 @@
 import { afterAll, describe, expect, test } from "bun:test"
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
-import { readEventsText } from "../src/domain/event-codec.ts"
+import { readEventsText } from "../src/domain/log/index.ts"
 import { hang, loneCouncilReply, startFakeLlm } from "./support/fake-llm.ts"
 import { cleanupSandboxes, runCli, sandbox, startUntilLine, writeConfig } from "./support/cli.ts"
 import { callLogCount } from "./support/call-logs.ts"

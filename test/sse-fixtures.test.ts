@@ -11,7 +11,7 @@
 import { afterEach, describe, expect, test } from "bun:test"
 import nodePath from "node:path"
 import type { LlmReply } from "../src/domain/llm.ts"
-import type { Backend } from "../src/services/backend.ts"
+import type { Backend } from "../src/services/backends/index.ts"
 import { makeAnthropicMessagesBackend } from "../src/services/backends/anthropic-messages.ts"
 import { makeChatCompletionsBackend } from "../src/services/backends/chat-completions.ts"
 import { makeOpenAiResponsesBackend } from "../src/services/backends/openai-responses.ts"

@@ -10,8 +10,8 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import pkg from "../package.json" with { type: "json" }
-import { HELP, parseInvocation } from "../src/cli/args.ts"
-import { plainInvocation } from "../src/cli/help.ts"
+import { parseInvocation } from "../src/cli/args/index.ts"
+import { HELP, plainInvocation } from "../src/cli/help.ts"
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
 import { BINARY, cleanupSandboxes, ensureBinary, runCli, sandbox, writeConfig } from "./support/cli.ts"

@@ -7,7 +7,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as nodePath from "node:path"
 import { Effect, Fiber, type Layer } from "effect"
-import { StatusWriter, writeFileAtomic } from "../src/services/status-writer.ts"
+import { StatusWriter, writeFileAtomic } from "../src/services/run-files/status-writer.ts"
 
 const tempRoot = fs.mkdtempSync(nodePath.join(os.tmpdir(), "status-writer-test-"))
 afterAll(() => fs.rmSync(tempRoot, { recursive: true, force: true }))

@@ -1,8 +1,8 @@
 /** status.json as a projection: the time a run was not running is not counted; the log directory is where the run is now. */
 import { describe, expect, test } from "bun:test"
-import { foldEvents } from "../src/domain/state.ts"
-import { project } from "../src/domain/status.ts"
-import { automationFooter } from "../src/cli/automation-output.ts"
+import { foldEvents } from "../src/domain/state/index.ts"
+import { project } from "../src/domain/projections/status.ts"
+import { automationFooter } from "../src/cli/run/automation-output.ts"
 import { answer, runStarted, roundStarted } from "./support/given.ts"
 
 const at = (seconds: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, seconds)).toISOString()

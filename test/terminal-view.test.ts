@@ -7,8 +7,8 @@
 import { beforeAll, describe, expect, test } from "bun:test"
 import { renderFrame, renderSummary } from "../src/cli/terminal-view/render.ts"
 import { clean, cut, reflow, width, wrap } from "../src/cli/terminal-view/text.ts"
-import type { Event } from "../src/domain/events.ts"
-import { applyText, emptyViewModel, foldView, viewOf } from "../src/domain/view-model.ts"
+import type { Event } from "../src/domain/events/index.ts"
+import { applyText, emptyViewModel, foldView, viewOf } from "../src/domain/projections/view-model.ts"
 import type { MemoryRun } from "./support/harness.ts"
 import { playCouncil } from "./support/view-fixtures.ts"
 

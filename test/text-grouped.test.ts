@@ -1,7 +1,7 @@
 /** `grouped` (and so `count`) writes a number as `toLocaleString("en-US")` does, without loading the locale data for a safe integer. */
 import { describe, expect, test } from "bun:test"
 import fc from "fast-check"
-import { count, grouped } from "../src/domain/text.ts"
+import { count, grouped } from "../src/lib/text.ts"
 
 describe("grouped", () => {
   test("is toLocaleString('en-US') for every number", () => {

@@ -15,15 +15,15 @@ import { afterAll, describe, expect, test } from "bun:test"
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
 import { Effect } from "effect"
-import { MAX_TOOL_NAME, modelToolNames, validToolName } from "../src/domain/tool-names.ts"
-import { mcpToolName } from "../src/domain/mcp-config.ts"
+import { MAX_TOOL_NAME, modelToolNames, validToolName } from "../src/domain/tools/names.ts"
+import { mcpToolName } from "../src/domain/config/mcp.ts"
 import { withModelNames } from "../src/services/tools/agent-tools.ts"
 import type { ToolProvider } from "../src/services/tools/tool-provider.ts"
 import { cleanupSandboxes, runCli, sandbox, writeConfig } from "./support/cli.ts"
 import { type Behaviour, type FakeRequest, NO_PROXY_ENV, loneCouncilReply, offeredTools, promptText, reply, startFakeLlm, toolCall } from "./support/fake-llm.ts"
 import { faultServer } from "./support/mcp.ts"
 import { eventsOf, logDirOf, shown } from "./support/run-output.ts"
-import { CALL_LOG_FILE } from "../src/services/call-logs.ts"
+import { CALL_LOG_FILE } from "../src/services/run-files/call-logs.ts"
 
 afterAll(() => cleanupSandboxes())
 

@@ -1,5 +1,5 @@
 /**
- * The cheap `isatty` (`cli/tty.ts`) answers as `node:tty`'s: for a file, a
+ * The cheap `isatty` (`cli/process/tty.ts`) answers as `node:tty`'s: for a file, a
  * pipe, `/dev/null`, a descriptor that is not open, and the three of a process
  * run in a pseudo-terminal.
  */
@@ -8,9 +8,9 @@ import { closeSync, mkdtempSync, openSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { isatty as nodeIsatty } from "node:tty"
-import { isatty } from "../src/cli/tty.ts"
+import { isatty } from "../src/cli/process/tty.ts"
 
-const TTY_MODULE = join(import.meta.dir, "../src/cli/tty.ts")
+const TTY_MODULE = join(import.meta.dir, "../src/cli/process/tty.ts")
 const BOTH = `import { isatty } from ${JSON.stringify(TTY_MODULE)}; import { isatty as n } from "node:tty"; console.log(JSON.stringify([0, 1, 2].map((fd) => [isatty(fd), n(fd)])))`
 
 describe("isatty", () => {

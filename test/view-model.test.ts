@@ -3,9 +3,9 @@
  * text into what every view shows, with the same numbers as status.json.
  */
 import { beforeAll, expect, test } from "bun:test"
-import { foldEvents } from "../src/domain/state.ts"
-import { project } from "../src/domain/status.ts"
-import { TAIL_LIMIT, TIMELINE_LIMIT, applyEvent, applyText, foldView, viewOf } from "../src/domain/view-model.ts"
+import { foldEvents } from "../src/domain/state/index.ts"
+import { project } from "../src/domain/projections/status.ts"
+import { TAIL_LIMIT, TIMELINE_LIMIT, applyEvent, applyText, foldView, viewOf } from "../src/domain/projections/view-model.ts"
 import type { MemoryRun } from "./support/harness.ts"
 import { FINAL_MD, QUESTION, playCouncil } from "./support/view-fixtures.ts"
 

@@ -8,7 +8,7 @@
 import { describe, expect, test } from "bun:test"
 import fc from "fast-check"
 import { stringify } from "yaml"
-import { stringifyYamlSubset } from "../src/domain/yaml-emit.ts"
+import { stringifyYamlSubset } from "../src/lib/yaml-emit.ts"
 
 /** Fails with the value when the text is not `yaml`'s; whether the subset writer wrote it. */
 const agrees = (value: unknown): boolean => {

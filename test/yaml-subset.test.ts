@@ -10,7 +10,7 @@ import { readFileSync, readdirSync } from "node:fs"
 import { join } from "node:path"
 import fc from "fast-check"
 import { parseDocument } from "yaml"
-import { parseYamlSubset } from "../src/domain/yaml-subset.ts"
+import { parseYamlSubset } from "../src/lib/yaml-subset.ts"
 
 /** Equal as values: `Object.is` for scalars, key order, and plain objects against plain objects. */
 const same = (a: unknown, b: unknown): boolean => {

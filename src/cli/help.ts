@@ -4,10 +4,10 @@
  *
  * `plainInvocation(argv)` tells `massgen --help`, `massgen --version` (and
  * `-h`, `-v`, `massgen COMMAND --help`) from everything else without loading
- * the parser (`args.ts`) or Effect, so they start as fast as an empty program;
+ * the parser (`cli/args/index.ts`) or Effect, so they start as fast as an empty program;
  * it answers only for argv that `parseInvocation` reads the same way, and
  * null for every other, which goes to the parser. The text lists every flag
- * the parser (`args.ts`) takes.
+ * the parser (`cli/args/index.ts`) takes.
  */
 
 /** The web view's port when `--port` is not given. */

@@ -5,7 +5,7 @@
  * Errors are rendered only here, as one line on stderr (`massgen: ...`), and
  * mapped to exit codes: 1 for usage and configuration errors (a bad flag, a bad
  * config, a missing API key), 2 for execution errors; a finished run returns
- * its own code (`run-command.ts`). `AppError` is the closed union of the
+ * its own code (`cli/commands/run.ts`). `AppError` is the closed union of the
  * errors a command may fail with, and `ERROR_EXIT_CODES` gives each its code:
  * a command that can fail with another error class does not compile until the
  * class is added to both. `stopSignal` resolves on the first SIGINT or
@@ -13,7 +13,7 @@
  * status.json, a stop event, exit 4); `massgen viewer` stops and exits 0.
  * Whatever the commands log goes to stderr too, one line each
  * (`diagnostics.ts`): stdout carries only what a command prints. Every line
- * printed, on stdout or stderr, is `plainText` (`domain/plain-text.ts`): the
+ * printed, on stdout or stderr, is `plainText` (`lib/plain-text.ts`): the
  * commands clean what they quote, and this is the last guard.
  *
  * Each command's module is imported when that command runs (a run does not
@@ -21,28 +21,29 @@
  * pays at start-up only for the code it uses; `main.ts` prints `--help` and
  * `--version` without loading this file at all.
  */
-import { isatty } from "./tty.ts"
+import { isatty } from "./process/tty.ts"
 import { Effect, Either } from "effect"
-import type { BackendError } from "../services/backend.ts"
-import type { DotEnvError, MissingKeyError } from "../services/backends/keys.ts"
-import type { EventStoreConflict, EventStoreError } from "../services/event-store.ts"
+import type { BackendError } from "../services/backends/index.ts"
+import type { DotEnvError, MissingKeyError } from "../services/backends/index.ts"
+import type { EventStoreConflict, EventStoreError } from "../services/event-store/index.ts"
 import type { RunStorageError } from "../services/io-errors.ts"
-import type { LogDirError } from "../services/log-dir.ts"
-import type { RunFilesError } from "../services/run-files.ts"
-import type { ViewerError } from "../services/run-catalog.ts"
-import type { RunLockError } from "../services/run-lock.ts"
-import type { StatusWriteError } from "../services/status-writer.ts"
+import type { LogDirError } from "../services/log-dir/create.ts"
+import type { RunFilesError } from "../services/run-files/index.ts"
+import type { ViewerError } from "../services/log-dir/catalog.ts"
+import type { RunLockError } from "../services/log-dir/run-lock.ts"
+import type { StatusWriteError } from "../services/run-files/index.ts"
 import type { McpStartError } from "../services/tools/mcp-servers.ts"
 import type { CommandLineStartError } from "../services/tools/sandbox.ts"
 import type { BatchError, BatchStorageError } from "../services/batch/batch-folder.ts"
-import { HELP, type UsageError, parseInvocation } from "./args.ts"
-import { diagnosticsLogger } from "./diagnostics.ts"
-import { identityLine, versionText } from "./identity.ts"
-import type { ConfigError } from "./load-config.ts"
-import type { RunDirError } from "./run-dir.ts"
-import type { StdinSource } from "./question.ts"
+import { type UsageError, parseInvocation } from "./args/index.ts"
+import { HELP } from "./help.ts"
+import { diagnosticsLogger } from "./process/diagnostics.ts"
+import { identityLine, versionText } from "./process/identity.ts"
+import type { ConfigError } from "./run/load-config.ts"
+import type { RunDirError } from "./run/run-dir.ts"
+import type { StdinSource } from "./run/question.ts"
 import type { ServeError } from "./serve/serve-command.ts"
-import { plainText } from "../domain/plain-text.ts"
+import { plainText } from "../lib/plain-text.ts"
 
 /** Every error the program renders: what the arguments and the commands can fail with. */
 export type AppError =
@@ -134,9 +135,9 @@ const program = (argv: ReadonlyArray<string>, { stopSignal, print, printError, s
       case "version":
         return Effect.sync(() => (print(versionText()), 0))
       case "validate":
-        return Effect.flatMap(load(() => import("./validate-command.ts")), (m) => m.validateCommand(invocation, env, cwd, print))
+        return Effect.flatMap(load(() => import("./commands/validate.ts")), (m) => m.validateCommand(invocation, env, cwd, print))
       case "viewer":
-        return Effect.flatMap(load(() => import("./viewer-command.ts")), (m) =>
+        return Effect.flatMap(load(() => import("./commands/viewer.ts")), (m) =>
           m.viewerCommand(invocation, {
             env,
             cwd,
@@ -151,23 +152,23 @@ const program = (argv: ReadonlyArray<string>, { stopSignal, print, printError, s
         if (invocation.question._tag === "stdin" && !invocation.question.explicit && !invocation.automation && (stdin?.isTTY ?? isatty(0)) && isatty(1)) {
           return Effect.flatMap(load(() => import("./interactive/interactive-command.ts")), (m) => m.interactiveCommand(invocation, cli))
         }
-        return Effect.flatMap(load(() => import("./question.ts")), (q) =>
+        return Effect.flatMap(load(() => import("./run/question.ts")), (q) =>
           Effect.flatMap(q.readQuestion(invocation.question, stdin ?? q.processStdin), (question) =>
-            Effect.flatMap(load(() => import("./run-command.ts")), (m) => m.runCommand({ ...invocation, question }, cli)),
+            Effect.flatMap(load(() => import("./commands/run.ts")), (m) => m.runCommand({ ...invocation, question }, cli)),
           ),
         )
       case "resume":
-        return Effect.flatMap(load(() => import("./resume-command.ts")), (m) => m.resumeCommand(invocation, cli))
+        return Effect.flatMap(load(() => import("./commands/resume.ts")), (m) => m.resumeCommand(invocation, cli))
       case "replay":
-        return Effect.flatMap(load(() => import("./replay-command.ts")), (m) => m.replayCommand(invocation, cli))
+        return Effect.flatMap(load(() => import("./commands/replay.ts")), (m) => m.replayCommand(invocation, cli))
       case "doctor":
-        return Effect.flatMap(load(() => import("./doctor-command.ts")), (m) => m.doctorCommand(invocation.configPath, { env, cwd, print, printError }))
+        return Effect.flatMap(load(() => import("./commands/doctor.ts")), (m) => m.doctorCommand(invocation.configPath, { env, cwd, print, printError }))
       case "serve":
         return Effect.flatMap(load(() => import("./serve/serve-command.ts")), (m) => m.serveCommand(invocation, cli))
       case "sessions":
         return Effect.flatMap(load(() => import("./sessions/sessions-command.ts")), (m) => m.sessionsCommand(invocation.json, { env, cwd, print }))
       case "status":
-        return Effect.flatMap(load(() => import("./status-command.ts")), (m) => m.statusCommand(invocation.logDir, invocation.json, print, printError))
+        return Effect.flatMap(load(() => import("./commands/status.ts")), (m) => m.statusCommand(invocation.logDir, invocation.json, print, printError))
       case "batch":
         return Effect.flatMap(load(() => import("./batch/batch-command.ts")), (m) => m.batchCommand(invocation, cli))
       case "batch_status":

@@ -6,7 +6,7 @@
  * on a line of its own; what follows, up to the next header, is that call's
  * streamed text and then a summary of its tool calls or its error (written by
  * `agent-round.ts`). `textByCall` cuts a file back into those parts, so a
- * finished run can be replayed with what each agent wrote (`run-feed.ts`).
+ * finished run can be replayed with what each agent wrote (`services/log-dir/feed.ts`).
  * Text before the first header (none in a file massgen wrote) is dropped.
  * Pure: no I/O.
  */

@@ -19,10 +19,10 @@
  * outcome: 4 when interrupted, else 3 when the budget stopped it or an item
  * ended on a timeout or the budget, else 2 when an item failed, else 0.
  */
-import type { FinishReason } from "./events.ts"
+import type { FinishReason } from "./events/index.ts"
 import { agentFile, nameProblem } from "./run-paths.ts"
-import { type State, activeMs } from "./state.ts"
-import { formatCost } from "./text.ts"
+import { type State, activeMs } from "./state/index.ts"
+import { formatCost } from "../lib/text.ts"
 
 export interface BatchItem {
   readonly id: string

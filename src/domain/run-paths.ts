@@ -24,6 +24,9 @@ export const MAX_NAME_LENGTH = 64
 export const AGENT_OUTPUTS_DIR = "agent_outputs"
 /** The file of a run's log directory that `resume` and `replay` read its config from (`writeRunMetadata` writes it). */
 export const METADATA_FILE = "execution_metadata.yaml"
+/** A log directory is private: its folders `0700`, its files `0600`. */
+export const PRIVATE_DIR_MODE = 0o700
+export const PRIVATE_FILE_MODE = 0o600
 const REASONING_SUFFIX = ".reasoning"
 
 const shown = (name: string): string =>

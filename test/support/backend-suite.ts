@@ -11,7 +11,7 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test"
 import { Deferred, Effect, Exit, Fiber } from "effect"
 import type { LlmChunk, LlmMessage, LlmReply, LlmRequest } from "../../src/domain/llm.ts"
-import type { Backend, BackendError } from "../../src/services/backend.ts"
+import type { Backend, BackendError } from "../../src/services/backends/index.ts"
 import type { ProviderSettings, SdkBackendOptions } from "../../src/services/backends/sdk-stream.ts"
 import { cut, type FakeLlm, hang, type Protocol, rateLimited, raw, reply, startFakeLlm, stall, status, toolCall } from "./fake-llm.ts"
 import { echoTool, presentationRequest, roundRequest, sumTool, toolRoundRequest } from "./llm-requests.ts"

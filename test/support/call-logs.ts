@@ -1,13 +1,13 @@
 /**
  * Reading call logs in tests as `massgen replay` reads them: a line of
- * `llm_log/calls.jsonl` on disk (`services/call-logs.ts`), `llm_log/<n>.json`
- * in the memory layer, with its long texts put back from `blobs/` (`services/blobs.ts`).
+ * `llm_log/calls.jsonl` on disk (`services/run-files/call-logs.ts`), `llm_log/<n>.json`
+ * in the memory layer, with its long texts put back from `blobs/` (`services/run-files/blobs.ts`).
  */
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
-import type { RecordedCall } from "../../src/domain/replay.ts"
-import { blobPath, expandJson } from "../../src/services/blobs.ts"
-import { callLogTexts } from "../../src/services/call-logs.ts"
+import type { RecordedCall } from "../../src/domain/replay/index.ts"
+import { blobPath, expandJson } from "../../src/services/run-files/blobs.ts"
+import { callLogTexts } from "../../src/services/run-files/call-logs.ts"
 
 /** The call log `n` among a run's files (memory layer), blobs put back; undefined when it has none. */
 export const callLogOf =

@@ -5,7 +5,7 @@
  * each agent. What test/fold-linear.test.ts counts the fold's work on and
  * bench/fold.ts times it on.
  */
-import type { Event } from "../../src/domain/events.ts"
+import type { Event } from "../../src/domain/events/index.ts"
 import { at, runStarted } from "./given.ts"
 
 export const denseLog = (answers: number, ids: ReadonlyArray<string> = ["a", "b", "c"]): Array<Event> => {

@@ -12,9 +12,9 @@
 import { describe, expect, test } from "bun:test"
 import { Chunk, Effect, Fiber, type Layer, Queue, Stream } from "effect"
 import fc from "fast-check"
-import { encodeEnvelopeLine, encodeEventLine } from "../../src/domain/event-codec.ts"
-import type { Event, EventMeta } from "../../src/domain/events.ts"
-import { EventStore, type EventStoreService, type StoreOptions, eventsOf } from "../../src/services/event-store.ts"
+import { encodeEnvelopeLine, encodeEventLine } from "../../src/domain/log/index.ts"
+import type { Event, EventMeta } from "../../src/domain/events/index.ts"
+import { EventStore, type EventStoreService, type StoreOptions, eventsOf } from "../../src/services/event-store/index.ts"
 
 export interface StoreFixture {
   /** A store over this fixture's storage; each call opens it anew. */

@@ -21,10 +21,10 @@ import {
   decide,
   judgeReply,
   stopRun,
-} from "../../src/domain/decide.ts"
-import { DEFAULT_SETTINGS } from "../../src/domain/config.ts"
-import type { Event, FinalAnswerStrategy, FinalSource, FinishReason, RunSettings } from "../../src/domain/events.ts"
-import { type State, foldEvents } from "../../src/domain/state.ts"
+} from "../../src/domain/coordination/decide.ts"
+import { DEFAULT_SETTINGS } from "../../src/domain/config/index.ts"
+import type { Event, FinalAnswerStrategy, FinalSource, FinishReason, RunSettings } from "../../src/domain/events/index.ts"
+import { type State, foldEvents } from "../../src/domain/state/index.ts"
 
 /** The time of the first given event. */
 export const T0 = Date.parse("2025-06-01T12:00:00.000Z")

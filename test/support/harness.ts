@@ -5,16 +5,16 @@
  * (TestClock under the `effect` helper).
  */
 import { Context, Effect, Either, Layer } from "effect"
-import { type Config, decodeConfig } from "../../src/domain/config.ts"
-import type { ConversationMessage, Event } from "../../src/domain/events.ts"
-import { readEventsText } from "../../src/domain/event-codec.ts"
-import { type Backend, Backends } from "../../src/services/backend.ts"
-import { EventStore, type EventStoreService } from "../../src/services/event-store.ts"
-import { type RunOutcome, runCoordination } from "../../src/services/orchestrator.ts"
-import { memoryRunFiles } from "../../src/services/run-files.ts"
-import { makeScriptedBackend } from "../../src/services/scripted-backend.ts"
-import { StatusWriter } from "../../src/services/status-writer.ts"
-import { priceOf } from "../../src/cli/run-setup.ts"
+import { type Config, decodeConfig } from "../../src/domain/config/index.ts"
+import type { ConversationMessage, Event } from "../../src/domain/events/index.ts"
+import { readEventsText } from "../../src/domain/log/index.ts"
+import { type Backend, Backends } from "../../src/services/backends/index.ts"
+import { EventStore, type EventStoreService } from "../../src/services/event-store/index.ts"
+import { type RunOutcome, runCoordination } from "../../src/services/orchestrator/index.ts"
+import { memoryRunFiles } from "../../src/services/run-files/index.ts"
+import { makeScriptedBackend } from "../../src/services/backends/scripted.ts"
+import { StatusWriter } from "../../src/services/run-files/status-writer.ts"
+import { priceOf } from "../../src/cli/run/setup.ts"
 import { AgentTools } from "../../src/services/tools/agent-tools.ts"
 
 /** The log directory of a run in memory: the name of its stream. */

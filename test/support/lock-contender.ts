@@ -3,7 +3,7 @@
  * "won" or "held" once it knows, keeps what it won until its stdin closes.
  */
 import { Effect, Exit, Scope } from "effect"
-import { acquireRunLock } from "../../src/services/run-lock.ts"
+import { acquireRunLock } from "../../src/services/log-dir/run-lock.ts"
 
 const scope = Effect.runSync(Scope.make())
 const exit = await Effect.runPromiseExit(acquireRunLock(process.argv[2]!).pipe(Scope.extend(scope)))

@@ -3,8 +3,8 @@
  */
 import { expect } from "bun:test"
 import { Effect } from "effect"
-import type { ContextPathSetting, Event } from "../../src/domain/events.ts"
-import { type State, foldEvents } from "../../src/domain/state.ts"
+import type { ContextPathSetting, Event } from "../../src/domain/events/index.ts"
+import { type State, foldEvents } from "../../src/domain/state/index.ts"
 import type { ToolContext } from "../../src/services/tools/tool-provider.ts"
 
 const T = "2026-01-01T00:00:00.000Z"

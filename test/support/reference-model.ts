@@ -1,6 +1,6 @@
 /**
  * An independent model of the fold, for property tests: what a run's events say,
- * read the plain way, with mutable maps and none of `state.ts`'s code.
+ * read the plain way, with mutable maps and none of `domain/state/index.ts`'s code.
  *
  * It knows only the meaning of events that fit (the simulator makes no others):
  * who answered what, who votes for whom, who is out, what is in flight, the
@@ -8,8 +8,8 @@
  * usage. `observe(state)` reads the same facts off a `State`, so a test can
  * compare the two after every event.
  */
-import type { Event } from "../../src/domain/events.ts"
-import type { State } from "../../src/domain/state.ts"
+import type { Event } from "../../src/domain/events/index.ts"
+import type { State } from "../../src/domain/state/index.ts"
 
 export interface Observed {
   readonly answers: Record<string, ReadonlyArray<string>>

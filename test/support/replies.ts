@@ -3,7 +3,7 @@
  * the answers a round shows, the round's request, and replies that call tools.
  */
 import type { LlmReply, LlmRequest, ShownAnswer, ToolCall, ToolSpec } from "../../src/domain/llm.ts"
-import { roundRequest } from "../../src/domain/prompts.ts"
+import { roundRequest } from "../../src/domain/coordination/prompts.ts"
 
 export const shownOf = (...labels: ReadonlyArray<string>): ReadonlyArray<ShownAnswer> =>
   labels.map((label) => ({ label, anonId: label.split(".")[0]!, content: `content of ${label}` }))

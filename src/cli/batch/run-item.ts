@@ -5,7 +5,7 @@
  * than stopped by a signal) is not run again: its fold is the item's outcome.
  * A run there that did not finish is resumed as `massgen resume` would: its
  * recorded config, its backends from its history, its continued rounds fed
- * their recorded replies (`domain/resume-plan.ts`), so no recorded answer is
+ * their recorded replies (`domain/replay/resume-plan.ts`), so no recorded answer is
  * asked again. A directory with no event yet (a kill before `run_started`)
  * and no directory at all start a new run with the item's config; an item with
  * a `session_id` starts as the next turn of that session (under the working
@@ -20,18 +20,19 @@ import * as fs from "node:fs"
 import { join } from "node:path"
 import { Effect, Option } from "effect"
 import type { BatchItem } from "../../domain/batch.ts"
-import type { ConversationMessage } from "../../domain/events.ts"
-import type { State } from "../../domain/state.ts"
-import { foldEvents, isResumable } from "../../domain/state.ts"
-import { EventStore, eventsOf } from "../../services/event-store.ts"
-import type { Observer } from "../../services/orchestrator.ts"
-import { PRIVATE_DIR_MODE } from "../../services/log-dir.ts"
+import type { ConversationMessage } from "../../domain/events/index.ts"
+import type { State } from "../../domain/state/index.ts"
+import { foldEvents, isResumable } from "../../domain/state/index.ts"
+import { EventStore, eventsOf } from "../../services/event-store/index.ts"
+import type { Observer } from "../../services/orchestrator/index.ts"
 import { itemDir } from "../../services/batch/batch-folder.ts"
-import { SharedRunFiles } from "../../services/run-files-shared.ts"
-import { METADATA_FILE, RunDirError, recordedBlob, recordedToolResult, refuseNewer, runDirConfig } from "../run-dir.ts"
-import { type CliContext, writeRunMetadata } from "../run-command.ts"
-import { EXIT_CODES, runSession } from "../run-session.ts"
-import { type RunConfig, makeAgentTools, makeBackends } from "../run-setup.ts"
+import { SharedRunFiles } from "../../services/run-files/index.ts"
+import { METADATA_FILE, PRIVATE_DIR_MODE } from "../../domain/run-paths.ts"
+import { RunDirError, recordedBlob, recordedToolResult, refuseNewer, runDirConfig } from "../run/run-dir.ts"
+import type { CliContext } from "../context.ts"
+import { writeRunMetadata } from "../run/new-run.ts"
+import { EXIT_CODES, runSession } from "../run/session.ts"
+import { type RunConfig, makeAgentTools, makeBackends } from "../run/setup.ts"
 import { addTurn, conversationOf, sessionsDir, turnRecords, turnsOf } from "../sessions/session-store.ts"
 
 export interface ItemContext extends Pick<CliContext, "cwd" | "env" | "argv" | "version" | "interrupt"> {

@@ -5,18 +5,18 @@
  * `status` prints one line: items with a result (by finish reason), running,
  * waiting, and the cost of the results. `export` writes the batch's local
  * layout (`docs/batch.md`) from the shared log: `items/<id>/events.jsonl` for
- * every item with events, its shared files (`services/run-files-shared.ts`:
+ * every item with events, its shared files (`services/run-files/shared.ts`:
  * call logs, blobs, long tool results, its config), and `results.jsonl`;
  * `massgen status`, `viewer`, `replay` and `resume` work on an exported item.
  */
 import * as fs from "node:fs"
 import { join, resolve } from "node:path"
 import { Effect } from "effect"
-import { formatCost } from "../../domain/text.ts"
+import { formatCost } from "../../lib/text.ts"
 import { RESULTS_FILE, itemDir } from "../../services/batch/batch-folder.ts"
-import { EVENTS_FILE } from "../../services/event-store.ts"
-import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from "../../services/log-dir.ts"
-import type { CliContext } from "../run-command.ts"
+import { EVENTS_FILE } from "../../services/event-store/index.ts"
+import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from "../../domain/run-paths.ts"
+import type { CliContext } from "../context.ts"
 
 export interface SharedBatchArgs {
   readonly _tag: "batch_status" | "batch_export"
@@ -48,7 +48,7 @@ export const sharedBatchCommand = (args: SharedBatchArgs, ctx: CliContext) =>
     }
     fs.mkdirSync(dir, { recursive: true, mode: PRIVATE_DIR_MODE })
     // The runs' whole files (call logs, blobs, long tool results, config): `replay` works on an exported item.
-    const { exportRunFiles } = await import("../../services/run-files-shared-postgres.ts")
+    const { exportRunFiles } = await import("../../services/run-files/shared-postgres.ts")
     await exportRunFiles(args.engine, `${args.batch}/`, dir)
     const local = results.map((r) => ({ ...r, log_dir: itemDir(dir, r.id), answer_file: r.answer_file === null ? null : join(itemDir(dir, r.id), r.answer_file.slice(r.log_dir.length + 1)) }))
     fs.writeFileSync(join(dir, RESULTS_FILE), local.map((r) => `${JSON.stringify(r)}\n`).join(""), { mode: PRIVATE_FILE_MODE })

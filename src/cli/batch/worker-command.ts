@@ -12,7 +12,7 @@
  * `<batch>/items/<id>`. An item another worker started (and died running) is
  * resumed from that stream: no recorded answer is asked again (the files it
  * needs, its recorded calls and long tool results, come from the shared
- * copies: `services/run-files-shared.ts`). A finished
+ * copies: `services/run-files/shared.ts`). A finished
  * item's result goes to `massgen_batch_results`, and then the next item of
  * its session, if any, to the queue (a session's items continue the
  * conversation of the ones before them, from their results). It runs until a signal; the
@@ -23,17 +23,17 @@ import { join } from "node:path"
 import { Effect, Layer, Runtime } from "effect"
 import type { Job } from "pg-boss"
 import { resultOf } from "../../domain/batch.ts"
-import { isResumable } from "../../domain/state.ts"
-import { loadDotEnv } from "../../services/backends/keys.ts"
+import { isResumable } from "../../domain/state/index.ts"
+import { loadDotEnv } from "../../services/backends/index.ts"
 import { QUEUE, type QueuedItem, conversationFrom, openQueue, queueNext, recordResult } from "../../services/batch/batch-queue.ts"
 import { lookSeconds, openLeases } from "../../services/batch/item-lease.ts"
-import { EventStore } from "../../services/event-store.ts"
-import { postgresEventStore } from "../../services/event-store-postgres.ts"
-import { SharedRunFiles } from "../../services/run-files-shared.ts"
-import { postgresRunFiles } from "../../services/run-files-shared-postgres.ts"
-import { PRIVATE_DIR_MODE } from "../../services/log-dir.ts"
-import { decodeDocument, parseConfigText } from "../load-config.ts"
-import type { CliContext } from "../run-command.ts"
+import { EventStore } from "../../services/event-store/index.ts"
+import { postgresEventStore } from "../../services/event-store/postgres.ts"
+import { SharedRunFiles } from "../../services/run-files/index.ts"
+import { postgresRunFiles } from "../../services/run-files/shared-postgres.ts"
+import { PRIVATE_DIR_MODE } from "../../domain/run-paths.ts"
+import { decodeDocument, parseConfigText } from "../run/load-config.ts"
+import type { CliContext } from "../context.ts"
 import { runItem } from "./run-item.ts"
 
 export interface WorkerArgs {

@@ -26,8 +26,8 @@
  * Words: the *question* is the last user message; the *conversation* is every
  * user and assistant message before it.
  */
-import type { ConversationMessage } from "../../domain/events.ts"
-import type { Usage } from "../../domain/state.ts"
+import type { ConversationMessage } from "../../domain/events/index.ts"
+import type { Usage } from "../../domain/state/index.ts"
 
 export interface ChatRequest {
   readonly model: string

@@ -4,7 +4,7 @@
  *
  * Contract: `foreignRequest(request, hosts)` is a 403 `WireError` when the
  * `Host` is not one of `hosts` or the `Origin`, when present, is not the
- * server's own (`domain/loopback.ts`), else null. `unsupportedBody(request)`
+ * server's own (`lib/loopback.ts`), else null. `unsupportedBody(request)`
  * is a 415 unless the `Content-Type` is `application/json`, alone or with
  * `charset=utf-8`: a browser sends a `text/plain` POST to another origin
  * without asking first, so no other type may start a run. `readJsonBody(request,
@@ -12,7 +12,7 @@
  * `Content-Length` at once, without reading it; a chunked body once it passes
  * the limit), and parses it as JSON (400 when it is not).
  */
-import { hostJudgement } from "../../domain/loopback.ts"
+import { hostJudgement } from "../../lib/loopback.ts"
 import { type WireError, badRequest } from "./openai-wire.ts"
 
 export const foreignRequest = (request: Request, hosts: ReadonlySet<string>): WireError | null => {

@@ -16,13 +16,13 @@
  * name without `.yaml`).
  */
 import { Effect, Exit, Cause } from "effect"
-import type { Event } from "../../domain/events.ts"
-import type { State } from "../../domain/state.ts"
-import { EventStore } from "../../services/event-store.ts"
-import type { RunOutcome } from "../../services/orchestrator.ts"
-import { newRunDir } from "../run-command.ts"
-import { type RunConfig, makeAgentTools, makeBackends } from "../run-setup.ts"
-import { runSessionOutcome } from "../run-session.ts"
+import type { Event } from "../../domain/events/index.ts"
+import type { State } from "../../domain/state/index.ts"
+import { EventStore } from "../../services/event-store/index.ts"
+import type { RunOutcome } from "../../services/orchestrator/index.ts"
+import { newRunDir } from "../run/new-run.ts"
+import { type RunConfig, makeAgentTools, makeBackends } from "../run/setup.ts"
+import { runSessionOutcome } from "../run/session.ts"
 import type { ChatRequest } from "./openai-wire.ts"
 
 export interface ServedModel {

@@ -39,10 +39,10 @@
  */
 import { timingSafeEqual } from "node:crypto"
 import type { Server } from "bun"
-import type { Event } from "../../domain/events.ts"
-import { ownHosts } from "../../domain/loopback.ts"
-import type { State } from "../../domain/state.ts"
-import { plainLine } from "../automation-output.ts"
+import type { Event } from "../../domain/events/index.ts"
+import { ownHosts } from "../../lib/loopback.ts"
+import type { State } from "../../domain/state/index.ts"
+import { plainLine } from "../run/automation-output.ts"
 import {
   type ChatRequest,
   type RunFacts,

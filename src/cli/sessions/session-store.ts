@@ -18,10 +18,10 @@
  */
 import * as fs from "node:fs"
 import { dirname, join } from "node:path"
-import type { ConversationMessage } from "../../domain/events.ts"
-import { readEventsText } from "../../domain/event-codec.ts"
-import { type State, foldEvents } from "../../domain/state.ts"
-import { logBaseDir } from "../../services/log-dir.ts"
+import type { ConversationMessage } from "../../domain/events/index.ts"
+import { readEventsText } from "../../domain/log/index.ts"
+import { type State, foldEvents } from "../../domain/state/index.ts"
+import { logBaseDir } from "../../services/log-dir/create.ts"
 
 export const TURNS_FILE = "turns.jsonl"
 

@@ -7,9 +7,9 @@
  * last_question, last_log_dir}`. No session: a line saying so, exit 0.
  */
 import { Effect } from "effect"
-import { preview } from "../automation-output.ts"
-import { formatCost } from "../../domain/text.ts"
-import { plainJson } from "../../domain/plain-text.ts"
+import { preview } from "../run/automation-output.ts"
+import { formatCost } from "../../lib/text.ts"
+import { plainJson } from "../../lib/plain-text.ts"
 import { sessionIds, sessionsDir, turnsOf } from "./session-store.ts"
 
 export const sessionsCommand = (json: boolean, ctx: { readonly env: Readonly<Record<string, string | undefined>>; readonly cwd: string; readonly print: (line: string) => void }) =>

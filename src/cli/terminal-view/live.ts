@@ -16,8 +16,8 @@
  */
 import { Effect, type Scope } from "effect"
 import { createLogUpdate } from "log-update"
-import type { Event } from "../../domain/events.ts"
-import { type ViewModel, applyEvent, applyText, emptyViewModel, viewOf } from "../../domain/view-model.ts"
+import type { Event } from "../../domain/events/index.ts"
+import { type ViewModel, applyEvent, applyText, emptyViewModel, viewOf } from "../../domain/projections/view-model.ts"
 import { renderFrame, renderSummary } from "./render.ts"
 
 export const REDRAW_MS = 40

@@ -17,11 +17,11 @@
  * `cell` cleans whatever else a cell holds), so the only escapes a frame
  * holds are its own styles.
  */
-import type { AgentStatus } from "../../domain/status.ts"
-import type { AgentView, View } from "../../domain/view-model.ts"
-import { isResumable } from "../../domain/state.ts"
-import { formatCost } from "../../domain/text.ts"
-import { foldedText } from "../../domain/plain-text.ts"
+import type { AgentStatus } from "../../domain/projections/status.ts"
+import type { AgentView, View } from "../../domain/projections/view-model.ts"
+import { isResumable } from "../../domain/state/index.ts"
+import { formatCost } from "../../lib/text.ts"
+import { foldedText } from "../../lib/plain-text.ts"
 import { resumeHint } from "../../domain/run-paths.ts"
 import { type Segment, cell, ellipsis, width, formatSeconds, formatTokens, reflow, style, wrap } from "./text.ts"
 

@@ -3,14 +3,14 @@
  *
  * Contract: widths are terminal columns (`Bun.stringWidth`: wide characters
  * count 2, ANSI codes 0). Text from models is cleaned first (`clean`:
- * `plainText` of `domain/plain-text.ts`, and tabs as two spaces), so nothing a
+ * `plainText` of `lib/plain-text.ts`, and tabs as two spaces), so nothing a
  * model writes can move the cursor or reach the terminal as a command. A
  * *segment* is a piece of text and an optional SGR style (`"1;36"`);
  * `cell(segments, width, color)` cleans the segments' text (line breaks as
  * spaces), cuts and pads it to exactly `width` columns and adds the styles
  * only when `color` is on: the styles are the only escapes a cell holds.
  */
-import { plainText } from "../../domain/plain-text.ts"
+import { plainText } from "../../lib/plain-text.ts"
 
 export type Segment = readonly [text: string, style?: string]
 

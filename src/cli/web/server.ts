@@ -7,7 +7,7 @@
  * as JSON, plus `mode` and `finalHtml`, the final answer rendered by
  * `markdownToHtml`, once). Anything else is 404. It answers only requests
  * whose `Host` header is its own address (`127.0.0.1:PORT` or
- * `localhost:PORT`; the bare name on port 80, `domain/loopback.ts`): any other host is 403, so a page of another site cannot
+ * `localhost:PORT`; the bare name on port 80, `lib/loopback.ts`): any other host is 403, so a page of another site cannot
  * read it through DNS rebinding. The page needs no network. A port already
  * taken is a `ViewerError` (`port_in_use`). `firstClient` completes when a
  * page first connects (a replay at a given speed waits for it). `openBrowser`
@@ -26,7 +26,7 @@
  *
  * Served by `@effect/platform`'s `HttpServer` on Bun (`BunHttpServer`): each
  * request is a fiber, and each page's stream is a subscription to the pushed
- * messages, ended with the server when the scope closes. `viewer-command.ts`
+ * messages, ended with the server when the scope closes. `cli/commands/viewer.ts`
  * imports this module only for `--web`.
  *
  * Words: a *heavy text* is a string of a view sent once per page and referenced by its key.
@@ -35,11 +35,11 @@ import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as BunHttpServer from "@effect/platform-bun/BunHttpServer"
 import { Deferred, Duration, Effect, PubSub, Queue, Ref, Schedule, Stream } from "effect"
-import { ownHosts } from "../../domain/loopback.ts"
-import { markdownToHtml } from "../../domain/markdown.ts"
-import { type ViewModel, applyEvent, applyText, emptyViewModel, viewOf } from "../../domain/view-model.ts"
-import { ViewerError } from "../../services/run-catalog.ts"
-import type { Display } from "../display.ts"
+import { ownHosts } from "../../lib/loopback.ts"
+import { markdownToHtml } from "./markdown.ts"
+import { type ViewModel, applyEvent, applyText, emptyViewModel, viewOf } from "../../domain/projections/view-model.ts"
+import { ViewerError } from "../../services/log-dir/catalog.ts"
+import type { Display } from "../run/display.ts"
 import viewerHtmlText from "./viewer.html" with { type: "text" }
 
 const viewerHtml = viewerHtmlText as unknown as string

@@ -23,7 +23,7 @@
 import Anthropic from "@anthropic-ai/sdk"
 import type { HostedToolUse, LlmChunk, LlmMessage, LlmReply, LlmRequest, TokenUsage } from "../../domain/llm.ts"
 import { Effect } from "effect"
-import type { Backend, OnChunk } from "../backend.ts"
+import type { Backend, OnChunk } from "./backend.ts"
 import {
   type Assembly,
   backendFields,

@@ -19,11 +19,11 @@
  * choice's `finish_reason`: a stream that ends without one is a `stream_cut`.
  */
 import OpenAI, { AzureOpenAI } from "openai"
-import { AZURE_API_VERSION } from "../../domain/presets.ts"
+import { AZURE_API_VERSION } from "../../domain/config/index.ts"
 import type { LlmChunk, LlmMessage, LlmReply, LlmRequest, TokenUsage } from "../../domain/llm.ts"
 import { noUsage } from "../../domain/llm.ts"
 import { Effect } from "effect"
-import type { Backend, BackendError, OnChunk } from "../backend.ts"
+import type { Backend, BackendError, OnChunk } from "./backend.ts"
 import {
   type Assembly,
   backendFields,

@@ -16,8 +16,8 @@
  */
 import type { APIError as AnthropicApiError } from "@anthropic-ai/sdk/core/error"
 import type { APIError as OpenAiApiError } from "openai/core/error"
-import { maskUrlCredentials } from "../../domain/safe-url.ts"
-import { BackendError, type BackendErrorReason } from "../backend.ts"
+import { maskUrlCredentials } from "../../lib/safe-url.ts"
+import { BackendError, type BackendErrorReason } from "./backend.ts"
 
 export type Phase = "open" | "read"
 

@@ -12,8 +12,8 @@
 import { Effect, Either, Schema } from "effect"
 import { readFile } from "node:fs/promises"
 import { join } from "node:path"
-import type { BackendConfig } from "../../domain/config.ts"
-import { keyEnvForBaseUrl, presetFor } from "../../domain/presets.ts"
+import type { BackendConfig } from "../../domain/config/index.ts"
+import { keyEnvForBaseUrl, presetFor } from "../../domain/config/index.ts"
 
 export type Env = Readonly<Record<string, string | undefined>>
 

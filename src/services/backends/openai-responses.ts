@@ -19,7 +19,7 @@
 import OpenAI from "openai"
 import type { HostedToolUse, LlmChunk, LlmMessage, LlmReply, LlmRequest, TokenUsage } from "../../domain/llm.ts"
 import { noUsage } from "../../domain/llm.ts"
-import type { Backend } from "../backend.ts"
+import type { Backend } from "./backend.ts"
 import { openAiClient } from "./chat-completions.ts"
 import { type Assembly, backendFields, callSite, fail, firstLine, meterFor, type ReplyMeter, type SdkBackendOptions, sdkCall, unmetered, withExtraBody } from "./sdk-stream.ts"
 

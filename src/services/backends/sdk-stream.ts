@@ -32,9 +32,9 @@
  */
 import { Effect } from "effect"
 import type { LlmChunk, LlmReply } from "../../domain/llm.ts"
-import { endpointOf, urlSecrets } from "../../domain/safe-url.ts"
-import { truncate } from "../../domain/text.ts"
-import { type Backend, BackendError, type BackendErrorReason, type OnChunk } from "../backend.ts"
+import { endpointOf, urlSecrets } from "../../lib/safe-url.ts"
+import { truncate } from "../../lib/text.ts"
+import { type Backend, BackendError, type BackendErrorReason, type OnChunk } from "./backend.ts"
 import { type SdkErrors, toBackendError } from "./errors.ts"
 
 /** What every SDK backend constructor takes; `apiKey` null means keyless. */

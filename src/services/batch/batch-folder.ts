@@ -21,7 +21,7 @@ import * as fs from "node:fs"
 import { join } from "node:path"
 import { Effect, Schema } from "effect"
 import type { BatchResult } from "../../domain/batch.ts"
-import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from "../log-dir.ts"
+import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from "../../domain/run-paths.ts"
 import { ioCause } from "../io-errors.ts"
 
 export const MANIFEST_FILE = "manifest.json"

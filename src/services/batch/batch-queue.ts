@@ -25,8 +25,8 @@ import { createHash } from "node:crypto"
 import { SQL } from "bun"
 import { PgBoss } from "pg-boss"
 import type { BatchResult } from "../../domain/batch.ts"
-import type { ConversationMessage } from "../../domain/events.ts"
-import { clientFor, withReconnect } from "../event-store-postgres.ts"
+import type { ConversationMessage } from "../../domain/events/index.ts"
+import { clientFor, withReconnect } from "../event-store/postgres.ts"
 
 export const QUEUE = "massgen_items"
 

@@ -31,7 +31,7 @@
  */
 import { SQL } from "bun"
 import type { PgBoss } from "pg-boss"
-import { messageOf } from "../event-store-postgres.ts"
+import { messageOf } from "../event-store/postgres.ts"
 import { QUEUE } from "./batch-queue.ts"
 
 /** How often a worker looks for items whose worker is gone, and a runner at its lease: a quarter of the takeover bound. */

@@ -6,7 +6,7 @@
  * (at start-up, before any event) two tools of one agent with the same name,
  * or a tool named like a workflow tool (`new_answer`, `vote`).
  * The merged provider offers each tool under its model name (`withModelNames`:
- * valid for every provider's API, and one per tool; `domain/tool-names.ts`) and
+ * valid for every provider's API, and one per tool; `domain/tools/names.ts`) and
  * runs a call of that name by the tool's own name. The live layer
  * (`AgentTools.fromProviders`) serves a map of agent id to provider; an agent
  * missing from it has no tools. `AgentTools.fake` is the test layer: tools
@@ -17,11 +17,11 @@
  * `workspaceOf` is where an agent's commands and tools run.
  */
 import { Context, Effect, Either, Layer } from "effect"
-import type { Agent, Config } from "../../domain/config.ts"
-import { WORKFLOW_TOOLS } from "../../domain/round-machine.ts"
-import { modelToolNames } from "../../domain/tool-names.ts"
-import { type Env, resolveApiKey } from "../backends/keys.ts"
-import { commandLineSettings } from "../../domain/command-line.ts"
+import type { Agent, Config } from "../../domain/config/index.ts"
+import { WORKFLOW_TOOLS } from "../../domain/coordination/round-machine.ts"
+import { modelToolNames } from "../../domain/tools/names.ts"
+import { type Env, resolveApiKey } from "../backends/index.ts"
+import { commandLineSettings } from "../../domain/tools/command-line.ts"
 import { makeCommandLine } from "./command-line.ts"
 import { makeCommandTools, toolEnvironment } from "./command-tools.ts"
 import { type CommandLineStartError, type Executor, startExecutor } from "./sandbox.ts"
@@ -74,7 +74,7 @@ export const combineProviders = (providers: ReadonlyArray<ToolProvider>): Either
 }
 
 /**
- * `provider` with its tools offered under their model names (`domain/tool-names.ts`):
+ * `provider` with its tools offered under their model names (`domain/tools/names.ts`):
  * a call of a model name runs the tool of that name. A provider whose names are all valid is itself.
  */
 export const withModelNames = (provider: ToolProvider): ToolProvider => {

@@ -10,7 +10,7 @@
  * of every key by `toolEnvironment`, `HOME` the workspace, never one of
  * `secrets`). What the config does not allow, and the dangerous commands, are
  * refused before anything starts (`ToolRunError` `refused`;
- * `domain/command-line.ts` says what). The command runs in a process group of
+ * `domain/tools/command-line.ts` says what). The command runs in a process group of
  * its own and, in `local` and `sandbox` mode, in a PID namespace of its own:
  * when it ends, or its `timeout` (default 60 s) or the tool runner's passes,
  * or the round is cancelled, the group is killed and the namespace dies with
@@ -37,7 +37,7 @@ import {
   executeCommandSpec,
   isWithin,
   keptOutput,
-} from "../../domain/command-line.ts"
+} from "../../domain/tools/command-line.ts"
 import { type GroupProcess, forgetGroup, killGroup, readHead, spawnInGroup } from "./child-process.ts"
 import type { Executor } from "./sandbox.ts"
 import { ToolRunError, type ToolProvider } from "./tool-provider.ts"

@@ -23,11 +23,11 @@
  * Words: a *command tool* is a tool the config defines as a program to run.
  */
 import { Effect } from "effect"
-import type { CommandToolConfig } from "../../domain/config.ts"
-import { PRESETS } from "../../domain/presets.ts"
+import type { CommandToolConfig } from "../../domain/config/index.ts"
+import { PRESETS } from "../../domain/config/index.ts"
 import type { ToolSpec } from "../../domain/llm.ts"
-import { MAX_TOOL_RESULT_CHARS } from "../../domain/tool-calls.ts"
-import type { Env } from "../backends/keys.ts"
+import { MAX_TOOL_RESULT_CHARS } from "../../domain/tools/calls.ts"
+import type { Env } from "../backends/index.ts"
 import { type GroupProcess, containedCommand, forgetGroup, killGroup, readTail, readUpTo, spawnInGroup } from "./child-process.ts"
 import { type ProvidedTool, ToolRunError, type ToolProvider } from "./tool-provider.ts"
 

@@ -57,7 +57,7 @@ import {
 } from "node:fs"
 import * as nodePath from "node:path"
 import { Schema } from "effect"
-import { hasControlCharacter } from "../../domain/workspace-paths.ts"
+import { hasControlCharacter } from "../../domain/workspaces/paths.ts"
 
 export class ConfinedFsError extends Schema.TaggedError<ConfinedFsError>()("ConfinedFsError", {
   reason: Schema.Literal("symlink", "bad_name", "not_folder", "not_regular", "special", "missing", "exists", "hard_link", "too_large", "io"),

@@ -2,7 +2,7 @@
  * The paths of the file tools, walked by descriptor: what a path names once it is opened, or why it is refused.
  *
  * `locate(roots, path, access)` checks a path lexically
- * (`domain/workspace-paths.ts`), then opens its root (the workspace, the
+ * (`domain/workspaces/paths.ts`), then opens its root (the workspace, the
  * snapshot, or the context path, following the user's own links to it; a
  * `write` context path not made yet is opened at its deepest existing
  * folder) and walks the folders below it one name at a time, refusing a
@@ -22,8 +22,8 @@
  */
 import { realpathSync } from "node:fs"
 import * as nodePath from "node:path"
-import type { ContextPathSetting } from "../../domain/events.ts"
-import { type Access, type AgentRoots, isInside, resolveToolPath, shownPath } from "../../domain/workspace-paths.ts"
+import type { ContextPathSetting } from "../../domain/events/index.ts"
+import { type Access, type AgentRoots, isInside, resolveToolPath, shownPath } from "../../domain/workspaces/paths.ts"
 import { ToolRunError } from "./tool-provider.ts"
 import { ConfinedFsError, type Dir, closeDir, isWriteTemporary, listAt, lstatAt, openDirAt, openRoot, realPathOf, removeAt, walk } from "./confined-fs.ts"
 

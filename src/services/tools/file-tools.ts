@@ -5,7 +5,7 @@
  * `edit_file {path, edits: [{oldText, newText}]}` (each `oldText` must occur
  * exactly once), `list_directory {path}`, `create_directory {path}`,
  * `delete_file {path}` (a folder with everything in it), `move_file {source,
- * destination}`. A path is checked lexically first (`domain/workspace-paths.ts`),
+ * destination}`. A path is checked lexically first (`domain/workspaces/paths.ts`),
  * then walked from a descriptor of its root (the workspace, the snapshot, the
  * context path, opened following the user's own links) one name at a time
  * (`file-paths.ts`, on `confined-fs.ts`): a symlink anywhere below the root, the last name
@@ -35,16 +35,16 @@
  * (`removeWriteTemporaries` in `file-paths.ts`).
  */
 import { Effect } from "effect"
-import type { ContextPathSetting } from "../../domain/events.ts"
+import type { ContextPathSetting } from "../../domain/events/index.ts"
 import type { ToolSpec } from "../../domain/llm.ts"
-import { type State, initialState } from "../../domain/state.ts"
-import { MAX_TOOL_RESULT_CHARS } from "../../domain/tool-calls.ts"
-import { type Access, type AgentRoots, TEMP_WORKSPACES, hasControlCharacter } from "../../domain/workspace-paths.ts"
-import { type ContextWrite, earlierContextWrite } from "../../domain/workspaces.ts"
+import { type State, initialState } from "../../domain/state/index.ts"
+import { MAX_TOOL_RESULT_CHARS } from "../../domain/tools/calls.ts"
+import { type Access, type AgentRoots, TEMP_WORKSPACES, hasControlCharacter } from "../../domain/workspaces/paths.ts"
+import { type ContextWrite, earlierContextWrite } from "../../domain/workspaces/facts.ts"
 import { type ProvidedTool, type ToolContext, ToolRunError, type ToolProvider } from "./tool-provider.ts"
 import { closeDir, listAt, lstatAt, openDirAt, readFileAt, removeAt, renameAt, walk, writeFileAt } from "./confined-fs.ts"
 import { type Opened, close, fail, folderOf, locate, toolError } from "./file-paths.ts"
-import { hashText } from "../blobs.ts"
+import { hashText } from "../run-files/index.ts"
 
 /** Bytes of a file `read_file` gives: with its note, the result stays under the tool runner's cap of `MAX_TOOL_RESULT_CHARS`. */
 export const READ_MAX_BYTES = MAX_TOOL_RESULT_CHARS - 2_000

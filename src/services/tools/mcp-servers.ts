@@ -18,7 +18,7 @@
  * filters, as `mcp__<server>__<tool>` with the tool's description and input
  * schema, and runs a call on the server with no time limit of its own (the
  * caller bounds it; interrupting the call cancels the request). A call's
- * result is its text content (`domain/mcp-result.ts`: other content is
+ * result is its text content (`domain/tools/mcp-result.ts`: other content is
  * described in brackets); a result the server marks as an error fails with
  * `failed`, and so does a malformed one; invalid arguments with
  * `bad_arguments`; a server that has exited, or that cannot be reached, with
@@ -39,7 +39,7 @@ import { ErrorCode, McpError, type Tool } from "@modelcontextprotocol/sdk/types.
 import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv"
 import type { JsonSchemaType, JsonSchemaValidator, jsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/types.js"
 import { Cause, Duration, Effect, Runtime, Schema, type Scope } from "effect"
-import type { Agent } from "../../domain/config.ts"
+import type { Agent } from "../../domain/config/index.ts"
 import type { ToolSpec } from "../../domain/llm.ts"
 import {
   DEFAULT_MCP_TIMEOUT_SECONDS,
@@ -50,9 +50,9 @@ import {
   mcpToolName,
   resolveEntry,
   toolAllowed,
-} from "../../domain/mcp-config.ts"
-import { toolResult } from "../../domain/mcp-result.ts"
-import { maskUrlCredentials } from "../../domain/safe-url.ts"
+} from "../../domain/config/index.ts"
+import { toolResult } from "../../domain/tools/mcp-result.ts"
+import { maskUrlCredentials } from "../../lib/safe-url.ts"
 import pkg from "../../../package.json" with { type: "json" }
 import { StdioServerTransport } from "./mcp-stdio.ts"
 import { type ProvidedTool, type ToolProvider, ToolRunError } from "./tool-provider.ts"

@@ -32,7 +32,7 @@ import { getDefaultEnvironment } from "@modelcontextprotocol/sdk/client/stdio.js
 import { STDIO_DEFAULT_MAX_BUFFER_SIZE, serializeMessage } from "@modelcontextprotocol/sdk/shared/stdio.js"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import { type JSONRPCMessage, JSONRPCMessageSchema } from "@modelcontextprotocol/sdk/types.js"
-import type { ResolvedStdio } from "../../domain/mcp-config.ts"
+import type { ResolvedStdio } from "../../domain/config/index.ts"
 import { type GroupProcess, forgetGroup, killGroup, spawnInGroup } from "./child-process.ts"
 
 /** How long `close()` waits for the server to exit after its stdin ends, and again after SIGTERM. */

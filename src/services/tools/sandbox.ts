@@ -16,7 +16,7 @@
  * - `docker`: the `docker` CLI must be on the `PATH`, its daemon must answer,
  *   and the image must be there (it is pulled once when it is not).
  * The `Executor` it gives turns a command and its environment into the
- * program, arguments and environment that run it (`domain/command-line.ts`
+ * program, arguments and environment that run it (`domain/tools/command-line.ts`
  * builds them), and says what else stopping it takes (a container outlives
  * the `docker` CLI: it is killed by name). A container gets only the
  * variables the config names (`containerEnvNames`), passed by name through
@@ -28,8 +28,8 @@
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
 import { Effect, Schema } from "effect"
-import { type CommandLineSettings, type HostView, type Mounts, SYSTEM_PATHS, bwrapArgs, containerEnvNames, dockerRunArgs, isWithin } from "../../domain/command-line.ts"
-import type { ExecutionMode } from "../../domain/config-tools.ts"
+import { type CommandLineSettings, type HostView, type Mounts, SYSTEM_PATHS, bwrapArgs, containerEnvNames, dockerRunArgs, isWithin } from "../../domain/tools/command-line.ts"
+import type { ExecutionMode } from "../../domain/config/index.ts"
 import { containedCommand, forgetGroup, killGroup, readTail, spawnInGroup } from "./child-process.ts"
 
 export class CommandLineStartError extends Schema.TaggedError<CommandLineStartError>()("CommandLineStartError", {

@@ -12,9 +12,9 @@
  * (`new_answer`, `vote`); an MCP tool is named `mcp__<server>__<tool>`.
  */
 import { Effect, Schema } from "effect"
-import type { CallRole, Event } from "../../domain/events.ts"
+import type { CallRole, Event } from "../../domain/events/index.ts"
 import type { ToolSpec } from "../../domain/llm.ts"
-import type { State } from "../../domain/state.ts"
+import type { State } from "../../domain/state/index.ts"
 
 export interface ProvidedTool {
   readonly spec: ToolSpec

@@ -2,7 +2,7 @@
  * The tool runner: runs the tool calls of one model reply, records each as events, and gives the model its results.
  *
  * `makeToolRunner(deps)` gives `RoundDeps.runTools`. The calls of one reply run
- * concurrently, at most `TOOL_CONCURRENCY` at once (`domain/tool-calls.ts`).
+ * concurrently, at most `TOOL_CONCURRENCY` at once (`domain/tools/calls.ts`).
  * Each call is numbered run-wide (`tool_call`), appended as
  * `tool_call_started`, run by the agent's `ToolProvider` under the timeout
  * (`timeout_settings.tool_timeout_seconds`, default
@@ -18,11 +18,11 @@
  * and both events reference them.
  */
 import { Duration, Effect } from "effect"
-import type { ArgumentsText, CallRole, Event } from "../../domain/events.ts"
+import type { ArgumentsText, CallRole, Event } from "../../domain/events/index.ts"
 import type { ToolCall } from "../../domain/llm.ts"
-import type { ToolResult } from "../../domain/round-machine.ts"
-import { DEFAULT_TOOL_TIMEOUT_SECONDS, INLINE_RESULT_CHARS, MAX_TOOL_RESULT_CHARS, TOOL_CONCURRENCY, cutResult } from "../../domain/tool-calls.ts"
-import { initialState, type State } from "../../domain/state.ts"
+import type { ToolResult } from "../../domain/coordination/round-machine.ts"
+import { DEFAULT_TOOL_TIMEOUT_SECONDS, INLINE_RESULT_CHARS, MAX_TOOL_RESULT_CHARS, TOOL_CONCURRENCY, cutResult } from "../../domain/tools/calls.ts"
+import { initialState, type State } from "../../domain/state/index.ts"
 import { type ToolContext, ToolRunError, type ToolProvider } from "./tool-provider.ts"
 
 export interface ToolRunnerDeps {

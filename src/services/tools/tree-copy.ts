@@ -37,7 +37,7 @@
 import { type BigIntStats, constants } from "node:fs"
 import { type FileHandle, copyFile, link, lstat, mkdir, open, readdir, readlink, symlink } from "node:fs/promises"
 import * as nodePath from "node:path"
-import { DEFAULT_WORKSPACE_LIMITS, type WorkspaceLimits } from "../../domain/config-workspaces.ts"
+import { DEFAULT_WORKSPACE_LIMITS, type WorkspaceLimits } from "../../domain/config/index.ts"
 import { type Dir, at, hasProcFd } from "./confined-fs.ts"
 
 /** `maxFiles`: entries (files, folders, links); `maxDepth`: folders inside folders (a file at the top is at depth 0); `maxBytes`: the files' sizes. */

@@ -3,7 +3,7 @@
  *
  * `Workspaces` (a service; the live layer is `Workspaces.live(logDir, agents, limits)`)
  * knows which agents have a workspace (their backend sets `cwd`) and where it
- * is (`domain/workspaces.ts` has the layout). `snapshot(agent, label)` copies
+ * is (`domain/workspaces/facts.ts` has the layout). `snapshot(agent, label)` copies
  * the agent's workspace to `snapshot_storage/<label>/` and `finalize` copies
  * the winner's files to `final/<agent>/workspace/`; each copy is made in a
  * temporary folder (`<target>.tmp-<pid>`) and renamed into place, so a folder
@@ -28,8 +28,8 @@
 import { existsSync, lstatSync, mkdirSync, readdirSync, renameSync, rmSync } from "node:fs"
 import * as nodePath from "node:path"
 import { Context, Effect, Layer, Schema } from "effect"
-import type { Agent } from "../../domain/config.ts"
-import { FINAL_LISTING_MAX, SNAPSHOTS_DIR, finalWorkspaceDir, snapshotDir, workspaceDir } from "../../domain/workspaces.ts"
+import type { Agent } from "../../domain/config/index.ts"
+import { FINAL_LISTING_MAX, SNAPSHOTS_DIR, finalWorkspaceDir, snapshotDir, workspaceDir } from "../../domain/workspaces/facts.ts"
 import { DEFAULT_TREE_LIMITS, type Manifest, type TreeCopy, type TreeLimits, TreeOverLimit, copyTree } from "./tree-copy.ts"
 
 export class WorkspaceError extends Schema.TaggedError<WorkspaceError>()("WorkspaceError", {

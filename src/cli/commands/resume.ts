@@ -1,0 +1,131 @@
+/**
+ * `massgen resume LOG_DIR`: continue a run whose process stopped.
+ *
+ * It reads `events.jsonl` once and folds it once (a line a crash cut short
+ * is dropped and counted), keeping on the way the fold where the replay that
+ * rebuilds the work in flight starts (`domain/replay/start.ts`),
+ * and when the run is unfinished, or was stopped by a signal, continues it in
+ * the same directory: every recorded answer and vote is kept, and the rounds
+ * (and a presentation) that were in flight go on where they were, from their
+ * recorded replies and tool results (`domain/replay/resume-plan.ts`). A run that
+ * already finished is reported with the exit code it ended with (0 when it
+ * completed) and not run again; its status.json and derived files are written
+ * again from the events, in case its process died before writing them. Nothing in the directory changes before the
+ * config is read, every backend is built (keys present) and the lock is taken,
+ * but for the half-made workspace copies of processes that are gone, removed
+ * first (one may have filled the disk the lock is written to);
+ * a directory that is not a run, or whose config cannot be read, is exit 1, and
+ * so is a log with lines of a newer schema, which is not appended to. What the
+ * read skipped of the log is said on stderr in one line (`cli/run/report.ts`).
+ */
+import { existsSync } from "node:fs"
+import { Effect } from "effect"
+import { agentFile } from "../../domain/run-paths.ts"
+import { foldWithStart } from "../../domain/replay/index.ts"
+import { type State, foldEvents, isResumable } from "../../domain/state/index.ts"
+import { makeAgentTools, makeBackends } from "../run/setup.ts"
+import { loadDotEnv } from "../../services/backends/index.ts"
+import { RunLockError, acquireRunLock, holder } from "../../services/log-dir/run-lock.ts"
+import { removeOrphanCopies } from "../../services/tools/workspace.ts"
+import { automationHeader } from "../run/automation-output.ts"
+import { RunDirError, openRunDir, recordedBlob, recordedToolResult, refuseNewer, runDirConfig } from "../run/run-dir.ts"
+import { reportSkips } from "../run/report.ts"
+import type { CliContext } from "../context.ts"
+import { EXIT_CODES, footerLines, runSession } from "../run/session.ts"
+import { join } from "node:path"
+import type { Event } from "../../domain/events/index.ts"
+import { project } from "../../domain/projections/status.ts"
+import { EventStore, type StreamRead, eventsOf } from "../../services/event-store/index.ts"
+import { writeDerivedFiles } from "../../services/run-files/index.ts"
+import { writeFileAtomic } from "../../services/run-files/index.ts"
+import { runDisplay } from "../run/display.ts"
+
+export interface ResumeArgs {
+  readonly logDir: string
+  readonly automation: boolean
+}
+
+export const resumeCommand = (args: ResumeArgs, ctx: CliContext) =>
+  Effect.gen(function* () {
+    /**
+     * A finished run is not run again. Its process may have died after run_finished and
+     * before its last files: when no live process holds the run, status.json and the
+     * derived files (and a missing final answer file) are written again from the events (the same bytes when nothing was lost).
+     */
+    const reportFinished = (path: string, read: StreamRead, state: State, events: ReadonlyArray<Event>) =>
+      Effect.gen(function* () {
+        const finished = state.finished!
+        reportSkips(ctx.printError, path, read, state.skippedEvents)
+        if (holder(path) === null) {
+          yield* writeFileAtomic(join(path, "status.json"), `${JSON.stringify(project(state, finished.time, path), null, 2)}\n`).pipe(Effect.ignore)
+          yield* writeDerivedFiles(path, events)
+          // The final answer is in its event: a file lost since (or never written, by an older massgen) is written again.
+          const final = state.final
+          const answerFile = final === null ? null : join(path, agentFile(final.agent, "final_answer"))
+          if (final !== null && answerFile !== null && !existsSync(answerFile)) yield* writeFileAtomic(answerFile, final.content).pipe(Effect.ignore)
+        }
+        if (args.automation) {
+          for (const line of [...automationHeader(path, state.run!.question), ...footerLines(state, path)]) ctx.print(line)
+        } else {
+          ctx.print(`The run in ${path} already finished (${finished.reason}); nothing to resume.`)
+        }
+        return EXIT_CODES[finished.reason]
+      })
+    const store = yield* EventStore
+    const dir = yield* openRunDir(args.logDir)
+    yield* refuseNewer(dir.path, dir.read)
+    const events = eventsOf(dir.read)
+    // One fold of the log, which keeps on the way where the resume's replay starts.
+    const { state, start } = foldWithStart(events)
+    const run = state.run!
+    if (!isResumable(state.finished)) return yield* reportFinished(dir.path, dir.read, state, events)
+    const live = holder(dir.path)
+    if (live !== null) {
+      return yield* new RunLockError({ reason: "held", path: dir.path, pid: live, detail: "" })
+    }
+    const env = yield* loadDotEnv(ctx.cwd, ctx.env).pipe(Effect.orElseSucceed(() => ctx.env))
+    const recordedConfig = (yield* runDirConfig(dir.path, env)).config
+    // The context paths as the run recorded them: absolute, from the directory it started in.
+    const config = { ...recordedConfig, settings: { ...recordedConfig.settings, context_paths: run.settings.context_paths } }
+    const recordedIds = state.agents.map((a) => a.info.id).join(", ")
+    const configIds = config.agents.map((a) => a.id).join(", ")
+    if (configIds !== recordedIds) {
+      return yield* new RunDirError({ reason: "bad_config", path: dir.path, detail: `its config has agents ${configIds}, the run has ${recordedIds}` })
+    }
+    const backends = yield* makeBackends(config, env, dir.path, events)
+    yield* Effect.sync(() => removeOrphanCopies(dir.path))
+    // Under the lock, read what was appended since the read above: another resume
+    // may have taken the run further (or finished it) meanwhile.
+    yield* acquireRunLock(dir.path)
+    const since = yield* store.read(dir.path, dir.read.version)
+    yield* refuseNewer(dir.path, since)
+    const current = foldEvents(eventsOf(since), state)
+    const all = [...events, ...eventsOf(since)]
+    if (!isResumable(current.finished)) return yield* reportFinished(dir.path, since, current, all)
+    reportSkips(ctx.printError, dir.path, since, current.skippedEvents)
+    if (args.automation) for (const line of automationHeader(dir.path, run.question)) ctx.print(line)
+    return yield* runSession({
+      logDir: dir.path,
+      config,
+      backends,
+      tools: (servers) => makeAgentTools(config, env, dir.path, dir.path, servers),
+      question: run.question,
+      version: ctx.version,
+      interrupt: ctx.interrupt,
+      automation: args.automation,
+      display: runDisplay({ automation: args.automation, noDisplay: false }, ctx.print, dir.path),
+      resume: {
+        events: all,
+        skipped: since.skipped,
+        tornTail: since.tornTail,
+        state: current,
+        // Events appended meanwhile may change where the replay can start: it finds that itself then.
+        ...(since.events.length === 0 ? { replayStart: start } : {}),
+        toolResultOf: recordedToolResult(dir.path),
+        blobOf: recordedBlob(dir.path),
+      },
+      print: ctx.print,
+      printError: ctx.printError,
+      env,
+    })
+  }).pipe(Effect.scoped, Effect.provide(EventStore.file()))

@@ -1,0 +1,178 @@
+/**
+ * Running the orchestrator on a log directory with the live layers, for a new run or a resumed one.
+ *
+ * `runSession` holds the directory's lock for the whole run (a resumed run
+ * first removes the temporary files a stop mid-write left beside the context
+ * files its log names: `removeWriteTemporaries`), starts the
+ * agents' MCP servers before any call (a server that does not start ends the
+ * run with exit 1) and stops them at its end, makes the agents' tools (an
+ * execution mode of `execute_command` that cannot run here ends the run with
+ * exit 1), runs the
+ * coordination, keeps the files derived from the events up to them
+ * (`coordination_events.json`, `snapshot_mappings.json`, `snapshots/`;
+ * `services/run-files/derived-files.ts`) while the log is quiet and at the end (with
+ * `SharedRunFiles`, a worker's, every whole file the run writes is also
+ * shared: `services/run-files/shared.ts`), prints
+ * the automation footer when asked, reports a run that did not complete on
+ * stderr, and returns the exit code of its finish reason (`runSessionOutcome`
+ * does the same work and returns the outcome itself, printing nothing).
+ */
+import { existsSync } from "node:fs"
+import { join } from "node:path"
+import { Context, Duration, Effect, Fiber, Layer, Option, type Scope } from "effect"
+import type { Config } from "../../domain/config/index.ts"
+import type { ConversationMessage, FinishReason } from "../../domain/events/index.ts"
+import { type State, isResumable } from "../../domain/state/index.ts"
+import { type Backend, Backends } from "../../services/backends/index.ts"
+import { EventStore, eventsOf } from "../../services/event-store/index.ts"
+import { type Observer, type ResumeInput, runCoordination } from "../../services/orchestrator/index.ts"
+import { openDerivedFiles } from "../../services/run-files/index.ts"
+import { RunFiles, liveRunFiles } from "../../services/run-files/index.ts"
+import { SharedRunFiles, sharingWrites } from "../../services/run-files/index.ts"
+import { acquireRunLock, releaseRunLockSync } from "../../services/log-dir/run-lock.ts"
+import { onForcedStop } from "../../services/forced-stop.ts"
+import { StatusWriter } from "../../services/run-files/index.ts"
+import { AgentTools } from "../../services/tools/agent-tools.ts"
+import type { ToolProvider } from "../../services/tools/tool-provider.ts"
+import type { CommandLineStartError } from "../../services/tools/sandbox.ts"
+import { Workspaces, agentWorkspace } from "../../services/tools/workspace.ts"
+import { removeWriteTemporaries } from "../../services/tools/file-paths.ts"
+import { automationFooter } from "./automation-output.ts"
+import type { ConfigError } from "./load-config.ts"
+import { priceOf } from "./setup.ts"
+import { resumeHint } from "../../domain/run-paths.ts"
+import { foldedText } from "../../lib/plain-text.ts"
+
+export const EXIT_CODES: Record<FinishReason, number> = {
+  completed: 0,
+  error: 2,
+  timeout: 3,
+  budget: 3,
+  interrupted: 4,
+}
+
+export interface SessionInput {
+  readonly logDir: string
+  readonly config: Config
+  readonly backends: ReadonlyMap<string, Backend>
+  /**
+   * Each agent's own tools, given its MCP servers' providers once they have
+   * started (`makeAgentTools`); an agent without an entry has none.
+   */
+  readonly tools?: (servers: ReadonlyMap<string, ReadonlyArray<ToolProvider>>) => Effect.Effect<ReadonlyMap<string, ToolProvider>, ConfigError | CommandLineStartError>
+  readonly question: string
+  /** The conversation the question continues (a session's earlier turns, a `serve` request's messages). */
+  readonly conversation?: ReadonlyArray<ConversationMessage>
+  readonly version: string
+  readonly interrupt: Effect.Effect<string>
+  readonly automation: boolean
+  /** The display of the run, alive for the run's scope (the terminal view restores the terminal when it closes). */
+  readonly display: Effect.Effect<Observer | undefined, never, Scope.Scope>
+  readonly resume?: ResumeInput
+  readonly print: (line: string) => void
+  readonly printError: (line: string) => void
+  /** Where the `${VAR}` of MCP server entries come from: the run's environment, `.env` included. */
+  readonly env: Readonly<Record<string, string | undefined>>
+}
+
+/** The one-line account of a run that did not complete, for stderr; a run a signal stopped says how to resume it. */
+export const unfinishedMessage = (state: State, logDir: string): string => {
+  const failures = state.agents.filter((a) => a.failure !== null).map((a) => `${a.info.id}: ${foldedText(a.failure!.message)}`)
+  const hint = isResumable(state.finished) ? `; resume with: ${resumeHint(logDir)}` : ""
+  return `massgen: run ${state.finished?.reason ?? "stopped"}: ${foldedText(state.finished?.message ?? "")}${failures.length > 0 ? ` (${failures.join("; ")})` : ""}${hint}`
+}
+
+/**
+ * How often a run looks whether to bring its derived files up to its events:
+ * often enough that they are written while the run waits for its models, not
+ * all at its end (200 agents with 200 ms replies: 276 -> 116 ms from
+ * run_finished to exit, with 1 s).
+ */
+const DERIVED_FILES_EVERY = Duration.millis(100)
+/**
+ * They are written only when the log took no event for this long: while the
+ * run waits for its models. A run busy with replies is not slowed by them (200
+ * zero-delay agents: they took a quarter of the run's time); they wait for a
+ * quiet moment or the run's end.
+ */
+const QUIET = Duration.millis(15)
+
+/** The automation footer, without an `ANSWER_FILE:` line for a file that is not there. */
+export const footerLines = (state: State, logDir: string): ReadonlyArray<string> =>
+  automationFooter(state, logDir, existsSync)
+
+/** Runs the session and returns the exit code of its finish reason, after the automation footer and the stderr line of a run that did not complete. */
+export const runSession = (input: SessionInput) =>
+  Effect.map(runSessionOutcome(input), (outcome) => {
+    if (input.automation) for (const line of footerLines(outcome.state, input.logDir)) input.print(line)
+    if (outcome.reason !== "completed") input.printError(unfinishedMessage(outcome.state, input.logDir))
+    return EXIT_CODES[outcome.reason]
+  })
+
+/** Needs the command's `EventStore`, so that what the command read of the run is not decoded again. */
+export const runSessionOutcome = (input: SessionInput) =>
+  Effect.gen(function* () {
+    const { logDir } = input
+    // A worker on Postgres keeps a shared copy of every whole file, for the worker that may take the run over.
+    const shared = Option.getOrNull(yield* Effect.serviceOption(SharedRunFiles))
+    const runFiles =
+      shared === null ? liveRunFiles(logDir) : Layer.map(liveRunFiles(logDir), (c) => Context.make(RunFiles, sharingWrites(Context.get(c, RunFiles), shared, logDir)))
+    const layer = Layer.mergeAll(
+      StatusWriter.live(join(logDir, "status.json")),
+      runFiles,
+      Layer.succeed(Backends, { forAgent: (id: string) => input.backends.get(id)! }),
+      Workspaces.live(logDir, input.config.agents, input.config.workspaceLimits),
+    )
+    const outcome = yield* Effect.gen(function* () {
+      yield* acquireRunLock(logDir)
+      yield* onForcedStop(() => releaseRunLockSync(logDir))
+      // A stop mid-write may have left a temporary file beside a context file the log names: ours to remove, under the lock.
+      const resumed = input.resume?.state
+      if (resumed !== undefined) yield* Effect.sync(() => removeWriteTemporaries(resumed.run?.settings.context_paths ?? [], resumed.workspaces.contextWrites.map((w) => w.path)))
+      // Before the display and any call; the servers stop when this scope closes.
+      const servers: ReadonlyMap<string, ToolProvider> = input.config.agents.some((a) => a.backend.mcp_servers !== undefined)
+        ? yield* Effect.flatMap(
+            Effect.promise(() => import("../../services/tools/mcp-servers.ts")),
+            (m) => m.startMcpServers(input.config.agents, { cwd: logDir, cwdOf: (agent) => agentWorkspace(logDir, agent), env: input.env }),
+          )
+        : new Map()
+      const tools = input.tools ? yield* input.tools(new Map([...servers].map(([agent, provider]) => [agent, [provider]]))) : new Map()
+      const observe = yield* input.display
+      // The derived files follow the events as they come, and at the end: a run killed midway leaves them nearly whole.
+      const store = yield* EventStore
+      const derived = openDerivedFiles(logDir)
+      let next = 0
+      const catchUp = Effect.gen(function* () {
+        const read = yield* store.read(logDir, next)
+        derived.add(eventsOf(read))
+        next += read.events.length
+        yield* derived.write
+      }).pipe(Effect.ignore)
+      const version = Effect.map(store.read(logDir, Number.MAX_SAFE_INTEGER), (read) => read.version)
+      const whenQuiet = Effect.gen(function* () {
+        const before = yield* version
+        if (before === next) return
+        yield* Effect.sleep(QUIET)
+        if ((yield* version) === before) yield* catchUp
+      }).pipe(Effect.ignore)
+      const follower = yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Effect.sleep(DERIVED_FILES_EVERY), whenQuiet)))
+      const result = yield* runCoordination({
+        config: input.config,
+        question: input.question,
+        ...(input.conversation ? { conversation: input.conversation } : {}),
+        logDir,
+        runId: logDir.split(/[/\\]/).pop() ?? logDir,
+        version: input.version,
+        pid: process.pid,
+        interrupt: input.interrupt,
+        priceOf: priceOf(input.config),
+        ...(observe ? { observe } : {}),
+        ...(input.resume ? { resume: input.resume } : {}),
+      }).pipe(Effect.provide(AgentTools.fromProviders(tools)))
+      yield* Fiber.interrupt(follower)
+      yield* catchUp
+      yield* derived.warn
+      return result
+    }).pipe(Effect.scoped, Effect.provide(layer))
+    return outcome
+  })

@@ -1,0 +1,150 @@
+/**
+ * MassGen's config keys that massgen does not implement, said as such.
+ *
+ * A MassGen config either runs as it did or is refused with a precise reason:
+ * `featureProblems(unknown)` turns the keys the config schema does not know
+ * (`document.ts`, `unknownKeys`) into one problem per unsupported *feature*
+ * ("memory: not supported"), listing the keys that name it, and leaves the
+ * rest as unknown keys (a warning each, with the known key it may stand for).
+ * A feature that would change what the agents do or answer is *refused* (an
+ * error); one that only changes a check or a view is a warning.
+ * `UNSUPPORTED_BACKENDS` says what to use instead of MassGen's agent
+ * frameworks (`claude_code`, `ag2`). Pure.
+ *
+ * Words: a key's *shape* is its path with every index written `[]`
+ * (`agents[].backend.upload_files`); `agent.` is read as `agents[].`.
+ */
+import type { ConfigProblem } from "./schema.ts"
+import { closest } from "../../lib/did-you-mean.ts"
+
+interface Feature {
+  readonly name: string
+  /** Key shapes that belong to the feature. */
+  readonly keys: ReadonlyArray<string>
+  readonly refused: boolean
+  readonly instead?: string
+}
+
+const backend = (...keys: ReadonlyArray<string>) => keys.map((k) => `agents[].backend.${k}`)
+const orchestrator = (...keys: ReadonlyArray<string>) => keys.map((k) => `orchestrator.${k}`)
+
+/** MassGen features massgen does not have. Workspace and command-line keys are not listed: they are massgen's own. */
+export const UNSUPPORTED_FEATURES: ReadonlyArray<Feature> = [
+  { name: "memory", keys: ["memory"], refused: true, instead: "remove the memory section" },
+  {
+    name: "planning, task planning, skills and orchestration restarts (orchestrator.coordination)",
+    keys: orchestrator("coordination"),
+    refused: true,
+    instead: "remove orchestrator.coordination",
+  },
+  {
+    name: "tool filtering on a backend",
+    keys: backend("allowed_tools", "exclude_tools", "disallowed_tools"),
+    refused: true,
+    instead: "set allowed_tools or exclude_tools on each MCP server entry (mcp_servers)",
+  },
+  {
+    name: "Claude Code settings",
+    keys: backend("permission_mode", "append_system_prompt", "system_prompt", "max_thinking_tokens", "use_default_prompt"),
+    refused: true,
+    instead: "use type claude, with the agent's system_message",
+  },
+  { name: "AG2 agents", keys: backend("agent_config", "group_config"), refused: true, instead: "use an LLM backend type (openai, claude, chatcompletion, ...)" },
+  { name: "file upload", keys: backend("upload_files"), refused: true, instead: "put the files' text in the question, or serve them through an MCP server" },
+  {
+    name: "image, audio, video and file generation",
+    keys: backend("enable_image_generation", "enable_audio_generation", "enable_video_generation", "enable_file_generation"),
+    refused: true,
+  },
+  { name: "Anthropic beta headers (betas)", keys: backend("betas"), refused: true },
+  {
+    name: "code-based tools and tool execution settings",
+    keys: backend("enable_code_based_tools", "concurrent_tool_execution", "exclude_file_operation_mcps"),
+    refused: true,
+  },
+  { name: "sampling settings outside the config schema", keys: backend("top_k", "chat_template_kwargs"), refused: true, instead: "put them under extra_body" },
+  { name: "debug shortcuts", keys: orchestrator("debug_final_answer", "skip_coordination_rounds"), refused: true },
+  { name: "question paraphrasing (dspy)", keys: orchestrator("dspy"), refused: true },
+  {
+    name: "decomposition mode, fairness and checklists",
+    keys: orchestrator(
+      "coordination_mode",
+      "presenter_agent",
+      "voting_threshold",
+      "fairness_enabled",
+      "fairness_lead_cap_answers",
+      "max_midstream_injections_per_round",
+      "defer_peer_updates_until_restart",
+      "checklist_require_gap_report",
+      "gap_report_mode",
+      "max_checklist_calls_per_round",
+      "enable_nlip",
+      "nlip_config",
+    ),
+    refused: true,
+  },
+  {
+    name: "MassGen v1 config keys",
+    keys: ["models", "model_configs", "num_agents", "max_rounds", "consensus_threshold", "voting_enabled", "enable_voting"],
+    refused: true,
+    instead: "write agents: [{id, backend: {type, model}}]",
+  },
+  { name: "MCP server security settings", keys: ["agents[].backend.mcp_servers[].security", "agents[].backend.mcp_servers.security"], refused: false },
+]
+
+/** MassGen backend types massgen does not have, and what to use instead. */
+export const UNSUPPORTED_BACKENDS: Readonly<Record<string, string>> = {
+  claude_code:
+    "type claude_code (MassGen's Claude Code agent) is not supported: use type claude with the same model; give it tools with mcp_servers or custom_tools",
+  ag2: "type ag2 (AG2/AutoGen agents) is not supported: use an LLM backend type (openai, claude, chatcompletion, ...); run code with an MCP server or a command tool",
+  autogen: "type autogen (AG2/AutoGen agents) is not supported: use an LLM backend type (openai, claude, chatcompletion, ...); run code with an MCP server or a command tool",
+  codex: "type codex (the Codex CLI agent) is not supported: use type openai with the same model",
+  gemini_cli: "type gemini_cli (the Gemini CLI agent) is not supported: use type gemini with the same model",
+  copilot: "type copilot (GitHub Copilot) is not supported: use type openai or claude",
+}
+
+/** A key's shape: indexes as `[]`, MCP entries of a mapping as `mcp_servers.`, `agent.` as `agents[].`. */
+export const shapeOf = (path: string): string =>
+  path
+    .replace(/\[\d+\]/g, "[]")
+    .replace(/^agent\./, "agents[].")
+    .replace(/\.mcp_servers\.[^.[]+\./, ".mcp_servers.")
+
+export interface UnknownKey {
+  readonly path: string
+  /** The keys the schema knows where this one is. */
+  readonly known: ReadonlyArray<string>
+}
+
+/**
+ * Unknown keys as problems: one per unsupported feature found (refused ones
+ * are errors), naming its keys, and a warning for every other key, with the
+ * known key it may be a typo of.
+ */
+export const featureProblems = (unknown: ReadonlyArray<UnknownKey>): ReadonlyArray<ConfigProblem> => {
+  const byFeature = new Map<Feature, Array<string>>()
+  const problems: Array<ConfigProblem> = []
+  for (const key of unknown) {
+    const shape = shapeOf(key.path)
+    const feature = UNSUPPORTED_FEATURES.find((f) => f.keys.includes(shape))
+    if (feature !== undefined) {
+      byFeature.set(feature, [...(byFeature.get(feature) ?? []), key.path])
+      continue
+    }
+    const name = key.path.split(/[.[]/).at(-1) ?? key.path
+    const near = closest(name, key.known)
+    problems.push({
+      path: key.path,
+      message: `unknown key, ignored${key.known.length > 0 ? ` (known keys here: ${key.known.join(", ")})` : ""}`,
+      ...(near !== null ? { suggestion: `did you mean ${near}?` } : {}),
+      kind: "warning",
+    })
+  }
+  const features = [...byFeature].map(([feature, paths]): ConfigProblem => ({
+    path: paths[0]!,
+    message: `${feature.name}: not supported${feature.refused ? "" : ", ignored"}${paths.length > 1 ? ` (${paths.join(", ")})` : ""}`,
+    ...(feature.instead !== undefined ? { suggestion: feature.instead } : {}),
+    ...(feature.refused ? {} : { kind: "warning" as const }),
+  }))
+  return [...features, ...problems]
+}

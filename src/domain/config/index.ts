@@ -1,0 +1,31 @@
+/**
+ * The run configuration: MassGen's YAML keys, decoded with Effect Schema.
+ *
+ * `decodeConfig(raw, env)` takes the parsed YAML document and the environment,
+ * expands `${VAR}` in every string (a value that is one whole `${VAR}` where a
+ * number or a boolean is expected is read as one), and returns either a `Config` or the list of
+ * `ConfigProblem`s, each naming the key's path (`agents[1].backend.type`), what
+ * was expected and what was found. It is pure: the environment comes in as a map.
+ * A problem never shows what a `${VAR}` expanded to (`env.ts`).
+ * `analyzeConfig` is the same read with every problem, warnings too.
+ *
+ * This file is the reading; the parts live beside it and are re-exported here:
+ * the schema (`file.ts`), references and masking (`env.ts`), the
+ * settings a config makes (`settings.ts`), the problems of the document
+ * as written (`document.ts`), and the keys of tools, workspaces and
+ * MassGen's unsupported features (`tools.ts`, `workspaces.ts`,
+ * `compat.ts`).
+ */
+export * from "./analyze.ts"
+export { type ConfigProblem, type ProblemKind, formatProblem } from "./schema.ts"
+export { CLAUDE_EFFORTS, CommandToolConfig, McpServerEntry, McpServers, PYTHON_TOOL_PROBLEM, REASONING_EFFORTS } from "./tools.ts"
+export { AgentConfig, BackendConfig, DISPLAY_TYPES, Price, ScriptStep } from "./file.ts"
+export { BACKEND_TYPES, type BackendType } from "./presets.ts"
+export { expandEnv, maskSecrets } from "./env.ts"
+export { type Agent, type Config, DEFAULT_SETTINGS, quickSettings } from "./settings.ts"
+export { unknownKeys } from "./document.ts"
+export * from "./mcp.ts"
+export * from "./workspaces.ts"
+export * from "./tools.ts"
+export * from "./presets.ts"
+export * from "./pricing.ts"

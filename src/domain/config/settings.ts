@@ -1,0 +1,105 @@
+/**
+ * What a decoded config holds: its agents and the run's settings.
+ *
+ * `configOf(file, agents)` turns a checked `ConfigFile` into a `Config`: the
+ * `orchestrator` and `timeout_settings` keys become `RunSettings`, each key
+ * not set taking its value from `DEFAULT_SETTINGS`, with `pricing`, the tool
+ * timeout, the display and the batch budget beside them. `quickSettings` is
+ * MassGen's `--quick` over such settings. Pure.
+ *
+ * Words: an `Agent` has its `id` (as written, or `agentN`) and its *anonId*
+ * (`agentN`, by its position).
+ */
+import type { RunSettings } from "../events/index.ts"
+import type { BackendConfig, ConfigFile, Price } from "./file.ts"
+import { type WorkspaceLimits, workspaceLimitsOf } from "./workspaces.ts"
+
+export interface Agent {
+  readonly id: string
+  readonly anonId: string
+  readonly systemMessage: string | null
+  readonly backend: BackendConfig
+  /** The agent's own `voting_sensitivity`, over the run's. */
+  readonly votingSensitivity?: "lenient" | "balanced" | "strict"
+}
+
+export interface Config {
+  readonly agents: ReadonlyArray<Agent>
+  readonly settings: RunSettings
+  readonly pricing: Readonly<Record<string, Price>>
+  /** Seconds one tool call may run (`timeout_settings.tool_timeout_seconds`); absent: the default of `domain/tools/calls.ts`. */
+  readonly toolTimeoutSeconds?: number
+  /** `ui.display_type`: `plain` for `none`/`simple` (as `--no-display`), `live` for the terminal view; absent: the default. */
+  readonly display?: "live" | "plain"
+  /** `batch.budget_usd`: a batch starts no new item once its items have spent this much. */
+  readonly batchBudgetUsd?: number
+  /** `orchestrator.workspace_limits`, with the defaults for keys not set: what a snapshot or final copy may take. */
+  readonly workspaceLimits?: WorkspaceLimits
+}
+
+/** The run settings of a config that sets none of them. */
+export const DEFAULT_SETTINGS: RunSettings = {
+  max_new_answers_per_agent: null,
+  skip_final_presentation: false,
+  final_answer_strategy: "winner_present",
+  orchestrator_timeout_seconds: 1800,
+  agent_timeout_seconds: 600,
+  budget_usd: null,
+  disable_injection: false,
+}
+
+/** The `Config` of a checked file and its agents. */
+export const configOf = (file: ConfigFile, agents: ReadonlyArray<Agent>): Config => {
+  const o = file.orchestrator ?? {}
+  const t = file.timeout_settings ?? {}
+  // MassGen: only the default strategy turns into reuse; an explicit winner_present or synthesize still presents.
+  const strategy = o.final_answer_strategy ?? (o.skip_final_presentation === true ? "winner_reuse" : DEFAULT_SETTINGS.final_answer_strategy)
+  const displayType = file.ui?.display_type ?? file.display?.type
+  const optional = {
+    ...(o.skip_voting !== undefined ? { skip_voting: o.skip_voting } : {}),
+    ...(o.defer_voting_until_all_answered !== undefined ? { defer_voting_until_all_answered: o.defer_voting_until_all_answered } : {}),
+    ...(o.max_new_answers_global !== undefined ? { max_new_answers_global: o.max_new_answers_global } : {}),
+    ...(o.answer_novelty_requirement !== undefined ? { answer_novelty_requirement: o.answer_novelty_requirement } : {}),
+    ...(o.voting_sensitivity !== undefined ? { voting_sensitivity: o.voting_sensitivity } : {}),
+    ...(t.initial_round_timeout_seconds !== undefined ? { initial_round_timeout_seconds: t.initial_round_timeout_seconds } : {}),
+    ...(t.subsequent_round_timeout_seconds !== undefined ? { subsequent_round_timeout_seconds: t.subsequent_round_timeout_seconds } : {}),
+    ...(t.round_timeout_grace_seconds !== undefined ? { round_timeout_grace_seconds: t.round_timeout_grace_seconds } : {}),
+  }
+  return {
+    agents,
+    settings: {
+      max_new_answers_per_agent: o.max_new_answers_per_agent ?? DEFAULT_SETTINGS.max_new_answers_per_agent,
+      skip_final_presentation: strategy === "winner_reuse",
+      final_answer_strategy: strategy,
+      orchestrator_timeout_seconds: t.orchestrator_timeout_seconds ?? DEFAULT_SETTINGS.orchestrator_timeout_seconds,
+      agent_timeout_seconds: t.agent_timeout_seconds ?? DEFAULT_SETTINGS.agent_timeout_seconds,
+      budget_usd: o.budget_usd ?? DEFAULT_SETTINGS.budget_usd,
+      disable_injection: o.disable_injection ?? DEFAULT_SETTINGS.disable_injection,
+      ...(o.context_paths?.length ? { context_paths: o.context_paths.map((c) => ({ path: c.path, permission: c.permission ?? "read", protected_paths: c.protected_paths ?? [] })) } : {}),
+      ...optional,
+    },
+    pricing: file.pricing ?? {},
+    workspaceLimits: workspaceLimitsOf(o.workspace_limits),
+    ...(t.tool_timeout_seconds !== undefined ? { toolTimeoutSeconds: t.tool_timeout_seconds } : {}),
+    ...(displayType !== undefined ? { display: displayType === "none" || displayType === "simple" ? ("plain" as const) : ("live" as const) } : {}),
+    ...(typeof file.batch?.budget_usd === "number" ? { batchBudgetUsd: file.batch.budget_usd } : {}),
+  }
+}
+
+/**
+ * MassGen's `--quick`: one answer per agent and no presentation of its own.
+ * Several agents: no injection, no vote before every agent has answered, and
+ * the first agent synthesizes the answers (quick synthesize: no vote round);
+ * one agent: no vote at all, its answer is the final answer.
+ */
+export const quickSettings = (settings: RunSettings, agents: number): RunSettings =>
+  agents > 1
+    ? {
+        ...settings,
+        max_new_answers_per_agent: 1,
+        skip_final_presentation: false,
+        final_answer_strategy: "synthesize",
+        disable_injection: true,
+        defer_voting_until_all_answered: true,
+      }
+    : { ...settings, max_new_answers_per_agent: 1, skip_final_presentation: true, final_answer_strategy: "winner_reuse", skip_voting: true }

@@ -1,0 +1,20 @@
+/**
+ * Sentences about events, for people: what the views, the derived logs and the automation output say of an event.
+ *
+ * `resumedText(run_resumed)` says what a resume did with the work in flight
+ * ("2 rounds go on", "1 round starts again"). Pure, and free of the replay
+ * stack that computed those lists, so a projection that names a resume
+ * needs only the events.
+ */
+import { count } from "../../lib/text.ts"
+import type { RunResumed } from "./run.ts"
+
+/** What a `run_resumed` did with the work in flight, for people: "2 rounds go on", "1 round starts again". */
+export const resumedText = (event: typeof RunResumed.Type): string => {
+  const said = (rounds: number, presentation: boolean, verb: readonly [string, string]) =>
+    `${rounds === 0 && presentation ? "the presentation" : `${count(rounds, "round")}${presentation ? " and the presentation" : ""}`} ${rounds === 1 && !presentation ? verb[0] : verb[1]}`
+  const on = said(event.continued_rounds?.length ?? 0, event.presentation_continued === true, ["goes on", "go on"])
+  if (event.restarted_rounds.length === 0 && !event.presentation_restarted) return on
+  const again = said(event.restarted_rounds.length, event.presentation_restarted, ["starts again", "start again"])
+  return (event.continued_rounds?.length ?? 0) === 0 && event.presentation_continued !== true ? again : `${on}, ${again}`
+}

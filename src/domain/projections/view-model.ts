@@ -1,0 +1,236 @@
+/**
+ * What a view of a run shows, as a pure fold of its events and streamed text.
+ *
+ * Contract: a `ViewModel` is the run's `State` (folded with `advanceInPlace`: the
+ * state `evolve` gives, in O(1) per answer, so a model that was folded further
+ * is not to be used again; never re-derived), the tail of each agent's streamed text, and a bounded timeline.
+ * `applyEvent` and `applyText` fold into it; `viewOf(model, now)` gives a
+ * `View`: plain JSON data that the terminal view, the plain lines and the web
+ * page all render. Statuses, phase, completion, votes and costs come from
+ * `project` (the same numbers as status.json). No I/O, no clock: `now` is
+ * passed in (ms since the epoch).
+ *
+ * Words: an agent's *tail* is the end of what it streamed in its current round
+ * (cleared when a round or its presentation starts); when it streamed nothing, views show its
+ * latest answer instead. The *timeline* holds the newest `TIMELINE_LIMIT`
+ * events worth a line, each with its offset from the run's start.
+ */
+import { type Event, type FinalSource, type FinishReason, resumedText } from "../events/index.ts"
+import { type State, advanceInPlace, initialState } from "../state/index.ts"
+import { type AgentStatus, type Phase, project } from "./status.ts"
+import { count, oneLine } from "../../lib/text.ts"
+import { toolCallLine } from "../tools/calls.ts"
+import { changedFiles, workspaceLine } from "../workspaces/facts.ts"
+
+export const TAIL_LIMIT = 4000
+export const TIMELINE_LIMIT = 200
+
+export interface TimelineEntry {
+  /** Seconds since the run started. */
+  readonly at: number
+  readonly agent: string | null
+  readonly kind: Event["_tag"]
+  readonly text: string
+}
+
+export interface ViewModel {
+  readonly state: State
+  readonly tails: Readonly<Record<string, string>>
+  readonly timeline: ReadonlyArray<TimelineEntry>
+}
+
+export const emptyViewModel: ViewModel = { state: initialState, tails: {}, timeline: [] }
+
+export interface AgentView {
+  readonly id: string
+  readonly anonId: string
+  readonly model: string | null
+  readonly backend: string
+  readonly status: AgentStatus
+  readonly round: number
+  readonly answers: ReadonlyArray<string>
+  /** Streamed text of the current round, else the latest answer's content. */
+  readonly tail: string
+  readonly tailIsAnswer: boolean
+  readonly vote: { readonly target: string; readonly label: string; readonly reason: string } | null
+  readonly error: string | null
+  readonly tokens: number
+  readonly cost: number | null
+  /** The agent's tool calls that finished, and those that gave an error result. */
+  readonly toolCalls: number
+  readonly toolErrors: number
+}
+
+export interface VoteRow {
+  readonly voter: string
+  readonly target: string | null
+  readonly label: string | null
+  readonly reason: string
+}
+
+export interface View {
+  readonly started: boolean
+  readonly question: string
+  readonly phase: Phase
+  readonly completion: number
+  readonly elapsedSeconds: number
+  readonly inputTokens: number
+  readonly outputTokens: number
+  readonly cost: number | null
+  readonly agents: ReadonlyArray<AgentView>
+  readonly timeline: ReadonlyArray<TimelineEntry>
+  readonly votes: ReadonlyArray<VoteRow>
+  /** Votes per answer label: the presentation's count once a winner is chosen. */
+  readonly tally: Readonly<Record<string, number>>
+  readonly winner: string | null
+  readonly final: { readonly agent: string; readonly label: string; readonly source: FinalSource; readonly content: string } | null
+  readonly finished: { readonly reason: FinishReason; readonly message: string } | null
+  /** The winner's files (`final/<agent>/workspace`, relative to the log directory), once copied; the files written to context paths. */
+  readonly workspace: {
+    readonly final: { readonly path: string; readonly files: number; readonly bytes: number; readonly listing: ReadonlyArray<string> } | null
+    readonly changedFiles: ReadonlyArray<{ readonly path: string; readonly change: string; readonly bytes: number }>
+  }
+}
+
+/** A short line for the timeline, or null for events not worth one. */
+export const timelineText = (event: Event): string | null => {
+  switch (event._tag) {
+    case "run_started":
+      return `run started: ${count(event.agents.length, "agent")}`
+    case "run_resumed":
+      return `run resumed: ${resumedText(event)}`
+    case "round_started":
+      return `round ${event.round}${event.restart ? " (restart)" : ""}${event.vote_only ? ", vote only" : ""}, ${event.shown.length} shown`
+    case "round_cancelled":
+      return `round ${event.round} cancelled: a new answer arrived`
+    case "round_time_warned":
+      return `round ${event.round} passed its ${event.stage} time limit`
+    case "update_injected":
+      return `new answers injected into round ${event.round}${event.after_vote ? " (its vote was not counted)" : ""}`
+    case "reply_rejected":
+      return `reply rejected (${event.reason})`
+    case "answer_submitted":
+      return `answer ${event.label}: ${oneLine(event.content, 60)}`
+    case "vote_cast":
+      return `votes for ${event.target} (${event.target_label})`
+    case "vote_ignored":
+      return `vote for ${event.target} ignored (${event.reason})`
+    case "call_retried":
+      return `call retry ${event.retry}: ${oneLine(event.error, 60)}`
+    case "agent_failed":
+      return `out (${event.kind}): ${oneLine(event.message, 60)}`
+    case "presentation_started":
+      return `winner chosen${event.is_tie ? " (tie)" : ""}, presenting ${event.label}`
+    case "final_answer":
+      return `final answer (${event.source.replace("_", " ")})`
+    case "run_finished":
+      return `run ${event.reason}${event.winner ? `, winner ${event.winner}` : ""}`
+    case "tool_call_finished":
+    case "hosted_tool_used":
+      return toolCallLine(event)
+    case "workspace_snapshotted":
+    case "workspace_finalized":
+    case "context_path_written":
+      return workspaceLine(event)
+    case "context_write_intended":
+      return null
+    case "call_start":
+    case "call_end":
+    case "tool_call_started":
+      return null
+  }
+}
+
+const keepTail = (text: string): string => (text.length > TAIL_LIMIT ? text.slice(text.length - TAIL_LIMIT) : text)
+
+/**
+ * Folds one event: the state through `evolve`; a round's start, or the
+ * presentation's, clears its agent's tail; a tool call's start and end are
+ * lines of its agent's tail.
+ */
+export const applyEvent = (model: ViewModel, event: Event): ViewModel => {
+  const state = advanceInPlace(model.state, event)
+  // An event that does not fit is only counted.
+  if (state.skippedEvents !== model.state.skippedEvents) return { ...model, state }
+  // The presenter's tail still holds its last round's text (its vote): stale once it starts presenting.
+  let tails = event._tag === "round_started" || event._tag === "presentation_started" ? { ...model.tails, [event.agent]: "" } : model.tails
+  // A tool call shows in its agent's text where it happened: name, short arguments, ok or error, duration.
+  const toolLine = toolCallLine(event)
+  if (toolLine !== null && "agent" in event) tails = { ...tails, [event.agent]: keepTail(`${(tails[event.agent] ?? "").trimEnd()}\n[${toolLine}]\n`) }
+  const text = timelineText(event)
+  if (text === null) return { ...model, state, tails }
+  const start = state.run?.startTime ?? state.lastTime
+  const entry: TimelineEntry = {
+    at: Math.max(0, (Date.parse(event.time) - start) / 1000) || 0,
+    agent: "agent" in event ? event.agent : null,
+    kind: event._tag,
+    text,
+  }
+  const timeline = [...model.timeline, entry]
+  return { state, tails, timeline: timeline.length > TIMELINE_LIMIT ? timeline.slice(-TIMELINE_LIMIT) : timeline }
+}
+
+export const applyText = (model: ViewModel, agent: string, text: string): ViewModel =>
+  text === "" ? model : { ...model, tails: { ...model.tails, [agent]: keepTail((model.tails[agent] ?? "") + text) } }
+
+export const foldView = (events: Iterable<Event>, from: ViewModel = emptyViewModel): ViewModel => {
+  let model = from
+  for (const event of events) model = applyEvent(model, event)
+  return model
+}
+
+/** What a view shows at `now`. */
+export const viewOf = (model: ViewModel, now: number): View => {
+  const { state } = model
+  const status = project(state, Math.max(now, state.lastTime))
+  const agents = state.agents.map((a): AgentView => {
+    const json = status.agents[a.info.id]!
+    const streamed = model.tails[a.info.id] ?? ""
+    const latest = a.answers[a.answers.length - 1]
+    const answer = latest === undefined ? "" : (state.answers[latest]?.content ?? "")
+    const useAnswer = streamed.trim() === "" && answer !== ""
+    return {
+      id: a.info.id,
+      anonId: a.info.anon_id,
+      model: a.info.model,
+      backend: a.info.backend,
+      status: json.status,
+      round: a.rounds,
+      answers: a.answers,
+      tail: useAnswer ? answer : streamed,
+      tailIsAnswer: useAnswer,
+      vote: a.vote === null ? null : { target: a.vote.target, label: a.vote.targetLabel, reason: a.vote.reason },
+      error: a.failure?.message ?? null,
+      tokens: a.usage.inputTokens + a.usage.outputTokens,
+      cost: a.usage.cost,
+      toolCalls: a.tools.calls,
+      toolErrors: a.tools.errors,
+    }
+  })
+  return {
+    started: state.run !== null,
+    question: state.run?.question ?? "",
+    phase: status.coordination.phase,
+    completion: status.coordination.completion_percentage,
+    elapsedSeconds: status.meta.elapsed_seconds,
+    inputTokens: state.usage.inputTokens,
+    outputTokens: state.usage.outputTokens,
+    cost: state.usage.cost,
+    agents,
+    timeline: model.timeline,
+    votes: agents.map((a) => ({
+      voter: a.id,
+      target: a.vote?.target ?? null,
+      label: a.vote?.label ?? null,
+      reason: a.vote?.reason ?? "",
+    })),
+    tally: status.results.votes,
+    winner: state.presentation?.agent ?? state.finished?.winner ?? null,
+    final: state.final,
+    finished: state.finished === null ? null : { reason: state.finished.reason, message: state.finished.message },
+    workspace: {
+      final: state.workspaces.final === null ? null : { path: state.workspaces.final.path, files: state.workspaces.final.files, bytes: state.workspaces.final.bytes, listing: state.workspaces.final.listing },
+      changedFiles: changedFiles(state.workspaces),
+    },
+  }
+}

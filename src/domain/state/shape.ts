@@ -1,0 +1,180 @@
+/**
+ * The shape of a run's state (`index.ts`): its types, the initial state, and the questions asked of it.
+ *
+ * Contract: a `State` holds only what decisions and projections need; it is made by the fold
+ * (`evolve.ts`, `folding.ts`) and read by `decide.ts`, `domain/projections/status.ts` and the views. The queries
+ * here are pure and total.
+ *
+ * Words: an agent is *live* until it fails; a round is *in flight* from its round_started until its
+ * answer, vote, cancellation or the agent's failure; the *latest labels* are the newest answer label of
+ * every agent that has one, in config order, which is what a new round shows.
+ */
+import type { AgentInfo, ConversationMessage, FailureKind, FinalSource, FinishReason, RunSettings } from "../events/index.ts"
+import { type WorkspaceFacts, noWorkspaceFacts } from "../workspaces/facts.ts"
+
+export interface Usage {
+  readonly inputTokens: number
+  readonly outputTokens: number
+  readonly reasoningTokens: number
+  readonly cachedInputTokens: number
+  /** Null until a call of a priced model is counted; unpriced calls add nothing. */
+  readonly cost: number | null
+  readonly unpricedCalls: number
+}
+
+export const emptyUsage: Usage = {
+  inputTokens: 0,
+  outputTokens: 0,
+  reasoningTokens: 0,
+  cachedInputTokens: 0,
+  cost: null,
+  unpricedCalls: 0,
+}
+
+export interface InFlight {
+  readonly round: number
+  readonly shown: ReadonlyArray<string>
+  readonly voteOnly: boolean
+  /** Model calls of the round that came back with a reply: the work a restart would throw away. */
+  readonly steps: number
+}
+
+export interface Vote {
+  readonly target: string
+  readonly targetLabel: string
+  readonly reason: string
+  readonly time: number
+}
+
+export interface AgentState {
+  readonly info: AgentInfo
+  /** The number of the last round started; 0 before the first. */
+  readonly rounds: number
+  readonly inFlight: InFlight | null
+  /** Labels of this agent's answers, oldest first. */
+  readonly answers: ReadonlyArray<string>
+  readonly vote: Vote | null
+  readonly failure: { readonly kind: FailureKind; readonly message: string; readonly time: number } | null
+  /** A new answer from another agent undid this agent's work; its next round is a restart. */
+  readonly restartPending: boolean
+  readonly timesRestarted: number
+  readonly lastActivity: number
+  readonly usage: Usage
+  /** The agent's tool calls that finished, those of them that gave an error result, and its replies' uses of provider tools. */
+  readonly tools: ToolCounts
+}
+
+export interface ToolCounts {
+  readonly calls: number
+  readonly errors: number
+  readonly hosted: number
+}
+
+export const noToolCounts: ToolCounts = { calls: 0, errors: 0, hosted: 0 }
+
+export interface Answer {
+  readonly label: string
+  readonly agent: string
+  readonly round: number
+  readonly content: string
+  readonly time: number
+}
+
+export interface Presentation {
+  readonly agent: string
+  readonly label: string
+  readonly votes: Readonly<Record<string, number>>
+  readonly isTie: boolean
+  readonly callsModel: boolean
+  readonly time: number
+}
+
+export interface FinalAnswer {
+  readonly agent: string
+  readonly label: string
+  readonly source: FinalSource
+  readonly content: string
+}
+
+export interface RunInfo {
+  readonly runId: string
+  readonly question: string
+  /** The conversation before the question, oldest first; empty for a run of one question. */
+  readonly conversation: ReadonlyArray<ConversationMessage>
+  readonly settings: RunSettings
+  readonly startTime: number
+  /** Time no process ran the run: from a stopped process's last event to each resume. */
+  readonly pausedMs: number
+}
+
+export interface State {
+  readonly run: RunInfo | null
+  readonly agents: ReadonlyArray<AgentState>
+  readonly answers: Readonly<Record<string, Answer>>
+  readonly presentation: Presentation | null
+  readonly final: FinalAnswer | null
+  readonly finished: { readonly reason: FinishReason; readonly winner: string | null; readonly message: string; readonly time: number } | null
+  readonly usage: Usage
+  /** Time of the newest event folded, ms since the epoch. */
+  readonly lastTime: number
+  /** Events folded that changed the state. */
+  readonly eventCount: number
+  /** Events folded that did not fit the state, and so changed nothing else. */
+  readonly skippedEvents: number
+  /** Calls started and not yet ended, by call number. */
+  readonly openCalls: number
+  /** Snapshots, the final workspace, writes to context paths (`domain/workspaces/facts.ts`). */
+  readonly workspaces: WorkspaceFacts
+}
+
+export const initialState: State = {
+  run: null,
+  agents: [],
+  answers: {},
+  presentation: null,
+  final: null,
+  finished: null,
+  usage: emptyUsage,
+  lastTime: 0,
+  eventCount: 0,
+  skippedEvents: 0,
+  openCalls: 0,
+  workspaces: noWorkspaceFacts,
+}
+
+/** How long processes have run the run, up to `now` (or its finish): time while no process ran it is not counted. */
+export const activeMs = (state: State, now: number): number =>
+  state.run === null ? 0 : Math.max(0, (state.finished?.time ?? now) - state.run.startTime - state.run.pausedMs)
+
+export const isLive = (agent: AgentState): boolean => agent.failure === null
+
+/** A run that has not finished, or that a signal stopped, is taken up again by `massgen resume`; any other finish is final. */
+export const isResumable = (finished: { readonly reason: FinishReason } | null): boolean =>
+  finished === null || finished.reason === "interrupted"
+
+export const agentIndex = (state: State, id: string): number => {
+  const agents = state.agents
+  for (let i = 0; i < agents.length; i++) if (agents[i]!.info.id === id) return i
+  return -1
+}
+
+export const agentByAnonId = (state: State, anonId: string): AgentState | undefined =>
+  state.agents.find((a) => a.info.anon_id === anonId)
+
+/** The newest answer label of every agent that has one, in config order. */
+export const latestLabels = (state: State): ReadonlyArray<string> =>
+  state.agents.flatMap((a) => (a.answers.length > 0 ? [a.answers[a.answers.length - 1]!] : []))
+
+export const sameLabels = (a: ReadonlyArray<string>, b: ReadonlyArray<string>): boolean =>
+  a.length === b.length && a.every((label, i) => label === b[i])
+
+/** `sameLabels(labels, latestLabels(state))`, without making the latest labels (a vote is judged against them at every reply). */
+export const showsLatest = (state: State, labels: ReadonlyArray<string>): boolean => {
+  let i = 0
+  for (const a of state.agents) {
+    if (a.answers.length === 0) continue
+    if (labels[i] !== a.answers[a.answers.length - 1]) return false
+    i += 1
+  }
+  return i === labels.length
+}

@@ -1,0 +1,171 @@
+/**
+ * How the orchestrator starts work: the rounds and presentations the decider asks for, and what each is given.
+ *
+ * Contract: `start(state, command)` starts the work a command asks for, from
+ * the state after its event; `startRound` and `startPresentation` start one
+ * piece of work, from its rebuilt machine when a resume continues it. Each
+ * runs in a fiber of its own (`work.ts`) with the run's
+ * `RoundDeps`: its events go through the emit path (a refused call, or an
+ * effect whose event is not settled, does not happen), its streamed text to
+ * the agent's files and the observer, its call log to `llm_log/` (long texts
+ * to the blob store once, and so long tool-call arguments, which the events
+ * reference), and its tool calls to the tool runner
+ * (`tools/tool-runner.ts`) with the agents' own tools (`AgentTools`, none when
+ * the layer is absent) offered in every request.
+ */
+import { Clock, Effect, Option, Queue, Ref } from "effect"
+import { type Command, budgetSpent } from "../../domain/coordination/decide.ts"
+import { ARGUMENTS_BLOB_MIN_CHARS, type ArgumentsText } from "../../domain/events/index.ts"
+import { requestForPresentation, requestForRound } from "../../domain/coordination/requests.ts"
+import type { Transition } from "../../domain/coordination/round-machine.ts"
+import { agentFile } from "../../domain/run-paths.ts"
+import type { State } from "../../domain/state/index.ts"
+import { type RoundDeps, runPresentation, runRound, timeoutReply } from "./agent-round.ts"
+import { Backends } from "../backends/index.ts"
+import { blobPath, blobWriter, compactJsonText, hashText } from "../run-files/index.ts"
+import { callLogPath } from "../run-files/index.ts"
+import { type Emitter, announcesEffect } from "./emit.ts"
+import { type RunContext, isoNow } from "./types.ts"
+import { workKey } from "../../domain/coordination/work-key.ts"
+import type { Work } from "./work.ts"
+import { RunFiles } from "../run-files/index.ts"
+import { AgentTools } from "../tools/agent-tools.ts"
+import { noTools } from "../tools/tool-provider.ts"
+import { makeToolRunner } from "../tools/tool-runner.ts"
+
+export const makeRounds = (run: RunContext, emitter: Emitter, work: Work) =>
+  Effect.gen(function* () {
+    const { input, settings, state, fatal, inbox, failStorage, contexts, callSentAt } = run
+    const { config } = input
+    const { emit } = emitter
+    const files = yield* RunFiles
+    const backends = yield* Backends
+    const observe = input.observe
+    const agentById = new Map(config.agents.map((a) => [a.id, a]))
+    const callCounter = yield* Ref.make(
+      input.resume?.events.reduce((n, e) => (e._tag === "call_start" ? Math.max(n, e.call) : n), 0) ?? 0,
+    )
+    /** Blobs found new by this process and not written yet (a resumed run may store one again: the same bytes). */
+    const freshBlobs: Array<readonly [string, string]> = []
+    const blobSink = blobWriter((hash, text) => void freshBlobs.push([hash, text]))
+    /** Writes the blobs found new: before the call log or the event that references them. */
+    const writeFreshBlobs = Effect.gen(function* () {
+      for (const [hash, blob] of freshBlobs.splice(0)) yield* files.write(blobPath(hash), blob)
+    })
+    /** Long tool-call arguments go to the blob store once; the events reference them. */
+    const storeArguments = (text: string): Effect.Effect<ArgumentsText> =>
+      text.length < ARGUMENTS_BLOB_MIN_CHARS
+        ? Effect.succeed(text)
+        : Effect.suspend(() => {
+            const ref = { $blob: blobSink.store(text) }
+            // Not written: the run stops, and the event that would reference it is not appended.
+            return Effect.as(Effect.catchAll(writeFreshBlobs, (e) => failStorage("call_log", e.path, e.detail)), ref)
+          })
+
+    const agentTools = Option.getOrElse(yield* Effect.serviceOption(AgentTools), () => ({ forAgent: () => noTools }))
+    const toolSpecs = (agentId: string) => agentTools.forAgent(agentId).tools.map((t) => t.spec)
+    const toolCounter = yield* Ref.make(
+      input.resume?.events.reduce((n, e) => (e._tag === "tool_call_started" ? Math.max(n, e.tool_call) : n), 0) ?? 0,
+    )
+
+    const deps: RoundDeps = {
+      runTools: (agent, round, role, calls) => runTools(agent, round, role, calls),
+      emit: (event) =>
+        Effect.flatMap(emit(event), () => {
+          // A refused call never starts: the run is stopping, so its round ends here.
+          if (event._tag === "call_start" && emitter.wasRefused(event.call)) return Effect.interrupt
+          // Not recorded durably (a write or the barrier failed): the effect it announces does not happen.
+          if (announcesEffect(event) && fatal.current !== null) return Effect.interrupt
+          if (event._tag === "call_start") {
+            return Effect.map(Clock.currentTimeMillis, (ms) => void callSentAt.set(workKey(event.agent, event.role === "presentation" ? "present" : event.round), ms))
+          }
+          if (event._tag === "call_end" && budgetSpent(state.current)) return Queue.offer(inbox, { _tag: "wake" })
+          return Effect.void
+        }),
+      now: isoNow,
+      nextCallNumber: Ref.updateAndGet(callCounter, (n) => n + 1),
+      onText: (agent, text) =>
+        Effect.zipRight(files.append(agentFile(agent, "output"), text), observe ? observe.onText(agent, text) : Effect.void),
+      onReasoning: (agent, text) => files.append(agentFile(agent, "reasoning"), text),
+      record: (agent, text) => files.append(agentFile(agent, "output"), text),
+      logCall: (call, record) =>
+        Effect.gen(function* () {
+          // Long texts and large values go to the blob store once; the call log references them.
+          const text = compactJsonText(record, blobSink)
+          yield* writeFreshBlobs
+          yield* files.write(callLogPath(call), `${text}\n`)
+        }).pipe(Effect.catchAll((e) => failStorage("call_log", e.path, e.detail))),
+      storeArguments,
+      priceOf: input.priceOf ?? (() => null),
+      // Without injection a round has nothing to ask at its step boundaries (and no lock to take there).
+      ...(settings.disable_injection ? {} : { injectUpdate: emitter.injectUpdate }),
+    }
+
+    const runTools = makeToolRunner({
+      providerOf: agentTools.forAgent,
+      emit: deps.emit,
+      now: isoNow,
+      nextToolCall: Ref.updateAndGet(toolCounter, (n) => n + 1),
+      writeLog: (n, record) =>
+        files.write(`tool_log/${n}.json`, `${JSON.stringify(record, null, 2)}\n`).pipe(Effect.catchAll((e) => failStorage("tool_log", e.path, e.detail))),
+      digest: hashText,
+      state: Effect.sync(() => state.current),
+      storeArguments,
+      ...(config.toolTimeoutSeconds !== undefined ? { timeoutSeconds: config.toolTimeoutSeconds } : {}),
+    })
+
+    /** Starts `agentId`'s round `round` (from its rebuilt machine, when a resume continues it). */
+    const startRound = (state: State, agentId: string, round: number, from?: Transition) =>
+      Effect.suspend(() => {
+        const agent = agentById.get(agentId)!
+        const request = requestForRound(state, agent, toolSpecs(agent.id))
+        if (request === null) return Effect.void
+        const key = workKey(agent.id, round)
+        contexts.set(key, request)
+        const backend = backends.forAgent(agent.id)
+        const soft = round === 1 ? settings.initial_round_timeout_seconds : settings.subsequent_round_timeout_seconds
+        const roundTimeout = soft != null ? { roundTimeout: { softSeconds: soft, graceSeconds: settings.round_timeout_grace_seconds ?? 120 } } : {}
+        return work.spawn(
+          key,
+          runRound(deps, { agent: agent.id, round, backend, request, agentTimeoutSeconds: settings.agent_timeout_seconds, timedByCaller: true, ...roundTimeout, ...(from ? { from } : {}) }),
+          timeoutReply(agent.id, round, settings.agent_timeout_seconds),
+        )
+      })
+
+    /** Starts the winner's presentation (from its rebuilt machine, when a resume continues it). */
+    const startPresentation = (state: State, agentId: string, from?: Transition) =>
+      Effect.suspend(() => {
+        const agent = agentById.get(agentId)!
+        const request = requestForPresentation(state, agent, toolSpecs(agent.id))
+        if (request === null) return Effect.void
+        contexts.set(workKey(agent.id, "present"), request)
+        const round = from?.machine.round ?? (state.agents.find((a) => a.info.id === agent.id)?.rounds ?? 0) + 1
+        const backend = backends.forAgent(agent.id)
+        return work.spawn(
+          workKey(agent.id, "present"),
+          runPresentation(deps, { agent: agent.id, round, backend, request, agentTimeoutSeconds: settings.agent_timeout_seconds, timedByCaller: true, ...(from ? { from } : {}) }),
+          timeoutReply(agent.id, "present", settings.agent_timeout_seconds),
+        )
+      })
+
+    /** Starts the work a command asks for, from the state after its event. */
+    const start = (state: State, command: Command) =>
+      Effect.gen(function* () {
+        switch (command._tag) {
+          case "StartRound":
+            return yield* startRound(state, command.agent, command.round)
+          case "StartPresentation":
+            return command.callsModel ? yield* startPresentation(state, command.agent) : undefined
+          case "CancelRound":
+          case "UseStoredAnswer":
+          case "FinishRun":
+          case "StopRun":
+            return
+        }
+      })
+
+    return { toolSpecs, startRound, startPresentation, start }
+  })
+
+/** How one run starts work (`makeRounds`). */
+export type Rounds = Effect.Effect.Success<ReturnType<typeof makeRounds>>

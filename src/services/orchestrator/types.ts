@@ -1,0 +1,129 @@
+/**
+ * The orchestrator's words: what a run is given (`RunInput`) and gives back
+ * (`RunOutcome`), and what its parts share (`RunContext`).
+ *
+ * Words: *work* is a round or a presentation in flight, named by its *work key*
+ * (`agent#round`, or `agent#present`); the *inbox* is where the replies of work
+ * and the stops from outside come in; the run is *broken* once a file it must
+ * keep could not be written (`fatal` holds why), and then appends nothing more.
+ * A *cell* holds a value the run's fibers share: they run one at a time, so
+ * it is read and set without an Effect (a `Ref` cost each read two steps of
+ * the fiber runtime, some 30 per model call).
+ */
+import { workKey } from "../../domain/coordination/work-key.ts"
+import { Effect, Queue } from "effect"
+import type { Config } from "../../domain/config/index.ts"
+import type { Reply } from "../../domain/coordination/decide.ts"
+import type { ConversationMessage, Event, FinishReason, RunSettings } from "../../domain/events/index.ts"
+import type { LlmRequest, TokenUsage } from "../../domain/llm.ts"
+import { instantText } from "../../lib/instant.ts"
+import type { ReplayStart } from "../../domain/replay/index.ts"
+import { type State, initialState } from "../../domain/state/index.ts"
+import { RunStorageError, type StorageKind } from "../io-errors.ts"
+
+export interface RunInput {
+  readonly config: Config
+  readonly question: string
+  /** The conversation the question continues, oldest first; recorded on `run_started` when not empty. */
+  readonly conversation?: ReadonlyArray<ConversationMessage>
+  readonly logDir: string
+  readonly runId: string
+  readonly version: string
+  readonly pid: number
+  /** Completes when the run must stop from outside (a signal); its value names why. */
+  readonly interrupt: Effect.Effect<string>
+  readonly observe?: Observer
+  readonly priceOf?: (model: string | null, usage: TokenUsage) => number | null
+  /** Take up a recorded run instead of starting one: its events, and what the reader skipped. */
+  readonly resume?: ResumeInput
+}
+
+export interface ResumeInput {
+  /** Every event of the run's stream: their number is the version the first append expects. */
+  readonly events: ReadonlyArray<Event>
+  readonly skipped: number
+  readonly tornTail: boolean
+  /** The fold of `events`, when the caller has it already. */
+  readonly state?: State
+  /** Where the replay that rebuilds the work in flight may start, with the fold before it, when the caller has it (`foldWithStart`). */
+  readonly replayStart?: ReplayStart
+  /** The whole result of tool call `n` (`tool_log/<n>.json`), for results the events do not hold. */
+  readonly toolResultOf?: (n: number) => string | undefined
+  /** The text of blob `hash` (`blobs/<hash>.txt`), for the long tool-call arguments the events reference. */
+  readonly blobOf?: (hash: string) => string | undefined
+}
+
+export interface Observer {
+  /**
+   * Each event, with the run's state after it, to read during the call: a
+   * resumed run first shows its recorded events with states that are advanced
+   * in place (`advanceInPlace`), so a state kept past its call may change.
+   */
+  readonly onEvent: (event: Event, state: State) => Effect.Effect<void>
+  readonly onText: (agent: string, text: string) => Effect.Effect<void>
+}
+
+export interface RunOutcome {
+  readonly state: State
+  readonly reason: FinishReason
+}
+
+export type Input =
+  | { readonly _tag: "reply"; readonly reply: Reply }
+  /** A file the run must keep could not be written (`fatal` holds why): the run stops at once. */
+  | { readonly _tag: "fatal" }
+  | { readonly _tag: "stop"; readonly reason: Exclude<FinishReason, "completed">; readonly message: string }
+  /** The state changed in a way the decider must see (a call spent the budget). */
+  | { readonly _tag: "wake" }
+
+export const replyKey = (reply: Reply): string => workKey(reply.agent, "round" in reply ? reply.round : "present")
+
+
+export const isoNow = Effect.clockWith((c) => c.currentTimeMillis).pipe(Effect.map(instantText))
+
+/** A value the fibers of one run share (see *cell* above). */
+export interface Cell<A> {
+  current: A
+}
+
+/** What the parts of one run's orchestration share. */
+export interface RunContext {
+  readonly input: RunInput
+  /** The run's settings: a resumed run keeps those it was started with. */
+  readonly settings: RunSettings
+  /** The fold of every event appended: it changes only when an event is. */
+  readonly state: Cell<State>
+  readonly inbox: Queue.Queue<Input>
+  /** The first failure to write a file the run must keep; once set, nothing more is appended and the run stops. */
+  readonly fatal: Cell<RunStorageError | null>
+  /** Records a failure to write a file the run must keep (the first one only) and wakes the run to stop. */
+  readonly failStorage: (kind: StorageKind, path: string, cause: string) => Effect.Effect<void>
+  readonly isBroken: () => boolean
+  /** The base request of each piece of work, by `workKey`: what the winner saw, for `final/<winner>/context.txt`. */
+  readonly contexts: Map<string, LlmRequest>
+  /** When the latest call of each piece of work went out (the Effect clock, ms), by `workKey`: when its reply may be due. */
+  readonly callSentAt: Map<string, number>
+}
+
+export const makeRunContext = (input: RunInput, settings: RunSettings): Effect.Effect<RunContext> =>
+  Effect.gen(function* () {
+    const inbox = yield* Queue.unbounded<Input>()
+    const fatal: Cell<RunStorageError | null> = { current: null }
+    const failStorage = (kind: StorageKind, path: string, cause: string) =>
+      Effect.suspend(() => {
+        if (fatal.current !== null) return Effect.void
+        fatal.current = new RunStorageError({ kind, path, cause, logDir: input.logDir })
+        return Queue.offer(inbox, { _tag: "fatal" })
+      })
+    return {
+      input,
+      settings,
+      state: { current: initialState },
+      inbox,
+      fatal,
+      failStorage,
+      isBroken: () => fatal.current !== null,
+      contexts: new Map(),
+      callSentAt: new Map(),
+    }
+  })
