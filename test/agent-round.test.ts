@@ -2,7 +2,7 @@
  * One round of one agent: `runRound`, the round machine's interpreter,
  * against a fake backend under the TestClock (retries, backoff, retry-after, timeouts).
  */
-import { describe, expect, test } from "bun:test"
+import { describe, expect, } from "bun:test"
 import { Clock, Effect, Fiber, Option, TestClock } from "effect"
 import type { Event } from "../src/domain/events/index.ts"
 import type { LlmReply, LlmRequest, ShownAnswer } from "../src/domain/llm.ts"

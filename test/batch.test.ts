@@ -37,7 +37,7 @@ const resultLines = (cwd: string): Array<any> =>
   fs.readFileSync(nodePath.join(batchDir(cwd), "results.jsonl"), "utf8").split("\n").filter((l) => l !== "").map((l) => JSON.parse(l))
 const itemRuns = (cwd: string): Array<string> => fs.readdirSync(nodePath.join(batchDir(cwd), "items")).map((id) => nodePath.join(batchDir(cwd), "items", id))
 
-const batch = (cwd: string, extra: ReadonlyArray<string> = []) => ["batch", "items.jsonl", "--config", "team.yaml", "--automation", ...extra]
+const batch = (_cwd: string, extra: ReadonlyArray<string> = []) => ["batch", "items.jsonl", "--config", "team.yaml", "--automation", ...extra]
 
 /** Every agent of the run in `dir` was asked for its answer at most once, and answered at most once. */
 const answersAskedOnce = (dir: string) => {

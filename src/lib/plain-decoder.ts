@@ -274,7 +274,7 @@ const compileTypeLiteral = (ast: AST.TypeLiteral, c: Compiling): Plain => {
       const name = names[i]!
       // As the Schema decoder does: an optional key must be the input's own; a required one is read as it is
       // (checking, as `Schema.is` does: it too must be the input's own).
-      if ((optional[i] || c.check) && !Object.prototype.hasOwnProperty.call(input, name)) {
+      if ((optional[i] || c.check) && !Object.hasOwn(input, name)) {
         if (optional[i]) continue
         return UNDECIDED
       }

@@ -10,7 +10,7 @@
  * a cause, when the log has one, follows after a colon. Debug and trace logs
  * stay below Effect's default minimum level and are not printed.
  */
-import { Cause, Layer, LogLevel, Logger } from "effect"
+import { Cause, type Layer, LogLevel, Logger } from "effect"
 import { foldedText } from "../../lib/plain-text.ts"
 
 const textOf = (message: unknown): string => {

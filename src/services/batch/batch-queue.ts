@@ -22,7 +22,7 @@
  * finished item; the first insert for an item wins.
  */
 import { createHash } from "node:crypto"
-import { SQL } from "bun"
+import type { SQL } from "bun"
 import { PgBoss } from "pg-boss"
 import type { BatchResult } from "../../domain/batch.ts"
 import type { ConversationMessage } from "../../domain/events/index.ts"

@@ -5,7 +5,7 @@
  * The contract of each operation is in `index.ts`. A *stream* is one run's
  * events, addressed by its log directory; its *version* is how many events it holds.
  */
-import { Either, Effect, Schema, Stream } from "effect"
+import { type Either, type Effect, Schema, type Stream } from "effect"
 import type { CountedSkipCause, StoredEvent } from "../../domain/log/index.ts"
 import type { Event, EventMeta } from "../../domain/events/index.ts"
 
