@@ -21,13 +21,13 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import { Effect, Layer } from "effect"
+import { runItem } from "../src/cli/batch/run-item.ts"
+import { decodeDocument, parseConfigText } from "../src/cli/run/load-config.ts"
 import type { Event } from "../src/domain/events/index.ts"
 import { EventStore } from "../src/services/event-store/index.ts"
 import { postgresEventStore } from "../src/services/event-store/postgres.ts"
 import type { SharedRunFiles } from "../src/services/run-files/shared.ts"
 import { postgresRunFiles } from "../src/services/run-files/shared-postgres.ts"
-import { decodeDocument, parseConfigText } from "../src/cli/run/load-config.ts"
-import { runItem } from "../src/cli/batch/run-item.ts"
 import { startPostgres } from "../test/support/postgres.ts"
 import { fmt, line, median, targetLine } from "./support.ts"
 
@@ -48,9 +48,15 @@ const throughput = (concurrency: number): number => {
   const dir = mkdtempSync(join(tmpdir(), "massgen-bench-batch-"))
   try {
     writeFileSync(join(dir, "team.yaml"), TEAM)
-    writeFileSync(join(dir, "items.jsonl"), Array.from({ length: ITEMS }, (_, i) => JSON.stringify({ id: `q${i}`, question: `What is ${i}+${i}?` })).join("\n"))
+    writeFileSync(
+      join(dir, "items.jsonl"),
+      Array.from({ length: ITEMS }, (_, i) => JSON.stringify({ id: `q${i}`, question: `What is ${i}+${i}?` })).join("\n"),
+    )
     const t0 = performance.now()
-    const r = Bun.spawnSync([process.execPath, MAIN, "batch", "items.jsonl", "--config", "team.yaml", "--concurrency", String(concurrency)], { cwd: dir, stdout: "ignore", stderr: "ignore" })
+    const r = Bun.spawnSync(
+      [process.execPath, MAIN, "batch", "items.jsonl", "--config", "team.yaml", "--concurrency", String(concurrency)],
+      { cwd: dir, stdout: "ignore", stderr: "ignore" },
+    )
     if (r.exitCode !== 0) throw new Error(`massgen batch exited ${r.exitCode}`)
     return ITEMS / ((performance.now() - t0) / 1000)
   } finally {
@@ -58,7 +64,15 @@ const throughput = (concurrency: number): number => {
   }
 }
 
-const round = (n: number): Event => ({ _tag: "round_started", time: new Date(1_780_000_000_000 + n).toISOString(), agent: "agent_a", round: n, shown: [], vote_only: false, restart: false })
+const round = (n: number): Event => ({
+  _tag: "round_started",
+  time: new Date(1_780_000_000_000 + n).toISOString(),
+  agent: "agent_a",
+  round: n,
+  shown: [],
+  vote_only: false,
+  restart: false,
+})
 
 /**
  * Milliseconds per event of `EVENTS` appends of one event each (as a run appends), to a fresh stream, and
@@ -84,7 +98,10 @@ const ITEM_RUNS = 4
  * batch or a worker runs one: config, backends, run directory, coordination with its barriers, final read),
  * each in a fresh batch folder under `dir`, with the store of `layer`.
  */
-const perItem = (layer: (dir: string) => Layer.Layer<EventStore | SharedRunFiles> | Layer.Layer<EventStore>, dir: string): Promise<number> =>
+const perItem = (
+  layer: (dir: string) => Layer.Layer<EventStore | SharedRunFiles> | Layer.Layer<EventStore>,
+  dir: string,
+): Promise<number> =>
   Effect.runPromise(
     Effect.gen(function* () {
       mkdirSync(dir, { recursive: true })
@@ -114,17 +131,29 @@ const takeover = async (url: string, psql: (sql: string) => string, n: number): 
   try {
     writeFileSync(join(dir, "team.yaml"), SLOW_TEAM)
     writeFileSync(join(dir, `takeover${n}.jsonl`), JSON.stringify({ id: "q", question: "What is 2+2?" }))
-    const queued = Bun.spawnSync([process.execPath, MAIN, "batch", `takeover${n}.jsonl`, "--config", "team.yaml", "--engine", url], { cwd: dir, stdout: "ignore", stderr: "ignore" })
+    const queued = Bun.spawnSync([process.execPath, MAIN, "batch", `takeover${n}.jsonl`, "--config", "team.yaml", "--engine", url], {
+      cwd: dir,
+      stdout: "ignore",
+      stderr: "ignore",
+    })
     if (queued.exitCode !== 0) throw new Error("massgen batch --engine failed")
     const worker = (name: string) => {
       const cwd = join(dir, name)
       Bun.spawnSync(["mkdir", "-p", cwd])
-      const p = Bun.spawn([process.execPath, MAIN, "worker", "--engine", url, "--concurrency", "1", "--takeover-seconds", String(TAKEOVER_SECONDS)], { cwd, stdout: "ignore", stderr: "ignore" })
+      const p = Bun.spawn(
+        [process.execPath, MAIN, "worker", "--engine", url, "--concurrency", "1", "--takeover-seconds", String(TAKEOVER_SECONDS)],
+        { cwd, stdout: "ignore", stderr: "ignore" },
+      )
       spawned.push(p)
       return p
     }
     const lines = () =>
-      Buffer.from(psql(`SELECT encode(string_agg(text, ''::bytea ORDER BY seq), 'hex') FROM massgen_event_chunks WHERE stream = 'takeover${n}/items/q'`).trim(), "hex")
+      Buffer.from(
+        psql(
+          `SELECT encode(string_agg(text, ''::bytea ORDER BY seq), 'hex') FROM massgen_event_chunks WHERE stream = 'takeover${n}/items/q'`,
+        ).trim(),
+        "hex",
+      )
         .toString("utf8")
         .split("\n")
         .filter((l) => l !== "")
@@ -166,15 +195,24 @@ const workerThroughput = async (url: string, psql: (sql: string) => string, work
   const batch = `throughput${workers}_${n}`
   try {
     writeFileSync(join(dir, "team.yaml"), TEAM)
-    writeFileSync(join(dir, `${batch}.jsonl`), Array.from({ length: items }, (_, i) => JSON.stringify({ id: `q${i}`, question: `What is ${i}+${i}?` })).join("\n"))
-    const queued = Bun.spawnSync([process.execPath, MAIN, "batch", `${batch}.jsonl`, "--config", "team.yaml", "--engine", url], { cwd: dir, stdout: "ignore", stderr: "ignore" })
+    writeFileSync(
+      join(dir, `${batch}.jsonl`),
+      Array.from({ length: items }, (_, i) => JSON.stringify({ id: `q${i}`, question: `What is ${i}+${i}?` })).join("\n"),
+    )
+    const queued = Bun.spawnSync([process.execPath, MAIN, "batch", `${batch}.jsonl`, "--config", "team.yaml", "--engine", url], {
+      cwd: dir,
+      stdout: "ignore",
+      stderr: "ignore",
+    })
     if (queued.exitCode !== 0) throw new Error("massgen batch --engine failed")
     const results = () => Number(psql(`SELECT count(*) FROM massgen_batch_results WHERE batch = '${batch}'`).trim())
     const t0 = performance.now()
     for (let w = 0; w < workers; w++) {
       const cwd = join(dir, `w${w}`)
       mkdirSync(cwd)
-      spawned.push(Bun.spawn([process.execPath, MAIN, "worker", "--engine", url, "--concurrency", "2"], { cwd, stdout: "ignore", stderr: "ignore" }))
+      spawned.push(
+        Bun.spawn([process.execPath, MAIN, "worker", "--engine", url, "--concurrency", "2"], { cwd, stdout: "ignore", stderr: "ignore" }),
+      )
     }
     const deadline = Date.now() + 300_000
     while (results() < items) {
@@ -211,7 +249,10 @@ export const batchBench = async (): Promise<void> => {
       if (i > 0) file.push(f), postgres.push(p)
     }
     const us = (ms: ReadonlyArray<number>) => ms.map((v) => v * 1000)
-    line("file event store: µs per appended event (appends + barrier), median / max", `${fmt(median(us(file)), 2)} / ${fmt(Math.max(...us(file)), 2)}`)
+    line(
+      "file event store: µs per appended event (appends + barrier), median / max",
+      `${fmt(median(us(file)), 2)} / ${fmt(Math.max(...us(file)), 2)}`,
+    )
     const floor = median(us(file))
     targetLine("postgres event store: µs per appended event (appends + barrier), median / max", us(postgres), "µs", {
       ratio: (v) => v / floor,
@@ -228,7 +269,10 @@ export const batchBench = async (): Promise<void> => {
       const p = await perItem(() => Layer.merge(postgresEventStore(pg.url), postgresRunFiles(pg.url)), join(dir, `items_pg_${i}`))
       if (i > 0) fileItems.push(f), pgItems.push(p)
     }
-    line("one item run with the file event store (3 scripted agents): ms per item, median / max", `${fmt(median(fileItems), 2)} / ${fmt(Math.max(...fileItems), 2)}`)
+    line(
+      "one item run with the file event store (3 scripted agents): ms per item, median / max",
+      `${fmt(median(fileItems), 2)} / ${fmt(Math.max(...fileItems), 2)}`,
+    )
     const itemFloor = median(fileItems)
     line(
       "one item run as a worker runs it (postgres events + shared files): ms per item, median / max (x file)",
@@ -241,20 +285,28 @@ export const batchBench = async (): Promise<void> => {
       oneWorker.push(await workerThroughput(pg.url, pg.psql, 1, i))
       threeWorkers.push(await workerThroughput(pg.url, pg.psql, 3, i))
     }
-    line(`massgen worker x1 (concurrency 2), postgres, ${WORKER_ITEMS} items: items/s median / max, spawn to last result`, `${fmt(median(oneWorker))} / ${fmt(Math.max(...oneWorker))}`)
+    line(
+      `massgen worker x1 (concurrency 2), postgres, ${WORKER_ITEMS} items: items/s median / max, spawn to last result`,
+      `${fmt(median(oneWorker))} / ${fmt(Math.max(...oneWorker))}`,
+    )
     line(
       "massgen worker x3 (concurrency 2 each), postgres: items/s median / max (x one worker)",
       `${fmt(median(threeWorkers))} / ${fmt(Math.max(...threeWorkers))} (${fmt(median(threeWorkers) / median(oneWorker), 2)}x)`,
     )
     const takeovers: Array<number> = []
     for (let i = 0; i < 5; i++) takeovers.push(await takeover(pg.url, pg.psql, i))
-    targetLine(`worker killed -9 -> another worker's run_resumed of its item (--takeover-seconds ${TAKEOVER_SECONDS}: a look every ${fmt(TAKEOVER_SECONDS / 4)} s): s, median / max`, takeovers, "s", {
-      ratio: (v) => v,
-      op: "<",
-      limit: 10,
-      text: "< 10 s",
-      name: "s",
-    })
+    targetLine(
+      `worker killed -9 -> another worker's run_resumed of its item (--takeover-seconds ${TAKEOVER_SECONDS}: a look every ${fmt(TAKEOVER_SECONDS / 4)} s): s, median / max`,
+      takeovers,
+      "s",
+      {
+        ratio: (v) => v,
+        op: "<",
+        limit: 10,
+        text: "< 10 s",
+        name: "s",
+      },
+    )
   } finally {
     pg.stop()
     rmSync(dir, { recursive: true, force: true })

@@ -29,7 +29,10 @@ const floorWall = (agents: number, layers: number): Promise<number> =>
     Effect.gen(function* () {
       const started = performance.now()
       for (let layer = 0; layer < layers; layer++) {
-        yield* Effect.all(Array.from({ length: agents }, () => Effect.sleep(Duration.millis(DELAY_MS))), { concurrency: "unbounded", discard: true })
+        yield* Effect.all(
+          Array.from({ length: agents }, () => Effect.sleep(Duration.millis(DELAY_MS))),
+          { concurrency: "unbounded", discard: true },
+        )
       }
       return performance.now() - started
     }),

@@ -22,16 +22,17 @@
  * and fold of a log's text (`EventStore.fold`, as `massgen status` does: 4,000
  * and 40,000). test/fold-linear.test.ts checks the same by counting work.
  */
-import { Effect, Either } from "effect"
-import { type Config, DEFAULT_SETTINGS, decodeConfig } from "../src/domain/config/index.ts"
+
 import { spawnSync } from "node:child_process"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { decodeEventLine, decodeEventLineBySchema, encodeEventLine, readEventsText } from "../src/domain/log/index.ts"
+import { Effect, Either } from "effect"
+import { type Config, DEFAULT_SETTINGS, decodeConfig } from "../src/domain/config/index.ts"
 import type { Event } from "../src/domain/events/index.ts"
-import { type State, foldEvents, foldingInPlace, initialState } from "../src/domain/state/index.ts"
+import { decodeEventLine, decodeEventLineBySchema, encodeEventLine, readEventsText } from "../src/domain/log/index.ts"
 import { foldView } from "../src/domain/projections/view-model.ts"
+import { foldEvents, foldingInPlace, initialState, type State } from "../src/domain/state/index.ts"
 import { EventStore } from "../src/services/event-store/index.ts"
 import { denseLog } from "../test/support/dense-log.ts"
 import { callEnded } from "./scale-logs-gen.ts"
@@ -90,7 +91,12 @@ const manyRuns = async (minEvents: number): Promise<ReadonlyArray<ReadonlyArray<
 
 /** One run of 20 agents: answers (1,250 for 100,000 events), each followed by a round, a call and a vote of every other agent. */
 export const oneLongRun = (minEvents = MIN_EVENTS): ReadonlyArray<Event> => {
-  const agents = Array.from({ length: 20 }, (_, i) => ({ id: `agent_${i + 1}`, anon_id: `agent${i + 1}`, backend: "scripted", model: null }))
+  const agents = Array.from({ length: 20 }, (_, i) => ({
+    id: `agent_${i + 1}`,
+    anon_id: `agent${i + 1}`,
+    backend: "scripted",
+    model: null,
+  }))
   let clock = Date.parse("2025-01-01T00:00:00.000Z")
   const time = () => new Date((clock += 7)).toISOString()
   const events: Array<Event> = [
@@ -127,7 +133,15 @@ export const oneLongRun = (minEvents = MIN_EVENTS): ReadonlyArray<Event> => {
     latest[i] = label
     for (let j = 0; j < agents.length; j++) {
       if (j === i) continue
-      round(j, (r) => ({ _tag: "vote_cast", time: time(), agent: agents[j]!.id, round: r, target: agents[i]!.id, target_label: label, reason: "best" }))
+      round(j, (r) => ({
+        _tag: "vote_cast",
+        time: time(),
+        agent: agents[j]!.id,
+        round: r,
+        target: agents[i]!.id,
+        target_label: label,
+        reason: "best",
+      }))
     }
   }
   events.push({ _tag: "run_finished", time: time(), reason: "timeout", winner: null, message: "bench" })
@@ -265,7 +279,8 @@ export const foldBench = async (sizes: ReadonlyArray<number> = SIZES): Promise<v
       })
       report(`${name}, ${count}: (b) readEventsText + foldEvents from text`, count, textMs)
       if (sink === null) throw new Error("nothing folded")
-      if (size >= 1_000_000 && runs.length === 1) line(`${name}, ${count}: massgen status (own process)`, `${fmt(statusMs(texts[0]!) / 1000)} s`)
+      if (size >= 1_000_000 && runs.length === 1)
+        line(`${name}, ${count}: massgen status (own process)`, `${fmt(statusMs(texts[0]!) / 1000)} s`)
     }
   }
   await linearityBench()

@@ -76,7 +76,12 @@ const count = (events: ReadonlyArray<Event>, files: ReadonlyMap<string, string>,
   const cancelled = new Set(ofTag(events, "round_cancelled").map((e) => `${e.agent}#${e.round}`))
   // A vote an update came right after: the call before each update_injected with after_vote.
   const staleVotes = events.flatMap((e, i) =>
-    e._tag === "update_injected" && e.after_vote ? events.slice(0, i).filter((c) => c._tag === "call_end" && c.agent === e.agent).slice(-1) : [],
+    e._tag === "update_injected" && e.after_vote
+      ? events
+          .slice(0, i)
+          .filter((c) => c._tag === "call_end" && c.agent === e.agent)
+          .slice(-1)
+      : [],
   ) as ReadonlyArray<Extract<Event, { _tag: "call_end" }>>
   const inputOf = (e: Extract<Event, { _tag: "call_end" }>) => {
     const request = calls(e.call)?.request
@@ -99,7 +104,10 @@ const count = (events: ReadonlyArray<Event>, files: ReadonlyMap<string, string>,
 export const injectionBench = async (): Promise<void> => {
   console.log(`# 9. Injection against restart: ${AGENTS} staggered agents with tool steps (virtual clock, exact counts)`)
   const results: Array<readonly [string, Counts]> = []
-  for (const [label, disable] of [["injection (default)", false], ["restart (disable_injection)", true]] as const) {
+  for (const [label, disable] of [
+    ["injection (default)", false],
+    ["restart (disable_injection)", true],
+  ] as const) {
     const outcome = await run(disable)
     results.push([label, count(outcome.events, outcome.files, outcome.reason)])
   }

@@ -59,8 +59,16 @@ const perPair = (ratios: ReadonlyArray<number>, pairs: number): ReadonlyArray<nu
 /** One pair of servers: massgen's call times, and each call's ratio to the bare client's call beside it. */
 const benchPair = async (c: Case, cwd: string, massgen: Array<number>, ratios: Array<number>, bareFirst: boolean): Promise<void> => {
   const bare = new Client({ name: "bench", version: "0" })
-  const connectBare = () => bare.connect(new StdioClientTransport({ command: process.execPath, args: [...c.args], env: c.env, stderr: "ignore" }))
-  const config = decodeConfig({ agents: [{ id: "a", backend: { type: "scripted", mcp_servers: [{ name: "s", command: process.execPath, args: c.args, env: c.env }] } }] }, {})
+  const connectBare = () =>
+    bare.connect(new StdioClientTransport({ command: process.execPath, args: [...c.args], env: c.env, stderr: "ignore" }))
+  const config = decodeConfig(
+    {
+      agents: [
+        { id: "a", backend: { type: "scripted", mcp_servers: [{ name: "s", command: process.execPath, args: c.args, env: c.env }] } },
+      ],
+    },
+    {},
+  )
   const scope = Effect.runSync(Scope.make())
   // Which server starts first alternates from pair to pair: the order alone moves the ratio by a few per cent here.
   if (bareFirst) await connectBare()
@@ -110,13 +118,21 @@ const benchCase = async (c: Case, cwd: string): Promise<void> => {
   const massgen: Array<number> = []
   const ratios: Array<number> = []
   for (let p = 0; p < PAIRS; p++) await benchPair(c, cwd, massgen, ratios, p % 2 === 0)
-  line(`MCP stdio call, ${c.label}: ms per call through massgen (median / 90th percentile)`, `${fmt(median(massgen), 3)} / ${fmt(percentile(massgen, 90), 3)} ms`)
-  targetLine(`MCP stdio call, ${c.label}: through massgen over the bare SDK client, call by call (median / max of the servers' medians)`, perPair(ratios, PAIRS), "x", {
-    ratio: (v) => v,
-    op: "<",
-    limit: 1.1,
-    text: "< 1.1",
-  })
+  line(
+    `MCP stdio call, ${c.label}: ms per call through massgen (median / 90th percentile)`,
+    `${fmt(median(massgen), 3)} / ${fmt(percentile(massgen, 90), 3)} ms`,
+  )
+  targetLine(
+    `MCP stdio call, ${c.label}: through massgen over the bare SDK client, call by call (median / max of the servers' medians)`,
+    perPair(ratios, PAIRS),
+    "x",
+    {
+      ratio: (v) => v,
+      op: "<",
+      limit: 1.1,
+      text: "< 1.1",
+    },
+  )
 }
 
 export const mcpBench = async (): Promise<void> => {

@@ -60,12 +60,17 @@ export const resumeBench = async (): Promise<void> => {
   const timed = runs.slice(1)
   line("resume of a 100,000-event log: events / JSONL size", `${events.length} / ${fmt(text.length / 1e6, 1)} MB`)
   line("resume: read + decode + fold, ms median", `${fmt(median(timed.map((r) => r.foldMs)))}`)
-  targetLine(`resume: read + fold + run to completion (finish: ${timed[0]!.reason}), ms`, timed.map((r) => r.totalMs), "ms", {
-    ratio: (ms) => ms / 1000,
-    op: "<",
-    limit: 1,
-    text: "< 1 (under 1000 ms)",
-  })
+  targetLine(
+    `resume: read + fold + run to completion (finish: ${timed[0]!.reason}), ms`,
+    timed.map((r) => r.totalMs),
+    "ms",
+    {
+      ratio: (ms) => ms / 1000,
+      op: "<",
+      limit: 1,
+      text: "< 1 (under 1000 ms)",
+    },
+  )
 }
 
 export const replayBench = async (): Promise<void> => {
@@ -84,7 +89,10 @@ export const replayBench = async (): Promise<void> => {
       times.push(performance.now() - t0)
     }
     const replayMs = median(times.slice(1))
-    line("replay of a 3-agent run with 200 ms replies: original / replay, ms", `${fmt(originalMs)} / ${fmt(replayMs)}   (${outcome.reason}, ${divergence === null ? "same" : "diverged"})`)
+    line(
+      "replay of a 3-agent run with 200 ms replies: original / replay, ms",
+      `${fmt(originalMs)} / ${fmt(replayMs)}   (${outcome.reason}, ${divergence === null ? "same" : "diverged"})`,
+    )
     line("replay: replay time / original wall time", fmt(replayMs / originalMs, 4))
   } finally {
     rmSync(dir, { recursive: true, force: true })

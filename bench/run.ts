@@ -32,14 +32,19 @@ import { scaleLogsBench } from "./scale-logs.ts"
 import { serveBench } from "./serve.ts"
 import { snapshotBench } from "./snapshots.ts"
 import { startUpBench } from "./start-up.ts"
-import { toolCallBench } from "./tool-calls.ts"
 import { cleanUp, fmt } from "./support.ts"
+import { toolCallBench } from "./tool-calls.ts"
 import { whereTimeGoesBench, wholeRunBench } from "./whole-run.ts"
 
 const started = performance.now()
-const load = () => loadavg().map((n) => fmt(n)).join(" ")
+const load = () =>
+  loadavg()
+    .map((n) => fmt(n))
+    .join(" ")
 // Other processes on the machine inflate wall times (and ratios): the load average says how busy it was.
-console.log(`massgen bench: bun ${Bun.version}, ${process.platform}/${process.arch}, ${availableParallelism()} CPUs, load average ${load()}`)
+console.log(
+  `massgen bench: bun ${Bun.version}, ${process.platform}/${process.arch}, ${availableParallelism()} CPUs, load average ${load()}`,
+)
 /** The sections in order, each printed after a blank line but the first. */
 const SECTIONS: ReadonlyArray<() => Promise<void>> = [
   startUpBench,

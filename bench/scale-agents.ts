@@ -18,12 +18,12 @@
  * The seed runs from `../shared/bench/seed_baseline.py` beside the repo; its
  * lines are skipped with the reason when python3 or a file is missing.
  */
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs"
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
-import { BINARY as BUILT } from "../test/support/cli.ts"
 import { blobPath, expandJson } from "../src/services/run-files/blobs.ts"
 import { callLogTexts } from "../src/services/run-files/call-logs.ts"
+import { BINARY as BUILT } from "../test/support/cli.ts"
 import { fmt, line, median, peakRssProcess, targetLine } from "./support.ts"
 
 const RUNS = Number(process.env.BENCH_AGENT_RUNS ?? 5)
@@ -51,7 +51,8 @@ const seedMissing = (): string | null => {
 const seedRun = (agents: number, delay: number): number => {
   const proc = Bun.spawnSync(["python3", SEED_SCRIPT, SEED_DIFF, String(agents), String(delay)])
   const seconds = /: ([\d.]+) s,/.exec(proc.stdout.toString())?.[1]
-  if (proc.exitCode !== 0 || seconds === undefined) throw new Error(`seed_baseline.py exited ${proc.exitCode}: ${proc.stdout}${proc.stderr}`)
+  if (proc.exitCode !== 0 || seconds === undefined)
+    throw new Error(`seed_baseline.py exited ${proc.exitCode}: ${proc.stdout}${proc.stderr}`)
   return Number(seconds) * 1000
 }
 
@@ -84,14 +85,20 @@ const unblobbedBytes = (dir: string): number => {
       return undefined
     }
   }
-  return readdirSync(dir, { recursive: true, withFileTypes: true })
-    .filter((d) => d.isFile())
-    .reduce((n, d) => {
-      const path = join(d.parentPath, d.name)
-      const rel = path.slice(dir.length + 1)
-      if (rel.startsWith("blobs/") || rel.startsWith("llm_log/")) return n
-      return n + statSync(path).size
-    }, 0) + [...callLogTexts(dir).values()].reduce((n, text) => n + Buffer.byteLength(`${JSON.stringify(expandJson(JSON.parse(text), blob), null, 2)}\n`), 0)
+  return (
+    readdirSync(dir, { recursive: true, withFileTypes: true })
+      .filter((d) => d.isFile())
+      .reduce((n, d) => {
+        const path = join(d.parentPath, d.name)
+        const rel = path.slice(dir.length + 1)
+        if (rel.startsWith("blobs/") || rel.startsWith("llm_log/")) return n
+        return n + statSync(path).size
+      }, 0) +
+    [...callLogTexts(dir).values()].reduce(
+      (n, text) => n + Buffer.byteLength(`${JSON.stringify(expandJson(JSON.parse(text), blob), null, 2)}\n`),
+      0,
+    )
+  )
 }
 
 const configFor = (root: string, agents: number, delay: number): string => {
@@ -105,11 +112,16 @@ const configFor = (root: string, agents: number, delay: number): string => {
 const runBinary = (root: string, config: string): AgentRun => {
   const logs = join(root, "logs")
   const spawned = Date.now()
-  const run = peakRssProcess([BINARY, "--automation", "--config", config, "What is 2+2?"], root, { env: { ...process.env, MASSGEN_LOG_BASE_DIR: logs } })
+  const run = peakRssProcess([BINARY, "--automation", "--config", config, "What is 2+2?"], root, {
+    env: { ...process.env, MASSGEN_LOG_BASE_DIR: logs },
+  })
   const dir = /^LOG_DIR: (.*)$/m.exec(run.stdout)?.[1]
   if (dir === undefined) throw new Error(`no LOG_DIR line in: ${run.stdout}`)
   const exited = Date.now()
-  const events = readFileSync(join(dir, "events.jsonl"), "utf8").trimEnd().split("\n").map((l) => JSON.parse(l))
+  const events = readFileSync(join(dir, "events.jsonl"), "utf8")
+    .trimEnd()
+    .split("\n")
+    .map((l) => JSON.parse(l))
   const first = Date.parse(events[0].time)
   const last = Date.parse(events[events.length - 1].time)
   const result = {
@@ -145,7 +157,10 @@ const runs = (root: string, agents: number, delay: number, seed: boolean) => {
 /** Where a whole process's time goes besides its run: spawn -> run_started, run_finished -> exit (wall clock, ms). */
 const outside = (label: string, runs: ReadonlyArray<AgentRun>) => {
   const stat = (values: ReadonlyArray<number>) => `${fmt(median(values), 0)} / ${fmt(Math.max(...values), 0)}`
-  line(`${label}: spawn -> run_started, run_finished -> exit: ms median / max`, `${stat(runs.map((r) => r.beforeMs))}   ${stat(runs.map((r) => r.afterMs))}`)
+  line(
+    `${label}: spawn -> run_started, run_finished -> exit: ms median / max`,
+    `${stat(runs.map((r) => r.beforeMs))}   ${stat(runs.map((r) => r.afterMs))}`,
+  )
 }
 
 const extraCalls = (label: string, agents: number, calls: ReadonlyArray<number>) => {
@@ -167,19 +182,34 @@ export const scaleAgentsBench = async (): Promise<void> => {
     let at200: ReadonlyArray<AgentRun> = []
     for (const agents of [50, 200]) {
       const { ours, seeds } = runs(root, agents, DELAY_S, missing === null)
-      targetLine(`${agents} agents x 200 ms, whole process: wall / ideal ${IDEAL_MS} ms`, ours.map((r) => r.wallMs), "ms", {
-        ratio: (ms) => ms / IDEAL_MS,
-        op: "<=",
-        limit: WALL_GOAL,
-        text: `<= ${fmt(WALL_GOAL)}`,
-      })
+      targetLine(
+        `${agents} agents x 200 ms, whole process: wall / ideal ${IDEAL_MS} ms`,
+        ours.map((r) => r.wallMs),
+        "ms",
+        {
+          ratio: (ms) => ms / IDEAL_MS,
+          op: "<=",
+          limit: WALL_GOAL,
+          text: `<= ${fmt(WALL_GOAL)}`,
+        },
+      )
       const inRun = ours.map((r) => r.inRunMs)
-      line(`${agents} agents x 200 ms, run_started -> run_finished / ideal`, `${fmt(median(inRun), 0)} / ${fmt(Math.max(...inRun), 0)} ms   ratio ${fmt(median(inRun) / IDEAL_MS)} (max ${fmt(Math.max(...inRun) / IDEAL_MS)})`)
+      line(
+        `${agents} agents x 200 ms, run_started -> run_finished / ideal`,
+        `${fmt(median(inRun), 0)} / ${fmt(Math.max(...inRun), 0)} ms   ratio ${fmt(median(inRun) / IDEAL_MS)} (max ${fmt(Math.max(...inRun) / IDEAL_MS)})`,
+      )
       outside(`${agents} agents x 200 ms`, ours)
       if (seeds.length > 0) {
-        line(`${agents} agents x 200 ms, seed v1 orchestrator (in process) / ideal`, `${fmt(median(seeds), 0)} / ${fmt(Math.max(...seeds), 0)} ms   ratio ${fmt(median(seeds) / IDEAL_MS)} (max ${fmt(Math.max(...seeds) / IDEAL_MS)})`)
+        line(
+          `${agents} agents x 200 ms, seed v1 orchestrator (in process) / ideal`,
+          `${fmt(median(seeds), 0)} / ${fmt(Math.max(...seeds), 0)} ms   ratio ${fmt(median(seeds) / IDEAL_MS)} (max ${fmt(Math.max(...seeds) / IDEAL_MS)})`,
+        )
       }
-      extraCalls(`${agents} agents x 200 ms`, agents, ours.map((r) => r.calls))
+      extraCalls(
+        `${agents} agents x 200 ms`,
+        agents,
+        ours.map((r) => r.calls),
+      )
       if (agents === 200) at200 = ours
     }
     const zero = runs(root, 200, 0, missing === null)
@@ -194,22 +224,42 @@ export const scaleAgentsBench = async (): Promise<void> => {
         text: `<= ${SEED_GOAL}`,
       })
     } else line("200 agents zero-delay, run_started -> run_finished: ms", `${fmt(median(inRun), 0)} / ${fmt(Math.max(...inRun), 0)}`)
-    line("200 agents zero-delay, whole process: ms", `${fmt(median(zero.ours.map((r) => r.wallMs)), 0)} / ${fmt(Math.max(...zero.ours.map((r) => r.wallMs)), 0)}`)
+    line(
+      "200 agents zero-delay, whole process: ms",
+      `${fmt(median(zero.ours.map((r) => r.wallMs)), 0)} / ${fmt(Math.max(...zero.ours.map((r) => r.wallMs)), 0)}`,
+    )
     outside("200 agents zero-delay", zero.ours)
-    extraCalls("200 agents zero-delay", 200, zero.ours.map((r) => r.calls))
+    extraCalls(
+      "200 agents zero-delay",
+      200,
+      zero.ours.map((r) => r.calls),
+    )
     const rss = [...at200, ...zero.ours].flatMap((r) => (r.rssBytes === null ? [] : [r.rssBytes / 1e6]))
     if (rss.length > 0) {
-      targetLine("200 agents (200 ms and zero-delay runs): peak RSS", rss, "MB", { ratio: (mb) => mb / RSS_GOAL_MB, op: "<=", limit: 1, text: `<= 1 (${RSS_GOAL_MB} MB)` })
+      targetLine("200 agents (200 ms and zero-delay runs): peak RSS", rss, "MB", {
+        ratio: (mb) => mb / RSS_GOAL_MB,
+        op: "<=",
+        limit: 1,
+        text: `<= 1 (${RSS_GOAL_MB} MB)`,
+      })
     } else line("200 agents: peak RSS", "skipped: /usr/bin/time is missing")
     const size = median(at200.map((r) => r.dirBytes))
     const events = median(at200.map((r) => r.events))
-    line("200 agents x 200 ms: rounds cancelled", `${fmt(median(at200.map((r) => r.cancelled)), 0)} / ${Math.max(...at200.map((r) => r.cancelled))}`)
-    targetLine("200 agents x 200 ms: log directory / the same with call logs as before the blob store", at200.map((r) => r.dirBytes / r.unblobbedBytes), "", {
-      ratio: (x) => x,
-      op: "<=",
-      limit: SIZE_GOAL,
-      text: "<= 0.33",
-    })
+    line(
+      "200 agents x 200 ms: rounds cancelled",
+      `${fmt(median(at200.map((r) => r.cancelled)), 0)} / ${Math.max(...at200.map((r) => r.cancelled))}`,
+    )
+    targetLine(
+      "200 agents x 200 ms: log directory / the same with call logs as before the blob store",
+      at200.map((r) => r.dirBytes / r.unblobbedBytes),
+      "",
+      {
+        ratio: (x) => x,
+        op: "<=",
+        limit: SIZE_GOAL,
+        text: "<= 0.33",
+      },
+    )
     line(
       "200 agents x 200 ms: log directory size, events, bytes per event",
       `${fmt(size / 1e6, 1)} MB (max ${fmt(Math.max(...at200.map((r) => r.dirBytes)) / 1e6, 1)}; before the blob store ${fmt(median(at200.map((r) => r.unblobbedBytes)) / 1e6, 1)} MB), ${fmt(events, 0)} events, ${fmt(size / events, 0)} B/event`,

@@ -19,11 +19,11 @@
  */
 import { closeSync, mkdirSync, openSync, writeFileSync, writeSync } from "node:fs"
 import { join } from "node:path"
-import { DEFAULT_SETTINGS } from "../src/domain/config/index.ts"
-import { encodeEnvelopeLine } from "../src/domain/log/index.ts"
-import type { Event } from "../src/domain/events/index.ts"
-import { openDerivedFiles } from "../src/services/run-files/derived-files.ts"
 import { Effect } from "effect"
+import { DEFAULT_SETTINGS } from "../src/domain/config/index.ts"
+import type { Event } from "../src/domain/events/index.ts"
+import { encodeEnvelopeLine } from "../src/domain/log/index.ts"
+import { openDerivedFiles } from "../src/services/run-files/derived-files.ts"
 
 export type Shape = "dense" | "sparse"
 
@@ -33,8 +33,16 @@ const QUESTION = "What is 2+2?"
 export const writeRunDir = async (dir: string, shape: Shape, events: number, finished: boolean): Promise<number> => {
   mkdirSync(dir, { recursive: true })
   const agentCount = shape === "dense" ? 3 : 20
-  const agents = Array.from({ length: agentCount }, (_, i) => ({ id: `agent_${i + 1}`, anon_id: `agent${i + 1}`, backend: "scripted", model: null }))
-  writeMetadata(dir, agents.map((a) => a.id))
+  const agents = Array.from({ length: agentCount }, (_, i) => ({
+    id: `agent_${i + 1}`,
+    anon_id: `agent${i + 1}`,
+    backend: "scripted",
+    model: null,
+  }))
+  writeMetadata(
+    dir,
+    agents.map((a) => a.id),
+  )
   const fd = openSync(join(dir, "events.jsonl"), "w")
   let chunk: Array<string> = []
   let written = 0
@@ -72,7 +80,11 @@ export const writeRunDir = async (dir: string, shape: Shape, events: number, fin
     emit({ _tag: "call_start", time: time(), call, agent, round: r, role: "round", model: null, attempt: 1 })
     emit(
       callEnded(time(), call, agent, r, "round", {
-        reply: { text: tool === "vote" ? "Reviewing answers." : "Writing an answer.", tool_calls: [{ id: "call_1", name: tool, arguments: JSON.stringify(args) }], parts: [] },
+        reply: {
+          text: tool === "vote" ? "Reviewing answers." : "Writing an answer.",
+          tool_calls: [{ id: "call_1", name: tool, arguments: JSON.stringify(args) }],
+          parts: [],
+        },
       }),
     )
     emit(finish(r))
@@ -107,11 +119,25 @@ export const writeRunDir = async (dir: string, shape: Shape, events: number, fin
   if (finished) {
     vote(agentCount - 1, 0)
     const votes = Object.fromEntries(shown().map((l) => [l, l === latest[0] ? agentCount : 0]))
-    emit({ _tag: "presentation_started", time: time(), agent: "agent_1", label: latest[0]!, votes, is_tie: false, strategy: "winner_present", calls_model: true })
+    emit({
+      _tag: "presentation_started",
+      time: time(),
+      agent: "agent_1",
+      label: latest[0]!,
+      votes,
+      is_tie: false,
+      strategy: "winner_present",
+      calls_model: true,
+    })
     call += 1
     const r = rounds[0]! + 1
     emit({ _tag: "call_start", time: time(), call, agent: "agent_1", round: r, role: "presentation", model: null, attempt: 1 })
-    emit(callEnded(time(), call, "agent_1", r, "presentation", { output_tokens: 8, reply: { text: "The answer is 4.", tool_calls: [], parts: [] } }))
+    emit(
+      callEnded(time(), call, "agent_1", r, "presentation", {
+        output_tokens: 8,
+        reply: { text: "The answer is 4.", tool_calls: [], parts: [] },
+      }),
+    )
     emit({ _tag: "final_answer", time: time(), agent: "agent_1", label: latest[0]!, source: "presentation", content: "The answer is 4." })
     emit({ _tag: "run_finished", time: time(), reason: "completed", winner: "agent_1", message: "every live agent voted" })
   }
@@ -124,7 +150,14 @@ export const writeRunDir = async (dir: string, shape: Shape, events: number, fin
 type CallEnd = Extract<Event, { readonly _tag: "call_end" }>
 
 /** A call that came back, with small token counts unless `more` says otherwise. */
-export const callEnded = (time: string, call: number, agent: string, round: number, role: CallEnd["role"], more: Partial<CallEnd> = {}): CallEnd => ({
+export const callEnded = (
+  time: string,
+  call: number,
+  agent: string,
+  round: number,
+  role: CallEnd["role"],
+  more: Partial<CallEnd> = {},
+): CallEnd => ({
   _tag: "call_end",
   time,
   call,
@@ -146,7 +179,10 @@ export const callEnded = (time: string, call: number, agent: string, round: numb
 /** The scripted config of the run's agents, as a run records it: zero-delay agents that answer once, then vote for agent1. */
 const writeMetadata = (dir: string, ids: ReadonlyArray<string>): void => {
   const agents = ids
-    .map((id, i) => `    - id: ${id}\n      backend:\n        type: scripted\n        answer: "Answer ${i + 1}: four."\n        vote: agent1\n        final: "The answer is 4."\n`)
+    .map(
+      (id, i) =>
+        `    - id: ${id}\n      backend:\n        type: scripted\n        answer: "Answer ${i + 1}: four."\n        vote: agent1\n        final: "The answer is 4."\n`,
+    )
     .join("")
   const yaml = [
     `question: ${JSON.stringify(QUESTION)}`,

@@ -74,7 +74,11 @@ const resumeLines = (root: string, template: string, events: number) => {
     const dir = join(root, `resume_${i}`)
     cpSync(template, dir, { recursive: true })
     const run = timedProcess([BINARY, "resume", dir, "--automation"])
-    const appended = readFileSync(join(dir, "events.jsonl"), "utf8").trimEnd().split("\n").slice(-12).map((l) => JSON.parse(l))
+    const appended = readFileSync(join(dir, "events.jsonl"), "utf8")
+      .trimEnd()
+      .split("\n")
+      .slice(-12)
+      .map((l) => JSON.parse(l))
     const resumed = appended.find((e) => e.type === "run_resumed")
     const finished = appended.find((e) => e.type === "run_finished")
     if (resumed === undefined || finished === undefined) throw new Error("the resumed run did not log run_resumed and run_finished")
@@ -103,7 +107,9 @@ const replayLines = (root: string, answersPerAgent: number) => {
   const agent = (i: number) =>
     `  - id: agent_${i}\n    backend: { type: scripted, answer: "Answer ${i}: four.", vote: agent1, keep_answering: true }\n`
   writeFileSync(config, `orchestrator: { max_new_answers_per_agent: ${answersPerAgent} }\nagents:\n${[1, 2, 3].map(agent).join("")}`)
-  const recorded = timedProcess([BINARY, "--automation", "--config", config, "What is 2+2?"], { env: { ...process.env, MASSGEN_LOG_BASE_DIR: join(root, `recorded_${answersPerAgent}`) } })
+  const recorded = timedProcess([BINARY, "--automation", "--config", config, "What is 2+2?"], {
+    env: { ...process.env, MASSGEN_LOG_BASE_DIR: join(root, `recorded_${answersPerAgent}`) },
+  })
   const dir = /^LOG_DIR: (.*)$/m.exec(recorded.stdout)?.[1]
   if (dir === undefined) throw new Error(`no LOG_DIR line in: ${recorded.stdout}`)
   const events = readFileSync(join(dir, "events.jsonl"), "utf8").trimEnd().split("\n").length
@@ -114,7 +120,10 @@ const replayLines = (root: string, answersPerAgent: number) => {
     same &&= run.exitCode === 0
     times.push(run.ms)
   }
-  line(`replay --check, real dense run, ${events} events (run took ${fmt(recorded.ms / 1000, 1)} s): ms`, `${fmt(median(times))} / ${fmt(Math.max(...times))}   ${fmt(events / (median(times) / 1000) / 1e6, 3)} M events/s   ${same ? "same" : "DIVERGED"}`)
+  line(
+    `replay --check, real dense run, ${events} events (run took ${fmt(recorded.ms / 1000, 1)} s): ms`,
+    `${fmt(median(times))} / ${fmt(Math.max(...times))}   ${fmt(events / (median(times) / 1000) / 1e6, 3)} M events/s   ${same ? "same" : "DIVERGED"}`,
+  )
 }
 
 const foldLines = async (dirs: Record<Shape, { small: { dir: string; events: number }; large: { dir: string; events: number } }>) => {
@@ -139,12 +148,17 @@ const foldLines = async (dirs: Record<Shape, { small: { dir: string; events: num
       })
     }
     const base = median(perEvent.small)
-    targetLine(`read+decode+fold ${shape}: µs per event at 1M, ratio to 10k`, perEvent.large.map((ms) => ms * 1000), "µs", {
-      ratio: (us) => us / 1000 / base,
-      op: "<=",
-      limit: GROWTH_GOAL,
-      text: `<= ${GROWTH_GOAL}`,
-    })
+    targetLine(
+      `read+decode+fold ${shape}: µs per event at 1M, ratio to 10k`,
+      perEvent.large.map((ms) => ms * 1000),
+      "µs",
+      {
+        ratio: (us) => us / 1000 / base,
+        op: "<=",
+        limit: GROWTH_GOAL,
+        text: `<= ${GROWTH_GOAL}`,
+      },
+    )
   }
 }
 
@@ -164,7 +178,10 @@ export const scaleLogsBench = async (): Promise<void> => {
     const dense10k = await make("dense_10k", "dense", 10_000, true)
     const sparse10k = await make("sparse_10k", "sparse", 10_000, true)
     const size = (dir: string) => mb(Bun.file(join(dir, "events.jsonl")).size)
-    line("logs: events.jsonl of dense / sparse 1M events, dense 100k", `${size(dense1m.dir)} / ${size(sparse1m.dir)} / ${size(dense100k.dir)}`)
+    line(
+      "logs: events.jsonl of dense / sparse 1M events, dense 100k",
+      `${size(dense1m.dir)} / ${size(sparse1m.dir)} / ${size(dense100k.dir)}`,
+    )
     statusLines(root, { "dense 1M": dense1m, "sparse 1M": sparse1m, "dense 100k": dense100k })
     resumeLines(root, unfinished.dir, unfinished.events)
     for (const answers of [1_000, 3_000]) replayLines(root, answers)

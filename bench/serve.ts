@@ -36,7 +36,10 @@ const SAMPLE_EVERY = 50
 const ENDS = 5
 
 const COUNCIL = {
-  agents: [1, 2, 3].map((i) => ({ id: `agent_${i}`, backend: { type: "scripted", answer: `Answer of agent ${i}: four.`, vote: "agent1" } })),
+  agents: [1, 2, 3].map((i) => ({
+    id: `agent_${i}`,
+    backend: { type: "scripted", answer: `Answer of agent ${i}: four.`, vote: "agent1" },
+  })),
 }
 
 const rssMb = (pid: number): number => {
@@ -52,11 +55,14 @@ export const serveBench = async (): Promise<void> => {
   const config = join(dir, "team.yaml")
   writeFileSync(config, stringify(COUNCIL))
   const main = join(import.meta.dir, "..", "src", "main.ts")
-  const child = Bun.spawn([process.execPath, main, "serve", "--config", config, "--port", "0", "--max-concurrent-runs", String(CONCURRENCY)], {
-    cwd: dir,
-    stdout: "pipe",
-    stderr: "inherit",
-  })
+  const child = Bun.spawn(
+    [process.execPath, main, "serve", "--config", config, "--port", "0", "--max-concurrent-runs", String(CONCURRENCY)],
+    {
+      cwd: dir,
+      stdout: "pipe",
+      stderr: "inherit",
+    },
+  )
   try {
     const reader = child.stdout.getReader()
     let out = ""
@@ -76,7 +82,24 @@ export const serveBench = async (): Promise<void> => {
     }
     // The same run in this process, through the code a request runs.
     const loaded = await Effect.runPromise(
-      resolveRunConfig({ _tag: "run", question: "", configPath: config, modelsFlag: null, models: [], backend: null, baseUrl: null, systemMessage: null, automation: false, noDisplay: true, orchestratorTimeout: null, quick: false }, process.env, dir),
+      resolveRunConfig(
+        {
+          _tag: "run",
+          question: "",
+          configPath: config,
+          modelsFlag: null,
+          models: [],
+          backend: null,
+          baseUrl: null,
+          systemMessage: null,
+          automation: false,
+          noDisplay: true,
+          orchestratorTimeout: null,
+          quick: false,
+        },
+        process.env,
+        dir,
+      ),
     )
     const ctx = { env: process.env, cwd: dir, argv: [], version: "bench", printError: () => {} }
     const chat = { model: "team", question: "What is 2+2?", conversation: [], stream: false, includeUsage: false }
@@ -131,18 +154,32 @@ export const serveBench = async (): Promise<void> => {
     await load(requests, latencies, samples)
     const seconds = (performance.now() - t0) / 1000
     const rssAfter = rssMb(child.pid)
-    line(`${requests} requests at concurrency ${CONCURRENCY}: requests/s, latency ms median / p90`, `${fmt(requests / seconds, 1)}   ${fmt(median(latencies))} / ${fmt(latencies.sort((a, b) => a - b)[Math.floor(latencies.length * 0.9)]!)}`)
-    line(`server RSS every 250 requests, MB`, samples.filter((_, i) => ((i + 1) * SAMPLE_EVERY) % 250 === 0).map((v) => fmt(v, 0)).join(" "))
+    line(
+      `${requests} requests at concurrency ${CONCURRENCY}: requests/s, latency ms median / p90`,
+      `${fmt(requests / seconds, 1)}   ${fmt(median(latencies))} / ${fmt(latencies.sort((a, b) => a - b)[Math.floor(latencies.length * 0.9)]!)}`,
+    )
+    line(
+      `server RSS every 250 requests, MB`,
+      samples
+        .filter((_, i) => ((i + 1) * SAMPLE_EVERY) % 250 === 0)
+        .map((v) => fmt(v, 0))
+        .join(" "),
+    )
     // The collector's sawtooth moves one sample by 20 MB or more either way: the growth is each of the
     // last samples over the RSS at the warm-up's end (median and worst), not the last sample alone.
     const growth = samples.slice(-ENDS).map((v) => v - rssBefore)
-    targetLine(`server RSS growth over ${requests} requests after ${WARM_UP} of warm-up, its last ${ENDS} samples, MB (${fmt(rssBefore, 0)} -> ${fmt(rssAfter, 0)} MB)`, growth, "MB", {
-      ratio: (v) => v,
-      op: "<",
-      limit: TARGET_RSS_GROWTH_MB,
-      text: `< ${TARGET_RSS_GROWTH_MB} MB`,
-      name: "growth",
-    })
+    targetLine(
+      `server RSS growth over ${requests} requests after ${WARM_UP} of warm-up, its last ${ENDS} samples, MB (${fmt(rssBefore, 0)} -> ${fmt(rssAfter, 0)} MB)`,
+      growth,
+      "MB",
+      {
+        ratio: (v) => v,
+        op: "<",
+        limit: TARGET_RSS_GROWTH_MB,
+        text: `< ${TARGET_RSS_GROWTH_MB} MB`,
+        name: "growth",
+      },
+    )
   } finally {
     child.kill("SIGTERM")
     await child.exited

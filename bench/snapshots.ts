@@ -58,7 +58,10 @@ export const snapshotBench = async (): Promise<void> => {
   const goal = { ratio: (ms: number) => ms, op: "<" as const, limit: 200, text: "< 200 ms", digits: 0, name: "ms" }
   targetLine("first snapshot (every file copied): ms", first, "ms", goal)
   targetLine(`later snapshot (${CHANGED} files changed, the rest shared): ms`, later, "ms", goal)
-  line("floor: cp -a --reflink=auto of the same tree, a process: ms", `${fmt(median(floor))} / ${fmt(Math.max(...floor))} ms   first snapshot over floor ${fmt(median(first) / median(floor))}`)
+  line(
+    "floor: cp -a --reflink=auto of the same tree, a process: ms",
+    `${fmt(median(floor))} / ${fmt(Math.max(...floor))} ms   first snapshot over floor ${fmt(median(first) / median(floor))}`,
+  )
   console.log(`(${RUNS} runs, interleaved; the copies are reflinks on a filesystem that has them, else whole copies)`)
 }
 

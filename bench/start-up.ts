@@ -74,12 +74,18 @@ export const startUpBench = async (): Promise<void> => {
       whole.push(run.ms)
       const logDir = /^LOG_DIR: (.*)$/m.exec(run.stdout)?.[1]
       if (logDir === undefined) throw new Error(`no LOG_DIR line in: ${run.stdout}`)
-      const times = readFileSync(join(logDir, "events.jsonl"), "utf8").trim().split("\n").map((l) => Date.parse(JSON.parse(l).time))
+      const times = readFileSync(join(logDir, "events.jsonl"), "utf8")
+        .trim()
+        .split("\n")
+        .map((l) => Date.parse(JSON.parse(l).time))
       inRun.push(times[times.length - 1]! - times[0]!)
     }
     const floorMs = median(floor)
-    line("floor: compiled console.log(\"x\"), same build flags: ms median / max", stats(floor))
-    line("Effect floor: the same importing effect, through Effect.runPromise: ms median / max, ratio", `${stats(effectFloor)}   ratio ${fmt(median(effectFloor) / floorMs)}`)
+    line('floor: compiled console.log("x"), same build flags: ms median / max', stats(floor))
+    line(
+      "Effect floor: the same importing effect, through Effect.runPromise: ms median / max, ratio",
+      `${stats(effectFloor)}   ratio ${fmt(median(effectFloor) / floorMs)}`,
+    )
     ratioLine("massgen --version: ms median / max, ratio to the floor", version, floorMs, VERSION_GOAL)
     ratioLine("3 agents zero-delay, whole process: ms median / max, ratio to the floor", whole, floorMs, RUN_GOAL)
     targetLine("3 agents, the same runs, run_started -> run_finished: ms median / max", inRun, "ms", {

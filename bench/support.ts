@@ -12,10 +12,10 @@ import { Effect, Either, Layer } from "effect"
 import { type Config, decodeConfig } from "../src/domain/config/index.ts"
 import type { Event } from "../src/domain/events/index.ts"
 import { Backends } from "../src/services/backends/index.ts"
+import { makeScriptedBackend } from "../src/services/backends/scripted.ts"
 import { EventStore, type NewEvent } from "../src/services/event-store/index.ts"
 import { type RunInput, runCoordination } from "../src/services/orchestrator/index.ts"
-import { RunFiles, liveRunFiles, memoryRunFiles } from "../src/services/run-files/index.ts"
-import { makeScriptedBackend } from "../src/services/backends/scripted.ts"
+import { liveRunFiles, memoryRunFiles, RunFiles } from "../src/services/run-files/index.ts"
 import { StatusWriter } from "../src/services/run-files/status-writer.ts"
 
 export type Mode = "live" | "memory"
@@ -51,12 +51,16 @@ export const runLayers = (mode: Mode, dir: string, profile: IoProfile | undefine
       EventStore,
       Effect.map(EventStore, (store) => ({
         ...store,
-        append: (stream: string, events: ReadonlyArray<NewEvent>, expected: number) => timed(profile, "event append", store.append(stream, events, expected)),
+        append: (stream: string, events: ReadonlyArray<NewEvent>, expected: number) =>
+          timed(profile, "event append", store.append(stream, events, expected)),
       })),
     ).pipe(Layer.provide(eventStore)),
     Layer.effect(
       StatusWriter,
-      Effect.map(StatusWriter, (writer) => ({ ...writer, write: (status: unknown) => timed(profile, "status.json write", writer.write(status)) })),
+      Effect.map(StatusWriter, (writer) => ({
+        ...writer,
+        write: (status: unknown) => timed(profile, "status.json write", writer.write(status)),
+      })),
     ).pipe(Layer.provide(statusWriter)),
     Layer.effect(
       RunFiles,
@@ -140,20 +144,26 @@ export const timedRun = (config: Config, mode: Mode, profile?: IoProfile): Promi
   let cpuStart: NodeJS.CpuUsage | null = null
   let cpuMs = Number.NaN
   const dir = mode === "live" ? freshDir() : "/tmp/massgen-bench/memory"
-  const observed = runScripted(config, mode, dir, {
-    observe: {
-      onEvent: (event) =>
-        Effect.sync(() => {
-          events.push({ event, at: performance.now() })
-          if (event._tag === "run_started") cpuStart = process.cpuUsage()
-          if (event._tag === "run_finished" && cpuStart !== null) {
-            const used = process.cpuUsage(cpuStart)
-            cpuMs = (used.user + used.system) / 1000
-          }
-        }),
-      onText: () => Effect.void,
+  const observed = runScripted(
+    config,
+    mode,
+    dir,
+    {
+      observe: {
+        onEvent: (event) =>
+          Effect.sync(() => {
+            events.push({ event, at: performance.now() })
+            if (event._tag === "run_started") cpuStart = process.cpuUsage()
+            if (event._tag === "run_finished" && cpuStart !== null) {
+              const used = process.cpuUsage(cpuStart)
+              cpuMs = (used.user + used.system) / 1000
+            }
+          }),
+        onText: () => Effect.void,
+      },
     },
-  }, profile)
+    profile,
+  )
   return observed.then((outcome) => {
     const start = events.find((e) => e.event._tag === "run_started")
     const end = events.find((e) => e.event._tag === "run_finished")
@@ -181,11 +191,15 @@ export const fmt = (n: number, digits = 2): string => n.toFixed(digits)
 export const line = (label: string, value: string): void => console.log(`${label.padEnd(72)} ${value}`)
 
 /** Spawn to exit of `argv`, ms, with its output; throws on an exit code not in `ok`. */
-export const timedProcess = (argv: ReadonlyArray<string>, options: { env?: Record<string, string | undefined>; ok?: ReadonlyArray<number> } = {}) => {
+export const timedProcess = (
+  argv: ReadonlyArray<string>,
+  options: { env?: Record<string, string | undefined>; ok?: ReadonlyArray<number> } = {},
+) => {
   const started = performance.now()
   const proc = Bun.spawnSync([...argv], { env: options.env ?? process.env })
   const ms = performance.now() - started
-  if (!(options.ok ?? [0]).includes(proc.exitCode ?? -1)) throw new Error(`${argv.join(" ")} exited ${proc.exitCode}: ${proc.stderr.toString()}`)
+  if (!(options.ok ?? [0]).includes(proc.exitCode ?? -1))
+    throw new Error(`${argv.join(" ")} exited ${proc.exitCode}: ${proc.stderr.toString()}`)
   return { ms, stdout: proc.stdout.toString(), stderr: proc.stderr.toString(), exitCode: proc.exitCode }
 }
 
@@ -199,7 +213,14 @@ export const targetLine = (
   label: string,
   values: ReadonlyArray<number>,
   unit: string,
-  goal: { readonly ratio: (value: number) => number; readonly op: "<" | "<=" | ">="; readonly limit: number; readonly text: string; readonly digits?: number; readonly name?: string },
+  goal: {
+    readonly ratio: (value: number) => number
+    readonly op: "<" | "<=" | ">="
+    readonly limit: number
+    readonly text: string
+    readonly digits?: number
+    readonly name?: string
+  },
 ): boolean => {
   const mid = median(values)
   const worst = Math.max(...values)
@@ -225,7 +246,11 @@ let rssFiles = 0
  * maximum resident set size, read from a file in `dir`), or null where
  * /usr/bin/time is missing. Its fork and exec add about a millisecond to the time.
  */
-export const peakRssProcess = (argv: ReadonlyArray<string>, dir: string, options: { env?: Record<string, string | undefined>; ok?: ReadonlyArray<number> } = {}) => {
+export const peakRssProcess = (
+  argv: ReadonlyArray<string>,
+  dir: string,
+  options: { env?: Record<string, string | undefined>; ok?: ReadonlyArray<number> } = {},
+) => {
   if (!existsSync(TIME)) return { ...timedProcess(argv, options), rssBytes: null }
   const out = join(dir, `rss-${process.pid}-${++rssFiles}.txt`)
   const run = timedProcess([TIME, "-f", "%M", "-o", out, ...argv], options)

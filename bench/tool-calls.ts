@@ -15,9 +15,9 @@ import { join } from "node:path"
 import { Effect, Layer } from "effect"
 import type { Event } from "../src/domain/events/index.ts"
 import type { ToolCall } from "../src/domain/llm.ts"
-import { hashText } from "../src/services/run-files/blobs.ts"
 import { EventStore } from "../src/services/event-store/index.ts"
-import { RunFiles, liveRunFiles } from "../src/services/run-files/index.ts"
+import { hashText } from "../src/services/run-files/blobs.ts"
+import { liveRunFiles, RunFiles } from "../src/services/run-files/index.ts"
 import type { ToolProvider } from "../src/services/tools/tool-provider.ts"
 import { makeToolRunner } from "../src/services/tools/tool-runner.ts"
 import { freshDir, targetLine } from "./support.ts"
@@ -48,7 +48,11 @@ const runnerBatch = (tool: ToolProvider, perReply: number) => {
       writeLog: (k, record) => files.write(`tool_log/${k}.json`, `${JSON.stringify(record, null, 2)}\n`).pipe(Effect.orDie),
       digest: hashText,
     })
-    const calls: ReadonlyArray<ToolCall> = Array.from({ length: perReply }, (_, i) => ({ id: `c${i}`, name: "lookup", arguments: `{"q":"question ${i}"}` }))
+    const calls: ReadonlyArray<ToolCall> = Array.from({ length: perReply }, (_, i) => ({
+      id: `c${i}`,
+      name: "lookup",
+      arguments: `{"q":"question ${i}"}`,
+    }))
     // One reply first: the directory and the files exist before the clock starts.
     yield* run("agent_a", 1, "round", calls)
     const started = performance.now()
@@ -70,7 +74,10 @@ const floorBatch = (tool: ToolProvider, perReply: number) =>
 
 export const toolCallBench = async (): Promise<void> => {
   console.log("# 8. Tool calls: massgen's overhead per call, the tool excluded (live events.jsonl and tool_log/)")
-  for (const [size, result] of [["short", SHORT], ["long", LONG]] as const) {
+  for (const [size, result] of [
+    ["short", SHORT],
+    ["long", LONG],
+  ] as const) {
     const tool = toolOf(result)
     for (const perReply of [1, 8]) {
       const overheads: Array<number> = []
@@ -81,16 +88,18 @@ export const toolCallBench = async (): Promise<void> => {
         overheads.push(runner - floor)
       }
       targetLine(`tool call overhead, ${size} result (${result.length} chars), ${perReply} per reply: ms per call`, overheads, "ms", {
-      ratio: (ms) => ms,
-      op: "<",
-      limit: 1,
-      text: "< 1 ms",
+        ratio: (ms) => ms,
+        op: "<",
+        limit: 1,
+        text: "< 1 ms",
         digits: 3,
         name: "ms",
       })
     }
   }
-  console.log(`(${CALLS} calls x ${BATCHES} batches each; a short result is held by its event, a long one is also written to tool_log/; the tool takes no time)`)
+  console.log(
+    `(${CALLS} calls x ${BATCHES} batches each; a short result is held by its event, a long one is also written to tool_log/; the tool takes no time)`,
+  )
 }
 
 if (import.meta.main) await toolCallBench()

@@ -9,7 +9,18 @@
  * backend call (call_start -> call_end) in both modes. The compiled binary, one
  * cold process per run, is bench/start-up.ts.
  */
-import { type IoKind, type IoProfile, type Mode, type TimedRun, convergingConfig, fmt, line, median, percentile, timedRun } from "./support.ts"
+import {
+  convergingConfig,
+  fmt,
+  type IoKind,
+  type IoProfile,
+  line,
+  type Mode,
+  median,
+  percentile,
+  type TimedRun,
+  timedRun,
+} from "./support.ts"
 
 interface Plan {
   readonly agents: number
@@ -35,7 +46,10 @@ export const wholeRunBench = async (): Promise<void> => {
         const run = await timedRun(config, mode)
         // The bench starts with this run: its code is as cold as a CLI run's, which is a process of its own.
         if (i === 0 && plan === PLANS[0] && mode === "live") {
-          line("live 3 agents, first run of the process (cold JIT): wall ms", `${fmt(run.wallMs)}   cpu ms ${fmt(run.cpuMs)}   target: < ${TARGET_3_AGENTS_MS} ms`)
+          line(
+            "live 3 agents, first run of the process (cold JIT): wall ms",
+            `${fmt(run.wallMs)}   cpu ms ${fmt(run.cpuMs)}   target: < ${TARGET_3_AGENTS_MS} ms`,
+          )
         }
       }
       const times: Array<number> = []
@@ -96,6 +110,9 @@ export const whereTimeGoesBench = async (): Promise<void> => {
       const entry = profile.get(kind) ?? { count: 0, ms: 0 }
       line(`${mode}: ${kind}: count, ms per run`, `${fmt(entry.count / runs, 1)} writes, ${fmt(entry.ms / runs, 3)} ms`)
     }
-    line(`${mode}: one zero-delay backend call, call_start -> call_end: ms median / p90`, `${fmt(median(spans), 3)} / ${fmt(percentile(spans, 90), 3)}`)
+    line(
+      `${mode}: one zero-delay backend call, call_start -> call_end: ms median / p90`,
+      `${fmt(median(spans), 3)} / ${fmt(percentile(spans, 90), 3)}`,
+    )
   }
 }

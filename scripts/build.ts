@@ -4,7 +4,7 @@
  * file it leaves in `dist/` (its source maps are inside it; `scripts/compile.ts`).
  */
 import * as nodePath from "node:path"
-import { ROOT, buildDate, checkoutCommit, compile, hostTarget } from "./compile.ts"
+import { buildDate, checkoutCommit, compile, hostTarget, ROOT } from "./compile.ts"
 
 const outfile = nodePath.join(ROOT, "dist", "massgen")
 await compile({ target: hostTarget(), outfile, commit: checkoutCommit(), built: buildDate() })

@@ -73,7 +73,10 @@ export const buildDate = (): string => `${new Date().toISOString().slice(0, 19)}
 /** The target of this machine, as `bun build --target` names it. */
 export const hostTarget = (): string => {
   const os = process.platform === "win32" ? "windows" : process.platform
-  const header = process.platform === "linux" ? (process.report?.getReport() as { header?: { glibcVersionRuntime?: string } } | undefined)?.header : undefined
+  const header =
+    process.platform === "linux"
+      ? (process.report?.getReport() as { header?: { glibcVersionRuntime?: string } } | undefined)?.header
+      : undefined
   const musl = process.platform === "linux" && header?.glibcVersionRuntime === undefined
   return `bun-${os}-${process.arch}${musl ? "-musl" : ""}`
 }
@@ -108,7 +111,17 @@ export const compile = async ({ target, outfile, commit, built, flags = BUILD_FL
     const scratchOut = nodePath.join(scratch, "out", nodePath.basename(outfile))
     const entry = nodePath.join(ROOT, "src", "main.ts")
     const proc = Bun.spawn(
-      [process.execPath, "build", "--compile", `--target=${target}`, ...flags, `--define=MASSGEN_BUILD=${stamp}`, entry, "--outfile", scratchOut],
+      [
+        process.execPath,
+        "build",
+        "--compile",
+        `--target=${target}`,
+        ...flags,
+        `--define=MASSGEN_BUILD=${stamp}`,
+        entry,
+        "--outfile",
+        scratchOut,
+      ],
       { cwd: scratch, stdout: "pipe", stderr: "pipe" },
     )
     const [code, out, err] = await Promise.all([proc.exited, new Response(proc.stdout).text(), new Response(proc.stderr).text()])

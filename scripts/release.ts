@@ -27,7 +27,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as nodePath from "node:path"
 import pkg from "../package.json" with { type: "json" }
-import { ROOT, buildDate, checkoutCommit, compile, releaseFlags, sourceKey } from "./compile.ts"
+import { buildDate, checkoutCommit, compile, ROOT, releaseFlags, sourceKey } from "./compile.ts"
 
 /** Each released target: the `bun build --target` and the platform part of its file name. */
 export const RELEASE_TARGETS = [
@@ -42,7 +42,8 @@ export const RELEASE_TARGETS = [
 export const RELEASE_DIR = nodePath.join(ROOT, "dist", "release")
 export const RELEASE_KEY_FILE = nodePath.join(ROOT, "dist", "release.key")
 
-export const releaseFileName = (platform: string): string => `massgen-${pkg.version}-${platform}${platform.startsWith("windows") ? ".exe" : ""}`
+export const releaseFileName = (platform: string): string =>
+  `massgen-${pkg.version}-${platform}${platform.startsWith("windows") ? ".exe" : ""}`
 
 const MiB = 1024 * 1024
 
@@ -101,7 +102,9 @@ const main = async () => {
   fs.writeFileSync(nodePath.join(RELEASE_DIR, "SHA256SUMS"), sums.map(([sum, file]) => `${sum}  ${file}\n`).join(""))
   fs.writeFileSync(nodePath.join(RELEASE_DIR, "RELEASE.md"), releaseNotes(results, commit, built))
   fs.writeFileSync(RELEASE_KEY_FILE, `${key}\n`)
-  console.log(`dist/release: ${RELEASE_TARGETS.length} binaries, SHA256SUMS, RELEASE.md in ${((performance.now() - started) / 1000).toFixed(1)} s`)
+  console.log(
+    `dist/release: ${RELEASE_TARGETS.length} binaries, SHA256SUMS, RELEASE.md in ${((performance.now() - started) / 1000).toFixed(1)} s`,
+  )
 }
 
 const releaseNotes = (results: ReadonlyArray<Built>, commit: string, built: string): string =>

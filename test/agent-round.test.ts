@@ -2,14 +2,14 @@
  * One round of one agent: `runRound`, the round machine's interpreter,
  * against a fake backend under the TestClock (retries, backoff, retry-after, timeouts).
  */
-import { describe, expect, } from "bun:test"
+import { describe, expect } from "bun:test"
 import { Clock, Effect, Fiber, Option, TestClock } from "effect"
+import { presentationRequest } from "../src/domain/coordination/prompts.ts"
+import { MAX_ATTEMPTS } from "../src/domain/coordination/round-machine.ts"
 import type { Event } from "../src/domain/events/index.ts"
 import type { LlmReply, LlmRequest, ShownAnswer } from "../src/domain/llm.ts"
-import { presentationRequest } from "../src/domain/coordination/prompts.ts"
-import { type RoundDeps, type RoundInput, runPresentation, runRound } from "../src/services/orchestrator/agent-round.ts"
-import { MAX_ATTEMPTS } from "../src/domain/coordination/round-machine.ts"
 import { type Backend, BackendError } from "../src/services/backends/index.ts"
+import { type RoundDeps, type RoundInput, runPresentation, runRound } from "../src/services/orchestrator/agent-round.ts"
 import { effect } from "./support/effect-test.ts"
 import { newAnswer, reply, request, shownOf, tool, voteFor } from "./support/replies.ts"
 
@@ -39,7 +39,10 @@ interface FakeBackend extends Backend {
 }
 
 /** A backend that plays `steps` one per call; the last step repeats. */
-const fakeBackend = (steps: ReadonlyArray<Step>, options: { maxRetries?: number; callTimeoutSeconds?: number | null } = {}): FakeBackend => {
+const fakeBackend = (
+  steps: ReadonlyArray<Step>,
+  options: { maxRetries?: number; callTimeoutSeconds?: number | null } = {},
+): FakeBackend => {
   const requests: Array<LlmRequest> = []
   return {
     type: "fake",
@@ -79,7 +82,10 @@ const makeDeps = () => {
   return { deps, events, texts }
 }
 
-const roundInput = (backend: Backend, options: { shown?: ReadonlyArray<ShownAnswer>; voteOnly?: boolean; agentTimeoutSeconds?: number } = {}): RoundInput => ({
+const roundInput = (
+  backend: Backend,
+  options: { shown?: ReadonlyArray<ShownAnswer>; voteOnly?: boolean; agentTimeoutSeconds?: number } = {},
+): RoundInput => ({
   agent: "a",
   round: 1,
   backend,
@@ -227,7 +233,13 @@ describe("runRound", () => {
       yield* TestClock.adjust("4999 millis")
       expect(yield* isDone(fiber)).toBe(false)
       yield* TestClock.adjust("1 millis")
-      expect(yield* Fiber.join(fiber)).toEqual({ _tag: "failed", agent: "a", round: 1, kind: "error", message: "timeout: no reply after 5s" })
+      expect(yield* Fiber.join(fiber)).toEqual({
+        _tag: "failed",
+        agent: "a",
+        round: 1,
+        kind: "error",
+        message: "timeout: no reply after 5s",
+      })
       expect(ofTag(events, "call_end")).toEqual([expect.objectContaining({ seconds: 5, error: "timeout: no reply after 5s" })])
     }),
   )
@@ -251,7 +263,13 @@ describe("runRound", () => {
       yield* TestClock.adjust("29 seconds")
       expect(yield* isDone(fiber)).toBe(false)
       yield* TestClock.adjust("1 second")
-      expect(yield* Fiber.join(fiber)).toEqual({ _tag: "failed", agent: "a", round: 1, kind: "timeout", message: "Agent timeout after 30s" })
+      expect(yield* Fiber.join(fiber)).toEqual({
+        _tag: "failed",
+        agent: "a",
+        round: 1,
+        kind: "timeout",
+        message: "Agent timeout after 30s",
+      })
     }),
   )
 
@@ -271,7 +289,12 @@ describe("runRound", () => {
   const rateLimited = (retryAfterSeconds: number) =>
     ({
       _tag: "error",
-      error: new BackendError({ reason: "rate_limited", detail: "HTTP 429: slow down, tokens per minute exceeded", retryable: true, retryAfterSeconds }),
+      error: new BackendError({
+        reason: "rate_limited",
+        detail: "HTTP 429: slow down, tokens per minute exceeded",
+        retryable: true,
+        retryAfterSeconds,
+      }),
     }) as const
 
   effect("a retry-after longer than the round's time left fails the call at once, as rate-limited, with the provider's message", () =>
@@ -283,7 +306,8 @@ describe("runRound", () => {
       yield* TestClock.adjust("5 seconds")
       // The second (120 s) does not fit in the 25 s left: no waiting, no timeout.
       expect(yield* isDone(fiber)).toBe(true)
-      const message = "rate limited: HTTP 429: slow down, tokens per minute exceeded (retry-after 120s is past the 25s left of agent_timeout_seconds)"
+      const message =
+        "rate limited: HTTP 429: slow down, tokens per minute exceeded (retry-after 120s is past the 25s left of agent_timeout_seconds)"
       expect(yield* Fiber.join(fiber)).toEqual({ _tag: "failed", agent: "a", round: 1, kind: "error", message })
       expect(ofTag(events, "call_retried").map((e) => e.delay_seconds)).toEqual([5])
       expect(ofTag(events, "call_end").map((e) => e.error)).toEqual([
@@ -298,7 +322,11 @@ describe("runRound", () => {
     Effect.gen(function* () {
       const { deps } = makeDeps()
       const round = yield* runRound(deps, roundInput(fakeBackend([rateLimited(30)], { maxRetries: 1 }), { agentTimeoutSeconds: 30 }))
-      expect(round).toMatchObject({ _tag: "failed", kind: "error", message: expect.stringContaining("retry-after 30s is past the 30s left") })
+      expect(round).toMatchObject({
+        _tag: "failed",
+        kind: "error",
+        message: expect.stringContaining("retry-after 30s is past the 30s left"),
+      })
       const presentation = yield* runPresentation(deps, roundInput(fakeBackend([rateLimited(3600)], { maxRetries: 1 })))
       expect(presentation).toMatchObject({ _tag: "presentation_failed", message: expect.stringContaining("rate limited: HTTP 429") })
     }),
@@ -309,7 +337,13 @@ describe("runRound", () => {
       const { deps, events } = makeDeps()
       const backend = fakeBackend([fail()], { maxRetries: 3 })
       const result = yield* runRound(deps, roundInput(backend, { agentTimeoutSeconds: 0.5 }))
-      expect(result).toMatchObject({ _tag: "failed", kind: "error", message: expect.stringMatching(/^server error: HTTP 503 \(the next retry in [01](\.\d+)?s is past the 0\.5s left of agent_timeout_seconds\)$/) })
+      expect(result).toMatchObject({
+        _tag: "failed",
+        kind: "error",
+        message: expect.stringMatching(
+          /^server error: HTTP 503 \(the next retry in [01](\.\d+)?s is past the 0\.5s left of agent_timeout_seconds\)$/,
+        ),
+      })
       expect(ofTag(events, "call_retried")).toEqual([])
     }),
   )
@@ -318,7 +352,12 @@ describe("runRound", () => {
     Effect.gen(function* () {
       const { deps, events, texts } = makeDeps()
       let calls = 0
-      const cut = new BackendError({ reason: "stream_cut", detail: "the stream ended without a reply", retryable: true, retryAfterSeconds: null })
+      const cut = new BackendError({
+        reason: "stream_cut",
+        detail: "the stream ended without a reply",
+        retryable: true,
+        retryAfterSeconds: null,
+      })
       const backend: Backend = {
         type: "fake",
         model: null,
@@ -384,7 +423,24 @@ describe("tools in a round and in the presentation", () => {
         Effect.gen(function* () {
           for (const c of calls) {
             ran.push(`${agent}#${round} ${role} ${c.name} ${c.arguments}`)
-            yield* made.deps.emit({ _tag: "tool_call_finished", time: "2026-01-01T00:00:00.000Z", tool_call: ran.length, agent, round, role, call_id: c.id, tool: c.name, server: null, arguments: c.arguments, ok: true, error: null, seconds: 0, result: "42", result_chars: 2, digest: "d" })
+            yield* made.deps.emit({
+              _tag: "tool_call_finished",
+              time: "2026-01-01T00:00:00.000Z",
+              tool_call: ran.length,
+              agent,
+              round,
+              role,
+              call_id: c.id,
+              tool: c.name,
+              server: null,
+              arguments: c.arguments,
+              ok: true,
+              error: null,
+              seconds: 0,
+              result: "42",
+              result_chars: 2,
+              digest: "d",
+            })
           }
           return calls.map((c) => ({ callId: c.id, name: c.name, content: "42" }))
         }),
@@ -397,8 +453,24 @@ describe("tools in a round and in the presentation", () => {
       const { deps, events, ran } = withRunner()
       const call = tool("lookup", { q: "2+2" })
       const backend = fakeBackend([ok(reply("Checking.", [call])), ok(textOnly("It is 4."))])
-      const base = presentationRequest({ agentId: "b", selfAnonId: "agent2", systemMessage: null, question: "What is 2+2?", answers: [], shown: [], voteReasons: [], isTie: false, strategy: "winner_present" })
-      const result = yield* runPresentation(deps, { agent: "b", round: 4, backend, request: { ...base, tools: [lookup] }, agentTimeoutSeconds: 600 })
+      const base = presentationRequest({
+        agentId: "b",
+        selfAnonId: "agent2",
+        systemMessage: null,
+        question: "What is 2+2?",
+        answers: [],
+        shown: [],
+        voteReasons: [],
+        isTie: false,
+        strategy: "winner_present",
+      })
+      const result = yield* runPresentation(deps, {
+        agent: "b",
+        round: 4,
+        backend,
+        request: { ...base, tools: [lookup] },
+        agentTimeoutSeconds: 600,
+      })
       expect(result).toEqual({ _tag: "presented", agent: "b", content: "It is 4." })
       expect(ran).toEqual([`b#4 presentation lookup ${call.arguments}`])
       expect(tags(events)).toEqual(["call_start", "call_end", "tool_call_finished", "call_start", "call_end"])
@@ -409,7 +481,13 @@ describe("tools in a round and in the presentation", () => {
   effect("each provider tool a reply used is a hosted_tool_used event after its call_end", () =>
     Effect.gen(function* () {
       const { deps, events } = makeDeps()
-      const searched = { ...newAnswer("4"), hostedToolUses: [{ tool: "web_search", detail: "2+2" }, { tool: "code_interpreter", detail: "print(2+2)" }] }
+      const searched = {
+        ...newAnswer("4"),
+        hostedToolUses: [
+          { tool: "web_search", detail: "2+2" },
+          { tool: "code_interpreter", detail: "print(2+2)" },
+        ],
+      }
       yield* runRound(deps, roundInput(fakeBackend([ok(searched)])))
       expect(tags(events)).toEqual(["call_start", "call_end", "hosted_tool_used", "hosted_tool_used"])
       expect(ofTag(events, "hosted_tool_used").map((e) => [e.call, e.round, e.role, e.tool, e.detail])).toEqual([

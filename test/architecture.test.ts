@@ -17,7 +17,7 @@
  * `from "..."`, `import "..."` or `import("...")` string.
  */
 import { describe, expect, test } from "bun:test"
-import { existsSync, readFileSync, readdirSync, statSync } from "node:fs"
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs"
 import * as path from "node:path"
 
 const ROOT = path.resolve(import.meta.dir, "..")
@@ -35,7 +35,9 @@ const rel = (file: string): string => path.relative(SRC, file)
 
 /** The relative imports of `file`, resolved to paths. */
 const importsOf = (file: string, text: string = readFileSync(file, "utf8")): string[] =>
-  [...text.matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*|\bimport\s+)["'](\.{1,2}\/[^"']+)["']/g)].map((m) => path.normalize(path.join(path.dirname(file), m[1]!)))
+  [...text.matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*|\bimport\s+)["'](\.{1,2}\/[^"']+)["']/g)].map((m) =>
+    path.normalize(path.join(path.dirname(file), m[1]!)),
+  )
 
 const LAYERS = ["lib", "domain", "services", "cli"] as const
 const layerOf = (file: string): number => {
@@ -52,7 +54,9 @@ const doorOf = (doors: ReadonlySet<string>, file: string): string | undefined =>
 
 /** The layer and door rules' violations in an import graph, one line each. */
 const violations = (edges: ReadonlyMap<string, ReadonlyArray<string>>): string[] => {
-  const doors = new Set([...edges.keys(), ...[...edges.values()].flat()].filter((f) => path.basename(f) === "index.ts").map((f) => path.dirname(f)))
+  const doors = new Set(
+    [...edges.keys(), ...[...edges.values()].flat()].filter((f) => path.basename(f) === "index.ts").map((f) => path.dirname(f)),
+  )
   const out: string[] = []
   for (const [from, tos] of edges) {
     for (const to of tos.filter((t) => t.startsWith(SRC + path.sep))) {
@@ -60,7 +64,8 @@ const violations = (edges: ReadonlyMap<string, ReadonlyArray<string>>): string[]
       const door = doorOf(doors, to)
       if (door !== undefined && !from.startsWith(door + path.sep) && to !== path.join(door, "index.ts") && !BY_PATH.has(to))
         out.push(`door: ${rel(from)} imports ${rel(to)}, a private part of ${rel(door)}/`)
-      if (path.basename(to) === "index.ts" && from !== to && path.dirname(from) === path.dirname(to)) out.push(`own index: ${rel(from)} imports its folder's index.ts`)
+      if (path.basename(to) === "index.ts" && from !== to && path.dirname(from) === path.dirname(to))
+        out.push(`own index: ${rel(from)} imports its folder's index.ts`)
     }
   }
   return out
@@ -103,7 +108,9 @@ const graph = new Map(sources.map((f) => [f, importsOf(f)]))
 
 describe("the floor plan of src/", () => {
   test("every relative import names a file that exists", () => {
-    const missing = [...graph].flatMap(([from, tos]) => tos.filter((t) => !existsSync(t)).map((t) => `${rel(from)} -> ${path.relative(ROOT, t)}`))
+    const missing = [...graph].flatMap(([from, tos]) =>
+      tos.filter((t) => !existsSync(t)).map((t) => `${rel(from)} -> ${path.relative(ROOT, t)}`),
+    )
     expect(missing).toEqual([])
   })
 
@@ -116,7 +123,11 @@ describe("the floor plan of src/", () => {
   })
 
   test("no index.ts re-exports a module that loads Postgres or yaml, and no file re-exports another folder's names", () => {
-    const heavy = new Set(sources.filter((f) => /from ["'](yaml|pg-boss)["']|\bSQL\b.*from ["']bun["']|from ["']bun["'].*\bSQL\b/.test(readFileSync(f, "utf8"))))
+    const heavy = new Set(
+      sources.filter((f) =>
+        /from ["'](yaml|pg-boss)["']|\bSQL\b.*from ["']bun["']|from ["']bun["'].*\bSQL\b/.test(readFileSync(f, "utf8")),
+      ),
+    )
     const bad = sources.flatMap((f) =>
       [...readFileSync(f, "utf8").matchAll(/export\s+(?:type\s+)?(?:\*|\{[^}]*\})\s+from\s+["'](\.{1,2}\/[^"']+)["']/g)]
         .map((m) => path.normalize(path.join(path.dirname(f), m[1]!)))

@@ -3,8 +3,8 @@ import { describe, expect, test } from "bun:test"
 import { Effect, Either } from "effect"
 import { parseInvocation } from "../src/cli/args/index.ts"
 import { COMMAND_TYPO_RULE, HELP } from "../src/cli/help.ts"
-import { closest } from "../src/lib/did-you-mean.ts"
 import { readQuestion } from "../src/cli/run/question.ts"
+import { closest } from "../src/lib/did-you-mean.ts"
 
 const message = (argv: ReadonlyArray<string>): string => {
   const parsed = parseInvocation(argv)
@@ -21,18 +21,78 @@ describe("parseInvocation", () => {
 
   test("serve: one of --config and --config-dir; loopback, port 4000, 4 runs and 64 waiting unless told otherwise", () => {
     expect(parseInvocation(["serve", "--config", "t.yaml"])).toEqual(
-      Either.right({ _tag: "serve", configPath: "t.yaml", configDir: null, host: "127.0.0.1", port: 4000, maxConcurrentRuns: 4, maxQueued: 64, apiKeyEnv: null, drainSeconds: 30, idleTimeoutSeconds: 30, maxBodyBytes: 8388608, maxQuestionBytes: 1048576 }),
+      Either.right({
+        _tag: "serve",
+        configPath: "t.yaml",
+        configDir: null,
+        host: "127.0.0.1",
+        port: 4000,
+        maxConcurrentRuns: 4,
+        maxQueued: 64,
+        apiKeyEnv: null,
+        drainSeconds: 30,
+        idleTimeoutSeconds: 30,
+        maxBodyBytes: 8388608,
+        maxQuestionBytes: 1048576,
+      }),
     )
-    expect(parseInvocation(["serve", "--config-dir", "d", "--host", "0.0.0.0", "--port", "0", "--max-concurrent-runs", "8", "--max-queued", "0", "--api-key-env", "K", "--drain-seconds", "5", "--idle-timeout-seconds", "1", "--max-body-bytes", "100", "--max-question-bytes", "10"])).toEqual(
-      Either.right({ _tag: "serve", configPath: null, configDir: "d", host: "0.0.0.0", port: 0, maxConcurrentRuns: 8, maxQueued: 0, apiKeyEnv: "K", drainSeconds: 5, idleTimeoutSeconds: 1, maxBodyBytes: 100, maxQuestionBytes: 10 }),
+    expect(
+      parseInvocation([
+        "serve",
+        "--config-dir",
+        "d",
+        "--host",
+        "0.0.0.0",
+        "--port",
+        "0",
+        "--max-concurrent-runs",
+        "8",
+        "--max-queued",
+        "0",
+        "--api-key-env",
+        "K",
+        "--drain-seconds",
+        "5",
+        "--idle-timeout-seconds",
+        "1",
+        "--max-body-bytes",
+        "100",
+        "--max-question-bytes",
+        "10",
+      ]),
+    ).toEqual(
+      Either.right({
+        _tag: "serve",
+        configPath: null,
+        configDir: "d",
+        host: "0.0.0.0",
+        port: 0,
+        maxConcurrentRuns: 8,
+        maxQueued: 0,
+        apiKeyEnv: "K",
+        drainSeconds: 5,
+        idleTimeoutSeconds: 1,
+        maxBodyBytes: 100,
+        maxQuestionBytes: 10,
+      }),
     )
     expect(message(["serve"])).toBe("serve needs one of --config FILE or --config-dir DIR")
     expect(message(["serve", "--config", "a.yaml", "--config-dir", "d"])).toBe("serve needs one of --config FILE or --config-dir DIR")
-    expect(message(["serve", "--config", "a.yaml", "--max-concurrent-runs", "0"])).toBe('--max-concurrent-runs: expected a whole number from 1, found "0"')
-    expect(message(["serve", "--config", "a.yaml", "--idle-timeout-seconds", "0"])).toBe('--idle-timeout-seconds: expected a whole number from 1 to 255, found "0"')
-    expect(message(["serve", "--config", "a.yaml", "--port", "70000"])).toBe('--port: expected a whole number from 0 to 65535, found "70000"')
-    expect(message(["serve", "--config", "a.yaml", "question?"])).toBe('serve takes no question or path, found "question?" (the config goes with --config)')
-    expect(message(["serve", "--config", "a.yaml", "--prot", "1"])).toBe("unknown option --prot for massgen serve; did you mean --port? (see massgen --help)")
+    expect(message(["serve", "--config", "a.yaml", "--max-concurrent-runs", "0"])).toBe(
+      '--max-concurrent-runs: expected a whole number from 1, found "0"',
+    )
+    expect(message(["serve", "--config", "a.yaml", "--idle-timeout-seconds", "0"])).toBe(
+      '--idle-timeout-seconds: expected a whole number from 1 to 255, found "0"',
+    )
+    expect(message(["serve", "--config", "a.yaml", "--port", "70000"])).toBe(
+      '--port: expected a whole number from 0 to 65535, found "70000"',
+    )
+    expect(message(["serve", "--config", "a.yaml", "question?"])).toBe(
+      'serve takes no question or path, found "question?" (the config goes with --config)',
+    )
+    expect(message(["serve", "--config", "a.yaml", "--prot", "1"])).toBe(
+      "unknown option --prot for massgen serve; did you mean --port? (see massgen --help)",
+    )
   })
 
   test("--session-id ID or --continue make the run a turn of a session; sessions takes only --json", () => {
@@ -51,12 +111,20 @@ describe("parseInvocation", () => {
 
   test("a question that starts with a dash goes after --", () => {
     const parsed = parseInvocation(["--config", "c.yaml", "--", "-1 is a number"])
-    expect(Either.isRight(parsed) && parsed.right._tag === "run" && parsed.right.question).toEqual({ _tag: "words", text: "-1 is a number" })
+    expect(Either.isRight(parsed) && parsed.right._tag === "run" && parsed.right.question).toEqual({
+      _tag: "words",
+      text: "-1 is a number",
+    })
   })
 
   test("--validate FILE and the automation guide's --validate --config FILE", () => {
-    for (const argv of [["--validate", "c.yaml"], ["--validate", "--config", "c.yaml"]]) {
-      expect(parseInvocation(argv)).toEqual(Either.right({ _tag: "validate", path: "c.yaml", json: false, strict: false, checkKeys: false }))
+    for (const argv of [
+      ["--validate", "c.yaml"],
+      ["--validate", "--config", "c.yaml"],
+    ]) {
+      expect(parseInvocation(argv)).toEqual(
+        Either.right({ _tag: "validate", path: "c.yaml", json: false, strict: false, checkKeys: false }),
+      )
     }
     expect(message(["--validate"])).toBe("--validate needs a config file: --validate FILE or --validate --config FILE")
   })
@@ -70,23 +138,49 @@ describe("parseInvocation", () => {
 
   test("batch takes one ITEMS.jsonl, a --config, and a whole --concurrency of 1 or more", () => {
     expect(parseInvocation(["batch", "items.jsonl", "-c", "t.yaml", "--concurrency", "8", "--out", "o", "--automation"])).toEqual(
-      Either.right({ _tag: "batch", itemsPath: "items.jsonl", configPath: "t.yaml", concurrency: 8, outDir: "o", automation: true, engine: null }),
+      Either.right({
+        _tag: "batch",
+        itemsPath: "items.jsonl",
+        configPath: "t.yaml",
+        concurrency: 8,
+        outDir: "o",
+        automation: true,
+        engine: null,
+      }),
     )
     expect(parseInvocation(["batch", "items.jsonl", "--config", "t.yaml"])).toEqual(
-      Either.right({ _tag: "batch", itemsPath: "items.jsonl", configPath: "t.yaml", concurrency: 4, outDir: null, automation: false, engine: null }),
+      Either.right({
+        _tag: "batch",
+        itemsPath: "items.jsonl",
+        configPath: "t.yaml",
+        concurrency: 4,
+        outDir: null,
+        automation: false,
+        engine: null,
+      }),
     )
-    expect(parseInvocation(["batch", "status", "--engine", "postgres://h/db", "b1"])).toEqual(Either.right({ _tag: "batch_status", engine: "postgres://h/db", batch: "b1", outDir: null }))
-    expect(parseInvocation(["worker", "--engine", "postgres://h/db"])).toEqual(Either.right({ _tag: "worker", engine: "postgres://h/db", concurrency: 4, takeoverSeconds: 3 }))
+    expect(parseInvocation(["batch", "status", "--engine", "postgres://h/db", "b1"])).toEqual(
+      Either.right({ _tag: "batch_status", engine: "postgres://h/db", batch: "b1", outDir: null }),
+    )
+    expect(parseInvocation(["worker", "--engine", "postgres://h/db"])).toEqual(
+      Either.right({ _tag: "worker", engine: "postgres://h/db", concurrency: 4, takeoverSeconds: 3 }),
+    )
     expect(parseInvocation(["worker", "--engine", "postgres://h/db", "--takeover-seconds", "1.5"])).toEqual(
       Either.right({ _tag: "worker", engine: "postgres://h/db", concurrency: 4, takeoverSeconds: 1.5 }),
     )
-    expect(message(["worker", "--engine", "postgres://h/db", "--takeover-seconds", "0"])).toBe('--takeover-seconds: expected a number of seconds from 0.5 to 3600, found "0"')
+    expect(message(["worker", "--engine", "postgres://h/db", "--takeover-seconds", "0"])).toBe(
+      '--takeover-seconds: expected a number of seconds from 0.5 to 3600, found "0"',
+    )
     expect(message(["worker"])).toBe("worker needs --engine postgres://...")
     expect(message(["batch", "i.jsonl", "-c", "t.yaml", "--engine", "mysql://x"])).toBe("--engine: expected a postgres://... URL")
     expect(message(["batch", "--config", "t.yaml"])).toBe("batch takes one ITEMS.jsonl file, found 0")
     expect(message(["batch", "items.jsonl"])).toBe("batch needs a config: --config FILE")
-    expect(message(["batch", "items.jsonl", "-c", "t.yaml", "--concurrency", "-2"])).toBe('--concurrency: expected a whole number of 1 or more, found "-2"')
-    expect(message(["batch", "items.jsonl", "-c", "t.yaml", "--concurency", "2"])).toBe("unknown option --concurency for massgen batch; did you mean --concurrency? (see massgen --help)")
+    expect(message(["batch", "items.jsonl", "-c", "t.yaml", "--concurrency", "-2"])).toBe(
+      '--concurrency: expected a whole number of 1 or more, found "-2"',
+    )
+    expect(message(["batch", "items.jsonl", "-c", "t.yaml", "--concurency", "2"])).toBe(
+      "unknown option --concurency for massgen batch; did you mean --concurrency? (see massgen --help)",
+    )
   })
 
   test("a run needs a config source; its question is the words, `-` or nothing (standard input), or --question-file", () => {
@@ -100,14 +194,18 @@ describe("parseInvocation", () => {
     expect(question(["-"])).toEqual({ _tag: "stdin", explicit: true })
     expect(question([])).toEqual({ _tag: "stdin", explicit: false })
     expect(question(["--question-file", "q.txt"])).toEqual({ _tag: "file", path: "q.txt" })
-    expect(message(["--config", "c.yaml", "--question-file", "q.txt", "words"])).toBe("give the question either as words or with --question-file, not both")
+    expect(message(["--config", "c.yaml", "--question-file", "q.txt", "words"])).toBe(
+      "give the question either as words or with --question-file, not both",
+    )
   })
 
   test("with no question and a terminal on standard input: the usage error, and nothing is read", async () => {
     let reads = 0
     const terminal = { isTTY: true, read: async () => (reads++, "never") }
     const result = await Effect.runPromise(Effect.either(readQuestion({ _tag: "stdin", explicit: false }, terminal)))
-    expect(Either.isLeft(result) && result.left.message).toStartWith('a question is required, e.g. massgen --config team.yaml "What is 2+2?"')
+    expect(Either.isLeft(result) && result.left.message).toStartWith(
+      'a question is required, e.g. massgen --config team.yaml "What is 2+2?"',
+    )
     expect(reads).toBe(0)
     // `-` reads even a terminal, to its end (Ctrl+D).
     expect(await Effect.runPromise(readQuestion({ _tag: "stdin", explicit: true }, terminal))).toBe("never")
@@ -115,11 +213,15 @@ describe("parseInvocation", () => {
 
   test("an unknown flag names the closest known one, if one is close; a flag's missing value is named", () => {
     expect(message(["--modle", "m", "q"])).toBe("unknown option --modle; did you mean --model? (see massgen --help)")
-    expect(message(["--question_file", "q.txt", "--model", "m"])).toBe("unknown option --question_file; did you mean --question-file? (see massgen --help)")
+    expect(message(["--question_file", "q.txt", "--model", "m"])).toBe(
+      "unknown option --question_file; did you mean --question-file? (see massgen --help)",
+    )
     expect(message(["--xyz", "--model", "m", "q"])).toBe("unknown option --xyz (see massgen --help)")
     expect(message(["replay", "d", "--chek"])).toBe("unknown option --chek for massgen replay; did you mean --check? (see massgen --help)")
     expect(message(["--model"])).toBe("--model needs a value")
-    expect(message(["--config", "--automation", "q"])).toBe('--config needs a value, found --automation after it (a value that starts with "-" goes as --config=VALUE)')
+    expect(message(["--config", "--automation", "q"])).toBe(
+      '--config needs a value, found --automation after it (a value that starts with "-" goes as --config=VALUE)',
+    )
     expect(message(["--automation=yes", "--model", "m", "q"])).toBe('--automation takes no value, found "yes"')
   })
 
@@ -158,7 +260,9 @@ describe("parseInvocation", () => {
     expect(message(["--config", "c.yaml", "--backend", "claude", "--system-message", "Be brief.", "q"])).toBe(
       "--backend, --system-message only apply to --model/--models; with --config, set backend.type, system_message in the config",
     )
-    expect(message(["--model", "m", "--backend", "claude", "--base-url", "http://127.0.0.1:9", "--system-message", "s", "q"])).toBe("parsed")
+    expect(message(["--model", "m", "--backend", "claude", "--base-url", "http://127.0.0.1:9", "--system-message", "s", "q"])).toBe(
+      "parsed",
+    )
   })
 
   test("the web view's port is 8000 unless --port says otherwise, as the help says", () => {

@@ -1,7 +1,20 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test"
-import { DEFAULT_ANTHROPIC_MAX_TOKENS, makeAnthropicMessagesBackend, toAnthropicMessages } from "../src/services/backends/anthropic-messages.ts"
+import {
+  DEFAULT_ANTHROPIC_MAX_TOKENS,
+  makeAnthropicMessagesBackend,
+  toAnthropicMessages,
+} from "../src/services/backends/anthropic-messages.ts"
 import type { SdkBackendOptions } from "../src/services/backends/sdk-stream.ts"
-import { backendSuite, collect, failureOf, hostedToolRequests, hostedToolStep, parallelToolStep, replyOf, TEST_KEY } from "./support/backend-suite.ts"
+import {
+  backendSuite,
+  collect,
+  failureOf,
+  hostedToolRequests,
+  hostedToolStep,
+  parallelToolStep,
+  replyOf,
+  TEST_KEY,
+} from "./support/backend-suite.ts"
 import { type FakeLlm, raw, reply, startFakeLlm } from "./support/fake-llm.ts"
 import { echoTool, followUpMessages, presentationRequest, roundRequest, sumTool } from "./support/llm-requests.ts"
 
@@ -127,8 +140,17 @@ describe("anthropic: wire format", () => {
       "text",
       "tool_use",
     ])
-    expect(assistant.content[1]).toEqual({ type: "server_tool_use", id: "srvtoolu_1", name: "web_search", input: { query: "capital of France" } })
-    expect(assistant.content[2].content[0]).toMatchObject({ type: "web_search_result", url: "https://example.com/", encrypted_content: "enc" })
+    expect(assistant.content[1]).toEqual({
+      type: "server_tool_use",
+      id: "srvtoolu_1",
+      name: "web_search",
+      input: { query: "capital of France" },
+    })
+    expect(assistant.content[2].content[0]).toMatchObject({
+      type: "web_search_result",
+      url: "https://example.com/",
+      encrypted_content: "enc",
+    })
     fake.enqueue("anthropic", reply({ text: "plain" }))
     expect(replyOf(await collect(b)).hostedToolUses).toBeUndefined()
   })
@@ -136,8 +158,18 @@ describe("anthropic: wire format", () => {
   test("a paused turn (pause_turn) goes back as it came, and the call goes on to one reply holding both", async () => {
     fake.enqueue(
       "anthropic",
-      reply({ text: "Searching.", hosted: [{ tool: "web_search", query: "capital of France" }], paused: true, usage: { input: 100, output: 10 } }),
-      reply({ hosted: [{ tool: "web_search", query: "population of Paris" }], text: " Paris.", toolCalls: [{ name: "new_answer", args: { content: "Paris" } }], usage: { input: 150, output: 20 } }),
+      reply({
+        text: "Searching.",
+        hosted: [{ tool: "web_search", query: "capital of France" }],
+        paused: true,
+        usage: { input: 100, output: 10 },
+      }),
+      reply({
+        hosted: [{ tool: "web_search", query: "population of Paris" }],
+        text: " Paris.",
+        toolCalls: [{ name: "new_answer", args: { content: "Paris" } }],
+        usage: { input: 150, output: 20 },
+      }),
     )
     const chunks = await collect(backend({ provider: { webSearch: true } }))
     const r = replyOf(chunks)
@@ -146,7 +178,12 @@ describe("anthropic: wire format", () => {
     expect(r.toolCalls.map((c) => c.name)).toEqual(["new_answer"])
     expect(r.hostedToolUses?.map((u) => u.detail)).toEqual(["capital of France", "population of Paris"])
     expect(r.usage).toMatchObject({ inputTokens: 250, outputTokens: 30 })
-    expect(r.parts?.map((p) => (p as { type: string }).type)).toEqual(["server_tool_use", "web_search_tool_result", "server_tool_use", "web_search_tool_result"])
+    expect(r.parts?.map((p) => (p as { type: string }).type)).toEqual([
+      "server_tool_use",
+      "web_search_tool_result",
+      "server_tool_use",
+      "web_search_tool_result",
+    ])
     expect(fake.requests).toHaveLength(2)
     const messages = fake.requests[1]?.body.messages
     expect(messages).toHaveLength(2)
@@ -156,16 +193,31 @@ describe("anthropic: wire format", () => {
 
   test("top_p, reasoning effort (as output_config.effort) and extra_body are sent", async () => {
     fake.enqueue("anthropic", reply({ text: "ok" }))
-    const provider = { reasoningEffort: "high", reasoningSummary: "auto", topP: 0.8, extraBody: { thinking: { type: "enabled", budget_tokens: 2048 }, stream: false } }
+    const provider = {
+      reasoningEffort: "high",
+      reasoningSummary: "auto",
+      topP: 0.8,
+      extraBody: { thinking: { type: "enabled", budget_tokens: 2048 }, stream: false },
+    }
     await collect(backend({ provider }))
     const body = fake.requests[0]?.body
-    expect(body).toMatchObject({ top_p: 0.8, output_config: { effort: "high" }, thinking: { type: "enabled", budget_tokens: 2048 }, stream: true })
+    expect(body).toMatchObject({
+      top_p: 0.8,
+      output_config: { effort: "high" },
+      thinking: { type: "enabled", budget_tokens: 2048 },
+      stream: true,
+    })
     expect(body.reasoning).toBeUndefined()
   })
 
   test("cache reads count as input and are reported as cached input", async () => {
     fake.enqueue("anthropic", reply({ text: "x", usage: { input: 1000, cached: 800, output: 12 } }))
-    expect(replyOf(await collect(backend())).usage).toEqual({ inputTokens: 1000, cachedInputTokens: 800, outputTokens: 12, reasoningTokens: null })
+    expect(replyOf(await collect(backend())).usage).toEqual({
+      inputTokens: 1000,
+      cachedInputTokens: 800,
+      outputTokens: 12,
+      reasoningTokens: null,
+    })
   })
 
   test("an error event in the stream (overloaded) gives server_error, retryable", async () => {
@@ -177,7 +229,9 @@ describe("anthropic: wire format", () => {
     fake.enqueue(
       "anthropic",
       raw(
-        event("message_start", { message: { id: "m", type: "message", role: "assistant", model: "x", content: [], usage: { input_tokens: 1, output_tokens: 1 } } }) +
+        event("message_start", {
+          message: { id: "m", type: "message", role: "assistant", model: "x", content: [], usage: { input_tokens: 1, output_tokens: 1 } },
+        }) +
           event("content_block_start", { index: 0, content_block: { type: "text", text: "" } }) +
           event("content_block_delta", { index: 0, delta: { type: "input_json_delta", partial_json: "{" } }),
       ),
@@ -189,7 +243,14 @@ describe("anthropic: wire format", () => {
 test("tool results lead their user message, even when a user text came between the tool calls and their results; an empty one says so", () => {
   const messages = toAnthropicMessages([
     { role: "user", content: "Q" },
-    { role: "assistant", content: "", toolCalls: [{ id: "t1", name: "a", arguments: "{}" }, { id: "t2", name: "b", arguments: "{}" }] },
+    {
+      role: "assistant",
+      content: "",
+      toolCalls: [
+        { id: "t1", name: "a", arguments: "{}" },
+        { id: "t2", name: "b", arguments: "{}" },
+      ],
+    },
     { role: "tool", toolCallId: "t1", name: "a", content: "one" },
     { role: "user", content: "New answers arrived." },
     { role: "tool", toolCallId: "t2", name: "b", content: "" },
@@ -208,7 +269,14 @@ test("tool results lead their user message, even when a user text came between t
 test("a failed call's result is a tool_result with is_error: true; any other has no is_error", () => {
   const messages = toAnthropicMessages([
     { role: "user", content: "Q" },
-    { role: "assistant", content: "", toolCalls: [{ id: "t1", name: "a", arguments: "{}" }, { id: "t2", name: "b", arguments: "{}" }] },
+    {
+      role: "assistant",
+      content: "",
+      toolCalls: [
+        { id: "t1", name: "a", arguments: "{}" },
+        { id: "t2", name: "b", arguments: "{}" },
+      ],
+    },
     { role: "tool", toolCallId: "t1", name: "a", content: "one" },
     { role: "tool", toolCallId: "t2", name: "b", content: "error: failed: down", isError: true },
   ])

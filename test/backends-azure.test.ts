@@ -8,8 +8,8 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test"
 import { Effect, Either } from "effect"
 import { missingKeys } from "../src/cli/run/setup.ts"
 import { decodeConfig } from "../src/domain/config/index.ts"
-import { makeBackend } from "../src/services/backends/factory.ts"
 import { makeChatCompletionsBackend } from "../src/services/backends/chat-completions.ts"
+import { makeBackend } from "../src/services/backends/factory.ts"
 import { collect, replyOf } from "./support/backend-suite.ts"
 import { type FakeLlm, startFakeLlm, toolCall } from "./support/fake-llm.ts"
 import { roundRequest } from "./support/llm-requests.ts"
@@ -17,7 +17,10 @@ import { roundRequest } from "./support/llm-requests.ts"
 const KEY = "azure-test-key-0123456789"
 
 const azureConfig = (backend: Record<string, unknown>) => {
-  const decoded = decodeConfig({ agents: [{ id: "azure_gpt", backend: { type: "azure_openai", model: "gpt-4-1-deployment", ...backend } }] }, {})
+  const decoded = decodeConfig(
+    { agents: [{ id: "azure_gpt", backend: { type: "azure_openai", model: "gpt-4-1-deployment", ...backend } }] },
+    {},
+  )
   if (Either.isLeft(decoded)) throw new Error(JSON.stringify(decoded.left))
   return decoded.right
 }
@@ -31,7 +34,13 @@ describe("azure_openai through the official AzureOpenAI client", () => {
 
   test("endpoint + deployment + api_version: the deployment's chat/completions path, api-version and the api-key header", async () => {
     fake.enqueue("chat", toolCall("new_answer", { content: "Four." }))
-    const backend = makeChatCompletionsBackend({ type: "azure_openai", model: "gpt-4-1-deployment", baseURL: `${fake.url}/`, apiKey: KEY, apiVersion: "2024-10-21" })
+    const backend = makeChatCompletionsBackend({
+      type: "azure_openai",
+      model: "gpt-4-1-deployment",
+      baseURL: `${fake.url}/`,
+      apiKey: KEY,
+      apiVersion: "2024-10-21",
+    })
     const got = replyOf(await collect(backend, roundRequest()))
     expect(got.toolCalls.map((c) => c.name)).toEqual(["new_answer"])
     const req = fake.requests[0]!
@@ -59,7 +68,10 @@ describe("azure_openai through the official AzureOpenAI client", () => {
     await collect(await Effect.runPromise(makeBackend(config.agents[0]!, env)), roundRequest())
     expect(fake.requests[0]!.path).toBe("/openai/deployments/gpt-4-1-deployment/chat/completions")
     expect(missingKeys(config, {}).map((p) => [p.path, p.message])).toEqual([
-      ["agents[0].backend.endpoint", "missing Azure endpoint: set AZURE_OPENAI_ENDPOINT, or endpoint or base_url in the config (agent azure_gpt)"],
+      [
+        "agents[0].backend.endpoint",
+        "missing Azure endpoint: set AZURE_OPENAI_ENDPOINT, or endpoint or base_url in the config (agent azure_gpt)",
+      ],
       ["agents[0].backend.api_key", "missing API key: set AZURE_OPENAI_API_KEY (agent azure_gpt, backend azure_openai)"],
     ])
   })

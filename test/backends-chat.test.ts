@@ -79,7 +79,12 @@ describe("chat: wire format", () => {
   test("two parallel agent tool calls: one assistant message with both tool_calls and its reasoning_content, then a role tool message per result", async () => {
     const step = await parallelToolStep(backend(), fake, "chat")
     const [echo, sum] = step.first.toolCalls
-    expect(step.sent.tools.map((t: { function: { name: string } }) => t.function.name)).toEqual(["new_answer", "vote", echoTool.name, sumTool.name])
+    expect(step.sent.tools.map((t: { function: { name: string } }) => t.function.name)).toEqual([
+      "new_answer",
+      "vote",
+      echoTool.name,
+      sumTool.name,
+    ])
     expect(step.sent.tool_choice).toBe("required")
     expect(step.sent.messages).toEqual([
       { role: "system", content: "You are agent_a." },
@@ -102,10 +107,22 @@ describe("chat: wire format", () => {
   test("reasoning effort, verbosity, top_p and extra_body are sent as Chat Completions names them, also after the tool-choice fallback", async () => {
     const refusal = { error: { message: "tool_choice 'required' is not supported with this model", type: "invalid_request_error" } }
     fake.enqueue("chat", status(400, { body: refusal }), reply({ text: "ok" }))
-    const provider = { reasoningEffort: "low", reasoningSummary: "auto", verbosity: "high", topP: 0.5, extraBody: { chat_template_kwargs: { enable_thinking: false }, stream: false } }
+    const provider = {
+      reasoningEffort: "low",
+      reasoningSummary: "auto",
+      verbosity: "high",
+      topP: 0.5,
+      extraBody: { chat_template_kwargs: { enable_thinking: false }, stream: false },
+    }
     await collect(backend({ provider }))
     for (const request of fake.requests) {
-      expect(request.body).toMatchObject({ reasoning_effort: "low", verbosity: "high", top_p: 0.5, chat_template_kwargs: { enable_thinking: false }, stream: true })
+      expect(request.body).toMatchObject({
+        reasoning_effort: "low",
+        verbosity: "high",
+        top_p: 0.5,
+        chat_template_kwargs: { enable_thinking: false },
+        stream: true,
+      })
       // A reasoning summary is a Responses setting: Chat Completions has no such field.
       expect(request.body.reasoning).toBeUndefined()
     }
@@ -135,20 +152,48 @@ describe("chat: wire format", () => {
 
   test("Gemini 3's signed tool calls (extra_content) go back signed, each on its own entry", async () => {
     const signed = (id: string, name: string, args: string, signature: string) =>
-      chunk({ tool_calls: [{ id, type: "function", function: { name, arguments: args }, extra_content: { google: { thought_signature: signature } } }] })
+      chunk({
+        tool_calls: [
+          { id, type: "function", function: { name, arguments: args }, extra_content: { google: { thought_signature: signature } } },
+        ],
+      })
     fake.enqueue(
       "chat",
-      raw(sse(signed("g1", echoTool.name, '{"message":"hi"}', "sig-1"), signed("g2", sumTool.name, '{"a":2,"b":2}', "sig-2"), chunk({}, "tool_calls"), "[DONE]")),
+      raw(
+        sse(
+          signed("g1", echoTool.name, '{"message":"hi"}', "sig-1"),
+          signed("g2", sumTool.name, '{"a":2,"b":2}', "sig-2"),
+          chunk({}, "tool_calls"),
+          "[DONE]",
+        ),
+      ),
       reply({ text: "ok" }),
     )
     const b = backend()
     const first = replyOf(await collect(b))
     expect(first.toolCalls.map((c) => c.id)).toEqual(["g1", "g2"])
     const results = first.toolCalls.map((c) => ({ role: "tool" as const, toolCallId: c.id, name: c.name, content: "done" }))
-    await collect(b, roundRequest([{ role: "user", content: "Q" }, { role: "assistant", content: "", toolCalls: first.toolCalls, parts: first.parts ?? [] }, ...results]))
+    await collect(
+      b,
+      roundRequest([
+        { role: "user", content: "Q" },
+        { role: "assistant", content: "", toolCalls: first.toolCalls, parts: first.parts ?? [] },
+        ...results,
+      ]),
+    )
     expect(fake.requests[1]?.body.messages[2].tool_calls).toEqual([
-      { id: "g1", type: "function", function: { name: echoTool.name, arguments: '{"message":"hi"}' }, extra_content: { google: { thought_signature: "sig-1" } } },
-      { id: "g2", type: "function", function: { name: sumTool.name, arguments: '{"a":2,"b":2}' }, extra_content: { google: { thought_signature: "sig-2" } } },
+      {
+        id: "g1",
+        type: "function",
+        function: { name: echoTool.name, arguments: '{"message":"hi"}' },
+        extra_content: { google: { thought_signature: "sig-1" } },
+      },
+      {
+        id: "g2",
+        type: "function",
+        function: { name: sumTool.name, arguments: '{"a":2,"b":2}' },
+        extra_content: { google: { thought_signature: "sig-2" } },
+      },
     ])
   })
 

@@ -1,8 +1,8 @@
 import { afterAll, describe, expect, test } from "bun:test"
-import { Effect, Exit } from "effect"
-import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from "node:fs"
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { Effect, Exit } from "effect"
 import { loadDotEnv, mergeDotEnv, parseDotEnv } from "../src/services/backends/keys.ts"
 
 describe(".env parsing", () => {
@@ -22,7 +22,7 @@ describe(".env parsing", () => {
   })
 
   test("quotes: single is literal, double has escapes, both may span lines; CRLF is fine", () => {
-    const text = "A='single # not a comment'\r\nB=\"line1\\nline2 \\\"q\\\"\" # c\r\nC=\"multi\nline\"\nD='raw \\n'\nE=\"unterminated\nF=after"
+    const text = 'A=\'single # not a comment\'\r\nB="line1\\nline2 \\"q\\"" # c\r\nC="multi\nline"\nD=\'raw \\n\'\nE="unterminated\nF=after'
     expect(parseDotEnv(text)).toEqual({ A: "single # not a comment", B: 'line1\nline2 "q"', C: "multi\nline", D: "raw \\n", F: "after" })
   })
 

@@ -29,7 +29,16 @@ describe("scrubbing", () => {
       '{"x-api-key":"zzz-plain-zzz"}',
     ].join("\n")
     const out = scrubSecrets(text, [key])
-    for (const secret of [key, "abc.def-123", "sk-proj-ABCDEF123456", "sk-ant-api03-XYZXYZXYZ", "gsk_abcdefghijk", "xai-abcdefghij", "AIzaSyA1234567890abcdef", "zzz-plain-zzz"]) {
+    for (const secret of [
+      key,
+      "abc.def-123",
+      "sk-proj-ABCDEF123456",
+      "sk-ant-api03-XYZXYZXYZ",
+      "gsk_abcdefghijk",
+      "xai-abcdefghij",
+      "AIzaSyA1234567890abcdef",
+      "zzz-plain-zzz",
+    ]) {
       expect(out).not.toContain(secret)
     }
     expect(out).toContain("echoed")
@@ -44,8 +53,12 @@ describe("scrubbing", () => {
   })
 
   test("timeouts, 408 and 409 are retryable; other 4xx are not", () => {
-    expect(toBackendError(new OpenAI.APIConnectionTimeoutError(), "open", [], null, OpenAI)).toMatchObject({ reason: "timeout", retryable: true })
-    const status = (s: number) => toBackendError(OpenAI.APIError.generate(s, { message: "x" }, undefined, new Headers()), "open", [], null, OpenAI)
+    expect(toBackendError(new OpenAI.APIConnectionTimeoutError(), "open", [], null, OpenAI)).toMatchObject({
+      reason: "timeout",
+      retryable: true,
+    })
+    const status = (s: number) =>
+      toBackendError(OpenAI.APIError.generate(s, { message: "x" }, undefined, new Headers()), "open", [], null, OpenAI)
     expect(status(408)).toMatchObject({ reason: "timeout", retryable: true })
     expect(status(409)).toMatchObject({ reason: "server_error", retryable: true })
     expect(status(529)).toMatchObject({ reason: "server_error", retryable: true })
@@ -60,13 +73,20 @@ describe("scrubbing", () => {
 
 describe("a connection error names the endpoint and the cause", () => {
   const failed = (code: string, message: string) =>
-    new OpenAI.APIConnectionError({ message: "Connection error.", cause: Object.assign(new TypeError(message), { code, path: "http://u:p@h/v1?key=k" }) })
+    new OpenAI.APIConnectionError({
+      message: "Connection error.",
+      cause: Object.assign(new TypeError(message), { code, path: "http://u:p@h/v1?key=k" }),
+    })
   const endpoint = "https://llm.example:443"
 
   test("refused, DNS, TLS, reset, timed out; before the reply a network error, during it a stream cut", () => {
     const open = (code: string, message: string) => toBackendError(failed(code, message), "open", [], endpoint, OpenAI).message
-    expect(open("ECONNREFUSED", "ECONNREFUSED: Unable to connect.")).toBe(`network: cannot connect to ${endpoint}: connection refused (ECONNREFUSED)`)
-    expect(open("ENOTFOUND", "getaddrinfo ENOTFOUND llm.example")).toBe(`network: cannot connect to ${endpoint}: DNS lookup failed (ENOTFOUND)`)
+    expect(open("ECONNREFUSED", "ECONNREFUSED: Unable to connect.")).toBe(
+      `network: cannot connect to ${endpoint}: connection refused (ECONNREFUSED)`,
+    )
+    expect(open("ENOTFOUND", "getaddrinfo ENOTFOUND llm.example")).toBe(
+      `network: cannot connect to ${endpoint}: DNS lookup failed (ENOTFOUND)`,
+    )
     expect(open("DEPTH_ZERO_SELF_SIGNED_CERT", "self signed certificate")).toBe(
       `network: cannot connect to ${endpoint}: TLS error: self signed certificate (DEPTH_ZERO_SELF_SIGNED_CERT)`,
     )
@@ -76,6 +96,8 @@ describe("a connection error names the endpoint and the cause", () => {
       detail: `stream from ${endpoint} broke: connection reset (ECONNRESET)`,
       retryable: true,
     })
-    expect(toBackendError(new OpenAI.APIConnectionTimeoutError(), "open", [], endpoint, OpenAI).message).toBe(`timeout: no reply from ${endpoint}: request timed out`)
+    expect(toBackendError(new OpenAI.APIConnectionTimeoutError(), "open", [], endpoint, OpenAI).message).toBe(
+      `timeout: no reply from ${endpoint}: request timed out`,
+    )
   })
 })

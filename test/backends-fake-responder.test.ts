@@ -4,9 +4,9 @@
  */
 import { afterEach, beforeEach, expect, test } from "bun:test"
 import { Effect } from "effect"
-import type { Backend } from "../src/services/backends/index.ts"
 import { makeAnthropicMessagesBackend } from "../src/services/backends/anthropic-messages.ts"
 import { makeChatCompletionsBackend } from "../src/services/backends/chat-completions.ts"
+import type { Backend } from "../src/services/backends/index.ts"
 import { makeOpenAiResponsesBackend } from "../src/services/backends/openai-responses.ts"
 import { collect, replyOf } from "./support/backend-suite.ts"
 import { type FakeLlm, offeredTools, promptText, reply, startFakeLlm, toolCall } from "./support/fake-llm.ts"

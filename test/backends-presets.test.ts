@@ -19,7 +19,8 @@ describe("presets", () => {
     expect(presetFor("gemini")).toMatchObject({ family: "chat", keyEnv: ["GEMINI_API_KEY", "GOOGLE_API_KEY"] })
     expect(presetFor("fireworks").baseURL).toBe("https://api.fireworks.ai/inference/v1")
     expect(presetFor("chatcompletion")).toMatchObject({ family: "chat", baseURL: null, keyless: false })
-    for (const t of ["ollama", "lmstudio", "vllm", "sglang"] as const) expect(presetFor(t)).toMatchObject({ family: "chat", keyless: true, keyEnv: [] })
+    for (const t of ["ollama", "lmstudio", "vllm", "sglang"] as const)
+      expect(presetFor(t)).toMatchObject({ family: "chat", keyless: true, keyEnv: [] })
     expect(presetFor("sglang").baseURL).toBe("http://localhost:30000/v1")
   })
 
@@ -94,7 +95,9 @@ describe("API keys", () => {
       expect(result.left.message).toBe("missing API key: set OPENAI_API_KEY (agent agent_a, backend openai)")
     }
     const gemini = key({ type: "gemini" })
-    expect(Either.isLeft(gemini) && gemini.left.message).toBe("missing API key: set GEMINI_API_KEY or GOOGLE_API_KEY (agent agent_a, backend gemini)")
+    expect(Either.isLeft(gemini) && gemini.left.message).toBe(
+      "missing API key: set GEMINI_API_KEY or GOOGLE_API_KEY (agent agent_a, backend gemini)",
+    )
   })
 
   test("keyless: scripted, local servers, unknown chatcompletion hosts, loopback overrides", () => {

@@ -41,7 +41,9 @@ describe("pricing", () => {
       expect({ type, price: priceFor(preset.defaultModel) !== null }).toEqual({ type, price: true })
     }
     // Only the local servers, chatcompletion (whose model is whatever the server serves) and zai go unpriced.
-    const unpriced = Object.entries(PRESETS).filter(([, preset]) => priceFor(preset.defaultModel) === null).map(([type]) => type)
+    const unpriced = Object.entries(PRESETS)
+      .filter(([, preset]) => priceFor(preset.defaultModel) === null)
+      .map(([type]) => type)
     expect(unpriced.sort()).toEqual(["chatcompletion", "lmstudio", "ollama", "sglang", "vllm", "zai"])
   })
 
@@ -74,7 +76,8 @@ describe("the price table as checked on 2026-11-29", () => {
   test("legacy models keep their prices", () => {
     expect(priceFor("claude-sonnet-5")).toEqual({ input: 2, cached_input: 0.2, output: 10 })
     expect(priceFor("claude-opus-5")).toEqual({ input: 5, cached_input: 0.5, output: 25 })
-    for (const m of ["claude-opus-4-8", "claude-opus-4-7", "claude-opus-4-6"]) expect(priceFor(m)).toEqual({ input: 5, cached_input: 0.5, output: 25 })
+    for (const m of ["claude-opus-4-8", "claude-opus-4-7", "claude-opus-4-6"])
+      expect(priceFor(m)).toEqual({ input: 5, cached_input: 0.5, output: 25 })
     expect(priceFor("claude-sonnet-4-6")).toEqual({ input: 3, cached_input: 0.3, output: 15 })
     expect(priceFor("claude-haiku-4-5")).toEqual({ input: 1, cached_input: 0.1, output: 5 })
     expect(priceFor("gpt-5-mini")).toEqual({ input: 0.25, cached_input: 0.025, output: 2 })

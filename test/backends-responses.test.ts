@@ -1,7 +1,16 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test"
 import { makeOpenAiResponsesBackend, responsesParams } from "../src/services/backends/openai-responses.ts"
 import type { SdkBackendOptions } from "../src/services/backends/sdk-stream.ts"
-import { backendSuite, collect, failureOf, hostedToolRequests, hostedToolStep, parallelToolStep, replyOf, TEST_KEY } from "./support/backend-suite.ts"
+import {
+  backendSuite,
+  collect,
+  failureOf,
+  hostedToolRequests,
+  hostedToolStep,
+  parallelToolStep,
+  replyOf,
+  TEST_KEY,
+} from "./support/backend-suite.ts"
 import { type FakeLlm, raw, reply, startFakeLlm } from "./support/fake-llm.ts"
 import { echoTool, followUpMessages, presentationRequest, roundRequest, sumTool } from "./support/llm-requests.ts"
 
@@ -34,7 +43,12 @@ describe("responses: wire format", () => {
     })
     const [answer, vote] = req?.body.tools
     expect(answer).toMatchObject({ type: "function", name: "new_answer", strict: false })
-    expect(vote).toMatchObject({ type: "function", name: "vote", strict: false, description: "Vote for the best agent to present final answer" })
+    expect(vote).toMatchObject({
+      type: "function",
+      name: "vote",
+      strict: false,
+      description: "Vote for the best agent to present final answer",
+    })
     expect(vote.parameters.properties.agent_id.enum).toEqual(["agent1", "agent2", "agent3"])
   })
 
@@ -59,7 +73,10 @@ describe("responses: wire format", () => {
   })
 
   test("arguments sent only as deltas (no *.done events) are reassembled", async () => {
-    fake.enqueue("responses", reply({ toolCalls: [{ name: "new_answer", args: { content: "x".repeat(300) }, chunks: 50 }], deltasOnly: true }))
+    fake.enqueue(
+      "responses",
+      reply({ toolCalls: [{ name: "new_answer", args: { content: "x".repeat(300) }, chunks: 50 }], deltasOnly: true }),
+    )
     const r = replyOf(await collect(backend()))
     expect(r.toolCalls).toEqual([{ id: "call_1", name: "new_answer", arguments: JSON.stringify({ content: "x".repeat(300) }) }])
   })
@@ -115,7 +132,13 @@ describe("responses: wire format", () => {
 
   test("reasoning, text verbosity, top_p and extra_body are sent as the Responses API names them", async () => {
     fake.enqueue("responses", reply({ text: "ok" }))
-    const provider = { reasoningEffort: "high", reasoningSummary: "auto", verbosity: "low", topP: 0.9, extraBody: { service_tier: "flex", stream: false } }
+    const provider = {
+      reasoningEffort: "high",
+      reasoningSummary: "auto",
+      verbosity: "low",
+      topP: 0.9,
+      extraBody: { service_tier: "flex", stream: false },
+    }
     await collect(backend({ provider }))
     expect(fake.requests[0]?.body).toMatchObject({
       reasoning: { effort: "high", summary: "auto" },
@@ -128,7 +151,11 @@ describe("responses: wire format", () => {
 
   test("response.failed fails with the provider's code", async () => {
     const failed = (code: string) =>
-      raw(event("response.failed", { response: { id: "r", object: "response", status: "failed", output: [], error: { code, message: "nope" } } }))
+      raw(
+        event("response.failed", {
+          response: { id: "r", object: "response", status: "failed", output: [], error: { code, message: "nope" } },
+        }),
+      )
     fake.enqueue("responses", failed("server_error"), failed("rate_limit_exceeded"), failed("invalid_prompt"))
     expect(await failureOf(backend())).toMatchObject({ reason: "server_error", retryable: true })
     expect(await failureOf(backend())).toMatchObject({ reason: "rate_limited", retryable: true })

@@ -10,16 +10,16 @@ import { describe, expect, test } from "bun:test"
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
 import { Deferred, Effect, Layer } from "effect"
-import { itemDir } from "../src/services/batch/batch-folder.ts"
 import { runItem } from "../src/cli/batch/run-item.ts"
 import { decodeDocument, parseConfigText } from "../src/cli/run/load-config.ts"
+import type { Event } from "../src/domain/events/index.ts"
+import { INLINE_RESULT_CHARS } from "../src/domain/tools/calls.ts"
+import { itemDir } from "../src/services/batch/batch-folder.ts"
 import { postgresEventStore } from "../src/services/event-store/postgres.ts"
 import { postgresRunFiles } from "../src/services/run-files/shared-postgres.ts"
-import { INLINE_RESULT_CHARS } from "../src/domain/tools/calls.ts"
-import type { Event } from "../src/domain/events/index.ts"
 import { cleanupSandboxes, runCli, sandbox } from "./support/cli.ts"
+import { postgresForFile, type TestPostgres } from "./support/postgres.ts"
 import { ENV } from "./support/run-dirs.ts"
-import { type TestPostgres, postgresForFile } from "./support/postgres.ts"
 
 let pg: TestPostgres
 postgresForFile((server) => (pg = server), cleanupSandboxes)
@@ -59,7 +59,10 @@ const runAs = (cwd: string, root: string, batch: string, stopAt: (e: Event) => b
       const env = { ...process.env, ...ENV }
       const config = yield* decodeDocument(raw, path, env)
       const stop = yield* Deferred.make<string>()
-      const observer = { onEvent: (e: Event) => (stopAt(e) ? Deferred.succeed(stop, "stopped by the test").pipe(Effect.asVoid) : Effect.void), onText: () => Effect.void }
+      const observer = {
+        onEvent: (e: Event) => (stopAt(e) ? Deferred.succeed(stop, "stopped by the test").pipe(Effect.asVoid) : Effect.void),
+        onText: () => Effect.void,
+      }
       const dir = nodePath.join(root, batch)
       const item = { id: "q", question: "Count twice.", config: null, sessionId: null, metadata: null, line: 1 }
       const ctx = { cwd, env, argv: [], version: "test", interrupt: Deferred.await(stop), dir, printError: () => undefined }
@@ -87,11 +90,19 @@ describe("shared run files: a run taken over on another worker, and exported", (
     const bDir = itemDir(nodePath.join(b, "shared"), "q")
     expect(fs.readFileSync(nodePath.join(bDir, "tool_log", "1.json"), "utf8")).toContain(" bumped 1")
 
-    pg.psql("CREATE TABLE IF NOT EXISTS massgen_batch_results (batch text NOT NULL, id text NOT NULL, result jsonb NOT NULL, PRIMARY KEY (batch, id))")
+    pg.psql(
+      "CREATE TABLE IF NOT EXISTS massgen_batch_results (batch text NOT NULL, id text NOT NULL, result jsonb NOT NULL, PRIMARY KEY (batch, id))",
+    )
     const out = sandbox()
     const exported = await runCli("source", ["batch", "export", "--engine", pg.url, "shared", "--out", "out"], { cwd: out, env: ENV })
-    expect({ code: exported.exitCode, lines: exported.lines }).toEqual({ code: 0, lines: [`BATCH_DIR: ${out}/out`, "EXPORTED: 1 runs, 0 results"] })
+    expect({ code: exported.exitCode, lines: exported.lines }).toEqual({
+      code: 0,
+      lines: [`BATCH_DIR: ${out}/out`, "EXPORTED: 1 runs, 0 results"],
+    })
     const replayed = await runCli("source", ["replay", "--check", "out/items/q"], { cwd: out, env: ENV })
-    expect({ code: replayed.exitCode, same: replayed.lines.includes("SAME: every event matches the recorded run") }).toEqual({ code: 0, same: true })
+    expect({ code: replayed.exitCode, same: replayed.lines.includes("SAME: every event matches the recorded run") }).toEqual({
+      code: 0,
+      same: true,
+    })
   }, 120_000)
 })

@@ -20,9 +20,9 @@
 import { describe, expect, test } from "bun:test"
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
-import { type RunningCli, cleanupSandboxes, runCli, sandbox, startCli, writeConfig } from "./support/cli.ts"
+import { cleanupSandboxes, type RunningCli, runCli, sandbox, startCli, writeConfig } from "./support/cli.ts"
+import { postgresForFile, type TestPostgres } from "./support/postgres.ts"
 import { ENV } from "./support/run-dirs.ts"
-import { type TestPostgres, postgresForFile } from "./support/postgres.ts"
 
 let pg: TestPostgres
 postgresForFile((server) => (pg = server), cleanupSandboxes)
@@ -30,7 +30,13 @@ postgresForFile((server) => (pg = server), cleanupSandboxes)
 const team = {
   agents: ["agent_a", "agent_b", "agent_c"].map((id, i) => ({
     id,
-    backend: { type: "scripted", answer: `answer ${i}`, vote: "agent1", delay_seconds: 0.3, ...(i === 0 ? { final: "The answer is 4." } : {}) },
+    backend: {
+      type: "scripted",
+      answer: `answer ${i}`,
+      vote: "agent1",
+      delay_seconds: 0.3,
+      ...(i === 0 ? { final: "The answer is 4." } : {}),
+    },
   })),
 }
 
@@ -48,14 +54,19 @@ const waitForResults = async (batch: string, n: number, timeoutMs: number): Prom
 /** How many item runs `pid` has started or resumed that have not finished yet (in the shared log). */
 const runningBy = (pid: number): number =>
   Number(
-    pg.psql(
-      `SELECT count(*) FROM (SELECT stream FROM massgen_event_chunks GROUP BY stream HAVING bool_or(position('"pid":${pid},' in convert_from(text, 'UTF8')) > 0) AND NOT bool_or(position('"type":"run_finished"' in convert_from(text, 'UTF8')) > 0)) AS s`,
-    ).trim(),
+    pg
+      .psql(
+        `SELECT count(*) FROM (SELECT stream FROM massgen_event_chunks GROUP BY stream HAVING bool_or(position('"pid":${pid},' in convert_from(text, 'UTF8')) > 0) AND NOT bool_or(position('"type":"run_finished"' in convert_from(text, 'UTF8')) > 0)) AS s`,
+      )
+      .trim(),
   )
 
 /** Every envelope line of an item's shared stream. */
 const streamOf = (key: string): Array<any> =>
-  Buffer.from(pg.psql(`SELECT encode(string_agg(text, ''::bytea ORDER BY seq), 'hex') FROM massgen_event_chunks WHERE stream = '${key}'`).trim(), "hex")
+  Buffer.from(
+    pg.psql(`SELECT encode(string_agg(text, ''::bytea ORDER BY seq), 'hex') FROM massgen_event_chunks WHERE stream = '${key}'`).trim(),
+    "hex",
+  )
     .toString("utf8")
     .split("\n")
     .filter((l) => l !== "")
@@ -67,13 +78,28 @@ const slowTeam = (seconds: number) => ({ agents: team.agents.map((a) => ({ ...a,
 const queue = async (batch: string, n: number, config: object = team) => {
   const cwd = sandbox()
   writeConfig(cwd, config, "team.yaml")
-  fs.writeFileSync(nodePath.join(cwd, `${batch}.jsonl`), Array.from({ length: n }, (_, i) => JSON.stringify({ id: `q${i}`, question: `What is ${i}+${i}?` })).join("\n"))
-  const r = await runCli("source", ["batch", `${batch}.jsonl`, "--config", "team.yaml", "--engine", pg.url], { cwd, env: ENV, timeoutMs: 60_000 })
-  expect({ code: r.exitCode, lines: r.lines, stderr: r.stderr }).toEqual({ code: 0, lines: [`BATCH: ${batch}`, `QUEUED: ${n}`], stderr: "" })
+  fs.writeFileSync(
+    nodePath.join(cwd, `${batch}.jsonl`),
+    Array.from({ length: n }, (_, i) => JSON.stringify({ id: `q${i}`, question: `What is ${i}+${i}?` })).join("\n"),
+  )
+  const r = await runCli("source", ["batch", `${batch}.jsonl`, "--config", "team.yaml", "--engine", pg.url], {
+    cwd,
+    env: ENV,
+    timeoutMs: 60_000,
+  })
+  expect({ code: r.exitCode, lines: r.lines, stderr: r.stderr }).toEqual({
+    code: 0,
+    lines: [`BATCH: ${batch}`, `QUEUED: ${n}`],
+    stderr: "",
+  })
 }
 
 const worker = (concurrency = 3, takeoverSeconds = 3): Promise<RunningCli> =>
-  startCli("source", ["worker", "--engine", pg.url, "--concurrency", String(concurrency), "--takeover-seconds", String(takeoverSeconds)], { cwd: sandbox(), env: ENV, timeoutMs: 240_000 })
+  startCli("source", ["worker", "--engine", pg.url, "--concurrency", String(concurrency), "--takeover-seconds", String(takeoverSeconds)], {
+    cwd: sandbox(),
+    env: ENV,
+    timeoutMs: 240_000,
+  })
 
 /** Polls (a bounded loop of short waits) until `ok`. */
 const until = async (what: string, ok: () => boolean, timeoutMs = 60_000): Promise<void> => {
@@ -85,10 +111,12 @@ const until = async (what: string, ok: () => boolean, timeoutMs = 60_000): Promi
 }
 
 /** Sessions of workers' lease pools: an idle worker has one once it looked for items to take over. */
-const leaseSessions = (): number => Number(pg.psql("SELECT count(DISTINCT client_port) FROM pg_stat_activity WHERE application_name = 'massgen-lease'").trim())
+const leaseSessions = (): number =>
+  Number(pg.psql("SELECT count(DISTINCT client_port) FROM pg_stat_activity WHERE application_name = 'massgen-lease'").trim())
 
 /** The pids that started or resumed an item's run, in order. */
-const writersOf = (lines: ReadonlyArray<any>): Array<number> => lines.filter((l) => l.type === "run_started" || l.type === "run_resumed").map((l) => l.meta.pid)
+const writersOf = (lines: ReadonlyArray<any>): Array<number> =>
+  lines.filter((l) => l.type === "run_started" || l.type === "run_resumed").map((l) => l.meta.pid)
 
 /** Stops the workers; their stderr, for a test that failed. */
 const stopAll = async (workers: ReadonlyArray<RunningCli>): Promise<string> => {
@@ -106,7 +134,11 @@ describe("massgen worker: one batch, several workers, one Postgres", () => {
     const victim = workers[0]!
     try {
       // (The shared log's table is made by the first worker.)
-      await until("the victim runs an item", () => pg.psql("SELECT to_regclass('massgen_event_chunks') IS NOT NULL").trim() === "t" && runningBy(victim.proc.pid) > 0, 120_000)
+      await until(
+        "the victim runs an item",
+        () => pg.psql("SELECT to_regclass('massgen_event_chunks') IS NOT NULL").trim() === "t" && runningBy(victim.proc.pid) > 0,
+        120_000,
+      )
       workers.push(...(await Promise.all([worker(), worker()])))
       await waitForResults("thirty", 5, 120_000)
       // Mid-run: the victim is killed while it writes an item's run (the queue may have given it none yet).
@@ -153,11 +185,17 @@ describe("massgen worker: one batch, several workers, one Postgres", () => {
       const victim = workers.find((w) => w.proc.pid === victimPid)!
       const survivor = workers.find((w) => w.proc.pid !== victimPid)!
       victim.proc.kill("SIGKILL")
-      await until("the survivor's run_resumed", () => streamOf("killed/items/q0").some((l) => l.type === "run_resumed" && l.meta.pid === survivor.proc.pid))
+      await until("the survivor's run_resumed", () =>
+        streamOf("killed/items/q0").some((l) => l.type === "run_resumed" && l.meta.pid === survivor.proc.pid),
+      )
       // Put back by a look at the leases (the attempt failed as taken over), not by pg-boss's heartbeat
       // backstop ("job heartbeat timeout"): the job's retry keeps that output while the survivor runs it,
       // a few 2 s calls more. How soon: `bun run bench`, section 12.
-      const retried = pg.psql("SELECT state || ' ' || retry_count || ' ' || output::text FROM pgboss.job WHERE name = 'massgen_items' AND data->>'batch' = 'killed'").trim()
+      const retried = pg
+        .psql(
+          "SELECT state || ' ' || retry_count || ' ' || output::text FROM pgboss.job WHERE name = 'massgen_items' AND data->>'batch' = 'killed'",
+        )
+        .trim()
       expect(retried).toMatch(/^active 1 .*its worker is gone \(its lease is free\): taken over/)
       await waitForResults("killed", 1, 60_000)
       const lines = streamOf("killed/items/q0")
@@ -179,14 +217,20 @@ describe("massgen worker: one batch, several workers, one Postgres", () => {
       const runnerPid = streamOf("held/items/q0").find((l) => l.type === "run_started").meta.pid
       const other = workers.find((w) => w.proc.pid !== runnerPid)!
       // pg-boss's heartbeat backstop declares the live runner dead (its heartbeat made stale) and retries the job: the other worker gets it.
-      const attempt = () => Number(pg.psql("SELECT retry_count FROM pgboss.job WHERE name = 'massgen_items' AND data->>'batch' = 'held'").trim())
+      const attempt = () =>
+        Number(pg.psql("SELECT retry_count FROM pgboss.job WHERE name = 'massgen_items' AND data->>'batch' = 'held'").trim())
       const first = attempt()
       await until("the job retried", () => {
-        pg.psql(`UPDATE pgboss.job SET heartbeat_on = now() - interval '1 hour' WHERE name = 'massgen_items' AND data->>'batch' = 'held' AND state = 'active' AND retry_count = ${first}`)
+        pg.psql(
+          `UPDATE pgboss.job SET heartbeat_on = now() - interval '1 hour' WHERE name = 'massgen_items' AND data->>'batch' = 'held' AND state = 'active' AND retry_count = ${first}`,
+        )
         return attempt() > first
       })
       await waitForResults("held", 1, 60_000)
-      await until("the job completed", () => pg.psql("SELECT state FROM pgboss.job WHERE name = 'massgen_items' AND data->>'batch' = 'held'").trim() === "completed")
+      await until(
+        "the job completed",
+        () => pg.psql("SELECT state FROM pgboss.job WHERE name = 'massgen_items' AND data->>'batch' = 'held'").trim() === "completed",
+      )
       const lines = streamOf("held/items/q0")
       expect(writersOf(lines)).toEqual([runnerPid])
       expect(lines.filter((l) => l.type === "run_finished")).toHaveLength(1)
@@ -209,7 +253,9 @@ describe("massgen worker: one batch, several workers, one Postgres", () => {
       expect(pg.psql("SELECT count(pg_terminate_backend(pid)) FROM pg_locks WHERE locktype = 'advisory' AND granted").trim()).toBe("1")
       await waitForResults("cut", 1, 60_000)
       const lines = streamOf("cut/items/q0")
-      const finished = lines.filter((l) => l.type === "run_finished").map((l) => ({ reason: l.reason, lease: String(l.message).includes("its lease was lost") }))
+      const finished = lines
+        .filter((l) => l.type === "run_finished")
+        .map((l) => ({ reason: l.reason, lease: String(l.message).includes("its lease was lost") }))
       expect(finished).toEqual([
         { reason: "interrupted", lease: true },
         { reason: "completed", lease: false },
@@ -235,7 +281,11 @@ describe("massgen worker: one batch, several workers, one Postgres", () => {
       { id: "t3", question: "Third?", session_id: "s" },
     ]
     fs.writeFileSync(nodePath.join(cwd, "chain.jsonl"), items.map((i) => JSON.stringify(i)).join("\n"))
-    const queued = await runCli("source", ["batch", "chain.jsonl", "--config", "team.yaml", "--engine", pg.url], { cwd, env: ENV, timeoutMs: 60_000 })
+    const queued = await runCli("source", ["batch", "chain.jsonl", "--config", "team.yaml", "--engine", pg.url], {
+      cwd,
+      env: ENV,
+      timeoutMs: 60_000,
+    })
     expect(queued.lines).toEqual(["BATCH: chain", "QUEUED: 4"])
     // The session's later items wait behind its first: counted as waiting before any worker runs.
     const before = await runCli("source", ["batch", "status", "--engine", pg.url, "chain"], { cwd, env: ENV })
@@ -269,16 +319,28 @@ describe("massgen worker: one batch, several workers, one Postgres", () => {
       await waitForResults("restart", 3, 120_000)
       pg.restart()
       await waitForResults("restart", 12, 180_000)
-      expect(pg.psql("SELECT count(*) || ' ' || count(DISTINCT id) FROM massgen_batch_results WHERE batch = 'restart'").trim()).toBe("12 12")
+      expect(pg.psql("SELECT count(*) || ' ' || count(DISTINCT id) FROM massgen_batch_results WHERE batch = 'restart'").trim()).toBe(
+        "12 12",
+      )
       // Progress across workers, and the local layout from the shared log.
       const cwd = sandbox()
       const status = await runCli("source", ["batch", "status", "--engine", pg.url, "restart"], { cwd, env: ENV })
-      expect({ code: status.exitCode, lines: status.lines }).toEqual({ code: 0, lines: [expect.stringMatching(/^batch restart: 12 with a result \(12 completed\), 0 running, 0 waiting, /)] })
+      expect({ code: status.exitCode, lines: status.lines }).toEqual({
+        code: 0,
+        lines: [expect.stringMatching(/^batch restart: 12 with a result \(12 completed\), 0 running, 0 waiting, /)],
+      })
       const exported = await runCli("source", ["batch", "export", "--engine", pg.url, "restart", "--out", "out"], { cwd, env: ENV })
-      expect({ code: exported.exitCode, lines: exported.lines }).toEqual({ code: 0, lines: [`BATCH_DIR: ${cwd}/out`, "EXPORTED: 12 runs, 12 results"] })
+      expect({ code: exported.exitCode, lines: exported.lines }).toEqual({
+        code: 0,
+        lines: [`BATCH_DIR: ${cwd}/out`, "EXPORTED: 12 runs, 12 results"],
+      })
       const one = await runCli("source", ["status", "out/items/q3"], { cwd, env: ENV })
       expect({ code: one.exitCode, completed: one.stdout.includes("completed") }).toEqual({ code: 0, completed: true })
-      const results = fs.readFileSync(nodePath.join(cwd, "out", "results.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l))
+      const results = fs
+        .readFileSync(nodePath.join(cwd, "out", "results.jsonl"), "utf8")
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l))
       expect(results.map((r) => r.log_dir).sort()).toEqual(Array.from({ length: 12 }, (_, i) => `${cwd}/out/items/q${i}`).sort())
     } catch (e) {
       throw new Error(`${(e as Error).message}\n${await stopAll(workers)}`)

@@ -12,14 +12,17 @@
 import { afterAll, describe, expect, test } from "bun:test"
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
-import { type RunningCli, cleanupSandboxes, runCli, sandbox, startCli, writeConfig } from "./support/cli.ts"
+import { cleanupSandboxes, type RunningCli, runCli, sandbox, startCli, writeConfig } from "./support/cli.ts"
 import { ENV, readEvents } from "./support/run-dirs.ts"
 
 afterAll(() => cleanupSandboxes())
 
 const team = (delaySeconds: number, extra: Record<string, unknown> = {}) => ({
   agents: [
-    { id: "agent_a", backend: { type: "scripted", model: "m", answer: "Four.", vote: "agent1", final: "The answer is 4.", delay_seconds: delaySeconds } },
+    {
+      id: "agent_a",
+      backend: { type: "scripted", model: "m", answer: "Four.", vote: "agent1", final: "The answer is 4.", delay_seconds: delaySeconds },
+    },
     { id: "agent_b", backend: { type: "scripted", model: "m", answer: "4", vote: "agent1", delay_seconds: delaySeconds } },
     { id: "agent_c", backend: { type: "scripted", model: "m", answer: "2+2=4", vote: "agent1", delay_seconds: delaySeconds } },
   ],
@@ -28,16 +31,33 @@ const team = (delaySeconds: number, extra: Record<string, unknown> = {}) => ({
 
 const writeItems = (dir: string, n: number, name = "items.jsonl"): string => {
   const path = nodePath.join(dir, name)
-  fs.writeFileSync(path, Array.from({ length: n }, (_, i) => JSON.stringify({ id: `q${i + 1}`, question: `What is ${i}+${i}?`, metadata: { n: i } })).join("\n") + "\n")
+  fs.writeFileSync(
+    path,
+    Array.from({ length: n }, (_, i) => JSON.stringify({ id: `q${i + 1}`, question: `What is ${i}+${i}?`, metadata: { n: i } })).join(
+      "\n",
+    ) + "\n",
+  )
   return path
 }
 
 const batchDir = (cwd: string) => nodePath.join(cwd, ".massgen", "batches", "items")
 const resultLines = (cwd: string): Array<any> =>
-  fs.readFileSync(nodePath.join(batchDir(cwd), "results.jsonl"), "utf8").split("\n").filter((l) => l !== "").map((l) => JSON.parse(l))
-const itemRuns = (cwd: string): Array<string> => fs.readdirSync(nodePath.join(batchDir(cwd), "items")).map((id) => nodePath.join(batchDir(cwd), "items", id))
+  fs
+    .readFileSync(nodePath.join(batchDir(cwd), "results.jsonl"), "utf8")
+    .split("\n")
+    .filter((l) => l !== "")
+    .map((l) => JSON.parse(l))
+const itemRuns = (cwd: string): Array<string> =>
+  fs.readdirSync(nodePath.join(batchDir(cwd), "items")).map((id) => nodePath.join(batchDir(cwd), "items", id))
 
-const batch = (_cwd: string, extra: ReadonlyArray<string> = []) => ["batch", "items.jsonl", "--config", "team.yaml", "--automation", ...extra]
+const batch = (_cwd: string, extra: ReadonlyArray<string> = []) => [
+  "batch",
+  "items.jsonl",
+  "--config",
+  "team.yaml",
+  "--automation",
+  ...extra,
+]
 
 /** Every agent of the run in `dir` was asked for its answer at most once, and answered at most once. */
 const answersAskedOnce = (dir: string) => {
@@ -66,19 +86,33 @@ describe("massgen batch on one machine", () => {
     writeConfig(cwd, team(0), "team.yaml")
     writeItems(cwd, 50)
     const r = await runCli("source", batch(cwd, ["--concurrency", "8"]), { cwd, env: ENV, timeoutMs: 120_000 })
-    expect({ code: r.exitCode, stderr: r.stderr.split("\n").at(-2) }).toEqual({ code: 0, stderr: expect.stringContaining("massgen: batch: 50/50 done, 0 running, 0 failed") })
+    expect({ code: r.exitCode, stderr: r.stderr.split("\n").at(-2) }).toEqual({
+      code: 0,
+      stderr: expect.stringContaining("massgen: batch: 50/50 done, 0 running, 0 failed"),
+    })
     const dir = batchDir(cwd)
     expect(r.lines.slice(0, 3)).toEqual([`BATCH_DIR: ${dir}`, `RESULTS: ${dir}/results.jsonl`, "ITEMS: 50 (0 with a result already)"])
-    expect(r.lines.filter((l) => l.startsWith("ITEM: ")).sort()).toEqual(Array.from({ length: 50 }, (_, i) => `ITEM: q${i + 1} completed 0`).sort())
+    expect(r.lines.filter((l) => l.startsWith("ITEM: ")).sort()).toEqual(
+      Array.from({ length: 50 }, (_, i) => `ITEM: q${i + 1} completed 0`).sort(),
+    )
     expect(r.lines.slice(-2)).toEqual(["BATCH: completed", "DONE: 50/50, 50 completed"])
     const results = resultLines(cwd)
     expect(results.map((x) => x.id).sort()).toEqual(Array.from({ length: 50 }, (_, i) => `q${i + 1}`).sort())
     for (const x of results) {
-      expect(x).toMatchObject({ finish_reason: "completed", winner: "agent_a", answer: "The answer is 4.", exit_code: 0, metadata: { n: Number(x.id.slice(1)) - 1 } })
+      expect(x).toMatchObject({
+        finish_reason: "completed",
+        winner: "agent_a",
+        answer: "The answer is 4.",
+        exit_code: 0,
+        metadata: { n: Number(x.id.slice(1)) - 1 },
+      })
       expect(fs.readFileSync(x.answer_file, "utf8")).toBe(x.answer)
       expect(x.input_tokens).toBeGreaterThan(0)
     }
-    expect(JSON.parse(fs.readFileSync(nodePath.join(dir, "manifest.json"), "utf8"))).toMatchObject({ items: 50, items_file: nodePath.join(cwd, "items.jsonl") })
+    expect(JSON.parse(fs.readFileSync(nodePath.join(dir, "manifest.json"), "utf8"))).toMatchObject({
+      items: 50,
+      items_file: nodePath.join(cwd, "items.jsonl"),
+    })
     // An item's directory is an ordinary run: status reads it.
     const status = await runCli("source", ["status", nodePath.join(dir, "items", "q7")], { cwd, env: ENV })
     expect(status.exitCode).toBe(0)
@@ -87,7 +121,13 @@ describe("massgen batch on one machine", () => {
     const again = await runCli("source", batch(cwd), { cwd, env: ENV, timeoutMs: 60_000 })
     expect({ code: again.exitCode, lines: again.lines }).toEqual({
       code: 0,
-      lines: [`BATCH_DIR: ${dir}`, `RESULTS: ${dir}/results.jsonl`, "ITEMS: 50 (50 with a result already)", "BATCH: completed", "DONE: 50/50, 50 completed"],
+      lines: [
+        `BATCH_DIR: ${dir}`,
+        `RESULTS: ${dir}/results.jsonl`,
+        "ITEMS: 50 (50 with a result already)",
+        "BATCH: completed",
+        "DONE: 50/50, 50 completed",
+      ],
     })
     expect(resultLines(cwd)).toHaveLength(50)
   }, 180_000)
@@ -120,7 +160,8 @@ describe("massgen batch on one machine", () => {
     expect(results.every((x) => x.finish_reason === "completed")).toBe(true)
     for (const dir of itemRuns(cwd)) expect({ dir, ...answersAskedOnce(dir) }).toEqual({ dir, asked: 1, answered: 1 })
     // Each cut run was resumed, in its own directory, once.
-    for (const dir of cut) expect({ dir, resumed: readEvents(dir).filter((e) => e.type === "run_resumed").length }).toEqual({ dir, resumed: 1 })
+    for (const dir of cut)
+      expect({ dir, resumed: readEvents(dir).filter((e) => e.type === "run_resumed").length }).toEqual({ dir, resumed: 1 })
   }, 240_000)
 
   test("a signal stops the running items cleanly (exit 4); the same command again finishes them", async () => {
@@ -190,11 +231,20 @@ describe("massgen batch on one machine", () => {
 
     fs.writeFileSync(nodePath.join(cwd, "empty.jsonl"), "\n\n")
     const empty = await runCli("source", ["batch", "empty.jsonl", "--config", "team.yaml"], { cwd, env: ENV })
-    expect({ code: empty.exitCode, stderr: empty.stderr }).toEqual({ code: 1, stderr: `massgen: ${nodePath.join(cwd, "empty.jsonl")}: no items: every line is blank\n` })
+    expect({ code: empty.exitCode, stderr: empty.stderr }).toEqual({
+      code: 1,
+      stderr: `massgen: ${nodePath.join(cwd, "empty.jsonl")}: no items: every line is blank\n`,
+    })
     const missing = await runCli("source", ["batch", "nope.jsonl", "--config", "team.yaml"], { cwd, env: ENV })
-    expect({ code: missing.exitCode, stderr: missing.stderr }).toEqual({ code: 1, stderr: `massgen: cannot read ${nodePath.join(cwd, "nope.jsonl")}: no such file or directory (ENOENT)\n` })
+    expect({ code: missing.exitCode, stderr: missing.stderr }).toEqual({
+      code: 1,
+      stderr: `massgen: cannot read ${nodePath.join(cwd, "nope.jsonl")}: no such file or directory (ENOENT)\n`,
+    })
     const usage = await runCli("source", ["batch", "items.jsonl", "--config", "team.yaml", "--concurrency", "0"], { cwd, env: ENV })
-    expect({ code: usage.exitCode, stderr: usage.stderr }).toEqual({ code: 1, stderr: 'massgen: --concurrency: expected a whole number of 1 or more, found "0"\n' })
+    expect({ code: usage.exitCode, stderr: usage.stderr }).toEqual({
+      code: 1,
+      stderr: 'massgen: --concurrency: expected a whole number of 1 or more, found "0"\n',
+    })
   }, 60_000)
 
   test("an item's own config (relative to the items file) and its session_id and metadata reach its result", async () => {
@@ -208,7 +258,11 @@ describe("massgen batch on one machine", () => {
       nodePath.join(cwd, "sets", "items.jsonl"),
       `${JSON.stringify({ id: "plain", question: "2+2?" })}\n${JSON.stringify({ id: "own", question: "2+2?", config: "other.yaml", session_id: "s-1", metadata: { set: "x" } })}\n`,
     )
-    const r = await runCli("source", ["batch", "sets/items.jsonl", "--config", "team.yaml", "--automation"], { cwd, env: ENV, timeoutMs: 60_000 })
+    const r = await runCli("source", ["batch", "sets/items.jsonl", "--config", "team.yaml", "--automation"], {
+      cwd,
+      env: ENV,
+      timeoutMs: 60_000,
+    })
     expect(r.exitCode).toBe(0)
     const results = Object.fromEntries(resultLines(cwd).map((x) => [x.id, x]))
     expect(results.plain).toMatchObject({ answer: "The answer is 4.", session_id: null, metadata: null })
@@ -253,9 +307,16 @@ describe("massgen batch on one machine", () => {
       [2, runOf("t2")],
       [3, runOf("t3")],
     ])
-    const next = await runCli("source", ["--config", "team.yaml", "--session-id", "s1", "--automation", "Fourth question?"], { cwd, env: ENV, timeoutMs: 60_000 })
+    const next = await runCli("source", ["--config", "team.yaml", "--session-id", "s1", "--automation", "Fourth question?"], {
+      cwd,
+      env: ENV,
+      timeoutMs: 60_000,
+    })
     expect(next.exitCode).toBe(0)
-    const logDir = next.stdout.split("\n").find((l) => l.startsWith("LOG_DIR: "))!.slice("LOG_DIR: ".length)
+    const logDir = next.stdout
+      .split("\n")
+      .find((l) => l.startsWith("LOG_DIR: "))!
+      .slice("LOG_DIR: ".length)
     expect(readEvents(logDir).find((e) => e.type === "run_started").conversation).toEqual([
       ...turn("First question?"),
       ...turn("Second question?"),

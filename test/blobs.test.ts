@@ -25,7 +25,16 @@ describe("blobs", () => {
   test("any JSON value comes back the same, whatever its long texts and large blocks", () => {
     const text = fc.oneof(fc.string(), fc.constantFrom(long("a"), long("ü"), `${long("x")}"\n`))
     const json = fc.letrec((tie) => ({
-      value: fc.oneof({ depthSize: "small" }, text, fc.integer(), fc.double({ noNaN: true, noDefaultInfinity: true }), fc.boolean(), fc.constant(null), tie("array"), tie("object")),
+      value: fc.oneof(
+        { depthSize: "small" },
+        text,
+        fc.integer(),
+        fc.double({ noNaN: true, noDefaultInfinity: true }),
+        fc.boolean(),
+        fc.constant(null),
+        tie("array"),
+        tie("object"),
+      ),
       array: fc.array(tie("value"), { maxLength: 40 }),
       object: fc.dictionary(fc.oneof(fc.string(), fc.constant("__proto__")), tie("value"), { maxKeys: 40 }),
     })).value
@@ -76,9 +85,16 @@ describe("blobs", () => {
 describe("hashText", () => {
   test("is node:crypto's SHA-256 of the text's UTF-8, lone surrogates included", () => {
     fc.assert(
-      fc.property(fc.oneof(fc.string({ unit: "binary", maxLength: 300 }), fc.string({ unit: "grapheme", maxLength: 50 }), fc.constantFrom("", "\ud800", "a\udfffb")), (text) => {
-        expect(hashText(text)).toBe(createHash("sha256").update(text, "utf8").digest("hex"))
-      }),
+      fc.property(
+        fc.oneof(
+          fc.string({ unit: "binary", maxLength: 300 }),
+          fc.string({ unit: "grapheme", maxLength: 50 }),
+          fc.constantFrom("", "\ud800", "a\udfffb"),
+        ),
+        (text) => {
+          expect(hashText(text)).toBe(createHash("sha256").update(text, "utf8").digest("hex"))
+        },
+      ),
       { numRuns: 2000 },
     )
   })

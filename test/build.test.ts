@@ -8,7 +8,7 @@ import { afterAll, describe, expect, test } from "bun:test"
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
 import pkg from "../package.json" with { type: "json" }
-import { ROOT, compile, hostTarget } from "../scripts/compile.ts"
+import { compile, hostTarget, ROOT } from "../scripts/compile.ts"
 import { cleanupSandboxes, sandbox } from "./support/cli.ts"
 
 afterAll(cleanupSandboxes)
@@ -24,6 +24,9 @@ describe("compile", () => {
     expect(fs.readdirSync(dir)).toEqual(["massgen"])
     expect(temporaries(ROOT)).toEqual(before)
     const version = Bun.spawnSync([outfile, "--version"], { cwd: dir, stdout: "pipe", stderr: "pipe" })
-    expect({ code: version.exitCode, first: version.stdout.toString().split("\n")[0] }).toEqual({ code: 0, first: `massgen ${pkg.version}` })
+    expect({ code: version.exitCode, first: version.stdout.toString().split("\n")[0] }).toEqual({
+      code: 0,
+      first: `massgen ${pkg.version}`,
+    })
   }, 300_000)
 })

@@ -13,7 +13,11 @@ import { hideOwnMemory, killGroup, spawnInGroup } from "../src/services/tools/ch
 describe("process groups of tools", () => {
   test("a group killed right after it started ends, leader and all, every time", async () => {
     for (let i = 0; i < 20; i++) {
-      const proc = spawnInGroup("sh", ["-c", "sleep 1000 & sleep 1000"], { cwd: "/", env: { PATH: process.env.PATH ?? "/usr/bin:/bin" }, stdin: "ignore" })
+      const proc = spawnInGroup("sh", ["-c", "sleep 1000 & sleep 1000"], {
+        cwd: "/",
+        env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
+        stdin: "ignore",
+      })
       killGroup(proc.pid)
       const ended = await Promise.race([proc.exited.then(() => true), Bun.sleep(5_000).then(() => false)])
       if (!ended) proc.kill("SIGKILL")
@@ -28,6 +32,10 @@ describe("massgen's memory", () => {
     const reader = ["cat", `/proc/${process.pid}/environ`]
     const argv = process.getuid?.() === 0 ? ["setpriv", "--bounding-set=-sys_ptrace,-sys_admin,-perfmon", "--", ...reader] : reader
     const r = Bun.spawnSync(argv, { env: { PATH: process.env.PATH ?? "/usr/bin:/bin" } })
-    expect({ code: r.exitCode, out: r.stdout.length, err: r.stderr.toString() }).toEqual({ code: 1, out: 0, err: expect.stringContaining("Permission denied") })
+    expect({ code: r.exitCode, out: r.stdout.length, err: r.stderr.toString() }).toEqual({
+      code: 1,
+      out: 0,
+      err: expect.stringContaining("Permission denied"),
+    })
   })
 })

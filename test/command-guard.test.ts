@@ -24,7 +24,24 @@ const spelled = (name: string): fc.Arbitrary<string> =>
     fc.integer({ min: 0, max: name.length - 1 }).map((i) => `${name.slice(0, i)}\\${name.slice(i)}`),
   )
 /** What may come before a program in a command line. */
-const before = fc.constantFrom("", "ls; ", "true && ", "false || ", "echo x | ", "(", "$(", "`", "{ ", "X=1 ", "env -i ", "nohup ", "exec ", "timeout 5 ", "nice -n 5 ", "\n")
+const before = fc.constantFrom(
+  "",
+  "ls; ",
+  "true && ",
+  "false || ",
+  "echo x | ",
+  "(",
+  "$(",
+  "`",
+  "{ ",
+  "X=1 ",
+  "env -i ",
+  "nohup ",
+  "exec ",
+  "timeout 5 ",
+  "nice -n 5 ",
+  "\n",
+)
 const after = fc.constantFrom("", " -h", " x y", " if=/dev/zero of=out", "; echo done", " &", ")")
 
 describe("the dangerous-command guard", () => {
@@ -45,7 +62,20 @@ describe("the dangerous-command guard", () => {
   })
 
   test("property: a dangerous word that is only an argument, a file name or part of a word is let through", () => {
-    const harmless = fc.constantFrom("echo W", "ln -s /x W", "grep W notes.txt", "cat W.txt", "man W", "ls -la W", "touch W", "echo 'W x'", "git log --grep=W", "printf '%s' W | wc -c", "mkdir W_dir", "python3 W.py")
+    const harmless = fc.constantFrom(
+      "echo W",
+      "ln -s /x W",
+      "grep W notes.txt",
+      "cat W.txt",
+      "man W",
+      "ls -la W",
+      "touch W",
+      "echo 'W x'",
+      "git log --grep=W",
+      "printf '%s' W | wc -c",
+      "mkdir W_dir",
+      "python3 W.py",
+    )
     fc.assert(
       fc.property(harmless, fc.constantFrom(...PROGRAMS), before, (template, word, pre) => {
         const command = `${pre}${template.replaceAll("W", word)}`
@@ -74,12 +104,28 @@ describe("the dangerous-command guard", () => {
       ["mv notes.txt /dev/null", "moving files to /dev/null"],
     ]
     for (const [command, what] of refused) expect({ command, why: dangerousCommand(command) }).toEqual({ command, why: what })
-    for (const command of ["rm -rf ./build", "rm -rf /tmp/scratch", "find . -name '*.o' -delete", "find / -name x", "echo x > /dev/null", "f(){ echo hi; }; f | cat", "ls; rm x", "mv a b"]) {
+    for (const command of [
+      "rm -rf ./build",
+      "rm -rf /tmp/scratch",
+      "find . -name '*.o' -delete",
+      "find / -name x",
+      "echo x > /dev/null",
+      "f(){ echo hi; }; f | cat",
+      "ls; rm x",
+      "mv a b",
+    ]) {
       expect({ command, why: dangerousCommand(command) }).toEqual({ command, why: null })
     }
   })
 
   test("simple commands: split where the shell splits, quotes and backslashes taken out", () => {
-    expect(simpleCommands(`a 'b c' "d" e\\ f; g|h && i 2>/dev/null $(j) \`k\``)).toEqual([["a", "b c", "d", "e f"], ["g"], ["h"], ["i", "2", ">", "/dev/null", "$"], ["j"], ["k"]])
+    expect(simpleCommands(`a 'b c' "d" e\\ f; g|h && i 2>/dev/null $(j) \`k\``)).toEqual([
+      ["a", "b c", "d", "e f"],
+      ["g"],
+      ["h"],
+      ["i", "2", ">", "/dev/null", "$"],
+      ["j"],
+      ["k"],
+    ])
   })
 })

@@ -14,9 +14,9 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as nodePath from "node:path"
 import { Effect, Either } from "effect"
-import { commandLineSettings } from "../src/domain/tools/command-line.ts"
-import type { ExecutionMode } from "../src/domain/config/tools.ts"
 import type { BackendConfig } from "../src/domain/config/index.ts"
+import type { ExecutionMode } from "../src/domain/config/tools.ts"
+import { commandLineSettings } from "../src/domain/tools/command-line.ts"
 import { makeCommandLine } from "../src/services/tools/command-line.ts"
 import { makeCommandTools, toolEnvironment } from "../src/services/tools/command-tools.ts"
 import { startExecutor } from "../src/services/tools/sandbox.ts"
@@ -54,7 +54,11 @@ const leaveBehind = (m: string): string =>
   ].join("\n")
 
 const executeCommand = async (mode: ExecutionMode) => {
-  const settings = commandLineSettings({ type: "scripted", enable_mcp_command_line: true, command_line_execution_mode: mode } as BackendConfig)!
+  const settings = commandLineSettings({
+    type: "scripted",
+    enable_mcp_command_line: true,
+    command_line_execution_mode: mode,
+  } as BackendConfig)!
   const env = toolEnvironment(process.env)
   const executor = await Effect.runPromise(startExecutor(settings, env, "a"))
   const tool = makeCommandLine(tempDir(), [], settings, { env, executor })

@@ -13,16 +13,16 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as nodePath from "node:path"
 import { Effect, Either } from "effect"
+import { type BackendConfig, decodeConfig } from "../src/domain/config/index.ts"
 import {
-  STDOUT_KEPT_BYTES,
   bwrapArgs,
   commandEnvironment,
   commandLineSettings,
   commandRefusal,
   containerEnvNames,
   dockerRunArgs,
+  STDOUT_KEPT_BYTES,
 } from "../src/domain/tools/command-line.ts"
-import { type BackendConfig, decodeConfig } from "../src/domain/config/index.ts"
 import { makeCommandLine } from "../src/services/tools/command-line.ts"
 import { toolEnvironment } from "../src/services/tools/command-tools.ts"
 import { startExecutor } from "../src/services/tools/sandbox.ts"
@@ -39,10 +39,15 @@ afterAll(() => {
   for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true })
 })
 
-const settingsOf = (backend: Partial<BackendConfig>) => commandLineSettings({ type: "scripted", enable_mcp_command_line: true, ...backend } as BackendConfig)!
+const settingsOf = (backend: Partial<BackendConfig>) =>
+  commandLineSettings({ type: "scripted", enable_mcp_command_line: true, ...backend } as BackendConfig)!
 
 /** A `local` provider in a fresh workspace, with `env` cleared as a run clears it. */
-const localTool = async (backend: Partial<BackendConfig> = {}, env: Record<string, string | undefined> = process.env, secrets: ReadonlyArray<string> = []) => {
+const localTool = async (
+  backend: Partial<BackendConfig> = {},
+  env: Record<string, string | undefined> = process.env,
+  secrets: ReadonlyArray<string> = [],
+) => {
   const workspace = tempDir()
   const settings = settingsOf(backend)
   const clean = toolEnvironment(env, secrets)
@@ -87,7 +92,10 @@ describe("what is refused", () => {
 
   test("through the tool: a refusal is a refused error and runs nothing", async () => {
     const { workspace, run } = await localTool({ command_line_blocked_commands: ["touch"] })
-    expect(refusedWith(await run({ command: "touch made" }))).toEqual({ reason: "refused", message: 'refused: the command matches command_line_blocked_commands pattern "touch"' })
+    expect(refusedWith(await run({ command: "touch made" }))).toEqual({
+      reason: "refused",
+      message: 'refused: the command matches command_line_blocked_commands pattern "touch"',
+    })
     expect(fs.existsSync(nodePath.join(workspace, "made"))).toBe(false)
     const allowed = await localTool({ command_line_allowed_commands: ["echo "] })
     expect(ok(await allowed.run({ command: "echo fine" })).stdout).toBe("fine\n")
@@ -100,7 +108,10 @@ describe("what is refused", () => {
     fs.symlinkSync("/etc", nodePath.join(workspace, "etc-link"))
     expect(ok(await run({ command: "pwd", work_dir: "sub" }))).toMatchObject({ stdout: `${workspace}/sub\n`, work_dir: "sub" })
     for (const work_dir of ["..", "/etc", "etc-link", "sub/../.."]) {
-      expect(refusedWith(await run({ command: "pwd", work_dir }))).toEqual({ reason: "refused", message: `refused: work_dir ${work_dir} is outside your workspace` })
+      expect(refusedWith(await run({ command: "pwd", work_dir }))).toEqual({
+        reason: "refused",
+        message: `refused: work_dir ${work_dir} is outside your workspace`,
+      })
     }
     expect(refusedWith(await run({ command: "pwd", work_dir: "missing" })).reason).toBe("failed")
   })
@@ -109,13 +120,20 @@ describe("what is refused", () => {
     const { run } = await localTool()
     expect(refusedWith(await run({}))).toEqual({ reason: "bad_arguments", message: "bad arguments: command must be a non-empty string" })
     expect(refusedWith(await run({ command: "ls", timeout: -1 })).reason).toBe("bad_arguments")
-    expect(refusedWith(await run({ command: "ls", timeout: "soon" })).message).toBe("bad arguments: timeout must be a number of seconds above 0")
+    expect(refusedWith(await run({ command: "ls", timeout: "soon" })).message).toBe(
+      "bad arguments: timeout must be a number of seconds above 0",
+    )
     expect(ok(await run({ command: "echo quick", timeout: "30" })).stdout).toBe("quick\n")
   })
 
   test("an invalid pattern is a config error, not a refusal at run time", () => {
     const problems = JSON.stringify(
-      Either.getLeft(decodeConfig({ agents: [{ backend: { type: "scripted", enable_mcp_command_line: true, command_line_blocked_commands: ["rm ("] } }] }, {})),
+      Either.getLeft(
+        decodeConfig(
+          { agents: [{ backend: { type: "scripted", enable_mcp_command_line: true, command_line_blocked_commands: ["rm ("] } }] },
+          {},
+        ),
+      ),
     )
     expect(problems).toContain("command_line_blocked_commands")
     expect(problems).toContain("Expected a regular expression")
@@ -123,13 +141,37 @@ describe("what is refused", () => {
 
   test("command_line_env and command_line_pass_env: variable names, never a provider's key variable", () => {
     const problemsOf = (backend: Record<string, unknown>) =>
-      JSON.stringify(Either.getLeft(decodeConfig({ agents: [{ id: "a", backend: { type: "scripted", enable_mcp_command_line: true, ...backend } }] }, {})))
-    expect(problemsOf({ command_line_pass_env: ["OPENAI_API_KEY"] })).toContain("OPENAI_API_KEY is a provider's key variable: no key is passed to a command")
+      JSON.stringify(
+        Either.getLeft(
+          decodeConfig({ agents: [{ id: "a", backend: { type: "scripted", enable_mcp_command_line: true, ...backend } }] }, {}),
+        ),
+      )
+    expect(problemsOf({ command_line_pass_env: ["OPENAI_API_KEY"] })).toContain(
+      "OPENAI_API_KEY is a provider's key variable: no key is passed to a command",
+    )
     expect(problemsOf({ command_line_env: { ANTHROPIC_API_KEY: "x" } })).toContain("ANTHROPIC_API_KEY is a provider's key variable")
-    expect(problemsOf({ command_line_env: { "BAD-NAME": "x" } })).toContain('Expected a variable name (letters, digits, _), found \\"BAD-NAME\\"')
-    const ok = decodeConfig({ agents: [{ id: "a", backend: { type: "scripted", enable_mcp_command_line: true, command_line_env: { N: 2, B: true }, command_line_pass_env: ["PYTHONPATH"] } }] }, {})
+    expect(problemsOf({ command_line_env: { "BAD-NAME": "x" } })).toContain(
+      'Expected a variable name (letters, digits, _), found \\"BAD-NAME\\"',
+    )
+    const ok = decodeConfig(
+      {
+        agents: [
+          {
+            id: "a",
+            backend: {
+              type: "scripted",
+              enable_mcp_command_line: true,
+              command_line_env: { N: 2, B: true },
+              command_line_pass_env: ["PYTHONPATH"],
+            },
+          },
+        ],
+      },
+      {},
+    )
     expect(Either.isRight(ok)).toBe(true)
-    if (Either.isRight(ok)) expect(commandLineSettings(ok.right.agents[0]!.backend)).toMatchObject({ env: { N: "2", B: "true" }, passEnv: ["PYTHONPATH"] })
+    if (Either.isRight(ok))
+      expect(commandLineSettings(ok.right.agents[0]!.backend)).toMatchObject({ env: { N: "2", B: "true" }, passEnv: ["PYTHONPATH"] })
   })
 })
 
@@ -137,20 +179,32 @@ describe("local mode", () => {
   test("runs in the workspace through a shell, MassGen's result fields whatever the exit code", async () => {
     const { workspace, run } = await localTool()
     const done = ok(await run({ command: "echo made > f.txt && cat f.txt | tr a-z A-Z; pwd" }))
-    expect(done).toMatchObject({ success: true, exit_code: 0, stdout: `MADE\n${workspace}\n`, stderr: "", work_dir: ".", command: expect.stringContaining("echo made") })
+    expect(done).toMatchObject({
+      success: true,
+      exit_code: 0,
+      stdout: `MADE\n${workspace}\n`,
+      stderr: "",
+      work_dir: ".",
+      command: expect.stringContaining("echo made"),
+    })
     expect(fs.readFileSync(nodePath.join(workspace, "f.txt"), "utf8")).toBe("made\n")
     expect(ok(await run({ command: "echo oops >&2; exit 3" }))).toMatchObject({ success: false, exit_code: 3, stderr: "oops\n" })
   })
 
   test("the environment is an allow-list: no key, no other variable of massgen's but those the config passes; HOME is the workspace", async () => {
     const backend = { command_line_pass_env: ["KEEP_ME", "UNSET_ONE"], command_line_env: { SET_ME: "set", FORGED: "sk-secret-in-env" } }
-    const { workspace, run } = await localTool(backend, { ...process.env, OPENAI_API_KEY: "sk-secret-in-env", MY_SERVICE_TOKEN: "t0ken", KEEP_ME: "kept", DROP_ME: "dropped" }, ["sk-secret-in-env"])
+    const { workspace, run } = await localTool(
+      backend,
+      { ...process.env, OPENAI_API_KEY: "sk-secret-in-env", MY_SERVICE_TOKEN: "t0ken", KEEP_ME: "kept", DROP_ME: "dropped" },
+      ["sk-secret-in-env"],
+    )
     const env = ok(await run({ command: "env" })).stdout
     expect(env).toContain("KEEP_ME=kept")
     expect(env).toContain("SET_ME=set")
     expect(env).toContain(`HOME=${workspace}\n`)
     expect(env).toContain(`PATH=${process.env.PATH}\n`)
-    for (const absent of ["OPENAI_API_KEY", "sk-secret-in-env", "t0ken", "DROP_ME", "UNSET_ONE", "FORGED"]) expect(env).not.toContain(absent)
+    for (const absent of ["OPENAI_API_KEY", "sk-secret-in-env", "t0ken", "DROP_ME", "UNSET_ONE", "FORGED"])
+      expect(env).not.toContain(absent)
   })
 
   test("output past the cap is counted, not kept", async () => {
@@ -164,7 +218,10 @@ describe("local mode", () => {
     const marker = markerSeconds()
     const call = run({ command: `sleep ${marker} & sh -c 'sleep ${marker}' & sleep ${marker}`, timeout: 1 })
     const r = await call
-    expect(refusedWith(r)).toEqual({ reason: "failed", message: "failed: the command timed out after 1s (its timeout): it and every process it started were killed" })
+    expect(refusedWith(r)).toEqual({
+      reason: "failed",
+      message: "failed: the command timed out after 1s (its timeout): it and every process it started were killed",
+    })
     expect(await waitUntilNoneWith(marker)).toEqual([])
   })
 
@@ -189,9 +246,18 @@ describe("the sandbox's command line", () => {
   })
 
   test("shows the host's system folders and nothing else of its root; masks what no user may read; the root read-only", () => {
-    const view = { shown: ["/usr", "/etc"], links: [["/bin", "usr/bin"] as const], masked: [{ path: "/etc/shadow", folder: false }, { path: "/etc/ssl/private", folder: true }] }
+    const view = {
+      shown: ["/usr", "/etc"],
+      links: [["/bin", "usr/bin"] as const],
+      masked: [
+        { path: "/etc/shadow", folder: false },
+        { path: "/etc/ssl/private", folder: true },
+      ],
+    }
     const args = bwrapArgs(view, { workspace: "/w", readOnly: [] }, false, "/w", "ls").join(" ")
-    expect(args).toStartWith("--symlink usr/bin /bin --ro-bind /usr /usr --ro-bind /etc /etc --ro-bind /dev/null /etc/shadow --tmpfs /etc/ssl/private --remount-ro /etc/ssl/private --dev /dev --proc /proc --tmpfs /tmp --bind /w /w --remount-ro / ")
+    expect(args).toStartWith(
+      "--symlink usr/bin /bin --ro-bind /usr /usr --ro-bind /etc /etc --ro-bind /dev/null /etc/shadow --tmpfs /etc/ssl/private --remount-ro /etc/ssl/private --dev /dev --proc /proc --tmpfs /tmp --bind /w /w --remount-ro / ",
+    )
     expect(args).not.toContain("--ro-bind / /")
   })
 
@@ -199,7 +265,12 @@ describe("the sandbox's command line", () => {
     const settings = { env: { B: "2" }, passEnv: ["A", "UNSET"] }
     const names = containerEnvNames(settings, commandEnvironment({ A: "1", PATH: "/bin", OTHER: "x" }, settings, "/w"))
     expect(names).toEqual(["A", "B"])
-    const args = dockerRunArgs({ name: "n", image: "img", networkMode: "none", memory: null, cpus: null, envNames: names }, { workspace: "/w", readOnly: [] }, "/w", "ls")
+    const args = dockerRunArgs(
+      { name: "n", image: "img", networkMode: "none", memory: null, cpus: null, envNames: names },
+      { workspace: "/w", readOnly: [] },
+      "/w",
+      "ls",
+    )
     expect(args.join(" ")).toBe("run --rm -i --name n --network none -v /w:/w:rw -e A -e B -w /w img /bin/sh -c ls")
   })
 })

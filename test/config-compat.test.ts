@@ -22,7 +22,12 @@ const emptyDir = fs.mkdtempSync(nodePath.join(os.tmpdir(), "massgen-compat-"))
 const validate = async (name: string, flags: { strict?: boolean; checkKeys?: boolean } = {}, env: Record<string, string> = {}) => {
   const printed: Array<string> = []
   const code = await Effect.runPromise(
-    validateCommand({ path: fixture(name), json: true, strict: flags.strict ?? false, checkKeys: flags.checkKeys ?? false }, env, emptyDir, (l) => printed.push(l)),
+    validateCommand(
+      { path: fixture(name), json: true, strict: flags.strict ?? false, checkKeys: flags.checkKeys ?? false },
+      env,
+      emptyDir,
+      (l) => printed.push(l),
+    ),
   )
   return { code, result: JSON.parse(printed.join("\n")) }
 }
@@ -39,21 +44,38 @@ describe("--validate with no secrets (MassGen's validator passes configs whose k
       errors: [],
       warnings: [
         { location: "agents[0].backend.api_key", message: "environment variable OPENAI_API_KEY is not set", suggestion: null },
-        { location: "agents[1].backend.api_key", message: "missing API key: set ANTHROPIC_API_KEY (agent claude_agent, backend claude)", suggestion: null },
+        {
+          location: "agents[1].backend.api_key",
+          message: "missing API key: set ANTHROPIC_API_KEY (agent claude_agent, backend claude)",
+          suggestion: null,
+        },
       ],
     })
   })
 
   test("--check-keys makes them errors, as a run does; with the keys set there is nothing to say", async () => {
     const checked = await validate("two_agents_keyless.yaml", { checkKeys: true })
-    expect({ code: checked.code, valid: checked.result.valid, errors: checked.result.error_count }).toEqual({ code: 1, valid: false, errors: 2 })
-    const withKeys = await validate("two_agents_keyless.yaml", { checkKeys: true }, { OPENAI_API_KEY: "sk-dummy", ANTHROPIC_API_KEY: "sk-ant-dummy" })
+    expect({ code: checked.code, valid: checked.result.valid, errors: checked.result.error_count }).toEqual({
+      code: 1,
+      valid: false,
+      errors: 2,
+    })
+    const withKeys = await validate(
+      "two_agents_keyless.yaml",
+      { checkKeys: true },
+      { OPENAI_API_KEY: "sk-dummy", ANTHROPIC_API_KEY: "sk-ant-dummy" },
+    )
     expect(withKeys.result).toEqual({ valid: true, error_count: 0, warning_count: 0, errors: [], warnings: [] })
   })
 
   test("--strict turns warnings into errors (MassGen's --strict)", async () => {
     const { code, result } = await validate("two_agents_keyless.yaml", { strict: true })
-    expect({ code, valid: result.valid, error_count: result.error_count, warning_count: result.warning_count }).toEqual({ code: 1, valid: false, error_count: 2, warning_count: 0 })
+    expect({ code, valid: result.valid, error_count: result.error_count, warning_count: result.warning_count }).toEqual({
+      code: 1,
+      valid: false,
+      error_count: 2,
+      warning_count: 0,
+    })
   })
 
   test("a run of the same config stops before anything is written, naming both keys (exit 1)", async () => {
@@ -69,15 +91,23 @@ describe("unsupported MassGen features, by feature, in one pass", () => {
   test("each feature is one error naming it, agent frameworks say what to use instead, a typo is a warning with a suggestion", async () => {
     const { code, result } = await validate("unsupported_features.yaml")
     expect(code).toBe(1)
-    const byLocation = Object.fromEntries(result.errors.map((e: { location: string; message: string; suggestion: string | null }) => [e.location, e]))
+    const byLocation = Object.fromEntries(
+      result.errors.map((e: { location: string; message: string; suggestion: string | null }) => [e.location, e]),
+    )
     expect(byLocation.memory).toEqual({ location: "memory", message: "memory: not supported", suggestion: "remove the memory section" })
     expect(byLocation["orchestrator.coordination"].message).toStartWith("planning, task planning, skills and orchestration restarts")
     expect(byLocation["agents[0].backend.upload_files"].message).toBe("file upload: not supported")
     expect(byLocation["agents[0].backend.enable_image_generation"].message).toBe("image, audio, video and file generation: not supported")
     expect(byLocation["agents[1].backend.type"].message).toContain("use type claude")
-    expect(byLocation["agents[2].backend.type"].message).toContain("type ag2 (AG2/AutoGen agents) is not supported: use an LLM backend type")
+    expect(byLocation["agents[2].backend.type"].message).toContain(
+      "type ag2 (AG2/AutoGen agents) is not supported: use an LLM backend type",
+    )
     // The keys of an agent whose type is refused are not listed again.
-    expect(locations(result.errors).some((l: string) => l.startsWith("agents[1].backend.permission_mode") || l.startsWith("agents[2].backend.agent_config"))).toBe(false)
+    expect(
+      locations(result.errors).some(
+        (l: string) => l.startsWith("agents[1].backend.permission_mode") || l.startsWith("agents[2].backend.agent_config"),
+      ),
+    ).toBe(false)
     expect(result.warnings).toEqual([
       expect.objectContaining({ location: "orchestrator.skip_final_presentaton", suggestion: "did you mean skip_final_presentation?" }),
       expect.objectContaining({ location: "ui.logging_enabled", message: expect.stringContaining("false is not honoured") }),
@@ -104,9 +134,13 @@ describe("unsupported MassGen features, by feature, in one pass", () => {
   test("the text form prints warnings first, then one line per error", async () => {
     const result = await runCli("source", ["--validate", fixture("unsupported_features.yaml")], { cwd: emptyDir, env: {} })
     expect(result.exitCode).toBe(1)
-    expect(result.lines[0]).toStartWith(`warning: config ${fixture("unsupported_features.yaml")}: orchestrator.skip_final_presentaton: unknown key, ignored`)
+    expect(result.lines[0]).toStartWith(
+      `warning: config ${fixture("unsupported_features.yaml")}: orchestrator.skip_final_presentaton: unknown key, ignored`,
+    )
     expect(result.lines[0]).toEndWith("; did you mean skip_final_presentation?")
-    expect(result.lines).toContain(`config ${fixture("unsupported_features.yaml")}: memory: memory: not supported; remove the memory section`)
+    expect(result.lines).toContain(
+      `config ${fixture("unsupported_features.yaml")}: memory: memory: not supported; remove the memory section`,
+    )
   }, 30_000)
 })
 
@@ -129,16 +163,31 @@ describe("ui and display (MassGen: display_type none/simple are plain, rich/text
 
   test("skip_final_presentation alone becomes winner_reuse; with an explicit winner_present or synthesize the winner still presents (MassGen's final-presentation matrix)", () => {
     const orchestrated = (orchestrator: object) => settingsOf({ ...solo, orchestrator }).settings
-    expect(orchestrated({ skip_final_presentation: true })).toMatchObject({ skip_final_presentation: true, final_answer_strategy: "winner_reuse" })
-    expect(orchestrated({ skip_final_presentation: true, final_answer_strategy: "winner_present" })).toMatchObject({ skip_final_presentation: false, final_answer_strategy: "winner_present" })
-    expect(orchestrated({ skip_final_presentation: true, final_answer_strategy: "synthesize" })).toMatchObject({ skip_final_presentation: false, final_answer_strategy: "synthesize" })
+    expect(orchestrated({ skip_final_presentation: true })).toMatchObject({
+      skip_final_presentation: true,
+      final_answer_strategy: "winner_reuse",
+    })
+    expect(orchestrated({ skip_final_presentation: true, final_answer_strategy: "winner_present" })).toMatchObject({
+      skip_final_presentation: false,
+      final_answer_strategy: "winner_present",
+    })
+    expect(orchestrated({ skip_final_presentation: true, final_answer_strategy: "synthesize" })).toMatchObject({
+      skip_final_presentation: false,
+      final_answer_strategy: "synthesize",
+    })
     expect(orchestrated({})).toMatchObject({ skip_final_presentation: false, final_answer_strategy: "winner_present" })
   })
 
   test("the coordination options reach the run's settings", () => {
     const config = settingsOf({
       ...solo,
-      orchestrator: { skip_voting: true, defer_voting_until_all_answered: true, max_new_answers_global: 3, answer_novelty_requirement: "strict", voting_sensitivity: "balanced" },
+      orchestrator: {
+        skip_voting: true,
+        defer_voting_until_all_answered: true,
+        max_new_answers_global: 3,
+        answer_novelty_requirement: "strict",
+        voting_sensitivity: "balanced",
+      },
     })
     expect(config.settings).toMatchObject({
       skip_voting: true,
@@ -150,8 +199,15 @@ describe("ui and display (MassGen: display_type none/simple are plain, rich/text
   })
 
   test("MassGen's round timeouts reach the run's settings; they are off unless set", () => {
-    const config = settingsOf({ ...solo, timeout_settings: { initial_round_timeout_seconds: 60, subsequent_round_timeout_seconds: 30, round_timeout_grace_seconds: 10 } })
-    expect(config.settings).toMatchObject({ initial_round_timeout_seconds: 60, subsequent_round_timeout_seconds: 30, round_timeout_grace_seconds: 10 })
+    const config = settingsOf({
+      ...solo,
+      timeout_settings: { initial_round_timeout_seconds: 60, subsequent_round_timeout_seconds: 30, round_timeout_grace_seconds: 10 },
+    })
+    expect(config.settings).toMatchObject({
+      initial_round_timeout_seconds: 60,
+      subsequent_round_timeout_seconds: 30,
+      round_timeout_grace_seconds: 10,
+    })
     expect(settingsOf(solo).settings).not.toHaveProperty("initial_round_timeout_seconds")
   })
 })

@@ -7,13 +7,13 @@
  * the parts it gives up on (unions, transformations, records, recursion).
  */
 import { describe, expect, test } from "bun:test"
-import { readFileSync, readdirSync } from "node:fs"
+import { readdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import { Either, ParseResult, Schema } from "effect"
 import fc from "fast-check"
 import { parse } from "yaml"
-import { ConfigFile } from "../src/domain/config/file.ts"
 import { surelyNoExcessKeys } from "../src/domain/config/document.ts"
+import { ConfigFile } from "../src/domain/config/file.ts"
 import { unknownKeys } from "../src/domain/config/index.ts"
 
 /** Whether the strict decode of `value` as `schema` reports an unexpected key. */
@@ -27,12 +27,37 @@ const configs = (dir: string): Array<unknown> =>
     .filter((f) => f.endsWith(".yaml"))
     .map((f) => parse(readFileSync(join(dir, f), "utf8")) as unknown)
 const root = join(import.meta.dir, "..")
-const DOCS = [...configs(join(root, "examples")), ...configs(join(root, "test/fixtures/massgen")), ...configs(join(root, "test/fixtures/v1/configs"))]
+const DOCS = [
+  ...configs(join(root, "examples")),
+  ...configs(join(root, "test/fixtures/massgen")),
+  ...configs(join(root, "test/fixtures/v1/configs")),
+]
 
-const KEYS = ["type", "model", "answer", "vote", "id", "backend", "agents", "orchestrator", "script", "custom_tools", "mcp_servers", "pricing", "memory", "zzz", "args", "tool", "command"]
+const KEYS = [
+  "type",
+  "model",
+  "answer",
+  "vote",
+  "id",
+  "backend",
+  "agents",
+  "orchestrator",
+  "script",
+  "custom_tools",
+  "mcp_servers",
+  "pricing",
+  "memory",
+  "zzz",
+  "args",
+  "tool",
+  "command",
+]
 const replacement: fc.Arbitrary<unknown> = fc.oneof(
   fc.constantFrom(1, "x", true, null, [], {}),
-  fc.dictionary(fc.constantFrom(...KEYS), fc.constantFrom(1, "x", [], {}, { tool: "t" }, [{ zzz: 1 }]), { maxKeys: 3, noNullPrototype: true }),
+  fc.dictionary(fc.constantFrom(...KEYS), fc.constantFrom(1, "x", [], {}, { tool: "t" }, [{ zzz: 1 }]), {
+    maxKeys: 3,
+    noNullPrototype: true,
+  }),
   fc.array(fc.dictionary(fc.constantFrom(...KEYS), fc.constantFrom(1, "x", {}), { maxKeys: 2, noNullPrototype: true }), { maxLength: 2 }),
 )
 
@@ -60,13 +85,19 @@ describe("surelyNoExcessKeys", () => {
   test("is never sure of a config with an unknown key, however mutated", () => {
     let sure = 0
     fc.assert(
-      fc.property(fc.constantFrom(...DOCS), fc.array(fc.nat(), { maxLength: 6 }), fc.constantFrom(...KEYS), replacement, (doc, choices, key, value) => {
-        const mutated = mutate(doc, choices, key, value)
-        if (!surelyNoExcessKeys(ConfigFile.ast, mutated)) return
-        sure++
-        expect({ mutated, excess: strictFindsExcess(ConfigFile, mutated) }).toEqual({ mutated, excess: false })
-        expect(unknownKeys(mutated)).toEqual([])
-      }),
+      fc.property(
+        fc.constantFrom(...DOCS),
+        fc.array(fc.nat(), { maxLength: 6 }),
+        fc.constantFrom(...KEYS),
+        replacement,
+        (doc, choices, key, value) => {
+          const mutated = mutate(doc, choices, key, value)
+          if (!surelyNoExcessKeys(ConfigFile.ast, mutated)) return
+          sure++
+          expect({ mutated, excess: strictFindsExcess(ConfigFile, mutated) }).toEqual({ mutated, excess: false })
+          expect(unknownKeys(mutated)).toEqual([])
+        },
+      ),
       { numRuns: 3000 },
     )
     expect(sure).toBeGreaterThan(100)
@@ -77,7 +108,10 @@ describe("surelyNoExcessKeys", () => {
       readonly a?: string | undefined
       readonly kids?: ReadonlyArray<Tree> | undefined
     }
-    const Tree: Schema.Schema<Tree> = Schema.Struct({ a: Schema.optional(Schema.String), kids: Schema.optional(Schema.Array(Schema.suspend(() => Tree))) })
+    const Tree: Schema.Schema<Tree> = Schema.Struct({
+      a: Schema.optional(Schema.String),
+      kids: Schema.optional(Schema.Array(Schema.suspend(() => Tree))),
+    })
     const schemas: ReadonlyArray<Schema.Schema.AnyNoContext> = [
       Schema.Struct({ a: Schema.optional(Schema.Union(Schema.Struct({ x: Schema.String }), Schema.Struct({ y: Schema.Number }))) }),
       Schema.Struct({ r: Schema.Record({ key: Schema.String, value: Schema.Struct({ x: Schema.optional(Schema.Number) }) }) }),

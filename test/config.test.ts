@@ -16,7 +16,10 @@ const problemsOf = (raw: unknown, env: Record<string, string>) => {
 describe("decodeConfig with ${VAR}", () => {
   test("a whole ${VAR} where a number or a boolean is expected is read as one", () => {
     const decoded = decodeConfig(
-      doc({ max_tokens: "${MAX}", temperature: "${TEMP}", delay_seconds: "${DELAY}", hang: "${HANG}" }, { skip_final_presentation: "${SKIP}" }),
+      doc(
+        { max_tokens: "${MAX}", temperature: "${TEMP}", delay_seconds: "${DELAY}", hang: "${HANG}" },
+        { skip_final_presentation: "${SKIP}" },
+      ),
       { MAX: "512", TEMP: "0.7", DELAY: " 1e-1 ", HANG: "false", SKIP: "true" },
     )
     expect(Either.isRight(decoded)).toBe(true)
@@ -26,14 +29,22 @@ describe("decodeConfig with ${VAR}", () => {
   })
 
   test("strings stay strings: a number-like key or model, and a reference inside a longer string", () => {
-    const config = Either.getOrThrow(decodeConfig(doc({ model: "${MODEL}", api_key: "${KEY}", answer: "v${VERSION}" }), { MODEL: "4", KEY: "123456", VERSION: "2" }))
+    const config = Either.getOrThrow(
+      decodeConfig(doc({ model: "${MODEL}", api_key: "${KEY}", answer: "v${VERSION}" }), { MODEL: "4", KEY: "123456", VERSION: "2" }),
+    )
     expect(config.agents[0]!.backend).toMatchObject({ model: "4", api_key: "123456", answer: "v2" })
   })
 
   test("a variable whose text is not a number is still an error at that key, naming the reference found", () => {
-    expect(problemsOf(doc({ max_tokens: "${MAX}" }), { MAX: "lots" })).toEqual(["agents[0].backend.max_tokens: Expected number, found ${MAX}"])
-    expect(problemsOf(doc({ max_tokens: "${MAX} tokens" }), { MAX: "512" })).toEqual(['agents[0].backend.max_tokens: Expected number, found "${MAX} tokens"'])
-    expect(problemsOf(doc({ temperature: "${TEMP}" }), { TEMP: "9" })).toEqual(["agents[0].backend.temperature: Expected a number from 0 to 2, found ${TEMP}"])
+    expect(problemsOf(doc({ max_tokens: "${MAX}" }), { MAX: "lots" })).toEqual([
+      "agents[0].backend.max_tokens: Expected number, found ${MAX}",
+    ])
+    expect(problemsOf(doc({ max_tokens: "${MAX} tokens" }), { MAX: "512" })).toEqual([
+      'agents[0].backend.max_tokens: Expected number, found "${MAX} tokens"',
+    ])
+    expect(problemsOf(doc({ temperature: "${TEMP}" }), { TEMP: "9" })).toEqual([
+      "agents[0].backend.temperature: Expected a number from 0 to 2, found ${TEMP}",
+    ])
   })
 
   test("an unset variable is named", () => {
@@ -69,13 +80,19 @@ describe("a config problem never shows what a ${VAR} expanded to", () => {
   })
 
   test("a base_url must be an http(s) URL; its credentials are masked in the problem, and a masked copy is refused", () => {
-    expect(problemsOf(doc({ base_url: "${SECRET_URL}", max_tokens: 0 }), env)).toEqual(["agents[0].backend.max_tokens: Expected a number of 1 or more, found 0"])
+    expect(problemsOf(doc({ base_url: "${SECRET_URL}", max_tokens: 0 }), env)).toEqual([
+      "agents[0].backend.max_tokens: Expected a number of 1 or more, found 0",
+    ])
     expect(problemsOf(doc({ base_url: "htp://user:pass-SECRET@llm.example/v1?key=SECRET-k&api-version=2" }), env)).toEqual([
       'agents[0].backend.base_url: Expected an http or https URL, found "htp://***@llm.example/v1?key=***&api-version=2"',
     ])
-    expect(problemsOf(doc({ base_url: "not a url" }), env)).toEqual(['agents[0].backend.base_url: Expected an http or https URL, found "not a url"'])
+    expect(problemsOf(doc({ base_url: "not a url" }), env)).toEqual([
+      'agents[0].backend.base_url: Expected an http or https URL, found "not a url"',
+    ])
     expect(problemsOf(doc({ base_url: "https://***@llm.example/v1" }), env)).toEqual([
-      expect.stringMatching(/^agents\[0\]\.backend\.base_url: Expected a URL with its credentials, found "https:\/\/\*\*\*@llm\.example\/v1", masked/),
+      expect.stringMatching(
+        /^agents\[0\]\.backend\.base_url: Expected a URL with its credentials, found "https:\/\/\*\*\*@llm\.example\/v1", masked/,
+      ),
     ])
   })
 })
@@ -95,10 +112,17 @@ describe("maskSecrets", () => {
 })
 
 describe("custom_tools", () => {
-  const command = { name: "count", description: "counts", parameters: { type: "object", properties: {} }, command: ["wc", "-w"] as [string, ...Array<string>] }
+  const command = {
+    name: "count",
+    description: "counts",
+    parameters: { type: "object", properties: {} },
+    command: ["wc", "-w"] as [string, ...Array<string>],
+  }
 
   test("a command tool is read with its name, description, parameters and command", () => {
-    const config = Either.getOrThrow(decodeConfig({ ...doc({ custom_tools: [command] }), timeout_settings: { tool_timeout_seconds: 5 } }, {}))
+    const config = Either.getOrThrow(
+      decodeConfig({ ...doc({ custom_tools: [command] }), timeout_settings: { tool_timeout_seconds: 5 } }, {}),
+    )
     expect(config.agents[0]!.backend.custom_tools).toEqual([command])
     expect(config.toolTimeoutSeconds).toBe(5)
   })

@@ -3,7 +3,19 @@
  */
 import { afterEach, describe, expect, test } from "bun:test"
 import { execFileSync } from "node:child_process"
-import { chmodSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, truncateSync, writeFileSync } from "node:fs"
+import {
+  chmodSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  truncateSync,
+  writeFileSync,
+} from "node:fs"
 import { tmpdir } from "node:os"
 import * as nodePath from "node:path"
 import fc from "fast-check"
@@ -57,7 +69,8 @@ describe("walk", () => {
 
   test("a name with a control character, a slash, or .. is refused", () => {
     const root = openRoot(scratch())
-    for (const bad of ["a\nWINNER: x", "..", "a/b", "x\u0085y", "\u001b]0;t"]) expect(reasonOf(() => writeFileAt(root, bad, "x"))).toBe("bad_name")
+    for (const bad of ["a\nWINNER: x", "..", "a/b", "x\u0085y", "\u001b]0;t"])
+      expect(reasonOf(() => writeFileAt(root, bad, "x"))).toBe("bad_name")
     closeDir(root)
   })
 })
@@ -121,10 +134,13 @@ describe("writeFileAt", () => {
 
   test("its temporary names are recognised as such, and few others are", () => {
     fc.assert(
-      fc.property(fc.string({ minLength: 1, maxLength: 20 }).filter((s) => !s.includes("/")), (name) => {
-        expect(isWriteTemporary(`.${name}.massgen-0123456789abcdef.tmp`)).toBe(true)
-        expect(isWriteTemporary(name.replace(/massgen-/g, ""))).toBe(false)
-      }),
+      fc.property(
+        fc.string({ minLength: 1, maxLength: 20 }).filter((s) => !s.includes("/")),
+        (name) => {
+          expect(isWriteTemporary(`.${name}.massgen-0123456789abcdef.tmp`)).toBe(true)
+          expect(isWriteTemporary(name.replace(/massgen-/g, ""))).toBe(false)
+        },
+      ),
     )
   })
 })

@@ -20,7 +20,13 @@ afterEach(() => {
 
 const write = (contextPaths: ReadonlyArray<ContextPathSetting>, path: string) =>
   Effect.runPromise(
-    Effect.either(makeFileTools({ workspace: null, snapshotPath: () => "/nowhere" }).run("write_file", { path, content: "new\n" }, presenter(contextPaths))),
+    Effect.either(
+      makeFileTools({ workspace: null, snapshotPath: () => "/nowhere" }).run(
+        "write_file",
+        { path, content: "new\n" },
+        presenter(contextPaths),
+      ),
+    ),
   )
 
 describe("nested context paths", () => {

@@ -42,19 +42,32 @@ describe("config keys", () => {
 
   test("bad values are problems naming the key", () => {
     expect(problems({ context_paths: [{ path: "site", protected_paths: ["../etc", "/abs", "ok/file"] }] })).toEqual([
-      { path: "orchestrator.context_paths[0].protected_paths[0]", message: 'Expected a path relative to the context path, without "..", found "../etc"' },
-      { path: "orchestrator.context_paths[0].protected_paths[1]", message: 'Expected a path relative to the context path, without "..", found "/abs"' },
+      {
+        path: "orchestrator.context_paths[0].protected_paths[0]",
+        message: 'Expected a path relative to the context path, without "..", found "../etc"',
+      },
+      {
+        path: "orchestrator.context_paths[0].protected_paths[1]",
+        message: 'Expected a path relative to the context path, without "..", found "/abs"',
+      },
     ])
     expect(problems({ context_paths: [{ path: "site" }, { path: "site/" }] })).toEqual([
       { path: "orchestrator.context_paths[1].path", message: 'Expected each context path once, found "site/" again' },
     ])
-    expect(problems({ context_paths: [{ path: "site", permission: "admin" }] }).map((p) => p.path)).toEqual(["orchestrator.context_paths[0].permission"])
+    expect(problems({ context_paths: [{ path: "site", permission: "admin" }] }).map((p) => p.path)).toEqual([
+      "orchestrator.context_paths[0].permission",
+    ])
     const empty = decodeConfig({ agents: [{ id: "a", backend: { type: "scripted", cwd: "" } }] }, {})
-    expect(Either.isLeft(empty) && empty.left).toEqual([{ path: "agents[0].backend.cwd", message: "Expected a workspace name, found an empty string" }])
+    expect(Either.isLeft(empty) && empty.left).toEqual([
+      { path: "agents[0].backend.cwd", message: "Expected a workspace name, found an empty string" },
+    ])
   })
 
   test("MassGen's snapshot_storage and agent_temporary_workspace are accepted without a warning", () => {
-    const doc = { ...agentsDoc, orchestrator: { snapshot_storage: "snapshots", agent_temporary_workspace: "temp_workspaces", context_paths: [{ path: "x" }] } }
+    const doc = {
+      ...agentsDoc,
+      orchestrator: { snapshot_storage: "snapshots", agent_temporary_workspace: "temp_workspaces", context_paths: [{ path: "x" }] },
+    }
     expect(Either.isRight(decodeConfig(doc, {}))).toBe(true)
     expect(unknownKeys(doc)).toEqual([])
   })
@@ -111,7 +124,15 @@ describe("paths, lexically", () => {
 })
 
 describe("context writes in the fold and the replay check", () => {
-  const base = { time: "2026-01-01T00:00:00.000Z", call_id: "c1", agent: "a", path: "/p/f", bytes: 1, sha256: "s1", change: "created" as const }
+  const base = {
+    time: "2026-01-01T00:00:00.000Z",
+    call_id: "c1",
+    agent: "a",
+    path: "/p/f",
+    bytes: 1,
+    sha256: "s1",
+    change: "created" as const,
+  }
   test("a write is intended, then done once; changed files list each file once", () => {
     let facts = evolveWorkspaces(noWorkspaceFacts, { _tag: "context_write_intended", tool_call: 1, ...base })
     expect(changedFiles(facts)).toEqual([])
@@ -124,12 +145,24 @@ describe("context writes in the fold and the replay check", () => {
 
   test("file events that do not fit the run are named", () => {
     const state = { ...initialState, answers: { "agent1.1": { label: "agent1.1", agent: "a", round: 1, content: "", time: 0 } } }
-    const snap = (label: string): Event => ({ _tag: "workspace_snapshotted", time: base.time, agent: "a", label, path: `snapshot_storage/${label}`, files: 0, bytes: 0 })
+    const snap = (label: string): Event => ({
+      _tag: "workspace_snapshotted",
+      time: base.time,
+      agent: "a",
+      label,
+      path: `snapshot_storage/${label}`,
+      files: 0,
+      bytes: 0,
+    })
     expect(workspaceEventProblem(state, snap("agent1.1") as never, new Map())).toBe(null)
     expect(workspaceEventProblem(state, snap("agent1.2") as never, new Map())).toBe("a has no answer agent1.2 to snapshot here")
     expect(workspaceEventProblem(state, { _tag: "context_write_intended", tool_call: 4, ...base }, new Map([[4, "a"]]))).toBe(null)
-    expect(workspaceEventProblem(state, { _tag: "context_write_intended", tool_call: 4, ...base }, new Map())).toBe("a has no tool call 4 in flight to write /p/f")
-    expect(workspaceEventProblem(state, { _tag: "context_path_written", tool_call: 4, ...base }, new Map())).toBe("a intended no write of /p/f with this content")
+    expect(workspaceEventProblem(state, { _tag: "context_write_intended", tool_call: 4, ...base }, new Map())).toBe(
+      "a has no tool call 4 in flight to write /p/f",
+    )
+    expect(workspaceEventProblem(state, { _tag: "context_path_written", tool_call: 4, ...base }, new Map())).toBe(
+      "a intended no write of /p/f with this content",
+    )
   })
 })
 
@@ -137,12 +170,32 @@ describe("the final workspace of a run a signal stopped", () => {
   test("is a stand-in, like its salvaged answer: the resumed run's own copy supersedes it", () => {
     const t = "2026-01-01T00:00:00.000Z"
     const finalized = (source: "snapshot" | "workspace"): Event => ({
-      _tag: "workspace_finalized", time: t, agent: "a", label: "agent1.1", source, path: "final/a/workspace", files: 1, bytes: 1, listing: ["x"],
+      _tag: "workspace_finalized",
+      time: t,
+      agent: "a",
+      label: "agent1.1",
+      source,
+      path: "final/a/workspace",
+      files: 1,
+      bytes: 1,
+      listing: ["x"],
     })
     const stopped = foldEvents([
       {
-        _tag: "run_started", time: t, run_id: "r", question: "q", agents: [{ id: "a", anon_id: "agent1", backend: "scripted", model: null }],
-        settings: { max_new_answers_per_agent: null, skip_final_presentation: false, final_answer_strategy: "winner_present", orchestrator_timeout_seconds: 9, agent_timeout_seconds: 9, budget_usd: null, disable_injection: false },
+        _tag: "run_started",
+        time: t,
+        run_id: "r",
+        question: "q",
+        agents: [{ id: "a", anon_id: "agent1", backend: "scripted", model: null }],
+        settings: {
+          max_new_answers_per_agent: null,
+          skip_final_presentation: false,
+          final_answer_strategy: "winner_present",
+          orchestrator_timeout_seconds: 9,
+          agent_timeout_seconds: 9,
+          budget_usd: null,
+          disable_injection: false,
+        },
       },
       { _tag: "round_started", time: t, agent: "a", round: 1, shown: [], vote_only: false, restart: false },
       { _tag: "answer_submitted", time: t, agent: "a", round: 1, label: "agent1.1", content: "x" },
@@ -151,7 +204,10 @@ describe("the final workspace of a run a signal stopped", () => {
       { _tag: "run_finished", time: t, reason: "interrupted", winner: "a", message: "signal" },
     ])
     expect(stopped.workspaces.final?.source).toBe("snapshot")
-    const resumed = foldEvents([{ _tag: "run_resumed", time: t, dropped_lines: 0, torn_tail: false, restarted_rounds: [], presentation_restarted: false }], stopped)
+    const resumed = foldEvents(
+      [{ _tag: "run_resumed", time: t, dropped_lines: 0, torn_tail: false, restarted_rounds: [], presentation_restarted: false }],
+      stopped,
+    )
     expect(resumed.workspaces.final).toBe(null)
     expect(workspaceEventProblem(resumed, finalized("workspace") as never, new Map())).toBe(null)
     expect(foldEvents([finalized("workspace")], resumed).workspaces.final?.source).toBe("workspace")

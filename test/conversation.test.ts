@@ -10,10 +10,10 @@
  */
 import { describe, expect, test } from "bun:test"
 import { Effect } from "effect"
-import { encodeEventLine, readEventsText } from "../src/domain/log/index.ts"
+import { CONVERSATION_NOTE, conversationHistory } from "../src/domain/coordination/prompts.ts"
 import type { ConversationMessage, Event } from "../src/domain/events/index.ts"
 import type { LlmRequest } from "../src/domain/llm.ts"
-import { CONVERSATION_NOTE, conversationHistory } from "../src/domain/coordination/prompts.ts"
+import { encodeEventLine, readEventsText } from "../src/domain/log/index.ts"
 import { replayRun } from "../src/domain/replay/index.ts"
 import { foldEvents } from "../src/domain/state/index.ts"
 import type { Backend } from "../src/services/backends/index.ts"
@@ -37,14 +37,19 @@ const DOC = {
 const runFollowUp = (conversation: ReadonlyArray<ConversationMessage> = CONVERSATION) =>
   Effect.gen(function* () {
     const requests: Array<LlmRequest> = []
-    const wrap = (_: string, backend: Backend): Backend => ({ ...backend, call: (request, onChunk) => (requests.push(request), backend.call(request, onChunk)) })
+    const wrap = (_: string, backend: Backend): Backend => ({
+      ...backend,
+      call: (request, onChunk) => (requests.push(request), backend.call(request, onChunk)),
+    })
     const run = yield* runInMemory(DOC, { question: "And doubled?", conversation, wrap })
     return { ...run, requests }
   })
 
 describe("a run that continues a conversation", () => {
   test("the history block is MassGen's: User: and Assistant: lines between its tags", () => {
-    expect(conversationHistory(CONVERSATION)).toBe("<CONVERSATION_HISTORY>\nUser: What is 2+2?\nAssistant: 4.\n<END OF CONVERSATION_HISTORY>")
+    expect(conversationHistory(CONVERSATION)).toBe(
+      "<CONVERSATION_HISTORY>\nUser: What is 2+2?\nAssistant: 4.\n<END OF CONVERSATION_HISTORY>",
+    )
     expect(conversationHistory([])).toBe("")
   })
 
@@ -56,7 +61,9 @@ describe("a run that continues a conversation", () => {
       expect(run.requests.map((r) => r.context.kind)).toContain("presentation")
       for (const request of run.requests) {
         const user = request.messages[0]!.content
-        expect(user.startsWith(`${conversationHistory(CONVERSATION)}\n\n<ORIGINAL MESSAGE>\nAnd doubled?\n<END OF ORIGINAL MESSAGE>`)).toBe(true)
+        expect(user.startsWith(`${conversationHistory(CONVERSATION)}\n\n<ORIGINAL MESSAGE>\nAnd doubled?\n<END OF ORIGINAL MESSAGE>`)).toBe(
+          true,
+        )
         expect(request.system.endsWith(CONVERSATION_NOTE)).toBe(true)
       }
     }),
@@ -80,7 +87,9 @@ describe("a run that continues a conversation", () => {
       const run = yield* runFollowUp()
       const agents = configOf(DOC).agents
       expect(replayRun(run.events, agents, callsOf(run.files)).divergence).toBeNull()
-      const edited = run.events.map((e): Event => (e._tag === "run_started" ? { ...e, conversation: [{ role: "user", content: "Other?" }] } : e))
+      const edited = run.events.map(
+        (e): Event => (e._tag === "run_started" ? { ...e, conversation: [{ role: "user", content: "Other?" }] } : e),
+      )
       expect(replayRun(edited, agents, callsOf(run.files)).divergence).not.toBeNull()
     }),
   )
@@ -90,9 +99,15 @@ describe("a run that continues a conversation", () => {
       const first = yield* runFollowUp()
       // Cut the log right after the first answer: the rest is asked again of the scripted agents.
       const cut = first.events.findIndex((e) => e._tag === "answer_submitted")
-      const text = `${first.events.slice(0, cut + 1).map(encodeEventLine).join("\n")}\n`
+      const text = `${first.events
+        .slice(0, cut + 1)
+        .map(encodeEventLine)
+        .join("\n")}\n`
       const requests: Array<LlmRequest> = []
-      const wrap = (_: string, backend: Backend): Backend => ({ ...backend, call: (request, onChunk) => (requests.push(request), backend.call(request, onChunk)) })
+      const wrap = (_: string, backend: Backend): Backend => ({
+        ...backend,
+        call: (request, onChunk) => (requests.push(request), backend.call(request, onChunk)),
+      })
       const resumed = yield* runInMemory(DOC, { resume: { text, files: first.files }, wrap })
       expect(resumed.reason).toBe("completed")
       expect(requests.length).toBeGreaterThan(0)
@@ -101,9 +116,20 @@ describe("a run that continues a conversation", () => {
   )
 
   test("a run_started written before the field existed reads as a run with no conversation", () => {
-    const line = encodeEventLine(
-      { _tag: "run_started", time: "2026-01-01T00:00:00.000Z", run_id: "log_x", question: "q", agents: [{ id: "a", anon_id: "agent1", backend: "scripted", model: null }], settings: { max_new_answers_per_agent: null, skip_final_presentation: false, final_answer_strategy: "winner_present", orchestrator_timeout_seconds: 60, agent_timeout_seconds: 60 } } as unknown as Event,
-    )
+    const line = encodeEventLine({
+      _tag: "run_started",
+      time: "2026-01-01T00:00:00.000Z",
+      run_id: "log_x",
+      question: "q",
+      agents: [{ id: "a", anon_id: "agent1", backend: "scripted", model: null }],
+      settings: {
+        max_new_answers_per_agent: null,
+        skip_final_presentation: false,
+        final_answer_strategy: "winner_present",
+        orchestrator_timeout_seconds: 60,
+        agent_timeout_seconds: 60,
+      },
+    } as unknown as Event)
     expect(line).not.toContain("conversation")
     const read = readEventsText(line)
     expect(read.skipped).toBe(0)

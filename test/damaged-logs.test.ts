@@ -15,7 +15,7 @@ import { afterAll, describe, expect, test } from "bun:test"
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
 import { cleanupSandboxes, runCli, sandbox } from "./support/cli.ts"
-import { ENV, crashedRun, deadPid, eventsPath, expectExit, readEvents, scriptedRun, snapshot, viewerPick } from "./support/run-dirs.ts"
+import { crashedRun, deadPid, ENV, eventsPath, expectExit, readEvents, scriptedRun, snapshot, viewerPick } from "./support/run-dirs.ts"
 
 afterAll(cleanupSandboxes)
 
@@ -28,18 +28,33 @@ const lineOf = (wire: Record<string, unknown>) => `${JSON.stringify(wire)}\n`
  * event earlier than the one before it; the log ends with a torn line.
  */
 const damage = (dir: string, options: { readonly newer?: boolean } = {}) => {
-  const lines = fs.readFileSync(eventsPath(dir), "utf8").split("\n").filter((l) => l !== "")
+  const lines = fs
+    .readFileSync(eventsPath(dir), "utf8")
+    .split("\n")
+    .filter((l) => l !== "")
   const [first, second, ...rest] = lines
   const start = JSON.parse(first!).time
   const inserted = [
-    lineOf({ schema: 2, type: "vote_cast", time: start, agent: "ghost", round: 1, target: "agent_a", target_label: "agent1.1", reason: "?" }),
+    lineOf({
+      schema: 2,
+      type: "vote_cast",
+      time: start,
+      agent: "ghost",
+      round: 1,
+      target: "agent_a",
+      target_label: "agent1.1",
+      reason: "?",
+    }),
     "{garbage\n",
     ...(options.newer === false ? [] : [lineOf({ schema: 3, type: "hologram_projected", time: start })]),
     `${first}\n`,
     lineOf({ ...JSON.parse(second!), time: "2000-01-01T00:00:00.000Z" }),
   ]
   const last = rest.pop()!
-  fs.writeFileSync(eventsPath(dir), [`${first}\n`, ...inserted, `${second}\n`, ...rest.map((l) => `${l}\n`), `${last}\n`, last.slice(0, 20)].join(""))
+  fs.writeFileSync(
+    eventsPath(dir),
+    [`${first}\n`, ...inserted, `${second}\n`, ...rest.map((l) => `${l}\n`), `${last}\n`, last.slice(0, 20)].join(""),
+  )
 }
 
 /** Runs a command from source that exits 0 and says `line` on stderr, alone; its result. */
@@ -53,8 +68,19 @@ const saying = async (args: ReadonlyArray<string>, cwd: string, line: string) =>
 const report = (dir: string, lines: number, kinds: string) =>
   `massgen: ${eventsPath(dir)}: skipped ${lines} lines (${kinds}) and 1 event that does not fit`
 const ALL_KINDS = "1 torn tail, 1 unreadable, 1 from a newer massgen, 1 duplicate, 1 out of order"
-const AUTOMATION_KEYS = ["LOG_DIR", "STATUS", "QUESTION", "[Coordination in progress", "WINNER", "ANSWER_FILE", "DURATION", "ANSWER_PREVIEW", "COMPLETED"]
-const onlyAutomationLines = (lines: ReadonlyArray<string>) => expect(lines.filter((l) => !AUTOMATION_KEYS.some((k) => l.startsWith(k)))).toEqual([])
+const AUTOMATION_KEYS = [
+  "LOG_DIR",
+  "STATUS",
+  "QUESTION",
+  "[Coordination in progress",
+  "WINNER",
+  "ANSWER_FILE",
+  "DURATION",
+  "ANSWER_PREVIEW",
+  "COMPLETED",
+]
+const onlyAutomationLines = (lines: ReadonlyArray<string>) =>
+  expect(lines.filter((l) => !AUTOMATION_KEYS.some((k) => l.startsWith(k)))).toEqual([])
 
 describe("each command reports what it skipped: one stderr line, counted by kind", () => {
   test("status, status --json, replay and viewer on a finished run's damaged log", async () => {
@@ -101,7 +127,17 @@ describe("each command reports what it skipped: one stderr line, counted by kind
 })
 
 describe("a log with lines of a newer schema", () => {
-  const newerLine = lineOf({ schema: 3, type: "round_started", time: "2099-01-01T00:00:00.000Z", agent: "agent_a", round: 9, shown: [], vote_only: false, restart: false, lane: 2 })
+  const newerLine = lineOf({
+    schema: 3,
+    type: "round_started",
+    time: "2099-01-01T00:00:00.000Z",
+    agent: "agent_a",
+    round: 9,
+    shown: [],
+    vote_only: false,
+    restart: false,
+    lane: 2,
+  })
 
   test("resume refuses it (exit 1, naming the log) and changes nothing; status, replay and viewer read what they can", async () => {
     const { cwd, dir } = await crashedRun("source")
@@ -135,7 +171,9 @@ describe("a run with no events, and runs whose process died", () => {
     const r = await runCli("source", ["viewer", dir], { timeoutMs: 10_000 })
     expectExit(r, 1)
     expect(r.stdout).toBe("")
-    expect(r.stderr.trimEnd().split("\n")).toEqual([expect.stringMatching(/^massgen: no events to view: .*log_20260101_000000_000000.*stopped before its first event/)])
+    expect(r.stderr.trimEnd().split("\n")).toEqual([
+      expect.stringMatching(/^massgen: no events to view: .*log_20260101_000000_000000.*stopped before its first event/),
+    ])
   }, 15_000)
 
   test("viewer --pick labels runs stopped unfinished, with the command that resumes them", async () => {

@@ -4,10 +4,10 @@
  * Agents a, b, c are agent1, agent2, agent3 to each other.
  */
 import { describe, expect, test } from "bun:test"
+import fc from "fast-check"
 import { decide, judgeReply, salvage, tally } from "../src/domain/coordination/decide.ts"
 import type { Event } from "../src/domain/events/index.ts"
-import { type State, initialState, latestLabels, sameLabels, showsLatest } from "../src/domain/state/index.ts"
-import fc from "fast-check"
+import { initialState, latestLabels, type State, sameLabels, showsLatest } from "../src/domain/state/index.ts"
 import {
   agentFailed,
   answer,
@@ -23,8 +23,8 @@ import {
   runFinished,
   runStarted,
   vote,
-  voteIgnored,
   voted,
+  voteIgnored,
 } from "./support/given.ts"
 
 const L1 = ["agent1.1"]
@@ -98,8 +98,12 @@ describe("answers", () => {
   })
 
   test("first-answer protection: a new answer does not cancel an agent still on its first answer", () => {
-    const outcome = given(started(), answer("a", 1, "agent1.1", "A"), roundStarted("a", 2, L1), answer("b", 1, "agent2.1", "B"))
-      .whenDecided()
+    const outcome = given(
+      started(),
+      answer("a", 1, "agent1.1", "A"),
+      roundStarted("a", 2, L1),
+      answer("b", 1, "agent2.1", "B"),
+    ).whenDecided()
     expect(outcome.commands.filter((c) => c._tag === "CancelRound").map((c) => c.agent)).toEqual(["a"])
   })
 
@@ -126,11 +130,7 @@ describe("answers", () => {
     expect(after.state.agents.map((a) => a.vote)).toEqual([null, null, null])
     given(g.events, after.events)
       .whenDecided()
-      .then(
-        roundStarted("a", 4, L123, { restart: true }),
-        roundStarted("b", 3, L123, { restart: true }),
-        roundStarted("c", 2, L123),
-      )
+      .then(roundStarted("a", 4, L123, { restart: true }), roundStarted("b", 3, L123, { restart: true }), roundStarted("c", 2, L123))
   })
 
   test("a cancelled round ends: its agent is no longer in flight and restarts next", () => {
@@ -198,7 +198,9 @@ describe("votes", () => {
   })
 
   test("a vote does not start a round for the voter", () => {
-    given(allAnswered(), vote("a", 4, "b", "agent2.1")).whenDecided().thenNothing()
+    given(allAnswered(), vote("a", 4, "b", "agent2.1"))
+      .whenDecided()
+      .thenNothing()
   })
 })
 
@@ -210,7 +212,9 @@ describe("the end of voting", () => {
   })
 
   test("nothing is presented while one live agent has not voted", () => {
-    given(allAnswered(), vote("a", 4, "b", "agent2.1"), vote("b", 3, "b", "agent2.1")).whenDecided().thenNothing()
+    given(allAnswered(), vote("a", 4, "b", "agent2.1"), vote("b", 3, "b", "agent2.1"))
+      .whenDecided()
+      .thenNothing()
   })
 
   test("a tie goes to the earliest agent in config order, marked is_tie", () => {
@@ -258,13 +262,17 @@ describe("the end of voting", () => {
     const g = given(allVotedForB(), presentationStarted("b", "agent2.1", votesForB))
     g.whenDecided().thenNothing()
     const final = g.when(presented("b", "Final from B")).then(finalAnswer("b", "agent2.1", "presentation", "Final from B"))
-    given(g.events, final.events).whenDecided().then(runFinished("completed", "b", "every live agent voted"))
+    given(g.events, final.events)
+      .whenDecided()
+      .then(runFinished("completed", "b", "every live agent voted"))
   })
 
   test("skip_final_presentation: no presentation call, the stored answer is used", () => {
     const g = given(allVotedForB({ skip_final_presentation: true, final_answer_strategy: "winner_reuse" }))
     const p = g.whenDecided().then(presentationStarted("b", "agent2.1", votesForB, { strategy: "winner_reuse", callsModel: false }))
-    const stored = given(g.events, p.events).whenDecided().then(finalAnswer("b", "agent2.1", "stored_answer", "B"))
+    const stored = given(g.events, p.events)
+      .whenDecided()
+      .then(finalAnswer("b", "agent2.1", "stored_answer", "B"))
     expect(stored.commands).toEqual([{ _tag: "UseStoredAnswer", agent: "b", label: "agent2.1", content: "B" }])
   })
 
@@ -277,8 +285,12 @@ describe("the end of voting", () => {
   test("winner_reuse: no presentation call, the stored answer is used", () => {
     const g = given(allVotedForB({ final_answer_strategy: "winner_reuse" }))
     const p = g.whenDecided().then(presentationStarted("b", "agent2.1", votesForB, { strategy: "winner_reuse", callsModel: false }))
-    const stored = given(g.events, p.events).whenDecided().then(finalAnswer("b", "agent2.1", "stored_answer", "B"))
-    given(g.events, p.events, stored.events).whenDecided().then(runFinished("completed", "b", "every live agent voted"))
+    const stored = given(g.events, p.events)
+      .whenDecided()
+      .then(finalAnswer("b", "agent2.1", "stored_answer", "B"))
+    given(g.events, p.events, stored.events)
+      .whenDecided()
+      .then(runFinished("completed", "b", "every live agent voted"))
   })
 
   test("the synthesize strategy is passed on to the presentation", () => {
@@ -300,7 +312,9 @@ describe("the end of voting", () => {
   })
 
   test("a presentation from an agent that is not presenting is ignored", () => {
-    given(allVotedForB(), presentationStarted("b", "agent2.1", votesForB)).when(presented("a", "Hijack")).thenNothing()
+    given(allVotedForB(), presentationStarted("b", "agent2.1", votesForB))
+      .when(presented("a", "Hijack"))
+      .thenNothing()
     given(allVotedForB()).when(presented("b", "Too early")).thenNothing()
   })
 
@@ -343,9 +357,9 @@ describe("failures", () => {
   test("a failing agent's vote no longer counts", () => {
     const g = given(allAnswered(), vote("a", 4, "c", "agent3.1"), vote("c", 2, "c", "agent3.1"))
     const out = g.when(failed("b", 3)).then(agentFailed("b", 3))
-    given(g.events, out.events, roundStarted("c", 3, ["agent1.1", "agent2.1", "agent3.1"]), agentFailed("c", 3)).whenDecided().then(
-      presentationStarted("c", "agent3.1", { "agent1.1": 0, "agent2.1": 0, "agent3.1": 1 }, { callsModel: false }),
-    )
+    given(g.events, out.events, roundStarted("c", 3, ["agent1.1", "agent2.1", "agent3.1"]), agentFailed("c", 3))
+      .whenDecided()
+      .then(presentationStarted("c", "agent3.1", { "agent1.1": 0, "agent2.1": 0, "agent3.1": 1 }, { callsModel: false }))
   })
 
   test("when every agent failed the run finishes with an error and no winner", () => {
@@ -355,7 +369,9 @@ describe("failures", () => {
   })
 
   test("a failed agent's replies are ignored", () => {
-    given(started(), agentFailed("c", 1)).when(answered("c", 1, "late")).thenNothing()
+    given(started(), agentFailed("c", 1))
+      .when(answered("c", 1, "late"))
+      .thenNothing()
   })
 })
 
@@ -399,7 +415,13 @@ describe("stopping a run", () => {
   })
 
   test("the latest answer of a live agent is preferred to a failed agent's", () => {
-    given(started(), answer("a", 1, "agent1.1", "A"), answer("b", 1, "agent2.1", "B"), roundStarted("b", 2, ["agent1.1", "agent2.1"]), agentFailed("b", 2))
+    given(
+      started(),
+      answer("a", 1, "agent1.1", "A"),
+      answer("b", 1, "agent2.1", "B"),
+      roundStarted("b", 2, ["agent1.1", "agent2.1"]),
+      agentFailed("b", 2),
+    )
       .whenStopped("budget", { message: "budget spent" })
       .then(finalAnswer("a", "agent1.1", "salvaged", "A"), runFinished("budget", "a", "budget spent"))
   })
@@ -411,7 +433,9 @@ describe("stopping a run", () => {
   })
 
   test("with no answers a timeout gives run_finished with winner null", () => {
-    given(started()).whenStopped("timeout", { message: "t" }).then(runFinished("timeout", null, "t"))
+    given(started())
+      .whenStopped("timeout", { message: "t" })
+      .then(runFinished("timeout", null, "t"))
   })
 
   test("an interrupt salvages the best answer too: nothing already won is lost", () => {
@@ -449,24 +473,41 @@ describe("stopping a run", () => {
 
 describe("late and stray replies", () => {
   test("a reply for a cancelled round is ignored", () => {
-    const g = given(started(), answer("a", 1, "agent1.1", "A"), roundStarted("a", 2, L1), answer("b", 1, "agent2.1", "B"), roundCancelled("a", 2))
+    const g = given(
+      started(),
+      answer("a", 1, "agent1.1", "A"),
+      roundStarted("a", 2, L1),
+      answer("b", 1, "agent2.1", "B"),
+      roundCancelled("a", 2),
+    )
     g.when(voted("a", 2, "agent1")).thenNothing()
     g.when(answered("a", 2, "late")).thenNothing()
     g.when(failed("a", 2)).thenNothing()
   })
 
   test("a reply for a round replaced by a newer one is ignored", () => {
-    given(started(), answer("a", 1, "agent1.1", "A"), roundStarted("a", 2, L1), answer("b", 1, "agent2.1", "B"), roundCancelled("a", 2), roundStarted("a", 3, L12, { restart: true }))
+    given(
+      started(),
+      answer("a", 1, "agent1.1", "A"),
+      roundStarted("a", 2, L1),
+      answer("b", 1, "agent2.1", "B"),
+      roundCancelled("a", 2),
+      roundStarted("a", 3, L12, { restart: true }),
+    )
       .when(voted("a", 2, "agent1"))
       .thenNothing()
   })
 
   test("a reply after the run finished is ignored", () => {
-    given(started(), runFinished("interrupted", null, "SIGINT")).when(answered("a", 1, "A")).thenNothing()
+    given(started(), runFinished("interrupted", null, "SIGINT"))
+      .when(answered("a", 1, "A"))
+      .thenNothing()
   })
 
   test("a reply from an unknown agent is ignored", () => {
-    given(started()).when(answered("z", 1, "?")).thenNothing()
+    given(started())
+      .when(answered("z", 1, "?"))
+      .thenNothing()
   })
 })
 

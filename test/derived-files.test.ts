@@ -11,10 +11,16 @@ import * as os from "node:os"
 import * as nodePath from "node:path"
 import { Effect } from "effect"
 import fc from "fast-check"
+import type { Event } from "../src/domain/events/index.ts"
 import { readEventsText } from "../src/domain/log/index.ts"
 import { coordinationEvents, snapshots } from "../src/domain/projections/derived-logs.ts"
-import type { Event } from "../src/domain/events/index.ts"
-import { COORDINATION_FILE, MAPPINGS_FILE, PROGRESS_FILE, openDerivedFiles, writeDerivedFiles } from "../src/services/run-files/derived-files.ts"
+import {
+  COORDINATION_FILE,
+  MAPPINGS_FILE,
+  openDerivedFiles,
+  PROGRESS_FILE,
+  writeDerivedFiles,
+} from "../src/services/run-files/derived-files.ts"
 
 const root = fs.mkdtempSync(nodePath.join(os.tmpdir(), "massgen-derived-"))
 afterAll(() => fs.rmSync(root, { recursive: true, force: true }))
@@ -45,19 +51,28 @@ const expectDerived = (dir: string, events: ReadonlyArray<Event>) => {
 
 /** Writes the events in batches cut at `cuts`, each batch by a new writer given every event so far (a process that resumes). */
 const writeInProcesses = async (dir: string, events: ReadonlyArray<Event>, cuts: ReadonlyArray<number>) => {
-  for (const cut of [...cuts].sort((a, b) => a - b).concat(events.length)) await Effect.runPromise(writeDerivedFiles(dir, events.slice(0, cut)))
+  for (const cut of [...cuts].sort((a, b) => a - b).concat(events.length))
+    await Effect.runPromise(writeDerivedFiles(dir, events.slice(0, cut)))
 }
 
 describe("derived files written a piece at a time", () => {
   test("equal the whole derivation, byte for byte, however the events came in", async () => {
     expect(realLogs.length).toBeGreaterThan(0)
     await fc.assert(
-      fc.asyncProperty(fc.nat(realLogs.length - 1), fc.array(fc.double({ min: 0, max: 1, noNaN: true }), { maxLength: 4 }), async (i, fractions) => {
-        const events = realLogs[i]!
-        const dir = freshDir()
-        await writeInProcesses(dir, events, fractions.map((x) => Math.floor(x * events.length)))
-        expectDerived(dir, events)
-      }),
+      fc.asyncProperty(
+        fc.nat(realLogs.length - 1),
+        fc.array(fc.double({ min: 0, max: 1, noNaN: true }), { maxLength: 4 }),
+        async (i, fractions) => {
+          const events = realLogs[i]!
+          const dir = freshDir()
+          await writeInProcesses(
+            dir,
+            events,
+            fractions.map((x) => Math.floor(x * events.length)),
+          )
+          expectDerived(dir, events)
+        },
+      ),
       { numRuns: 40 },
     )
   })

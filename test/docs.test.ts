@@ -1,7 +1,7 @@
 /** The documents promise to list every event type and field, every flag and every config key. */
 import { describe, expect, test } from "bun:test"
 import { readFileSync } from "node:fs"
-import { Event, EVENT_TYPES } from "../src/domain/events/index.ts"
+import { EVENT_TYPES, Event } from "../src/domain/events/index.ts"
 
 const eventsDoc = readFileSync(new URL("../docs/events.md", import.meta.url), "utf8")
 
@@ -31,8 +31,20 @@ describe("README.md", () => {
     for (const sub of ["resume", "replay", "status", "viewer", "doctor", "serve", "sessions"]) expect(readme).toContain(`massgen ${sub}`)
   })
   test("documents every top-level and orchestrator config key", () => {
-    for (const key of ["agents:", "system_message", "orchestrator:", "max_new_answers_per_agent", "skip_final_presentation",
-      "final_answer_strategy", "budget_usd", "timeout_settings:", "orchestrator_timeout_seconds", "agent_timeout_seconds", "pricing:", "MASSGEN_LOG_BASE_DIR"]) {
+    for (const key of [
+      "agents:",
+      "system_message",
+      "orchestrator:",
+      "max_new_answers_per_agent",
+      "skip_final_presentation",
+      "final_answer_strategy",
+      "budget_usd",
+      "timeout_settings:",
+      "orchestrator_timeout_seconds",
+      "agent_timeout_seconds",
+      "pricing:",
+      "MASSGEN_LOG_BASE_DIR",
+    ]) {
       expect(readme).toContain(key)
     }
   })

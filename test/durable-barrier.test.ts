@@ -47,18 +47,35 @@ describe("the durability barrier", () => {
     Effect.gen(function* () {
       const store = watched()
       const effects: Array<{ what: string; unsettled: boolean }> = []
-      const provider: ToolProvider = { ...counter, run: (...args) => Effect.zipRight(Effect.sync(() => void effects.push({ what: "tool", unsettled: store.isUnsettled() })), counter.run(...args)) }
+      const provider: ToolProvider = {
+        ...counter,
+        run: (...args) =>
+          Effect.zipRight(
+            Effect.sync(() => void effects.push({ what: "tool", unsettled: store.isUnsettled() })),
+            counter.run(...args),
+          ),
+      }
       const run = yield* runInMemory(
         {
           agents: [
-            { id: "agent_a", backend: { type: "scripted", script: [{ tool: "count", args: {} }, { new_answer: "4" }], vote: "agent1", final: "4." } },
+            {
+              id: "agent_a",
+              backend: { type: "scripted", script: [{ tool: "count", args: {} }, { new_answer: "4" }], vote: "agent1", final: "4." },
+            },
             { id: "agent_b", backend: { type: "scripted", answer: "four", vote: "agent1" } },
           ],
         },
         {
           store: store.wrap,
           tools: AgentTools.fromProviders(new Map([["agent_a", provider]])),
-          wrap: (_, backend) => ({ ...backend, call: (request, onChunk) => Effect.zipRight(Effect.sync(() => void effects.push({ what: "call", unsettled: store.isUnsettled() })), backend.call(request, onChunk)) }),
+          wrap: (_, backend) => ({
+            ...backend,
+            call: (request, onChunk) =>
+              Effect.zipRight(
+                Effect.sync(() => void effects.push({ what: "call", unsettled: store.isUnsettled() })),
+                backend.call(request, onChunk),
+              ),
+          }),
         },
       )
       expect(run.reason).toBe("completed")
@@ -79,7 +96,17 @@ describe("the durability barrier", () => {
       const failed = yield* Effect.flip(
         runInMemory(
           { agents: [{ id: "agent_a", backend: { type: "scripted", answer: "4", vote: "agent1" } }] },
-          { store: lost, wrap: (_, backend) => ({ ...backend, call: (request, onChunk) => Effect.zipRight(Effect.sync(() => void (calls += 1)), backend.call(request, onChunk)) }) },
+          {
+            store: lost,
+            wrap: (_, backend) => ({
+              ...backend,
+              call: (request, onChunk) =>
+                Effect.zipRight(
+                  Effect.sync(() => void (calls += 1)),
+                  backend.call(request, onChunk),
+                ),
+            }),
+          },
         ),
       )
       expect(failed).toMatchObject({ _tag: "RunStorageError", kind: "event_log" })

@@ -71,7 +71,11 @@ describe.concurrent("--automation under faults: stdout holds only the contract's
   test("a provider that refuses connections: every agent fails (exit 2)", async () => {
     const cwd = sandbox()
     const port = await closedPort()
-    const doc = { agents: [{ id: "a", backend: { type: "chatcompletion", model: "m", base_url: `http://127.0.0.1:${port}/v1`, api_key: "k", max_retries: 0 } }] }
+    const doc = {
+      agents: [
+        { id: "a", backend: { type: "chatcompletion", model: "m", base_url: `http://127.0.0.1:${port}/v1`, api_key: "k", max_retries: 0 } },
+      ],
+    }
     const result = await run(cwd, doc)
     expectContract(result, 2)
     expect(result.stderr).toContain(`127.0.0.1:${port}`)
@@ -79,20 +83,32 @@ describe.concurrent("--automation under faults: stdout holds only the contract's
 
   test("agents whose replies stay invalid and one that fails: the rest still decide (exit 0)", async () => {
     const cwd = sandbox()
-    const doc = { agents: [scripted("a", { answer: "4", vote: "agent1" }), scripted("b", { script: [{ text: "x" }, { text: "y" }, { text: "z" }] }), scripted("c", { fail_calls: 9 })] }
+    const doc = {
+      agents: [
+        scripted("a", { answer: "4", vote: "agent1" }),
+        scripted("b", { script: [{ text: "x" }, { text: "y" }, { text: "z" }] }),
+        scripted("c", { fail_calls: 9 }),
+      ],
+    }
     expectContract(await run(cwd, doc), 0)
   }, 60_000)
 
   test("the orchestrator timeout (exit 3)", async () => {
     const cwd = sandbox()
-    const doc = { agents: [scripted("a", { answer: "4" }), scripted("b", { hang: true })], timeout_settings: { orchestrator_timeout_seconds: 1 } }
+    const doc = {
+      agents: [scripted("a", { answer: "4" }), scripted("b", { hang: true })],
+      timeout_settings: { orchestrator_timeout_seconds: 1 },
+    }
     expectContract(await run(cwd, doc), 3)
   }, 60_000)
 
   test("a spent budget (exit 3)", async () => {
     const cwd = sandbox()
     const doc = {
-      agents: [scripted("a", { model: "m", input_tokens: 1000, answer: "4" }), scripted("b", { model: "m", input_tokens: 1000, answer: "5" })],
+      agents: [
+        scripted("a", { model: "m", input_tokens: 1000, answer: "4" }),
+        scripted("b", { model: "m", input_tokens: 1000, answer: "5" }),
+      ],
       pricing: { m: { input: 1000, output: 0 } },
       orchestrator: { budget_usd: 0.5 },
     }
@@ -102,10 +118,15 @@ describe.concurrent("--automation under faults: stdout holds only the contract's
   test("a derived file that cannot be written: a warning on stderr, the run completes (exit 0)", async () => {
     const cwd = sandbox()
     const base = nodePath.join(cwd, "logs")
-    const running = await startUntilLine("source", ["--automation", "--config", writeConfig(cwd, { agents: [scripted("a", { answer: "4", delay_seconds: 0.3 })] }), QUESTION], "LOG_DIR: ", {
-      cwd,
-      env: { MASSGEN_LOG_BASE_DIR: base },
-    })
+    const running = await startUntilLine(
+      "source",
+      ["--automation", "--config", writeConfig(cwd, { agents: [scripted("a", { answer: "4", delay_seconds: 0.3 })] }), QUESTION],
+      "LOG_DIR: ",
+      {
+        cwd,
+        env: { MASSGEN_LOG_BASE_DIR: base },
+      },
+    )
     const logDir = running.lines.find((l) => l.startsWith("LOG_DIR: "))!.slice("LOG_DIR: ".length)
     fs.mkdirSync(nodePath.join(logDir, "coordination_events.json"), { recursive: true })
     const result = await running.done
@@ -115,18 +136,29 @@ describe.concurrent("--automation under faults: stdout holds only the contract's
 
   test("SIGINT (exit 4)", async () => {
     const cwd = sandbox()
-    const running = await startUntilLine("source", ["--automation", "--config", writeConfig(cwd, { agents: [scripted("a", { hang: true })] }), QUESTION], IN_PROGRESS, { cwd })
+    const running = await startUntilLine(
+      "source",
+      ["--automation", "--config", writeConfig(cwd, { agents: [scripted("a", { hang: true })] }), QUESTION],
+      IN_PROGRESS,
+      { cwd },
+    )
     running.proc.kill("SIGINT")
     expectContract(await running.done, 4)
   }, 60_000)
 
   test("resume of a log whose last line a crash cut (exit 0)", async () => {
     const cwd = sandbox()
-    const doc = { agents: [scripted("a", { answer: "4", vote: "agent1" }), scripted("b", { answer: "5", vote: "agent1", delay_seconds: 1 })] }
+    const doc = {
+      agents: [scripted("a", { answer: "4", vote: "agent1" }), scripted("b", { answer: "5", vote: "agent1", delay_seconds: 1 })],
+    }
     const running = await startUntilLine("source", ["--automation", "--config", writeConfig(cwd, doc), QUESTION], IN_PROGRESS, { cwd })
     const logDir = running.lines.find((l) => l.startsWith("LOG_DIR: "))!.slice("LOG_DIR: ".length)
     // Killed once the first answer is in the log, while the other agent still works.
-    await until(() => fs.existsSync(nodePath.join(logDir, "events.jsonl")) && fs.readFileSync(nodePath.join(logDir, "events.jsonl"), "utf8").includes('"type":"answer_submitted"'))
+    await until(
+      () =>
+        fs.existsSync(nodePath.join(logDir, "events.jsonl")) &&
+        fs.readFileSync(nodePath.join(logDir, "events.jsonl"), "utf8").includes('"type":"answer_submitted"'),
+    )
     running.proc.kill("SIGKILL")
     await running.done
     fs.appendFileSync(nodePath.join(logDir, "events.jsonl"), '{"schema":2,"type":"vote_c')

@@ -40,7 +40,10 @@ describe("execute_command in a run", () => {
     const config = writeConfig(
       cwd,
       doc({ command_line_execution_mode: "sandbox", command_line_blocked_commands: ["curl"] }, [
-        { tool: "execute_command", args: { command: `env > env.txt; echo made > made.txt; echo x > ../escape.txt; echo x > ${cwd}/escape.txt; echo done` } },
+        {
+          tool: "execute_command",
+          args: { command: `env > env.txt; echo made > made.txt; echo x > ../escape.txt; echo x > ${cwd}/escape.txt; echo done` },
+        },
         { tool: "execute_command", args: { command: "curl http://example.com" } },
       ]),
     )
@@ -72,7 +75,10 @@ describe("execute_command in a run", () => {
     fs.writeFileSync(nodePath.join(ctx, "README"), "the user's\n")
     const config = writeConfig(cwd, {
       ...doc({ cwd: "workspace", command_line_execution_mode: "sandbox" }, [
-        { tool: "execute_command", args: { command: `pwd; ls ..; ls ../..; cat ${ctx}/README; echo made > made.txt; echo x > ${ctx}/planted.txt || echo refused` } },
+        {
+          tool: "execute_command",
+          args: { command: `pwd; ls ..; ls ../..; cat ${ctx}/README; echo made > made.txt; echo x > ${ctx}/planted.txt || echo refused` },
+        },
       ]),
       orchestrator: { context_paths: [{ path: ctx, permission: "write" }] },
     })
@@ -92,16 +98,24 @@ describe("execute_command in a run", () => {
     fs.writeFileSync(nodePath.join(cwd, ".env"), "OPENAI_API_KEY=sk-dotenv-canary-456\n")
     const logRoot = nodePath.join(cwd, ".massgen", "massgen_logs")
     const env = { ...ENV, DATABASE_URL: "postgres://app:dbpass-canary@db/x", GH_PAT: "ghp_canary" }
-    const first = await runCli("source", ["--automation", "--config", writeConfig(cwd, doc({ command_line_execution_mode: "sandbox" })), "first run canary-q1"], { cwd, env })
+    const first = await runCli(
+      "source",
+      ["--automation", "--config", writeConfig(cwd, doc({ command_line_execution_mode: "sandbox" })), "first run canary-q1"],
+      { cwd, env },
+    )
     expectExit(first, 0)
     const probe = `cat ${cwd}/.env; grep -rh question ${logRoot}; ls -A ${logRoot} ${cwd}; env; echo probed`
-    const config = writeConfig(cwd, doc({ cwd: "workspace", command_line_execution_mode: "sandbox" }, [{ tool: "execute_command", args: { command: probe } }]))
+    const config = writeConfig(
+      cwd,
+      doc({ cwd: "workspace", command_line_execution_mode: "sandbox" }, [{ tool: "execute_command", args: { command: probe } }]),
+    )
     const second = await runCli("source", ["--automation", "--config", config, "second run"], { cwd, env })
     expectExit(second, 0)
     const dir = lineValue(second, "LOG_DIR")
     const out = JSON.parse(readEvents(dir).filter((e) => e.type === "tool_call_finished")[0].result) as { stdout: string; stderr: string }
     expect(out.stdout).toContain("probed\n")
-    for (const canary of ["sk-dotenv-canary", "canary-q1", "dbpass-canary", "ghp_canary", "DATABASE_URL", "GH_PAT"]) expect(out.stdout).not.toContain(canary)
+    for (const canary of ["sk-dotenv-canary", "canary-q1", "dbpass-canary", "ghp_canary", "DATABASE_URL", "GH_PAT"])
+      expect(out.stdout).not.toContain(canary)
     // The log root and the working directory show only the way to this run's workspace.
     expect(out.stdout).toContain(`${fs.realpathSync(cwd)}:\n.massgen\n\n${fs.realpathSync(logRoot)}:\n${nodePath.basename(dir)}\n`)
   }, 60_000)
@@ -129,11 +143,17 @@ describe("execute_command in a run", () => {
 describe("examples/commands.yaml", () => {
   test("runs offline: the sum is computed in the sandbox, the write to /etc fails, the run completes", async () => {
     const cwd = sandbox()
-    const r = await runCli("source", ["--automation", "--config", nodePath.join(import.meta.dir, "..", "examples", "commands.yaml"), "What is 3 + 4 + 5?"], { cwd, env: ENV })
+    const r = await runCli(
+      "source",
+      ["--automation", "--config", nodePath.join(import.meta.dir, "..", "examples", "commands.yaml"), "What is 3 + 4 + 5?"],
+      { cwd, env: ENV },
+    )
     expectExit(r, 0)
     expect(r.lines).toContain("WINNER: calculator")
     const dir = lineValue(r, "LOG_DIR")
-    const results = readEvents(dir).filter((e) => e.type === "tool_call_finished").map((e) => JSON.parse(e.result))
+    const results = readEvents(dir)
+      .filter((e) => e.type === "tool_call_finished")
+      .map((e) => JSON.parse(e.result))
     expect(results.map((x) => [x.success, x.stdout])).toEqual([
       [true, "12\n"],
       [false, ""],

@@ -13,8 +13,8 @@
 import { afterAll, describe, expect, test } from "bun:test"
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
-import { ROOT, cleanupSandboxes, runCli, sandbox, writeConfig } from "./support/cli.ts"
-import { type FakeRequest, NO_PROXY_ENV, loneCouncilReply, offeredTools, promptText, reply, startFakeLlm } from "./support/fake-llm.ts"
+import { cleanupSandboxes, ROOT, runCli, sandbox, writeConfig } from "./support/cli.ts"
+import { type FakeRequest, loneCouncilReply, NO_PROXY_ENV, offeredTools, promptText, reply, startFakeLlm } from "./support/fake-llm.ts"
 import { ENV, eventsPath, expectExit, lineValue, readEvents } from "./support/run-dirs.ts"
 
 afterAll(() => cleanupSandboxes())
@@ -48,7 +48,11 @@ const hostileDoc = (steps: ReadonlyArray<unknown>) => ({
 })
 
 const run = async (cwd: string, doc: unknown) => {
-  const r = await runCli("source", ["--automation", "--config", writeConfig(cwd, doc), "Tidy up the workspace."], { cwd, env: ENV, timeoutMs: 110_000 })
+  const r = await runCli("source", ["--automation", "--config", writeConfig(cwd, doc), "Tidy up the workspace."], {
+    cwd,
+    env: ENV,
+    timeoutMs: 110_000,
+  })
   expectExit(r, 0)
   return lineValue(r, "LOG_DIR")
 }
@@ -63,7 +67,11 @@ describe("a sandboxed model that plants files, then calls the file tools", () =>
     const spray = `${PY} -c "[__import__('os').symlink('${victim}', 'f.massgen-%d.tmp' % i) for i in range(1, 32769)]"`
     const dir = await run(
       cwd,
-      hostileDoc([sh(spray), { tool: "write_file", args: { path: "f", content: "written by a sandboxed model\n" } }, sh("find . -name 'f.massgen-*.tmp' -delete")]),
+      hostileDoc([
+        sh(spray),
+        { tool: "write_file", args: { path: "f", content: "written by a sandboxed model\n" } },
+        sh("find . -name 'f.massgen-*.tmp' -delete"),
+      ]),
     )
     expect(finishedOf(dir, "execute_command").map((e) => e.ok)).toEqual([true, true])
     expect(finishedOf(dir, "write_file")).toMatchObject([{ ok: true, result: "wrote 29 bytes to f" }])
@@ -92,7 +100,9 @@ describe("a sandboxed model that plants files, then calls the file tools", () =>
     const text = resultOf(dir, sparse)
     expect(text.length).toBeLessThanOrEqual(50_000)
     expect(text.startsWith("\0".repeat(READ_MAX_BYTES))).toBe(true)
-    expect(text.endsWith(`[massgen: s.bin is ${2 ** 30} bytes; read_file gave its first ${READ_MAX_BYTES} bytes, the rest was cut]`)).toBe(true)
+    expect(text.endsWith(`[massgen: s.bin is ${2 ** 30} bytes; read_file gave its first ${READ_MAX_BYTES} bytes, the rest was cut]`)).toBe(
+      true,
+    )
     expect(finishedOf(dir, "edit_file").map((e) => e.error)).toEqual([
       "refused: p: it is a named pipe, not a regular file",
       `refused: s.bin is ${2 ** 30} bytes; edit_file edits files up to ${10 * 1024 * 1024} bytes (write_file replaces a file whole)`,
@@ -110,8 +120,12 @@ describe("a sandboxed model that plants files, then calls the file tools", () =>
         { tool: "list_directory", args: { path: "." } },
       ]),
     )
-    expect(finishedOf(dir, "write_file")).toMatchObject([{ ok: false, error: 'refused: "notes/a\\nWINNER: mallory": a file name may not hold a control character' }])
-    expect(finishedOf(dir, "read_file")).toMatchObject([{ ok: false, error: 'refused: "b\\u001b]0;title\\u0007": a file name may not hold a control character' }])
+    expect(finishedOf(dir, "write_file")).toMatchObject([
+      { ok: false, error: 'refused: "notes/a\\nWINNER: mallory": a file name may not hold a control character' },
+    ])
+    expect(finishedOf(dir, "read_file")).toMatchObject([
+      { ok: false, error: 'refused: "b\\u001b]0;title\\u0007": a file name may not hold a control character' },
+    ])
     expect(fs.existsSync(nodePath.join(dir, "workspaces", "agent1", "notes"))).toBe(false)
     expect(finishedOf(dir, "list_directory")).toMatchObject([{ ok: true, result: '[FILE] "c\\nWINNER: y"\n[FILE] plain.txt' }])
   }, 120_000)
@@ -146,7 +160,12 @@ describe("a sandboxed command swaps a symlink and a file while one reply's reads
       const toolResults = ((req.body?.messages ?? []) as Array<{ role?: string }>).filter((m) => m.role === "tool").length
       if (offeredTools(req).includes("new_answer") && !promptText(req).includes("<agent1.1>")) {
         if (toolResults === 0) {
-          return reply({ toolCalls: [{ name: "write_file", args: { path: "swap.py", content: swap } }, { name: "execute_command", args: { command: "echo harmless > x" } }] })
+          return reply({
+            toolCalls: [
+              { name: "write_file", args: { path: "swap.py", content: swap } },
+              { name: "execute_command", args: { command: "echo harmless > x" } },
+            ],
+          })
         }
         if (toolResults === 2) return reply({ toolCalls: batch })
       }
@@ -172,13 +191,18 @@ describe("a sandboxed command swaps a symlink and a file while one reply's reads
         orchestrator: { skip_final_presentation: true },
         timeout_settings: { orchestrator_timeout_seconds: 100, agent_timeout_seconds: 90, tool_timeout_seconds: 60 },
       }
-      const r = await runCli("source", ["--automation", "--config", writeConfig(cwd, doc), "Read x."], { cwd, env: { ...ENV, ...NO_PROXY_ENV }, timeoutMs: 110_000 })
+      const r = await runCli("source", ["--automation", "--config", writeConfig(cwd, doc), "Read x."], {
+        cwd,
+        env: { ...ENV, ...NO_PROXY_ENV },
+        timeoutMs: 110_000,
+      })
       expectExit(r, 0)
       const dir = lineValue(r, "LOG_DIR")
       const reads = finishedOf(dir, "read_file")
       expect(reads).toHaveLength(READS)
       expect(reads.filter((e) => resultOf(dir, e).includes("HOST-ONLY"))).toEqual([])
-      for (const e of reads) expect(e.ok ? e.result : e.error).toMatch(/^(harmless\n|refused: x: it is a symlink, which file tools do not follow)$/)
+      for (const e of reads)
+        expect(e.ok ? e.result : e.error).toMatch(/^(harmless\n|refused: x: it is a symlink, which file tools do not follow)$/)
       expect(finishedOf(dir, "execute_command").every((e) => e.ok)).toBe(true)
     } finally {
       fake.stop()
@@ -262,7 +286,13 @@ describe("a run stopped during a context write, then resumed", () => {
     // The log as a kill right after the write's intent leaves it; the temporary files as a kill mid-write leaves them.
     const lines = fs.readFileSync(eventsPath(dir), "utf8").split("\n")
     const at = lines.findIndex((l) => l.includes('"type":"context_write_intended"'))
-    fs.writeFileSync(eventsPath(dir), lines.slice(0, at + 1).map((l) => `${l}\n`).join(""))
+    fs.writeFileSync(
+      eventsPath(dir),
+      lines
+        .slice(0, at + 1)
+        .map((l) => `${l}\n`)
+        .join(""),
+    )
     fs.rmSync(nodePath.join(dir, "final"), { recursive: true, force: true })
     fs.rmSync(nodePath.join(out, "picnic.md"))
     const left = ["picnic.md.massgen-4242.tmp", ".picnic.md.massgen-0123456789abcdef.tmp"]

@@ -19,9 +19,20 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
-import { type RunningCli, cleanupSandboxes, ensureBinary, runCli, sandbox, startCli, writeConfig } from "./support/cli.ts"
-import { ENV, QUESTION, SCRIPTED_DOC, crashedRun as crashedRunBy, deadPid, eventsPath, expectExit, readEvents, scriptedRun as scriptedRunBy, snapshot } from "./support/run-dirs.ts"
+import { cleanupSandboxes, ensureBinary, type RunningCli, runCli, sandbox, startCli, writeConfig } from "./support/cli.ts"
 import { type Behaviour, type FakeLlm, type FakeRequest, hang, offeredTools, promptText, reply, startFakeLlm } from "./support/fake-llm.ts"
+import {
+  crashedRun as crashedRunBy,
+  deadPid,
+  ENV,
+  eventsPath,
+  expectExit,
+  QUESTION,
+  readEvents,
+  SCRIPTED_DOC,
+  scriptedRun as scriptedRunBy,
+  snapshot,
+} from "./support/run-dirs.ts"
 
 beforeAll(() => ensureBinary().then(() => undefined), 180_000)
 afterAll(() => cleanupSandboxes())
@@ -40,14 +51,14 @@ const currentAnswers = (req: FakeRequest): string => {
 const selfOf = (req: FakeRequest): string => /You are (agent\d+)\./.exec(promptText(req))?.[1] ?? "?"
 const isPresentation = (req: FakeRequest) => offeredTools(req).length === 0
 /** A round that would write this agent's first answer: new_answer offered, its own answer not shown. */
-const asksFirstAnswer = (req: FakeRequest) =>
-  offeredTools(req).includes("new_answer") && !currentAnswers(req).includes(`<${selfOf(req)}.`)
+const asksFirstAnswer = (req: FakeRequest) => offeredTools(req).includes("new_answer") && !currentAnswers(req).includes(`<${selfOf(req)}.`)
 
 /** Answers once, then votes for the first agent shown; presents when offered no tools. */
 const council = (req: FakeRequest): Behaviour => {
   if (isPresentation(req)) return reply({ text: ["Final: ", "2+2 is 4."] })
   const self = selfOf(req)
-  if (asksFirstAnswer(req)) return reply({ text: "Drafting.", toolCalls: [{ name: "new_answer", args: { content: `${self}: it is 4 ✓` }, chunks: 3 }] })
+  if (asksFirstAnswer(req))
+    return reply({ text: "Drafting.", toolCalls: [{ name: "new_answer", args: { content: `${self}: it is 4 ✓` }, chunks: 3 }] })
   const target = /<(agent\d+)\.\d+>/.exec(currentAnswers(req))?.[1] ?? self
   return reply({ text: "Reviewing.", toolCalls: [{ name: "vote", args: { agent_id: target, reason: "right" }, chunks: 2 }] })
 }
@@ -197,7 +208,11 @@ describe("resume after SIGKILL, with the fake OpenAI server", () => {
       const events = readEvents(dir)
       expect(ofType(events, "run_resumed")).toEqual([expect.objectContaining({ dropped_lines: 1, torn_tail: true })])
       expect(r.stderr).toBe(`massgen: ${eventsPath(dir)}: skipped 1 line (1 torn tail)\n`)
-      expect(ofType(events, "answer_submitted").filter((e) => e.agent === "agent_b").map((e) => e.label)).toEqual(["agent2.1"])
+      expect(
+        ofType(events, "answer_submitted")
+          .filter((e) => e.agent === "agent_b")
+          .map((e) => e.label),
+      ).toEqual(["agent2.1"])
       expect(statusOf(dir)).toMatchObject({ is_complete: true, finish_reason: "completed" })
       expect(fake.requests.filter((q) => selfOf(q) === "agent2" && asksFirstAnswer(q))).toHaveLength(1)
       // Replay reads past the torn line and gives the same decisions.
@@ -234,13 +249,20 @@ describe("resume after SIGINT", () => {
       const r = await resume(dir, cwd)
       expectExit(r, 0)
       const events = readEvents(dir)
-      expect(ofType(events, "run_resumed")).toEqual([expect.objectContaining({ dropped_lines: 0, torn_tail: false, presentation_restarted: false })])
+      expect(ofType(events, "run_resumed")).toEqual([
+        expect.objectContaining({ dropped_lines: 0, torn_tail: false, presentation_restarted: false }),
+      ])
       expect(ofType(events, "run_finished").map((e) => e.reason)).toEqual(["interrupted", "completed"])
-      expect(ofType(events, "answer_submitted").map((e) => e.label).sort()).toEqual(["agent1.1", "agent2.1", "agent3.1"])
+      expect(
+        ofType(events, "answer_submitted")
+          .map((e) => e.label)
+          .sort(),
+      ).toEqual(["agent1.1", "agent2.1", "agent3.1"])
       expect(ofType(events, "vote_cast").length).toBeGreaterThanOrEqual(votesBefore)
       expect(statusOf(dir)).toMatchObject({ is_complete: true, finish_reason: "completed" })
       expect(fs.readFileSync(nodePath.join(dir, "final", "agent_a", "answer.txt"), "utf8")).toBe(FINAL)
-      for (const agent of ["agent1", "agent2"]) expect(fake.requests.filter((q) => selfOf(q) === agent && asksFirstAnswer(q))).toHaveLength(1)
+      for (const agent of ["agent1", "agent2"])
+        expect(fake.requests.filter((q) => selfOf(q) === agent && asksFirstAnswer(q))).toHaveLength(1)
       const check = await runCli("binary", ["replay", dir, "--check"], { cwd, env: ENV })
       expect({ code: check.exitCode, out: check.stdout }).toEqual({ code: 0, out: expect.stringContaining("SAME") })
     } finally {
@@ -266,7 +288,8 @@ describe("what resume refuses, and what it leaves alone", () => {
   test("a completed run whose process died before its last files: they are written again from the events", async () => {
     const { cwd, dir } = await scriptedRun()
     const before = snapshot(dir)
-    for (const name of ["coordination_events.json", "snapshot_mappings.json", "snapshots"]) fs.rmSync(nodePath.join(dir, name), { recursive: true, force: true })
+    for (const name of ["coordination_events.json", "snapshot_mappings.json", "snapshots"])
+      fs.rmSync(nodePath.join(dir, name), { recursive: true, force: true })
     fs.writeFileSync(nodePath.join(dir, "status.json"), JSON.stringify({ is_complete: false }))
     const r = await resume(dir, cwd)
     expectExit(r, 0)
@@ -277,14 +300,23 @@ describe("what resume refuses, and what it leaves alone", () => {
   test("a run started with a relative config path holding a literal key resumes from another directory", async () => {
     const cwd = sandbox()
     fs.mkdirSync(nodePath.join(cwd, "cfgdir"))
-    const doc = { ...SCRIPTED_DOC, agents: SCRIPTED_DOC.agents.map((a: any) => ({ ...a, backend: { ...a.backend, api_key: "sk-literal-SECRET" } })) }
+    const doc = {
+      ...SCRIPTED_DOC,
+      agents: SCRIPTED_DOC.agents.map((a: any) => ({ ...a, backend: { ...a.backend, api_key: "sk-literal-SECRET" } })),
+    }
     writeConfig(nodePath.join(cwd, "cfgdir"), doc, "cfg.yaml")
     const first = await runCli("binary", ["--automation", "--config", "cfgdir/cfg.yaml", QUESTION], { cwd, env: ENV })
     expectExit(first, 0)
     const dir = first.lines.find((l) => l.startsWith("LOG_DIR: "))!.slice("LOG_DIR: ".length)
     // Cut it as a crash would, then resume from elsewhere: the masked key is read from the config file.
     const lines = fs.readFileSync(eventsPath(dir), "utf8").split("\n")
-    fs.writeFileSync(eventsPath(dir), lines.slice(0, 12).map((l) => `${l}\n`).join(""))
+    fs.writeFileSync(
+      eventsPath(dir),
+      lines
+        .slice(0, 12)
+        .map((l) => `${l}\n`)
+        .join(""),
+    )
     const r = await runCli("binary", ["resume", "--automation", dir], { cwd: sandbox(), env: ENV })
     expectExit(r, 0)
     expect(statusOf(dir).finish_reason).toBe("completed")
@@ -442,7 +474,10 @@ describe("massgen status", () => {
     const { log, stopped, ...status } = JSON.parse(json.stdout)
     expect(status).toEqual(original)
     expect({ log, stopped }).toEqual({
-      log: { events: eventsPath(dir), skipped: { torn_tail: 0, unreadable: 0, newer_schema: 0, duplicate: 0, out_of_order: 0, does_not_fit: 0 } },
+      log: {
+        events: eventsPath(dir),
+        skipped: { torn_tail: 0, unreadable: 0, newer_schema: 0, duplicate: 0, out_of_order: 0, does_not_fit: 0 },
+      },
       stopped: null,
     })
     expect(json.stderr).toBe("")

@@ -15,7 +15,7 @@ import { afterAll, describe, expect, test } from "bun:test"
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
 import { cleanupSandboxes, runCli, sandbox, startCli, waitForSignalHandler, writeConfig } from "./support/cli.ts"
-import { ENV, deadPid, eventsPath, expectExit, lineValue, readEvents } from "./support/run-dirs.ts"
+import { deadPid, ENV, eventsPath, expectExit, lineValue, readEvents } from "./support/run-dirs.ts"
 
 afterAll(() => cleanupSandboxes())
 
@@ -45,7 +45,13 @@ const doc = (command: string, options: { limits?: object; holdIn?: string } = {}
               type: "scripted",
               script: [{ tool: "hold", args: {} }, { new_answer: "other" }],
               vote: "agent1",
-              custom_tools: [{ name: "hold", description: "Waits", command: ["sh", "-c", 'while [ ! -e "$0/go" ]; do sleep 0.02; done; echo released', options.holdIn] }],
+              custom_tools: [
+                {
+                  name: "hold",
+                  description: "Waits",
+                  command: ["sh", "-c", 'while [ ! -e "$0/go" ]; do sleep 0.02; done; echo released', options.holdIn],
+                },
+              ],
             },
           },
         ]),
@@ -56,7 +62,11 @@ const doc = (command: string, options: { limits?: object; holdIn?: string } = {}
 
 const run = async (command: string, options: { limits?: object; cwd?: string } = {}) => {
   const cwd = options.cwd ?? sandbox()
-  const r = await runCli("source", ["--automation", "--config", writeConfig(cwd, doc(command, options)), "Make links."], { cwd, env: ENV, timeoutMs: 120_000 })
+  const r = await runCli("source", ["--automation", "--config", writeConfig(cwd, doc(command, options)), "Make links."], {
+    cwd,
+    env: ENV,
+    timeoutMs: 120_000,
+  })
   return { cwd, r, dir: lineValue(r, "LOG_DIR") }
 }
 
@@ -164,7 +174,10 @@ describe("big and sparse files at the snapshot (M4)", () => {
 
 test("workspace_limits takes positive integers only", async () => {
   const cwd = sandbox()
-  const r = await runCli("source", ["--config", writeConfig(cwd, doc("true", { limits: { max_depth: 0 } })), "--validate"], { cwd, env: ENV })
+  const r = await runCli("source", ["--config", writeConfig(cwd, doc("true", { limits: { max_depth: 0 } })), "--validate"], {
+    cwd,
+    env: ENV,
+  })
   expectExit(r, 1)
   expect(r.stdout + r.stderr).toContain("orchestrator.workspace_limits.max_depth: Expected a number of 1 or more, found 0")
 })
@@ -176,7 +189,13 @@ describe("half-made copies and stops", () => {
     // The log as a kill -9 during the snapshot leaves it: no answer, and the copy half made.
     const lines = fs.readFileSync(eventsPath(dir), "utf8").split("\n")
     const at = lines.findIndex((l) => l.includes('"type":"answer_submitted"'))
-    fs.writeFileSync(eventsPath(dir), lines.slice(0, at).map((l) => `${l}\n`).join(""))
+    fs.writeFileSync(
+      eventsPath(dir),
+      lines
+        .slice(0, at)
+        .map((l) => `${l}\n`)
+        .join(""),
+    )
     for (const done of ["snapshot_storage/agent1.1", "final"]) fs.rmSync(nodePath.join(dir, done), { recursive: true })
     const orphan = nodePath.join(dir, "snapshot_storage", `agent1.1.tmp-${await deadPid()}`)
     fs.mkdirSync(nodePath.join(orphan, "deep"), { recursive: true })

@@ -48,18 +48,27 @@ const fillUntil = (dir: string, freeKib: number): string => {
 }
 
 /** The lines the automation contract allows on stdout. */
-const CONTRACT = /^(LOG_DIR|STATUS|QUESTION|WINNER|ANSWER_FILE|DURATION|ANSWER_PREVIEW|COMPLETED): |^\[Coordination in progress - monitor status\.json for real-time updates\]$/
+const CONTRACT =
+  /^(LOG_DIR|STATUS|QUESTION|WINNER|ANSWER_FILE|DURATION|ANSWER_PREVIEW|COMPLETED): |^\[Coordination in progress - monitor status\.json for real-time updates\]$/
 
 const QUESTION = "What is 2+2?"
 
 const council = (answerBytes: number, finalBytes: number) => ({
   agents: ["a", "b", "c"].map((x, i) => ({
     id: `agent_${x}`,
-    backend: { type: "scripted", answer: `${x}`.repeat(answerBytes), vote: "agent1", ...(i === 0 ? { final: "F".repeat(finalBytes) } : {}) },
+    backend: {
+      type: "scripted",
+      answer: `${x}`.repeat(answerBytes),
+      vote: "agent1",
+      ...(i === 0 ? { final: "F".repeat(finalBytes) } : {}),
+    },
   })),
 })
 
-const expectStoppedForDiskFull = (result: { exitCode: number; stdout: string; stderr: string; lines: ReadonlyArray<string> }, logBase: string) => {
+const expectStoppedForDiskFull = (
+  result: { exitCode: number; stdout: string; stderr: string; lines: ReadonlyArray<string> },
+  logBase: string,
+) => {
   expect({ code: result.exitCode, stderr: result.stderr }).toEqual({ code: 2, stderr: expect.stringContaining("disk full (ENOSPC)") })
   const errors = result.stderr.split("\n").filter((l) => l.startsWith("massgen: cannot write "))
   expect(errors).toHaveLength(1)
@@ -100,7 +109,8 @@ describe.serial("a full disk", () => {
       const resumed = await runCli("source", ["resume", logDir, "--automation"], { cwd, env, timeoutMs: 90_000 })
       expect(resumed.exitCode).toBe(0)
       // At most the report of a line the full disk cut.
-      for (const line of resumed.stderr.split("\n").filter((l) => l !== "")) expect(line).toMatch(/^massgen: .*events\.jsonl: skipped 1 line \(1 torn tail\)$/)
+      for (const line of resumed.stderr.split("\n").filter((l) => l !== ""))
+        expect(line).toMatch(/^massgen: .*events\.jsonl: skipped 1 line \(1 torn tail\)$/)
       const answerFile = resumed.lines.find((l) => l.startsWith("ANSWER_FILE: "))!.slice("ANSWER_FILE: ".length)
       expect(fs.existsSync(answerFile)).toBe(true)
       const status = JSON.parse(fs.readFileSync(nodePath.join(logDir, "status.json"), "utf8"))
@@ -120,7 +130,9 @@ describe.serial("a full disk", () => {
     spawnSync("mount", ["-o", "remount,ro", fs0.dir])
     const result = await runCli("source", ["--automation", "--config", config, QUESTION], { cwd, env: { MASSGEN_LOG_BASE_DIR: fs0.dir } })
     expect(result.exitCode).toBe(2)
-    expect(result.stderr.trim().split("\n")).toEqual([expect.stringMatching(/^massgen: cannot create the run's log directory .*read-only file system/)])
+    expect(result.stderr.trim().split("\n")).toEqual([
+      expect.stringMatching(/^massgen: cannot create the run's log directory .*read-only file system/),
+    ])
     expect(result.stdout).toBe("")
   }, 60_000)
 })

@@ -73,7 +73,8 @@ const toolDoc = (cwd: string) => ({
   timeout_settings: { orchestrator_timeout_seconds: 60, agent_timeout_seconds: 30, tool_timeout_seconds: 20 },
 })
 
-const counterOf = (cwd: string) => (fs.existsSync(nodePath.join(cwd, "counter")) ? fs.readFileSync(nodePath.join(cwd, "counter"), "utf8").trim().split("\n") : [])
+const counterOf = (cwd: string) =>
+  fs.existsSync(nodePath.join(cwd, "counter")) ? fs.readFileSync(nodePath.join(cwd, "counter"), "utf8").trim().split("\n") : []
 
 const killHeld = () => killAllWith(HELD)
 
@@ -120,7 +121,10 @@ describe("a command tool and kill -9", () => {
       expect(await waitUntilNoneWith(HELD)).toEqual([])
       // The round went on: no model call with a recorded reply was made again.
       const resumed = events.slice(before.length)
-      expect(resumed[0]).toMatchObject({ type: "run_resumed", continued_rounds: [{ agent: "worker", round: 1, shown: [], vote_only: false }] })
+      expect(resumed[0]).toMatchObject({
+        type: "run_resumed",
+        continued_rounds: [{ agent: "worker", round: 1, shown: [], vote_only: false }],
+      })
       expect(ofType(resumed, "tool_call_started").map((e) => e.arguments)).toEqual(['{"n":2}'])
       expect(ofType(resumed, "call_start").filter((e) => e.round === 1)).toHaveLength(1)
       const check = await runCli("binary", ["replay", dir, "--check"], { cwd, env: ENV })
@@ -135,8 +139,9 @@ describe("a command tool and kill -9", () => {
   test("killed between two tool calls: resume makes the model call again and runs each tool once", async () => {
     const cwd = sandbox()
     fs.writeFileSync(nodePath.join(cwd, "resumed"), "")
-    const { dir, before, events } = await killAndResume(cwd, (dir) =>
-      eventOf(dir, (e) => e.type === "tool_call_finished") && eventOf(dir, (e) => e.type === "call_start" && e.call === 2),
+    const { dir, before, events } = await killAndResume(
+      cwd,
+      (dir) => eventOf(dir, (e) => e.type === "tool_call_finished") && eventOf(dir, (e) => e.type === "call_start" && e.call === 2),
     )
     expect(ofType(before, "tool_call_started").map((e) => e.arguments)).toEqual(['{"n":1}'])
     expect(counterOf(cwd)).toEqual(["start 1", "end 1", "start 2", "end 2"])
@@ -151,7 +156,9 @@ describe("a command tool and kill -9", () => {
     fs.writeFileSync(eventsPath(dir), lines.join("\n"))
     const changed = await runCli("binary", ["replay", dir, "--check"], { cwd, env: ENV })
     expect(changed.exitCode).toBe(2)
-    expect(changed.stdout).toContain(`DIVERGED at event ${at + 1} (line ${at + 1} of events.jsonl): the recorded result of tool call 1 (bump) does not match its digest`)
+    expect(changed.stdout).toContain(
+      `DIVERGED at event ${at + 1} (line ${at + 1} of events.jsonl): the recorded result of tool call 1 (bump) does not match its digest`,
+    )
   }, 60_000)
 })
 
@@ -159,13 +166,22 @@ describe("MassGen's Python custom tools", () => {
   test("--validate and a run refuse them (exit 1), saying to use a command tool or an MCP server", async () => {
     const cwd = sandbox()
     const config = writeConfig(cwd, {
-      agents: [{ id: "a", backend: { type: "scripted", custom_tools: [{ name: ["two_num_tool"], path: "massgen/tool/_basic/_two_num_tool.py", function: ["two_num_tool"] }] } }],
+      agents: [
+        {
+          id: "a",
+          backend: {
+            type: "scripted",
+            custom_tools: [{ name: ["two_num_tool"], path: "massgen/tool/_basic/_two_num_tool.py", function: ["two_num_tool"] }],
+          },
+        },
+      ],
     })
     const [validated, run] = await Promise.all([
       runCli("binary", ["--validate", config], { cwd, env: ENV }),
       runCli("binary", ["--config", config, "Add 2 and 3."], { cwd, env: ENV }),
     ])
-    const message = "agents[0].backend.custom_tools[0]: MassGen's Python custom tools (path + function) are not supported: use a command tool (name, description, parameters, command: [...]) or an MCP server"
+    const message =
+      "agents[0].backend.custom_tools[0]: MassGen's Python custom tools (path + function) are not supported: use a command tool (name, description, parameters, command: [...]) or an MCP server"
     expect(validated.exitCode).toBe(1)
     expect(validated.stdout + validated.stderr).toContain(message)
     expect(validated.stdout + validated.stderr).not.toContain("unknown key")

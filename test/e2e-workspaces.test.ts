@@ -12,7 +12,7 @@
 import { afterAll, describe, expect, test } from "bun:test"
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
-import { ROOT, cleanupSandboxes, runCli, sandbox, startCli, waitForSignalHandler, writeConfig } from "./support/cli.ts"
+import { cleanupSandboxes, ROOT, runCli, sandbox, startCli, waitForSignalHandler, writeConfig } from "./support/cli.ts"
 import { ENV, eventsPath, expectExit, lineValue, readEvents, snapshot } from "./support/run-dirs.ts"
 
 afterAll(() => cleanupSandboxes())
@@ -64,7 +64,8 @@ describe("the workspace demo", () => {
     expect(read).toMatchObject({ ok: true, result: "# Picnic\n- bread\n- cheese\n- apples\n" })
     // Each snapshot is appended right after its answer; the write's intent before its record.
     const tags = events.map((e) => e.type)
-    for (const s of ofType(events, "workspace_snapshotted")) expect(events[events.indexOf(s) - 1]).toMatchObject({ type: "answer_submitted", label: s.label })
+    for (const s of ofType(events, "workspace_snapshotted"))
+      expect(events[events.indexOf(s) - 1]).toMatchObject({ type: "answer_submitted", label: s.label })
     expect(tags.indexOf("context_write_intended")).toBeLessThan(tags.indexOf("context_path_written"))
     expect(tags.indexOf("context_path_written")).toBeGreaterThan(tags.indexOf("presentation_started"))
     const check = await runCli("source", ["replay", dir, "--check"], { cwd, env: demoEnv(out) })
@@ -95,7 +96,12 @@ describe("the workspace demo", () => {
       if (e.type === "round_started" || e.type === "update_injected") shown.set(e.agent, e.shown)
       if (e.type === "tool_call_finished" && e.tool === "list_directory" && JSON.parse(e.arguments).path === "temp_workspaces") {
         listings += 1
-        expect(e.result).toBe([...shown.get(e.agent)!].sort().map((l) => `[DIR] ${l}`).join("\n"))
+        expect(e.result).toBe(
+          [...shown.get(e.agent)!]
+            .sort()
+            .map((l) => `[DIR] ${l}`)
+            .join("\n"),
+        )
       }
     }
     expect(listings).toBe(1)
@@ -109,7 +115,10 @@ const probeDoc = (context: string, steps: ReadonlyArray<unknown>, options: { han
       id: "probe",
       backend: { type: "scripted", cwd: "workspace", script: [...steps, { new_answer: "probed" }], vote: "agent1", final: "done" },
     },
-    { id: "other", backend: { type: "scripted", cwd: "workspace", answer: "other", vote: "agent1", ...(options.hang ? { hang: true } : {}) } },
+    {
+      id: "other",
+      backend: { type: "scripted", cwd: "workspace", answer: "other", vote: "agent1", ...(options.hang ? { hang: true } : {}) },
+    },
   ],
   orchestrator: { context_paths: [{ path: context, permission: "write", protected_paths: ["keep.md"] }] },
   timeout_settings: { orchestrator_timeout_seconds: options.timeout ?? 60, agent_timeout_seconds: 30, tool_timeout_seconds: 10 },
@@ -135,7 +144,10 @@ describe("confinement, as a model meets it", () => {
       { tool: "write_file", args: { path: nodePath.join(context, "src", "main.txt"), content: "changed" } },
       { tool: "write_file", args: { path: nodePath.join(context, "keep.md"), content: "changed" } },
     ]
-    const r = await runCli("source", ["--automation", "--config", writeConfig(cwd, probeDoc(context, attempts)), "Probe."], { cwd, env: ENV })
+    const r = await runCli("source", ["--automation", "--config", writeConfig(cwd, probeDoc(context, attempts)), "Probe."], {
+      cwd,
+      env: ENV,
+    })
     expectExit(r, 0)
     const finished = ofType(readEvents(lineValue(r, "LOG_DIR")), "tool_call_finished")
     expect(finished.map((e) => [e.tool, e.ok, e.error.split(":")[0]])).toEqual(attempts.map((a) => [a.tool, false, "refused"]))
@@ -161,7 +173,9 @@ describe("a run a signal stops before its presentation", () => {
     const cwd = sandbox()
     const context = userFolder(cwd)
     const before = snapshot(context)
-    const doc = probeDoc(context, [{ tool: "write_file", args: { path: nodePath.join(context, "src", "main.txt"), content: "early" } }], { hang: true })
+    const doc = probeDoc(context, [{ tool: "write_file", args: { path: nodePath.join(context, "src", "main.txt"), content: "early" } }], {
+      hang: true,
+    })
     const first = await startCli("source", ["--automation", "--config", writeConfig(cwd, doc), "Probe."], { cwd, env: ENV })
     const dir = (await first.waitForLine("LOG_DIR: ")).slice("LOG_DIR: ".length)
     await waitForSignalHandler(first.proc.pid, "SIGINT")
@@ -179,7 +193,13 @@ describe("kill -9 around the presenter's write, then resume", () => {
     const run = await runDemo()
     const lines = fs.readFileSync(eventsPath(run.dir), "utf8").split("\n")
     const at = lines.findIndex((l) => l.includes(`"type":"${type}"`))
-    fs.writeFileSync(eventsPath(run.dir), lines.slice(0, at + 1).map((l) => `${l}\n`).join(""))
+    fs.writeFileSync(
+      eventsPath(run.dir),
+      lines
+        .slice(0, at + 1)
+        .map((l) => `${l}\n`)
+        .join(""),
+    )
     fs.rmSync(nodePath.join(run.dir, "final"), { recursive: true, force: true })
     return { ...run, file: nodePath.join(run.out, "picnic.md") }
   }
@@ -208,7 +228,9 @@ describe("kill -9 around the presenter's write, then resume", () => {
     expect(ofType(events, "context_write_intended")).toHaveLength(1)
     expect(ofType(events, "context_path_written")).toHaveLength(1)
     expect(fs.statSync(run.file).ino).toBe(inode)
-    expect(ofType(events, "tool_call_finished").filter((e) => e.tool === "write_file" && e.role === "presentation")).toMatchObject([{ ok: true }])
+    expect(ofType(events, "tool_call_finished").filter((e) => e.tool === "write_file" && e.role === "presentation")).toMatchObject([
+      { ok: true },
+    ])
   }, 90_000)
 
   test("killed before the file was written: the resumed run writes it once", async () => {
@@ -262,7 +284,9 @@ describe("a real kill -9 during the presentation, then resume", () => {
     const events = readEvents(dir)
     expect(fs.readFileSync(nodePath.join(context, "report.md"), "utf8")).toBe("delivered\n")
     expect(ofType(events, "context_write_intended")).toHaveLength(1)
-    expect(ofType(events, "context_path_written")).toMatchObject([{ path: nodePath.join(context, "report.md"), change: "created", bytes: 10 }])
+    expect(ofType(events, "context_path_written")).toMatchObject([
+      { path: nodePath.join(context, "report.md"), change: "created", bytes: 10 },
+    ])
     expect(r.lines).toContain(`CHANGED_FILE: ${nodePath.join(context, "report.md")} (created, 10 bytes)`)
     expect(fs.readFileSync(nodePath.join(dir, "final", "writer", "workspace", "report.md"), "utf8")).toBe("report\n")
     expectExit(await runCli("source", ["replay", dir, "--check"], { cwd, env: ENV }), 0)

@@ -6,22 +6,22 @@
 import { describe, expect, test } from "bun:test"
 import { Effect, Schema } from "effect"
 import { UsageError } from "../src/cli/args/index.ts"
-import { ConfigError } from "../src/cli/run/load-config.ts"
 import { type AppError, ERROR_EXIT_CODES, exitCodeOf } from "../src/cli/program.ts"
+import { ConfigError } from "../src/cli/run/load-config.ts"
 import { RunDirError } from "../src/cli/run/run-dir.ts"
+import { ServeError } from "../src/cli/serve/serve-command.ts"
 import { BackendError } from "../src/services/backends/index.ts"
 import { DotEnvError, MissingKeyError } from "../src/services/backends/keys.ts"
+import { BatchError, BatchStorageError } from "../src/services/batch/batch-folder.ts"
 import { EventStoreConflict, EventStoreError } from "../src/services/event-store/index.ts"
-import { LogDirError } from "../src/services/log-dir/create.ts"
 import { RunStorageError } from "../src/services/io-errors.ts"
-import { RunFilesError } from "../src/services/run-files/index.ts"
 import { ViewerError } from "../src/services/log-dir/catalog.ts"
+import { LogDirError } from "../src/services/log-dir/create.ts"
 import { RunLockError } from "../src/services/log-dir/run-lock.ts"
+import { RunFilesError } from "../src/services/run-files/index.ts"
 import { StatusWriteError } from "../src/services/run-files/status-writer.ts"
 import { McpStartError } from "../src/services/tools/mcp-servers.ts"
 import { CommandLineStartError } from "../src/services/tools/sandbox.ts"
-import { ServeError } from "../src/cli/serve/serve-command.ts"
-import { BatchError, BatchStorageError } from "../src/services/batch/batch-folder.ts"
 
 /** One error of each class with its documented code; the type makes the list complete. */
 const EXAMPLES: { readonly [Tag in AppError["_tag"]]: readonly [Extract<AppError, { _tag: Tag }>, 1 | 2] } = {
@@ -54,8 +54,29 @@ describe("error exit codes", () => {
 
   test("usage and configuration errors are 1, execution errors 2", () => {
     const byCode = (code: 1 | 2) => Object.keys(ERROR_EXIT_CODES).filter((tag) => ERROR_EXIT_CODES[tag as AppError["_tag"]] === code)
-    expect(byCode(1).sort()).toEqual(["BatchError", "CommandLineStartError", "ConfigError", "DotEnvError", "McpStartError", "MissingKeyError", "RunDirError", "RunLockError", "ServeError", "UsageError", "ViewerError"])
-    expect(byCode(2).sort()).toEqual(["BackendError", "BatchStorageError", "EventStoreConflict", "EventStoreError", "LogDirError", "RunFilesError", "RunStorageError", "StatusWriteError"])
+    expect(byCode(1).sort()).toEqual([
+      "BatchError",
+      "CommandLineStartError",
+      "ConfigError",
+      "DotEnvError",
+      "McpStartError",
+      "MissingKeyError",
+      "RunDirError",
+      "RunLockError",
+      "ServeError",
+      "UsageError",
+      "ViewerError",
+    ])
+    expect(byCode(2).sort()).toEqual([
+      "BackendError",
+      "BatchStorageError",
+      "EventStoreConflict",
+      "EventStoreError",
+      "LogDirError",
+      "RunFilesError",
+      "RunStorageError",
+      "StatusWriteError",
+    ])
   })
 
   test("a code map without a class, or a command failing with an unmapped class, does not compile", () => {

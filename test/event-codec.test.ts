@@ -5,8 +5,8 @@
 import { describe, expect, test } from "bun:test"
 import { Arbitrary, FastCheck } from "effect"
 import fc from "fast-check"
-import { decodeEventLine, encodeEnvelopeLine, encodeEventLine, readEventsText } from "../src/domain/log/index.ts"
 import { EVENT_TYPES, Event, type EventMeta, SCHEMA_VERSION } from "../src/domain/events/index.ts"
+import { decodeEventLine, encodeEnvelopeLine, encodeEventLine, readEventsText } from "../src/domain/log/index.ts"
 
 const TIME = "2025-06-01T12:00:00.000Z"
 
@@ -83,15 +83,36 @@ describe("encodeEventLine / decodeEventLine", () => {
   test("times are ISO instants in UTC; counters are whole numbers of 0 or more; amounts are not negative", () => {
     const cause = (patch: Record<string, unknown>) => decodeEventLine(wire(patch))._tag
     for (const time of ["2025-06-01T12:00:00Z", "2025-06-01T12:00:00.5Z", TIME]) expect(cause({ time })).toBe("event")
-    for (const time of ["2025-06-01 12:00:00", "2025-06-01T12:00:00+02:00", "2025-06-01T12:00:00.000", "2025-13-01T00:00:00Z", "yesterday", 1748779200000]) {
+    for (const time of [
+      "2025-06-01 12:00:00",
+      "2025-06-01T12:00:00+02:00",
+      "2025-06-01T12:00:00.000",
+      "2025-13-01T00:00:00Z",
+      "yesterday",
+      1748779200000,
+    ]) {
       expect([time, cause({ time })]).toEqual([time, "skipped"])
     }
     for (const round of [-1, 1.5, "1", null]) expect([round, cause({ round })]).toEqual([round, "skipped"])
-    const ended = JSON.parse(encodeEventLine({
-      _tag: "call_end", time: TIME, call: 3, agent: "agent_a", round: 1, role: "round", model: null,
-      seconds: 0.25, input_tokens: 10, cached_input_tokens: null, output_tokens: 2, reasoning_tokens: 0,
-      truncated: false, cost: 0.001, error: null,
-    }))
+    const ended = JSON.parse(
+      encodeEventLine({
+        _tag: "call_end",
+        time: TIME,
+        call: 3,
+        agent: "agent_a",
+        round: 1,
+        role: "round",
+        model: null,
+        seconds: 0.25,
+        input_tokens: 10,
+        cached_input_tokens: null,
+        output_tokens: 2,
+        reasoning_tokens: 0,
+        truncated: false,
+        cost: 0.001,
+        error: null,
+      }),
+    )
     const endCause = (patch: Record<string, unknown>) => decodeEventLine(JSON.stringify({ ...ended, ...patch }))._tag
     expect(endCause({})).toBe("event")
     for (const patch of [{ call: 0.5 }, { input_tokens: 1.5 }, { output_tokens: -2 }, { seconds: -0.1 }, { cost: -1 }]) {
@@ -101,24 +122,51 @@ describe("encodeEventLine / decodeEventLine", () => {
 
   test("a schema-1 line is upcast: run_started's and run_resumed's log_dir, pid and version become its meta", () => {
     const started = {
-      schema: 1, type: "run_started", time: TIME, run_id: "log_x", question: "Q?", log_dir: "/then/log_x",
+      schema: 1,
+      type: "run_started",
+      time: TIME,
+      run_id: "log_x",
+      question: "Q?",
+      log_dir: "/then/log_x",
       agents: [{ id: "agent_a", anon_id: "agent1", backend: "scripted", model: null }],
-      settings: { max_new_answers_per_agent: 2, skip_final_presentation: false, final_answer_strategy: "winner_present" as const, orchestrator_timeout_seconds: 60, agent_timeout_seconds: 30 },
-      version: "0.1.0", pid: 99,
+      settings: {
+        max_new_answers_per_agent: 2,
+        skip_final_presentation: false,
+        final_answer_strategy: "winner_present" as const,
+        orchestrator_timeout_seconds: 60,
+        agent_timeout_seconds: 30,
+      },
+      version: "0.1.0",
+      pid: 99,
     }
     expect(decodeEventLine(JSON.stringify(started))).toEqual({
       _tag: "event",
       event: {
-        _tag: "run_started", time: TIME, run_id: "log_x", question: "Q?", agents: started.agents,
+        _tag: "run_started",
+        time: TIME,
+        run_id: "log_x",
+        question: "Q?",
+        agents: started.agents,
         settings: { ...started.settings, budget_usd: null, disable_injection: false },
       },
       meta: { log_dir: "/then/log_x", pid: 99, version: "0.1.0" },
     })
     const resumed = {
-      schema: 1, type: "run_resumed", time: TIME, log_dir: "/now/log_x", pid: 100, version: "0.1.1",
-      dropped_lines: 1, torn_tail: true, restarted_rounds: [], presentation_restarted: false,
+      schema: 1,
+      type: "run_resumed",
+      time: TIME,
+      log_dir: "/now/log_x",
+      pid: 100,
+      version: "0.1.1",
+      dropped_lines: 1,
+      torn_tail: true,
+      restarted_rounds: [],
+      presentation_restarted: false,
     }
-    expect(decodeEventLine(JSON.stringify(resumed))).toMatchObject({ _tag: "event", meta: { log_dir: "/now/log_x", pid: 100, version: "0.1.1" } })
+    expect(decodeEventLine(JSON.stringify(resumed))).toMatchObject({
+      _tag: "event",
+      meta: { log_dir: "/now/log_x", pid: 100, version: "0.1.1" },
+    })
     expect(decodeEventLine(JSON.stringify({ ...resumed, pid: undefined }))).toEqual({ _tag: "skipped", cause: "invalid_fields" })
     // Schema 2 has no such fields: there they are unknown fields, ignored, and make no meta.
     expect(decodeEventLine(JSON.stringify({ ...resumed, schema: 2 }))).not.toHaveProperty("meta")
@@ -151,9 +199,21 @@ describe("encodeEventLine / decodeEventLine", () => {
 
   test("a number with no JSON form is written as null", () => {
     const ended: Event = {
-      _tag: "call_end", time: TIME, call: 1, agent: "agent_a", round: 1, role: "round", model: null,
-      seconds: 2, input_tokens: null, cached_input_tokens: null, output_tokens: null, reasoning_tokens: null,
-      truncated: null, cost: Number.NaN, error: null,
+      _tag: "call_end",
+      time: TIME,
+      call: 1,
+      agent: "agent_a",
+      round: 1,
+      role: "round",
+      model: null,
+      seconds: 2,
+      input_tokens: null,
+      cached_input_tokens: null,
+      output_tokens: null,
+      reasoning_tokens: null,
+      truncated: null,
+      cost: Number.NaN,
+      error: null,
     }
     expect(decodeEventLine(encodeEventLine(ended))).toEqual({ _tag: "event", event: { ...ended, cost: null } })
     expect(decodeEventLine(encodeEventLine({ ...ended, seconds: Infinity }))).toEqual({
@@ -209,7 +269,14 @@ describe("readEventsText", () => {
     expect(read.lines).toEqual([1, 6])
     expect(read.skipped).toBe(2)
     expect(read.skippedByCause).toEqual({
-      not_json: 1, not_an_object: 1, newer_schema: 0, unknown_type: 0, invalid_fields: 0, duplicate: 0, out_of_order: 0, torn_tail: 0,
+      not_json: 1,
+      not_an_object: 1,
+      newer_schema: 0,
+      unknown_type: 0,
+      invalid_fields: 0,
+      duplicate: 0,
+      out_of_order: 0,
+      torn_tail: 0,
     })
     expect(read.tornTail).toBe(false)
   })
@@ -219,7 +286,11 @@ describe("readEventsText", () => {
     const cut = readEventsText(`${line}\n${line.slice(0, 20)}`)
     expect(cut).toMatchObject({ events: [answer], skipped: 1, tornTail: true, skippedByCause: { torn_tail: 1, not_json: 0 } })
     // Cut and then followed by a newline, it is a whole line that is not JSON.
-    expect(readEventsText(`${line}\n${line.slice(0, 20)}\n`)).toMatchObject({ skipped: 1, tornTail: false, skippedByCause: { torn_tail: 0, not_json: 1 } })
+    expect(readEventsText(`${line}\n${line.slice(0, 20)}\n`)).toMatchObject({
+      skipped: 1,
+      tornTail: false,
+      skippedByCause: { torn_tail: 0, not_json: 1 },
+    })
     expect(readEventsText(`${line}\n${encodeEventLine(later)}`)).toMatchObject({ events: [answer, later], skipped: 0, tornTail: true })
     expect(readEventsText("")).toMatchObject({ events: [], skipped: 0, tornTail: false })
   })
@@ -244,17 +315,36 @@ describe("readEventsText", () => {
   test("an agent id that is not a safe name does not decode: it would name a file outside the agent's", () => {
     for (const id of ["../../etc", "agent a", "", ".hidden", "a/b", "x.reasoning", "agenմ_b"]) {
       expect(decodeEventLine(encodeEventLine({ ...answer, agent: id }))).toEqual({ _tag: "skipped", cause: "invalid_fields" })
-      expect(decodeEventLine(encodeEventLine({ ...answer, time: TIME, _tag: "vote_cast", target: id, target_label: "agent1.1", reason: "r" } as Event))).toMatchObject({ cause: "invalid_fields" })
+      expect(
+        decodeEventLine(
+          encodeEventLine({ ...answer, time: TIME, _tag: "vote_cast", target: id, target_label: "agent1.1", reason: "r" } as Event),
+        ),
+      ).toMatchObject({ cause: "invalid_fields" })
     }
   })
 
   test("a value nested deeper than the decoder can follow skips the line; it does not throw", () => {
     const deep = (depth: number) => `${"[".repeat(depth)}${"]".repeat(depth)}`
-    const end = JSON.parse(encodeEventLine({
-      _tag: "call_end", time: TIME, call: 1, agent: "agent_a", round: 1, role: "round", model: "m", seconds: 1,
-      input_tokens: null, cached_input_tokens: null, output_tokens: null, reasoning_tokens: null, truncated: null, cost: null, error: null,
-      reply: { text: "", tool_calls: [], parts: [] },
-    }))
+    const end = JSON.parse(
+      encodeEventLine({
+        _tag: "call_end",
+        time: TIME,
+        call: 1,
+        agent: "agent_a",
+        round: 1,
+        role: "round",
+        model: "m",
+        seconds: 1,
+        input_tokens: null,
+        cached_input_tokens: null,
+        output_tokens: null,
+        reasoning_tokens: null,
+        truncated: null,
+        cost: null,
+        error: null,
+        reply: { text: "", tool_calls: [], parts: [] },
+      }),
+    )
     const line = JSON.stringify(end).replace('"parts":[]', `"parts":[${deep(50_000)}]`)
     expect(decodeEventLine(line)).toEqual({ _tag: "skipped", cause: "invalid_fields" })
     expect(decodeEventLine(JSON.stringify(end).replace('"parts":[]', `"parts":[${deep(20)}]`))._tag).toBe("event")
@@ -265,7 +355,11 @@ describe("readEventsText", () => {
     const lines: string[] = []
     for (let i = 0; i < 100_000; i++) lines.push(encodeEventLine({ ...answer, round: i }))
     const read = readEventsText(`${lines.join("\n")}\n`)
-    expect({ events: read.events.length, skipped: read.skipped, tornTail: read.tornTail }).toEqual({ events: 100_000, skipped: 0, tornTail: false })
+    expect({ events: read.events.length, skipped: read.skipped, tornTail: read.tornTail }).toEqual({
+      events: 100_000,
+      skipped: 0,
+      tornTail: false,
+    })
     expect(read.events.findIndex((e, i) => e._tag !== "answer_submitted" || e.round !== i)).toBe(-1)
   })
 })

@@ -25,6 +25,8 @@ import { describe, expect, test } from "bun:test"
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
 import { Arbitrary, FastCheck as fc, Schema } from "effect"
+import { EVENT_TYPES, Event, EventMeta, SCHEMA_VERSION } from "../src/domain/events/index.ts"
+import { decodersByType, metaDecoders } from "../src/domain/log/decoders.ts"
 import {
   type DecodedLine,
   decodeEventLine,
@@ -36,8 +38,6 @@ import {
   isEventMeta,
   noSkips,
 } from "../src/domain/log/index.ts"
-import { decodersByType, metaDecoders } from "../src/domain/log/decoders.ts"
-import { EVENT_TYPES, Event, EventMeta, SCHEMA_VERSION } from "../src/domain/events/index.ts"
 
 /** Both decoders agree on `line`, down to the order of keys; what they gave. */
 const same = (line: string): DecodedLine => {
@@ -48,14 +48,49 @@ const same = (line: string): DecodedLine => {
   return fast
 }
 
-const envelopes = fc.tuple(Arbitrary.make(Event), fc.option(Arbitrary.make(EventMeta), { nil: null })).map(([event, meta]) => encodeEnvelopeLine(event, meta))
+const envelopes = fc
+  .tuple(Arbitrary.make(Event), fc.option(Arbitrary.make(EventMeta), { nil: null }))
+  .map(([event, meta]) => encodeEnvelopeLine(event, meta))
 
 /** Values that sit at the edges of the definitions. */
 const edgy = fc.constantFrom<unknown>(
-  -1, -0.5, 0, 1.5, 2 ** 53 + 2, 1e308, -1e308, Number.MAX_SAFE_INTEGER, "", "x", "agent1.1", "agent1.x", "agent_a", "a/b", "..", "__proto__",
-  "2026-11-29T11:05:49.531Z", "2026-11-29T11:05:49Z", "2026-02-30T11:05:49.531Z", "2026-11-29T11:05:49.5311Z", "2026-11-29 11:05:49Z",
-  "+002026-11-29T11:05:49.531Z", null, true, false, [], {}, [null], { text: "t", tool_calls: [], parts: [] }, { __proto__: 1 },
-  { max_new_answers_per_agent: null, skip_final_presentation: true, final_answer_strategy: "synthesize", orchestrator_timeout_seconds: 1, agent_timeout_seconds: 1 },
+  -1,
+  -0.5,
+  0,
+  1.5,
+  2 ** 53 + 2,
+  1e308,
+  -1e308,
+  Number.MAX_SAFE_INTEGER,
+  "",
+  "x",
+  "agent1.1",
+  "agent1.x",
+  "agent_a",
+  "a/b",
+  "..",
+  "__proto__",
+  "2026-11-29T11:05:49.531Z",
+  "2026-11-29T11:05:49Z",
+  "2026-02-30T11:05:49.531Z",
+  "2026-11-29T11:05:49.5311Z",
+  "2026-11-29 11:05:49Z",
+  "+002026-11-29T11:05:49.531Z",
+  null,
+  true,
+  false,
+  [],
+  {},
+  [null],
+  { text: "t", tool_calls: [], parts: [] },
+  { __proto__: 1 },
+  {
+    max_new_answers_per_agent: null,
+    skip_final_presentation: true,
+    final_answer_strategy: "synthesize",
+    orchestrator_timeout_seconds: 1,
+    agent_timeout_seconds: 1,
+  },
   ...EVENT_TYPES,
 )
 const anyValue = fc.oneof(edgy, fc.jsonValue({ maxDepth: 3 }))
@@ -135,7 +170,10 @@ const MUTATIONS: ReadonlyArray<Mutation> = [
 
 /** Edits of the text itself: numbers JSON.stringify cannot write, repeated keys, cuts. */
 const TEXT_EDITS: ReadonlyArray<(line: string, pick: number) => string> = [
-  (line, pick) => line.replace(/(?<=[:,[])\d+(\.\d+)?(?=[,}\]])/g, (m, _f, offset: number) => (offset % 3 === pick % 3 ? ["1e400", "-0", "1.0", "1E2"][pick % 4]! : m)),
+  (line, pick) =>
+    line.replace(/(?<=[:,[])\d+(\.\d+)?(?=[,}\]])/g, (m, _f, offset: number) =>
+      offset % 3 === pick % 3 ? ["1e400", "-0", "1.0", "1E2"][pick % 4]! : m,
+    ),
   (line, pick) => line.replace(/,"(\w+)":/, `,"$1":${["1", "null", '"x"', "-1"][pick % 4]},"$1":`),
   (line, pick) => line.slice(0, Math.max(1, line.length - 1 - (pick % 20))),
   (line) => `  ${line}\t`,
@@ -158,12 +196,16 @@ describe("the plain decoders give what the Schema decoders give", () => {
   test("on random events mutated: values, keys, numbers, types, schemas, v1 lines", () => {
     const causes = new Set<string>()
     fc.assert(
-      fc.property(envelopes, fc.array(fc.tuple(fc.nat(MUTATIONS.length - 1), fc.nat(), anyValue), { minLength: 1, maxLength: 3 }), (line, steps) => {
-        const wire = JSON.parse(line) as Record<string, Json>
-        for (const [m, pick, value] of steps) MUTATIONS[m]!(wire, pick, structuredClone(value))
-        const decoded = same(JSON.stringify(wire))
-        causes.add(decoded._tag === "event" ? "event" : decoded.cause)
-      }),
+      fc.property(
+        envelopes,
+        fc.array(fc.tuple(fc.nat(MUTATIONS.length - 1), fc.nat(), anyValue), { minLength: 1, maxLength: 3 }),
+        (line, steps) => {
+          const wire = JSON.parse(line) as Record<string, Json>
+          for (const [m, pick, value] of steps) MUTATIONS[m]!(wire, pick, structuredClone(value))
+          const decoded = same(JSON.stringify(wire))
+          causes.add(decoded._tag === "event" ? "event" : decoded.cause)
+        },
+      ),
       { numRuns: 4000 },
     )
     expect([...causes].sort()).toEqual(["event", "invalid_fields", "newer_schema", "unknown_type"])
@@ -231,7 +273,10 @@ describe("isEvent and isEventMeta say what Schema.is says", () => {
           for (const [m, pick, value] of steps) MUTATIONS[m]!(values[pick % 2]!, pick, structuredClone(value))
           const [e, mt] = values
           expect({ event: isEvent(e), meta: isEventMeta(mt) }).toEqual({ event: schemaIsEvent(e), meta: schemaIsMeta(mt) })
-          expect({ event: plainVerdicts(e).event, meta: plainVerdicts(mt).meta }).toEqual({ event: schemaIsEvent(e), meta: schemaIsMeta(mt) })
+          expect({ event: plainVerdicts(e).event, meta: plainVerdicts(mt).meta }).toEqual({
+            event: schemaIsEvent(e),
+            meta: schemaIsMeta(mt),
+          })
           verdicts.add(`${isEvent(e)}/${isEventMeta(mt)}`)
         },
       ),
@@ -277,8 +322,23 @@ describe("isEvent and isEventMeta say what Schema.is says", () => {
       `{"_tag":"call_end","time":"2026-01-01T00:00:00.000Z","call":1,"agent":"a","round":1,"role":"round","model":null,"seconds":0,"input_tokens":null,"cached_input_tokens":null,"output_tokens":null,"reasoning_tokens":null,"truncated":null,"cost":null,"error":null,"reply":{"text":"","tool_calls":[],"parts":[${"[".repeat(200_000)}${"]".repeat(200_000)}]}}`,
     )
     expect({ event: isEvent(deep), meta: isEventMeta(deep) }).toEqual({ event: false, meta: false })
-    for (const value of [null, undefined, 1, "run_started", [], {}, { _tag: "nope" }, { _tag: 1 }, { _tag: { toString: 0 } }, ...EVENT_TYPES.map((_tag) => ({ _tag }))]) {
-      expect({ value, event: isEvent(value), meta: isEventMeta(value) }).toEqual({ value, event: schemaIsEvent(value), meta: schemaIsMeta(value) })
+    for (const value of [
+      null,
+      undefined,
+      1,
+      "run_started",
+      [],
+      {},
+      { _tag: "nope" },
+      { _tag: 1 },
+      { _tag: { toString: 0 } },
+      ...EVENT_TYPES.map((_tag) => ({ _tag })),
+    ]) {
+      expect({ value, event: isEvent(value), meta: isEventMeta(value) }).toEqual({
+        value,
+        event: schemaIsEvent(value),
+        meta: schemaIsMeta(value),
+      })
       expect({ value, ...plainVerdicts(value) }).toEqual({ value, event: schemaIsEvent(value), meta: schemaIsMeta(value) })
     }
   })
@@ -314,10 +374,18 @@ const referenceRead = (lines: ReadonlyArray<string>) => {
 
 describe("duplicates and lines out of order", () => {
   // Few instants, each written two ways, so that lines repeat, go back in time and share an instant.
-  const times = fc.constantFrom("2026-01-01T00:00:01Z", "2026-01-01T00:00:01.000Z", "2026-01-01T00:00:02.5Z", "2026-01-01T00:00:02.500Z", "2026-01-01T00:00:03.000Z")
-  const line = fc.tuple(times, fc.constantFrom("a", "b"), fc.nat(2)).map(([time, agent, round]) =>
-    round === 2 ? "not json" : encodeEventLine({ _tag: "round_cancelled", time, agent, round, reason: "new_answer" }),
+  const times = fc.constantFrom(
+    "2026-01-01T00:00:01Z",
+    "2026-01-01T00:00:01.000Z",
+    "2026-01-01T00:00:02.5Z",
+    "2026-01-01T00:00:02.500Z",
+    "2026-01-01T00:00:03.000Z",
   )
+  const line = fc
+    .tuple(times, fc.constantFrom("a", "b"), fc.nat(2))
+    .map(([time, agent, round]) =>
+      round === 2 ? "not json" : encodeEventLine({ _tag: "round_cancelled", time, agent, round, reason: "new_answer" }),
+    )
 
   test("decodeLines skips what the plain rule skips, read at once or in pieces", () => {
     fc.assert(
@@ -327,8 +395,24 @@ describe("duplicates and lines out of order", () => {
         expect(whole.events.map((e) => e.event)).toEqual(reference.events as never)
         expect(whole.skippedByCause).toEqual(reference.skippedByCause as never)
         const memory = { events: [], seen: null, lastTime: "" }
-        const first = decodeLines(lines.slice(0, cut).map((l) => `${l}\n`).join(""), 0, 0, memory)
-        const rest = decodeLines(lines.slice(cut).map((l) => `${l}\n`).join(""), first.events.length, first.lines, memory)
+        const first = decodeLines(
+          lines
+            .slice(0, cut)
+            .map((l) => `${l}\n`)
+            .join(""),
+          0,
+          0,
+          memory,
+        )
+        const rest = decodeLines(
+          lines
+            .slice(cut)
+            .map((l) => `${l}\n`)
+            .join(""),
+          first.events.length,
+          first.lines,
+          memory,
+        )
         expect([...first.events, ...rest.events]).toEqual(whole.events)
       }),
       { numRuns: 1500 },

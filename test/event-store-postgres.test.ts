@@ -10,8 +10,8 @@ import { Context, Effect, Layer } from "effect"
 import type { Event } from "../src/domain/events/index.ts"
 import { EventStore, type EventStoreService, eventsOf } from "../src/services/event-store/index.ts"
 import { CHUNKS_TABLE, postgresEventStore } from "../src/services/event-store/postgres.ts"
-import { type StoreFixture, eventStoreSuite } from "./support/event-store-suite.ts"
-import { type TestPostgres, postgresForFile } from "./support/postgres.ts"
+import { eventStoreSuite, type StoreFixture } from "./support/event-store-suite.ts"
+import { postgresForFile, type TestPostgres } from "./support/postgres.ts"
 
 let pg: TestPostgres
 postgresForFile((server) => (pg = server))
@@ -29,14 +29,27 @@ const pgFixture = (): StoreFixture => {
         `INSERT INTO ${CHUNKS_TABLE} (stream, seq, text) SELECT ${quoted(stream)}, coalesce(max(seq), 0) + 1, decode('${Buffer.from(text, "utf8").toString("hex")}', 'hex') FROM ${CHUNKS_TABLE} WHERE stream = ${quoted(stream)}`,
       ),
     rawText: (stream) =>
-      Buffer.from(pg.psql(`SELECT encode(string_agg(text, ''::bytea ORDER BY seq), 'hex') FROM ${CHUNKS_TABLE} WHERE stream = ${quoted(stream)}`).trim(), "hex").toString("utf8"),
+      Buffer.from(
+        pg
+          .psql(`SELECT encode(string_agg(text, ''::bytea ORDER BY seq), 'hex') FROM ${CHUNKS_TABLE} WHERE stream = ${quoted(stream)}`)
+          .trim(),
+        "hex",
+      ).toString("utf8"),
   }
 }
 
 eventStoreSuite("postgres", pgFixture)
 
 const TIME = "2025-06-01T12:00:00.000Z"
-const round = (n: number): Event => ({ _tag: "round_started", time: TIME, agent: "agent_0", round: n, shown: [], vote_only: false, restart: false })
+const round = (n: number): Event => ({
+  _tag: "round_started",
+  time: TIME,
+  agent: "agent_0",
+  round: n,
+  shown: [],
+  vote_only: false,
+  restart: false,
+})
 const roundOf = (e: Event): number => (e._tag === "round_started" ? e.round : -1)
 
 /** Runs `body` with two stores of their own on the same server, as two workers have. */
@@ -62,7 +75,13 @@ describe("EventStore (postgres): a shared log", () => {
         const barrier = yield* Effect.flip(a.settled(stream))
         const later = yield* Effect.flip(a.append(stream, [round(3)], 1))
         const again = yield* Effect.flip(a.settled(stream))
-        return { barrier, later, again, mine: eventsOf(yield* a.read(stream)).map(roundOf), theirs: eventsOf(yield* b.read(stream)).map(roundOf) }
+        return {
+          barrier,
+          later,
+          again,
+          mine: eventsOf(yield* a.read(stream)).map(roundOf),
+          theirs: eventsOf(yield* b.read(stream)).map(roundOf),
+        }
       }),
     )
     expect(outcome).toMatchObject({
@@ -86,10 +105,22 @@ describe("EventStore (postgres): a shared log", () => {
     const rows = Number(pg.psql(`SELECT count(*) FROM ${CHUNKS_TABLE} WHERE stream = ${quoted(stream)}`).trim())
     expect(rows).toBeLessThan(50)
     expect(rows).toBeGreaterThan(0)
-    const text = Buffer.from(pg.psql(`SELECT encode(string_agg(text, ''::bytea ORDER BY seq), 'hex') FROM ${CHUNKS_TABLE} WHERE stream = ${quoted(stream)}`).trim(), "hex").toString("utf8")
-    expect(text.trimEnd().split("\n").map((l) => (JSON.parse(l) as { round: number }).round)).toEqual(Array.from({ length: 50 }, (_, n) => n))
+    const text = Buffer.from(
+      pg
+        .psql(`SELECT encode(string_agg(text, ''::bytea ORDER BY seq), 'hex') FROM ${CHUNKS_TABLE} WHERE stream = ${quoted(stream)}`)
+        .trim(),
+      "hex",
+    ).toString("utf8")
+    expect(
+      text
+        .trimEnd()
+        .split("\n")
+        .map((l) => (JSON.parse(l) as { round: number }).round),
+    ).toEqual(Array.from({ length: 50 }, (_, n) => n))
     // Another process reads them all.
-    expect(await twoStores((_, b) => Effect.map(b.read(stream), (r) => eventsOf(r).map(roundOf)))).toEqual(Array.from({ length: 50 }, (_, n) => n))
+    expect(await twoStores((_, b) => Effect.map(b.read(stream), (r) => eventsOf(r).map(roundOf)))).toEqual(
+      Array.from({ length: 50 }, (_, n) => n),
+    )
   })
 
   test("a server restart between appends: the store connects again and appends", async () => {

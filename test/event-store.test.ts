@@ -8,11 +8,11 @@ import { afterAll, describe, expect, test } from "bun:test"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as nodePath from "node:path"
-import { Effect, } from "effect"
-import { encodeEventLine } from "../src/domain/log/index.ts"
+import { Effect } from "effect"
 import type { Event } from "../src/domain/events/index.ts"
-import { EVENTS_FILE, EventStore, type MemoryStreams, eventsOf } from "../src/services/event-store/index.ts"
-import { type StoreFixture, eventStoreSuite } from "./support/event-store-suite.ts"
+import { encodeEventLine } from "../src/domain/log/index.ts"
+import { EVENTS_FILE, EventStore, eventsOf, type MemoryStreams } from "../src/services/event-store/index.ts"
+import { eventStoreSuite, type StoreFixture } from "./support/event-store-suite.ts"
 
 const tempRoot = fs.mkdtempSync(nodePath.join(os.tmpdir(), "event-store-test-"))
 afterAll(() => fs.rmSync(tempRoot, { recursive: true, force: true }))
@@ -47,7 +47,15 @@ eventStoreSuite("file", fileFixture)
 eventStoreSuite("memory", memoryFixture)
 
 const TIME = "2025-06-01T12:00:00.000Z"
-const round = (n: number): Event => ({ _tag: "round_started", time: TIME, agent: "agent_a", round: n, shown: [], vote_only: false, restart: false })
+const round = (n: number): Event => ({
+  _tag: "round_started",
+  time: TIME,
+  agent: "agent_a",
+  round: n,
+  shown: [],
+  vote_only: false,
+  restart: false,
+})
 
 describe("EventStore: each line is decoded once", () => {
   /** A layer over one stream, and a way to change the stream's bytes behind the store's back. */
@@ -56,12 +64,22 @@ describe("EventStore: each line is decoded once", () => {
       const stream = nodePath.join(tempRoot, `once${(bases += 1)}`, "log_20260101_000000_000000")
       fs.mkdirSync(stream, { recursive: true })
       const path = nodePath.join(stream, EVENTS_FILE)
-      return { stream, layer: EventStore.file(), text: () => fs.readFileSync(path, "utf8"), write: (t: string) => fs.writeFileSync(path, t) }
+      return {
+        stream,
+        layer: EventStore.file(),
+        text: () => fs.readFileSync(path, "utf8"),
+        write: (t: string) => fs.writeFileSync(path, t),
+      }
     },
     memory: () => {
       const stream = "/memory/logs/log_20260101_000000_000000"
       const texts: MemoryStreams = new Map()
-      return { stream, layer: EventStore.memory(texts), text: () => texts.get(stream) ?? "", write: (t: string) => void texts.set(stream, t) }
+      return {
+        stream,
+        layer: EventStore.memory(texts),
+        text: () => texts.get(stream) ?? "",
+        write: (t: string) => void texts.set(stream, t),
+      }
     },
   }
   for (const [name, make] of Object.entries(layers)) {

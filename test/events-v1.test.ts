@@ -11,11 +11,11 @@ import * as nodePath from "node:path"
 import { Effect } from "effect"
 import { replayCommand } from "../src/cli/commands/replay.ts"
 import { resumeCommand } from "../src/cli/commands/resume.ts"
-import type { CliContext } from "../src/cli/context.ts"
 import { statusCommand } from "../src/cli/commands/status.ts"
+import type { CliContext } from "../src/cli/context.ts"
 import { readEventsText } from "../src/domain/log/index.ts"
-import { foldEvents } from "../src/domain/state/index.ts"
 import { project } from "../src/domain/projections/status.ts"
+import { foldEvents } from "../src/domain/state/index.ts"
 import { EventStore, eventsOf } from "../src/services/event-store/index.ts"
 
 const FIXTURES = nodePath.join(import.meta.dir, "fixtures", "v1")
@@ -87,7 +87,11 @@ describe("schema-1 logs", () => {
       const first = stream.events[0]!
       expect(first.event._tag).toBe("run_started")
       expect(first.event).not.toHaveProperty("log_dir")
-      expect(first.meta).toEqual({ log_dir: JSON.parse(lines[0]!).log_dir, pid: JSON.parse(lines[0]!).pid, version: JSON.parse(lines[0]!).version })
+      expect(first.meta).toEqual({
+        log_dir: JSON.parse(lines[0]!).log_dir,
+        pid: JSON.parse(lines[0]!).pid,
+        version: JSON.parse(lines[0]!).version,
+      })
       expect(first.meta!.log_dir).not.toBe(dir)
     })
 
@@ -101,7 +105,16 @@ describe("schema-1 logs", () => {
       const dir = copyOf(name)
       const { out } = cli(tempRoot)
       const errors: Array<string> = []
-      expect(await Effect.runPromise(statusCommand(dir, true, (line) => void out.push(line), (line) => void errors.push(line)))).toBe(0)
+      expect(
+        await Effect.runPromise(
+          statusCommand(
+            dir,
+            true,
+            (line) => void out.push(line),
+            (line) => void errors.push(line),
+          ),
+        ),
+      ).toBe(0)
       const { log, stopped, ...status } = JSON.parse(out.join("\n"))
       expect(status).toEqual(storedStatusAt(name, dir))
       expect(log.skipped).toEqual({ torn_tail: 0, unreadable: 0, newer_schema: 0, duplicate: 0, out_of_order: 0, does_not_fit: 0 })
@@ -145,7 +158,11 @@ describe("schema-1 logs", () => {
     expect(stream.skipped).toBe(0)
     const resumed = stream.events.find((s) => s.event._tag === "run_resumed")!
     expect(resumed.meta).toMatchObject({ log_dir: dir, pid: process.pid, host: os.hostname(), version: "test" })
-    expect(resumed.event).toMatchObject({ dropped_lines: 0, restarted_rounds: [], continued_rounds: [{ agent: "agent_b", round: 1, shown: [], vote_only: false }] })
+    expect(resumed.event).toMatchObject({
+      dropped_lines: 0,
+      restarted_rounds: [],
+      continued_rounds: [{ agent: "agent_b", round: 1, shown: [], vote_only: false }],
+    })
     expect(readEventsText(after).events.at(-1)).toMatchObject({ _tag: "run_finished", reason: "completed", winner: "agent_a" })
     expect(readJson(nodePath.join(dir, "status.json")).meta).toMatchObject({ log_dir: dir, session_id: "log_interrupted" })
   }, 30_000)

@@ -18,7 +18,10 @@ import { runCli } from "./support/cli.ts"
 
 const ROOT = nodePath.resolve(import.meta.dir, "..")
 const EXAMPLES = nodePath.join(ROOT, "examples")
-const files = fs.readdirSync(EXAMPLES).filter((f) => f.endsWith(".yaml")).sort()
+const files = fs
+  .readdirSync(EXAMPLES)
+  .filter((f) => f.endsWith(".yaml"))
+  .sort()
 const textOf = (file: string) => fs.readFileSync(nodePath.join(EXAMPLES, file), "utf8")
 /** Variables an example references as `${VAR}`. */
 const referenced = (text: string): Array<string> => [...new Set([...text.matchAll(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g)].map((m) => m[1]!))]
@@ -29,7 +32,11 @@ afterAll(() => fs.rmSync(emptyDir, { recursive: true, force: true }))
 
 const validate = async (file: string, env: Record<string, string>, checkKeys = true) => {
   const printed: Array<string> = []
-  const code = await Effect.runPromise(validateCommand({ path: nodePath.join(EXAMPLES, file), json: true, strict: false, checkKeys }, env, emptyDir, (line) => printed.push(line)))
+  const code = await Effect.runPromise(
+    validateCommand({ path: nodePath.join(EXAMPLES, file), json: true, strict: false, checkKeys }, env, emptyDir, (line) =>
+      printed.push(line),
+    ),
+  )
   return { code, result: JSON.parse(printed.join("\n")) }
 }
 
@@ -58,13 +65,16 @@ describe("examples/*.yaml", () => {
     }
   })
 
-  test.each(files.filter((f) => referenced(textOf(f)).length > 0))("%s with --check-keys names each variable it needs when it is unset", async (file) => {
-    const { code, result } = await validate(file, {})
-    expect(code).toBe(1)
-    for (const v of referenced(textOf(file))) {
-      expect(result.errors.map((p: { message: string }) => p.message)).toContain(`environment variable ${v} is not set`)
-    }
-  })
+  test.each(files.filter((f) => referenced(textOf(f)).length > 0))(
+    "%s with --check-keys names each variable it needs when it is unset",
+    async (file) => {
+      const { code, result } = await validate(file, {})
+      expect(code).toBe(1)
+      for (const v of referenced(textOf(file))) {
+        expect(result.errors.map((p: { message: string }) => p.message)).toContain(`environment variable ${v} is not set`)
+      }
+    },
+  )
 
   test.each(PROVIDERS.map((t) => `${t}.yaml`))("%s uses its own backend type, keys only as ${VAR}", (file) => {
     const doc = parseYaml(textOf(file))
@@ -80,12 +90,22 @@ describe("examples/*.yaml", () => {
   })
 
   test("tools.yaml runs offline: the writer's command tool runs once, its result is recorded, and the run completes", async () => {
-    const result = await runCli("source", ["--automation", "--config", nodePath.join(EXAMPLES, "tools.yaml"), "Say something in six words."], { cwd: emptyDir, env: {} })
+    const result = await runCli(
+      "source",
+      ["--automation", "--config", nodePath.join(EXAMPLES, "tools.yaml"), "Say something in six words."],
+      { cwd: emptyDir, env: {} },
+    )
     expect(result.exitCode).toBe(0)
     expect(result.lines).toContain("WINNER: writer")
     const dir = result.lines.find((l) => l.startsWith("LOG_DIR: "))!.slice("LOG_DIR: ".length)
-    const events = fs.readFileSync(nodePath.join(dir, "events.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l))
-    expect(events.filter((e) => e.type === "tool_call_finished").map((e) => [e.agent, e.tool, e.ok, e.result.trim()])).toEqual([["writer", "count_words", true, "6"]])
+    const events = fs
+      .readFileSync(nodePath.join(dir, "events.jsonl"), "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l))
+    expect(events.filter((e) => e.type === "tool_call_finished").map((e) => [e.agent, e.tool, e.ok, e.result.trim()])).toEqual([
+      ["writer", "count_words", true, "6"],
+    ])
   })
 
   test("mixed.yaml puts OpenAI, Claude and a local server in one run", () => {
@@ -122,7 +142,16 @@ describe("docs/backends.md", () => {
   })
 
   test("documents pricing, the budget, quick start and keys", () => {
-    for (const word of ["`pricing:`", "`orchestrator.budget_usd`", "`--model ", "`--models ", "`--backend ", "`--base-url ", "`.env`", "`${VAR}`"]) {
+    for (const word of [
+      "`pricing:`",
+      "`orchestrator.budget_usd`",
+      "`--model ",
+      "`--models ",
+      "`--backend ",
+      "`--base-url ",
+      "`.env`",
+      "`${VAR}`",
+    ]) {
       expect(doc).toContain(word)
     }
   })

@@ -39,8 +39,29 @@ const tree = (dir: string): Record<string, string> => {
   return out
 }
 
-type Shape = "file_out_abs" | "file_out_rel" | "dir_out_abs" | "dir_out_rel" | "up" | "up_up" | "inside_abs" | "inside_dot" | "chain_out" | "chain_in"
-const SHAPES: ReadonlyArray<Shape> = ["file_out_abs", "file_out_rel", "dir_out_abs", "dir_out_rel", "up", "up_up", "inside_abs", "inside_dot", "chain_out", "chain_in"]
+type Shape =
+  | "file_out_abs"
+  | "file_out_rel"
+  | "dir_out_abs"
+  | "dir_out_rel"
+  | "up"
+  | "up_up"
+  | "inside_abs"
+  | "inside_dot"
+  | "chain_out"
+  | "chain_in"
+const SHAPES: ReadonlyArray<Shape> = [
+  "file_out_abs",
+  "file_out_rel",
+  "dir_out_abs",
+  "dir_out_rel",
+  "up",
+  "up_up",
+  "inside_abs",
+  "inside_dot",
+  "chain_out",
+  "chain_in",
+]
 const TOOLS = ["read_file", "write_file", "edit_file", "list_directory", "create_directory", "delete_file", "move_from", "move_to"] as const
 const SUFFIXES = ["", "sentinel.txt", "inner.txt", "dir/inner.txt", "new.txt", "x/y.txt"]
 
@@ -50,7 +71,8 @@ const layout = () => {
   made.push(base)
   const ws = nodePath.join(base, "ws")
   fs.mkdirSync(nodePath.join(ws, ...FOLDERS), { recursive: true })
-  for (let d = 0; d <= FOLDERS.length; d++) fs.writeFileSync(nodePath.join(ws, ...FOLDERS.slice(0, d), "file.txt"), "inside SENTINEL-free\n")
+  for (let d = 0; d <= FOLDERS.length; d++)
+    fs.writeFileSync(nodePath.join(ws, ...FOLDERS.slice(0, d), "file.txt"), "inside SENTINEL-free\n")
   fs.mkdirSync(nodePath.join(base, "out", "dir"), { recursive: true })
   fs.writeFileSync(nodePath.join(base, "sentinel.txt"), SENTINEL)
   fs.writeFileSync(nodePath.join(base, "out", "sentinel.txt"), SENTINEL)
@@ -100,7 +122,9 @@ const argsOf = (tool: (typeof TOOLS)[number], path: string): [string, Record<str
 }
 
 const call = (ws: string, name: string, args: Record<string, unknown>, context?: ToolContext) =>
-  Effect.runPromise(Effect.either(makeFileTools({ workspace: ws, snapshotPath: (l) => nodePath.join(ws, "..", "snapshots", l) }).run(name, args, context)))
+  Effect.runPromise(
+    Effect.either(makeFileTools({ workspace: ws, snapshotPath: (l) => nodePath.join(ws, "..", "snapshots", l) }).run(name, args, context)),
+  )
 
 describe("file tools and planted symlinks", () => {
   test("a path through a link is refused; a tool on the link itself acts on the link; nothing outside changes or is read", async () => {
@@ -155,7 +179,11 @@ describe("file tools and planted symlinks", () => {
           plant(base, ctx, dir, "l", shape)
           const before = { ctx: tree(ctx), out: tree(nodePath.join(base, "out")) }
           const path = nodePath.join(dir, "l", ...(suffix === "" ? [] : suffix.split("/")))
-          const r = await call(nodePath.join(base, "own-workspace"), ...argsOf(tool, path), presenter([{ path: ctx, permission: "write", protected_paths: [] }]))
+          const r = await call(
+            nodePath.join(base, "own-workspace"),
+            ...argsOf(tool, path),
+            presenter([{ path: ctx, permission: "write", protected_paths: [] }]),
+          )
           expect(Either.isLeft(r) && r.left.reason).toBe("refused")
           expect(Either.isLeft(r) && r.left.detail).toContain("a symlink")
           expect(fs.readFileSync(nodePath.join(base, "sentinel.txt"), "utf8")).toBe(SENTINEL)
@@ -168,19 +196,28 @@ describe("file tools and planted symlinks", () => {
 
   test("links under a file's old temporary name (every nearby pid) do not redirect write_file or edit_file", async () => {
     await fc.assert(
-      fc.asyncProperty(fc.integer({ min: 0, max: FOLDERS.length }), fc.constantFrom("write_file", "edit_file"), fc.boolean(), async (depth, tool, absolute) => {
-        const { base, ws } = layout()
-        const dir = nodePath.join(ws, ...FOLDERS.slice(0, depth))
-        const victim = nodePath.join(base, "sentinel.txt")
-        for (let pid = Math.max(1, process.pid - 50); pid <= process.pid + 50; pid++) {
-          fs.symlinkSync(absolute ? victim : nodePath.relative(dir, victim), nodePath.join(dir, `file.txt.massgen-${pid}.tmp`))
-        }
-        const path = [...FOLDERS.slice(0, depth), "file.txt"].join("/")
-        const r = await call(ws, tool, tool === "write_file" ? { path, content: "PWNED" } : { path, edits: [{ oldText: "SENTINEL-free", newText: "edited" }] })
-        expect(Either.isRight(r)).toBe(true)
-        expect(fs.readFileSync(victim, "utf8")).toBe(SENTINEL)
-        expect(fs.readFileSync(nodePath.join(dir, "file.txt"), "utf8")).toBe(tool === "write_file" ? "PWNED" : "inside edited\n")
-      }),
+      fc.asyncProperty(
+        fc.integer({ min: 0, max: FOLDERS.length }),
+        fc.constantFrom("write_file", "edit_file"),
+        fc.boolean(),
+        async (depth, tool, absolute) => {
+          const { base, ws } = layout()
+          const dir = nodePath.join(ws, ...FOLDERS.slice(0, depth))
+          const victim = nodePath.join(base, "sentinel.txt")
+          for (let pid = Math.max(1, process.pid - 50); pid <= process.pid + 50; pid++) {
+            fs.symlinkSync(absolute ? victim : nodePath.relative(dir, victim), nodePath.join(dir, `file.txt.massgen-${pid}.tmp`))
+          }
+          const path = [...FOLDERS.slice(0, depth), "file.txt"].join("/")
+          const r = await call(
+            ws,
+            tool,
+            tool === "write_file" ? { path, content: "PWNED" } : { path, edits: [{ oldText: "SENTINEL-free", newText: "edited" }] },
+          )
+          expect(Either.isRight(r)).toBe(true)
+          expect(fs.readFileSync(victim, "utf8")).toBe(SENTINEL)
+          expect(fs.readFileSync(nodePath.join(dir, "file.txt"), "utf8")).toBe(tool === "write_file" ? "PWNED" : "inside edited\n")
+        },
+      ),
       { numRuns: 40 },
     )
   }, 120_000)

@@ -18,12 +18,12 @@
 import { describe, expect, test } from "bun:test"
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
-import fc from "fast-check"
 import { Effect } from "effect"
-import { encodeEventLine, readEventsText } from "../src/domain/log/index.ts"
+import fc from "fast-check"
 import type { Event } from "../src/domain/events/index.ts"
-import { type State, advanceInPlace, evolve, foldEvents, foldingInPlace, initialState } from "../src/domain/state/index.ts"
-import { type ViewModel, applyEvent, emptyViewModel, foldView } from "../src/domain/projections/view-model.ts"
+import { encodeEventLine, readEventsText } from "../src/domain/log/index.ts"
+import { applyEvent, emptyViewModel, foldView, type ViewModel } from "../src/domain/projections/view-model.ts"
+import { advanceInPlace, evolve, foldEvents, foldingInPlace, initialState, type State } from "../src/domain/state/index.ts"
 import { makeStore } from "../src/services/event-store/index.ts"
 import { memoryStorage } from "../src/services/event-store/storage.ts"
 import { denseLog } from "./support/dense-log.ts"
@@ -61,40 +61,56 @@ const SIZES = [2_000, 20_000] as const
 describe("the fast fold", () => {
   test("equals the plain fold of evolve on dense logs of random sizes and agents, from any starting prefix", () => {
     fc.assert(
-      fc.property(fc.integer({ min: 0, max: 300 }), fc.integer({ min: 1, max: 6 }), fc.double({ min: 0, max: 1, noNaN: true }), (n, agents, cut) => {
-        const events = denseLog(n, Array.from({ length: agents }, (_, i) => `ag${i}`))
-        const k = Math.floor(cut * events.length)
-        const from = plainFold(events.slice(0, k))
-        const before = structuredClone(from)
-        expect(foldEvents(events.slice(k), from)).toEqual(plainFold(events))
-        // The state it started from is not changed.
-        expect(from).toEqual(before)
-      }),
+      fc.property(
+        fc.integer({ min: 0, max: 300 }),
+        fc.integer({ min: 1, max: 6 }),
+        fc.double({ min: 0, max: 1, noNaN: true }),
+        (n, agents, cut) => {
+          const events = denseLog(
+            n,
+            Array.from({ length: agents }, (_, i) => `ag${i}`),
+          )
+          const k = Math.floor(cut * events.length)
+          const from = plainFold(events.slice(0, k))
+          const before = structuredClone(from)
+          expect(foldEvents(events.slice(k), from)).toEqual(plainFold(events))
+          // The state it started from is not changed.
+          expect(from).toEqual(before)
+        },
+      ),
       { numRuns: 60 },
     )
   })
 
   test("advance gives evolve's state after every event, and advancing a copy of a state on the way gives the same end", () => {
     fc.assert(
-      fc.property(fc.integer({ min: 0, max: 200 }), fc.integer({ min: 1, max: 5 }), fc.double({ min: 0, max: 1, noNaN: true }), (n, agents, cut) => {
-        const events = denseLog(n, Array.from({ length: agents }, (_, i) => `ag${i}`))
-        let plain = initialState
-        let advanced = initialState
-        const k = Math.floor(cut * events.length)
-        let branch: State | null = null
-        events.forEach((event, i) => {
-          plain = evolve(plain, event)
-          advanced = advanceInPlace(advanced, event)
-          if (i === k) branch = structuredClone(advanced)
-          expect(advanced).toEqual(plain)
-        })
-        // From a state advanced from already: the rest again, from a copy of it, gives the same end.
-        if (branch !== null) {
-          let again: State = branch
-          for (const event of events.slice(k + 1)) again = advanceInPlace(again, event)
-          expect(again).toEqual(plain)
-        }
-      }),
+      fc.property(
+        fc.integer({ min: 0, max: 200 }),
+        fc.integer({ min: 1, max: 5 }),
+        fc.double({ min: 0, max: 1, noNaN: true }),
+        (n, agents, cut) => {
+          const events = denseLog(
+            n,
+            Array.from({ length: agents }, (_, i) => `ag${i}`),
+          )
+          let plain = initialState
+          let advanced = initialState
+          const k = Math.floor(cut * events.length)
+          let branch: State | null = null
+          events.forEach((event, i) => {
+            plain = evolve(plain, event)
+            advanced = advanceInPlace(advanced, event)
+            if (i === k) branch = structuredClone(advanced)
+            expect(advanced).toEqual(plain)
+          })
+          // From a state advanced from already: the rest again, from a copy of it, gives the same end.
+          if (branch !== null) {
+            let again: State = branch
+            for (const event of events.slice(k + 1)) again = advanceInPlace(again, event)
+            expect(again).toEqual(plain)
+          }
+        },
+      ),
       { numRuns: 40 },
     )
   })
@@ -110,7 +126,11 @@ describe("the fast fold", () => {
       }
       expect(model.state).toEqual(foldEvents(events))
       expect(model).toEqual(foldView(events))
-      expect({ n, copied: counter.copied, atMostN: counter.copied.answers <= n && counter.copied.labels <= n }).toEqual({ n, copied: counter.copied, atMostN: true })
+      expect({ n, copied: counter.copied, atMostN: counter.copied.answers <= n && counter.copied.labels <= n }).toEqual({
+        n,
+        copied: counter.copied,
+        atMostN: true,
+      })
     }
   })
 
@@ -131,7 +151,11 @@ describe("the fast fold", () => {
       const fold = foldingInPlace()
       for (const event of events) counter.see(fold.add(event))
       expect(fold.state()).toEqual(foldEvents(events))
-      expect({ n, copied: counter.copied, atMostN: counter.copied.answers <= n && counter.copied.labels <= n }).toEqual({ n, copied: counter.copied, atMostN: true })
+      expect({ n, copied: counter.copied, atMostN: counter.copied.answers <= n && counter.copied.labels <= n }).toEqual({
+        n,
+        copied: counter.copied,
+        atMostN: true,
+      })
     }
   })
 
@@ -167,7 +191,10 @@ describe("the fast fold", () => {
       expect(folded.state).toEqual(foldEvents(events))
       // A chunk's cut line is read again with the next chunk: a line more per 64 KiB.
       const work = { n, calls, readOverText: read / text.length, copied: counter.copied }
-      expect({ ...work, linear: calls === events.length && read <= 1.05 * text.length && counter.copied.answers <= n }).toEqual({ ...work, linear: true })
+      expect({ ...work, linear: calls === events.length && read <= 1.05 * text.length && counter.copied.answers <= n }).toEqual({
+        ...work,
+        linear: true,
+      })
     }
   }, 60_000)
 })

@@ -17,16 +17,16 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
 import { Chunk, Effect, Exit, Stream } from "effect"
+import { statusCommand } from "../src/cli/commands/status.ts"
+import { recordedCall, runDirConfig } from "../src/cli/run/run-dir.ts"
+import type { Config } from "../src/domain/config/index.ts"
 import { decide } from "../src/domain/coordination/decide.ts"
 import { readEventsText } from "../src/domain/log/index.ts"
-import type { Config } from "../src/domain/config/index.ts"
-import { type RecordedCall, replayRun } from "../src/domain/replay/index.ts"
-import { skipCounts, skipSentence, skippedLines } from "../src/domain/log/skip-report.ts"
-import { foldEvents } from "../src/domain/state/index.ts"
+import { skipCounts, skippedLines, skipSentence } from "../src/domain/log/skip-report.ts"
 import { project } from "../src/domain/projections/status.ts"
-import { recordedCall, runDirConfig } from "../src/cli/run/run-dir.ts"
-import { statusCommand } from "../src/cli/commands/status.ts"
-import { EventStore, type StreamRead, eventsOf } from "../src/services/event-store/index.ts"
+import { type RecordedCall, replayRun } from "../src/domain/replay/index.ts"
+import { foldEvents } from "../src/domain/state/index.ts"
+import { EventStore, eventsOf, type StreamRead } from "../src/services/event-store/index.ts"
 import { follow } from "../src/services/log-dir/feed.ts"
 import { cleanupSandboxes, sandbox } from "./support/cli.ts"
 import { configOf } from "./support/harness.ts"
@@ -62,11 +62,21 @@ beforeAll(async () => {
   root = sandbox()
   const council = await playCouncil()
   const councilDir = writeRunDir(nodePath.join(root, "council"), council.events, { files: council.files })
-  bases = [{ name: "council", lines: eventLines(council.events).split("\n").slice(0, -1), agents: configOf(COUNCIL).agents, call: recordedCall(councilDir) }]
+  bases = [
+    {
+      name: "council",
+      lines: eventLines(council.events).split("\n").slice(0, -1),
+      agents: configOf(COUNCIL).agents,
+      call: recordedCall(councilDir),
+    },
+  ]
   for (const name of fs.readdirSync(FIXTURES).filter((n) => fs.existsSync(nodePath.join(FIXTURES, n, "events.jsonl")))) {
     const dir = nodePath.join(FIXTURES, name)
     const config = await Effect.runPromise(runDirConfig(dir, {}))
-    const lines = fs.readFileSync(nodePath.join(dir, "events.jsonl"), "utf8").split("\n").filter((l) => l !== "")
+    const lines = fs
+      .readFileSync(nodePath.join(dir, "events.jsonl"), "utf8")
+      .split("\n")
+      .filter((l) => l !== "")
     bases.push({ name, lines, agents: config.config.agents, call: recordedCall(dir) })
   }
 }, 60_000)
@@ -128,7 +138,13 @@ const mutator = (random: () => number) => {
         delete wire[pick(keys)]
         break
       case 7:
-        wire.meta = pick([{ log_dir: "/x", pid: -1, host: "h", version: "v" }, { log_dir: 5 }, "meta", null, { log_dir: "/y", pid: 2 ** 40, version: "9" }])
+        wire.meta = pick([
+          { log_dir: "/x", pid: -1, host: "h", version: "v" },
+          { log_dir: 5 },
+          "meta",
+          null,
+          { log_dir: "/y", pid: 2 ** 40, version: "9" },
+        ])
         break
       default: {
         const nums = Object.entries(wire).filter(([, v]) => typeof v === "number")
@@ -168,12 +184,25 @@ const mutator = (random: () => number) => {
         return [Uint8Array.from(bytes)]
       }
       case 9:
-        return [utf8(line.replace(/"round":\d+/, `"round":${pick(["1e400", "99999999999999999999", "-0", "1.0000000000000002", "9007199254740993"])}`))]
+        return [
+          utf8(
+            line.replace(
+              /"round":\d+/,
+              `"round":${pick(["1e400", "99999999999999999999", "-0", "1.0000000000000002", "9007199254740993"])}`,
+            ),
+          ),
+        ]
       case 10: {
         // Deep enough to overflow a recursive decoder now and then (slow: kept rare).
         const depth = int(8) === 0 ? 12_000 : int(200)
         const wrap = pick([deep(depth), deepObject(depth)])
-        return [utf8(line.replace(/"parts":\[(\]?)/, (_, close) => `"parts":[${wrap}${close === "" ? "," : "]"}`).replace(/^\{/, `{"unknown_deep":${wrap},`))]
+        return [
+          utf8(
+            line
+              .replace(/"parts":\[(\]?)/, (_, close) => `"parts":[${wrap}${close === "" ? "," : "]"}`)
+              .replace(/^\{/, `{"unknown_deep":${wrap},`),
+          ),
+        ]
       }
       case 11:
         return [utf8(pick(["", "   ", "\t", "\r", "null", "[]", "42", '"text"', "{}", '{"schema":2}', "\u2028"]))]
@@ -184,7 +213,16 @@ const mutator = (random: () => number) => {
       case 14:
         return [utf8(line.replace(/"time":"[^"]*"/, `"time":"${new Date(Date.UTC(2026, 0, 1) + int(1e9)).toISOString()}"`))]
       default:
-        return [utf8(JSON.stringify({ schema: 2 + int(3), type: pick(["answer_submitted", "vote_cast", "future_event"]), time: new Date(Date.UTC(2026, 0, 1)).toISOString(), novel: { a: [1, 2] } }))]
+        return [
+          utf8(
+            JSON.stringify({
+              schema: 2 + int(3),
+              type: pick(["answer_submitted", "vote_cast", "future_event"]),
+              time: new Date(Date.UTC(2026, 0, 1)).toISOString(),
+              novel: { a: [1, 2] },
+            }),
+          ),
+        ]
     }
   }
 
@@ -212,7 +250,10 @@ const mutator = (random: () => number) => {
 const nonBlankLines = (text: string) => text.split("\n").filter((l) => l.trim() !== "").length
 
 /** Every non-blank line is an event or is counted as skipped: by cause, by the kinds a person is told of, and in all. */
-const expectAccounted = (read: Pick<StreamRead, "skipped" | "skippedByCause"> & { readonly events: ReadonlyArray<unknown> }, text: string) => {
+const expectAccounted = (
+  read: Pick<StreamRead, "skipped" | "skippedByCause"> & { readonly events: ReadonlyArray<unknown> },
+  text: string,
+) => {
   const byCause = Object.values(read.skippedByCause).reduce((a, b) => a + b, 0)
   const byKind = skippedLines(skipCounts(read.skippedByCause, 0))
   expect({ events: read.events.length, skipped: read.skipped, byCause, byKind }).toEqual({
@@ -223,7 +264,8 @@ const expectAccounted = (read: Pick<StreamRead, "skipped" | "skippedByCause"> & 
   })
 }
 
-const run = <A, E>(effect: Effect.Effect<A, E, EventStore>, layer: ReturnType<typeof EventStore.memory>) => Effect.runSync(Effect.provide(effect, layer))
+const run = <A, E>(effect: Effect.Effect<A, E, EventStore>, layer: ReturnType<typeof EventStore.memory>) =>
+  Effect.runSync(Effect.provide(effect, layer))
 
 describe(`fuzzed logs through every reader (seed ${SEED})`, () => {
   test("nothing throws and every line is accounted for", async () => {
@@ -258,7 +300,10 @@ describe(`fuzzed logs through every reader (seed ${SEED})`, () => {
           return last!
         })
         const inPieces = run(pieces, memory)
-        const fresh = run(Effect.flatMap(EventStore, (s) => Effect.orDie(s.read(stream))), EventStore.memory(new Map([[stream, text]])))
+        const fresh = run(
+          Effect.flatMap(EventStore, (s) => Effect.orDie(s.read(stream))),
+          EventStore.memory(new Map([[stream, text]])),
+        )
         expect(inPieces).toEqual(fresh)
         expectAccounted(fresh, text)
 
@@ -286,7 +331,9 @@ describe(`fuzzed logs through every reader (seed ${SEED})`, () => {
         const dir = nodePath.join(logsDir, `log_20260101_000000_${String(i).padStart(6, "0")}`)
         fs.mkdirSync(dir)
         fs.writeFileSync(nodePath.join(dir, "events.jsonl"), fuzzed.bytes)
-        const onDisk = await Effect.runPromise(Effect.flatMap(EventStore, (s) => Effect.orDie(s.read(dir))).pipe(Effect.provide(EventStore.file())))
+        const onDisk = await Effect.runPromise(
+          Effect.flatMap(EventStore, (s) => Effect.orDie(s.read(dir))).pipe(Effect.provide(EventStore.file())),
+        )
         const diskText = Buffer.from(fuzzed.bytes).toString("utf8")
         expectAccounted(onDisk, diskText)
 
@@ -294,7 +341,14 @@ describe(`fuzzed logs through every reader (seed ${SEED})`, () => {
         const printed: Array<string> = []
         const errors: Array<string> = []
         const json = i % 2 === 0
-        const status = await Effect.runPromiseExit(statusCommand(dir, json, (l) => void printed.push(l), (l) => void errors.push(l)))
+        const status = await Effect.runPromiseExit(
+          statusCommand(
+            dir,
+            json,
+            (l) => void printed.push(l),
+            (l) => void errors.push(l),
+          ),
+        )
         if (Exit.isFailure(status)) expect(status.cause._tag).toBe("Fail")
         else {
           runs += 1
@@ -308,10 +362,10 @@ describe(`fuzzed logs through every reader (seed ${SEED})`, () => {
         if (i % 8 === 0) {
           const given: Array<unknown> = []
           await Effect.runPromise(
-            follow(dir, (item) => Effect.sync(() => void (item._tag === "event" && given.push(item.event))), { pollMs: 5, alive: () => false }).pipe(
-              Effect.provide(EventStore.file({ pollMs: 5 })),
-              Effect.timeoutOption("200 millis"),
-            ),
+            follow(dir, (item) => Effect.sync(() => void (item._tag === "event" && given.push(item.event))), {
+              pollMs: 5,
+              alive: () => false,
+            }).pipe(Effect.provide(EventStore.file({ pollMs: 5 })), Effect.timeoutOption("200 millis")),
           )
           expect(given).toEqual(eventsOf(onDisk).slice(0, given.length))
         }

@@ -7,11 +7,11 @@
 import { describe, expect, test } from "bun:test"
 import { Effect, Fiber, Option, TestClock, TestContext } from "effect"
 import { decide, updateFor } from "../src/domain/coordination/decide.ts"
+import { roundRequest, STALE_VOTE_RESULT } from "../src/domain/coordination/prompts.ts"
+import { onUpdate, startRound } from "../src/domain/coordination/round-machine.ts"
 import type { Event } from "../src/domain/events/index.ts"
 import type { LlmReply } from "../src/domain/llm.ts"
-import { STALE_VOTE_RESULT, roundRequest } from "../src/domain/coordination/prompts.ts"
 import { replayRun } from "../src/domain/replay/index.ts"
-import { onUpdate, startRound } from "../src/domain/coordination/round-machine.ts"
 import { callsOf } from "./support/call-logs.ts"
 import { answer, callEnded, given, roundCancelled, roundStarted, runStarted, updateInjected } from "./support/given.ts"
 import { configOf, runInMemory } from "./support/harness.ts"
@@ -55,7 +55,13 @@ describe("the decider with injection", () => {
   })
 
   test("first-answer protection: nothing is injected into an agent that has no answer yet", () => {
-    const g = given(runStarted(["a", "b"]), roundStarted("a", 1, []), roundStarted("b", 1, []), callEnded("b", 1, 1), answer("a", 1, "agent1.1", "A"))
+    const g = given(
+      runStarted(["a", "b"]),
+      roundStarted("a", 1, []),
+      roundStarted("b", 1, []),
+      callEnded("b", 1, 1),
+      answer("a", 1, "agent1.1", "A"),
+    )
     expect(updateFor(g.state, "b", 1)).toBeNull()
   })
 

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import { createHash } from "node:crypto"
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
-import { ROOT, cleanupSandboxes, sandbox } from "./support/cli.ts"
+import { cleanupSandboxes, ROOT, sandbox } from "./support/cli.ts"
 
 afterAll(cleanupSandboxes)
 
@@ -75,7 +75,13 @@ const install = async (machine: Machine, extraEnv: Record<string, string> = {}, 
   const dir = extraEnv.MASSGEN_INSTALL_DIR ?? nodePath.join(cwd, "home", ".local", "bin")
   const proc = Bun.spawn(["/bin/sh", INSTALLER], {
     cwd,
-    env: { PATH: onPath ? `${bin}:${dir}` : bin, HOME: nodePath.join(cwd, "home"), MASSGEN_INSTALL_BASE: base, SHELL: "/bin/bash", ...extraEnv },
+    env: {
+      PATH: onPath ? `${bin}:${dir}` : bin,
+      HOME: nodePath.join(cwd, "home"),
+      MASSGEN_INSTALL_BASE: base,
+      SHELL: "/bin/bash",
+      ...extraEnv,
+    },
     stdout: "pipe",
     stderr: "pipe",
     stdin: "ignore",
@@ -144,10 +150,18 @@ describe("install.sh", () => {
   })
 
   test("a SHA256SUMS that lists no binary for the platform: a clear message, nothing installed", async () => {
-    tampered.set("/release/SHA256SUMS", SUMS.split("\n").filter((l) => !l.endsWith("-darwin-arm64")).join("\n"))
+    tampered.set(
+      "/release/SHA256SUMS",
+      SUMS.split("\n")
+        .filter((l) => !l.endsWith("-darwin-arm64"))
+        .join("\n"),
+    )
     try {
       const result = await install({ os: "Darwin", arch: "arm64" })
-      expect({ exitCode: result.exitCode, stderr: result.stderr }).toEqual({ exitCode: 1, stderr: `massgen install: SHA256SUMS at ${base} lists no massgen binary for darwin-arm64\n` })
+      expect({ exitCode: result.exitCode, stderr: result.stderr }).toEqual({
+        exitCode: 1,
+        stderr: `massgen install: SHA256SUMS at ${base} lists no massgen binary for darwin-arm64\n`,
+      })
       expect(installed(result.dir)).toEqual([])
     } finally {
       tampered.delete("/release/SHA256SUMS")
@@ -155,7 +169,10 @@ describe("install.sh", () => {
   })
 
   test.each([
-    [{ os: "FreeBSD", arch: "amd64" }, "no massgen binary for this operating system (FreeBSD); there are binaries for Linux, macOS and Windows"],
+    [
+      { os: "FreeBSD", arch: "amd64" },
+      "no massgen binary for this operating system (FreeBSD); there are binaries for Linux, macOS and Windows",
+    ],
     [{ os: "Linux", arch: "riscv64" }, "no massgen binary for this architecture (riscv64); there are binaries for x86-64 and arm64"],
     [{ os: "Linux", arch: "aarch64", ldd: "musl libc (aarch64)" }, "no massgen binary for musl on arm64"],
   ])("an unknown platform %o: exit 1, a message naming it, nothing downloaded or installed", async (machine, message) => {

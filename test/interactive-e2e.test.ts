@@ -39,70 +39,76 @@ const TEAM = {
 }
 
 describe("interactive mode in tmux (compiled binary)", () => {
-  test(
-    "turns with the live view, history between them, Ctrl+C stops a turn and returns to the prompt, slash commands, Ctrl+D quits",
-    async () => {
-      const dir = sandbox()
-      writeConfig(dir, TEAM)
-      const name = start(dir, [BINARY, "--config", "config.yaml"])
-      await waitFor(name, (s) => prompts(s) === 1, "the prompt")
-      type(name, "What is 2+2?")
-      enter(name)
-      const first = await waitFor(name, (s) => prompts(s) === 2, "the prompt after the first turn")
-      expect(first).toContain("Final answer · agent_a")
-      expect(first).toContain("The answer is 4.")
+  test("turns with the live view, history between them, Ctrl+C stops a turn and returns to the prompt, slash commands, Ctrl+D quits", async () => {
+    const dir = sandbox()
+    writeConfig(dir, TEAM)
+    const name = start(dir, [BINARY, "--config", "config.yaml"])
+    await waitFor(name, (s) => prompts(s) === 1, "the prompt")
+    type(name, "What is 2+2?")
+    enter(name)
+    const first = await waitFor(name, (s) => prompts(s) === 2, "the prompt after the first turn")
+    expect(first).toContain("Final answer · agent_a")
+    expect(first).toContain("The answer is 4.")
 
-      type(name, "And doubled?")
-      enter(name)
-      await waitFor(name, (s) => s.includes("Q: And doubled?"), "the second turn's live view")
-      tmux("send-keys", "-t", name, "C-c")
-      const stopped = await waitFor(name, (s) => prompts(s) === 3, "the prompt after the stopped turn")
-      expect(stopped).toContain("resume with: massgen resume")
+    type(name, "And doubled?")
+    enter(name)
+    await waitFor(name, (s) => s.includes("Q: And doubled?"), "the second turn's live view")
+    tmux("send-keys", "-t", name, "C-c")
+    const stopped = await waitFor(name, (s) => prompts(s) === 3, "the prompt after the stopped turn")
+    expect(stopped).toContain("resume with: massgen resume")
 
-      const logs = nodePath.join(dir, ".massgen", "massgen_logs")
-      const [firstDir, secondDir] = fs.readdirSync(logs).sort().map((d) => nodePath.join(logs, d))
-      const events = readEventsText(fs.readFileSync(nodePath.join(secondDir!, "events.jsonl"), "utf8")).events
-      expect(events[0]).toMatchObject({ question: "And doubled?", conversation: [{ role: "user", content: "What is 2+2?" }, { role: "assistant", content: "The answer is 4." }] })
-      expect(events.at(-1)).toMatchObject({ _tag: "run_finished", reason: "interrupted" })
-      expect(firstDir).toBeDefined()
+    const logs = nodePath.join(dir, ".massgen", "massgen_logs")
+    const [firstDir, secondDir] = fs
+      .readdirSync(logs)
+      .sort()
+      .map((d) => nodePath.join(logs, d))
+    const events = readEventsText(fs.readFileSync(nodePath.join(secondDir!, "events.jsonl"), "utf8")).events
+    expect(events[0]).toMatchObject({
+      question: "And doubled?",
+      conversation: [
+        { role: "user", content: "What is 2+2?" },
+        { role: "assistant", content: "The answer is 4." },
+      ],
+    })
+    expect(events.at(-1)).toMatchObject({ _tag: "run_finished", reason: "interrupted" })
+    expect(firstDir).toBeDefined()
 
-      type(name, "/history")
+    type(name, "/history")
+    enter(name)
+    await waitFor(name, (s) => prompts(s) === 4, "the prompt after /history")
+    type(name, "/cost")
+    enter(name)
+    const cost = await waitFor(name, (s) => prompts(s) === 5, "the prompt after /cost")
+    expect(cost).toContain("1. What is 2+2?")
+    expect(cost).toContain("   → The answer is 4.")
+    expect(cost).toContain("2. And doubled?")
+    expect(cost).toContain("(no answer: interrupted)")
+    expect(cost).toMatch(/Session session_\S+: 2 turns, [\d,]+ tokens, cost \$—/)
+    for (const [command, seen] of [
+      ["/status", "Config: config.yaml"],
+      ["/reset", "New session session_"],
+      ["/help", "/history   the questions and answers so far"],
+      ["/nope", "unknown command /nope"],
+    ] as const) {
+      const before = prompts(screen(name))
+      type(name, command)
       enter(name)
-      await waitFor(name, (s) => prompts(s) === 4, "the prompt after /history")
-      type(name, "/cost")
-      enter(name)
-      const cost = await waitFor(name, (s) => prompts(s) === 5, "the prompt after /cost")
-      expect(cost).toContain("1. What is 2+2?")
-      expect(cost).toContain("   → The answer is 4.")
-      expect(cost).toContain("2. And doubled?")
-      expect(cost).toContain("(no answer: interrupted)")
-      expect(cost).toMatch(/Session session_\S+: 2 turns, [\d,]+ tokens, cost \$—/)
-      for (const [command, seen] of [["/status", "Config: config.yaml"], ["/reset", "New session session_"], ["/help", "/history   the questions and answers so far"], ["/nope", "unknown command /nope"]] as const) {
-        const before = prompts(screen(name))
-        type(name, command)
-        enter(name)
-        expect(await waitFor(name, (s) => prompts(s) === before + 1, `the prompt after ${command}`)).toContain(seen)
-      }
-      tmux("send-keys", "-t", name, "C-d")
-      const end = await waitFor(name, (s) => s.includes("EXIT="), "the end")
-      expect(end).toContain("EXIT=0")
-      expect(end).toContain("Bye. Session session_")
-    },
-    120_000,
-  )
+      expect(await waitFor(name, (s) => prompts(s) === before + 1, `the prompt after ${command}`)).toContain(seen)
+    }
+    tmux("send-keys", "-t", name, "C-d")
+    const end = await waitFor(name, (s) => s.includes("EXIT="), "the end")
+    expect(end).toContain("EXIT=0")
+    expect(end).toContain("Bye. Session session_")
+  }, 120_000)
 
-  test(
-    "a second Ctrl+C at the prompt quits, exit 0",
-    async () => {
-      const dir = sandbox()
-      writeConfig(dir, TEAM)
-      const name = start(dir, [BINARY, "--config", "config.yaml"])
-      await waitFor(name, (s) => prompts(s) === 1, "the prompt")
-      tmux("send-keys", "-t", name, "C-c")
-      await waitFor(name, (s) => s.includes("(Ctrl+C again or Ctrl+D to quit)"), "the hint")
-      tmux("send-keys", "-t", name, "C-c")
-      expect(await waitFor(name, (s) => s.includes("EXIT="), "the end")).toContain("EXIT=0")
-    },
-    60_000,
-  )
+  test("a second Ctrl+C at the prompt quits, exit 0", async () => {
+    const dir = sandbox()
+    writeConfig(dir, TEAM)
+    const name = start(dir, [BINARY, "--config", "config.yaml"])
+    await waitFor(name, (s) => prompts(s) === 1, "the prompt")
+    tmux("send-keys", "-t", name, "C-c")
+    await waitFor(name, (s) => s.includes("(Ctrl+C again or Ctrl+D to quit)"), "the hint")
+    tmux("send-keys", "-t", name, "C-c")
+    expect(await waitFor(name, (s) => s.includes("EXIT="), "the end")).toContain("EXIT=0")
+  }, 60_000)
 })

@@ -87,7 +87,9 @@ describe("createLogDir", () => {
       for (let i = 0; i < 5; i++) console.log(await Effect.runPromise(createLogDir(${JSON.stringify(base)}, ${MOMENT})))`
     const outputs = await Promise.all(
       Array.from({ length: 4 }, () =>
-        new Response(Bun.spawn([process.execPath, "-e", script], { cwd: nodePath.join(import.meta.dir, ".."), stdout: "pipe" }).stdout).text(),
+        new Response(
+          Bun.spawn([process.execPath, "-e", script], { cwd: nodePath.join(import.meta.dir, ".."), stdout: "pipe" }).stdout,
+        ).text(),
       ),
     )
     const dirs = outputs.flatMap((out) => out.trim().split("\n"))

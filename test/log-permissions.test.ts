@@ -16,7 +16,17 @@ import { afterAll, describe, expect, test } from "bun:test"
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
 import { cleanupSandboxes, runCli, sandbox, startCli, writeConfig } from "./support/cli.ts"
-import { type Behaviour, type FakeRequest, NO_PROXY_ENV, hang, offeredTools, promptText, reply, startFakeLlm, toolCall } from "./support/fake-llm.ts"
+import {
+  type Behaviour,
+  type FakeRequest,
+  hang,
+  NO_PROXY_ENV,
+  offeredTools,
+  promptText,
+  reply,
+  startFakeLlm,
+  toolCall,
+} from "./support/fake-llm.ts"
 import { filesUnder, logDirOf, shown } from "./support/run-output.ts"
 
 afterAll(() => cleanupSandboxes())
@@ -29,7 +39,13 @@ const modeOf = (path: string): string => (fs.statSync(path).mode & 0o777).toStri
 
 /** Every directory and file under `dir` (and `dir` itself) with a mode other than 0700 / 0600. */
 const looseModes = (dir: string): Array<string> => {
-  const dirs = [dir, ...fs.readdirSync(dir, { recursive: true, withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => nodePath.join(d.parentPath, d.name))]
+  const dirs = [
+    dir,
+    ...fs
+      .readdirSync(dir, { recursive: true, withFileTypes: true })
+      .filter((d) => d.isDirectory())
+      .map((d) => nodePath.join(d.parentPath, d.name)),
+  ]
   const files = filesUnder(dir).map((f) => nodePath.join(dir, f))
   return [
     ...dirs.filter((d) => modeOf(d) !== "700").map((d) => `${nodePath.relative(dir, d) || "."}/ ${modeOf(d)}`),
@@ -44,7 +60,13 @@ describe("log directories are 0700 and their files 0600, whatever the umask", ()
     try {
       const cwd = sandbox()
       const config = writeConfig(cwd, {
-        agents: [{ id: "solo", system_message: `You are careful. ${"Check every step. ".repeat(20)}`, backend: { type: "chatcompletion", model: "m", base_url: fake.openAiBaseUrl } }],
+        agents: [
+          {
+            id: "solo",
+            system_message: `You are careful. ${"Check every step. ".repeat(20)}`,
+            backend: { type: "chatcompletion", model: "m", base_url: fake.openAiBaseUrl },
+          },
+        ],
         timeout_settings: { orchestrator_timeout_seconds: 60, agent_timeout_seconds: 30 },
       })
       const running = await startCli("source", ["--automation", "--config", config, QUESTION], { ...OPTIONS, cwd })
@@ -59,14 +81,25 @@ describe("log directories are 0700 and their files 0600, whatever the umask", ()
       respond = (req) =>
         offeredTools(req).length === 0
           ? reply({ text: "Four." })
-          : promptText(req).includes("<agent1.") ? toolCall("vote", { agent_id: "agent1", reason: "right" }) : toolCall("new_answer", { content: "4" })
+          : promptText(req).includes("<agent1.")
+            ? toolCall("vote", { agent_id: "agent1", reason: "right" })
+            : toolCall("new_answer", { content: "4" })
       const resumed = await runCli("source", ["resume", "--automation", dir], { ...OPTIONS, cwd })
       expect({ exit: resumed.exitCode, out: shown(resumed) }).toMatchObject({ exit: 0 })
       expect(logDirOf(resumed)).toBe(dir)
       expect((await runCli("source", ["status", dir], { ...OPTIONS, cwd })).exitCode).toBe(0)
 
       const files = filesUnder(dir)
-      for (const expected of ["events.jsonl", "status.json", "execution_metadata.yaml", "coordination_events.json", "snapshot_mappings.json", "final/solo/answer.txt", "agent_outputs/solo.txt", "llm_log/calls.jsonl"]) {
+      for (const expected of [
+        "events.jsonl",
+        "status.json",
+        "execution_metadata.yaml",
+        "coordination_events.json",
+        "snapshot_mappings.json",
+        "final/solo/answer.txt",
+        "agent_outputs/solo.txt",
+        "llm_log/calls.jsonl",
+      ]) {
         expect(files).toContain(expected)
       }
       for (const folder of ["blobs/", "snapshots/"]) expect(files.some((f) => f.startsWith(folder))).toBe(true)

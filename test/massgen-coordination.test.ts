@@ -7,11 +7,23 @@
  */
 import { describe, expect, test } from "bun:test"
 import { quickSettings } from "../src/domain/config/index.ts"
-import type { Event } from "../src/domain/events/index.ts"
 import { duplicateProblem, noveltyProblem, roundRequest, wordOverlap } from "../src/domain/coordination/prompts.ts"
 import { requestForPresentation, requestForRound } from "../src/domain/coordination/requests.ts"
 import { classifyReply, onModelReply, startRound } from "../src/domain/coordination/round-machine.ts"
-import { answer, answered, defaultSettings, given, presentationStarted, roundCancelled, roundStarted, runStarted, vote, voteIgnored, voted } from "./support/given.ts"
+import type { Event } from "../src/domain/events/index.ts"
+import {
+  answer,
+  answered,
+  defaultSettings,
+  given,
+  presentationStarted,
+  roundCancelled,
+  roundStarted,
+  runStarted,
+  vote,
+  voted,
+  voteIgnored,
+} from "./support/given.ts"
 import { newAnswer, reply, request, shownOf, tool } from "./support/replies.ts"
 
 const ids = ["a", "b", "c"]
@@ -25,23 +37,50 @@ describe("skip_voting (MassGen consensus tests: completes once every agent answe
   const settings = { skip_voting: true }
 
   test("an agent that answered waits: no vote round is started for it", () => {
-    given(...started(settings), answer("a", 1, "agent1.1", "A")).whenDecided().then()
+    given(...started(settings), answer("a", 1, "agent1.1", "A"))
+      .whenDecided()
+      .then()
   })
 
   test("once every agent answered, the first in config order presents, with no vote counted", () => {
     given(...started(settings), answer("b", 1, "agent2.1", "B"), answer("c", 1, "agent3.1", "C"), answer("a", 1, "agent1.1", "A"))
       .whenDecided()
-      .then(presentationStarted("a", "agent1.1", { "agent1.1": 0, "agent2.1": 0, "agent3.1": 0 }, { strategy: "winner_present", callsModel: true }))
+      .then(
+        presentationStarted(
+          "a",
+          "agent1.1",
+          { "agent1.1": 0, "agent2.1": 0, "agent3.1": 0 },
+          { strategy: "winner_present", callsModel: true },
+        ),
+      )
   })
 
   test("the strategy still says how it ends: skip_final_presentation reuses the first agent's answer", () => {
-    given(...started({ ...settings, skip_final_presentation: true, final_answer_strategy: "winner_reuse" }), answer("a", 1, "agent1.1", "A"), answer("b", 1, "agent2.1", "B"), answer("c", 1, "agent3.1", "C"))
+    given(
+      ...started({ ...settings, skip_final_presentation: true, final_answer_strategy: "winner_reuse" }),
+      answer("a", 1, "agent1.1", "A"),
+      answer("b", 1, "agent2.1", "B"),
+      answer("c", 1, "agent3.1", "C"),
+    )
       .whenDecided()
-      .then(presentationStarted("a", "agent1.1", { "agent1.1": 0, "agent2.1": 0, "agent3.1": 0 }, { strategy: "winner_reuse", callsModel: false }))
+      .then(
+        presentationStarted(
+          "a",
+          "agent1.1",
+          { "agent1.1": 0, "agent2.1": 0, "agent3.1": 0 },
+          { strategy: "winner_reuse", callsModel: false },
+        ),
+      )
   })
 
   test("a vote is not taken: it is ignored as deferred", () => {
-    given(runStarted(ids, settings), roundStarted("a", 1, []), answer("a", 1, "agent1.1", "A"), roundStarted("b", 1, ["agent1.1"]), roundStarted("c", 1, ["agent1.1"]))
+    given(
+      runStarted(ids, settings),
+      roundStarted("a", 1, []),
+      answer("a", 1, "agent1.1", "A"),
+      roundStarted("b", 1, ["agent1.1"]),
+      roundStarted("c", 1, ["agent1.1"]),
+    )
       .when(voted("b", 1, "agent1"))
       .then(voteIgnored("b", 1, "a", "deferred"))
   })
@@ -53,16 +92,21 @@ describe("quick synthesize (MassGen: several agents, synthesize, max_new_answers
   test("every agent answered once: agent a synthesizes at once, no vote round", () => {
     given(...started(settings), answer("a", 1, "agent1.1", "A"), answer("b", 1, "agent2.1", "B"))
       .whenDecided()
-      .then()
-      .state
+      .then().state
     given(...started(settings), answer("a", 1, "agent1.1", "A"), answer("b", 1, "agent2.1", "B"), answer("c", 1, "agent3.1", "C"))
       .whenDecided()
-      .then(presentationStarted("a", "agent1.1", { "agent1.1": 0, "agent2.1": 0, "agent3.1": 0 }, { strategy: "synthesize", callsModel: true }))
+      .then(
+        presentationStarted("a", "agent1.1", { "agent1.1": 0, "agent2.1": 0, "agent3.1": 0 }, { strategy: "synthesize", callsModel: true }),
+      )
   })
 
   test("the presentation's context says that no vote was held", () => {
-    const state = given(...started(settings), answer("a", 1, "agent1.1", "A"), answer("b", 1, "agent2.1", "B"), answer("c", 1, "agent3.1", "C"))
-      .whenDecided().state
+    const state = given(
+      ...started(settings),
+      answer("a", 1, "agent1.1", "A"),
+      answer("b", 1, "agent2.1", "B"),
+      answer("c", 1, "agent3.1", "C"),
+    ).whenDecided().state
     const request = requestForPresentation(state, agentOf("a", 0))!
     expect(request.messages[0]!.content).toContain("No vote was held")
     expect(request.messages[0]!.content).toContain("Combine the strongest parts of all answers")
@@ -78,10 +122,17 @@ describe("quick synthesize (MassGen: several agents, synthesize, max_new_answers
 describe("--quick (MassGen: max_new_answers_per_agent 1, skip_final_presentation; several agents: synthesize, deferred voting, no injection; one agent: skip_voting)", () => {
   test("several agents: quick synthesize, the first agent presents", () => {
     const s = quickSettings(defaultSettings, 3)
-    expect(s).toMatchObject({ max_new_answers_per_agent: 1, final_answer_strategy: "synthesize", disable_injection: true, defer_voting_until_all_answered: true })
+    expect(s).toMatchObject({
+      max_new_answers_per_agent: 1,
+      final_answer_strategy: "synthesize",
+      disable_injection: true,
+      defer_voting_until_all_answered: true,
+    })
     given(...started(s), answer("a", 1, "agent1.1", "A"), answer("b", 1, "agent2.1", "B"), answer("c", 1, "agent3.1", "C"))
       .whenDecided()
-      .then(presentationStarted("a", "agent1.1", { "agent1.1": 0, "agent2.1": 0, "agent3.1": 0 }, { strategy: "synthesize", callsModel: true }))
+      .then(
+        presentationStarted("a", "agent1.1", { "agent1.1": 0, "agent2.1": 0, "agent3.1": 0 }, { strategy: "synthesize", callsModel: true }),
+      )
   })
 
   test("one agent: one call, its answer is final with no presentation call", () => {
@@ -96,17 +147,29 @@ describe("defer_voting_until_all_answered (MassGen: agents at the cap wait until
   const settings = { defer_voting_until_all_answered: true }
 
   test("an agent with an answer gets no round while another live agent has none", () => {
-    given(...started(settings), answer("a", 1, "agent1.1", "A")).whenDecided().then()
+    given(...started(settings), answer("a", 1, "agent1.1", "A"))
+      .whenDecided()
+      .then()
   })
 
   test("once every live agent answered, every agent is given a round to vote", () => {
     given(...started(settings), answer("a", 1, "agent1.1", "A"), answer("b", 1, "agent2.1", "B"), answer("c", 1, "agent3.1", "C"))
       .whenDecided()
-      .then(roundStarted("a", 2, ["agent1.1", "agent2.1", "agent3.1"]), roundStarted("b", 2, ["agent1.1", "agent2.1", "agent3.1"]), roundStarted("c", 2, ["agent1.1", "agent2.1", "agent3.1"]))
+      .then(
+        roundStarted("a", 2, ["agent1.1", "agent2.1", "agent3.1"]),
+        roundStarted("b", 2, ["agent1.1", "agent2.1", "agent3.1"]),
+        roundStarted("c", 2, ["agent1.1", "agent2.1", "agent3.1"]),
+      )
   })
 
   test("a round of an agent without an answer offers only new_answer, and a vote from it is ignored", () => {
-    const g = given(runStarted(ids, settings), roundStarted("a", 1, []), answer("a", 1, "agent1.1", "A"), roundStarted("b", 1, ["agent1.1"]), roundStarted("c", 1, ["agent1.1"]))
+    const g = given(
+      runStarted(ids, settings),
+      roundStarted("a", 1, []),
+      answer("a", 1, "agent1.1", "A"),
+      roundStarted("b", 1, ["agent1.1"]),
+      roundStarted("c", 1, ["agent1.1"]),
+    )
     const request = requestForRound(g.state, agentOf("b", 1))!
     expect(request.tools.map((t) => t.name)).toEqual(["new_answer"])
     expect(request.context).toMatchObject({ answerOnly: true })
@@ -119,8 +182,18 @@ describe("max_new_answers_global (MassGen vote-only mode tests: at the cap every
     given(...started({ max_new_answers_global: 2 }, ["a", "b", "c"]), answer("a", 1, "agent1.1", "A"), roundCancelled("c", 1))
       .when(answered("b", 1, "B"))
       .then(answer("b", 1, "agent2.1", "B"))
-    const g = given(runStarted(["a", "b", "c"], { max_new_answers_global: 2 }), roundStarted("a", 1, []), roundStarted("b", 1, []), answer("a", 1, "agent1.1", "A"), answer("b", 1, "agent2.1", "B"))
-    g.whenDecided().then(roundStarted("a", 2, ["agent1.1", "agent2.1"], { voteOnly: true }), roundStarted("b", 2, ["agent1.1", "agent2.1"], { voteOnly: true }), roundStarted("c", 1, ["agent1.1", "agent2.1"], { voteOnly: true }))
+    const g = given(
+      runStarted(["a", "b", "c"], { max_new_answers_global: 2 }),
+      roundStarted("a", 1, []),
+      roundStarted("b", 1, []),
+      answer("a", 1, "agent1.1", "A"),
+      answer("b", 1, "agent2.1", "B"),
+    )
+    g.whenDecided().then(
+      roundStarted("a", 2, ["agent1.1", "agent2.1"], { voteOnly: true }),
+      roundStarted("b", 2, ["agent1.1", "agent2.1"], { voteOnly: true }),
+      roundStarted("c", 1, ["agent1.1", "agent2.1"], { voteOnly: true }),
+    )
   })
 
   test("a round in flight that offers new_answer is cancelled at the cap, first answer or not", () => {
@@ -136,9 +209,18 @@ describe("max_new_answers_global (MassGen vote-only mode tests: at the cap every
   })
 
   test("the global cap overrides deferred voting", () => {
-    given(...started({ max_new_answers_global: 1, defer_voting_until_all_answered: true }), answer("a", 1, "agent1.1", "A"), roundCancelled("b", 1), roundCancelled("c", 1))
+    given(
+      ...started({ max_new_answers_global: 1, defer_voting_until_all_answered: true }),
+      answer("a", 1, "agent1.1", "A"),
+      roundCancelled("b", 1),
+      roundCancelled("c", 1),
+    )
       .whenDecided()
-      .then(roundStarted("a", 2, ["agent1.1"], { voteOnly: true }), roundStarted("b", 2, ["agent1.1"], { voteOnly: true, restart: true }), roundStarted("c", 2, ["agent1.1"], { voteOnly: true, restart: true }))
+      .then(
+        roundStarted("a", 2, ["agent1.1"], { voteOnly: true }),
+        roundStarted("b", 2, ["agent1.1"], { voteOnly: true, restart: true }),
+        roundStarted("c", 2, ["agent1.1"], { voteOnly: true, restart: true }),
+      )
   })
 })
 
@@ -173,8 +255,14 @@ describe("a reply's workflow call, checked as MassGen checks it", () => {
   const shown = shownOf("agent1.1", "agent2.1")
 
   test("an answer identical to one shown is refused with MassGen's message, and uses up an attempt (enforcement retry)", () => {
-    const t = onModelReply(startRound({ agent: "c", round: 2, role: "round", request: request(shown) }).machine, newAnswer(`  ${shown[1]!.content}\n`), "2025-06-01T12:00:00.000Z")
-    expect(t.events).toEqual([expect.objectContaining({ _tag: "reply_rejected", reason: "duplicate_answer", attempt: 1, message: duplicateProblem("agent2.1") })])
+    const t = onModelReply(
+      startRound({ agent: "c", round: 2, role: "round", request: request(shown) }).machine,
+      newAnswer(`  ${shown[1]!.content}\n`),
+      "2025-06-01T12:00:00.000Z",
+    )
+    expect(t.events).toEqual([
+      expect.objectContaining({ _tag: "reply_rejected", reason: "duplicate_answer", attempt: 1, message: duplicateProblem("agent2.1") }),
+    ])
     expect(duplicateProblem("agent2.1")).toBe("Answer already provided by agent2.1. Provide different answer or vote for existing one.")
     expect(t.step).toMatchObject({ _tag: "call_model", attempt: 2 })
   })
@@ -209,8 +297,19 @@ describe("a reply's workflow call, checked as MassGen checks it", () => {
 
   test("voting_sensitivity and answer_novelty_requirement change the system message; lenient is the default's", () => {
     const system = (votingSensitivity: "lenient" | "balanced" | "strict", novelty: "lenient" | "balanced" | "strict" = "lenient") =>
-      roundRequest({ agentId: "b", selfAnonId: "agent2", systemMessage: null, question: "q", shown: [], voteOnly: false, votingSensitivity, novelty }).system
-    expect(system("lenient")).toBe(roundRequest({ agentId: "b", selfAnonId: "agent2", systemMessage: null, question: "q", shown: [], voteOnly: false }).system)
+      roundRequest({
+        agentId: "b",
+        selfAnonId: "agent2",
+        systemMessage: null,
+        question: "q",
+        shown: [],
+        voteOnly: false,
+        votingSensitivity,
+        novelty,
+      }).system
+    expect(system("lenient")).toBe(
+      roundRequest({ agentId: "b", selfAnonId: "agent2", systemMessage: null, question: "q", shown: [], voteOnly: false }).system,
+    )
     expect(system("balanced")).toContain("only if it is strong and complete")
     expect(system("strict")).toContain("could it serve as a reference")
     expect(system("lenient", "balanced")).toContain("meaningfully different")

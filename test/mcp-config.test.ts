@@ -9,7 +9,8 @@ const problemsOf = (mcp_servers: unknown) => {
   const decoded = decodeConfig(withServers(mcp_servers), {})
   return Either.isLeft(decoded) ? decoded.left.map((p) => `${p.path}: ${p.message}`) : []
 }
-const entriesOf = (mcp_servers: unknown) => mcpEntries(Either.getOrThrow(decodeConfig(withServers(mcp_servers), {})).agents[0]!.backend.mcp_servers)
+const entriesOf = (mcp_servers: unknown) =>
+  mcpEntries(Either.getOrThrow(decodeConfig(withServers(mcp_servers), {})).agents[0]!.backend.mcp_servers)
 
 describe("mcp_servers as written", () => {
   test("a list of named entries and a mapping of names give the same entries; type defaults to stdio; ${VAR} stays unexpanded", () => {
@@ -27,8 +28,17 @@ describe("mcp_servers as written", () => {
     expect(problemsOf([{ name: "w", type: "websocket", url: "ws://x" }])).toEqual([
       'agents[0].backend.mcp_servers[0].type: Expected one of stdio, streamable-http, sse, found "websocket"',
     ])
-    expect(problemsOf("npx")).toEqual(['agents[0].backend.mcp_servers: Expected a list of MCP server entries (or a mapping of names to entries), found "npx"'])
-    expect(problemsOf([{ name: "a" }, { name: "a", type: "streamable-http" }, { name: "b", type: "sse", url: "ftp://x" }, { name: "c", type: "sse", url: "${URL}" }])).toEqual([
+    expect(problemsOf("npx")).toEqual([
+      'agents[0].backend.mcp_servers: Expected a list of MCP server entries (or a mapping of names to entries), found "npx"',
+    ])
+    expect(
+      problemsOf([
+        { name: "a" },
+        { name: "a", type: "streamable-http" },
+        { name: "b", type: "sse", url: "ftp://x" },
+        { name: "c", type: "sse", url: "${URL}" },
+      ]),
+    ).toEqual([
       "agents[0].backend.mcp_servers[0].command: Expected a command for a stdio server, found none",
       'agents[0].backend.mcp_servers[1].name: Expected a unique server name, found "a" again',
       "agents[0].backend.mcp_servers[1].url: Expected a url for a streamable-http server, found none",
@@ -37,8 +47,22 @@ describe("mcp_servers as written", () => {
   })
 
   test("a literal header or env secret is masked in the logged config; references stay", () => {
-    expect(maskSecrets(withServers([{ name: "d", type: "sse", url: "http://h/sse", headers: { Authorization: "Bearer abc", "X-Ref": "${T}" }, env: { GH_TOKEN: "ghp_x" } }]))).toEqual(
-      withServers([{ name: "d", type: "sse", url: "http://h/sse", headers: { Authorization: "***", "X-Ref": "${T}" }, env: { GH_TOKEN: "***" } }]),
+    expect(
+      maskSecrets(
+        withServers([
+          {
+            name: "d",
+            type: "sse",
+            url: "http://h/sse",
+            headers: { Authorization: "Bearer abc", "X-Ref": "${T}" },
+            env: { GH_TOKEN: "ghp_x" },
+          },
+        ]),
+      ),
+    ).toEqual(
+      withServers([
+        { name: "d", type: "sse", url: "http://h/sse", headers: { Authorization: "***", "X-Ref": "${T}" }, env: { GH_TOKEN: "***" } },
+      ]),
     )
   })
 })
@@ -46,7 +70,9 @@ describe("mcp_servers as written", () => {
 describe("resolving an entry when its server starts", () => {
   test("a command string is split as a shell splits words; args follow; ${VAR} and ${cwd} are expanded; a relative cwd is under the agent's", () => {
     expect(splitCommand(`npx -y "@scope/pkg name" 'a b' c\\ d`)).toEqual(["npx", "-y", "@scope/pkg name", "a b", "c d"])
-    const [entry] = entriesOf({ s: { command: "run --dir=${cwd}", args: ["${TOKEN}", 8080], env: { PORT: 8080, K: "${TOKEN}" }, cwd: "sub" } })
+    const [entry] = entriesOf({
+      s: { command: "run --dir=${cwd}", args: ["${TOKEN}", 8080], env: { PORT: 8080, K: "${TOKEN}" }, cwd: "sub" },
+    })
     expect(resolveEntry(entry!, { TOKEN: "t0k" }, "/logs/run")).toEqual({
       type: "stdio",
       command: "run",

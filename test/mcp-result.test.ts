@@ -48,11 +48,17 @@ describe("a tool's result", () => {
     expect(toolResult({ content: [], isError: "yes" })).toEqual({ problem: "its isError is not true or false" })
     expect(toolResult({ content: [{ text: "x" }] })).toEqual({ problem: "its content part 1 has no type" })
     expect(toolResult({ content: [{ type: "text", text: "x" }, "y"] })).toEqual({ problem: "its content part 2 has no type" })
-    expect(toolResult({ content: [{ type: "text", text: 42 }] })).toEqual({ problem: "its content part 1 (text) lacks a field its text needs" })
-    expect(toolResult({ content: [{ type: "image", data: "AAAA" }] })).toEqual({ problem: "its content part 1 (image) lacks a field its text needs" })
+    expect(toolResult({ content: [{ type: "text", text: 42 }] })).toEqual({
+      problem: "its content part 1 (text) lacks a field its text needs",
+    })
+    expect(toolResult({ content: [{ type: "image", data: "AAAA" }] })).toEqual({
+      problem: "its content part 1 (image) lacks a field its text needs",
+    })
     expect(toolResult({ content: [{ type: "resource", resource: { text: "no uri" } }] })).toEqual({
       problem: "its content part 1 (resource) lacks a field its text needs",
     })
-    expect(toolResult({ content: [{ type: "resource_link" }] })).toEqual({ problem: "its content part 1 (resource_link) lacks a field its text needs" })
+    expect(toolResult({ content: [{ type: "resource_link" }] })).toEqual({
+      problem: "its content part 1 (resource_link) lacks a field its text needs",
+    })
   })
 })

@@ -27,7 +27,9 @@ const tempDir = (): string => {
 
 /** The agents of a config whose agents have these `mcp_servers` (in order). */
 const agentsWith = (...servers: ReadonlyArray<unknown>): ReadonlyArray<Agent> =>
-  Either.getOrThrow(decodeConfig({ agents: servers.map((mcp_servers, i) => ({ id: `agent_${i + 1}`, backend: { type: "scripted", mcp_servers } })) }, {})).agents
+  Either.getOrThrow(
+    decodeConfig({ agents: servers.map((mcp_servers, i) => ({ id: `agent_${i + 1}`, backend: { type: "scripted", mcp_servers } })) }, {}),
+  ).agents
 
 interface Started {
   readonly providers: ReadonlyMap<string, ToolProvider>
@@ -55,7 +57,8 @@ const startFailure = async (agents: ReadonlyArray<Agent>, env: Record<string, st
   return error as McpStartError
 }
 
-const call = (provider: ToolProvider, name: string, args: Record<string, unknown> = {}) => Effect.runPromise(Effect.either(provider.run(name, args)))
+const call = (provider: ToolProvider, name: string, args: Record<string, unknown> = {}) =>
+  Effect.runPromise(Effect.either(provider.run(name, args)))
 const names = (provider: ToolProvider) => provider.tools.map((t) => t.spec.name)
 
 describe("the reference server over stdio", () => {
@@ -77,7 +80,11 @@ describe("the reference server over stdio", () => {
       expect(await call(tools, "mcp__everything__get-sum", { a: 2, b: 40 })).toEqual(Either.right("The sum of 2 and 40 is 42."))
       // A tool with an output schema: its structured content checked against it.
       const weather = await call(tools, "mcp__everything__get-structured-content", { location: "Chicago" })
-      expect(Either.isRight(weather) && JSON.parse(weather.right)).toEqual({ temperature: 36, conditions: "Light rain / drizzle", humidity: 82 })
+      expect(Either.isRight(weather) && JSON.parse(weather.right)).toEqual({
+        temperature: 36,
+        conditions: "Light rain / drizzle",
+        humidity: 82,
+      })
       const unknown = await call(tools, "mcp__everything__nope")
       expect(Either.isLeft(unknown) && unknown.left.reason).toBe("unknown_tool")
     } finally {
@@ -87,10 +94,9 @@ describe("the reference server over stdio", () => {
 
   test("allowed_tools and exclude_tools filter by the tool's name on the server or as the model sees it; exclude wins", async () => {
     const { providers, stop } = await start(
-      agentsWith(
-        { ev: everythingStdio({ allowed_tools: ["echo", "mcp__ev__get-sum", "get-env"], exclude_tools: ["get-env"] }) },
-        [{ name: "all_but_echo", ...everythingStdio({ exclude_tools: ["echo"] }) }],
-      ),
+      agentsWith({ ev: everythingStdio({ allowed_tools: ["echo", "mcp__ev__get-sum", "get-env"], exclude_tools: ["get-env"] }) }, [
+        { name: "all_but_echo", ...everythingStdio({ exclude_tools: ["echo"] }) },
+      ]),
     )
     try {
       expect(names(providers.get("agent_1")!)).toEqual(["mcp__ev__echo", "mcp__ev__get-sum"])
@@ -108,7 +114,9 @@ describe("the reference server over stdio", () => {
 describe("the reference server over streamable HTTP and SSE", () => {
   test("lists and calls its tools at its URL; once it is gone, a call fails with server_down", async () => {
     const http = await startEverythingHttp()
-    const { providers, stop } = await start(agentsWith([{ name: "remote", type: "streamable-http", url: http.url, headers: { "X-Test": "1" } }]))
+    const { providers, stop } = await start(
+      agentsWith([{ name: "remote", type: "streamable-http", url: http.url, headers: { "X-Test": "1" } }]),
+    )
     try {
       const tools = providers.get("agent_1")!
       expect(names(tools)).toContain("mcp__remote__echo")
@@ -128,7 +136,9 @@ describe("the reference server over streamable HTTP and SSE", () => {
     const sse = await startEverythingHttp("sse")
     const { providers, stop } = await start(agentsWith([{ name: "old", type: "sse", url: sse.url }]))
     try {
-      expect(await call(providers.get("agent_1")!, "mcp__old__get-sum", { a: 20, b: 22 })).toEqual(Either.right("The sum of 20 and 22 is 42."))
+      expect(await call(providers.get("agent_1")!, "mcp__old__get-sum", { a: 20, b: 22 })).toEqual(
+        Either.right("The sum of 20 and 22 is 42."),
+      )
     } finally {
       await stop()
       await sse.stop()
@@ -136,7 +146,9 @@ describe("the reference server over streamable HTTP and SSE", () => {
   }, 30_000)
 
   test("a URL where no server listens fails the start, naming the server and the URL as written", async () => {
-    const error = await startFailure(agentsWith([{ name: "nowhere", type: "streamable-http", url: "http://127.0.0.1:${PORT}/mcp" }]), { PORT: "9" })
+    const error = await startFailure(agentsWith([{ name: "nowhere", type: "streamable-http", url: "http://127.0.0.1:${PORT}/mcp" }]), {
+      PORT: "9",
+    })
     expect(error.reason).toBe("failed")
     expect(error.message).toStartWith("MCP server nowhere did not start: ")
     expect(error.message).toContain("at http://127.0.0.1:${PORT}/mcp")
@@ -148,7 +160,9 @@ describe("entries", () => {
     const starts = nodePath.join(tempDir(), "starts")
     const env = { STARTS_FILE: starts }
     const { providers, stop } = await start(
-      agentsWith([{ name: "a", ...faultServer("serve", { env }) }], { b: faultServer("serve", { env }) }, [{ name: "c", ...faultServer("serve", { env: { ...env, TOKEN: "other" } }) }]),
+      agentsWith([{ name: "a", ...faultServer("serve", { env }) }], { b: faultServer("serve", { env }) }, [
+        { name: "c", ...faultServer("serve", { env: { ...env, TOKEN: "other" } }) },
+      ]),
     )
     try {
       expect(startsOf(starts)).toHaveLength(2)
@@ -174,7 +188,12 @@ describe("entries", () => {
     )
     try {
       const whoami = async (tool: string) => JSON.parse(Either.getOrThrow(await call(providers.get("agent_1")!, tool)))
-      expect(await whoami("mcp__here__whoami")).toMatchObject({ argv: [`--out=${cwd}/files`, "--token=tok-123"], cwd, TOKEN: "tok-123", OPENAI_API_KEY: null })
+      expect(await whoami("mcp__here__whoami")).toMatchObject({
+        argv: [`--out=${cwd}/files`, "--token=tok-123"],
+        cwd,
+        TOKEN: "tok-123",
+        OPENAI_API_KEY: null,
+      })
       expect(await whoami("mcp__there__whoami")).toMatchObject({ cwd: nodePath.join(cwd, "sub"), TOKEN: null })
     } finally {
       await stop()
@@ -184,14 +203,19 @@ describe("entries", () => {
   test("an unset variable stops the start before any server runs, naming the server and the variable; entries of other agents are not read", async () => {
     const starts = nodePath.join(tempDir(), "starts")
     const agents = agentsWith(
-      [{ name: "fine", ...faultServer("serve", { env: { STARTS_FILE: starts } }) }, { name: "needs_token", ...faultServer("serve", { env: { TOKEN: "${MISSING_TOKEN}" } }) }],
+      [
+        { name: "fine", ...faultServer("serve", { env: { STARTS_FILE: starts } }) },
+        { name: "needs_token", ...faultServer("serve", { env: { TOKEN: "${MISSING_TOKEN}" } }) },
+      ],
       [{ name: "other", ...faultServer("serve", { args: ["${ALSO_MISSING}"] }) }],
     )
     const error = await startFailure(agents)
     expect(error.reason).toBe("unset_variable")
     expect(error.message).toBe("MCP server needs_token did not start: environment variable MISSING_TOKEN is not set (agent agent_1)")
     expect(startsOf(starts)).toEqual([])
-    const { stop } = await start(agents.slice(0, 1).map((a) => ({ ...a, backend: { ...a.backend, mcp_servers: [{ name: "fine", ...faultServer("serve") }] } })))
+    const { stop } = await start(
+      agents.slice(0, 1).map((a) => ({ ...a, backend: { ...a.backend, mcp_servers: [{ name: "fine", ...faultServer("serve") }] } })),
+    )
     await stop()
     const other = await startFailure(agents.slice(1))
     expect(other.message).toContain("environment variable ALSO_MISSING is not set (agent agent_2)")
@@ -201,16 +225,23 @@ describe("entries", () => {
 describe("faults", () => {
   test("a server that never answers the handshake fails the start at its timeout, with its stderr; it is stopped", async () => {
     const starts = nodePath.join(tempDir(), "starts")
-    const error = await startFailure(agentsWith([{ name: "slow", ...faultServer("never-starts", { timeout: 2, env: { STARTS_FILE: starts } }) }]))
+    const error = await startFailure(
+      agentsWith([{ name: "slow", ...faultServer("never-starts", { timeout: 2, env: { STARTS_FILE: starts } }) }]),
+    )
     expect(error.reason).toBe("timeout")
-    expect(error.message).toBe("MCP server slow did not start: no handshake within 2 s (its timeout); its stderr ends: fault server: starting very slowly")
+    expect(error.message).toBe(
+      "MCP server slow did not start: no handshake within 2 s (its timeout); its stderr ends: fault server: starting very slowly",
+    )
     for (const pid of startsOf(starts)) expect(isGone(pid)).toBe(true)
   }, 30_000)
 
   test("a server that exits before its handshake fails the start with its exit code and stderr; the servers started with it are stopped", async () => {
     const starts = nodePath.join(tempDir(), "starts")
     const error = await startFailure(
-      agentsWith([{ name: "db", ...faultServer("fails-to-start") }, { name: "good", ...faultServer("serve", { env: { STARTS_FILE: starts } }) }]),
+      agentsWith([
+        { name: "db", ...faultServer("fails-to-start") },
+        { name: "good", ...faultServer("serve", { env: { STARTS_FILE: starts } }) },
+      ]),
     )
     expect(error.reason).toBe("failed")
     expect(error.message).toBe(
@@ -227,12 +258,22 @@ describe("faults", () => {
   }, 30_000)
 
   test("a server that crashes mid-call: that call and every later one fail with server_down and why; other servers still answer", async () => {
-    const { providers, stop } = await start(agentsWith([{ name: "fragile", ...faultServer("serve") }, { name: "steady", ...everythingStdio() }]))
+    const { providers, stop } = await start(
+      agentsWith([
+        { name: "fragile", ...faultServer("serve") },
+        { name: "steady", ...everythingStdio() },
+      ]),
+    )
     try {
       const tools = providers.get("agent_1")!
       const crashed = await call(tools, "mcp__fragile__crash")
       expect(crashed).toEqual(
-        Either.left(expect.objectContaining({ reason: "server_down", detail: "MCP server fragile exited with code 3; its stderr ends: fault server: crashing on purpose" })),
+        Either.left(
+          expect.objectContaining({
+            reason: "server_down",
+            detail: "MCP server fragile exited with code 3; its stderr ends: fault server: crashing on purpose",
+          }),
+        ),
       )
       const later = await call(tools, "mcp__fragile__whoami")
       expect(Either.isLeft(later) && later.left.reason).toBe("server_down")
@@ -248,7 +289,9 @@ describe("faults", () => {
       const tools = providers.get("agent_1")!
       const big = await call(tools, "mcp__fault__big", { bytes: 1_048_576 })
       expect(Either.isRight(big) && big.right.length).toBe(1_048_576)
-      expect(await call(tools, "mcp__fault__fails")).toEqual(Either.left(expect.objectContaining({ reason: "failed", detail: "the database is locked" })))
+      expect(await call(tools, "mcp__fault__fails")).toEqual(
+        Either.left(expect.objectContaining({ reason: "failed", detail: "the database is locked" })),
+      )
       expect(names(tools)).toContain("mcp__fault__dotted_name")
       expect(await call(tools, "mcp__fault__dotted_name")).toEqual(Either.right("ok"))
     } finally {
@@ -262,10 +305,17 @@ describe("faults", () => {
       const tools = providers.get("agent_1")!
       // The SDK server's message names the code, and so does the client's.
       expect(await call(tools, "mcp__fault__rejects")).toEqual(
-        Either.left(expect.objectContaining({ reason: "bad_arguments", detail: "MCP error -32602: MCP error -32602: bytes must be a number" })),
+        Either.left(
+          expect.objectContaining({ reason: "bad_arguments", detail: "MCP error -32602: MCP error -32602: bytes must be a number" }),
+        ),
       )
       expect(await call(tools, "mcp__fault__malformed")).toEqual(
-        Either.left(expect.objectContaining({ reason: "failed", detail: "MCP server fault sent a malformed result: its content part 1 (text) lacks a field its text needs" })),
+        Either.left(
+          expect.objectContaining({
+            reason: "failed",
+            detail: "MCP server fault sent a malformed result: its content part 1 (text) lacks a field its text needs",
+          }),
+        ),
       )
       expect(await call(tools, "mcp__fault__dotted_name")).toEqual(Either.right("ok"))
     } finally {
@@ -280,9 +330,16 @@ describe("faults", () => {
       expect(await call(tools, "mcp__fault__shaped", { give: "right" })).toEqual(Either.right("structured"))
       const wrong = await call(tools, "mcp__fault__shaped", { give: "wrong" })
       expect(Either.isLeft(wrong) && wrong.left.reason).toBe("failed")
-      expect(Either.isLeft(wrong) && wrong.left.detail).toStartWith("MCP error -32602: Structured content does not match the tool's output schema: ")
+      expect(Either.isLeft(wrong) && wrong.left.detail).toStartWith(
+        "MCP error -32602: Structured content does not match the tool's output schema: ",
+      )
       expect(await call(tools, "mcp__fault__shaped", { give: "none" })).toEqual(
-        Either.left(expect.objectContaining({ reason: "failed", detail: "MCP error -32600: Tool shaped has an output schema but did not return structured content" })),
+        Either.left(
+          expect.objectContaining({
+            reason: "failed",
+            detail: "MCP error -32600: Tool shaped has an output schema but did not return structured content",
+          }),
+        ),
       )
     } finally {
       await stop()

@@ -10,7 +10,7 @@ import { afterAll, describe, expect, test } from "bun:test"
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
 import { cleanupSandboxes, runCli, sandbox } from "./support/cli.ts"
-import { ENV, QUESTION, crashedRun, eventsPath, expectExit, lineValue, readEvents, scriptedRun, snapshot } from "./support/run-dirs.ts"
+import { crashedRun, ENV, eventsPath, expectExit, lineValue, QUESTION, readEvents, scriptedRun, snapshot } from "./support/run-dirs.ts"
 
 afterAll(cleanupSandboxes)
 
@@ -80,11 +80,16 @@ describe("a log directory moved or copied elsewhere", () => {
     // The recorded process is alive (it is this test's), and it wrote the original directory, not the copy.
     const text = fs.readFileSync(eventsPath(original), "utf8")
     const started = JSON.parse(text.split("\n")[0]!)
-    fs.writeFileSync(eventsPath(original), text.replace(text.split("\n")[0]!, JSON.stringify({ ...started, meta: { ...started.meta, pid: process.pid } })))
+    fs.writeFileSync(
+      eventsPath(original),
+      text.replace(text.split("\n")[0]!, JSON.stringify({ ...started, meta: { ...started.meta, pid: process.pid } })),
+    )
     fs.rmSync(nodePath.join(original, "status.json"))
     const dir = copied(original, "log_copy_of_live")
     const viewer = await runCli("source", ["viewer", dir], { cwd, env: ENV, timeoutMs: 10_000 })
     expectExit(viewer, 0)
-    expect(viewer.stderr).toBe(`massgen: the run's process is gone; it stopped without finishing: ${dir} (continue it with: massgen resume ${dir})\n`)
+    expect(viewer.stderr).toBe(
+      `massgen: the run's process is gone; it stopped without finishing: ${dir} (continue it with: massgen resume ${dir})\n`,
+    )
   }, 30_000)
 })

@@ -38,7 +38,11 @@ const unfinishedCallsWereCancelled = (events: ReadonlyArray<Event>) => {
   events.forEach((e, i) => {
     if (e._tag === "call_start" || e._tag === "call_end") {
       const at = cancelledAt.get(`${e.agent}#${e.round}`)
-      expect({ call: e.call, type: e._tag, afterCancel: at !== undefined && i > at }).toEqual({ call: e.call, type: e._tag, afterCancel: false })
+      expect({ call: e.call, type: e._tag, afterCancel: at !== undefined && i > at }).toEqual({
+        call: e.call,
+        type: e._tag,
+        afterCancel: false,
+      })
     }
   })
   expect(foldEvents(events).openCalls).toBe(0)
@@ -75,7 +79,13 @@ describe("runCoordination", () => {
         ]),
       )
       expect(ofTag(run.events, "presentation_started")).toEqual([
-        expect.objectContaining({ agent: "agent_a", label: "agent1.1", votes: { "agent1.1": 3, "agent2.1": 0, "agent3.1": 0 }, is_tie: false, calls_model: true }),
+        expect.objectContaining({
+          agent: "agent_a",
+          label: "agent1.1",
+          votes: { "agent1.1": 3, "agent2.1": 0, "agent3.1": 0 },
+          is_tie: false,
+          calls_model: true,
+        }),
       ])
       expect(ofTag(run.events, "final_answer")).toEqual([
         expect.objectContaining({ agent: "agent_a", label: "agent1.1", source: "presentation", content: "The answer is 4." }),
@@ -94,7 +104,9 @@ describe("runCoordination", () => {
       expect(ofTag(run.events, "presentation_started")).toEqual([
         expect.objectContaining({ agent: "agent_a", votes: { "agent1.1": 1, "agent2.1": 1 }, is_tie: true, calls_model: false }),
       ])
-      expect(ofTag(run.events, "final_answer")).toEqual([expect.objectContaining({ agent: "agent_a", source: "stored_answer", content: "A" })])
+      expect(ofTag(run.events, "final_answer")).toEqual([
+        expect.objectContaining({ agent: "agent_a", source: "stored_answer", content: "A" }),
+      ])
       expect(run.files.get("final/agent_a/answer.txt")).toBe("A")
       expect(run.statuses.at(-1)).toMatchObject({ results: { winner: "agent_a", votes: { "agent1.1": 1, "agent2.1": 1 } } })
       expectConsistent(run)
@@ -105,7 +117,11 @@ describe("runCoordination", () => {
     Effect.gen(function* () {
       const fiber = yield* Effect.fork(
         runInMemory({
-          agents: agents({ answer: "A", vote: "agent1" }, { answer: "B", vote: "agent1" }, { answer: "C", vote: "agent1", delay_seconds: 10 }),
+          agents: agents(
+            { answer: "A", vote: "agent1" },
+            { answer: "B", vote: "agent1" },
+            { answer: "C", vote: "agent1", delay_seconds: 10 },
+          ),
         }),
       )
       yield* TestClock.adjust("5 seconds")
@@ -148,14 +164,28 @@ describe("runCoordination", () => {
           const shown = request.context?.kind === "round" ? request.context.shown.length : 4
           const held =
             id === "agent_c" || id === "agent_d"
-              ? shown === 0 ? Deferred.await(gates[id]) : shown < 4 ? Effect.zipRight(Queue.offer(out, id), Effect.never) : Effect.void
-              : shown > 0 && shown < 4 ? Effect.zipRight(Queue.offer(out, id), Effect.never) : Effect.void
+              ? shown === 0
+                ? Deferred.await(gates[id])
+                : shown < 4
+                  ? Effect.zipRight(Queue.offer(out, id), Effect.never)
+                  : Effect.void
+              : shown > 0 && shown < 4
+                ? Effect.zipRight(Queue.offer(out, id), Effect.never)
+                : Effect.void
           return Effect.zipRight(held, backend.call(request, onChunk))
         },
       })
       const waitOut = (n: number) => Effect.forEach(Array.from({ length: n }), () => Queue.take(out), { discard: true })
       const fiber = yield* Effect.fork(
-        runInMemory({ agents: agents({ answer: "A" }, { answer: "B" }, { answer: "C" }, { answer: "D" }).map((a) => ({ ...a, backend: { ...a.backend, vote: "agent1" } })) }, { wrap }),
+        runInMemory(
+          {
+            agents: agents({ answer: "A" }, { answer: "B" }, { answer: "C" }, { answer: "D" }).map((a) => ({
+              ...a,
+              backend: { ...a.backend, vote: "agent1" },
+            })),
+          },
+          { wrap },
+        ),
       )
       yield* waitOut(2)
       if (together) {
@@ -183,7 +213,8 @@ describe("runCoordination", () => {
       const next = types.findIndex((t, i) => i > Math.min(c, d) && (t.startsWith("round_cancelled") || t.startsWith("round_started")))
       expect(next).toBeGreaterThan(Math.max(c, d))
       // Every round started after them shows all four answers.
-      for (const e of ofTag(run.events.slice(Math.max(c, d)), "round_started")) expect(e.shown).toEqual(["agent1.1", "agent2.1", "agent3.1", "agent4.1"])
+      for (const e of ofTag(run.events.slice(Math.max(c, d)), "round_started"))
+        expect(e.shown).toEqual(["agent1.1", "agent2.1", "agent3.1", "agent4.1"])
     }),
   )
 
@@ -202,7 +233,11 @@ describe("runCoordination", () => {
         orchestrator: { max_new_answers_per_agent: 2 },
       })
       expect(run.reason).toBe("completed")
-      expect(ofTag(run.events, "answer_submitted").filter(by("agent_a")).map((e) => e.label)).toEqual(["agent1.1", "agent1.2"])
+      expect(
+        ofTag(run.events, "answer_submitted")
+          .filter(by("agent_a"))
+          .map((e) => e.label),
+      ).toEqual(["agent1.1", "agent1.2"])
       expect(ofTag(run.events, "answer_submitted").filter(by("agent_a"))[1]!.content).toBe("A (revision 2)")
       const second = run.events.findIndex((e) => e._tag === "answer_submitted" && e.label === "agent1.2")
       const laterRounds = ofTag(run.events.slice(second), "round_started").filter(by("agent_a"))
@@ -223,7 +258,11 @@ describe("runCoordination", () => {
       expect(ofTag(run.events, "agent_failed")).toEqual([expect.objectContaining({ agent: "agent_c", round: 1, kind: "error" })])
       const status: any = run.statuses.at(-1)
       expect(status.agents.agent_c.status).toBe("error")
-      expect(status.agents.agent_c.error).toEqual({ type: "error", message: expect.stringContaining("scripted failure"), timestamp: expect.any(Number) })
+      expect(status.agents.agent_c.error).toEqual({
+        type: "error",
+        message: expect.stringContaining("scripted failure"),
+        timestamp: expect.any(Number),
+      })
       expect(status.results.winner).toBe("agent_b")
       expect(status.agents.agent_b.status).toBe("completed")
       expect(run.files.has("final/agent_b/answer.txt")).toBe(true)
@@ -294,7 +333,9 @@ describe("runCoordination", () => {
   effect("an interrupt finishes the run as interrupted, with the answer there is salvaged", () =>
     Effect.gen(function* () {
       const stop = yield* Deferred.make<string>()
-      const fiber = yield* Effect.fork(runInMemory({ agents: agents({ answer: "A" }, { hang: true }) }, { interrupt: Deferred.await(stop) }))
+      const fiber = yield* Effect.fork(
+        runInMemory({ agents: agents({ answer: "A" }, { hang: true }) }, { interrupt: Deferred.await(stop) }),
+      )
       yield* TestClock.adjust("3 seconds")
       expect(yield* isDone(fiber)).toBe(false)
       yield* Deferred.succeed(stop, "interrupted by SIGINT")
@@ -312,9 +353,7 @@ describe("runCoordination", () => {
     Effect.gen(function* () {
       const statuses: Array<any> = []
       // Each call takes 5 s: answer at 5 s, vote at 10 s, presentation at 15 s.
-      const fiber = yield* Effect.fork(
-        runInMemory({ agents: agents({ answer: "Four.", final: "4", delay_seconds: 5 }) }, { statuses }),
-      )
+      const fiber = yield* Effect.fork(runInMemory({ agents: agents({ answer: "Four.", final: "4", delay_seconds: 5 }) }, { statuses }))
       yield* TestClock.adjust("0 seconds")
       expect(statuses).toHaveLength(1)
       expect(statuses[0]).toMatchObject({ is_complete: false, coordination: { completion_percentage: 0 } })
@@ -325,7 +364,10 @@ describe("runCoordination", () => {
       expect(statuses.at(-1)).toMatchObject({ agents: { agent_a: { status: "streaming" } } })
       yield* TestClock.adjust("1 second")
       expect(statuses).toHaveLength(4)
-      expect(statuses.at(-1)).toMatchObject({ agents: { agent_a: { status: "streaming", answer_count: 1 } }, coordination: { completion_percentage: 50 } })
+      expect(statuses.at(-1)).toMatchObject({
+        agents: { agent_a: { status: "streaming", answer_count: 1 } },
+        coordination: { completion_percentage: 50 },
+      })
       yield* TestClock.adjust("10 seconds")
       const run = yield* Fiber.join(fiber)
       expect(run.statuses).toBe(statuses)

@@ -8,22 +8,32 @@
  * path's file name that forges contract lines (M2).
  */
 import { describe, expect, test } from "bun:test"
+import { LogLevel } from "effect"
 import fc from "fast-check"
-import { automationFooter, automationHeader, plainLine } from "../src/cli/run/automation-output.ts"
-import { renderFrame, renderSummary } from "../src/cli/terminal-view/render.ts"
-import { diagnosticLine } from "../src/cli/process/diagnostics.ts"
-import { runProgram } from "../src/cli/program.ts"
-import { unfinishedMessage } from "../src/cli/run/session.ts"
 import { statusSummary } from "../src/cli/commands/status.ts"
 import { pickLine } from "../src/cli/commands/viewer.ts"
-import { project } from "../src/domain/projections/status.ts"
-import { LogLevel } from "effect"
+import { diagnosticLine } from "../src/cli/process/diagnostics.ts"
+import { runProgram } from "../src/cli/program.ts"
+import { automationFooter, automationHeader, plainLine } from "../src/cli/run/automation-output.ts"
+import { unfinishedMessage } from "../src/cli/run/session.ts"
+import { renderFrame, renderSummary } from "../src/cli/terminal-view/render.ts"
 import type { Event } from "../src/domain/events/index.ts"
-import { foldedText, oneLine, plainJson, plainText } from "../src/lib/plain-text.ts"
-import { foldEvents } from "../src/domain/state/index.ts"
+import { project } from "../src/domain/projections/status.ts"
 import { foldView, viewOf } from "../src/domain/projections/view-model.ts"
+import { foldEvents } from "../src/domain/state/index.ts"
+import { foldedText, oneLine, plainJson, plainText } from "../src/lib/plain-text.ts"
+import {
+  agentFailed,
+  answer,
+  finalAnswer,
+  presentationStarted,
+  roundStarted,
+  runFinished,
+  runStarted,
+  stamp,
+  vote,
+} from "./support/given.ts"
 import { CONTRACT_LINE, HOSTILE } from "./support/hostile-text.ts"
-import { agentFailed, answer, finalAnswer, presentationStarted, roundStarted, runFinished, runStarted, stamp, vote } from "./support/given.ts"
 
 /** What no terminal text may hold: ESC, BEL and every other C0 control but newline and tab, DEL, C1, the bidirectional controls. */
 const UNSAFE = /[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/
@@ -33,12 +43,52 @@ const pythonLines = (text: string): number => (text === "" ? 0 : text.split(/\r\
 
 /** Strings rich in what matters here: escape introducers, controls, line breaks, bidi controls, backslashes, next to ordinary text. */
 const hostileChar = fc.constantFrom(
-  "\x1b", "\x07", "\x9b", "\x9c", "\x9d", "\x90", "\x85", "\r", "\n", "\t", "\x0b", "\x0c", "\x1c", "\x00", "\x7f",
-  "\u2028", "\u2029", "\u202e", "\u2066", "\u200f", "\\", "[", "]", "P", "_", "^", "X", ";", "0", "2", "J", "m", "a", " ", "é", "😀",
+  "\x1b",
+  "\x07",
+  "\x9b",
+  "\x9c",
+  "\x9d",
+  "\x90",
+  "\x85",
+  "\r",
+  "\n",
+  "\t",
+  "\x0b",
+  "\x0c",
+  "\x1c",
+  "\x00",
+  "\x7f",
+  "\u2028",
+  "\u2029",
+  "\u202e",
+  "\u2066",
+  "\u200f",
+  "\\",
+  "[",
+  "]",
+  "P",
+  "_",
+  "^",
+  "X",
+  ";",
+  "0",
+  "2",
+  "J",
+  "m",
+  "a",
+  " ",
+  "é",
+  "😀",
 )
-const hostile = fc.oneof(fc.string({ unit: hostileChar, maxLength: 40 }), fc.string({ unit: "binary", maxLength: 40 }), fc.string({ maxLength: 40 }))
+const hostile = fc.oneof(
+  fc.string({ unit: hostileChar, maxLength: 40 }),
+  fc.string({ unit: "binary", maxLength: 40 }),
+  fc.string({ maxLength: 40 }),
+)
 /** Text with nothing for the functions to do: printable characters, spaces, newlines and tabs. */
-const ordinary = fc.string({ unit: fc.oneof(fc.constantFrom(" ", "\n", "\t", "é", "😀", "→"), fc.string({ minLength: 1, maxLength: 1, unit: "grapheme-ascii" })) })
+const ordinary = fc.string({
+  unit: fc.oneof(fc.constantFrom(" ", "\n", "\t", "é", "😀", "→"), fc.string({ minLength: 1, maxLength: 1, unit: "grapheme-ascii" })),
+})
 
 describe("plainText", () => {
   test("the probe's escapes go whole, the text around them stays", () => {
@@ -62,15 +112,24 @@ describe("plainText", () => {
   })
 
   test("property: no ESC, BEL, C0 (but newline and tab), DEL, C1 or bidirectional control is left", () => {
-    fc.assert(fc.property(hostile, (s) => !UNSAFE.test(plainText(s))), { numRuns: 2000 })
+    fc.assert(
+      fc.property(hostile, (s) => !UNSAFE.test(plainText(s))),
+      { numRuns: 2000 },
+    )
   })
 
   test("property: idempotent", () => {
-    fc.assert(fc.property(hostile, (s) => plainText(plainText(s)) === plainText(s)), { numRuns: 2000 })
+    fc.assert(
+      fc.property(hostile, (s) => plainText(plainText(s)) === plainText(s)),
+      { numRuns: 2000 },
+    )
   })
 
   test("property: text without escapes or controls is returned unchanged", () => {
-    fc.assert(fc.property(ordinary, (s) => plainText(s) === s), { numRuns: 1000 })
+    fc.assert(
+      fc.property(ordinary, (s) => plainText(s) === s),
+      { numRuns: 1000 },
+    )
   })
 })
 
@@ -95,8 +154,12 @@ describe("oneLine", () => {
 
   test("line breaks, controls and backslashes are written out", () => {
     expect(oneLine("/ctx/a\nWINNER: mallory\nANSWER_FILE: /etc/shadow\nx")).toBe("/ctx/a\\nWINNER: mallory\\nANSWER_FILE: /etc/shadow\\nx")
-    expect(oneLine("a\u0085b\u2028c\u2029d\x0be\x0cf\rg\th\x1b]0;t\x07i\\j")).toBe("a\\u0085b\\u2028c\\u2029d\\u000be\\u000cf\\rg\\th\\u001b]0;t\\u0007i\\\\j")
-    expect(oneLine("/home/u/.massgen/massgen_logs/log_20260101_000000_000000")).toBe("/home/u/.massgen/massgen_logs/log_20260101_000000_000000")
+    expect(oneLine("a\u0085b\u2028c\u2029d\x0be\x0cf\rg\th\x1b]0;t\x07i\\j")).toBe(
+      "a\\u0085b\\u2028c\\u2029d\\u000be\\u000cf\\rg\\th\\u001b]0;t\\u0007i\\\\j",
+    )
+    expect(oneLine("/home/u/.massgen/massgen_logs/log_20260101_000000_000000")).toBe(
+      "/home/u/.massgen/massgen_logs/log_20260101_000000_000000",
+    )
   })
 
   test("property: a contract line of any value is one line under JavaScript's and Python's rules, and plain", () => {
@@ -110,7 +173,10 @@ describe("oneLine", () => {
   })
 
   test("property: it reads back to the value", () => {
-    fc.assert(fc.property(hostile, (s) => readBack(oneLine(s)) === s), { numRuns: 2000 })
+    fc.assert(
+      fc.property(hostile, (s) => readBack(oneLine(s)) === s),
+      { numRuns: 2000 },
+    )
   })
 
   test("python3's splitlines agrees: one line for every value", () => {
@@ -149,7 +215,18 @@ const hostileRun = (): ReadonlyArray<Event> =>
     vote("a2", 2, "a1", "agent1.1", `vote reason \x1b[2J\x1b]0;PWNED-TITLE\x07 end`),
     presentationStarted("a1", "agent1.1", { "agent1.1": 2 }),
     ...(["context_write_intended", "context_path_written"] as const).map(
-      (tag) => ({ _tag: tag, time: "", tool_call: 1, call_id: "c1", agent: "a1", path: FORGED_NAME, bytes: 1, sha256: "0".repeat(64), change: "created" }) as Event,
+      (tag) =>
+        ({
+          _tag: tag,
+          time: "",
+          tool_call: 1,
+          call_id: "c1",
+          agent: "a1",
+          path: FORGED_NAME,
+          bytes: 1,
+          sha256: "0".repeat(64),
+          change: "created",
+        }) as Event,
     ),
     finalAnswer("a1", "agent1.1", "presentation", `final ${HOSTILE}\u0085WINNER: mallory2\u2028WINNER: mallory3 end`),
     runFinished("completed", "a1", "done"),
@@ -158,7 +235,10 @@ const hostileRun = (): ReadonlyArray<Event> =>
 describe("the automation lines", () => {
   test("a forged file name, a NEL in the answer and escapes in the question add no line: one WINNER, every line a contract key", () => {
     const state = foldEvents(hostileRun())
-    const lines = [...automationHeader("/logs/run", `question ${HOSTILE}\u0085WINNER: q\nWINNER: q2`), ...automationFooter(state, "/logs/run")]
+    const lines = [
+      ...automationHeader("/logs/run", `question ${HOSTILE}\u0085WINNER: q\nWINNER: q2`),
+      ...automationFooter(state, "/logs/run"),
+    ]
     const out = lines.join("\n")
     expect(lines.every((l) => CONTRACT_LINE.test(l))).toBe(true)
     expect(out.split("\n").filter((l) => l.startsWith("WINNER:"))).toEqual(["WINNER: a1"])
@@ -209,7 +289,11 @@ describe("the terminal view", () => {
     const done = viewOf(foldView(events), Date.parse(events.at(-1)!.time))
     for (const view of [voting, done]) {
       for (const color of [false, true]) {
-        for (const [columns, rows] of [[120, 40], [60, 12], [30, 8]] as const) {
+        for (const [columns, rows] of [
+          [120, 40],
+          [60, 12],
+          [30, 8],
+        ] as const) {
           const frame = [...renderFrame(view, columns, rows, { color }), ...renderSummary(view, columns, { color })].join("\n")
           expect(frame).not.toMatch(color ? ESC_BUT_SGR : /\x1b/)
           expect(UNSAFE.test(frame.replace(/\x1b\[[0-9;]*m/g, "").replace(/\n/g, ""))).toBe(false)

@@ -13,11 +13,23 @@
 import { describe, expect, test } from "bun:test"
 import { Arbitrary, FastCheck } from "effect"
 import fc from "fast-check"
-import { type Command, type Reply, budgetSpent, commandEvents, decide, globalCapReached, judgeReply, noVoteRun, stopRun, updateFor, votingDeferred } from "../src/domain/coordination/decide.ts"
-import { decodeEventLine, encodeEventLine, readEventsText } from "../src/domain/log/index.ts"
+import {
+  budgetSpent,
+  type Command,
+  commandEvents,
+  decide,
+  globalCapReached,
+  judgeReply,
+  noVoteRun,
+  type Reply,
+  stopRun,
+  updateFor,
+  votingDeferred,
+} from "../src/domain/coordination/decide.ts"
 import { Event, type FinishReason, type RunSettings } from "../src/domain/events/index.ts"
-import { type State, evolve, foldEvents, initialState, isLive, latestLabels, sameLabels } from "../src/domain/state/index.ts"
+import { decodeEventLine, encodeEventLine, readEventsText } from "../src/domain/log/index.ts"
 import { project } from "../src/domain/projections/status.ts"
+import { evolve, foldEvents, initialState, isLive, latestLabels, type State, sameLabels } from "../src/domain/state/index.ts"
 import { at, runStarted } from "./support/given.ts"
 import { observe, reference } from "./support/reference-model.ts"
 
@@ -192,11 +204,22 @@ const drive = (sim: Sim): void => {
 
 type Pick = <T>(arb: fc.Arbitrary<T>) => T
 
-type Work = { readonly _tag: "round"; readonly agent: string; readonly round: number; readonly shown: ReadonlyArray<string>; readonly voteOnly: boolean } | { readonly _tag: "presentation"; readonly agent: string }
+type Work =
+  | {
+      readonly _tag: "round"
+      readonly agent: string
+      readonly round: number
+      readonly shown: ReadonlyArray<string>
+      readonly voteOnly: boolean
+    }
+  | { readonly _tag: "presentation"; readonly agent: string }
 
 const pendingWork = (state: State): ReadonlyArray<Work> => {
-  const work: Array<Work> = state.agents.flatMap((a): Array<Work> =>
-    a.inFlight === null ? [] : [{ _tag: "round", agent: a.info.id, round: a.inFlight.round, shown: a.inFlight.shown, voteOnly: a.inFlight.voteOnly }],
+  const work: Array<Work> = state.agents.flatMap(
+    (a): Array<Work> =>
+      a.inFlight === null
+        ? []
+        : [{ _tag: "round", agent: a.info.id, round: a.inFlight.round, shown: a.inFlight.shown, voteOnly: a.inFlight.voteOnly }],
   )
   const p = state.presentation
   if (p !== null && p.callsModel && state.final === null) work.push({ _tag: "presentation", agent: p.agent })
@@ -210,7 +233,8 @@ const percent = (pick: Pick): number => pick(fc.noBias(fc.integer({ min: 1, max:
 
 /** A valid reply: an answer where the round offers it and shows nothing to vote for, else a vote for a shown agent. */
 const validReply = (pick: Pick, w: Work, sim: Sim, answerChance: number): Reply => {
-  if (w._tag === "presentation") return { _tag: "presented", agent: w.agent, content: percent(pick) <= 70 ? "Final." : pick(fc.constantFrom("", "  \n")) }
+  if (w._tag === "presentation")
+    return { _tag: "presented", agent: w.agent, content: percent(pick) <= 70 ? "Final." : pick(fc.constantFrom("", "  \n")) }
   const mayAnswer = !w.voteOnly
   // Deferred voting (MassGen's defer_voting_until_all_answered): the round offers only new_answer.
   if (w.shown.length === 0 || (mayAnswer && (votingDeferred(sim.state) || percent(pick) <= answerChance))) {
@@ -229,7 +253,13 @@ const anyReply = (pick: Pick, w: Work, sim: Sim): Reply => {
   if (kind <= 4) return { _tag: "failed", agent: w.agent, round: w.round, kind: pick(fc.constantFrom("error", "timeout")), message: "boom" }
   if (kind <= 12) {
     const n = sim.state.agents.length
-    return { _tag: "voted", agent: w.agent, round: w.round, targetAnonId: `agent${pick(fc.integer({ min: 1, max: n + 2 }))}`, reason: "any" }
+    return {
+      _tag: "voted",
+      agent: w.agent,
+      round: w.round,
+      targetAnonId: `agent${pick(fc.integer({ min: 1, max: n + 2 }))}`,
+      reason: "any",
+    }
   }
   return validReply(pick, w, sim, 45)
 }
@@ -433,7 +463,23 @@ const unfitAfter = (pick: Pick, events: ReadonlyArray<Event>, i: number): Event 
       return { ...a, time, agent: pick(fc.constantFrom(...ids.filter((id) => id !== a.agent))) }
     },
     () => ({ _tag: "round_started", time, agent: "ghost", round: 1, shown: [], vote_only: false, restart: false }),
-    () => ({ _tag: "call_end", time, call: 999, agent: "ghost", round: 1, role: "round", model: null, seconds: 1, input_tokens: 5, cached_input_tokens: 0, output_tokens: 5, reasoning_tokens: 0, truncated: false, cost: 1, error: null }),
+    () => ({
+      _tag: "call_end",
+      time,
+      call: 999,
+      agent: "ghost",
+      round: 1,
+      role: "round",
+      model: null,
+      seconds: 1,
+      input_tokens: 5,
+      cached_input_tokens: 0,
+      output_tokens: 5,
+      reasoning_tokens: 0,
+      truncated: false,
+      cost: 1,
+      error: null,
+    }),
     () => {
       const voter = pick(fc.constantFrom(...ids))
       return { _tag: "vote_cast", time, agent: voter, round: 1, target: "ghost", target_label: "agent9.1", reason: "" }
@@ -465,7 +511,9 @@ describe("simulated runs", () => {
         simulated((run) => {
           expect(run.events.at(-1)?._tag).toBe("run_finished")
           // One run_finished, and one more for every signal stop a resume took up again.
-          const resumedAfterStop = run.events.filter((e, i) => e._tag === "run_resumed" && run.events[i - 1]?._tag === "run_finished").length
+          const resumedAfterStop = run.events.filter(
+            (e, i) => e._tag === "run_resumed" && run.events[i - 1]?._tag === "run_finished",
+          ).length
           expect(run.events.filter((e) => e._tag === "run_finished")).toHaveLength(1 + resumedAfterStop)
           expect(run.state.skippedEvents).toBe(0)
           if (run.events.some((e) => e._tag === "run_resumed")) reasons.add("resumed")
@@ -536,7 +584,10 @@ describe("simulated runs", () => {
         expect(decide(run.state)).toEqual([])
         for (const s of run.states) {
           const commands = decide(s)
-          const folded = foldEvents(commands.flatMap((c) => commandEvents(s, c, at(0))), s)
+          const folded = foldEvents(
+            commands.flatMap((c) => commandEvents(s, c, at(0))),
+            s,
+          )
           // Cancellations come alone; after them, rounds (or the presentation) follow.
           if (commands.some((c) => c._tag === "CancelRound")) expect(commands.every((c) => c._tag === "CancelRound")).toBe(true)
           else expect(decide(folded).filter((c) => c._tag === "StartRound" || c._tag === "CancelRound")).toEqual([])

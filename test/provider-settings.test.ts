@@ -36,8 +36,21 @@ describe("provider settings in the config", () => {
     const decoded = decodeConfig(doc({ type: "openai", ...settings }), ENV)
     expect(Either.getOrThrow(decoded).agents[0]!.backend).toMatchObject(settings)
     expect(unknownKeys(doc({ type: "openai", ...settings }))).toEqual([])
-    expect(problemsOf(doc({ type: "claude", enable_web_search: true, enable_code_execution: true, reasoning: { effort: "max" }, top_p: 0.5 }))).toEqual([])
-    expect(problemsOf(doc({ type: "groq", reasoning: { effort: "low" }, text: { verbosity: "high" }, top_p: 1, extra_body: { x: 1 }, enable_web_search: false }))).toEqual([])
+    expect(
+      problemsOf(doc({ type: "claude", enable_web_search: true, enable_code_execution: true, reasoning: { effort: "max" }, top_p: 0.5 })),
+    ).toEqual([])
+    expect(
+      problemsOf(
+        doc({
+          type: "groq",
+          reasoning: { effort: "low" },
+          text: { verbosity: "high" },
+          top_p: 1,
+          extra_body: { x: 1 },
+          enable_web_search: false,
+        }),
+      ),
+    ).toEqual([])
   })
 
   test("wrong types are one-line problems naming the key and what was found", () => {
@@ -63,7 +76,9 @@ describe("provider settings in the config", () => {
   })
 
   test("a provider tool on a Chat Completions type is a problem naming the agent and the key; false is not", () => {
-    expect(problemsOf(doc({ type: "groq", enable_web_search: true, enable_code_interpreter: true, enable_code_execution: false }, "fast"))).toEqual([
+    expect(
+      problemsOf(doc({ type: "groq", enable_web_search: true, enable_code_interpreter: true, enable_code_execution: false }, "fast")),
+    ).toEqual([
       "agents[0].backend.enable_web_search: agent fast: type groq speaks Chat Completions, which has no provider-side web search: remove enable_web_search, or use type openai or claude",
       "agents[0].backend.enable_code_interpreter: agent fast: type groq speaks Chat Completions, which has no provider-side code execution: remove enable_code_interpreter, or use type openai or claude",
     ])
@@ -79,13 +94,24 @@ describe("provider settings in the config", () => {
 test("from the config to the wire: each backend type sends the settings its protocol has", async () => {
   const fake = await startFakeLlm()
   try {
-    const settings = { reasoning: { effort: "high", summary: "detailed" }, text: { verbosity: "low" }, top_p: 0.5, extra_body: { user: "massgen" } }
+    const settings = {
+      reasoning: { effort: "high", summary: "detailed" },
+      text: { verbosity: "low" },
+      top_p: 0.5,
+      extra_body: { user: "massgen" },
+    }
     const config = Either.getOrThrow(
       decodeConfig(
         {
           agents: [
-            { id: "gpt", backend: { type: "openai", base_url: fake.openAiBaseUrl, enable_web_search: true, enable_code_execution: true, ...settings } },
-            { id: "claude", backend: { type: "claude", base_url: fake.url, enable_web_search: true, enable_code_interpreter: true, ...settings } },
+            {
+              id: "gpt",
+              backend: { type: "openai", base_url: fake.openAiBaseUrl, enable_web_search: true, enable_code_execution: true, ...settings },
+            },
+            {
+              id: "claude",
+              backend: { type: "claude", base_url: fake.url, enable_web_search: true, enable_code_interpreter: true, ...settings },
+            },
             { id: "local", backend: { type: "vllm", base_url: fake.openAiBaseUrl, ...settings } },
           ],
         },
@@ -97,7 +123,12 @@ test("from the config to the wire: each backend type sends the settings its prot
     fake.enqueue("chat", reply({ text: "c" }))
     for (const agent of config.agents) await collect(await Effect.runPromise(makeBackend(agent, ENV)))
     const [gpt, claude, local] = fake.requests.map((r) => r.body)
-    expect(gpt).toMatchObject({ reasoning: { effort: "high", summary: "detailed" }, text: { verbosity: "low" }, top_p: 0.5, user: "massgen" })
+    expect(gpt).toMatchObject({
+      reasoning: { effort: "high", summary: "detailed" },
+      text: { verbosity: "low" },
+      top_p: 0.5,
+      user: "massgen",
+    })
     expect(gpt.tools.slice(0, 2).map((t: { type: string }) => t.type)).toEqual(["web_search", "code_interpreter"])
     expect(claude).toMatchObject({ output_config: { effort: "high" }, top_p: 0.5, user: "massgen" })
     expect(claude.tools.slice(0, 2).map((t: { type: string }) => t.type)).toEqual(["web_search_20250305", "code_execution_20250825"])
@@ -113,12 +144,17 @@ describe("a provider tool where the protocol has none, on the command line", () 
 
   test("--validate and a run refuse it with exit 1 and one line naming the agent and the key; nothing is written", async () => {
     const cwd = sandbox()
-    const config = writeConfig(cwd, { agents: [{ id: "fast", backend: { type: "groq", api_key: "gsk-x", enable_web_search: true } }] }, "team.yaml")
+    const config = writeConfig(
+      cwd,
+      { agents: [{ id: "fast", backend: { type: "groq", api_key: "gsk-x", enable_web_search: true } }] },
+      "team.yaml",
+    )
     const [validated, run] = await Promise.all([
       runCli("source", ["--validate", config], { cwd }),
       runCli("source", ["--automation", "--config", config, "q"], { cwd }),
     ])
-    const line = "agents[0].backend.enable_web_search: agent fast: type groq speaks Chat Completions, which has no provider-side web search: remove enable_web_search, or use type openai or claude"
+    const line =
+      "agents[0].backend.enable_web_search: agent fast: type groq speaks Chat Completions, which has no provider-side web search: remove enable_web_search, or use type openai or claude"
     expectExit(validated, 1)
     expect(validated.stdout).toBe(`config ${config}: ${line}\n`)
     expectExit(run, 1)

@@ -14,8 +14,8 @@ import { createHash } from "node:crypto"
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
 import pkg from "../package.json" with { type: "json" }
-import { ROOT, cleanupSandboxes, sandbox } from "./support/cli.ts"
-import { RELEASE_DIR, RELEASE_TARGETS, ensureRelease, releaseBinary, releaseFileName } from "./support/release.ts"
+import { cleanupSandboxes, ROOT, sandbox } from "./support/cli.ts"
+import { ensureRelease, RELEASE_DIR, RELEASE_TARGETS, releaseBinary, releaseFileName } from "./support/release.ts"
 
 afterAll(cleanupSandboxes)
 
@@ -47,21 +47,36 @@ describe("dist/release", () => {
     ])
     expect(fs.readdirSync(RELEASE_DIR).sort()).toEqual([...files, "RELEASE.md", "SHA256SUMS", "install.sh"].sort())
     const sums = fs.readFileSync(nodePath.join(RELEASE_DIR, "SHA256SUMS"), "utf8")
-    const lines = sums.trimEnd().split("\n").map((line) => /^([0-9a-f]{64}) {2}(\S+)$/.exec(line))
+    const lines = sums
+      .trimEnd()
+      .split("\n")
+      .map((line) => /^([0-9a-f]{64}) {2}(\S+)$/.exec(line))
     expect(lines.every((m) => m !== null)).toBe(true)
     expect(lines.map((m) => m![2]).sort()).toEqual([...files, "install.sh"].sort())
-    for (const m of lines) expect({ file: m![2]!, sha256: sha256(nodePath.join(RELEASE_DIR, m![2]!)) }).toEqual({ file: m![2]!, sha256: m![1]! })
-    expect(fs.readFileSync(nodePath.join(RELEASE_DIR, "install.sh"), "utf8")).toBe(fs.readFileSync(nodePath.join(ROOT, "install.sh"), "utf8"))
+    for (const m of lines)
+      expect({ file: m![2]!, sha256: sha256(nodePath.join(RELEASE_DIR, m![2]!)) }).toEqual({ file: m![2]!, sha256: m![1]! })
+    expect(fs.readFileSync(nodePath.join(RELEASE_DIR, "install.sh"), "utf8")).toBe(
+      fs.readFileSync(nodePath.join(ROOT, "install.sh"), "utf8"),
+    )
     for (const file of files) expect(fs.statSync(nodePath.join(RELEASE_DIR, file)).mode & 0o111).not.toBe(0)
   })
 
   test("sha256sum -c SHA256SUMS agrees", () => {
     const check = Bun.spawnSync(["sha256sum", "-c", "SHA256SUMS"], { cwd: RELEASE_DIR })
-    expect({ exitCode: check.exitCode, stdout: check.stdout.toString().split("\n").filter((l) => l !== "" && !l.endsWith(": OK")) }).toEqual({ exitCode: 0, stdout: [] })
+    expect({
+      exitCode: check.exitCode,
+      stdout: check.stdout
+        .toString()
+        .split("\n")
+        .filter((l) => l !== "" && !l.endsWith(": OK")),
+    }).toEqual({ exitCode: 0, stdout: [] })
   })
 
   test("no binary weighs over 120 MB", () => {
-    const over = RELEASE_TARGETS.map(({ platform }) => ({ file: releaseFileName(platform), bytes: fs.statSync(releaseBinary(platform)).size })).filter((b) => b.bytes > 120_000_000)
+    const over = RELEASE_TARGETS.map(({ platform }) => ({
+      file: releaseFileName(platform),
+      bytes: fs.statSync(releaseBinary(platform)).size,
+    })).filter((b) => b.bytes > 120_000_000)
     expect(over).toEqual([])
   })
 
@@ -86,7 +101,9 @@ const headerOf = (path: string): { format: string; cpu: string; interpreter?: st
     fs.readSync(fd, head, 0, head.length, 0)
     if (head.readUInt32BE(0) === 0x7f454c46) {
       const bits = head[4] === 2 ? 64 : 32
-      const cpu = ({ 0x3e: "x86-64", 0xb7: "aarch64" } as Record<number, string>)[head.readUInt16LE(18)] ?? `machine 0x${head.readUInt16LE(18).toString(16)}`
+      const cpu =
+        ({ 0x3e: "x86-64", 0xb7: "aarch64" } as Record<number, string>)[head.readUInt16LE(18)] ??
+        `machine 0x${head.readUInt16LE(18).toString(16)}`
       // The program headers: PT_INTERP (3) names the loader, so the C library the binary is linked against.
       const phoff = Number(head.readBigUInt64LE(32))
       const phentsize = head.readUInt16LE(54)
@@ -104,13 +121,17 @@ const headerOf = (path: string): { format: string; cpu: string; interpreter?: st
       return { format: `ELF${bits}`, cpu, ...(interpreter === undefined ? {} : { interpreter }) }
     }
     if (head.readUInt32LE(0) === 0xfeedfacf) {
-      const cpu = ({ 0x01000007: "x86-64", 0x0100000c: "arm64" } as Record<number, string>)[head.readUInt32LE(4)] ?? `cputype 0x${head.readUInt32LE(4).toString(16)}`
+      const cpu =
+        ({ 0x01000007: "x86-64", 0x0100000c: "arm64" } as Record<number, string>)[head.readUInt32LE(4)] ??
+        `cputype 0x${head.readUInt32LE(4).toString(16)}`
       return { format: `Mach-O 64 ${head.readUInt32LE(12) === 2 ? "executable" : `filetype ${head.readUInt32LE(12)}`}`, cpu }
     }
     if (head.toString("latin1", 0, 2) === "MZ") {
       const pe = head.readUInt32LE(0x3c)
       if (head.toString("latin1", pe, pe + 4) !== "PE\0\0") return { format: "MZ without PE", cpu: "?" }
-      const cpu = ({ 0x8664: "x86-64", 0xaa64: "arm64" } as Record<number, string>)[head.readUInt16LE(pe + 4)] ?? `machine 0x${head.readUInt16LE(pe + 4).toString(16)}`
+      const cpu =
+        ({ 0x8664: "x86-64", 0xaa64: "arm64" } as Record<number, string>)[head.readUInt16LE(pe + 4)] ??
+        `machine 0x${head.readUInt16LE(pe + 4).toString(16)}`
       const magic = head.readUInt16LE(pe + 24)
       return { format: magic === 0x20b ? "PE32+" : `PE optional header 0x${magic.toString(16)}`, cpu }
     }
@@ -148,7 +169,12 @@ const runClean = async (prefix: ReadonlyArray<string>, binary: string, args: Rea
   fs.mkdirSync(home)
   fs.mkdirSync(bin)
   fs.copyFileSync(nodePath.join(ROOT, "examples", "demo.yaml"), nodePath.join(cwd, "demo.yaml"))
-  const proc = Bun.spawn(["/usr/bin/env", "-i", `HOME=${home}`, `PATH=${bin}`, ...prefix, binary, ...args], { cwd, stdout: "pipe", stderr: "pipe", stdin: "ignore" })
+  const proc = Bun.spawn(["/usr/bin/env", "-i", `HOME=${home}`, `PATH=${bin}`, ...prefix, binary, ...args], {
+    cwd,
+    stdout: "pipe",
+    stderr: "pipe",
+    stdin: "ignore",
+  })
   const [exitCode, stdout, stderr] = await Promise.all([proc.exited, new Response(proc.stdout).text(), new Response(proc.stderr).text()])
   return { cwd, exitCode, stdout, stderr }
 }
@@ -157,7 +183,11 @@ const runClean = async (prefix: ReadonlyArray<string>, binary: string, args: Rea
 const demoRunsClean = async (prefix: ReadonlyArray<string>, platform: string) => {
   const version = await runClean(prefix, releaseBinary(platform), ["--version"])
   expect({ exitCode: version.exitCode, stderr: version.stderr }).toEqual({ exitCode: 0, stderr: "" })
-  expect(version.stdout).toMatch(new RegExp(`^massgen ${pkg.version.replaceAll(".", "\\.")}\ncommit: \\S+\nbuilt: \\S+Z\nbun: ${Bun.version.replaceAll(".", "\\.")}\ntarget: bun-${platform}\n$`))
+  expect(version.stdout).toMatch(
+    new RegExp(
+      `^massgen ${pkg.version.replaceAll(".", "\\.")}\ncommit: \\S+\nbuilt: \\S+Z\nbun: ${Bun.version.replaceAll(".", "\\.")}\ntarget: bun-${platform}\n$`,
+    ),
+  )
 
   const run = await runClean(prefix, releaseBinary(platform), ["--automation", "--config", "demo.yaml", DEMO_QUESTION])
   expect({ exitCode: run.exitCode, stderr: run.stderr }).toEqual({ exitCode: 0, stderr: "" })
@@ -187,7 +217,10 @@ describe("the binaries run with nothing installed", () => {
   const QEMU = "/usr/bin/qemu-aarch64-static"
   const SYSROOT = "/usr/aarch64-linux-gnu"
   const missing = [QEMU, nodePath.join(SYSROOT, "lib", "ld-linux-aarch64.so.1")].filter((p) => !fs.existsSync(p))
-  if (missing.length > 0) console.warn(`release.test.ts: skipping linux-arm64 under qemu: missing ${missing.join(", ")} (bash scripts/test-deps.sh installs qemu-user-static and libc6-arm64-cross)`)
+  if (missing.length > 0)
+    console.warn(
+      `release.test.ts: skipping linux-arm64 under qemu: missing ${missing.join(", ")} (bash scripts/test-deps.sh installs qemu-user-static and libc6-arm64-cross)`,
+    )
   test.skipIf(missing.length > 0)(
     "linux-arm64 under qemu-user: --version and the offline demo in an empty environment",
     () => demoRunsClean([QEMU, "-L", SYSROOT], "linux-arm64"),

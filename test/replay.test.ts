@@ -23,27 +23,26 @@ import * as fs from "node:fs"
 import * as nodePath from "node:path"
 import { Arbitrary, Deferred, Effect, FastCheck, Fiber, Layer, Option, TestClock, TestContext } from "effect"
 import fc from "fast-check"
-import { encodeEventLine, readEventsText } from "../src/domain/log/index.ts"
-import { Event as EventSchema } from "../src/domain/events/index.ts"
-import type { Event } from "../src/domain/events/index.ts"
-import { type ReplayResult, continuationsOf, replayRun, roundsInFlight, sameDecision } from "../src/domain/replay/index.ts"
+import { recordedCall } from "../src/cli/run/run-dir.ts"
 import { retryMessages } from "../src/domain/coordination/prompts.ts"
+import type { Event } from "../src/domain/events/index.ts"
+import { Event as EventSchema } from "../src/domain/events/index.ts"
+import { encodeEventLine, readEventsText } from "../src/domain/log/index.ts"
+import { continuationsOf, type ReplayResult, replayRun, roundsInFlight, sameDecision } from "../src/domain/replay/index.ts"
 import { foldWithStart, quietPoint } from "../src/domain/replay/start.ts"
 import { evolve, foldEvents, initialState, latestLabels } from "../src/domain/state/index.ts"
-import { callLogOf, callsOf } from "./support/call-logs.ts"
 import { Backends } from "../src/services/backends/index.ts"
+import { makeScriptedBackend } from "../src/services/backends/scripted.ts"
 import { EventStore } from "../src/services/event-store/index.ts"
 import { runCoordination } from "../src/services/orchestrator/index.ts"
+import { CALL_LOG_FILE, callLogTexts } from "../src/services/run-files/call-logs.ts"
 import { memoryRunFiles } from "../src/services/run-files/index.ts"
-import { makeScriptedBackend } from "../src/services/backends/scripted.ts"
 import { StatusWriter } from "../src/services/run-files/status-writer.ts"
+import { callLogOf, callsOf } from "./support/call-logs.ts"
 import { cleanupSandboxes, runCli, sandbox, writeConfig } from "./support/cli.ts"
 import { effect, live } from "./support/effect-test.ts"
 import { type FakeLlm, type FakeRequest, offeredTools, promptText, reply, startFakeLlm } from "./support/fake-llm.ts"
 import { configOf, runInMemory } from "./support/harness.ts"
-import { recordedCall } from "../src/cli/run/run-dir.ts"
-import { CALL_LOG_FILE } from "../src/services/run-files/call-logs.ts"
-import { callLogTexts } from "../src/services/run-files/call-logs.ts"
 
 afterAll(() => cleanupSandboxes())
 
@@ -124,16 +123,25 @@ describe("replay of recorded in-memory runs", () => {
 
   live("the log alone rebuilds a round in flight: its transcript and its next request are what the live round sent", () =>
     Effect.gen(function* () {
-      const doc = { agents: agents({ script: [{ text: "no tool here" }, { new_answer: "A" }], vote: "agent1" }, { answer: "B", vote: "agent1" }) }
+      const doc = {
+        agents: agents({ script: [{ text: "no tool here" }, { new_answer: "A" }], vote: "agent1" }, { answer: "B", vote: "agent1" }),
+      }
       const run = yield* runInMemory(doc)
       const at = run.events.findIndex((e) => e._tag === "reply_rejected" && e.agent === "agent_a")
       // The process died right after the rejection: the log is all there is.
       const machine = roundsInFlight(run.events.slice(0, at + 1), configOf(doc).agents).get("agent_a")!
       expect(machine).toMatchObject({ round: 1, role: "round", attempt: 2 })
       expect(machine.transcript).toEqual(retryMessages("no tool here", "Your reply called no tool."))
-      const next = run.events.slice(at).find((e) => e._tag === "call_start" && e.agent === "agent_a") as Extract<Event, { _tag: "call_start" }>
+      const next = run.events.slice(at).find((e) => e._tag === "call_start" && e.agent === "agent_a") as Extract<
+        Event,
+        { _tag: "call_start" }
+      >
       const sent = callLogOf(run.files)(next.call).request
-      expect({ system: machine.request.system, messages: [...machine.request.messages, ...machine.transcript], tools: machine.request.tools }).toEqual({
+      expect({
+        system: machine.request.system,
+        messages: [...machine.request.messages, ...machine.transcript],
+        tools: machine.request.tools,
+      }).toEqual({
         system: sent.system,
         messages: sent.messages,
         tools: sent.tools,
@@ -144,11 +152,17 @@ describe("replay of recorded in-memory runs", () => {
   effect("a restart after a late answer (delays under the TestClock)", () =>
     Effect.gen(function* () {
       const doc = {
-        agents: agents({ answer: "A", vote: "agent1", delay_seconds: 1 }, { answer: "B", vote: "agent1", delay_seconds: 2 }, { answer: "C", vote: "agent1", delay_seconds: 10 }),
+        agents: agents(
+          { answer: "A", vote: "agent1", delay_seconds: 1 },
+          { answer: "B", vote: "agent1", delay_seconds: 2 },
+          { answer: "C", vote: "agent1", delay_seconds: 10 },
+        ),
       }
       const run = yield* untilDone(yield* Effect.fork(runInMemory(doc)))
       expect(run.reason).toBe("completed")
-      expect(ofTag(run.events, "round_cancelled").length + ofTag(run.events, "round_started").filter((e) => e.restart).length).toBeGreaterThan(0)
+      expect(
+        ofTag(run.events, "round_cancelled").length + ofTag(run.events, "round_started").filter((e) => e.restart).length,
+      ).toBeGreaterThan(0)
       expectSameRun(doc, run)
     }),
   )
@@ -157,7 +171,7 @@ describe("replay of recorded in-memory runs", () => {
     Effect.gen(function* () {
       const doc = {
         agents: agents(
-          { script: [{ new_answer: "A1" }, { vote: "agent1" }, { new_answer: "A2" }] , vote: "agent1" },
+          { script: [{ new_answer: "A1" }, { vote: "agent1" }, { new_answer: "A2" }], vote: "agent1" },
           { answer: "B", vote: "agent1" },
         ),
       }
@@ -169,7 +183,9 @@ describe("replay of recorded in-memory runs", () => {
 
   live("a reply with no tool call, then a valid one (reply_rejected)", () =>
     Effect.gen(function* () {
-      const doc = { agents: agents({ script: [{ text: "Hmm, let me think." }, { new_answer: "A" }], vote: "agent1" }, { answer: "B", vote: "agent1" }) }
+      const doc = {
+        agents: agents({ script: [{ text: "Hmm, let me think." }, { new_answer: "A" }], vote: "agent1" }, { answer: "B", vote: "agent1" }),
+      }
       const run = yield* runInMemory(doc)
       expect(ofTag(run.events, "reply_rejected")).toEqual([expect.objectContaining({ agent: "agent_a", reason: "no_tool_call" })])
       expectSameRun(doc, run)
@@ -395,7 +411,8 @@ describe("replay of random scripted runs", () => {
           const events = run.events.slice(0, cut)
           if (quietPoint(events) > 0) reasons.add("replayed from a quiet point")
           const whole = replayRun(events, configured, () => undefined, { checkRequests: false })
-          const live = <A,>(work: ReadonlyMap<string, A>) => new Map([...work].filter(([agent]) => whole.state.agents.some((a) => a.info.id === agent && a.failure === null)))
+          const live = <A>(work: ReadonlyMap<string, A>) =>
+            new Map([...work].filter(([agent]) => whole.state.agents.some((a) => a.info.id === agent && a.failure === null)))
           expect(live(continuationsOf(events, configured))).toEqual(live(whole.continuations))
           expect(live(roundsInFlight(events, configured))).toEqual(live(whole.rounds))
           // A resume folds the log once, keeping the fold at its quiet point for the replay.
@@ -424,7 +441,10 @@ describe("sameDecision", () => {
   }
   const values = FastCheck.oneof(
     FastCheck.jsonValue({ maxDepth: 2 }),
-    FastCheck.constantFrom<unknown>(undefined, Number.NaN, Number.POSITIVE_INFINITY, -0, null, () => 1, Symbol("s"), [undefined, Number.NaN]),
+    FastCheck.constantFrom<unknown>(undefined, Number.NaN, Number.POSITIVE_INFINITY, -0, null, () => 1, Symbol("s"), [
+      undefined,
+      Number.NaN,
+    ]),
   )
   /** An event with a field anywhere changed, dropped, added or moved to the end. */
   const edited = (event: Event, edits: ReadonlyArray<readonly [number, number, string, unknown]>): unknown => {
@@ -452,7 +472,15 @@ describe("sameDecision", () => {
     return copy
   }
   const events = Arbitrary.make(EventSchema)
-  const edits = FastCheck.array(FastCheck.tuple(FastCheck.nat(3), FastCheck.nat(), FastCheck.constantFrom("time", "seconds", "run_id", "agent", "extra", "reply"), values), { maxLength: 3 })
+  const edits = FastCheck.array(
+    FastCheck.tuple(
+      FastCheck.nat(3),
+      FastCheck.nat(),
+      FastCheck.constantFrom("time", "seconds", "run_id", "agent", "extra", "reply"),
+      values,
+    ),
+    { maxLength: 3 },
+  )
 
   test("says what comparing their JSON texts says, on random events edited at any depth", () => {
     let same = 0
@@ -465,7 +493,10 @@ describe("sameDecision", () => {
       }),
       { numRuns: 3000 },
     )
-    FastCheck.assert(FastCheck.property(events, events, (a, b) => expect(sameDecision(a, b)).toBe(byText(a, b))), { numRuns: 500 })
+    FastCheck.assert(
+      FastCheck.property(events, events, (a, b) => expect(sameDecision(a, b)).toBe(byText(a, b))),
+      { numRuns: 500 },
+    )
     expect(same).toBeGreaterThan(300)
   })
 })
@@ -599,7 +630,9 @@ describe("divergences", () => {
 
   test("a request built differently from the recorded one is a divergence at its call_start", async () => {
     const run = await recordConsensus()
-    const start = ofTag(run.events, "call_start").filter((e) => e.agent === "agent_b" && run.files.has(`llm_log/${e.call}.json`)).at(-1)!
+    const start = ofTag(run.events, "call_start")
+      .filter((e) => e.agent === "agent_b" && run.files.has(`llm_log/${e.call}.json`))
+      .at(-1)!
     expect(start.round).toBeGreaterThan(1)
     const files = new Map(run.files)
     edit(files, start.call, (r) => {
@@ -662,14 +695,25 @@ const recordRun = async (doc: unknown, env: Record<string, string | undefined> =
 const replayCli = (logDir: string, cwd: string, env: Record<string, string | undefined> = {}) =>
   runCli("source", ["replay", logDir, "--check"], { cwd, env: { ...CLEAN_ENV, ...env } })
 
-const eventLines = (dir: string) => fs.readFileSync(nodePath.join(dir, "events.jsonl"), "utf8").split("\n").filter((l) => l !== "")
+const eventLines = (dir: string) =>
+  fs
+    .readFileSync(nodePath.join(dir, "events.jsonl"), "utf8")
+    .split("\n")
+    .filter((l) => l !== "")
 
 describe.concurrent("massgen replay --check", () => {
   test("exit 0 on a recorded scripted run; the replayed run is written to a new directory", async () => {
-    const { cwd, logDir } = await recordRun({ ...CONSENSUS, agents: CONSENSUS.agents.map((a) => ({ ...a, backend: { ...a.backend, delay_seconds: 0.05 } })) })
+    const { cwd, logDir } = await recordRun({
+      ...CONSENSUS,
+      agents: CONSENSUS.agents.map((a) => ({ ...a, backend: { ...a.backend, delay_seconds: 0.05 } })),
+    })
     const before = fs.readFileSync(nodePath.join(logDir, "events.jsonl"), "utf8")
     const result = await replayCli(logDir, cwd)
-    expect({ code: result.exitCode, out: result.stdout, err: result.stderr }).toEqual({ code: 0, out: expect.stringContaining("SAME"), err: "" })
+    expect({ code: result.exitCode, out: result.stdout, err: result.stderr }).toEqual({
+      code: 0,
+      out: expect.stringContaining("SAME"),
+      err: "",
+    })
     const replayDir = result.lines.find((l) => l.startsWith("REPLAY_DIR: "))!.slice("REPLAY_DIR: ".length)
     expect(replayDir).not.toBe(logDir)
     expect(fs.readFileSync(nodePath.join(logDir, "events.jsonl"), "utf8")).toBe(before)
@@ -704,7 +748,14 @@ describe.concurrent("massgen replay --check", () => {
   test("exit 2 naming a missing recorded request", async () => {
     const { cwd, logDir } = await recordRun(CONSENSUS)
     const calls = nodePath.join(logDir, CALL_LOG_FILE)
-    fs.writeFileSync(calls, fs.readFileSync(calls, "utf8").split("\n").filter((line) => !line.startsWith('{"call":2,')).join("\n"))
+    fs.writeFileSync(
+      calls,
+      fs
+        .readFileSync(calls, "utf8")
+        .split("\n")
+        .filter((line) => !line.startsWith('{"call":2,'))
+        .join("\n"),
+    )
     const result = await replayCli(logDir, cwd)
     expect(result.exitCode).toBe(2)
     expect(result.stdout).toMatch(/DIVERGED at event (\d+) \(line \1 of events\.jsonl\): the request of call 2 is missing/)
@@ -765,7 +816,11 @@ describe.concurrent("replay of runs recorded through each real-backend protocol"
         expect(eventLines(logDir).length).toBeGreaterThan(10)
         // Replay needs neither the server's key nor the server.
         const result = await replayCli(logDir, cwd, { FAKE_LLM_KEY: undefined })
-        expect({ code: result.exitCode, out: result.stdout, err: result.stderr }).toEqual({ code: 0, out: expect.stringContaining("SAME"), err: "" })
+        expect({ code: result.exitCode, out: result.stdout, err: result.stderr }).toEqual({
+          code: 0,
+          out: expect.stringContaining("SAME"),
+          err: "",
+        })
         expect(fake.requests.length).toBe(calls)
       } finally {
         fake.stop()
@@ -796,10 +851,17 @@ describe.concurrent("replay of runs with provider tools and settings", () => {
         const hosted = provider === "chatcompletion" ? {} : { enable_web_search: true }
         const settings = { ...hosted, reasoning: { effort: "high" }, top_p: 0.9, extra_body: { metadata: { run: "replay" } } }
         const doc = providerDoc(fake, provider)
-        const { cwd, logDir } = await recordRun({ ...doc, agents: doc.agents.map((a) => ({ ...a, backend: { ...a.backend, ...settings } })) })
+        const { cwd, logDir } = await recordRun({
+          ...doc,
+          agents: doc.agents.map((a) => ({ ...a, backend: { ...a.backend, ...settings } })),
+        })
         expect(fake.requests.every((r) => JSON.stringify(r.body).includes(EFFORT_SENT[provider]))).toBe(true)
         const result = await replayCli(logDir, cwd, { FAKE_LLM_KEY: undefined })
-        expect({ code: result.exitCode, out: result.stdout, err: result.stderr }).toEqual({ code: 0, out: expect.stringContaining("SAME"), err: "" })
+        expect({ code: result.exitCode, out: result.stdout, err: result.stderr }).toEqual({
+          code: 0,
+          out: expect.stringContaining("SAME"),
+          err: "",
+        })
         const logs = [...callLogTexts(logDir).values()]
         expect(logs.some((l) => l.includes('"hostedToolUses"'))).toBe(provider !== "chatcompletion")
       } finally {

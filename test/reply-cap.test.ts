@@ -9,17 +9,17 @@ import { afterAll, afterEach, beforeEach, describe, expect, test } from "bun:tes
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
 import { Effect, Either } from "effect"
-import { decodeConfig } from "../src/domain/config/index.ts"
 import fc from "fast-check"
-import type { Backend } from "../src/services/backends/index.ts"
-import { BackendError } from "../src/services/backends/index.ts"
+import { decodeConfig } from "../src/domain/config/index.ts"
 import { makeAnthropicMessagesBackend } from "../src/services/backends/anthropic-messages.ts"
 import { makeChatCompletionsBackend } from "../src/services/backends/chat-completions.ts"
+import type { Backend } from "../src/services/backends/index.ts"
+import { BackendError } from "../src/services/backends/index.ts"
 import { makeOpenAiResponsesBackend } from "../src/services/backends/openai-responses.ts"
 import { DEFAULT_MAX_REPLY_BYTES, ENTRY_BYTES, replyMeter, type SdkBackendOptions } from "../src/services/backends/sdk-stream.ts"
 import { TEST_KEY } from "./support/backend-suite.ts"
 import { cleanupSandboxes, runCli, sandbox, writeConfig } from "./support/cli.ts"
-import { type FakeLlm, NO_PROXY_ENV, type Protocol, type ReplySpec, endless, raw, startFakeLlm } from "./support/fake-llm.ts"
+import { endless, type FakeLlm, NO_PROXY_ENV, type Protocol, type ReplySpec, raw, startFakeLlm } from "./support/fake-llm.ts"
 import { roundRequest } from "./support/llm-requests.ts"
 import { eventsOf, logDirOf, shown } from "./support/run-output.ts"
 
@@ -27,8 +27,14 @@ const CAP = 64 * 1024
 const PIECE = "e".repeat(4000)
 
 const BACKENDS: ReadonlyArray<readonly [Protocol, (fake: FakeLlm, opts: Partial<SdkBackendOptions>) => Backend]> = [
-  ["chat", (fake, opts) => makeChatCompletionsBackend({ type: "groq", model: "m", baseURL: fake.openAiBaseUrl, apiKey: TEST_KEY, ...opts })],
-  ["responses", (fake, opts) => makeOpenAiResponsesBackend({ type: "openai", model: "m", baseURL: fake.openAiBaseUrl, apiKey: TEST_KEY, ...opts })],
+  [
+    "chat",
+    (fake, opts) => makeChatCompletionsBackend({ type: "groq", model: "m", baseURL: fake.openAiBaseUrl, apiKey: TEST_KEY, ...opts }),
+  ],
+  [
+    "responses",
+    (fake, opts) => makeOpenAiResponsesBackend({ type: "openai", model: "m", baseURL: fake.openAiBaseUrl, apiKey: TEST_KEY, ...opts }),
+  ],
   ["anthropic", (fake, opts) => makeAnthropicMessagesBackend({ type: "claude", model: "m", baseURL: fake.url, apiKey: TEST_KEY, ...opts })],
 ]
 
@@ -107,10 +113,12 @@ test("anthropic: blocks that come whole (server tool results) count too", async 
 
 /** Frames that each open one more, empty, tool call or content block: no text at all. */
 const EMPTY_ENTRIES: Readonly<Record<Protocol, (n: number) => string>> = {
-  chat: (n) => `data: ${JSON.stringify({ id: "c", object: "chat.completion.chunk", created: 0, model: "m", choices: [{ index: 0, delta: { tool_calls: [{ index: n }] }, finish_reason: null }] })}\n\n`,
+  chat: (n) =>
+    `data: ${JSON.stringify({ id: "c", object: "chat.completion.chunk", created: 0, model: "m", choices: [{ index: 0, delta: { tool_calls: [{ index: n }] }, finish_reason: null }] })}\n\n`,
   responses: (n) =>
     `event: response.function_call_arguments.delta\ndata: ${JSON.stringify({ type: "response.function_call_arguments.delta", item_id: `fc_${n}`, output_index: n, delta: "", sequence_number: n })}\n\n`,
-  anthropic: (n) => `event: content_block_start\ndata: ${JSON.stringify({ type: "content_block_start", index: n, content_block: { type: "text", text: "" } })}\n\n`,
+  anthropic: (n) =>
+    `event: content_block_start\ndata: ${JSON.stringify({ type: "content_block_start", index: n, content_block: { type: "text", text: "" } })}\n\n`,
 }
 
 for (const [protocol, make] of BACKENDS) {
@@ -127,7 +135,9 @@ for (const [protocol, make] of BACKENDS) {
 }
 
 describe("max_reply_bytes in a config", () => {
-  const backendOf = (max: unknown) => ({ agents: [{ id: "a", backend: { type: "chatcompletion", model: "m", base_url: "http://127.0.0.1:1/v1", max_reply_bytes: max } }] })
+  const backendOf = (max: unknown) => ({
+    agents: [{ id: "a", backend: { type: "chatcompletion", model: "m", base_url: "http://127.0.0.1:1/v1", max_reply_bytes: max } }],
+  })
   test("a whole number of 1 or more reaches the backend's options; anything else is one problem naming the key", () => {
     const decoded = decodeConfig(backendOf(1000), {})
     expect(Either.isRight(decoded) && decoded.right.agents[0]!.backend.max_reply_bytes).toBe(1000)
@@ -146,19 +156,23 @@ describe("the reply meter", () => {
 
   test("it lets pieces through while their UTF-8 bytes stay within the cap, and fails the first that passes it", () => {
     fc.assert(
-      fc.property(fc.array(fc.string({ unit: "binary", maxLength: 40 }), { maxLength: 40 }), fc.integer({ min: 1, max: 600 }), (pieces, cap) => {
-        const meter = replyMeter(cap)
-        let total = 0
-        for (const piece of pieces) {
-          const bytes = new TextEncoder().encode(piece).length
-          if (total + bytes > cap) {
-            expect(() => meter.add(piece)).toThrow(/max_reply_bytes/)
-            return
+      fc.property(
+        fc.array(fc.string({ unit: "binary", maxLength: 40 }), { maxLength: 40 }),
+        fc.integer({ min: 1, max: 600 }),
+        (pieces, cap) => {
+          const meter = replyMeter(cap)
+          let total = 0
+          for (const piece of pieces) {
+            const bytes = new TextEncoder().encode(piece).length
+            if (total + bytes > cap) {
+              expect(() => meter.add(piece)).toThrow(/max_reply_bytes/)
+              return
+            }
+            meter.add(piece)
+            total += bytes
           }
-          meter.add(piece)
-          total += bytes
-        }
-      }),
+        },
+      ),
     )
   })
 
@@ -192,7 +206,10 @@ describe("a run whose model streams without end", () => {
         agents: [{ id: "agent_a", backend: { type, model: "m", base_url: baseUrl(fake), api_key: "k", max_reply_bytes: CAP } }],
         timeout_settings: { orchestrator_timeout_seconds: 60, agent_timeout_seconds: 60 },
       })
-      const result = await runCli("source", ["--automation", "--config", config, "What is 2+2?"], { cwd, env: { ...NO_PROXY_ENV, MASSGEN_LOG_BASE_DIR: undefined } })
+      const result = await runCli("source", ["--automation", "--config", config, "What is 2+2?"], {
+        cwd,
+        env: { ...NO_PROXY_ENV, MASSGEN_LOG_BASE_DIR: undefined },
+      })
       expect({ exit: result.exitCode, output: shown(result) }).toMatchObject({ exit: 2 })
       const logDir = logDirOf(result)
       const events = eventsOf(logDir)

@@ -21,18 +21,18 @@
 import { describe, expect, test } from "bun:test"
 import { Deferred, Effect, Layer } from "effect"
 import fc from "fast-check"
-import { readEventsText } from "../src/domain/log/index.ts"
 import type { Event } from "../src/domain/events/index.ts"
 import type { LlmReply, LlmRequest, ToolCall } from "../src/domain/llm.ts"
+import { readEventsText } from "../src/domain/log/index.ts"
 import { replayRun } from "../src/domain/replay/index.ts"
-import { type State, foldEvents, } from "../src/domain/state/index.ts"
+import { foldEvents, type State } from "../src/domain/state/index.ts"
 import { type Backend, Backends } from "../src/services/backends/index.ts"
 import { EventStore } from "../src/services/event-store/index.ts"
 import { type ResumeInput, runCoordination } from "../src/services/orchestrator/index.ts"
 import { memoryRunFiles } from "../src/services/run-files/index.ts"
 import { StatusWriter } from "../src/services/run-files/status-writer.ts"
-import { configOf } from "./support/harness.ts"
 import { callsOf } from "./support/call-logs.ts"
+import { configOf } from "./support/harness.ts"
 import { reply } from "./support/replies.ts"
 
 // ---------------------------------------------------------------------------
@@ -116,10 +116,7 @@ interface CouncilRun {
 
 const LOG_DIR = "/tmp/massgen-test/log_resume"
 
-const runCouncil = (
-  c: Council,
-  options: { readonly logText?: string; readonly resume?: ResumeInput; readonly stopAt?: number } = {},
-) =>
+const runCouncil = (c: Council, options: { readonly logText?: string; readonly resume?: ResumeInput; readonly stopAt?: number } = {}) =>
   Effect.gen(function* () {
     const config = configOf(councilDoc(c))
     const streams = new Map<string, string>()
@@ -181,7 +178,7 @@ const expectFoldOfEveryPrefix = (r: CouncilRun) => {
 
 const personaArb = (agents: number, capped: boolean): fc.Arbitrary<Persona> =>
   fc.record({
-    answer: fc.constantFrom("Four", "4 – vier ✓", "It is 4", "2+2 = 4, \"quoted\""),
+    answer: fc.constantFrom("Four", "4 – vier ✓", "It is 4", '2+2 = 4, "quoted"'),
     vote: fc.integer({ min: 0, max: agents }),
     final: fc.option(fc.constantFrom("The answer is 4.", "Final: 4 ✓"), { nil: null }),
     keepAnswering: capped ? fc.boolean() : fc.constant(false),
@@ -189,9 +186,15 @@ const personaArb = (agents: number, capped: boolean): fc.Arbitrary<Persona> =>
   })
 
 const councilArb: fc.Arbitrary<Council> = fc
-  .record({ agents: fc.integer({ min: 2, max: 4 }), cap: fc.option(fc.integer({ min: 1, max: 3 }), { nil: null }), skipPresentation: fc.boolean() })
+  .record({
+    agents: fc.integer({ min: 2, max: 4 }),
+    cap: fc.option(fc.integer({ min: 1, max: 3 }), { nil: null }),
+    skipPresentation: fc.boolean(),
+  })
   .chain(({ agents, cap, skipPresentation }) =>
-    fc.array(personaArb(agents, cap !== null), { minLength: agents, maxLength: agents }).map((personas) => ({ personas, cap, skipPresentation })),
+    fc
+      .array(personaArb(agents, cap !== null), { minLength: agents, maxLength: agents })
+      .map((personas) => ({ personas, cap, skipPresentation })),
   )
 
 type Cut =
@@ -248,11 +251,18 @@ describe("resume (model-based)", () => {
           leftText = stopped.text
           leftFiles = stopped.files
         } else if (cut._tag === "boundary") {
-          leftText = lines.slice(0, cut.keep).map((l) => `${l}\n`).join("")
+          leftText = lines
+            .slice(0, cut.keep)
+            .map((l) => `${l}\n`)
+            .join("")
         } else {
           const torn = Buffer.from(lines[cut.keep]!, "utf8")
           const bytes = 1 + Math.floor(cut.byte * (torn.length - 1))
-          leftText = lines.slice(0, cut.keep).map((l) => `${l}\n`).join("") + torn.subarray(0, bytes).toString("utf8")
+          leftText =
+            lines
+              .slice(0, cut.keep)
+              .map((l) => `${l}\n`)
+              .join("") + torn.subarray(0, bytes).toString("utf8")
         }
         const left = readEventsText(leftText)
         expect(left.events[0]?._tag).toBe("run_started")
@@ -337,18 +347,26 @@ describe("resume (model-based)", () => {
           expect(resumed.asked.filter((x) => x.agent === a.info.id && x.request.context.kind === "round")).toEqual([])
         }
         // A finished presentation is not asked for again; one in flight is (a signal's salvaged answer is a stand-in).
-        if (before.final !== null && before.final.source !== "salvaged") expect(resumed.asked.filter((x) => x.request.context.kind === "presentation")).toEqual([])
+        if (before.final !== null && before.final.source !== "salvaged")
+          expect(resumed.asked.filter((x) => x.request.context.kind === "presentation")).toEqual([])
 
         // The rounds in flight go on where they were: no round is started again, and no recorded reply is asked for again.
         for (const a of beforeSignal.agents) {
           if (a.inFlight === null) continue
           expect(ofTag(after, "round_started").filter((e) => e.agent === a.info.id && e.round <= a.inFlight!.round)).toEqual([])
-          const recordedReplies = ofTag(left.events, "call_end").filter((e) => e.agent === a.info.id && e.round === a.inFlight!.round && e.reply)
-          const askedAgain = ofTag(after, "call_start").filter((e) => e.agent === a.info.id && e.round === a.inFlight!.round && e.role === "round")
+          const recordedReplies = ofTag(left.events, "call_end").filter(
+            (e) => e.agent === a.info.id && e.round === a.inFlight!.round && e.reply,
+          )
+          const askedAgain = ofTag(after, "call_start").filter(
+            (e) => e.agent === a.info.id && e.round === a.inFlight!.round && e.role === "round",
+          )
           // Each recorded reply (a rejected one, a tool step, a vote an update came after) is in the transcript a later call sends.
           for (const e of askedAgain) {
             const sent = callsOf(resumed.files)(e.call)?.request?.messages ?? []
-            expect({ call: e.call, replies: sent.filter((m) => m.role === "assistant").length >= recordedReplies.length }).toEqual({ call: e.call, replies: true })
+            expect({ call: e.call, replies: sent.filter((m) => m.role === "assistant").length >= recordedReplies.length }).toEqual({
+              call: e.call,
+              replies: true,
+            })
           }
         }
 
@@ -423,7 +441,10 @@ describe("the fold of every prefix", () => {
     }
     const reference = await run(runCouncil(council))
     const lines = reference.text.split("\n").slice(0, -1)
-    const firstText = lines.slice(0, 6).map((l) => `${l}\n`).join("")
+    const firstText = lines
+      .slice(0, 6)
+      .map((l) => `${l}\n`)
+      .join("")
     const first = readEventsText(firstText)
     // The first resume is stopped by a signal a few events in.
     const once = await run(runCouncil(council, { logText: firstText, resume: { ...first, skipped: first.skipped }, stopAt: 3 }))
@@ -432,9 +453,11 @@ describe("the fold of every prefix", () => {
     const twice = await run(runCouncil(council, { logText: once.text, resume: { events: second.events, skipped: 0, tornTail: false } }))
     expect(ofTag(twice.events, "run_resumed")).toHaveLength(2)
     expect(ofTag(twice.events, "run_finished").map((e) => e.reason)).toEqual(["interrupted", "completed"])
-    expect(ofTag(twice.events, "final_answer").filter((e) => e.source !== "salvaged").map((e) => [e.agent, e.content])).toEqual(
-      ofTag(reference.events, "final_answer").map((e) => [e.agent, e.content]),
-    )
+    expect(
+      ofTag(twice.events, "final_answer")
+        .filter((e) => e.source !== "salvaged")
+        .map((e) => [e.agent, e.content]),
+    ).toEqual(ofTag(reference.events, "final_answer").map((e) => [e.agent, e.content]))
     expectFoldOfEveryPrefix(twice)
     expect(twice.state.finished?.reason).toBe("completed")
   })

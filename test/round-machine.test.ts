@@ -5,23 +5,23 @@
  * The classifier is specified on every kind of reply.
  */
 import { describe, expect, test } from "bun:test"
-import type { Event } from "../src/domain/events/index.ts"
-import type { LlmReply, LlmRequest, ShownAnswer, ToolSpec } from "../src/domain/llm.ts"
 import { presentationRequest, retryMessages } from "../src/domain/coordination/prompts.ts"
 import {
-  MAX_ATTEMPTS,
-  type Step,
-  type Transition,
   classifyReply,
+  MAX_ATTEMPTS,
   onCallFailed,
   onModelReply,
   onToolRecorded,
   onToolResults,
   recordReply,
   replyOfRecord,
+  type Step,
   startRound,
+  type Transition,
   unfinishedTools,
 } from "../src/domain/coordination/round-machine.ts"
+import type { Event } from "../src/domain/events/index.ts"
+import type { LlmReply, LlmRequest, ShownAnswer, ToolSpec } from "../src/domain/llm.ts"
 import { newAnswer, reply, request, shownOf, tool, voteFor } from "./support/replies.ts"
 
 // ---------------------------------------------------------------- builders
@@ -41,9 +41,18 @@ type When =
 
 /** A round of agent `a` (round 1) on `req`, taken through `steps` from its start. */
 const given = (req: LlmRequest, ...steps: ReadonlyArray<When>) => {
-  let t: Transition = startRound({ agent: "a", round: 1, role: req.context.kind === "presentation" ? "presentation" : "round", request: req })
+  let t: Transition = startRound({
+    agent: "a",
+    round: 1,
+    role: req.context.kind === "presentation" ? "presentation" : "round",
+    request: req,
+  })
   const apply = (w: When): Transition =>
-    w._tag === "reply" ? onModelReply(t.machine, w.reply, T) : w._tag === "failed" ? onCallFailed(t.machine, w.message) : onToolResults(t.machine, w.results)
+    w._tag === "reply"
+      ? onModelReply(t.machine, w.reply, T)
+      : w._tag === "failed"
+        ? onCallFailed(t.machine, w.message)
+        : onToolResults(t.machine, w.results)
   for (const s of steps) t = apply(s)
   return {
     transition: t,
@@ -60,7 +69,13 @@ const given = (req: LlmRequest, ...steps: ReadonlyArray<When>) => {
   }
 }
 
-const rejected = (attempt: number, reason: string) => ({ _tag: "reply_rejected" as const, agent: "a", round: 1, attempt, reason: reason as never })
+const rejected = (attempt: number, reason: string) => ({
+  _tag: "reply_rejected" as const,
+  agent: "a",
+  round: 1,
+  attempt,
+  reason: reason as never,
+})
 
 // ---------------------------------------------------------------- specs
 
@@ -99,13 +114,22 @@ describe("a round", () => {
       .when(bad)
       .then([rejected(3, "no_tool_call")], {
         _tag: "done",
-        reply: { _tag: "failed", agent: "a", round: 1, kind: "error", message: "no valid tool call after 3 attempts: Your reply called no tool." },
+        reply: {
+          _tag: "failed",
+          agent: "a",
+          round: 1,
+          kind: "error",
+          message: "no valid tool call after 3 attempts: Your reply called no tool.",
+        },
       })
   })
 
   test("the transcript keeps every rejected reply in order", () => {
     const t = given(request(), { _tag: "reply", reply: reply("one") }, { _tag: "reply", reply: reply("two") }).transition
-    expect(t.machine.transcript).toEqual([...retryMessages("one", "Your reply called no tool."), ...retryMessages("two", "Your reply called no tool.")])
+    expect(t.machine.transcript).toEqual([
+      ...retryMessages("one", "Your reply called no tool."),
+      ...retryMessages("two", "Your reply called no tool."),
+    ])
     expect(t.machine.attempt).toBe(3)
   })
 
@@ -118,7 +142,9 @@ describe("a round", () => {
   test("calls of an offered tool are a tool step: no attempt used, results join the transcript", () => {
     const call = tool("search", { q: "2+2" })
     const req = request([], false, [searchTool])
-    const next = given(req).when({ _tag: "reply", reply: reply("let me look", [call]) }).then([], { _tag: "run_tools", calls: [call] })
+    const next = given(req)
+      .when({ _tag: "reply", reply: reply("let me look", [call]) })
+      .then([], { _tag: "run_tools", calls: [call] })
     const after = onToolResults(next.machine, [{ callId: call.id, name: "search", content: "4" }])
     expect(after.events).toEqual([])
     expect(after.step).toMatchObject({ _tag: "call_model", attempt: 1 })
@@ -131,8 +157,18 @@ describe("a round", () => {
 
   test("a tool call that gets no result is answered with an error result", () => {
     const call = tool("search", { q: "x" })
-    const t = given(request([], false, [searchTool]), { _tag: "reply", reply: reply("", [call]) }, { _tag: "tools", results: [] }).transition
-    expect(t.machine.transcript.at(-1)).toEqual({ role: "tool", toolCallId: call.id, name: "search", content: "error: the tool gave no result", isError: true })
+    const t = given(
+      request([], false, [searchTool]),
+      { _tag: "reply", reply: reply("", [call]) },
+      { _tag: "tools", results: [] },
+    ).transition
+    expect(t.machine.transcript.at(-1)).toEqual({
+      role: "tool",
+      toolCallId: call.id,
+      name: "search",
+      content: "error: the tool gave no result",
+      isError: true,
+    })
   })
 
   test("a failed call's result carries the error flag; a good one none", () => {
@@ -192,7 +228,9 @@ describe("a presentation", () => {
   })
 
   test("a failed call is a failed presentation", () => {
-    given(req).when({ _tag: "failed", message: "HTTP 503" }).then([], { _tag: "done", reply: { _tag: "presentation_failed", agent: "a", message: "HTTP 503" } })
+    given(req)
+      .when({ _tag: "failed", message: "HTTP 503" })
+      .then([], { _tag: "done", reply: { _tag: "presentation_failed", agent: "a", message: "HTTP 503" } })
   })
 
   test("has one attempt", () => {
@@ -216,7 +254,10 @@ describe("a presentation", () => {
 
   test("once its tool steps are spent, its reply's text is the final answer", () => {
     const t = startRound({ agent: "a", round: 2, role: "presentation", request: withTools, maxToolSteps: 0 })
-    expect(onModelReply(t.machine, reply("Four.", [tool("search", { q: "x" })]), T).step).toMatchObject({ _tag: "done", reply: { content: "Four." } })
+    expect(onModelReply(t.machine, reply("Four.", [tool("search", { q: "x" })]), T).step).toMatchObject({
+      _tag: "done",
+      reply: { content: "Four." },
+    })
   })
 })
 
@@ -287,7 +328,8 @@ describe("classifyReply", () => {
   })
 
   test("arguments that are not a JSON object are invalid as bad_arguments", () => {
-    for (const args of ["{content: 4", "[1,2]", "null"]) expect(rejection(classify([], reply("", [tool("new_answer", args)])))).toBe("bad_arguments")
+    for (const args of ["{content: 4", "[1,2]", "null"])
+      expect(rejection(classify([], reply("", [tool("new_answer", args)])))).toBe("bad_arguments")
   })
 
   test("new_answer without a content string is invalid as bad_arguments", () => {

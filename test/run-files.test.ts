@@ -7,10 +7,10 @@ import { afterAll, describe, expect, test } from "bun:test"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as nodePath from "node:path"
-import { Effect, Logger, type Layer } from "effect"
+import { Effect, type Layer, Logger } from "effect"
 import { agentFile } from "../src/domain/run-paths.ts"
 import { CALL_LOG_FILE, callLogPath, callLogTexts } from "../src/services/run-files/call-logs.ts"
-import { RunFiles, liveRunFiles, memoryRunFiles } from "../src/services/run-files/index.ts"
+import { liveRunFiles, memoryRunFiles, RunFiles } from "../src/services/run-files/index.ts"
 
 const tempRoot = fs.mkdtempSync(nodePath.join(os.tmpdir(), "run-files-test-"))
 afterAll(() => fs.rmSync(tempRoot, { recursive: true, force: true }))
@@ -150,7 +150,8 @@ describe("RunFiles (live) modes", () => {
     const entries = fs.readdirSync(dir, { recursive: true, withFileTypes: true }).map((d) => nodePath.join(d.parentPath, d.name))
     const modes = Object.fromEntries(entries.map((p) => [nodePath.relative(dir, p), (fs.statSync(p).mode & 0o777).toString(8)]))
     expect(Object.keys(modes).length).toBeGreaterThanOrEqual(10)
-    for (const [path, mode] of Object.entries(modes)) expect(`${path} ${mode}`).toBe(`${path} ${fs.statSync(nodePath.join(dir, path)).isDirectory() ? "700" : "600"}`)
+    for (const [path, mode] of Object.entries(modes))
+      expect(`${path} ${mode}`).toBe(`${path} ${fs.statSync(nodePath.join(dir, path)).isDirectory() ? "700" : "600"}`)
   })
 })
 

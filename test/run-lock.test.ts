@@ -4,7 +4,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as nodePath from "node:path"
 import { Cause, Effect, Exit } from "effect"
-import { STALE_EMPTY_MS, acquireRunLock, holder, ownerOf } from "../src/services/log-dir/run-lock.ts"
+import { acquireRunLock, holder, ownerOf, STALE_EMPTY_MS } from "../src/services/log-dir/run-lock.ts"
 
 const dirs: Array<string> = []
 afterAll(() => {
@@ -122,7 +122,9 @@ describe("stale locks a crash or a full disk leaves", () => {
     fs.writeFileSync(nodePath.join(dir, "run.lock"), `${owner.pid} ${owner.start}\n`)
     expect(holder(dir)).toBe(process.ppid)
     const exit = await take(dir)
-    expect(Exit.isFailure(exit) && String(Cause.squash(exit.cause))).toContain(`is being run by process ${process.ppid}: stop it first, or wait for it to finish`)
+    expect(Exit.isFailure(exit) && String(Cause.squash(exit.cause))).toContain(
+      `is being run by process ${process.ppid}: stop it first, or wait for it to finish`,
+    )
   })
 
   test("a lock in the old format (a pid alone) still names a live holder", () => {

@@ -8,7 +8,7 @@ import * as nodePath from "node:path"
 import { Either } from "effect"
 import fc from "fast-check"
 import { decodeConfig } from "../src/domain/config/index.ts"
-import { type AgentFileKind, MAX_NAME_LENGTH, type SnapshotKind, agentFile, nameProblem } from "../src/domain/run-paths.ts"
+import { type AgentFileKind, agentFile, MAX_NAME_LENGTH, nameProblem, type SnapshotKind } from "../src/domain/run-paths.ts"
 
 const problemsOf = (id: unknown) => {
   const decoded = decodeConfig({ agents: [{ id, backend: { type: "scripted" } }] }, {})

@@ -14,9 +14,9 @@ import * as os from "node:os"
 import * as nodePath from "node:path"
 import { Effect, Either } from "effect"
 import fc from "fast-check"
-import { commandLineSettings } from "../src/domain/tools/command-line.ts"
-import type { ExecutionMode } from "../src/domain/config/tools.ts"
 import type { BackendConfig } from "../src/domain/config/index.ts"
+import type { ExecutionMode } from "../src/domain/config/tools.ts"
+import { commandLineSettings } from "../src/domain/tools/command-line.ts"
 import { makeCommandLine } from "../src/services/tools/command-line.ts"
 import { toolEnvironment } from "../src/services/tools/command-tools.ts"
 import { startExecutor } from "../src/services/tools/sandbox.ts"
@@ -54,8 +54,19 @@ const project = () => {
   return { home, proj, logRoot, workspace, ctx }
 }
 
-const toolIn = async (mode: ExecutionMode, workspace: string, readOnly: ReadonlyArray<string>, env: Record<string, string | undefined> = process.env, backend: Partial<BackendConfig> = {}) => {
-  const settings = commandLineSettings({ type: "scripted", enable_mcp_command_line: true, command_line_execution_mode: mode, ...backend } as BackendConfig)!
+const toolIn = async (
+  mode: ExecutionMode,
+  workspace: string,
+  readOnly: ReadonlyArray<string>,
+  env: Record<string, string | undefined> = process.env,
+  backend: Partial<BackendConfig> = {},
+) => {
+  const settings = commandLineSettings({
+    type: "scripted",
+    enable_mcp_command_line: true,
+    command_line_execution_mode: mode,
+    ...backend,
+  } as BackendConfig)!
   const clean = toolEnvironment(env)
   const executor = await Effect.runPromise(startExecutor(settings, clean, "a"))
   const tool = makeCommandLine(workspace, readOnly, settings, { env: clean, executor })
@@ -69,7 +80,9 @@ const toolIn = async (mode: ExecutionMode, workspace: string, readOnly: Readonly
 /** A listening Unix socket at `path` that counts its connections. */
 const unixServer = (path: string) => {
   let connections = 0
-  const server = Bun.listen({ unix: path, socket: {
+  const server = Bun.listen({
+    unix: path,
+    socket: {
       open: (s) => {
         connections++
         s.end()
@@ -80,7 +93,8 @@ const unixServer = (path: string) => {
   return { connections: () => connections, stop: () => server.stop(true) }
 }
 /** python3 (in /usr/bin, which the sandbox shows) connecting to a Unix socket. */
-const connectUnix = (path: string) => `python3 -c "import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); print('connected')" ${path}`
+const connectUnix = (path: string) =>
+  `python3 -c "import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); print('connected')" ${path}`
 
 describe("what a sandboxed command reads", () => {
   test("its own workspace (writable) and the read-only paths; not the .env, the home, another run or /etc/shadow", async () => {
@@ -99,7 +113,8 @@ describe("what a sandboxed command reads", () => {
     )
     expect(r.stdout).toContain("wrote-own\ncontext notes\n")
     expect(fs.readFileSync(nodePath.join(p.workspace, "own.txt"), "utf8")).toBe("mine\n")
-    for (const canary of ["sk-dotenv-canary", "ssh-key-canary", "BASHRC_CANARY", "first run canary", "this run canary", "root:"]) expect(r.stdout).not.toContain(canary)
+    for (const canary of ["sk-dotenv-canary", "ssh-key-canary", "BASHRC_CANARY", "first run canary", "this run canary", "root:"])
+      expect(r.stdout).not.toContain(canary)
     // The folders on the way to the workspace and the read-only path are there, empty but for that way.
     expect(r.stdout).toContain(`${p.home}:\nctx\nproj\n\n${p.proj}:\n.massgen\n\n${p.logRoot}:\nlog_B\n`)
     expect(r.stdout).toContain(`HOME=${p.workspace}\n`)
@@ -108,12 +123,25 @@ describe("what a sandboxed command reads", () => {
 
   test("no variable of massgen's environment but the allow-list's: secrets under any name stay out", async () => {
     const p = project()
-    const fixed = { DATABASE_URL: "postgres://app:dbpass-canary@db/x", GH_PAT: "ghp_canary", SLACK_WEBHOOK_URL: "https://hooks/hook-canary", MYAPP_PASSPHRASE: "pp-canary", ANTHROPIC_KEY_2: "sk-ant-canary2" }
+    const fixed = {
+      DATABASE_URL: "postgres://app:dbpass-canary@db/x",
+      GH_PAT: "ghp_canary",
+      SLACK_WEBHOOK_URL: "https://hooks/hook-canary",
+      MYAPP_PASSPHRASE: "pp-canary",
+      ANTHROPIC_KEY_2: "sk-ant-canary2",
+    }
     const run = await toolIn("sandbox", p.workspace, [], { ...process.env, ...fixed })
     const shown = (await run("env")).stdout
-    for (const [name, value] of Object.entries(fixed)) expect({ name, shown: shown.includes(value) || shown.includes(`${name}=`) }).toEqual({ name, shown: false })
+    for (const [name, value] of Object.entries(fixed))
+      expect({ name, shown: shown.includes(value) || shown.includes(`${name}=`) }).toEqual({ name, shown: false })
     const allowed = /^(PATH|HOME|LANG|TERM|TZ|LC_[A-Z_]*|PWD|SHLVL|OLDPWD|_)$/
-    expect(shown.split("\n").filter((l) => l !== "").map((l) => l.split("=")[0]!).filter((n) => !allowed.test(n))).toEqual([])
+    expect(
+      shown
+        .split("\n")
+        .filter((l) => l !== "")
+        .map((l) => l.split("=")[0]!)
+        .filter((n) => !allowed.test(n)),
+    ).toEqual([])
     await fc.assert(
       fc.asyncProperty(fc.uniqueArray(fc.stringMatching(/^[A-Z][A-Z0-9_]{2,20}$/), { minLength: 5, maxLength: 20 }), async (names) => {
         const secrets = Object.fromEntries(names.filter((n) => !allowed.test(n)).map((n, i) => [n, `canary-${i}-${n.toLowerCase()}`]))

@@ -12,9 +12,9 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as nodePath from "node:path"
 import { Effect, Either } from "effect"
+import type { BackendConfig } from "../src/domain/config/index.ts"
 import type { ExecutionMode } from "../src/domain/config/tools.ts"
 import { commandLineSettings } from "../src/domain/tools/command-line.ts"
-import type { BackendConfig } from "../src/domain/config/index.ts"
 import { makeCommandLine } from "../src/services/tools/command-line.ts"
 import { toolEnvironment } from "../src/services/tools/command-tools.ts"
 import { startExecutor } from "../src/services/tools/sandbox.ts"
@@ -45,7 +45,12 @@ const layout = () => {
 
 const toolIn = async (mode: ExecutionMode, backend: Partial<BackendConfig> = {}) => {
   const paths = layout()
-  const settings = commandLineSettings({ type: "scripted", enable_mcp_command_line: true, command_line_execution_mode: mode, ...backend } as BackendConfig)!
+  const settings = commandLineSettings({
+    type: "scripted",
+    enable_mcp_command_line: true,
+    command_line_execution_mode: mode,
+    ...backend,
+  } as BackendConfig)!
   const env = toolEnvironment(process.env)
   const executor = await Effect.runPromise(startExecutor(settings, env, "a"))
   const tool = makeCommandLine(paths.workspace, [paths.ctx], settings, { env, executor })
@@ -94,7 +99,13 @@ describe("the sandbox", () => {
     expect(r.stdout).toContain("read me\nprivate\n")
     expect(r.stderr).toContain("Read-only file system")
     expect(fs.readFileSync(nodePath.join(workspace, "inside.txt"), "utf8")).toBe("x\n")
-    for (const path of [nodePath.join(root, "run", "beside.txt"), nodePath.join(ctx, "planted.txt"), nodePath.join(hostTmp, "planted.txt"), "/etc/planted.txt", "/tmp/mine.txt"]) {
+    for (const path of [
+      nodePath.join(root, "run", "beside.txt"),
+      nodePath.join(ctx, "planted.txt"),
+      nodePath.join(hostTmp, "planted.txt"),
+      "/etc/planted.txt",
+      "/tmp/mine.txt",
+    ]) {
       expect({ path, exists: fs.existsSync(path) }).toEqual({ path, exists: false })
     }
   })
@@ -106,11 +117,19 @@ describe("the sandbox", () => {
     fs.writeFileSync(nodePath.join(run, "other", "secret.txt"), "theirs\n")
     fs.writeFileSync(nodePath.join(run, "events.jsonl"), "{}\n")
     fs.writeFileSync(nodePath.join(paths.workspace, "mine.txt"), "mine\n")
-    const settings = commandLineSettings({ type: "scripted", enable_mcp_command_line: true, command_line_execution_mode: "sandbox" } as BackendConfig)!
+    const settings = commandLineSettings({
+      type: "scripted",
+      enable_mcp_command_line: true,
+      command_line_execution_mode: "sandbox",
+    } as BackendConfig)!
     const env = toolEnvironment(process.env)
     const executor = await Effect.runPromise(startExecutor(settings, env, "a"))
     const tool = makeCommandLine(paths.workspace, [paths.ctx], settings, { env, executor })
-    const r = JSON.parse(await Effect.runPromise(tool.run("execute_command", { command: `ls ${run}; cat mine.txt ${paths.ctx}/notes.txt; cat ${run}/other/secret.txt` }))) as { stdout: string; stderr: string }
+    const r = JSON.parse(
+      await Effect.runPromise(
+        tool.run("execute_command", { command: `ls ${run}; cat mine.txt ${paths.ctx}/notes.txt; cat ${run}/other/secret.txt` }),
+      ),
+    ) as { stdout: string; stderr: string }
     expect(r.stdout).toBe("ws\nmine\nread me\n")
     expect(r.stderr).toContain("No such file")
   })
@@ -128,7 +147,11 @@ describe("the sandbox", () => {
     const server = loopbackServer()
     try {
       const closed = await (await toolIn("sandbox")).run(connect(server.port))
-      expect({ success: closed.success, stdout: closed.stdout, connections: server.connections() }).toEqual({ success: false, stdout: "", connections: 0 })
+      expect({ success: closed.success, stdout: closed.stdout, connections: server.connections() }).toEqual({
+        success: false,
+        stdout: "",
+        connections: 0,
+      })
       const open = await (await toolIn("sandbox", { command_line_network: true })).run(connect(server.port))
       expect(open).toMatchObject({ success: true, stdout: "connected\n" })
       await server.firstConnection
@@ -143,11 +166,15 @@ describe("the sandbox", () => {
   test("a command that hangs is killed with its children at its timeout", async () => {
     const { tool } = await toolIn("sandbox")
     const marker = markerSeconds()
-    const call = Effect.runPromise(Effect.either(tool.run("execute_command", { command: `sleep ${marker} & sh -c 'sleep ${marker}' & sleep ${marker}`, timeout: 2 })))
+    const call = Effect.runPromise(
+      Effect.either(tool.run("execute_command", { command: `sleep ${marker} & sh -c 'sleep ${marker}' & sleep ${marker}`, timeout: 2 })),
+    )
     // The sandbox's pids are its own: its sleeps are found from the host by their argument.
     while (processesWith(marker).length < 3) await Bun.sleep(20)
     const r = await call
-    expect(Either.isLeft(r) && r.left.message).toBe("failed: the command timed out after 2s (its timeout): it and every process it started were killed")
+    expect(Either.isLeft(r) && r.left.message).toBe(
+      "failed: the command timed out after 2s (its timeout): it and every process it started were killed",
+    )
     expect(await waitUntilNoneWith(marker)).toEqual([])
   })
 })
@@ -161,7 +188,7 @@ describe("docker mode, with a stand-in docker CLI that runs the container's comm
       "#!/bin/sh",
       `echo "$*" >> ${log}`,
       'case "$1" in',
-      "  run) shift $(($# - 3)); exec \"$@\" ;;",
+      '  run) shift $(($# - 3)); exec "$@" ;;',
       "  *) exit 0 ;;",
       "esac",
     ].join("\n")
@@ -173,7 +200,12 @@ describe("docker mode, with a stand-in docker CLI that runs the container's comm
   test("checks the daemon and the image at start, mounts the workspace read-write and read-only paths read-only, no network by default", async () => {
     const docker = fakeDocker()
     const { workspace, ctx } = layout()
-    const settings = commandLineSettings({ type: "scripted", enable_mcp_command_line: true, command_line_execution_mode: "docker", command_line_docker_memory_limit: "2g" } as BackendConfig)!
+    const settings = commandLineSettings({
+      type: "scripted",
+      enable_mcp_command_line: true,
+      command_line_execution_mode: "docker",
+      command_line_docker_memory_limit: "2g",
+    } as BackendConfig)!
     const executor = await Effect.runPromise(startExecutor(settings, docker.env, "a"))
     const tool = makeCommandLine(workspace, [ctx], settings, { env: docker.env, executor })
     const r = await Effect.runPromise(tool.run("execute_command", { command: "echo from-container" }))
@@ -181,14 +213,21 @@ describe("docker mode, with a stand-in docker CLI that runs the container's comm
     const [version, inspect, run] = docker.calls()
     expect([version, inspect]).toEqual(["version --format {{.Server.Version}}", "image inspect massgen/mcp-runtime:latest"])
     expect(run).toMatch(
-      new RegExp(`^run --rm -i --name massgen-cmd-\\S+ --network none --memory 2g -v ${ctx}:${ctx}:ro -v ${workspace}:${workspace}:rw -w ${workspace} massgen/mcp-runtime:latest /bin/sh -c echo from-container$`),
+      new RegExp(
+        `^run --rm -i --name massgen-cmd-\\S+ --network none --memory 2g -v ${ctx}:${ctx}:ro -v ${workspace}:${workspace}:rw -w ${workspace} massgen/mcp-runtime:latest /bin/sh -c echo from-container$`,
+      ),
     )
   })
 
   test("a command past its timeout has its container killed by name", async () => {
     const docker = fakeDocker()
     const { workspace } = layout()
-    const settings = commandLineSettings({ type: "scripted", enable_mcp_command_line: true, command_line_execution_mode: "docker", command_line_network: true } as BackendConfig)!
+    const settings = commandLineSettings({
+      type: "scripted",
+      enable_mcp_command_line: true,
+      command_line_execution_mode: "docker",
+      command_line_network: true,
+    } as BackendConfig)!
     const executor = await Effect.runPromise(startExecutor(settings, docker.env, "a"))
     const tool = makeCommandLine(workspace, [], settings, { env: docker.env, executor })
     const r = await Effect.runPromise(Effect.flip(tool.run("execute_command", { command: "sleep 1000", timeout: 1 })))
@@ -205,7 +244,13 @@ describe("a mode that cannot run here fails at start", () => {
   const emptyPath = () => ({ PATH: tempDir(os.tmpdir()) })
   const startIn = (mode: ExecutionMode, env: Record<string, string>) =>
     Effect.runPromise(
-      Effect.flip(startExecutor(commandLineSettings({ type: "scripted", enable_mcp_command_line: true, command_line_execution_mode: mode } as BackendConfig)!, env, "coder")),
+      Effect.flip(
+        startExecutor(
+          commandLineSettings({ type: "scripted", enable_mcp_command_line: true, command_line_execution_mode: mode } as BackendConfig)!,
+          env,
+          "coder",
+        ),
+      ),
     )
 
   test("sandbox without bwrap on the PATH", async () => {
@@ -216,7 +261,9 @@ describe("a mode that cannot run here fails at start", () => {
 
   test("sandbox with a bwrap that cannot make a sandbox", async () => {
     const bin = tempDir(os.tmpdir())
-    fs.writeFileSync(nodePath.join(bin, "bwrap"), "#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n", { mode: 0o755 })
+    fs.writeFileSync(nodePath.join(bin, "bwrap"), "#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n", {
+      mode: 0o755,
+    })
     expect((await startIn("sandbox", { PATH: bin })).message).toBe(
       "agent coder: command_line_execution_mode sandbox: bwrap cannot make a sandbox here (it needs user namespaces, or root): bwrap: No permissions to create new namespace",
     )
@@ -227,7 +274,11 @@ describe("a mode that cannot run here fails at start", () => {
       "agent coder: command_line_execution_mode docker: the docker CLI is not on the PATH: install Docker, or use command_line_execution_mode sandbox or local",
     )
     const bin = tempDir(os.tmpdir())
-    fs.writeFileSync(nodePath.join(bin, "docker"), "#!/bin/sh\necho 'Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?' >&2\nexit 1\n", { mode: 0o755 })
+    fs.writeFileSync(
+      nodePath.join(bin, "docker"),
+      "#!/bin/sh\necho 'Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?' >&2\nexit 1\n",
+      { mode: 0o755 },
+    )
     expect((await startIn("docker", { PATH: bin })).message).toBe(
       "agent coder: command_line_execution_mode docker: the Docker daemon does not answer: Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?",
     )

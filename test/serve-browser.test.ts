@@ -26,7 +26,16 @@ beforeAll(async () => {
   profile = fs.mkdtempSync(nodePath.join(os.tmpdir(), "massgen-chromium-"))
   browser = await chromium.launchPersistentContext(profile, {
     executablePath: "/usr/bin/chromium",
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
   })
 })
 
@@ -41,10 +50,18 @@ describe("massgen serve in a browser", () => {
     "a page on another loopback origin sends a no-cors text/plain completion: it reaches the server, and the council does not run",
     async () => {
       const cwd = sandbox()
-      const config = writeConfig(cwd, { agents: [{ id: "agent_a", backend: { type: "scripted", answer: "Four.", vote: "agent1" } }] }, "team.yaml")
+      const config = writeConfig(
+        cwd,
+        { agents: [{ id: "agent_a", backend: { type: "scripted", answer: "Four.", vote: "agent1" } }] },
+        "team.yaml",
+      )
       const cli = await startUntilLine("source", ["serve", "--config", config, "--port", "0"], "Serving ", { cwd, timeoutMs: TIMEOUT })
       const target = `${cli.lines.find((l) => l.startsWith("Serving "))!.split(" ")[1]!}/chat/completions`
-      const page = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("<!doctype html><title>elsewhere</title>", { headers: { "content-type": "text/html" } }) })
+      const page = Bun.serve({
+        hostname: "127.0.0.1",
+        port: 0,
+        fetch: () => new Response("<!doctype html><title>elsewhere</title>", { headers: { "content-type": "text/html" } }),
+      })
       try {
         const tab = await browser.newPage()
         await tab.goto(`http://localhost:${page.port}/`)

@@ -7,8 +7,8 @@ import { describe, expect, test } from "bun:test"
 import fc from "fast-check"
 import { readChatRequest } from "../src/cli/serve/openai-wire.ts"
 import { unsupportedBody } from "../src/cli/serve/request-gate.ts"
-import { hostJudgement, ownHosts } from "../src/lib/loopback.ts"
 import { runSlots } from "../src/cli/serve/run-slots.ts"
+import { hostJudgement, ownHosts } from "../src/lib/loopback.ts"
 
 describe("runSlots", () => {
   test("at most N at once, then a FIFO queue of M, then full; a slot given back goes to the longest waiting", async () => {
@@ -62,14 +62,29 @@ describe("readChatRequest", () => {
           stream_options: { include_usage: true },
           messages: [
             { role: "system", content: "be brief" },
-            { role: "user", content: [{ type: "text", text: "What is" }, { type: "text", text: "2+2?" }] },
+            {
+              role: "user",
+              content: [
+                { type: "text", text: "What is" },
+                { type: "text", text: "2+2?" },
+              ],
+            },
             { role: "assistant", content: "4" },
             { role: "user", content: "Doubled?" },
           ],
         },
         models,
       ),
-    ).toEqual({ model: "team", question: "Doubled?", conversation: [{ role: "user", content: "What is\n2+2?" }, { role: "assistant", content: "4" }], stream: true, includeUsage: true })
+    ).toEqual({
+      model: "team",
+      question: "Doubled?",
+      conversation: [
+        { role: "user", content: "What is\n2+2?" },
+        { role: "assistant", content: "4" },
+      ],
+      stream: true,
+      includeUsage: true,
+    })
   })
 
   test("what is refused, with its status", () => {
@@ -83,7 +98,15 @@ describe("readChatRequest", () => {
     expect(status({ model: "team", messages: [{ role: "user", content: "q" }], tools: [{ type: "function" }] })).toEqual([400, "tools"])
     expect(status({ model: "team", messages: [{ role: "user", content: "q" }], tool_choice: "auto" })).toEqual([400, "tool_choice"])
     expect(status({ model: "team", messages: [{ role: "user", content: "q" }], n: 2 })).toEqual([400, "n"])
-    expect(status({ model: "team", messages: [{ role: "user", content: "q" }, { role: "assistant", content: "a" }] })).toEqual([400, "messages"])
+    expect(
+      status({
+        model: "team",
+        messages: [
+          { role: "user", content: "q" },
+          { role: "assistant", content: "a" },
+        ],
+      }),
+    ).toEqual([400, "messages"])
     expect(status({ model: "team", messages: [{ role: "tool", content: "x" }] })).toEqual([400, "messages[0].role"])
     expect(status({ model: "team", messages: [{ role: "user", content: [{ type: "image_url" }] }] })).toEqual([400, "messages[0].content"])
     expect(status({ model: "team", messages: [{ role: "user", content: "q" }], tools: [] })).toBe("accepted")
@@ -99,16 +122,45 @@ describe("the limits and gates of a request", () => {
     }
     expect(code(body([{ role: "user", content: "éé" }]), 4)).toBe("accepted")
     expect(code(body([{ role: "user", content: "ééé" }]), 5)).toBe("413 question_too_large")
-    expect(code(body([{ role: "user", content: "ab" }, { role: "assistant", content: "cd" }, { role: "user", content: "e" }]), 4)).toBe("413 question_too_large")
-    expect(code(body([{ role: "system", content: "x".repeat(100) }, { role: "user", content: "e" }]), 4)).toBe("accepted")
+    expect(
+      code(
+        body([
+          { role: "user", content: "ab" },
+          { role: "assistant", content: "cd" },
+          { role: "user", content: "e" },
+        ]),
+        4,
+      ),
+    ).toBe("413 question_too_large")
+    expect(
+      code(
+        body([
+          { role: "system", content: "x".repeat(100) },
+          { role: "user", content: "e" },
+        ]),
+        4,
+      ),
+    ).toBe("accepted")
   })
 
   test("only application/json bodies, alone or with charset=utf-8, in any case", () => {
-    const typed = (type: string | null) => unsupportedBody(new Request("http://127.0.0.1/", { method: "POST", body: "{}", headers: type === null ? {} : { "content-type": type } }))?.status ?? "json"
-    expect(["application/json", "Application/JSON", "application/json; charset=utf-8", "application/json;charset=UTF-8"].map(typed)).toEqual(["json", "json", "json", "json"])
-    expect(["text/plain", "text/plain; charset=utf-8", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", "application/json; charset=latin1", "application/jsonx"].map(typed)).toEqual(
-      Array(6).fill(415),
-    )
+    const typed = (type: string | null) =>
+      unsupportedBody(
+        new Request("http://127.0.0.1/", { method: "POST", body: "{}", headers: type === null ? {} : { "content-type": type } }),
+      )?.status ?? "json"
+    expect(
+      ["application/json", "Application/JSON", "application/json; charset=utf-8", "application/json;charset=UTF-8"].map(typed),
+    ).toEqual(["json", "json", "json", "json"])
+    expect(
+      [
+        "text/plain",
+        "text/plain; charset=utf-8",
+        "application/x-www-form-urlencoded",
+        "multipart/form-data; boundary=x",
+        "application/json; charset=latin1",
+        "application/jsonx",
+      ].map(typed),
+    ).toEqual(Array(6).fill(415))
   })
 
   test("a Host is accepted only as a loopback name with the server's port (bare on port 80); an Origin only as http:// and that Host", () => {

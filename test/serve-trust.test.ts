@@ -19,7 +19,7 @@ import * as fs from "node:fs"
 import * as net from "node:net"
 import * as nodePath from "node:path"
 import OpenAI from "openai"
-import { type RunningCli, cleanupSandboxes, sandbox, startUntilLine, writeConfig } from "./support/cli.ts"
+import { cleanupSandboxes, type RunningCli, sandbox, startUntilLine, writeConfig } from "./support/cli.ts"
 
 afterAll(cleanupSandboxes)
 
@@ -39,7 +39,11 @@ interface Served {
 const serve = async (doc: unknown, flags: ReadonlyArray<string> = [], env: Record<string, string> = {}): Promise<Served> => {
   const cwd = sandbox()
   const config = writeConfig(cwd, doc, "team.yaml")
-  const cli = await startUntilLine("source", ["serve", "--config", config, "--port", "0", ...flags], "Serving ", { cwd, env, timeoutMs: TIMEOUT })
+  const cli = await startUntilLine("source", ["serve", "--config", config, "--port", "0", ...flags], "Serving ", {
+    cwd,
+    env,
+    timeoutMs: TIMEOUT,
+  })
   const url = cli.lines.find((l) => l.startsWith("Serving "))!.split(" ")[1]!
   return { cli, url, port: Number(new URL(url).port), cwd }
 }
@@ -79,7 +83,12 @@ const raw = (port: number, request: string): Promise<RawReply> =>
 
 /** A POST of `body` to the completions route with these extra header lines, its connection closed after. */
 const post = (port: number, headers: ReadonlyArray<string>, body: string) =>
-  raw(port, [`POST /v1/chat/completions HTTP/1.1`, ...headers, `Content-Length: ${Buffer.byteLength(body)}`, "Connection: close", "", body].join("\r\n"))
+  raw(
+    port,
+    [`POST /v1/chat/completions HTTP/1.1`, ...headers, `Content-Length: ${Buffer.byteLength(body)}`, "Connection: close", "", body].join(
+      "\r\n",
+    ),
+  )
 
 describe("massgen serve without --api-key-env: only requests addressed to it, only JSON", () => {
   test(
@@ -90,7 +99,11 @@ describe("massgen serve without --api-key-env: only requests addressed to it, on
       const json = "Content-Type: application/json"
       try {
         // The probe's cross-origin "simple" POST: text/plain, foreign Host and Origin.
-        const evil = await post(served.port, [`Host: evil.example:${served.port}`, `Origin: http://evil.example:${served.port}`, "Content-Type: text/plain"], completion("q"))
+        const evil = await post(
+          served.port,
+          [`Host: evil.example:${served.port}`, `Origin: http://evil.example:${served.port}`, "Content-Type: text/plain"],
+          completion("q"),
+        )
         expect(evil.status).toBe(403)
         expect(evil.json.error).toMatchObject({ type: "invalid_request_error", code: "forbidden_host" })
         expect(evil.json.error.message).toContain("evil.example")
@@ -107,19 +120,33 @@ describe("massgen serve without --api-key-env: only requests addressed to it, on
         // The right host, but not JSON: 415 naming the type.
         const plain = await post(served.port, [`Host: ${own}`, "Content-Type: text/plain"], completion("q"))
         expect(plain.status).toBe(415)
-        expect(plain.json.error).toMatchObject({ type: "invalid_request_error", code: "unsupported_media_type", message: 'the Content-Type "text/plain" is not supported: send the body as application/json' })
-        expect((await post(served.port, [`Host: ${own}`, "Content-Type: application/x-www-form-urlencoded"], completion("q"))).status).toBe(415)
-        expect((await post(served.port, [`Host: ${own}`], completion("q"))).json.error.message).toStartWith("no Content-Type is not supported")
+        expect(plain.json.error).toMatchObject({
+          type: "invalid_request_error",
+          code: "unsupported_media_type",
+          message: 'the Content-Type "text/plain" is not supported: send the body as application/json',
+        })
+        expect((await post(served.port, [`Host: ${own}`, "Content-Type: application/x-www-form-urlencoded"], completion("q"))).status).toBe(
+          415,
+        )
+        expect((await post(served.port, [`Host: ${own}`], completion("q"))).json.error.message).toStartWith(
+          "no Content-Type is not supported",
+        )
         expect(runDirs(served)).toEqual([])
 
         // Answered: the server's own origin, the other loopback names, and no Origin at all (curl, the SDK).
-        const same = await post(served.port, [`Host: ${own}`, `Origin: http://${own}`, "Content-Type: application/json; charset=utf-8"], completion("q"))
+        const same = await post(
+          served.port,
+          [`Host: ${own}`, `Origin: http://${own}`, "Content-Type: application/json; charset=utf-8"],
+          completion("q"),
+        )
         expect(same.status).toBe(200)
         expect(same.json.choices[0].message.content).toBe("The answer is 4.")
         expect((await post(served.port, [`Host: localhost:${served.port}`, json], completion("q"))).status).toBe(200)
         expect((await post(served.port, [`Host: [::1]:${served.port}`, json], completion("q"))).status).toBe(200)
         const sdk = new OpenAI({ baseURL: served.url, apiKey: "unused", maxRetries: 0 })
-        expect((await sdk.chat.completions.create({ model: "team", messages: [{ role: "user", content: "q" }] })).choices[0]!.message.content).toBe("The answer is 4.")
+        expect(
+          (await sdk.chat.completions.create({ model: "team", messages: [{ role: "user", content: "q" }] })).choices[0]!.message.content,
+        ).toBe("The answer is 4.")
         expect(runDirs(served).length).toBe(4)
       } finally {
         const done = await stop(served)
@@ -139,7 +166,9 @@ describe("massgen serve without --api-key-env: only requests addressed to it, on
       try {
         expect(served.url).toBe(`http://127.0.0.2:${served.port}/v1`)
         const sdk = new OpenAI({ baseURL: served.url, apiKey: "unused", maxRetries: 0 })
-        expect((await sdk.chat.completions.create({ model: "team", messages: [{ role: "user", content: "q" }] })).choices[0]!.message.content).toBe("The answer is 4.")
+        expect(
+          (await sdk.chat.completions.create({ model: "team", messages: [{ role: "user", content: "q" }] })).choices[0]!.message.content,
+        ).toBe("The answer is 4.")
         const socket = net.connect(served.port, "127.0.0.2")
         const refused = await new Promise<string>((resolve) => {
           let got = ""
@@ -163,10 +192,24 @@ describe("massgen serve without --api-key-env: only requests addressed to it, on
     async () => {
       const served = await serve(scripted(), ["--api-key-env", "SERVE_TRUST_KEY"], { SERVE_TRUST_KEY: "s3cret" })
       try {
-        const named = await post(served.port, [`Host: massgen.internal:${served.port}`, "Authorization: Bearer s3cret", "Content-Type: application/json"], completion("q"))
+        const named = await post(
+          served.port,
+          [`Host: massgen.internal:${served.port}`, "Authorization: Bearer s3cret", "Content-Type: application/json"],
+          completion("q"),
+        )
         expect(named.status).toBe(200)
-        expect((await post(served.port, [`Host: massgen.internal:${served.port}`, "Content-Type: application/json"], completion("q"))).status).toBe(401)
-        expect((await post(served.port, [`Host: 127.0.0.1:${served.port}`, "Authorization: Bearer s3cret", "Content-Type: text/plain"], completion("q"))).status).toBe(415)
+        expect(
+          (await post(served.port, [`Host: massgen.internal:${served.port}`, "Content-Type: application/json"], completion("q"))).status,
+        ).toBe(401)
+        expect(
+          (
+            await post(
+              served.port,
+              [`Host: 127.0.0.1:${served.port}`, "Authorization: Bearer s3cret", "Content-Type: text/plain"],
+              completion("q"),
+            )
+          ).status,
+        ).toBe(415)
       } finally {
         const done = await stop(served)
         expect(done.stderr).toBe("")
@@ -183,27 +226,55 @@ describe("massgen serve's limits", () => {
       const served = await serve(scripted(), ["--max-question-bytes", "100", "--max-body-bytes", "2000"])
       const sdk = new OpenAI({ baseURL: served.url, apiKey: "unused", maxRetries: 0 })
       try {
-        const long = await sdk.chat.completions.create({ model: "team", messages: [{ role: "user", content: "é".repeat(51) }] }).catch((e) => e)
+        const long = await sdk.chat.completions
+          .create({ model: "team", messages: [{ role: "user", content: "é".repeat(51) }] })
+          .catch((e) => e)
         expect(long).toBeInstanceOf(OpenAI.APIError)
         expect(long.status).toBe(413)
-        expect(long.error).toMatchObject({ code: "question_too_large", message: "the messages' text is 102 bytes, over this server's limit of 100 (--max-question-bytes)" })
+        expect(long.error).toMatchObject({
+          code: "question_too_large",
+          message: "the messages' text is 102 bytes, over this server's limit of 100 (--max-question-bytes)",
+        })
         // The conversation before the question counts too.
-        const history = [{ role: "user" as const, content: "a".repeat(60) }, { role: "assistant" as const, content: "b".repeat(30) }, { role: "user" as const, content: "c".repeat(11) }]
+        const history = [
+          { role: "user" as const, content: "a".repeat(60) },
+          { role: "assistant" as const, content: "b".repeat(30) },
+          { role: "user" as const, content: "c".repeat(11) },
+        ]
         expect(await sdk.chat.completions.create({ model: "team", messages: history }).catch((e) => e.status)).toBe(413)
         // A body over the limit, declared...
-        const big = JSON.stringify({ model: "team", messages: [{ role: "system", content: "s".repeat(3000) }, { role: "user", content: "q" }] })
+        const big = JSON.stringify({
+          model: "team",
+          messages: [
+            { role: "system", content: "s".repeat(3000) },
+            { role: "user", content: "q" },
+          ],
+        })
         const declared = await post(served.port, [`Host: 127.0.0.1:${served.port}`, "Content-Type: application/json"], big)
         expect(declared.status).toBe(413)
-        expect(declared.json.error).toMatchObject({ code: "body_too_large", message: "the request body is over this server's limit of 2000 bytes (--max-body-bytes)" })
+        expect(declared.json.error).toMatchObject({
+          code: "body_too_large",
+          message: "the request body is over this server's limit of 2000 bytes (--max-body-bytes)",
+        })
         // ... or chunked, with no length to go by.
         const chunked = await raw(
           served.port,
-          [`POST /v1/chat/completions HTTP/1.1`, `Host: 127.0.0.1:${served.port}`, "Content-Type: application/json", "Transfer-Encoding: chunked", "", `${big.length.toString(16)}\r\n${big}\r\n0\r\n\r\n`].join("\r\n"),
+          [
+            `POST /v1/chat/completions HTTP/1.1`,
+            `Host: 127.0.0.1:${served.port}`,
+            "Content-Type: application/json",
+            "Transfer-Encoding: chunked",
+            "",
+            `${big.length.toString(16)}\r\n${big}\r\n0\r\n\r\n`,
+          ].join("\r\n"),
         )
         expect(chunked.status).toBe(413)
         expect(runDirs(served)).toEqual([])
         // At the limit, a question is run.
-        expect((await sdk.chat.completions.create({ model: "team", messages: [{ role: "user", content: "a".repeat(100) }] })).choices[0]!.message.content).toBe("The answer is 4.")
+        expect(
+          (await sdk.chat.completions.create({ model: "team", messages: [{ role: "user", content: "a".repeat(100) }] })).choices[0]!.message
+            .content,
+        ).toBe("The answer is 4.")
       } finally {
         await stop(served)
       }
@@ -220,7 +291,12 @@ describe("massgen serve's limits", () => {
         const quiet = sdk.chat.completions.create({ model: "team", messages: [{ role: "user", content: "slow?" }] })
         const streamed = (async () => {
           let content = ""
-          for await (const chunk of await sdk.chat.completions.create({ model: "team", messages: [{ role: "user", content: "slow stream?" }], stream: true })) content += chunk.choices[0]?.delta.content ?? ""
+          for await (const chunk of await sdk.chat.completions.create({
+            model: "team",
+            messages: [{ role: "user", content: "slow stream?" }],
+            stream: true,
+          }))
+            content += chunk.choices[0]?.delta.content ?? ""
           return content
         })()
         // A keep-alive connection after its answer, then silence: the server closes it.

@@ -14,12 +14,12 @@
 import { afterAll, describe, expect, test } from "bun:test"
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
-import OpenAI from "openai"
 import { Effect } from "effect"
+import OpenAI from "openai"
 import { readEventsText } from "../src/domain/log/index.ts"
 import { EventStore } from "../src/services/event-store/index.ts"
 import { latestRun } from "../src/services/log-dir/catalog.ts"
-import { type RunningCli, cleanupSandboxes, runCli, sandbox, startUntilLine, writeConfig } from "./support/cli.ts"
+import { cleanupSandboxes, type RunningCli, runCli, sandbox, startUntilLine, writeConfig } from "./support/cli.ts"
 import { loneCouncilReply, promptText, startFakeLlm } from "./support/fake-llm.ts"
 
 afterAll(cleanupSandboxes)
@@ -41,10 +41,19 @@ interface Served {
 }
 
 /** `massgen serve` on a free port with `doc` as `team.yaml`, and a client of it (no retries: a test sees each status). */
-const serve = async (doc: unknown, flags: ReadonlyArray<string> = [], env: Record<string, string> = {}, apiKey = "none"): Promise<Served> => {
+const serve = async (
+  doc: unknown,
+  flags: ReadonlyArray<string> = [],
+  env: Record<string, string> = {},
+  apiKey = "none",
+): Promise<Served> => {
   const cwd = sandbox()
   const config = writeConfig(cwd, doc, "team.yaml")
-  const cli = await startUntilLine("source", ["serve", "--config", config, "--port", "0", ...flags], "Serving ", { cwd, env, timeoutMs: TIMEOUT })
+  const cli = await startUntilLine("source", ["serve", "--config", config, "--port", "0", ...flags], "Serving ", {
+    cwd,
+    env,
+    timeoutMs: TIMEOUT,
+  })
   const url = cli.lines.find((l) => l.startsWith("Serving "))!.split(" ")[1]!
   return { cli, url, cwd, client: new OpenAI({ baseURL: url, apiKey, maxRetries: 0 }) }
 }
@@ -58,10 +67,12 @@ const stop = async (served: Served) => {
 const eventsOf = (logDir: string) => readEventsText(fs.readFileSync(nodePath.join(logDir, "events.jsonl"), "utf8")).events
 
 /** What `/health` says: runs going and requests waiting. */
-const health = async (served: Served): Promise<{ running: number; queued: number }> => (await fetch(served.url.replace("/v1", "/health"))).json() as any
+const health = async (served: Served): Promise<{ running: number; queued: number }> =>
+  (await fetch(served.url.replace("/v1", "/health"))).json() as any
 
 /** A completion request as a client without the SDK sends it. */
-const postJson = (url: string, body: unknown) => fetch(url, { method: "POST", body: JSON.stringify(body), headers: { "content-type": "application/json" } })
+const postJson = (url: string, body: unknown) =>
+  fetch(url, { method: "POST", body: JSON.stringify(body), headers: { "content-type": "application/json" } })
 
 const ask = (content: string) => [{ role: "user" as const, content }]
 
@@ -71,7 +82,9 @@ describe("massgen serve", () => {
     async () => {
       const served = await serve(scripted())
       try {
-        const { data, response } = await served.client.chat.completions.create({ model: "team", messages: ask("What is 2+2?") }).withResponse()
+        const { data, response } = await served.client.chat.completions
+          .create({ model: "team", messages: ask("What is 2+2?") })
+          .withResponse()
         expect(data.choices[0]!.message.content).toBe("The answer is 4.")
         expect(data.choices[0]!.finish_reason).toBe("stop")
         const runId = response.headers.get("x-massgen-run-id")!
@@ -85,7 +98,12 @@ describe("massgen serve", () => {
         expect(data.usage!.completion_tokens).toBe(calls.reduce((n, c) => n + (c.output_tokens ?? 0), 0))
         expect(data.usage!.prompt_tokens).toBeGreaterThan(0)
 
-        const stream = await served.client.chat.completions.create({ model: "team", messages: ask("What is 2+2?"), stream: true, stream_options: { include_usage: true } })
+        const stream = await served.client.chat.completions.create({
+          model: "team",
+          messages: ask("What is 2+2?"),
+          stream: true,
+          stream_options: { include_usage: true },
+        })
         let content = ""
         let progress = ""
         let finish: string | null = null
@@ -110,7 +128,9 @@ describe("massgen serve", () => {
         const status = await runCli("source", ["status", streamFacts.log_dir, "--json"], { cwd: served.cwd })
         expect(status.exitCode).toBe(0)
         expect(JSON.parse(status.stdout).meta.log_dir).toBe(streamFacts.log_dir)
-        const newest = await Effect.runPromise(latestRun(nodePath.join(served.cwd, ".massgen", "massgen_logs")).pipe(Effect.provide(EventStore.file())))
+        const newest = await Effect.runPromise(
+          latestRun(nodePath.join(served.cwd, ".massgen", "massgen_logs")).pipe(Effect.provide(EventStore.file())),
+        )
         expect(newest).toBe(streamFacts.log_dir)
         const models = await served.client.models.list()
         expect(models.data.map((m) => m.id)).toEqual(["team"])
@@ -125,7 +145,9 @@ describe("massgen serve", () => {
     "a follow-up with history: the second run's requests to the agents hold the first question and answer",
     async () => {
       const fake = await startFakeLlm({ respond: loneCouncilReply })
-      const served = await serve({ agents: [{ id: "agent_a", backend: { type: "chatcompletion", model: "m", base_url: fake.openAiBaseUrl } }] })
+      const served = await serve({
+        agents: [{ id: "agent_a", backend: { type: "chatcompletion", model: "m", base_url: fake.openAiBaseUrl } }],
+      })
       try {
         const first = await served.client.chat.completions.create({ model: "team", messages: ask("What is 2+2?") })
         const answer = first.choices[0]!.message.content!
@@ -133,14 +155,29 @@ describe("massgen serve", () => {
         const before = fake.requests.length
         const second = await served.client.chat.completions.create({
           model: "team",
-          messages: [{ role: "system", content: "be brief" }, ...ask("What is 2+2?"), { role: "assistant", content: answer }, ...ask("And doubled?")],
+          messages: [
+            { role: "system", content: "be brief" },
+            ...ask("What is 2+2?"),
+            { role: "assistant", content: answer },
+            ...ask("And doubled?"),
+          ],
         })
         expect(second.choices[0]!.message.content).toBe("Eight.")
         const later = fake.requests.slice(before)
         expect(later.length).toBeGreaterThan(0)
-        for (const req of later) expect(promptText(req)).toContain(JSON.stringify("<CONVERSATION_HISTORY>\nUser: What is 2+2?\nAssistant: Four.\n<END OF CONVERSATION_HISTORY>").slice(1, -1))
+        for (const req of later)
+          expect(promptText(req)).toContain(
+            JSON.stringify("<CONVERSATION_HISTORY>\nUser: What is 2+2?\nAssistant: Four.\n<END OF CONVERSATION_HISTORY>").slice(1, -1),
+          )
         const started = eventsOf((second as any).massgen.log_dir)[0]!
-        expect(started).toMatchObject({ _tag: "run_started", question: "And doubled?", conversation: [{ role: "user", content: "What is 2+2?" }, { role: "assistant", content: "Four." }] })
+        expect(started).toMatchObject({
+          _tag: "run_started",
+          question: "And doubled?",
+          conversation: [
+            { role: "user", content: "What is 2+2?" },
+            { role: "assistant", content: "Four." },
+          ],
+        })
         // The turn replays offline from its log, history included.
         const replay = await runCli("source", ["replay", (second as any).massgen.log_dir, "--check"], { cwd: served.cwd })
         expect(replay.exitCode).toBe(0)
@@ -157,7 +194,9 @@ describe("massgen serve", () => {
     async () => {
       const served = await serve(scripted(), ["--max-concurrent-runs", "8"])
       try {
-        const results = await Promise.all(Array.from({ length: 8 }, (_, i) => served.client.chat.completions.create({ model: "team", messages: ask(`Question ${i}?`) })))
+        const results = await Promise.all(
+          Array.from({ length: 8 }, (_, i) => served.client.chat.completions.create({ model: "team", messages: ask(`Question ${i}?`) })),
+        )
         expect(results.map((r) => r.choices[0]!.message.content)).toEqual(Array(8).fill("The answer is 4."))
         const dirs = new Set(results.map((r) => (r as any).massgen.log_dir))
         expect(dirs.size).toBe(8)
@@ -175,12 +214,17 @@ describe("massgen serve", () => {
       const served = await serve(scripted({ delay_seconds: 600 }), ["--max-concurrent-runs", "1", "--max-queued", "1"])
       try {
         const running = new AbortController()
-        const stream = await served.client.chat.completions.create({ model: "team", messages: ask("slow?"), stream: true }, { signal: running.signal })
+        const stream = await served.client.chat.completions.create(
+          { model: "team", messages: ask("slow?"), stream: true },
+          { signal: running.signal },
+        )
         const iterator = stream[Symbol.asyncIterator]()
         const firstChunk = (await iterator.next()).value as any
         const logDir = firstChunk.massgen.log_dir
         const waiting = new AbortController()
-        const queued = served.client.chat.completions.create({ model: "team", messages: ask("queued?") }, { signal: waiting.signal }).catch((e) => e)
+        const queued = served.client.chat.completions
+          .create({ model: "team", messages: ask("queued?") }, { signal: waiting.signal })
+          .catch((e) => e)
         // The queued request is in the queue once /health says so.
         for (let i = 0; i < 500 && (await health(served)).queued < 1; i++) await Bun.sleep(10)
         const refused = await postJson(`${served.url}/chat/completions`, { model: "team", messages: ask("one more?") })
@@ -214,7 +258,9 @@ describe("massgen serve", () => {
         expect(await post("{not json")).toMatchObject({ status: 400, error: { type: "invalid_request_error" } })
         expect(await post(JSON.stringify({ model: "team" }))).toMatchObject({ status: 400, error: { param: "messages" } })
         expect(await post(JSON.stringify({ model: "team", messages: [] }))).toMatchObject({ status: 400 })
-        const tools = await post(JSON.stringify({ model: "team", messages: ask("q"), tools: [{ type: "function", function: { name: "f", parameters: {} } }] }))
+        const tools = await post(
+          JSON.stringify({ model: "team", messages: ask("q"), tools: [{ type: "function", function: { name: "f", parameters: {} } }] }),
+        )
         expect(tools.status).toBe(400)
         expect(tools.error.message).toContain("not supported")
         const unknown = await served.client.chat.completions.create({ model: "gpt-9", messages: ask("q") }).catch((e) => e)
@@ -239,7 +285,9 @@ describe("massgen serve", () => {
         expect(refused).toBeInstanceOf(OpenAI.AuthenticationError)
         expect((await fetch(`${served.url}/models`)).status).toBe(401)
         const ok = new OpenAI({ baseURL: served.url, apiKey: "s3cret", maxRetries: 0 })
-        expect((await ok.chat.completions.create({ model: "team", messages: ask("q") })).choices[0]!.message.content).toBe("The answer is 4.")
+        expect((await ok.chat.completions.create({ model: "team", messages: ask("q") })).choices[0]!.message.content).toBe(
+          "The answer is 4.",
+        )
       } finally {
         const done = await stop(served)
         expect(done.stderr).not.toContain("warning")
@@ -248,7 +296,10 @@ describe("massgen serve", () => {
       const done = await stop(open)
       expect(done.stderr).toContain("massgen: warning: serving on 0.0.0.0 without --api-key-env")
       const unset = await runCli("source", ["serve", "--config", writeConfig(sandbox(), scripted()), "--api-key-env", "NOT_SET_ANYWHERE"])
-      expect({ exitCode: unset.exitCode, stderr: unset.stderr }).toEqual({ exitCode: 1, stderr: "massgen: --api-key-env NOT_SET_ANYWHERE: the variable is not set or empty\n" })
+      expect({ exitCode: unset.exitCode, stderr: unset.stderr }).toEqual({
+        exitCode: 1,
+        stderr: "massgen: --api-key-env NOT_SET_ANYWHERE: the variable is not set or empty\n",
+      })
     },
     TIMEOUT,
   )
@@ -256,7 +307,14 @@ describe("massgen serve", () => {
   test(
     "a run that fails is 500 with its reason; one that times out is 504 with the salvaged answer",
     async () => {
-      const failing = await serve({ agents: [{ id: "agent_a", backend: { type: "scripted", script: [{ fail: "boom" }, { fail: "boom" }, { fail: "boom" }, { fail: "boom" }] } }] })
+      const failing = await serve({
+        agents: [
+          {
+            id: "agent_a",
+            backend: { type: "scripted", script: [{ fail: "boom" }, { fail: "boom" }, { fail: "boom" }, { fail: "boom" }] },
+          },
+        ],
+      })
       try {
         const res = await postJson(`${failing.url}/chat/completions`, { model: "team", messages: ask("q") })
         expect(res.status).toBe(500)
@@ -304,12 +362,18 @@ describe("massgen serve", () => {
       await iterator.next()
       served.cli.proc.kill("SIGTERM")
       let content = ""
-      for (let next = await iterator.next(); !next.done; next = await iterator.next()) content += (next.value.choices[0]?.delta as any)?.content ?? ""
+      for (let next = await iterator.next(); !next.done; next = await iterator.next())
+        content += (next.value.choices[0]?.delta as any)?.content ?? ""
       expect(content).toBe("The answer is 4.")
       const done = await served.cli.done
       expect(done.exitCode).toBe(0)
       expect(done.stdout).toContain("Draining (stopped by SIGTERM): 1 run going")
-      expect(await fetch(`${served.url}/models`).then(() => "answered", () => "refused")).toBe("refused")
+      expect(
+        await fetch(`${served.url}/models`).then(
+          () => "answered",
+          () => "refused",
+        ),
+      ).toBe("refused")
 
       const stuck = await serve(scripted({ delay_seconds: 600 }), ["--drain-seconds", "0"])
       const pending = postJson(`${stuck.url}/chat/completions`, { model: "team", messages: ask("q") })

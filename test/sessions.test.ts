@@ -11,9 +11,9 @@ import { afterAll, describe, expect, test } from "bun:test"
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
 import { readEventsText } from "../src/domain/log/index.ts"
-import { hang, loneCouncilReply, startFakeLlm } from "./support/fake-llm.ts"
-import { cleanupSandboxes, runCli, sandbox, startUntilLine, writeConfig } from "./support/cli.ts"
 import { callLogCount } from "./support/call-logs.ts"
+import { cleanupSandboxes, runCli, sandbox, startUntilLine, writeConfig } from "./support/cli.ts"
+import { hang, loneCouncilReply, startFakeLlm } from "./support/fake-llm.ts"
 
 afterAll(cleanupSandboxes)
 
@@ -38,19 +38,37 @@ describe("sessions", () => {
       const first = await runCli("source", ["--automation", "--config", config, "--session-id", "ci-job", "What is 2+2?"], { cwd })
       expect(first.exitCode).toBe(0)
       // The existing lines keep their order; SESSION: comes right after the header.
-      expect(first.lines.slice(0, 5).map((l) => l.split(":")[0])).toEqual(["LOG_DIR", "STATUS", "QUESTION", "[Coordination in progress - monitor status.json for real-time updates]", "SESSION"])
+      expect(first.lines.slice(0, 5).map((l) => l.split(":")[0])).toEqual([
+        "LOG_DIR",
+        "STATUS",
+        "QUESTION",
+        "[Coordination in progress - monitor status.json for real-time updates]",
+        "SESSION",
+      ])
       expect(lineOf(first.lines, "SESSION: ")).toBe("ci-job")
       const second = await runCli("source", ["--automation", "--config", config, "--session-id", "ci-job", "And doubled?"], { cwd })
       expect(second.exitCode).toBe(0)
-      const turns = fs.readFileSync(nodePath.join(cwd, ".massgen", "sessions", "ci-job", "turns.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l))
+      const turns = fs
+        .readFileSync(nodePath.join(cwd, ".massgen", "sessions", "ci-job", "turns.jsonl"), "utf8")
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l))
       expect(turns.map((t) => [t.turn, t.log_dir])).toEqual([
         [1, lineOf(first.lines, "LOG_DIR: ")],
         [2, lineOf(second.lines, "LOG_DIR: ")],
       ])
       const secondDir = lineOf(second.lines, "LOG_DIR: ")!
-      expect(startedOf(secondDir)).toMatchObject({ question: "And doubled?", conversation: [{ role: "user", content: "What is 2+2?" }, { role: "assistant", content: "The answer is 4." }] })
+      expect(startedOf(secondDir)).toMatchObject({
+        question: "And doubled?",
+        conversation: [
+          { role: "user", content: "What is 2+2?" },
+          { role: "assistant", content: "The answer is 4." },
+        ],
+      })
       expect(callLogCount(secondDir)).toBeGreaterThan(0)
-      expect(fs.readFileSync(nodePath.join(secondDir, "final", "agent_a", "context.txt"), "utf8")).toContain("<CONVERSATION_HISTORY>\nUser: What is 2+2?\nAssistant: The answer is 4.\n<END OF CONVERSATION_HISTORY>")
+      expect(fs.readFileSync(nodePath.join(secondDir, "final", "agent_a", "context.txt"), "utf8")).toContain(
+        "<CONVERSATION_HISTORY>\nUser: What is 2+2?\nAssistant: The answer is 4.\n<END OF CONVERSATION_HISTORY>",
+      )
       const replay = await runCli("source", ["replay", secondDir, "--check"], { cwd })
       expect(replay.exitCode).toBe(0)
       const listed = await runCli("source", ["sessions"], { cwd })
@@ -72,8 +90,15 @@ describe("sessions", () => {
       const fake = await startFakeLlm({ respond: loneCouncilReply })
       try {
         fake.enqueue("chat", hang())
-        const config = writeConfig(cwd, { agents: [{ id: "agent_a", backend: { type: "chatcompletion", model: "m", base_url: fake.openAiBaseUrl } }] })
-        const running = await startUntilLine("source", ["--automation", "--config", config, "--session-id", "s1", "What is 2+2?"], "SESSION: ", { cwd, timeoutMs: TIMEOUT })
+        const config = writeConfig(cwd, {
+          agents: [{ id: "agent_a", backend: { type: "chatcompletion", model: "m", base_url: fake.openAiBaseUrl } }],
+        })
+        const running = await startUntilLine(
+          "source",
+          ["--automation", "--config", config, "--session-id", "s1", "What is 2+2?"],
+          "SESSION: ",
+          { cwd, timeoutMs: TIMEOUT },
+        )
         await fake.waitForRequest(1)
         const logDir = lineOf(running.lines, "LOG_DIR: ")!
         running.proc.kill("SIGINT")
@@ -83,7 +108,12 @@ describe("sessions", () => {
         const next = await runCli("source", ["--automation", "--config", config, "--continue", "And doubled?"], { cwd })
         expect(next.exitCode).toBe(0)
         expect(lineOf(next.lines, "SESSION: ")).toBe("s1")
-        expect(startedOf(lineOf(next.lines, "LOG_DIR: ")!)).toMatchObject({ conversation: [{ role: "user", content: "What is 2+2?" }, { role: "assistant", content: "Four." }] })
+        expect(startedOf(lineOf(next.lines, "LOG_DIR: ")!)).toMatchObject({
+          conversation: [
+            { role: "user", content: "What is 2+2?" },
+            { role: "assistant", content: "Four." },
+          ],
+        })
         expect(lineOf(next.lines, "ANSWER_PREVIEW: ")).toBe("Eight.")
       } finally {
         fake.stop()

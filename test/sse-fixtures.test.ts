@@ -11,9 +11,9 @@
 import { afterEach, describe, expect, test } from "bun:test"
 import nodePath from "node:path"
 import type { LlmReply } from "../src/domain/llm.ts"
-import type { Backend } from "../src/services/backends/index.ts"
 import { makeAnthropicMessagesBackend } from "../src/services/backends/anthropic-messages.ts"
 import { makeChatCompletionsBackend } from "../src/services/backends/chat-completions.ts"
+import type { Backend } from "../src/services/backends/index.ts"
 import { makeOpenAiResponsesBackend } from "../src/services/backends/openai-responses.ts"
 import type { SdkBackendOptions } from "../src/services/backends/sdk-stream.ts"
 import { collect, replyOf, TEST_KEY } from "./support/backend-suite.ts"
@@ -72,8 +72,40 @@ describe("chat completions: streams recorded in openai/openai-python", () => {
   test("text only (gpt-4o): the content deltas, finish_reason stop, and the usage chunk", async () => {
     const r = await replay("chat", "openai-chat-text.sse")
     expect(r.requests).toEqual(["POST /v1/chat/completions"])
-    const words = ["I'm", " unable", " to", " provide", " real", "-time", " weather", " updates", ".", " To", " get", " the", " current", " weather", " in"]
-    const rest = [" San", " Francisco", ",", " I", " recommend", " checking", " a", " reliable", " weather", " website", " or", " a", " weather", " app", "."]
+    const words = [
+      "I'm",
+      " unable",
+      " to",
+      " provide",
+      " real",
+      "-time",
+      " weather",
+      " updates",
+      ".",
+      " To",
+      " get",
+      " the",
+      " current",
+      " weather",
+      " in",
+    ]
+    const rest = [
+      " San",
+      " Francisco",
+      ",",
+      " I",
+      " recommend",
+      " checking",
+      " a",
+      " reliable",
+      " weather",
+      " website",
+      " or",
+      " a",
+      " weather",
+      " app",
+      ".",
+    ]
     expect(r.streamed).toEqual(texts(...words, ...rest))
     expect(r.reply.text).toBe(
       "I'm unable to provide real-time weather updates. To get the current weather in San Francisco, I recommend checking a reliable weather website or a weather app.",
@@ -87,7 +119,9 @@ describe("chat completions: streams recorded in openai/openai-python", () => {
     const r = await replay("chat", "openai-chat-tool-call.sse")
     expect(r.reply.text).toBe("")
     expect(r.streamed).toEqual([])
-    expect(r.reply.toolCalls).toEqual([{ id: "call_CTf1nWJLqSeRgDqaCG27xZ74", name: "get_weather", arguments: '{"city":"San Francisco","state":"CA"}' }])
+    expect(r.reply.toolCalls).toEqual([
+      { id: "call_CTf1nWJLqSeRgDqaCG27xZ74", name: "get_weather", arguments: '{"city":"San Francisco","state":"CA"}' },
+    ])
     expect(r.reply.usage).toEqual({ inputTokens: 48, cachedInputTokens: null, outputTokens: 19, reasoningTokens: 0 })
     expect(r.reply.truncated).toBe(false)
   })
@@ -170,7 +204,8 @@ describe("anthropic messages: streams recorded in anthropics/anthropic-sdk-types
       {
         id: "toolu_01EKqbqmZrGRXy18eN7m9kvY",
         name: "make_file",
-        arguments: '{"filename": "taxes.txt", "lines_of_text": [\n"# COMPREHENSIVE TAX GUIDE FOR INDIVIDUALS WITH MULTIPLE W-2s",\n"",\n"## INTRODUCTION",\n"",\n"Filing taxes',
+        arguments:
+          '{"filename": "taxes.txt", "lines_of_text": [\n"# COMPREHENSIVE TAX GUIDE FOR INDIVIDUALS WITH MULTIPLE W-2s",\n"",\n"## INTRODUCTION",\n"",\n"Filing taxes',
       },
     ])
     expect(r.reply.usage).toEqual({ inputTokens: 450, cachedInputTokens: 0, outputTokens: 124, reasoningTokens: null })

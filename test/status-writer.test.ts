@@ -94,9 +94,7 @@ describe("StatusWriter (live) on disk", () => {
   test("writes pretty JSON with a 2-space indent and leaves no temporary file", async () => {
     const dir = nodePath.join(tempRoot, "pretty")
     const path = nodePath.join(dir, "status.json")
-    await Effect.runPromise(
-      Effect.flatMap(StatusWriter, (w) => w.write({ a: [1] })).pipe(Effect.provide(StatusWriter.live(path))),
-    )
+    await Effect.runPromise(Effect.flatMap(StatusWriter, (w) => w.write({ a: [1] })).pipe(Effect.provide(StatusWriter.live(path))))
     expect(fs.readFileSync(path, "utf8")).toBe('{\n  "a": [\n    1\n  ]\n}\n')
     expect(fs.readdirSync(dir)).toEqual(["status.json"])
   })
@@ -108,7 +106,11 @@ describe("StatusWriter (live) on disk", () => {
     const layer = StatusWriter.live(path)
     await Effect.runPromise(Effect.flatMap(StatusWriter, (w) => w.write(status(0))).pipe(Effect.provide(layer)))
     const writer = Effect.flatMap(StatusWriter, (w) =>
-      Effect.forEach(Array.from({ length: writes }, (_, i) => i + 1), (i) => w.write(status(i)), { discard: true }),
+      Effect.forEach(
+        Array.from({ length: writes }, (_, i) => i + 1),
+        (i) => w.write(status(i)),
+        { discard: true },
+      ),
     ).pipe(Effect.provide(layer))
     const reader = Effect.promise(async () => {
       const seen: number[] = []

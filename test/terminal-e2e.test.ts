@@ -9,8 +9,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import * as nodePath from "node:path"
 import { BINARY, cleanupSandboxes, ensureBinary, sandbox, writeConfig } from "./support/cli.ts"
-import { COUNCIL, QUESTION, playCouncil, writeRunDir } from "./support/view-fixtures.ts"
 import { tmuxServer } from "./support/tmux.ts"
+import { COUNCIL, playCouncil, QUESTION, writeRunDir } from "./support/view-fixtures.ts"
 
 const { tmux, start: startInTmux, screen, waitFor, kill } = tmuxServer("massgen-test")
 /** The screen with its styles, as SGR escape sequences. */
@@ -18,7 +18,8 @@ const styledScreen = (name: string) => tmux("capture-pane", "-p", "-e", "-t", na
 const SGR = /\x1b\[[0-9;]*m/
 
 /** Polls the screen until `check` holds (bounded); returns that screen. */
-const waitForScreen = (name: string, check: (s: string) => boolean, what: string, timeoutMs = 20_000) => waitFor(name, check, what, timeoutMs)
+const waitForScreen = (name: string, check: (s: string) => boolean, what: string, timeoutMs = 20_000) =>
+  waitFor(name, check, what, timeoutMs)
 
 const withDelays = (delays: ReadonlyArray<number>) => ({
   ...COUNCIL,

@@ -46,7 +46,11 @@ describe("renderFrame, phase by phase (80x24)", () => {
     expect(lines[0]).toContain("initial answer")
     expect(lines[0]).toContain("0%")
     expect(lines[1]).toBe("Q: How should I learn a new programming language?")
-    for (const [id, model] of [["planner", "gpt-4o-mini"], ["researcher", "claude-sonnet-4"], ["critic", "gemini-2.5-flash"]]) {
+    for (const [id, model] of [
+      ["planner", "gpt-4o-mini"],
+      ["researcher", "claude-sonnet-4"],
+      ["critic", "gemini-2.5-flash"],
+    ]) {
       expect(screen).toContain(`┌─ ${id} · ${model} `)
     }
     expect(screen.match(/● streaming/g)?.length).toBe(3)
@@ -95,7 +99,8 @@ describe("renderFrame, phase by phase (80x24)", () => {
     expect(lines[0]).toContain("100%")
     expect(screen).toContain("★ completed")
     expect(screen).toMatch(/Votes\s+agent1\.1: 0\s+agent2\.1: 3\s+agent3\.1: 0/)
-    for (const voter of ["planner", "researcher", "critic"]) expect(screen).toMatch(new RegExp(`  ${voter}\\s+→ researcher \\(agent2\\.1\\)`))
+    for (const voter of ["planner", "researcher", "critic"])
+      expect(screen).toMatch(new RegExp(`  ${voter}\\s+→ researcher \\(agent2\\.1\\)`))
     expect(screen).toContain("the most complete plan")
     expect(screen).toContain("Final answer · researcher (agent2.1, presentation)")
     expect(screen).toContain("## Learn by building")
@@ -115,7 +120,12 @@ describe("layout", () => {
 
   test("every phase fits 80x24, 100x30, 60x20 and 40x12, with and without colour", () => {
     for (let n = 1; n <= run.events.length; n++) {
-      for (const [c, r] of [[80, 24], [100, 30], [60, 20], [40, 12]] as const) {
+      for (const [c, r] of [
+        [80, 24],
+        [100, 30],
+        [60, 20],
+        [40, 12],
+      ] as const) {
         expectFits(frame(run.events.slice(0, n), c, r, true), c, r)
       }
     }
@@ -141,7 +151,10 @@ test("the summary of a run still going (a viewer stopped with Ctrl+C) says the f
   const going = renderSummary(viewAfter(upTo((e) => e._tag === "vote_cast")), 80).map(strip)
   expect(going).toContain("Final answer · not chosen yet")
   expect(going.join("\n")).not.toContain("No final answer")
-  const stopped = [...run.events.slice(0, 5), { _tag: "run_finished", time: run.events[4]!.time, reason: "interrupted", winner: null, message: "stopped by SIGINT" } as Event]
+  const stopped = [
+    ...run.events.slice(0, 5),
+    { _tag: "run_finished", time: run.events[4]!.time, reason: "interrupted", winner: null, message: "stopped by SIGINT" } as Event,
+  ]
   expect(renderSummary(viewAfter(stopped), 80).map(strip)).toContain("No final answer: stopped by SIGINT")
 })
 
@@ -174,7 +187,13 @@ describe("where the run is, and how to take it up again", () => {
   })
 
   test("the last screen of a run stopped by a signal, or stopped before it finished, ends with the resume hint", () => {
-    const stopped: Event = { _tag: "run_finished", time: run.events[5]!.time, reason: "interrupted", winner: null, message: "stopped by SIGINT" }
+    const stopped: Event = {
+      _tag: "run_finished",
+      time: run.events[5]!.time,
+      reason: "interrupted",
+      winner: null,
+      message: "stopped by SIGINT",
+    }
     for (const events of [[...run.events.slice(0, 5), stopped], run.events.slice(0, 5)]) {
       const lines = renderSummary(viewAfter(events), 80, { logDir: DIR }).map(strip)
       expect(lines.at(-1)).toBe(`resume with: massgen resume ${DIR}`)
@@ -182,7 +201,13 @@ describe("where the run is, and how to take it up again", () => {
   })
 
   test("a run stopped by its timeout cannot be resumed: no hint", () => {
-    const stopped: Event = { _tag: "run_finished", time: run.events[5]!.time, reason: "timeout", winner: null, message: "orchestrator timeout" }
+    const stopped: Event = {
+      _tag: "run_finished",
+      time: run.events[5]!.time,
+      reason: "timeout",
+      winner: null,
+      message: "orchestrator timeout",
+    }
     const lines = renderSummary(viewAfter([...run.events.slice(0, 5), stopped]), 80, { logDir: DIR }).map(strip)
     expect(lines.some((l) => l.includes("massgen resume"))).toBe(false)
   })
@@ -192,7 +217,9 @@ describe("where the run is, and how to take it up again", () => {
     const view = viewAfter([...run.events.slice(0, 5), stopped])
     expect(view.agents.map((a) => a.status).filter((s) => s === "completed")).toEqual([])
     const done = viewAfter(run.events)
-    const marked = renderSummary(done, 100).map(strip).filter((l) => l.includes("★"))
+    const marked = renderSummary(done, 100)
+      .map(strip)
+      .filter((l) => l.includes("★"))
     expect(marked).toHaveLength(1)
     expect(marked[0]).toContain(done.winner!)
   })

@@ -14,8 +14,8 @@ import * as fs from "node:fs"
 import * as nodePath from "node:path"
 import { Effect } from "effect"
 import fc from "fast-check"
+import { ARGUMENTS_BLOB_MIN_CHARS, argumentsText, type Event } from "../src/domain/events/index.ts"
 import { decodeEventLine, decodeEventLineBySchema, encodeEventLine } from "../src/domain/log/index.ts"
-import { ARGUMENTS_BLOB_MIN_CHARS, type Event, argumentsText } from "../src/domain/events/index.ts"
 import { replayRun } from "../src/domain/replay/index.ts"
 import { blobPath, hashText } from "../src/services/run-files/blobs.ts"
 import { AgentTools } from "../src/services/tools/agent-tools.ts"
@@ -28,7 +28,8 @@ import { ENV, eventsPath, expectExit, lineValue, readEvents } from "./support/ru
 afterAll(() => cleanupSandboxes())
 
 const BIG = "big file line\n".repeat(8_000)
-const ofTag = <T extends Event["_tag"]>(events: ReadonlyArray<Event>, tag: T) => events.filter((e): e is Extract<Event, { _tag: T }> => e._tag === tag)
+const ofTag = <T extends Event["_tag"]>(events: ReadonlyArray<Event>, tag: T) =>
+  events.filter((e): e is Extract<Event, { _tag: T }> => e._tag === tag)
 const eventsText = (events: ReadonlyArray<Event>) => events.map((e) => `${encodeEventLine(e)}\n`).join("")
 
 describe("long tool-call arguments, in memory", () => {
@@ -36,7 +37,16 @@ describe("long tool-call arguments, in memory", () => {
     agents: [
       {
         id: "a",
-        backend: { type: "scripted", script: [{ tool: "save", args: { path: "big.txt", content: BIG } }, { tool: "save", args: { path: "small.txt", content: "hi" } }, { new_answer: "A" }], vote: "agent1", final: "A, presented" },
+        backend: {
+          type: "scripted",
+          script: [
+            { tool: "save", args: { path: "big.txt", content: BIG } },
+            { tool: "save", args: { path: "small.txt", content: "hi" } },
+            { new_answer: "A" },
+          ],
+          vote: "agent1",
+          final: "A, presented",
+        },
       },
     ],
   }
@@ -74,27 +84,35 @@ describe("long tool-call arguments, in memory", () => {
     Effect.gen(function* () {
       const run = yield* runInMemory(DOC, { tools: saving().layer })
       const replayed = replayRun(run.events, agents, () => undefined, { checkRequests: false, blobOf: () => undefined })
-      const at = run.events.findIndex((e) => e._tag === "call_end" && (e.reply?.tool_calls ?? []).some((c) => typeof c.arguments !== "string"))
+      const at = run.events.findIndex(
+        (e) => e._tag === "call_end" && (e.reply?.tool_calls ?? []).some((c) => typeof c.arguments !== "string"),
+      )
       expect(replayed.divergence).toMatchObject({ index: at, reason: expect.stringContaining("missing from blobs/") })
     }),
   )
 
-  effect("stopped at any event and resumed: the tool gets the whole text, runs once in all, and the run ends the same", () =>
-    Effect.gen(function* () {
-      const reference = yield* runInMemory(DOC, { tools: saving().layer })
-      for (let keep = 1; keep < reference.events.length; keep++) {
-        const prefix = reference.events.slice(0, keep)
-        const tools = saving()
-        const resumed = yield* runInMemory(DOC, { tools: tools.layer, resume: { text: eventsText(prefix), files: reference.files } })
-        const savedBefore = ofTag(prefix, "tool_call_finished").filter((e) => typeof e.arguments !== "string").length
-        expect({ keep, reason: resumed.reason, big: tools.saved.filter((s) => s === BIG).length }).toEqual({ keep, reason: "completed", big: 1 - savedBefore })
-        expect(resumed.state.final?.content).toBe("A, presented")
-        const files = new Map([...reference.files, ...resumed.files])
-        const blobOf = (hash: string) => files.get(blobPath(hash))
-        const replayed = replayRun(resumed.events, agents, callsOf(files), { checkRequests: true, digestOf: hashText, blobOf })
-        expect({ keep, divergence: replayed.divergence }).toEqual({ keep, divergence: null })
-      }
-    }),
+  effect(
+    "stopped at any event and resumed: the tool gets the whole text, runs once in all, and the run ends the same",
+    () =>
+      Effect.gen(function* () {
+        const reference = yield* runInMemory(DOC, { tools: saving().layer })
+        for (let keep = 1; keep < reference.events.length; keep++) {
+          const prefix = reference.events.slice(0, keep)
+          const tools = saving()
+          const resumed = yield* runInMemory(DOC, { tools: tools.layer, resume: { text: eventsText(prefix), files: reference.files } })
+          const savedBefore = ofTag(prefix, "tool_call_finished").filter((e) => typeof e.arguments !== "string").length
+          expect({ keep, reason: resumed.reason, big: tools.saved.filter((s) => s === BIG).length }).toEqual({
+            keep,
+            reason: "completed",
+            big: 1 - savedBefore,
+          })
+          expect(resumed.state.final?.content).toBe("A, presented")
+          const files = new Map([...reference.files, ...resumed.files])
+          const blobOf = (hash: string) => files.get(blobPath(hash))
+          const replayed = replayRun(resumed.events, agents, callsOf(files), { checkRequests: true, digestOf: hashText, blobOf })
+          expect({ keep, divergence: replayed.divergence }).toEqual({ keep, divergence: null })
+        }
+      }),
     60_000,
   )
 })
@@ -115,20 +133,24 @@ describe("arguments in an event line", () => {
 
   test("under the threshold inline, over it referenced: both read back as written, and to the same text", () => {
     fc.assert(
-      fc.property(fc.string({ unit: "binary", maxLength: 40 }), fc.integer({ min: 0, max: 2 * ARGUMENTS_BLOB_MIN_CHARS }), (piece, length) => {
-        const text = piece.length === 0 ? "x".repeat(length) : piece.repeat(Math.ceil(length / piece.length)).slice(0, length)
-        const blobs = new Map<string, string>()
-        const held = text.length < ARGUMENTS_BLOB_MIN_CHARS ? text : { $blob: hashText(text) }
-        if (typeof held !== "string") blobs.set(held.$blob, text)
-        const line = encodeEventLine(started(held))
-        const decoded = decodeEventLine(line)
-        expect(decoded).toEqual(decodeEventLineBySchema(line))
-        expect(decoded).toEqual({ _tag: "event", event: started(held) })
-        if (decoded._tag !== "event" || decoded.event._tag !== "tool_call_started") throw new Error("not read back")
-        expect(argumentsText(decoded.event.arguments, (h) => blobs.get(h))).toBe(text)
-        // A reference never holds the text: the line stays short.
-        if (typeof held !== "string") expect(line.length).toBeLessThan(400)
-      }),
+      fc.property(
+        fc.string({ unit: "binary", maxLength: 40 }),
+        fc.integer({ min: 0, max: 2 * ARGUMENTS_BLOB_MIN_CHARS }),
+        (piece, length) => {
+          const text = piece.length === 0 ? "x".repeat(length) : piece.repeat(Math.ceil(length / piece.length)).slice(0, length)
+          const blobs = new Map<string, string>()
+          const held = text.length < ARGUMENTS_BLOB_MIN_CHARS ? text : { $blob: hashText(text) }
+          if (typeof held !== "string") blobs.set(held.$blob, text)
+          const line = encodeEventLine(started(held))
+          const decoded = decodeEventLine(line)
+          expect(decoded).toEqual(decodeEventLineBySchema(line))
+          expect(decoded).toEqual({ _tag: "event", event: started(held) })
+          if (decoded._tag !== "event" || decoded.event._tag !== "tool_call_started") throw new Error("not read back")
+          expect(argumentsText(decoded.event.arguments, (h) => blobs.get(h))).toBe(text)
+          // A reference never holds the text: the line stays short.
+          if (typeof held !== "string") expect(line.length).toBeLessThan(400)
+        },
+      ),
       { numRuns: 60 },
     )
   })
@@ -148,7 +170,13 @@ describe("a write_file of a large file, through the command line", () => {
     agents: [
       {
         id: "agent_a",
-        backend: { type: "scripted", cwd: "workspace", script: [{ tool: "write_file", args: { path: "big.txt", content: CONTENT } }, { new_answer: "wrote big.txt" }], vote: "agent1", final: "done" },
+        backend: {
+          type: "scripted",
+          cwd: "workspace",
+          script: [{ tool: "write_file", args: { path: "big.txt", content: CONTENT } }, { new_answer: "wrote big.txt" }],
+          vote: "agent1",
+          final: "done",
+        },
       },
     ],
     timeout_settings: { orchestrator_timeout_seconds: 60, agent_timeout_seconds: 30 },
@@ -167,7 +195,10 @@ describe("a write_file of a large file, through the command line", () => {
     const events = readEvents(dir)
     const write = events.find((e) => e.type === "tool_call_started" && e.tool === "write_file")
     expect(JSON.parse(fs.readFileSync(nodePath.join(dir, blobPath(write.arguments.$blob)), "utf8")).content).toBe(CONTENT)
-    expect(events.find((e) => e.type === "tool_call_finished" && e.tool === "write_file")).toMatchObject({ ok: true, arguments: write.arguments })
+    expect(events.find((e) => e.type === "tool_call_finished" && e.tool === "write_file")).toMatchObject({
+      ok: true,
+      arguments: write.arguments,
+    })
     // The agent's output file shows the call, cut, and says where the rest is.
     const output = fs.readFileSync(nodePath.join(dir, "agent_outputs", "agent_a.txt"), "utf8")
     expect(output.length).toBeLessThan(CONTENT.length / 10)
@@ -178,7 +209,13 @@ describe("a write_file of a large file, through the command line", () => {
     // A crash right after the write started: the call runs again on resume, with the whole text.
     const lines = fs.readFileSync(eventsPath(dir), "utf8").split("\n")
     const at = lines.findIndex((l) => l.includes('"type":"tool_call_started"') && l.includes('"tool":"write_file"'))
-    fs.writeFileSync(eventsPath(dir), lines.slice(0, at + 1).map((l) => `${l}\n`).join(""))
+    fs.writeFileSync(
+      eventsPath(dir),
+      lines
+        .slice(0, at + 1)
+        .map((l) => `${l}\n`)
+        .join(""),
+    )
     fs.rmSync(nodePath.join(dir, "final"), { recursive: true, force: true })
     const workspace = nodePath.join(dir, "workspaces", "agent1", "big.txt")
     fs.rmSync(workspace, { force: true })
@@ -187,7 +224,9 @@ describe("a write_file of a large file, through the command line", () => {
     expect(fs.readFileSync(workspace, "utf8")).toBe(CONTENT)
     expect(fs.statSync(eventsPath(dir)).size).toBeLessThan(1.5 * CONTENT.length)
     const after = readEvents(dir)
-    expect(after.filter((e) => e.type === "tool_call_finished" && e.tool === "write_file")).toMatchObject([{ ok: true, arguments: write.arguments }])
+    expect(after.filter((e) => e.type === "tool_call_finished" && e.tool === "write_file")).toMatchObject([
+      { ok: true, arguments: write.arguments },
+    ])
     expect(after.at(-1)).toMatchObject({ type: "run_finished", reason: "completed" })
     const recheck = await runCli("source", ["replay", dir, "--check"], { cwd, env: ENV })
     expect({ code: recheck.exitCode, out: recheck.stdout }).toEqual({ code: 0, out: expect.stringContaining("SAME") })

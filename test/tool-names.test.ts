@@ -15,15 +15,25 @@ import { afterAll, describe, expect, test } from "bun:test"
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
 import { Effect } from "effect"
-import { MAX_TOOL_NAME, modelToolNames, validToolName } from "../src/domain/tools/names.ts"
 import { mcpToolName } from "../src/domain/config/mcp.ts"
+import { MAX_TOOL_NAME, modelToolNames, validToolName } from "../src/domain/tools/names.ts"
+import { CALL_LOG_FILE } from "../src/services/run-files/call-logs.ts"
 import { withModelNames } from "../src/services/tools/agent-tools.ts"
 import type { ToolProvider } from "../src/services/tools/tool-provider.ts"
 import { cleanupSandboxes, runCli, sandbox, writeConfig } from "./support/cli.ts"
-import { type Behaviour, type FakeRequest, NO_PROXY_ENV, loneCouncilReply, offeredTools, promptText, reply, startFakeLlm, toolCall } from "./support/fake-llm.ts"
+import {
+  type Behaviour,
+  type FakeRequest,
+  loneCouncilReply,
+  NO_PROXY_ENV,
+  offeredTools,
+  promptText,
+  reply,
+  startFakeLlm,
+  toolCall,
+} from "./support/fake-llm.ts"
 import { faultServer } from "./support/mcp.ts"
 import { eventsOf, logDirOf, shown } from "./support/run-output.ts"
-import { CALL_LOG_FILE } from "../src/services/run-files/call-logs.ts"
 
 afterAll(() => cleanupSandboxes())
 
@@ -38,7 +48,10 @@ describe("model tool names", () => {
     const [a, b] = modelToolNames(["a_b", "a.b"])
     expect(a).toBe("a_b")
     expect(b).toMatch(/^a_b_[0-9a-f]{8}$/)
-    expect(modelToolNames(["vote.", "new.answer"], new Set(["new_answer", "vote"]))).toEqual(["vote_", expect.stringMatching(/^new_answer_[0-9a-f]{8}$/)])
+    expect(modelToolNames(["vote.", "new.answer"], new Set(["new_answer", "vote"]))).toEqual([
+      "vote_",
+      expect.stringMatching(/^new_answer_[0-9a-f]{8}$/),
+    ])
   })
 
   test("names over 64 characters are cut and end with a hash of the whole name: valid, distinct, the same on every start", () => {
@@ -61,7 +74,10 @@ describe("model tool names", () => {
 
 describe("an agent's tools under their model names", () => {
   const providerOf = (names: ReadonlyArray<string>): ToolProvider => ({
-    tools: names.map((name) => ({ spec: { name, description: name, parameters: { type: "object", properties: {}, required: [] } }, server: null })),
+    tools: names.map((name) => ({
+      spec: { name, description: name, parameters: { type: "object", properties: {}, required: [] } },
+      server: null,
+    })),
     run: (name) => Effect.succeed(`ran ${name}`),
   })
 
@@ -88,7 +104,9 @@ describe("a Claude agent with MCP tools whose names are too long", () => {
   test("offered under valid names, a call runs the real tool, a failed one is is_error: true, and replay --check passes", async () => {
     const [dotted, fails] = modelToolNames([mcpToolName(SERVER, "dotted.name"), mcpToolName(SERVER, "fails")])
     const toolResults = (req: FakeRequest): Array<any> =>
-      (req.body?.messages ?? []).flatMap((m: any) => (Array.isArray(m.content) ? m.content.filter((b: any) => b.type === "tool_result") : []))
+      (req.body?.messages ?? []).flatMap((m: any) =>
+        Array.isArray(m.content) ? m.content.filter((b: any) => b.type === "tool_result") : [],
+      )
     // Its first round calls the dotted tool, then the failing one, then answers; then it votes, and presents without a tool.
     const respond = (req: FakeRequest): Behaviour => {
       if (!offeredTools(req).includes("new_answer")) return reply({ text: "Four." })
@@ -103,7 +121,12 @@ describe("a Claude agent with MCP tools whose names are too long", () => {
         agents: [
           {
             id: "claude",
-            backend: { type: "claude", model: "m", base_url: fake.url, mcp_servers: [{ name: SERVER, ...faultServer("serve"), allowed_tools: ["dotted.name", "fails"] }] },
+            backend: {
+              type: "claude",
+              model: "m",
+              base_url: fake.url,
+              mcp_servers: [{ name: SERVER, ...faultServer("serve"), allowed_tools: ["dotted.name", "fails"] }],
+            },
           },
         ],
         timeout_settings: { orchestrator_timeout_seconds: 60, agent_timeout_seconds: 30 },

@@ -18,22 +18,31 @@ import { INLINE_RESULT_CHARS, MAX_TOOL_RESULT_CHARS, TOOL_CONCURRENCY } from "..
 import { hashText } from "../src/services/run-files/blobs.ts"
 import { combineProviders } from "../src/services/tools/agent-tools.ts"
 import { makeCommandTools, toolEnvironment } from "../src/services/tools/command-tools.ts"
-import { ToolRunError, type ToolProvider } from "../src/services/tools/tool-provider.ts"
+import { type ToolProvider, ToolRunError } from "../src/services/tools/tool-provider.ts"
 import { makeToolRunner } from "../src/services/tools/tool-runner.ts"
 import { effect, live } from "./support/effect-test.ts"
 import { markerSeconds, processesWith, waitUntilNoneWith } from "./support/processes.ts"
 
 const T = "2026-01-01T00:00:00.000Z"
-const call = (id: string, name: string, args: unknown): ToolCall => ({ id, name, arguments: typeof args === "string" ? args : JSON.stringify(args) })
+const call = (id: string, name: string, args: unknown): ToolCall => ({
+  id,
+  name,
+  arguments: typeof args === "string" ? args : JSON.stringify(args),
+})
 
 const providerOf = (tools: Record<string, (args: Record<string, unknown>) => Effect.Effect<string, ToolRunError>>): ToolProvider => ({
-  tools: Object.keys(tools).map((name) => ({ spec: { name, description: name, parameters: { type: "object", properties: {}, required: [] } }, server: null })),
+  tools: Object.keys(tools).map((name) => ({
+    spec: { name, description: name, parameters: { type: "object", properties: {}, required: [] } },
+    server: null,
+  })),
   run: (name, args) => tools[name]?.(args) ?? Effect.fail(new ToolRunError({ reason: "unknown_tool", detail: `no tool named ${name}` })),
 })
 
 /** A runner over `provider` that keeps its events and log files, in the order they were made. */
 const harness = (provider: ToolProvider, options: { timeoutSeconds?: number; maxResultChars?: number } = {}) => {
-  const trail: Array<{ readonly kind: "event"; readonly event: Event } | { readonly kind: "log"; readonly n: number; readonly record: any }> = []
+  const trail: Array<
+    { readonly kind: "event"; readonly event: Event } | { readonly kind: "log"; readonly n: number; readonly record: any }
+  > = []
   let n = 0
   const run = makeToolRunner({
     providerOf: () => provider,
@@ -56,7 +65,20 @@ describe("the tool runner", () => {
       expect(results).toEqual([{ callId: "c1", name: "echo", content: "said hi" }])
       expect(h.trail.map((x) => (x.kind === "event" ? x.event._tag : "log"))).toEqual(["tool_call_started", "tool_call_finished"])
       expect(h.finished()).toEqual([
-        expect.objectContaining({ tool_call: 1, agent: "a", round: 1, role: "round", call_id: "c1", tool: "echo", server: null, ok: true, error: null, result: "said hi", result_chars: 7, digest: hashText("said hi") }),
+        expect.objectContaining({
+          tool_call: 1,
+          agent: "a",
+          round: 1,
+          role: "round",
+          call_id: "c1",
+          tool: "echo",
+          server: null,
+          ok: true,
+          error: null,
+          result: "said hi",
+          result_chars: 7,
+          digest: hashText("said hi"),
+        }),
       ])
     }),
   )
@@ -95,7 +117,9 @@ describe("the tool runner", () => {
   effect("a call past tool_timeout_seconds is stopped and is an error result", () =>
     Effect.gen(function* () {
       let stopped = false
-      const h = harness(providerOf({ slow: () => Effect.never.pipe(Effect.onInterrupt(() => Effect.sync(() => void (stopped = true)))) }), { timeoutSeconds: 5 })
+      const h = harness(providerOf({ slow: () => Effect.never.pipe(Effect.onInterrupt(() => Effect.sync(() => void (stopped = true)))) }), {
+        timeoutSeconds: 5,
+      })
       const fiber = yield* Effect.fork(h.run("a", 1, "round", [call("c1", "slow", {})]))
       yield* TestClock.adjust("5 seconds")
       const results = yield* Fiber.join(fiber)
@@ -110,7 +134,11 @@ describe("the tool runner", () => {
       const h = harness(providerOf({ big: () => Effect.succeed("0123456789abcdef") }), { maxResultChars: 10 })
       const [result] = yield* h.run("a", 1, "round", [call("c1", "big", {})])
       expect(result!.content).toBe("0123456789\n[massgen: the result was 16 characters, cut to the first 10]")
-      expect(h.finished()[0]).toMatchObject({ ok: false, error: "the result was 16 characters, over the cap of 10: cut", result: result!.content })
+      expect(h.finished()[0]).toMatchObject({
+        ok: false,
+        error: "the result was 16 characters, over the cap of 10: cut",
+        result: result!.content,
+      })
     }),
   )
 
@@ -150,7 +178,9 @@ describe("combineProviders", () => {
   effect("refuses a name offered twice, or a workflow tool's name", () =>
     Effect.sync(() => {
       expect(combineProviders([one, one])).toEqual(Either.left("two tools are named a"))
-      expect(combineProviders([providerOf({ vote: () => Effect.succeed("") })])).toEqual(Either.left("a tool may not be named vote: it is a workflow tool"))
+      expect(combineProviders([providerOf({ vote: () => Effect.succeed("") })])).toEqual(
+        Either.left("a tool may not be named vote: it is a workflow tool"),
+      )
     }),
   )
 })
@@ -159,7 +189,16 @@ describe("command tools", () => {
   const SLEEPER = markerSeconds()
   const dir = fs.mkdtempSync(nodePath.join(os.tmpdir(), "massgen-command-tools-"))
   const env = toolEnvironment(
-    { PATH: process.env.PATH, HOME: "/home/me", OPENAI_API_KEY: "sk-1", GITHUB_TOKEN: "ghp", MY_SECRET: "s", DB_PASSWORD: "p", PLAIN: "kept", COPY: "run-key-value" },
+    {
+      PATH: process.env.PATH,
+      HOME: "/home/me",
+      OPENAI_API_KEY: "sk-1",
+      GITHUB_TOKEN: "ghp",
+      MY_SECRET: "s",
+      DB_PASSWORD: "p",
+      PLAIN: "kept",
+      COPY: "run-key-value",
+    },
     ["run-key-value"],
   )
   const tools = makeCommandTools(

@@ -12,7 +12,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as nodePath from "node:path"
 import fc from "fast-check"
-import { DEFAULT_TREE_LIMITS, TreeOverLimit, copyTree } from "../src/services/tools/tree-copy.ts"
+import { copyTree, DEFAULT_TREE_LIMITS, TreeOverLimit } from "../src/services/tools/tree-copy.ts"
 
 const dirs: Array<string> = []
 const tempDir = () => {
@@ -22,7 +22,10 @@ const tempDir = () => {
 }
 afterAll(() => dirs.forEach((d) => fs.rmSync(d, { recursive: true, force: true })))
 
-type Entry = { readonly kind: "dir" } | { readonly kind: "file"; readonly text: string } | { readonly kind: "link"; readonly target: string }
+type Entry =
+  | { readonly kind: "dir" }
+  | { readonly kind: "file"; readonly text: string }
+  | { readonly kind: "link"; readonly target: string }
 
 /** Every entry under `dir`, by relative path, never following a link. */
 const entries = (dir: string, rel = ""): Map<string, Entry> => {
@@ -52,7 +55,24 @@ const treeArb = (outside: string) =>
         fc.constant<Entry>({ kind: "dir" }),
         fc.string({ maxLength: 8 }).map((text): Entry => ({ kind: "file", text })),
         fc
-          .constantFrom(".", "..", "../..", "../../..", "/", "/proc/self/root", "/etc", outside, `${outside}/secret.txt`, "a", "a/b", "../a", "e", "f", "nope/x", "")
+          .constantFrom(
+            ".",
+            "..",
+            "../..",
+            "../../..",
+            "/",
+            "/proc/self/root",
+            "/etc",
+            outside,
+            `${outside}/secret.txt`,
+            "a",
+            "a/b",
+            "../a",
+            "e",
+            "f",
+            "nope/x",
+            "",
+          )
           .map((target): Entry => ({ kind: "link", target })),
       ),
     }),
@@ -63,9 +83,25 @@ const make = (root: string, spec: ReadonlyArray<{ at: ReadonlyArray<string>; nam
   for (const { at, name, what } of spec) {
     const parent = nodePath.join(root, ...at)
     // Only inside real folders: the tree itself follows no link.
-    if (!fs.existsSync(parent) || !fs.lstatSync(parent).isDirectory() || at.some((_, i) => fs.lstatSync(nodePath.join(root, ...at.slice(0, i + 1))).isSymbolicLink())) continue
+    if (
+      !fs.existsSync(parent) ||
+      !fs.lstatSync(parent).isDirectory() ||
+      at.some((_, i) => fs.lstatSync(nodePath.join(root, ...at.slice(0, i + 1))).isSymbolicLink())
+    )
+      continue
     const path = nodePath.join(parent, name)
-    if (fs.existsSync(path) || (() => { try { fs.lstatSync(path); return true } catch { return false } })()) continue
+    if (
+      fs.existsSync(path) ||
+      (() => {
+        try {
+          fs.lstatSync(path)
+          return true
+        } catch {
+          return false
+        }
+      })()
+    )
+      continue
     if (what.kind === "dir") fs.mkdirSync(path)
     else if (what.kind === "file") fs.writeFileSync(path, what.text)
     else fs.symlinkSync(what.target === "" ? name : what.target, path)

@@ -30,15 +30,25 @@ describe("isatty", () => {
   test("pipes: as node:tty", () => {
     const run = Bun.spawnSync([process.execPath, "-e", BOTH], { stdin: "pipe", stdout: "pipe", stderr: "pipe" })
     const answers: Array<[boolean, boolean]> = JSON.parse(run.stdout.toString())
-    expect(answers).toEqual([[false, false], [false, false], [false, false]])
+    expect(answers).toEqual([
+      [false, false],
+      [false, false],
+      [false, false],
+    ])
   })
 
   test("a pseudo-terminal: a terminal, as node:tty says", async () => {
     let out = ""
-    const proc = Bun.spawn([process.execPath, "-e", BOTH], { terminal: { cols: 200, rows: 10, data: (_term, data) => (out += data.toString()) } })
+    const proc = Bun.spawn([process.execPath, "-e", BOTH], {
+      terminal: { cols: 200, rows: 10, data: (_term, data) => (out += data.toString()) },
+    })
     await proc.exited
     proc.terminal?.close()
     const answers: Array<[boolean, boolean]> = JSON.parse(/\[\[.*\]\]/.exec(out)?.[0] ?? "null")
-    expect(answers).toEqual([[true, true], [true, true], [true, true]])
+    expect(answers).toEqual([
+      [true, true],
+      [true, true],
+      [true, true],
+    ])
   })
 })

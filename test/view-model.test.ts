@@ -3,11 +3,11 @@
  * text into what every view shows, with the same numbers as status.json.
  */
 import { beforeAll, expect, test } from "bun:test"
-import { foldEvents } from "../src/domain/state/index.ts"
 import { project } from "../src/domain/projections/status.ts"
-import { TAIL_LIMIT, TIMELINE_LIMIT, applyEvent, applyText, foldView, viewOf } from "../src/domain/projections/view-model.ts"
+import { applyEvent, applyText, foldView, TAIL_LIMIT, TIMELINE_LIMIT, viewOf } from "../src/domain/projections/view-model.ts"
+import { foldEvents } from "../src/domain/state/index.ts"
 import type { MemoryRun } from "./support/harness.ts"
-import { FINAL_MD, QUESTION, playCouncil } from "./support/view-fixtures.ts"
+import { FINAL_MD, playCouncil, QUESTION } from "./support/view-fixtures.ts"
 
 let run: MemoryRun
 beforeAll(async () => {
@@ -90,7 +90,15 @@ test("the presentation clears the presenter's tail: its voting round's text is n
 
 test("an agent's tool calls: a line each in its text (name, short arguments, ok or error, duration), counts, and the timeline", () => {
   const started = run.events.find((e) => e._tag === "round_started")!
-  const base = { agent: started.agent, round: started.round, role: "round" as const, call_id: "c1", tool: "search", server: null, arguments: '{"q":"2+2"}' }
+  const base = {
+    agent: started.agent,
+    round: started.round,
+    role: "round" as const,
+    call_id: "c1",
+    tool: "search",
+    server: null,
+    arguments: '{"q":"2+2"}',
+  }
   const at = (ms: number) => new Date(Date.parse(started.time) + ms).toISOString()
   const finished = (ok: boolean, tool_call: number) => ({
     _tag: "tool_call_finished" as const,
@@ -105,7 +113,12 @@ test("an agent's tool calls: a line each in its text (name, short arguments, ok 
     digest: "d",
   })
   const prefix = run.events.slice(0, run.events.indexOf(started) + 1)
-  const model = foldView([...prefix, { _tag: "tool_call_started", time: at(10), tool_call: 1, ...base }, finished(true, 1), finished(false, 2)])
+  const model = foldView([
+    ...prefix,
+    { _tag: "tool_call_started", time: at(10), tool_call: 1, ...base },
+    finished(true, 1),
+    finished(false, 2),
+  ])
   const agent = viewOf(model, 0).agents.find((a) => a.id === started.agent)!
   expect(agent.tail.trim().split("\n")).toEqual([
     '[tool search(q="2+2") running]',

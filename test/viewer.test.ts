@@ -11,12 +11,20 @@ import { Effect, Fiber, TestClock } from "effect"
 import { parseInvocation } from "../src/cli/args/index.ts"
 import type { Event } from "../src/domain/events/index.ts"
 import { EventStore } from "../src/services/event-store/index.ts"
-import { type FeedItem, type FollowOptions, MAX_GAP_MS, follow as followIn, recordedTexts, replay, replayDelayMs } from "../src/services/log-dir/feed.ts"
-import { effect } from "./support/effect-test.ts"
+import {
+  type FeedItem,
+  type FollowOptions,
+  follow as followIn,
+  MAX_GAP_MS,
+  recordedTexts,
+  replay,
+  replayDelayMs,
+} from "../src/services/log-dir/feed.ts"
 import { cleanupSandboxes, runCli, sandbox, startCli } from "./support/cli.ts"
-import { viewerPick } from "./support/run-dirs.ts"
+import { effect } from "./support/effect-test.ts"
 import type { MemoryRun } from "./support/harness.ts"
-import { QUESTION, eventLines, metaAt, playCouncil, shiftEvents, writeRunDir } from "./support/view-fixtures.ts"
+import { viewerPick } from "./support/run-dirs.ts"
+import { eventLines, metaAt, playCouncil, QUESTION, shiftEvents, writeRunDir } from "./support/view-fixtures.ts"
 
 let run: MemoryRun
 let events: Array<Event>
@@ -49,13 +57,16 @@ describe("replay", () => {
     expect(replayDelayMs("2026-01-01T00:00:05.000Z", "2026-01-01T00:00:01.000Z", 1)).toBe(0)
   })
 
-  const timed = (offsets: ReadonlyArray<number>) => offsets.map((ms, i) => ({ ...events[i]!, time: new Date(1_000_000 + ms).toISOString() }))
+  const timed = (offsets: ReadonlyArray<number>) =>
+    offsets.map((ms, i) => ({ ...events[i]!, time: new Date(1_000_000 + ms).toISOString() }))
 
   effect("events come in file order, each after its scaled gap (TestClock)", () =>
     Effect.gen(function* () {
       const recorded = timed([0, 1000, 1500, 6000, 6000])
       const seen: Array<string> = []
-      const fiber = yield* Effect.fork(replay(recorded, 2, (item) => Effect.sync(() => item._tag === "event" && seen.push(item.event.time))))
+      const fiber = yield* Effect.fork(
+        replay(recorded, 2, (item) => Effect.sync(() => item._tag === "event" && seen.push(item.event.time))),
+      )
       yield* TestClock.adjust("0 millis")
       expect(seen.length).toBe(1)
       yield* TestClock.adjust("499 millis")
@@ -217,7 +228,10 @@ describe("choosing a run", () => {
   test("--pick with bad entries until the input ends: exit 1, saying no run was chosen", async () => {
     const { code, stderr } = await pick("7\n")
     expect(code).toBe(1)
-    expect(stderr.trimEnd().split("\n")).toEqual(['massgen: expected a number from 1 to 2, found "7"', expect.stringMatching(/^massgen: no run chosen: .*no input/)])
+    expect(stderr.trimEnd().split("\n")).toEqual([
+      'massgen: expected a number from 1 to 2, found "7"',
+      expect.stringMatching(/^massgen: no run chosen: .*no input/),
+    ])
   })
 
   test("without LOG_DIR the newest run is shown", async () => {
@@ -269,7 +283,14 @@ describe("a run stopped by a signal and then resumed", () => {
       { _tag: "run_finished", time: at, reason: "interrupted", winner: null, message: "stopped by SIGINT" } as Event,
     ]
     writeRunDir(dir, stopped, { complete: true })
-    const resumed = { _tag: "run_resumed", time: at, dropped_lines: 0, torn_tail: false, restarted_rounds: [], presentation_restarted: false } as Event
+    const resumed = {
+      _tag: "run_resumed",
+      time: at,
+      dropped_lines: 0,
+      torn_tail: false,
+      restarted_rounds: [],
+      presentation_restarted: false,
+    } as Event
     fs.appendFileSync(nodePath.join(dir, "events.jsonl"), eventLines([resumed], metaAt(dir)))
     return { dir, path: nodePath.join(dir, "events.jsonl"), written: [...stopped, resumed], rest: events.slice(cut) }
   }

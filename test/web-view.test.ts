@@ -14,8 +14,8 @@ import * as net from "node:net"
 import * as os from "node:os"
 import * as nodePath from "node:path"
 import { type BrowserContext, chromium } from "playwright-core"
-import type { Event } from "../src/domain/events/index.ts"
 import { markdownToHtml } from "../src/cli/web/markdown.ts"
+import type { Event } from "../src/domain/events/index.ts"
 import { cleanupSandboxes, runCli, sandbox, startCli } from "./support/cli.ts"
 import { eventLines, playCouncil, shiftEvents, writeRunDir } from "./support/view-fixtures.ts"
 
@@ -56,7 +56,9 @@ afterAll(async () => {
 
 describe("markdownToHtml", () => {
   test("renders the usual blocks and inline markup", () => {
-    expect(markdownToHtml("## Title\n\nSome **bold**, *em* and `code`.\n\n- a\n- b\n\n1. one\n\n> quoted\n\n```ts\nconst x = 1 < 2\n```\n\n---")).toBe(
+    expect(
+      markdownToHtml("## Title\n\nSome **bold**, *em* and `code`.\n\n- a\n- b\n\n1. one\n\n> quoted\n\n```ts\nconst x = 1 < 2\n```\n\n---"),
+    ).toBe(
       [
         "<h2>Title</h2>",
         "<p>Some <strong>bold</strong>, <em>em</em> and <code>code</code>.</p>",
@@ -205,9 +207,9 @@ const getWithHost = (port: number, path: string, host: string): Promise<{ status
 const bigRunDir = (big: string): string => {
   const winner = "researcher"
   const lastFinal = events.findIndex((e) => e._tag === "final_answer")
-  const edited = events.slice(0, lastFinal + 1).map((e) =>
-    (e._tag === "answer_submitted" && e.agent === winner) || e._tag === "final_answer" ? { ...e, content: big } : e,
-  )
+  const edited = events
+    .slice(0, lastFinal + 1)
+    .map((e) => ((e._tag === "answer_submitted" && e.agent === winner) || e._tag === "final_answer" ? { ...e, content: big } : e))
   return writeRunDir(nodePath.join(sandbox(), "log_20260101_000000_000009"), edited)
 }
 
@@ -229,9 +231,17 @@ const readSse = async (
       const block = pending.slice(0, end)
       pending = pending.slice(end + 2)
       const lines = block.split("\n")
-      const event = lines.find((l) => l.startsWith("event: "))?.slice(7) ?? (lines.some((l) => l.startsWith("data: ")) ? "message" : "comment")
+      const event =
+        lines.find((l) => l.startsWith("event: "))?.slice(7) ?? (lines.some((l) => l.startsWith("data: ")) ? "message" : "comment")
       const bytes = Buffer.byteLength(block) + 2
-      seen.push({ event, bytes, data: lines.filter((l) => l.startsWith("data: ")).map((l) => l.slice(6)).join("\n") })
+      seen.push({
+        event,
+        bytes,
+        data: lines
+          .filter((l) => l.startsWith("data: "))
+          .map((l) => l.slice(6))
+          .join("\n"),
+      })
     }
   }
   await reader.cancel()
@@ -247,7 +257,14 @@ describe("the web page, at the edges", () => {
     for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, `LOCALHOST:${port}`]) {
       expect({ host, status: (await getWithHost(port, "/api/view", host)).status }).toEqual({ host, status: 200 })
     }
-    for (const host of [`evil.example:${port}`, "evil.example", `127.0.0.1:${port + 1}`, `localhost.evil.example:${port}`, "127.0.0.1", ""]) {
+    for (const host of [
+      `evil.example:${port}`,
+      "evil.example",
+      `127.0.0.1:${port + 1}`,
+      `localhost.evil.example:${port}`,
+      "127.0.0.1",
+      "",
+    ]) {
       for (const path of ["/", "/api/view", "/events", "/nope"]) {
         const answer = await getWithHost(port, path, host)
         expect({ host, path, status: answer.status }).toEqual({ host, path, status: 403 })
@@ -268,7 +285,8 @@ describe("the web page, at the edges", () => {
 
     // Once the page has the whole run, five seconds of it with nothing new: ticks of the clock (before: whole views, 10 MB each).
     const synced = (m: { event: string; data: string }) => m.event === "message" && JSON.parse(m.data).final !== null
-    const afterSync = <M extends { event: string; data: string }>(s: ReadonlyArray<M>) => (s.findIndex(synced) < 0 ? [] : s.slice(s.findIndex(synced) + 1))
+    const afterSync = <M extends { event: string; data: string }>(s: ReadonlyArray<M>) =>
+      s.findIndex(synced) < 0 ? [] : s.slice(s.findIndex(synced) + 1)
     const seen = await readSse(`${url}events`, (s) => afterSync(s).length >= 5 || s.reduce((n, m) => n + m.bytes, 0) > 60_000_000)
     // The answer (on the winner's card, and as the final answer's text) once, its HTML once; nothing heavy again.
     expect(seen.filter((m) => m.event === "text")).toHaveLength(2)
@@ -280,7 +298,9 @@ describe("the web page, at the edges", () => {
     // The page still shows it all, and its clock moves with the ticks.
     const page = await browser.newPage()
     await page.goto(url)
-    await page.waitForFunction(`document.querySelector("#final-answer")?.lastElementChild?.textContent === "Paragraph 63999: learn by building things."`)
+    await page.waitForFunction(
+      `document.querySelector("#final-answer")?.lastElementChild?.textContent === "Paragraph 63999: learn by building things."`,
+    )
     expect(await page.locator("#final-answer h2").textContent()).toBe("The long answer")
     expect(await page.locator("#final-answer strong").first().textContent()).toBe("building")
     expect((await page.locator('.card[data-agent="researcher"] pre.tail').textContent())!.length).toBe(big.trim().length)

@@ -12,17 +12,17 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as nodePath from "node:path"
 import { Effect, Either, Exit, Scope } from "effect"
+import { makeAgentTools } from "../src/cli/run/setup.ts"
 import type { Agent } from "../src/domain/config/index.ts"
 import type { Event } from "../src/domain/events/index.ts"
-import { type State, foldEvents } from "../src/domain/state/index.ts"
+import { foldEvents, type State } from "../src/domain/state/index.ts"
 import { snapshotDir } from "../src/domain/workspaces/facts.ts"
 import { makeFileTools } from "../src/services/tools/file-tools.ts"
+import { startMcpServers } from "../src/services/tools/mcp-servers.ts"
 import type { ToolContext, ToolProvider, ToolRunError } from "../src/services/tools/tool-provider.ts"
 import { makeToolRunner } from "../src/services/tools/tool-runner.ts"
 import { agentWorkspace, makeWorkspaces } from "../src/services/tools/workspace.ts"
-import { startMcpServers } from "../src/services/tools/mcp-servers.ts"
 import { faultServer } from "./support/mcp.ts"
-import { makeAgentTools } from "../src/cli/run/setup.ts"
 
 const dirs: Array<string> = []
 const tempDir = () => {
@@ -32,7 +32,12 @@ const tempDir = () => {
 }
 afterAll(() => dirs.forEach((d) => fs.rmSync(d, { recursive: true, force: true })))
 
-const agent = (id: string, n: number): Agent => ({ id, anonId: `agent${n}`, systemMessage: null, backend: { type: "scripted", cwd: "workspace" } })
+const agent = (id: string, n: number): Agent => ({
+  id,
+  anonId: `agent${n}`,
+  systemMessage: null,
+  backend: { type: "scripted", cwd: "workspace" },
+})
 const AGENTS = [agent("alice", 1), agent("bob", 2), agent("carol", 3)]
 const T = "2026-01-01T00:00:00.000Z"
 
@@ -72,7 +77,11 @@ const setup = async () => {
     },
     ...AGENTS.map((a): Event => ({ _tag: "round_started", time: T, agent: a.id, round: 1, shown: [], vote_only: false, restart: false })),
   ]
-  for (const [id, label] of [["bob", "agent2.1"], ["carol", "agent3.1"], ["alice", "agent1.1"]] as const) {
+  for (const [id, label] of [
+    ["bob", "agent2.1"],
+    ["carol", "agent3.1"],
+    ["alice", "agent1.1"],
+  ] as const) {
     events.push({ _tag: "answer_submitted", time: T, agent: id, round: 1, label, content: `answer of ${id}` })
     const made = (await Effect.runPromise(ws.snapshot(id, label)))!
     events.push({ _tag: "workspace_snapshotted", time: T, agent: id, label, ...made })
@@ -100,8 +109,18 @@ const setup = async () => {
   const present = () => {
     for (const e of [
       { _tag: "vote_cast", time: T, agent: "alice", round: 2, target: "bob", target_label: "agent2.1", reason: "r" },
-      { _tag: "presentation_started", time: T, agent: "bob", label: "agent2.1", votes: { "agent2.1": 1 }, is_tie: false, strategy: "winner_present", calls_model: true },
-    ] as const) state = foldEvents([e], state)
+      {
+        _tag: "presentation_started",
+        time: T,
+        agent: "bob",
+        label: "agent2.1",
+        votes: { "agent2.1": 1 },
+        is_tie: false,
+        strategy: "winner_present",
+        calls_model: true,
+      },
+    ] as const)
+      state = foldEvents([e], state)
   }
   return { logDir, ctx, docs, ws, toolsOf, context, emitted, present, state: () => state as State }
 }
@@ -129,7 +148,9 @@ describe("file tools in the agent's workspace", () => {
     expect(await ok(call(t, "write_file", { path: "notes/a.md", content: "one two three" }, c()))).toBe("wrote 13 bytes to notes/a.md")
     expect(await ok(call(t, "edit_file", { path: "notes/a.md", edits: [{ oldText: "two", newText: "2" }] }, c()))).toContain("wrote")
     expect(await ok(call(t, "read_file", { path: "notes/a.md" }, c()))).toBe("one 2 three")
-    expect((await call(t, "edit_file", { path: "notes/a.md", edits: [{ oldText: "missing", newText: "x" }] }, c())).pipe(Either.isLeft)).toBe(true)
+    expect(
+      (await call(t, "edit_file", { path: "notes/a.md", edits: [{ oldText: "missing", newText: "x" }] }, c())).pipe(Either.isLeft),
+    ).toBe(true)
     await ok(call(t, "create_directory", { path: "out/deep" }, c()))
     await ok(call(t, "move_file", { source: "notes/a.md", destination: "out/deep/a.md" }, c()))
     expect(await ok(call(t, "list_directory", { path: "out/deep" }, c()))).toBe("[FILE] a.md")
@@ -145,7 +166,9 @@ describe("file tools in the agent's workspace", () => {
     const messages = [
       await refusal(call(t, "read_file", { path: "temp_workspaces/agent3.1/carol.txt" }, s.context("alice"))),
       await refusal(call(t, "read_file", { path: "../agent2/notes.txt" }, s.context("alice"))),
-      (await call(t, "read_file", { path: "nothing.txt" }, s.context("alice"))).pipe(Either.getLeft).pipe((o) => (o._tag === "Some" ? o.value.message : "")),
+      (await call(t, "read_file", { path: "nothing.txt" }, s.context("alice")))
+        .pipe(Either.getLeft)
+        .pipe((o) => (o._tag === "Some" ? o.value.message : "")),
     ]
     for (const m of messages) {
       expect(m).not.toContain(s.logDir)
@@ -161,7 +184,9 @@ describe("escape attempts are refused", () => {
     const t = s.toolsOf("alice")
     expect(await refusal(call(t, "read_file", { path: "../agent2/bob.txt" }, s.context("alice")))).toContain('may not contain ".."')
     expect(await refusal(call(t, "write_file", { path: "a/../../x", content: "x" }, s.context("alice")))).toContain('".."')
-    expect(await refusal(call(t, "read_file", { path: "/etc/passwd" }, s.context("alice")))).toContain("outside your workspace and every context path")
+    expect(await refusal(call(t, "read_file", { path: "/etc/passwd" }, s.context("alice")))).toContain(
+      "outside your workspace and every context path",
+    )
     expect(await refusal(call(t, "write_file", { path: "/tmp/escape.txt", content: "x" }, s.context("alice")))).toContain("outside")
     expect(fs.existsSync("/tmp/escape.txt")).toBe(false)
   })
@@ -196,8 +221,12 @@ describe("escape attempts are refused", () => {
     const t = s.toolsOf("alice")
     expect(await ok(call(t, "read_file", { path: "temp_workspaces/agent2.1/bob.txt" }, s.context("alice")))).toBe("from bob\n")
     expect(await ok(call(t, "list_directory", { path: "temp_workspaces" }, s.context("alice")))).toBe("[DIR] agent2.1")
-    expect(await refusal(call(t, "read_file", { path: "temp_workspaces/agent3.1/carol.txt" }, s.context("alice")))).toContain("not the snapshot of an answer you were shown")
-    expect(await refusal(call(t, "write_file", { path: "temp_workspaces/agent2.1/bob.txt", content: "x" }, s.context("alice")))).toContain("read-only")
+    expect(await refusal(call(t, "read_file", { path: "temp_workspaces/agent3.1/carol.txt" }, s.context("alice")))).toContain(
+      "not the snapshot of an answer you were shown",
+    )
+    expect(await refusal(call(t, "write_file", { path: "temp_workspaces/agent2.1/bob.txt", content: "x" }, s.context("alice")))).toContain(
+      "read-only",
+    )
     expect(await refusal(call(t, "delete_file", { path: "temp_workspaces/agent2.1/bob.txt" }, s.context("alice")))).toContain("read-only")
     // A symlink to carol's snapshot (not shown) or bob's (read-only) gives no way in.
     fs.symlinkSync(nodePath.join(s.logDir, snapshotDir("agent3.1")), nodePath.join(s.ws.root("alice")!, "carol"))
@@ -211,16 +240,28 @@ describe("escape attempts are refused", () => {
     const s = await setup()
     const t = s.toolsOf("alice")
     expect(await ok(call(t, "read_file", { path: nodePath.join(s.docs, "guide.md") }, s.context("alice")))).toBe("a guide\n")
-    expect(await refusal(call(t, "write_file", { path: nodePath.join(s.ctx, "new.md"), content: "x" }, s.context("alice")))).toContain("only the presenter")
+    expect(await refusal(call(t, "write_file", { path: nodePath.join(s.ctx, "new.md"), content: "x" }, s.context("alice")))).toContain(
+      "only the presenter",
+    )
     s.present()
     const bob = s.toolsOf("bob")
     // Not the presenter, or not in its presentation: still refused.
-    expect(await refusal(call(t, "write_file", { path: nodePath.join(s.ctx, "new.md"), content: "x" }, s.context("alice", "presentation")))).toContain("only the presenter")
-    expect(await refusal(call(bob, "write_file", { path: nodePath.join(s.ctx, "new.md"), content: "x" }, s.context("bob", "round")))).toContain("only the presenter")
-    expect(await refusal(call(bob, "write_file", { path: nodePath.join(s.ctx, "keep.md"), content: "x" }, s.context("bob", "presentation")))).toContain("protected")
-    expect(await refusal(call(bob, "write_file", { path: nodePath.join(s.docs, "guide.md"), content: "x" }, s.context("bob", "presentation")))).toContain("read-only context path")
+    expect(
+      await refusal(call(t, "write_file", { path: nodePath.join(s.ctx, "new.md"), content: "x" }, s.context("alice", "presentation"))),
+    ).toContain("only the presenter")
+    expect(
+      await refusal(call(bob, "write_file", { path: nodePath.join(s.ctx, "new.md"), content: "x" }, s.context("bob", "round"))),
+    ).toContain("only the presenter")
+    expect(
+      await refusal(call(bob, "write_file", { path: nodePath.join(s.ctx, "keep.md"), content: "x" }, s.context("bob", "presentation"))),
+    ).toContain("protected")
+    expect(
+      await refusal(call(bob, "write_file", { path: nodePath.join(s.docs, "guide.md"), content: "x" }, s.context("bob", "presentation"))),
+    ).toContain("read-only context path")
     fs.writeFileSync(nodePath.join(s.ctx, "other.md"), "x")
-    expect(await refusal(call(bob, "delete_file", { path: nodePath.join(s.ctx, "other.md") }, s.context("bob", "presentation")))).toContain("does not change context paths")
+    expect(await refusal(call(bob, "delete_file", { path: nodePath.join(s.ctx, "other.md") }, s.context("bob", "presentation")))).toContain(
+      "does not change context paths",
+    )
     expect(fs.readdirSync(s.ctx).sort()).toEqual(["keep.md", "other.md"])
     expect(fs.readFileSync(nodePath.join(s.ctx, "keep.md"), "utf8")).toBe("do not touch\n")
     expect(s.emitted).toEqual([])
@@ -233,10 +274,14 @@ describe("the presenter's writes to a context path", () => {
     s.present()
     const bob = s.toolsOf("bob")
     // The presenter reads every answer's files.
-    expect(await ok(call(bob, "list_directory", { path: "temp_workspaces" }, s.context("bob", "presentation")))).toBe("[DIR] agent1.1\n[DIR] agent2.1\n[DIR] agent3.1")
+    expect(await ok(call(bob, "list_directory", { path: "temp_workspaces" }, s.context("bob", "presentation")))).toBe(
+      "[DIR] agent1.1\n[DIR] agent2.1\n[DIR] agent3.1",
+    )
     const file = nodePath.join(s.ctx, "out", "result.md")
     expect(await ok(call(bob, "write_file", { path: file, content: "v1\n" }, s.context("bob", "presentation")))).toContain("(created)")
-    expect(await ok(call(bob, "edit_file", { path: file, edits: [{ oldText: "v1", newText: "v2" }] }, s.context("bob", "presentation")))).toContain("(replaced)")
+    expect(
+      await ok(call(bob, "edit_file", { path: file, edits: [{ oldText: "v1", newText: "v2" }] }, s.context("bob", "presentation"))),
+    ).toContain("(replaced)")
     expect(fs.readFileSync(file, "utf8")).toBe("v2\n")
     expect(s.emitted.map((e) => [e._tag, "change" in e ? e.change : null, "bytes" in e ? e.bytes : null])).toEqual([
       ["context_write_intended", "created", 3],
@@ -257,7 +302,15 @@ describe("the presenter's writes to a context path", () => {
     const bob = s.toolsOf("bob")
     const again = (callId: string) => s.context("bob", "presentation", callId)
     const intent = (n: number, text: string, change: "created" | "replaced"): Event => ({
-      _tag: "context_write_intended", time: T, tool_call: n, call_id: `c${n}`, agent: "bob", path: file, bytes: text.length, sha256: sha(text), change,
+      _tag: "context_write_intended",
+      time: T,
+      tool_call: n,
+      call_id: `c${n}`,
+      agent: "bob",
+      path: file,
+      bytes: text.length,
+      sha256: sha(text),
+      change,
     })
     // Stopped after the intent and the write, before the record: the rerun records it and does not write again.
     await Effect.runPromise(again("c7").emit(intent(7, "v1\n", "created")))
@@ -310,7 +363,12 @@ describe("refusals are recorded", () => {
     })
     const attempts = ["../x", "/etc/passwd", "temp_workspaces/agent3.1/carol.txt"]
     const results = await Effect.runPromise(
-      runner("alice", 2, "round", attempts.map((path, i) => ({ id: `c${i}`, name: "read_file", arguments: JSON.stringify({ path }) }))),
+      runner(
+        "alice",
+        2,
+        "round",
+        attempts.map((path, i) => ({ id: `c${i}`, name: "read_file", arguments: JSON.stringify({ path }) })),
+      ),
     )
     expect(results.every((r) => r.content.startsWith("error: refused: "))).toBe(true)
     const finished = events.filter((e): e is Extract<Event, { _tag: "tool_call_finished" }> => e._tag === "tool_call_finished")
@@ -393,7 +451,14 @@ describe("an agent's tools with a workspace", () => {
     const config = { agents, settings: {} as never, pricing: {} }
     const tools = await Effect.runPromise(makeAgentTools(config, { PATH: process.env.PATH }, logDir, "config.yaml"))
     expect(tools.get("alice")!.tools.map((t) => t.spec.name)).toEqual([
-      "read_file", "write_file", "edit_file", "list_directory", "create_directory", "delete_file", "move_file", "where",
+      "read_file",
+      "write_file",
+      "edit_file",
+      "list_directory",
+      "create_directory",
+      "delete_file",
+      "move_file",
+      "where",
     ])
     expect((await Effect.runPromise(tools.get("alice")!.run("where", {}))).trim()).toBe(nodePath.join(logDir, "workspaces", "agent1"))
     expect(tools.get("bob")!.tools.map((t) => t.spec.name)).toEqual(["where"])

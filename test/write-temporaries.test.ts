@@ -34,9 +34,20 @@ describe("removeWriteTemporaries", () => {
     fs.mkdirSync(nodePath.join(ctx, ".index.html.massgen-0123456789abcdef.tmp"))
     put(nodePath.join(elsewhere, "x.md.massgen-77.tmp"))
     const contextPaths = [{ path: ctx, permission: "write" as const, protected_paths: [] }]
-    const paths = [nodePath.join(ctx, "index.html"), nodePath.join(ctx, "docs", "guide.md"), nodePath.join(ctx, "linked", "x.md"), nodePath.join(base, "outside", "y.md")]
+    const paths = [
+      nodePath.join(ctx, "index.html"),
+      nodePath.join(ctx, "docs", "guide.md"),
+      nodePath.join(ctx, "linked", "x.md"),
+      nodePath.join(base, "outside", "y.md"),
+    ]
     expect(removeWriteTemporaries(contextPaths, paths)).toBe(2)
-    expect(fs.readdirSync(ctx).sort()).toEqual([".index.html.massgen-0123456789abcdef.tmp", "about.html.massgen-77.tmp", "docs", "index.html", "linked"])
+    expect(fs.readdirSync(ctx).sort()).toEqual([
+      ".index.html.massgen-0123456789abcdef.tmp",
+      "about.html.massgen-77.tmp",
+      "docs",
+      "index.html",
+      "linked",
+    ])
     expect(fs.readdirSync(nodePath.join(ctx, "docs"))).toEqual([])
     expect(fs.readdirSync(elsewhere)).toEqual(["x.md.massgen-77.tmp"])
   })

@@ -6,7 +6,7 @@
  * 200-agent config (which the subset must read).
  */
 import { describe, expect, test } from "bun:test"
-import { readFileSync, readdirSync } from "node:fs"
+import { readdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import fc from "fast-check"
 import { parseDocument } from "yaml"
@@ -20,7 +20,9 @@ const same = (a: unknown, b: unknown): boolean => {
   if (Array.isArray(a)) return Array.isArray(b) && a.length === b.length && a.every((x, i) => same(x, b[i]))
   const ka = Object.keys(a)
   const kb = Object.keys(b)
-  return ka.length === kb.length && ka.every((k, i) => k === kb[i] && same((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]))
+  return (
+    ka.length === kb.length && ka.every((k, i) => k === kb[i] && same((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]))
+  )
 }
 
 /** What `yaml` makes of the text: its value, or that it refused or warned. */
@@ -39,28 +41,158 @@ const agrees = (text: string): boolean => {
   const fast = parseYamlSubset(text)
   if (fast === undefined) return false
   const ref = reference(text)
-  if (!ref.ok || !same(fast, ref.value)) throw new Error(`differs from yaml on ${JSON.stringify(text)}: ${JSON.stringify(fast)} vs ${ref.ok ? JSON.stringify(ref.value) : "an error"}`)
+  if (!ref.ok || !same(fast, ref.value))
+    throw new Error(
+      `differs from yaml on ${JSON.stringify(text)}: ${JSON.stringify(fast)} vs ${ref.ok ? JSON.stringify(ref.value) : "an error"}`,
+    )
   return true
 }
 
-const KEYS = ["a", "$k", "b", "agents", "id", "backend", "x-y", "_k", "null", "True", "false", "__proto__", "<<", "1", '"q"', "a b", "Infinity", "e1", "on"]
+const KEYS = [
+  "a",
+  "$k",
+  "b",
+  "agents",
+  "id",
+  "backend",
+  "x-y",
+  "_k",
+  "null",
+  "True",
+  "false",
+  "__proto__",
+  "<<",
+  "1",
+  '"q"',
+  "a b",
+  "Infinity",
+  "e1",
+  "on",
+]
 const SEPARATORS = [": ", ":", ":  ", " : ", ":\t"]
 const SCALARS = [
-  "", "x", "${VAR}", "$x y", "hello world", "a  b", "1", "-1", "-0", "007", "12345678901234567890123", "1e3", "1.", "1.50", "-2.5e-3", "0x1F", "0o7", ".5", ".inf", "~",
-  "null", "Null", "NULL", "True", "TRUE", "false", "yes", "no", "2001-12-14", "1_000", "4o-mini", "gpt-4o", "http://x:1/y", "a:b", "a: b", "a:", "a #c", "a#c",
-  "it's", 'say "hi"', "a, b", "a[0]", "(x)", "/p/q", "\\d", "-x", "- x", "-", "?x", "? x", "|", ">-", "&x 1", "*x", "!!str 1", "!t x", "%x", "@x", "`x",
-  '"q"', '"a\\nb"', '"a\\x41"', '"\\u00e9"', '"\\/"', '"a # b"', '"unterminated', "'it''s'", "'x' y", "'a # b' # c", '"x"#c', "é", "\u00a0x\u00a0", "x\u3000",
-  "{}", "[]", "{a: 1}", "{a: 1, b: [x, y]}", "{ a: 1 , b: 2 }", "[1, 2,]", "{a: 1, a: 2}", "[a, {b: c}]", "{a:1}", "{a: }", "[a b, c]", "[a: b]", "{a: [1, 2]} # c",
-  "[x, 'y', \"z\"]", "[[1], []]", "{a: b: c}", "[,]", "{a: x#y}", "[a #b]", "Answer 1: four.", '"Answer 1: four."',
+  "",
+  "x",
+  "${VAR}",
+  "$x y",
+  "hello world",
+  "a  b",
+  "1",
+  "-1",
+  "-0",
+  "007",
+  "12345678901234567890123",
+  "1e3",
+  "1.",
+  "1.50",
+  "-2.5e-3",
+  "0x1F",
+  "0o7",
+  ".5",
+  ".inf",
+  "~",
+  "null",
+  "Null",
+  "NULL",
+  "True",
+  "TRUE",
+  "false",
+  "yes",
+  "no",
+  "2001-12-14",
+  "1_000",
+  "4o-mini",
+  "gpt-4o",
+  "http://x:1/y",
+  "a:b",
+  "a: b",
+  "a:",
+  "a #c",
+  "a#c",
+  "it's",
+  'say "hi"',
+  "a, b",
+  "a[0]",
+  "(x)",
+  "/p/q",
+  "\\d",
+  "-x",
+  "- x",
+  "-",
+  "?x",
+  "? x",
+  "|",
+  ">-",
+  "&x 1",
+  "*x",
+  "!!str 1",
+  "!t x",
+  "%x",
+  "@x",
+  "`x",
+  '"q"',
+  '"a\\nb"',
+  '"a\\x41"',
+  '"\\u00e9"',
+  '"\\/"',
+  '"a # b"',
+  '"unterminated',
+  "'it''s'",
+  "'x' y",
+  "'a # b' # c",
+  '"x"#c',
+  "é",
+  "\u00a0x\u00a0",
+  "x\u3000",
+  "{}",
+  "[]",
+  "{a: 1}",
+  "{a: 1, b: [x, y]}",
+  "{ a: 1 , b: 2 }",
+  "[1, 2,]",
+  "{a: 1, a: 2}",
+  "[a, {b: c}]",
+  "{a:1}",
+  "{a: }",
+  "[a b, c]",
+  "[a: b]",
+  "{a: [1, 2]} # c",
+  "[x, 'y', \"z\"]",
+  "[[1], []]",
+  "{a: b: c}",
+  "[,]",
+  "{a: x#y}",
+  "[a #b]",
+  "Answer 1: four.",
+  '"Answer 1: four."',
 ]
 const INDENTS = [0, 0, 0, 1, 2, 2, 4, 6]
 
 const line = fc.oneof(
-  fc.tuple(fc.constantFrom(...INDENTS), fc.constantFrom(...KEYS), fc.constantFrom(...SEPARATORS), fc.constantFrom(...SCALARS)).map(([i, k, sep, v]) => `${" ".repeat(i)}${k}${sep}${v}`),
+  fc
+    .tuple(fc.constantFrom(...INDENTS), fc.constantFrom(...KEYS), fc.constantFrom(...SEPARATORS), fc.constantFrom(...SCALARS))
+    .map(([i, k, sep, v]) => `${" ".repeat(i)}${k}${sep}${v}`),
   fc.tuple(fc.constantFrom(...INDENTS), fc.constantFrom(...KEYS)).map(([i, k]) => `${" ".repeat(i)}${k}:`),
-  fc.tuple(fc.constantFrom(...INDENTS), fc.constantFrom("- ", "-  ", "-", "- - "), fc.constantFrom(...SCALARS)).map(([i, d, v]) => `${" ".repeat(i)}${d}${v}`),
-  fc.tuple(fc.constantFrom(...INDENTS), fc.constantFrom("- ", "-   "), fc.constantFrom(...KEYS), fc.constantFrom(...SCALARS)).map(([i, d, k, v]) => `${" ".repeat(i)}${d}${k}: ${v}`),
-  fc.constantFrom("", "# comment", "   # indented comment", "---", "...", "%YAML 1.2", "  ", "\t- x", "a: 1\r", "a: |\n  text\n  more", "a: &x {p: 1}\nb: *x", "b:\n  <<: {p: 1}"),
+  fc
+    .tuple(fc.constantFrom(...INDENTS), fc.constantFrom("- ", "-  ", "-", "- - "), fc.constantFrom(...SCALARS))
+    .map(([i, d, v]) => `${" ".repeat(i)}${d}${v}`),
+  fc
+    .tuple(fc.constantFrom(...INDENTS), fc.constantFrom("- ", "-   "), fc.constantFrom(...KEYS), fc.constantFrom(...SCALARS))
+    .map(([i, d, k, v]) => `${" ".repeat(i)}${d}${k}: ${v}`),
+  fc.constantFrom(
+    "",
+    "# comment",
+    "   # indented comment",
+    "---",
+    "...",
+    "%YAML 1.2",
+    "  ",
+    "\t- x",
+    "a: 1\r",
+    "a: |\n  text\n  more",
+    "a: &x {p: 1}\nb: *x",
+    "b:\n  <<: {p: 1}",
+  ),
 )
 /** Random texts: mostly well-formed block structure, with pieces out of the subset mixed in. */
 const texts = fc.array(line, { minLength: 1, maxLength: 10 }).map((lines) => lines.join("\n"))
@@ -90,7 +222,9 @@ const block = (v: unknown, indent: number): Array<string> => {
   }
   if (v !== null && typeof v === "object") {
     return Object.entries(v).flatMap(([k, item]) =>
-      item !== null && typeof item === "object" ? [`${pad}${k}:`, ...block(item, Array.isArray(item) ? indent : indent + 2)] : [`${pad}${k}: ${scalarText(item)}`],
+      item !== null && typeof item === "object"
+        ? [`${pad}${k}:`, ...block(item, Array.isArray(item) ? indent : indent + 2)]
+        : [`${pad}${k}: ${scalarText(item)}`],
     )
   }
   return [`${pad}${scalarText(v)}`]
@@ -136,12 +270,25 @@ describe("parseYamlSubset gives yaml's value or nothing", () => {
   })
 
   test("reads the bench's team of 200 scripted agents", () => {
-    const agent = (i: number) => `  - id: agent_${i}\n    backend: { type: scripted, answer: "Answer ${i}: four.", vote: agent1, delay_seconds: 0.2 }\n`
+    const agent = (i: number) =>
+      `  - id: agent_${i}\n    backend: { type: scripted, answer: "Answer ${i}: four.", vote: agent1, delay_seconds: 0.2 }\n`
     expect(agrees(`agents:\n${Array.from({ length: 200 }, (_, i) => agent(i + 1)).join("")}`)).toBe(true)
   })
 
   test("leaves to yaml what it refuses or reads otherwise than a naive reader", () => {
-    for (const text of ["a: 1\na: 2", "a: {x: 1, x: 2}", "b: &x {p: 1}\nc:\n  <<: *x", "a: 1\n---\nb: 2", "? [a, b]\n: x", "null: c", "a: b: c", "a: 'x", "\ta: 1", "", "# only"]) {
+    for (const text of [
+      "a: 1\na: 2",
+      "a: {x: 1, x: 2}",
+      "b: &x {p: 1}\nc:\n  <<: *x",
+      "a: 1\n---\nb: 2",
+      "? [a, b]\n: x",
+      "null: c",
+      "a: b: c",
+      "a: 'x",
+      "\ta: 1",
+      "",
+      "# only",
+    ]) {
       expect(parseYamlSubset(text)).toBeUndefined()
     }
   })

@@ -21,29 +21,28 @@
  * pays at start-up only for the code it uses; `main.ts` prints `--help` and
  * `--version` without loading this file at all.
  */
-import { isatty } from "./process/tty.ts"
+
 import { Effect, Either } from "effect"
-import type { BackendError } from "../services/backends/index.ts"
-import type { DotEnvError, MissingKeyError } from "../services/backends/index.ts"
+import { plainText } from "../lib/plain-text.ts"
+import type { BackendError, DotEnvError, MissingKeyError } from "../services/backends/index.ts"
+import type { BatchError, BatchStorageError } from "../services/batch/batch-folder.ts"
 import type { EventStoreConflict, EventStoreError } from "../services/event-store/index.ts"
 import type { RunStorageError } from "../services/io-errors.ts"
-import type { LogDirError } from "../services/log-dir/create.ts"
-import type { RunFilesError } from "../services/run-files/index.ts"
 import type { ViewerError } from "../services/log-dir/catalog.ts"
+import type { LogDirError } from "../services/log-dir/create.ts"
 import type { RunLockError } from "../services/log-dir/run-lock.ts"
-import type { StatusWriteError } from "../services/run-files/index.ts"
+import type { RunFilesError, StatusWriteError } from "../services/run-files/index.ts"
 import type { McpStartError } from "../services/tools/mcp-servers.ts"
 import type { CommandLineStartError } from "../services/tools/sandbox.ts"
-import type { BatchError, BatchStorageError } from "../services/batch/batch-folder.ts"
-import { type UsageError, parseInvocation } from "./args/index.ts"
+import { parseInvocation, type UsageError } from "./args/index.ts"
 import { HELP } from "./help.ts"
 import { diagnosticsLogger } from "./process/diagnostics.ts"
 import { identityLine, versionText } from "./process/identity.ts"
+import { isatty } from "./process/tty.ts"
 import type { ConfigError } from "./run/load-config.ts"
-import type { RunDirError } from "./run/run-dir.ts"
 import type { StdinSource } from "./run/question.ts"
+import type { RunDirError } from "./run/run-dir.ts"
 import type { ServeError } from "./serve/serve-command.ts"
-import { plainText } from "../lib/plain-text.ts"
 
 /** Every error the program renders: what the arguments and the commands can fail with. */
 export type AppError =
@@ -135,47 +134,93 @@ const program = (argv: ReadonlyArray<string>, { stopSignal, print, printError, s
       case "version":
         return Effect.sync(() => (print(versionText()), 0))
       case "validate":
-        return Effect.flatMap(load(() => import("./commands/validate.ts")), (m) => m.validateCommand(invocation, env, cwd, print))
+        return Effect.flatMap(
+          load(() => import("./commands/validate.ts")),
+          (m) => m.validateCommand(invocation, env, cwd, print),
+        )
       case "viewer":
-        return Effect.flatMap(load(() => import("./commands/viewer.ts")), (m) =>
-          m.viewerCommand(invocation, {
-            env,
-            cwd,
-            interrupt: cli.interrupt,
-            print,
-            printError,
-            readLine: m.readStdinLine,
-          }),
+        return Effect.flatMap(
+          load(() => import("./commands/viewer.ts")),
+          (m) =>
+            m.viewerCommand(invocation, {
+              env,
+              cwd,
+              interrupt: cli.interrupt,
+              print,
+              printError,
+              readLine: m.readStdinLine,
+            }),
         )
       case "run":
         // No question on a terminal: the interactive prompt (without one, the usage error stays).
-        if (invocation.question._tag === "stdin" && !invocation.question.explicit && !invocation.automation && (stdin?.isTTY ?? isatty(0)) && isatty(1)) {
-          return Effect.flatMap(load(() => import("./interactive/interactive-command.ts")), (m) => m.interactiveCommand(invocation, cli))
+        if (
+          invocation.question._tag === "stdin" &&
+          !invocation.question.explicit &&
+          !invocation.automation &&
+          (stdin?.isTTY ?? isatty(0)) &&
+          isatty(1)
+        ) {
+          return Effect.flatMap(
+            load(() => import("./interactive/interactive-command.ts")),
+            (m) => m.interactiveCommand(invocation, cli),
+          )
         }
-        return Effect.flatMap(load(() => import("./run/question.ts")), (q) =>
-          Effect.flatMap(q.readQuestion(invocation.question, stdin ?? q.processStdin), (question) =>
-            Effect.flatMap(load(() => import("./commands/run.ts")), (m) => m.runCommand({ ...invocation, question }, cli)),
-          ),
+        return Effect.flatMap(
+          load(() => import("./run/question.ts")),
+          (q) =>
+            Effect.flatMap(q.readQuestion(invocation.question, stdin ?? q.processStdin), (question) =>
+              Effect.flatMap(
+                load(() => import("./commands/run.ts")),
+                (m) => m.runCommand({ ...invocation, question }, cli),
+              ),
+            ),
         )
       case "resume":
-        return Effect.flatMap(load(() => import("./commands/resume.ts")), (m) => m.resumeCommand(invocation, cli))
+        return Effect.flatMap(
+          load(() => import("./commands/resume.ts")),
+          (m) => m.resumeCommand(invocation, cli),
+        )
       case "replay":
-        return Effect.flatMap(load(() => import("./commands/replay.ts")), (m) => m.replayCommand(invocation, cli))
+        return Effect.flatMap(
+          load(() => import("./commands/replay.ts")),
+          (m) => m.replayCommand(invocation, cli),
+        )
       case "doctor":
-        return Effect.flatMap(load(() => import("./commands/doctor.ts")), (m) => m.doctorCommand(invocation.configPath, { env, cwd, print, printError }))
+        return Effect.flatMap(
+          load(() => import("./commands/doctor.ts")),
+          (m) => m.doctorCommand(invocation.configPath, { env, cwd, print, printError }),
+        )
       case "serve":
-        return Effect.flatMap(load(() => import("./serve/serve-command.ts")), (m) => m.serveCommand(invocation, cli))
+        return Effect.flatMap(
+          load(() => import("./serve/serve-command.ts")),
+          (m) => m.serveCommand(invocation, cli),
+        )
       case "sessions":
-        return Effect.flatMap(load(() => import("./sessions/sessions-command.ts")), (m) => m.sessionsCommand(invocation.json, { env, cwd, print }))
+        return Effect.flatMap(
+          load(() => import("./sessions/sessions-command.ts")),
+          (m) => m.sessionsCommand(invocation.json, { env, cwd, print }),
+        )
       case "status":
-        return Effect.flatMap(load(() => import("./commands/status.ts")), (m) => m.statusCommand(invocation.logDir, invocation.json, print, printError))
+        return Effect.flatMap(
+          load(() => import("./commands/status.ts")),
+          (m) => m.statusCommand(invocation.logDir, invocation.json, print, printError),
+        )
       case "batch":
-        return Effect.flatMap(load(() => import("./batch/batch-command.ts")), (m) => m.batchCommand(invocation, cli))
+        return Effect.flatMap(
+          load(() => import("./batch/batch-command.ts")),
+          (m) => m.batchCommand(invocation, cli),
+        )
       case "batch_status":
       case "batch_export":
-        return Effect.flatMap(load(() => import("./batch/shared-batch-command.ts")), (m) => m.sharedBatchCommand(invocation, cli))
+        return Effect.flatMap(
+          load(() => import("./batch/shared-batch-command.ts")),
+          (m) => m.sharedBatchCommand(invocation, cli),
+        )
       case "worker":
-        return Effect.flatMap(load(() => import("./batch/worker-command.ts")), (m) => m.workerCommand(invocation, cli))
+        return Effect.flatMap(
+          load(() => import("./batch/worker-command.ts")),
+          (m) => m.workerCommand(invocation, cli),
+        )
     }
   })()
   return command.pipe(

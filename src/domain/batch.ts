@@ -19,10 +19,11 @@
  * outcome: 4 when interrupted, else 3 when the budget stopped it or an item
  * ended on a timeout or the budget, else 2 when an item failed, else 0.
  */
+
+import { formatCost } from "../lib/text.ts"
 import type { FinishReason } from "./events/index.ts"
 import { agentFile, nameProblem } from "./run-paths.ts"
-import { type State, activeMs } from "./state/index.ts"
-import { formatCost } from "../lib/text.ts"
+import { activeMs, type State } from "./state/index.ts"
 
 export interface BatchItem {
   readonly id: string
@@ -67,7 +68,9 @@ export const chainsOf = (items: ReadonlyArray<BatchItem>): ReadonlyArray<Readonl
 /** The items of an items file, or every problem with it, each naming its line. */
 export const parseItems = (
   text: string,
-): { readonly _tag: "items"; readonly items: ReadonlyArray<BatchItem> } | { readonly _tag: "problems"; readonly problems: ReadonlyArray<string> } => {
+):
+  | { readonly _tag: "items"; readonly items: ReadonlyArray<BatchItem> }
+  | { readonly _tag: "problems"; readonly problems: ReadonlyArray<string> } => {
   const items: Array<BatchItem> = []
   const problems: Array<string> = []
   const firstLine = new Map<string, number>()
@@ -82,14 +85,16 @@ export const parseItems = (
     } catch {
       return bad(`not JSON: ${src.length > 60 ? `${src.slice(0, 60)}...` : src}`)
     }
-    if (value === null || typeof value !== "object" || Array.isArray(value)) return bad(`expected a JSON object {"id", "question"}, found ${Array.isArray(value) ? "a list" : JSON.stringify(value)}`)
+    if (value === null || typeof value !== "object" || Array.isArray(value))
+      return bad(`expected a JSON object {"id", "question"}, found ${Array.isArray(value) ? "a list" : JSON.stringify(value)}`)
     const o = value as Record<string, unknown>
     const unknown = Object.keys(o).filter((k) => !ITEM_KEYS.includes(k))
     if (unknown.length > 0) return bad(`unknown key ${unknown.map((k) => JSON.stringify(k)).join(", ")} (known: ${ITEM_KEYS.join(", ")})`)
     if (typeof o.id !== "string" || o.id === "") return bad(`"id" must be a non-empty string, found ${JSON.stringify(o.id ?? null)}`)
     const idProblem = nameProblem(o.id)
     if (idProblem !== null) return bad(`"id": ${idProblem}`)
-    if (typeof o.question !== "string" || o.question.trim() === "") return bad(`"question" must be a non-empty string, found ${JSON.stringify(o.question ?? null)}`)
+    if (typeof o.question !== "string" || o.question.trim() === "")
+      return bad(`"question" must be a non-empty string, found ${JSON.stringify(o.question ?? null)}`)
     const config = optionalString(o, "config")
     if (config !== null && typeof config === "object") return bad(config.problem)
     const sessionId = optionalString(o, "session_id")
@@ -157,7 +162,11 @@ export const progressLine = (c: BatchCounts, etaSeconds: number | null): string 
 
 const formatEta = (s: number): string => {
   const r = Math.max(0, Math.round(s))
-  return r < 60 ? `${r}s` : r < 3600 ? `${Math.floor(r / 60)}m${String(r % 60).padStart(2, "0")}s` : `${Math.floor(r / 3600)}h${String(Math.floor((r % 3600) / 60)).padStart(2, "0")}m`
+  return r < 60
+    ? `${r}s`
+    : r < 3600
+      ? `${Math.floor(r / 60)}m${String(r % 60).padStart(2, "0")}s`
+      : `${Math.floor(r / 3600)}h${String(Math.floor((r % 3600) / 60)).padStart(2, "0")}m`
 }
 
 /** Seconds left at the pace of this process: `elapsedMs` for `finishedHere` items, `left` to go, `concurrency` at once. */
@@ -167,7 +176,10 @@ export const etaSeconds = (elapsedMs: number, finishedHere: number, left: number
 /** How a batch ended, for its exit code and its `BATCH:` line. */
 export type BatchOutcome = "completed" | "failed" | "budget" | "timeout" | "interrupted"
 
-export const batchOutcome = (results: ReadonlyArray<Pick<BatchResult, "finish_reason">>, stop: { readonly interrupted: boolean; readonly budget: boolean; readonly failedToStart: number }): BatchOutcome => {
+export const batchOutcome = (
+  results: ReadonlyArray<Pick<BatchResult, "finish_reason">>,
+  stop: { readonly interrupted: boolean; readonly budget: boolean; readonly failedToStart: number },
+): BatchOutcome => {
   if (stop.interrupted || results.some((r) => r.finish_reason === "interrupted")) return "interrupted"
   if (stop.budget || results.some((r) => r.finish_reason === "budget")) return "budget"
   if (results.some((r) => r.finish_reason === "timeout")) return "timeout"

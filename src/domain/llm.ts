@@ -112,16 +112,16 @@ export interface HostedToolUse {
   readonly detail: string
 }
 
-export type LlmChunk =
-  | { readonly _tag: "text"; readonly text: string }
-  | { readonly _tag: "reasoning"; readonly text: string }
+export type LlmChunk = { readonly _tag: "text"; readonly text: string } | { readonly _tag: "reasoning"; readonly text: string }
 
 /**
  * `messages` without the error flags of tool results, as logs written before
  * the flag existed recorded them: `replay` compares such a log's requests so.
  */
 export const withoutErrorFlags = (messages: ReadonlyArray<LlmMessage>): ReadonlyArray<LlmMessage> =>
-  messages.map((m) => (m.role === "tool" && m.isError !== undefined ? { role: m.role, toolCallId: m.toolCallId, name: m.name, content: m.content } : m))
+  messages.map((m) =>
+    m.role === "tool" && m.isError !== undefined ? { role: m.role, toolCallId: m.toolCallId, name: m.name, content: m.content } : m,
+  )
 
 /** Whether a tool result of `messages` carries the error flag. */
 export const hasErrorFlags = (messages: ReadonlyArray<LlmMessage>): boolean => messages.some((m) => m.role === "tool" && m.isError === true)

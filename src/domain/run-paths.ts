@@ -34,7 +34,7 @@ const shown = (name: string): string =>
 
 /** Which rule `name` breaks, as a config problem's message; null for a safe name. */
 export const nameProblem = (name: string): string | null => {
-  if (name.length === 0) return "Expected a non-empty id, found \"\""
+  if (name.length === 0) return 'Expected a non-empty id, found ""'
   if (name.length > MAX_NAME_LENGTH) return `Expected an id of at most ${MAX_NAME_LENGTH} characters, found ${shown(name)}`
   if (name.startsWith(".")) return `Expected an id that does not start with '.', found ${shown(name)}`
   if (/[/\\]/.test(name)) return `Expected an id without '/' or '\\', found ${shown(name)}`

@@ -40,7 +40,14 @@ const daysFromCivil = (year: number, month: number, day: number): number => {
 const common = (text: string): number => {
   const length = text.length
   if (length !== 24 && length !== 20) return Number.NaN
-  if (text.charCodeAt(4) !== 45 || text.charCodeAt(7) !== 45 || text.charCodeAt(10) !== 84 || text.charCodeAt(13) !== 58 || text.charCodeAt(16) !== 58) return Number.NaN
+  if (
+    text.charCodeAt(4) !== 45 ||
+    text.charCodeAt(7) !== 45 ||
+    text.charCodeAt(10) !== 84 ||
+    text.charCodeAt(13) !== 58 ||
+    text.charCodeAt(16) !== 58
+  )
+    return Number.NaN
   if (text.charCodeAt(length - 1) !== 90 || (length === 24 && text.charCodeAt(19) !== 46)) return Number.NaN
   const year = digits(text, 0, 4)
   const month = digits(text, 5, 2)
@@ -49,7 +56,20 @@ const common = (text: string): number => {
   const minute = digits(text, 14, 2)
   const second = digits(text, 17, 2)
   const ms = length === 24 ? digits(text, 20, 3) : 0
-  if (year < 0 || month < 1 || month > 12 || day < 1 || hour < 0 || hour > 23 || minute < 0 || minute > 59 || second < 0 || second > 59 || ms < 0) return Number.NaN
+  if (
+    year < 0 ||
+    month < 1 ||
+    month > 12 ||
+    day < 1 ||
+    hour < 0 ||
+    hour > 23 ||
+    minute < 0 ||
+    minute > 59 ||
+    second < 0 ||
+    second > 59 ||
+    ms < 0
+  )
+    return Number.NaN
   if (day > (month === 2 && isLeap(year) ? 29 : DAYS_IN_MONTH[month - 1]!)) return Number.NaN
   return daysFromCivil(year, month, day) * 86_400_000 + hour * 3_600_000 + minute * 60_000 + second * 1000 + ms
 }

@@ -36,6 +36,7 @@ export const ownHosts = (port: number, names: ReadonlyArray<string> = LOOPBACK_N
 export const hostJudgement = (host: string | null, origin: string | null, hosts: ReadonlySet<string>): string | null => {
   const named = (host ?? "").toLowerCase()
   if (!hosts.has(named)) return `the Host header ${JSON.stringify(host ?? "")} is not this server's (${[...hosts].join(", ")})`
-  if (origin !== null && origin.toLowerCase() !== `http://${named}`) return `the Origin ${JSON.stringify(origin)} is not this server's own (http://${named})`
+  if (origin !== null && origin.toLowerCase() !== `http://${named}`)
+    return `the Origin ${JSON.stringify(origin)} is not this server's own (http://${named})`
   return null
 }

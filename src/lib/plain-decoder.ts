@@ -28,7 +28,7 @@
  *
  * Words: *undecided*, an input the plain decoder leaves to the Schema decoder.
  */
-import { Option, type Schema, SchemaAST as AST } from "effect"
+import { SchemaAST as AST, Option, type Schema } from "effect"
 
 export const UNDECIDED: unique symbol = Symbol("undecided")
 type Plain = (input: unknown) => unknown
@@ -175,7 +175,9 @@ const compileNode = (ast: AST.AST, c: Compiling): Plain => {
       // Of members that take disjoint kinds of values, at most one fits: the one the Schema decoder picks.
       // A literal member (null, mostly) is one comparison, before the others are asked in turn.
       const isLiteral = (member: AST.AST): member is AST.Literal => member._tag === "Literal" && !changesParsing(member)
-      const values = disjoint(ast).filter(isLiteral).map((member) => member.literal)
+      const values = disjoint(ast)
+        .filter(isLiteral)
+        .map((member) => member.literal)
       const members = ast.types.filter((member) => !isLiteral(member)).map((member) => compile(member, c))
       if (values.length === 1 && members.length === 1) {
         const [value] = values
@@ -341,7 +343,12 @@ const generatedTypeLiteral = (
       if (inline !== null) return `if (${inline}) return U;`
       return checking ? `if (t[${i}](${value}) === U) return U;` : `${value} = t[${i}](${value}); if (${value} === U) return U;`
     }
-    if (checking) lines.push(optional[i] ? `if (hasOwn(u, ${key})) { const a${i} = u[${key}]; ${check(`a${i}`)} }` : `if (!hasOwn(u, ${key})) return U; const a${i} = u[${key}]; ${check(`a${i}`)}`)
+    if (checking)
+      lines.push(
+        optional[i]
+          ? `if (hasOwn(u, ${key})) { const a${i} = u[${key}]; ${check(`a${i}`)} }`
+          : `if (!hasOwn(u, ${key})) return U; const a${i} = u[${key}]; ${check(`a${i}`)}`,
+      )
     else if (optional[i]) lines.push(`let h${i} = hasOwn(u, ${key}); let a${i}; if (h${i}) { a${i} = u[${key}]; ${check(`a${i}`)} }`)
     else lines.push(`const r${i} = u[${key}]; let a${i} = r${i}; ${check(`a${i}`)}`)
   })
@@ -351,9 +358,16 @@ const generatedTypeLiteral = (
     if (leading === names.length) {
       // An object with exactly these fields, in this order, each decoding to itself, is given back as it is: a copy would be equal.
       const same = names.map((_, i) => `a${i} === r${i}`).join(" && ")
-      lines.push(`if (${same || "true"}) { let k = 0; for (const key in u) { if (key !== N[k]) { k = -1; break } k++ } if (k === N.length) return u; }`)
+      lines.push(
+        `if (${same || "true"}) { let k = 0; for (const key in u) { if (key !== N[k]) { k = -1; break } k++ } if (k === N.length) return u; }`,
+      )
     }
-    lines.push(`const out = {${names.slice(0, leading).map((name, i) => `${JSON.stringify(name)}: a${i}`).join(", ")}};`)
+    lines.push(
+      `const out = {${names
+        .slice(0, leading)
+        .map((name, i) => `${JSON.stringify(name)}: a${i}`)
+        .join(", ")}};`,
+    )
     for (let i = leading; i < names.length; i++) {
       const set = `out[${JSON.stringify(names[i]!)}] = a${i};`
       lines.push(optional[i] ? `if (h${i}) ${set}` : set)

@@ -45,7 +45,12 @@ const ANY_CONTROL = new RegExp(CONTROLS.source)
 
 export const plainText = (text: string): string =>
   ANY_CONTROL.test(text)
-    ? text.replace(STRINGS, "").replace(CSI, "").replace(OTHER_ESCAPES, "").replace(/\r\n?|\x85/g, "\n").replace(CONTROLS, "")
+    ? text
+        .replace(STRINGS, "")
+        .replace(CSI, "")
+        .replace(OTHER_ESCAPES, "")
+        .replace(/\r\n?|\x85/g, "\n")
+        .replace(CONTROLS, "")
     : text
 
 /** `plainText` on one line: runs of white space (`\n`, `\t`, U+2028, U+2029, ...) as one space, trimmed. */

@@ -33,7 +33,10 @@ export const count = (n: number, word: string, plural = `${word}s`): string => `
  * (about 2 ms of a short run).
  */
 export const grouped = (n: number): string =>
-  Number.isSafeInteger(n) && !Object.is(n, -0) ? `${n < 0 ? "-" : ""}${String(Math.abs(n)).replace(/\B(?=(\d{3})+$)/g, ",")}` : n.toLocaleString("en-US")
+  Number.isSafeInteger(n) && !Object.is(n, -0)
+    ? `${n < 0 ? "-" : ""}${String(Math.abs(n)).replace(/\B(?=(\d{3})+$)/g, ",")}`
+    : n.toLocaleString("en-US")
 
 /** A cost in dollars, or `$—` when nothing was priced (null). */
-export const formatCost = (cost: number | null): string => (cost === null ? "$—" : cost < 0.01 ? `$${cost.toFixed(4)}` : `$${cost.toFixed(2)}`)
+export const formatCost = (cost: number | null): string =>
+  cost === null ? "$—" : cost < 0.01 ? `$${cost.toFixed(4)}` : `$${cost.toFixed(2)}`

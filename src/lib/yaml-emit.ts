@@ -76,7 +76,7 @@ const entry = (prefix: string, v: unknown, indent: number, lines: Array<string>)
   if (Array.isArray(v)) {
     if (v.length === 0) lines.push(`${prefix} []`)
     else if (prefix.endsWith("-")) out()
-    else (lines.push(prefix), sequence(v, indent, lines))
+    else lines.push(prefix), sequence(v, indent, lines)
     return
   }
   if (!isPlainObject(v)) return out()
@@ -86,7 +86,7 @@ const entry = (prefix: string, v: unknown, indent: number, lines: Array<string>)
     const start = lines.length
     mapping(v, indent, lines)
     lines[start] = `${prefix} ${lines[start]!.slice(indent)}`
-  } else (lines.push(prefix), mapping(v, indent, lines))
+  } else lines.push(prefix), mapping(v, indent, lines)
 }
 
 const mapping = (v: Record<string, unknown>, indent: number, lines: Array<string>): void => {
@@ -104,7 +104,8 @@ const sequence = (v: ReadonlyArray<unknown>, indent: number, lines: Array<string
 
 /** `yaml`'s `stringify(value)`, when `value` is a non-empty mapping of plain data; `undefined` otherwise. */
 export const stringifyYamlSubset = (value: unknown): string | undefined => {
-  if (value === null || typeof value !== "object" || Array.isArray(value) || !isPlainObject(value) || Object.keys(value).length === 0) return undefined
+  if (value === null || typeof value !== "object" || Array.isArray(value) || !isPlainObject(value) || Object.keys(value).length === 0)
+    return undefined
   try {
     const lines: Array<string> = []
     mapping(value, 0, lines)

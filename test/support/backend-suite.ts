@@ -13,7 +13,7 @@ import { Deferred, Effect, Exit, Fiber } from "effect"
 import type { LlmChunk, LlmMessage, LlmReply, LlmRequest } from "../../src/domain/llm.ts"
 import type { Backend, BackendError } from "../../src/services/backends/index.ts"
 import type { ProviderSettings, SdkBackendOptions } from "../../src/services/backends/sdk-stream.ts"
-import { cut, type FakeLlm, hang, type Protocol, rateLimited, raw, reply, startFakeLlm, stall, status, toolCall } from "./fake-llm.ts"
+import { cut, type FakeLlm, hang, type Protocol, rateLimited, raw, reply, stall, startFakeLlm, status, toolCall } from "./fake-llm.ts"
 import { echoTool, presentationRequest, roundRequest, sumTool, toolRoundRequest } from "./llm-requests.ts"
 
 export const TEST_KEY = "sk-test-0123456789abcdefSECRET"
@@ -103,7 +103,10 @@ export const hostedToolStep = async (backend: Backend, fake: FakeLlm, protocol: 
     protocol,
     reply({
       reasoning,
-      hosted: [{ tool: "web_search", query: "capital of France" }, { tool: "code", code: "python3 -c 'print(2+2)'\necho done" }],
+      hosted: [
+        { tool: "web_search", query: "capital of France" },
+        { tool: "code", code: "python3 -c 'print(2+2)'\necho done" },
+      ],
       text: "Paris",
       toolCalls: [{ name: "new_answer", args: { content: "Paris" } }],
     }),
@@ -139,7 +142,7 @@ export const backendSuite = (protocol: Protocol, make: (opts: SdkBackendOptions)
       })
 
     test("tool-call arguments split across many chunks are reassembled", async () => {
-      const content = "The answer is 4, because 2+2 is \"4\" — ünïcödé and all. ".repeat(5)
+      const content = 'The answer is 4, because 2+2 is "4" — ünïcödé and all. '.repeat(5)
       fake.enqueue(
         protocol,
         reply({
@@ -171,7 +174,13 @@ export const backendSuite = (protocol: Protocol, make: (opts: SdkBackendOptions)
     })
 
     test("usage from the end of the stream is reported", async () => {
-      fake.enqueue(protocol, reply({ toolCalls: [{ name: "vote", args: { agent_id: "agent1", reason: "ok" } }], usage: { input: 120, cached: 20, output: 40, reasoning: 8 } }))
+      fake.enqueue(
+        protocol,
+        reply({
+          toolCalls: [{ name: "vote", args: { agent_id: "agent1", reason: "ok" } }],
+          usage: { input: 120, cached: 20, output: 40, reasoning: 8 },
+        }),
+      )
       const r = replyOf(await collect(backend()))
       expect(r.usage).toEqual({ inputTokens: 120, cachedInputTokens: 20, outputTokens: 40, reasoningTokens: 8 })
       expect(r.raw).toBeTruthy()
@@ -221,7 +230,14 @@ export const backendSuite = (protocol: Protocol, make: (opts: SdkBackendOptions)
     })
 
     test("a 401 whose body echoes the key gives auth with the key scrubbed", async () => {
-      fake.enqueue(protocol, status(401, { body: { error: { type: "authentication_error", message: `Incorrect API key provided: ${TEST_KEY}. Header was Bearer ${TEST_KEY}` } } }))
+      fake.enqueue(
+        protocol,
+        status(401, {
+          body: {
+            error: { type: "authentication_error", message: `Incorrect API key provided: ${TEST_KEY}. Header was Bearer ${TEST_KEY}` },
+          },
+        }),
+      )
       const e = await failureOf(backend())
       expect(e).toMatchObject({ reason: "auth", retryable: false })
       expect(e.detail).toContain("Incorrect API key")
@@ -259,7 +275,11 @@ export const backendSuite = (protocol: Protocol, make: (opts: SdkBackendOptions)
 
     test("a server that never answers: Effect.timeout ends the call and the server sees the abort", async () => {
       fake.enqueue(protocol, hang())
-      const exit = await Effect.runPromiseExit(backend().call(roundRequest(), () => Effect.void).pipe(Effect.timeout("100 millis")))
+      const exit = await Effect.runPromiseExit(
+        backend()
+          .call(roundRequest(), () => Effect.void)
+          .pipe(Effect.timeout("100 millis")),
+      )
       expect(Exit.isFailure(exit) && JSON.stringify(exit.cause)).toContain("TimeoutException")
       await fake.waitForAbort(1)
       expect(fake.aborted).toEqual([1])

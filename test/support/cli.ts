@@ -110,8 +110,7 @@ export const writeConfig = (dir: string, doc: unknown, name = "config.yaml"): st
 }
 
 /** The argv that starts the CLI in `mode`. */
-export const command = (mode: Mode): ReadonlyArray<string> =>
-  mode === "source" ? [process.execPath, SOURCE_MAIN] : [BINARY]
+export const command = (mode: Mode): ReadonlyArray<string> => (mode === "source" ? [process.execPath, SOURCE_MAIN] : [BINARY])
 
 const childEnv = (extra: CliOptions["env"]): Record<string, string> => {
   const env: Record<string, string | undefined> = { ...process.env }
@@ -138,7 +137,8 @@ export interface RunningCli {
 const spawnCli = (mode: Mode, args: ReadonlyArray<string>, options: CliOptions = {}): RunningCli => {
   const cwd = options.cwd ?? sandbox()
   const argv = [...command(mode), ...args]
-  const viaShell = options.umask === undefined ? argv : ["sh", "-c", `umask ${options.umask.toString(8).padStart(3, "0")}; exec "$@"`, "massgen", ...argv]
+  const viaShell =
+    options.umask === undefined ? argv : ["sh", "-c", `umask ${options.umask.toString(8).padStart(3, "0")}; exec "$@"`, "massgen", ...argv]
   const proc = Bun.spawn(viaShell, {
     cwd,
     env: childEnv(options.env),
@@ -194,9 +194,14 @@ const spawnCli = (mode: Mode, args: ReadonlyArray<string>, options: CliOptions =
     ended = true
     for (const w of [...waiters]) {
       waiters.delete(w)
-      w.reject(new Error(`massgen exited (${exitCode}) before printing a line starting with ${JSON.stringify(w.prefix)}\nstdout:\n${stdout}\nstderr:\n${stderr}`))
+      w.reject(
+        new Error(
+          `massgen exited (${exitCode}) before printing a line starting with ${JSON.stringify(w.prefix)}\nstdout:\n${stdout}\nstderr:\n${stderr}`,
+        ),
+      )
     }
-    if (timedOut) throw new Error(`massgen ${args.join(" ")} still running after ${timeoutMs} ms: killed\nstdout:\n${stdout}\nstderr:\n${stderr}`)
+    if (timedOut)
+      throw new Error(`massgen ${args.join(" ")} still running after ${timeoutMs} ms: killed\nstdout:\n${stdout}\nstderr:\n${stderr}`)
     return {
       stdout,
       stderr,
@@ -225,7 +230,15 @@ const spawnCli = (mode: Mode, args: ReadonlyArray<string>, options: CliOptions =
       waiters.add(waiter)
     })
 
-  return { proc, cwd, get lines() { return lines }, waitForLine, done }
+  return {
+    proc,
+    cwd,
+    get lines() {
+      return lines
+    },
+    waitForLine,
+    done,
+  }
 }
 
 /**
@@ -261,8 +274,7 @@ export const runCli = async (mode: Mode, args: ReadonlyArray<string>, options: C
 export const runTogether = (
   mode: Mode,
   runs: ReadonlyArray<{ readonly args: ReadonlyArray<string>; readonly options?: CliOptions }>,
-): Promise<ReadonlyArray<CliResult>> =>
-  withSlots(SLOTS, () => Promise.all(runs.map((r) => spawnCli(mode, r.args, r.options).done)))
+): Promise<ReadonlyArray<CliResult>> => withSlots(SLOTS, () => Promise.all(runs.map((r) => spawnCli(mode, r.args, r.options).done)))
 
 const newestMtime = (path: string): number => {
   const stat = fs.statSync(path)
@@ -276,7 +288,9 @@ const newestMtime = (path: string): number => {
 export const binaryIsStale = (): boolean => {
   if (!fs.existsSync(BINARY)) return true
   const built = fs.statSync(BINARY).mtimeMs
-  const inputs = ["src", "scripts", "package.json", "bun.lock", "tsconfig.json"].map((p) => nodePath.join(ROOT, p)).filter((p) => fs.existsSync(p))
+  const inputs = ["src", "scripts", "package.json", "bun.lock", "tsconfig.json"]
+    .map((p) => nodePath.join(ROOT, p))
+    .filter((p) => fs.existsSync(p))
   return inputs.some((p) => newestMtime(p) > built)
 }
 
@@ -312,4 +326,3 @@ export const waitForSignalHandler = async (pid: number, signal: "SIGINT" | "SIGT
     await Bun.sleep(1)
   }
 }
-

@@ -17,11 +17,8 @@ const runTest = <A, E>(self: Effect.Effect<A, E>): Promise<A> =>
   })
 
 /** TestClock/TestRandom + Scope. Time moves only via TestClock. */
-export const effect = <A, E>(
-  name: string,
-  body: () => Effect.Effect<A, E, Scope.Scope | TestServices.TestServices>,
-  ms?: number,
-) => test(name, () => runTest(body().pipe(Effect.scoped, Effect.provide(TestContext.TestContext))), ms)
+export const effect = <A, E>(name: string, body: () => Effect.Effect<A, E, Scope.Scope | TestServices.TestServices>, ms?: number) =>
+  test(name, () => runTest(body().pipe(Effect.scoped, Effect.provide(TestContext.TestContext))), ms)
 
 /** Real clock + Scope. */
 export const live = <A, E>(name: string, body: () => Effect.Effect<A, E, Scope.Scope>, ms?: number) =>

@@ -12,9 +12,9 @@
 import { describe, expect, test } from "bun:test"
 import { Chunk, Effect, Fiber, type Layer, Queue, Stream } from "effect"
 import fc from "fast-check"
-import { encodeEnvelopeLine, encodeEventLine } from "../../src/domain/log/index.ts"
 import type { Event, EventMeta } from "../../src/domain/events/index.ts"
-import { EventStore, type EventStoreService, type StoreOptions, eventsOf } from "../../src/services/event-store/index.ts"
+import { encodeEnvelopeLine, encodeEventLine } from "../../src/domain/log/index.ts"
+import { EventStore, type EventStoreService, eventsOf, type StoreOptions } from "../../src/services/event-store/index.ts"
 
 export interface StoreFixture {
   /** A store over this fixture's storage; each call opens it anew. */
@@ -46,8 +46,23 @@ const started = (question = "What is 2+2?", agents = 2): Event => ({
     budget_usd: null,
   },
 })
-const round = (n: number): Event => ({ _tag: "round_started", time: TIME, agent: "agent_0", round: n, shown: [], vote_only: false, restart: false })
-const answered: Event = { _tag: "answer_submitted", time: TIME, agent: "agent_1", round: 1, label: "agent2.1", content: "ünïcode ✓ \"quoted\"" }
+const round = (n: number): Event => ({
+  _tag: "round_started",
+  time: TIME,
+  agent: "agent_0",
+  round: n,
+  shown: [],
+  vote_only: false,
+  restart: false,
+})
+const answered: Event = {
+  _tag: "answer_submitted",
+  time: TIME,
+  agent: "agent_1",
+  round: 1,
+  label: "agent2.1",
+  content: 'ünïcode ✓ "quoted"',
+}
 const finished: Event = { _tag: "run_finished", time: TIME, reason: "completed", winner: "agent_1", message: "done" }
 
 const line = (event: Event, meta: EventMeta | null = null) => `${encodeEnvelopeLine(event, meta)}\n`
@@ -96,7 +111,16 @@ export const eventStoreSuite = (name: string, makeFixture: () => StoreFixture) =
         ],
         version: 4,
         skipped: 0,
-        skippedByCause: { not_json: 0, not_an_object: 0, newer_schema: 0, unknown_type: 0, invalid_fields: 0, duplicate: 0, out_of_order: 0, torn_tail: 0 },
+        skippedByCause: {
+          not_json: 0,
+          not_an_object: 0,
+          newer_schema: 0,
+          unknown_type: 0,
+          invalid_fields: 0,
+          duplicate: 0,
+          out_of_order: 0,
+          torn_tail: 0,
+        },
         tornTail: false,
       })
       expect(f.rawText(stream)).toBe(line(started(), META) + line(round(1)) + line(answered) + line(finished))
@@ -116,7 +140,10 @@ export const eventStoreSuite = (name: string, makeFixture: () => StoreFixture) =
       expect(f.rawText(stream)).toBe(before)
       // A stream that does not exist holds 0 events: expecting more makes nothing.
       const { stream: none } = fresh()
-      expect(await withStore(f, (store) => Effect.flip(store.append(none, [started()], 1)))).toMatchObject({ _tag: "EventStoreConflict", actual: 0 })
+      expect(await withStore(f, (store) => Effect.flip(store.append(none, [started()], 1)))).toMatchObject({
+        _tag: "EventStoreConflict",
+        actual: 0,
+      })
       expect(await withStore(f, (store) => Effect.flip(store.read(none)))).toMatchObject({ _tag: "EventStoreError", reason: "missing" })
     })
 
@@ -184,7 +211,12 @@ export const eventStoreSuite = (name: string, makeFixture: () => StoreFixture) =
           return yield* Fiber.join(fiber)
         }),
       )
-      expect(got.map((s) => [s.position, s.event])).toEqual([[0, started()], [1, round(1)], [2, round(2)], [3, round(3)]])
+      expect(got.map((s) => [s.position, s.event])).toEqual([
+        [0, started()],
+        [1, round(1)],
+        [2, round(2)],
+        [3, round(3)],
+      ])
     })
 
     test("list: the runs under a base, newest first, complete or not, with agents and question; at most limit", async () => {
@@ -252,7 +284,16 @@ export const eventStoreSuite = (name: string, makeFixture: () => StoreFixture) =
       )
       const read = await withStore(f, (store) => store.read(stream))
       expect(eventsOf(read)).toEqual([started(), round(1)])
-      expect(read.skippedByCause).toEqual({ not_json: 1, not_an_object: 1, newer_schema: 1, unknown_type: 1, invalid_fields: 4, duplicate: 0, out_of_order: 0, torn_tail: 0 })
+      expect(read.skippedByCause).toEqual({
+        not_json: 1,
+        not_an_object: 1,
+        newer_schema: 1,
+        unknown_type: 1,
+        invalid_fields: 4,
+        duplicate: 0,
+        out_of_order: 0,
+        torn_tail: 0,
+      })
       expect(read).toMatchObject({ version: 2, skipped: 8, tornTail: false })
       expect(await withStore(f, (store) => store.append(stream, [finished], 2))).toBe(3)
     })
@@ -262,7 +303,11 @@ export const eventStoreSuite = (name: string, makeFixture: () => StoreFixture) =
       const early = { ...round(2), time: "2025-06-01T11:00:00.000Z" }
       f.rawAppend(stream, line(started()) + line(round(1)) + line(round(1)) + line(early) + line(started()) + line(round(3)))
       const read = await withStore(f, (store) => store.read(stream))
-      expect(read.events.map((s) => [s.event, s.line])).toEqual([[started(), 1], [round(1), 2], [round(3), 6]])
+      expect(read.events.map((s) => [s.event, s.line])).toEqual([
+        [started(), 1],
+        [round(1), 2],
+        [round(3), 6],
+      ])
       expect(read).toMatchObject({ version: 3, skipped: 3, skippedByCause: { duplicate: 2, out_of_order: 1 } })
       // The store's own appends are judged the same way: what it knows is what a fresh read gives.
       const appended = await withStore(f, (store) =>
@@ -276,7 +321,11 @@ export const eventStoreSuite = (name: string, makeFixture: () => StoreFixture) =
       expect(await withStore(f, (store) => store.read(stream))).toEqual(appended)
       // A torn last line that repeats a line is a duplicate until it ends; subscribers never see it.
       f.rawAppend(stream, line(round(4)).trimEnd())
-      expect(await withStore(f, (store) => store.read(stream))).toMatchObject({ version: 4, tornTail: true, skippedByCause: { duplicate: 4 } })
+      expect(await withStore(f, (store) => store.read(stream))).toMatchObject({
+        version: 4,
+        tornTail: true,
+        skippedByCause: { duplicate: 4 },
+      })
     })
 
     test("lines of schema 1 are upcast: their machine facts move into meta, nothing is skipped", async () => {
@@ -284,10 +333,22 @@ export const eventStoreSuite = (name: string, makeFixture: () => StoreFixture) =
       const v1 = (event: Event, extra: Record<string, unknown> = {}) =>
         `${JSON.stringify({ ...JSON.parse(encodeEventLine(event)), schema: 1, ...extra })}\n`
       const resumed: Event = {
-        _tag: "run_resumed", time: TIME, dropped_lines: 0, torn_tail: false, restarted_rounds: [{ agent: "agent_0", round: 1 }], presentation_restarted: false,
+        _tag: "run_resumed",
+        time: TIME,
+        dropped_lines: 0,
+        torn_tail: false,
+        restarted_rounds: [{ agent: "agent_0", round: 1 }],
+        presentation_restarted: false,
       }
-      f.rawAppend(stream, v1(started(), { log_dir: "/old/place", version: "0.1.0", pid: 7 }) + v1(round(1)) + v1(resumed, { log_dir: "/new/place", pid: 8, version: "0.2.0" }))
-      const read = await withStore(f, (store) => Effect.zipRight(store.append(stream, [{ event: round(2), meta: META }], 3), store.read(stream)))
+      f.rawAppend(
+        stream,
+        v1(started(), { log_dir: "/old/place", version: "0.1.0", pid: 7 }) +
+          v1(round(1)) +
+          v1(resumed, { log_dir: "/new/place", pid: 8, version: "0.2.0" }),
+      )
+      const read = await withStore(f, (store) =>
+        Effect.zipRight(store.append(stream, [{ event: round(2), meta: META }], 3), store.read(stream)),
+      )
       expect(read.skipped).toBe(0)
       expect(read.events.map((s) => [s.event, s.meta])).toEqual([
         [started(), { log_dir: "/old/place", pid: 7, version: "0.1.0" }],
@@ -308,9 +369,13 @@ export const eventStoreSuite = (name: string, makeFixture: () => StoreFixture) =
         { ...answered, label: "__proto__" },
       ]
       for (const event of bad) {
-        expect(await withStore(f, (store) => Effect.flip(store.append(stream, [round(1), event], 1)))).toMatchObject({ reason: "invalid_event" })
+        expect(await withStore(f, (store) => Effect.flip(store.append(stream, [round(1), event], 1)))).toMatchObject({
+          reason: "invalid_event",
+        })
       }
-      expect(await withStore(f, (store) => Effect.flip(store.append(stream, [{ event: round(1), meta: { ...META, pid: -1 } }], 1)))).toMatchObject({
+      expect(
+        await withStore(f, (store) => Effect.flip(store.append(stream, [{ event: round(1), meta: { ...META, pid: -1 } }], 1))),
+      ).toMatchObject({
         reason: "invalid_event",
       })
       expect(f.rawText(stream)).toBe(before)
@@ -329,7 +394,11 @@ export const eventStoreSuite = (name: string, makeFixture: () => StoreFixture) =
                 Effect.asVoid,
               ),
             )
-          yield* Effect.forEach(Array.from({ length: 100 }, (_, i) => i + 1), appendOne, { concurrency: "unbounded", discard: true })
+          yield* Effect.forEach(
+            Array.from({ length: 100 }, (_, i) => i + 1),
+            appendOne,
+            { concurrency: "unbounded", discard: true },
+          )
           return yield* store.read(stream)
         }),
       )
@@ -343,7 +412,13 @@ export const eventStoreSuite = (name: string, makeFixture: () => StoreFixture) =
     test("reading never fails on what the lines hold, and counts every non-blank line", async () => {
       const eventLine = fc.constantFrom(started(), round(3), answered, finished).map(encodeEventLine)
       const someLine = fc
-        .oneof(fc.string(), fc.string({ unit: "binary" }), fc.json(), eventLine, eventLine.map((l) => l.slice(0, -3)))
+        .oneof(
+          fc.string(),
+          fc.string({ unit: "binary" }),
+          fc.json(),
+          eventLine,
+          eventLine.map((l) => l.slice(0, -3)),
+        )
         .map((l) => l.replaceAll("\n", ""))
       await fc.assert(
         fc.asyncProperty(fc.array(someLine, { maxLength: 12 }), fc.boolean(), async (lines, newlineAtEnd) => {
@@ -361,23 +436,40 @@ export const eventStoreSuite = (name: string, makeFixture: () => StoreFixture) =
 
     test("fold gives what read gives: the fold of its events, its counts, its first event; in chunks of any size", async () => {
       const eventLine = fc.constantFrom(started(), round(3), round(1), answered, finished).map(encodeEventLine)
-      const someLine = fc.oneof(eventLine, eventLine, eventLine.map((l) => l.slice(0, -3)), fc.string()).map((l) => l.replaceAll("\n", ""))
+      const someLine = fc
+        .oneof(
+          eventLine,
+          eventLine,
+          eventLine.map((l) => l.slice(0, -3)),
+          fc.string(),
+        )
+        .map((l) => l.replaceAll("\n", ""))
       await fc.assert(
-        fc.asyncProperty(fc.array(someLine, { maxLength: 14 }), fc.boolean(), fc.integer({ min: 1, max: 400 }), async (lines, newlineAtEnd, chunk) => {
-          const { f, stream } = fresh()
-          f.rawAppend(stream, lines.join("\n") + (newlineAtEnd ? "\n" : ""))
-          const { events, ...read } = await withStore(f, (store) => store.read(stream))
-          const positions = (seen: ReadonlyArray<number>, s: { readonly position: number }) => [...seen, s.position]
-          // A store that has not read the stream reads it in chunks; one that has folds what it holds.
-          const cold = await withStore(f, (store) => store.fold(stream, [] as ReadonlyArray<number>, positions), { foldChunk: chunk })
-          const warm = await withStore(f, (store) => Effect.zipRight(store.read(stream), store.fold(stream, [] as ReadonlyArray<number>, positions)))
-          const expected = { ...read, state: events.map((s) => s.position), first: events[0] ?? null }
-          expect(cold).toEqual(expected)
-          expect(warm).toEqual(expected)
-        }),
+        fc.asyncProperty(
+          fc.array(someLine, { maxLength: 14 }),
+          fc.boolean(),
+          fc.integer({ min: 1, max: 400 }),
+          async (lines, newlineAtEnd, chunk) => {
+            const { f, stream } = fresh()
+            f.rawAppend(stream, lines.join("\n") + (newlineAtEnd ? "\n" : ""))
+            const { events, ...read } = await withStore(f, (store) => store.read(stream))
+            const positions = (seen: ReadonlyArray<number>, s: { readonly position: number }) => [...seen, s.position]
+            // A store that has not read the stream reads it in chunks; one that has folds what it holds.
+            const cold = await withStore(f, (store) => store.fold(stream, [] as ReadonlyArray<number>, positions), { foldChunk: chunk })
+            const warm = await withStore(f, (store) =>
+              Effect.zipRight(store.read(stream), store.fold(stream, [] as ReadonlyArray<number>, positions)),
+            )
+            const expected = { ...read, state: events.map((s) => s.position), first: events[0] ?? null }
+            expect(cold).toEqual(expected)
+            expect(warm).toEqual(expected)
+          },
+        ),
         { numRuns: 80 },
       )
       const { f, stream: none } = fresh()
-      expect(await withStore(f, (store) => Effect.flip(store.fold(none, 0, (n) => n + 1)))).toMatchObject({ _tag: "EventStoreError", reason: "missing" })
+      expect(await withStore(f, (store) => Effect.flip(store.fold(none, 0, (n) => n + 1)))).toMatchObject({
+        _tag: "EventStoreError",
+        reason: "missing",
+      })
     }, 60_000)
   })

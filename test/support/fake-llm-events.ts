@@ -121,29 +121,52 @@ const responsesFrames = (spec: ReplySpec): Array<string> => {
   let seq = 0
   const ev = (type: string, body: object) => frame({ type, sequence_number: seq++, ...body }, type)
   const items: Array<{ item: Record<string, unknown>; frames: () => Array<string> }> = []
-  const fnItem = (c: Normal["calls"][number], i: number, status: string, args: string) =>
-    ({ type: "function_call", id: `fc_${i}`, call_id: c.id, name: c.name, arguments: args, status })
+  const fnItem = (c: Normal["calls"][number], i: number, status: string, args: string) => ({
+    type: "function_call",
+    id: `fc_${i}`,
+    call_id: c.id,
+    name: c.name,
+    arguments: args,
+    status,
+  })
   if (r.reasoning.length > 0) {
     const summary = r.reasoning.join("")
     items.push({
       item: { type: "reasoning", id: "rs_1", summary: [{ type: "summary_text", text: summary }] },
-      frames: () => r.reasoning.map((delta) => ev("response.reasoning_summary_text.delta", { item_id: "rs_1", output_index: 0, summary_index: 0, delta })),
+      frames: () =>
+        r.reasoning.map((delta) =>
+          ev("response.reasoning_summary_text.delta", { item_id: "rs_1", output_index: 0, summary_index: 0, delta }),
+        ),
     })
   }
   ;(spec.hosted ?? []).forEach((use, i) => {
     const index = items.length
     if (use.tool === "web_search") {
-      const item = (status: string) => ({ type: "web_search_call", id: `ws_${i}`, status, action: { type: "search", ...(status === "completed" ? { query: use.query } : {}) } })
+      const item = (status: string) => ({
+        type: "web_search_call",
+        id: `ws_${i}`,
+        status,
+        action: { type: "search", ...(status === "completed" ? { query: use.query } : {}) },
+      })
       items.push({
         item: item("completed"),
         frames: () => [
           ev("response.output_item.added", { output_index: index, item: item("in_progress") }),
-          ...["in_progress", "searching", "completed"].map((phase) => ev(`response.web_search_call.${phase}`, { item_id: `ws_${i}`, output_index: index })),
+          ...["in_progress", "searching", "completed"].map((phase) =>
+            ev(`response.web_search_call.${phase}`, { item_id: `ws_${i}`, output_index: index }),
+          ),
           ev("response.output_item.done", { output_index: index, item: item("completed") }),
         ],
       })
     } else {
-      const item = (status: string, code: string) => ({ type: "code_interpreter_call", id: `ci_${i}`, status, code, container_id: "cntr_1", outputs: null })
+      const item = (status: string, code: string) => ({
+        type: "code_interpreter_call",
+        id: `ci_${i}`,
+        status,
+        code,
+        container_id: "cntr_1",
+        outputs: null,
+      })
       const id = { item_id: `ci_${i}`, output_index: index }
       items.push({
         item: item("completed", use.code),
@@ -163,8 +186,15 @@ const responsesFrames = (spec: ReplySpec): Array<string> => {
     const text = r.text.join("")
     const index = items.length
     items.push({
-      item: { type: "message", id: "msg_1", role: "assistant", status: "completed", content: [{ type: "output_text", text, annotations: [] }] },
-      frames: () => r.text.map((delta) => ev("response.output_text.delta", { item_id: "msg_1", output_index: index, content_index: 0, delta })),
+      item: {
+        type: "message",
+        id: "msg_1",
+        role: "assistant",
+        status: "completed",
+        content: [{ type: "output_text", text, annotations: [] }],
+      },
+      frames: () =>
+        r.text.map((delta) => ev("response.output_text.delta", { item_id: "msg_1", output_index: index, content_index: 0, delta })),
     })
   }
   r.calls.forEach((c, i) => {
@@ -235,15 +265,28 @@ const anthropicFrames = (spec: ReplySpec): Array<string> => {
         ? {
             type: "web_search_tool_result",
             tool_use_id: id,
-            content: [{ type: "web_search_result", url: "https://example.com/", title: "Example", encrypted_content: "enc", page_age: null }],
+            content: [
+              { type: "web_search_result", url: "https://example.com/", title: "Example", encrypted_content: "enc", page_age: null },
+            ],
           }
-        : { type: "bash_code_execution_tool_result", tool_use_id: id, content: { type: "bash_code_execution_result", stdout: "4\n", stderr: "", return_code: 0, content: [] } },
+        : {
+            type: "bash_code_execution_tool_result",
+            tool_use_id: id,
+            content: { type: "bash_code_execution_result", stdout: "4\n", stderr: "", return_code: 0, content: [] },
+          },
       [],
     )
   })
-  if (r.text.length > 0) block({ type: "text", text: "" }, r.text.map((text) => ({ type: "text_delta", text })))
+  if (r.text.length > 0)
+    block(
+      { type: "text", text: "" },
+      r.text.map((text) => ({ type: "text_delta", text })),
+    )
   for (const c of r.calls) {
-    block({ type: "tool_use", id: c.id, name: c.name, input: {} }, c.pieces.map((partial_json) => ({ type: "input_json_delta", partial_json })))
+    block(
+      { type: "tool_use", id: c.id, name: c.name, input: {} },
+      c.pieces.map((partial_json) => ({ type: "input_json_delta", partial_json })),
+    )
   }
   const cached = r.usage.cached ?? 0
   const stop = spec.paused ? "pause_turn" : r.truncated ? "max_tokens" : r.calls.length > 0 ? "tool_use" : "end_turn"

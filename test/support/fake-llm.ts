@@ -17,7 +17,7 @@
 import { once } from "node:events"
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
 import type { AddressInfo } from "node:net"
-import { type Protocol, renderFrames, type ReplySpec } from "./fake-llm-events.ts"
+import { type Protocol, type ReplySpec, renderFrames } from "./fake-llm-events.ts"
 
 export type { FakeUsage, Protocol, ReplySpec } from "./fake-llm-events.ts"
 
@@ -41,8 +41,7 @@ export const NO_PROXY_ENV: Readonly<Record<string, undefined>> = {
 }
 
 export const reply = (spec: ReplySpec): Behaviour => ({ kind: "reply", spec })
-export const toolCall = (name: string, args: string | object, chunks = 1): Behaviour =>
-  reply({ toolCalls: [{ name, args, chunks }] })
+export const toolCall = (name: string, args: string | object, chunks = 1): Behaviour => reply({ toolCalls: [{ name, args, chunks }] })
 export const status = (code: number, opts: { headers?: Record<string, string>; body?: unknown } = {}): Behaviour => ({
   kind: "status",
   status: code,
@@ -78,7 +77,8 @@ export const PATHS: Readonly<Record<Protocol, string>> = {
 
 /** Azure's deployment-scoped Chat Completions path (`/openai/deployments/<name>/chat/completions`) is Chat Completions too. */
 const protocolOf = (path: string): Protocol | null =>
-  (Object.entries(PATHS) as Array<[Protocol, string]>).find(([, p]) => p === path)?.[0] ?? (/^\/openai\/deployments\/[^/]+\/chat\/completions$/.test(path) ? "chat" : null)
+  (Object.entries(PATHS) as Array<[Protocol, string]>).find(([, p]) => p === path)?.[0] ??
+  (/^\/openai\/deployments\/[^/]+\/chat\/completions$/.test(path) ? "chat" : null)
 
 const errorBody = (code: number) => ({ error: { type: code === 429 ? "rate_limit_error" : "api_error", message: `fake status ${code}` } })
 
@@ -109,9 +109,7 @@ const latches = <A>() => {
       waiters.delete(n)
     },
     wait: (n: number): Promise<A> =>
-      values.has(n)
-        ? Promise.resolve(values.get(n) as A)
-        : new Promise((resolve) => waiters.set(n, [...(waiters.get(n) ?? []), resolve])),
+      values.has(n) ? Promise.resolve(values.get(n) as A) : new Promise((resolve) => waiters.set(n, [...(waiters.get(n) ?? []), resolve])),
   }
 }
 
@@ -192,7 +190,10 @@ export const startFakeLlm = async (opts: { readonly respond?: Responder } = {}):
     if (protocol === null) return write(res, status(404, { body: { error: { message: `fake-llm: no route ${path}` } } }), "chat")
     const queued = queues.get(protocol)?.shift()
     const behaviour =
-      queued ?? (opts.respond === undefined ? status(500, { body: { error: { message: "fake-llm: nothing scripted" } } }) : await opts.respond(request))
+      queued ??
+      (opts.respond === undefined
+        ? status(500, { body: { error: { message: "fake-llm: nothing scripted" } } })
+        : await opts.respond(request))
     write(res, behaviour, protocol)
   }
 
@@ -239,6 +240,7 @@ export const offeredTools = (request: FakeRequest): Array<string> =>
 export const loneCouncilReply = (req: FakeRequest): Behaviour => {
   const tools = offeredTools(req)
   if (tools.length === 0) return reply({ text: promptText(req).includes("doubled") ? "Eight." : "Four." })
-  if (tools.includes("new_answer") && !promptText(req).includes("<agent1.1>")) return reply({ toolCalls: [{ name: "new_answer", args: { content: "draft" } }] })
+  if (tools.includes("new_answer") && !promptText(req).includes("<agent1.1>"))
+    return reply({ toolCalls: [{ name: "new_answer", args: { content: "draft" } }] })
   return reply({ toolCalls: [{ name: "vote", args: { agent_id: "agent1", reason: "good" } }] })
 }

@@ -14,17 +14,10 @@
  * `whenDecided` runs the decider once; `whenStopped` stops the run from outside.
  */
 import { expect } from "bun:test"
-import {
-  type Command,
-  type Reply,
-  commandEvents,
-  decide,
-  judgeReply,
-  stopRun,
-} from "../../src/domain/coordination/decide.ts"
 import { DEFAULT_SETTINGS } from "../../src/domain/config/index.ts"
+import { type Command, commandEvents, decide, judgeReply, type Reply, stopRun } from "../../src/domain/coordination/decide.ts"
 import type { Event, FinalAnswerStrategy, FinalSource, FinishReason, RunSettings } from "../../src/domain/events/index.ts"
-import { type State, foldEvents } from "../../src/domain/state/index.ts"
+import { foldEvents, type State } from "../../src/domain/state/index.ts"
 
 /** The time of the first given event. */
 export const T0 = Date.parse("2025-06-01T12:00:00.000Z")
@@ -253,7 +246,14 @@ const outcome = (state: State, events: ReadonlyArray<Event>, commands: ReadonlyA
   return self
 }
 
-const COMMAND_TAGS: ReadonlySet<string> = new Set<Command["_tag"]>(["StartRound", "CancelRound", "StartPresentation", "UseStoredAnswer", "FinishRun", "StopRun"])
+const COMMAND_TAGS: ReadonlySet<string> = new Set<Command["_tag"]>([
+  "StartRound",
+  "CancelRound",
+  "StartPresentation",
+  "UseStoredAnswer",
+  "FinishRun",
+  "StopRun",
+])
 const isCommand = (input: Reply | Command): input is Command => COMMAND_TAGS.has(input._tag)
 
 export const given = (...input: ReadonlyArray<Event | ReadonlyArray<Event>>): Given => {
@@ -268,10 +268,13 @@ export const given = (...input: ReadonlyArray<Event | ReadonlyArray<Event>>): Gi
       isCommand(input) ? outcome(state, commandEvents(state, input, now), [input]) : outcome(state, judgeReply(state, input, now), []),
     whenDecided: () => {
       const commands = decide(state)
-      return outcome(state, commands.flatMap((c) => commandEvents(state, c, now)), commands)
+      return outcome(
+        state,
+        commands.flatMap((c) => commandEvents(state, c, now)),
+        commands,
+      )
     },
-    whenStopped: (reason, options = {}) =>
-      outcome(state, stopRun(state, reason, options.message ?? `stopped: ${reason}`, now), []),
+    whenStopped: (reason, options = {}) => outcome(state, stopRun(state, reason, options.message ?? `stopped: ${reason}`, now), []),
     and: (...more) => given(...input, ...more),
   }
 }

@@ -5,16 +5,16 @@
  * (TestClock under the `effect` helper).
  */
 import { Context, Effect, Either, Layer } from "effect"
+import { priceOf } from "../../src/cli/run/setup.ts"
 import { type Config, decodeConfig } from "../../src/domain/config/index.ts"
 import type { ConversationMessage, Event } from "../../src/domain/events/index.ts"
 import { readEventsText } from "../../src/domain/log/index.ts"
 import { type Backend, Backends } from "../../src/services/backends/index.ts"
+import { makeScriptedBackend } from "../../src/services/backends/scripted.ts"
 import { EventStore, type EventStoreService } from "../../src/services/event-store/index.ts"
 import { type RunOutcome, runCoordination } from "../../src/services/orchestrator/index.ts"
 import { memoryRunFiles } from "../../src/services/run-files/index.ts"
-import { makeScriptedBackend } from "../../src/services/backends/scripted.ts"
 import { StatusWriter } from "../../src/services/run-files/status-writer.ts"
-import { priceOf } from "../../src/cli/run/setup.ts"
 import { AgentTools } from "../../src/services/tools/agent-tools.ts"
 
 /** The log directory of a run in memory: the name of its stream. */
@@ -60,7 +60,9 @@ export const runInMemory = (
     const wrap = options.wrap ?? ((_: string, backend: Backend) => backend)
     const backends = new Map(config.agents.map((a) => [a.id, wrap(a.id, makeScriptedBackend(a, recorded?.events ?? []))]))
     const layer = Layer.mergeAll(
-      options.store ? Layer.map(EventStore.memory(streams), (c) => Context.make(EventStore, options.store!(Context.get(c, EventStore)))) : EventStore.memory(streams),
+      options.store
+        ? Layer.map(EventStore.memory(streams), (c) => Context.make(EventStore, options.store!(Context.get(c, EventStore))))
+        : EventStore.memory(streams),
       StatusWriter.memory(statuses),
       runFiles.layer,
       Layer.succeed(Backends, { forAgent: (id: string) => backends.get(id)! }),

@@ -21,7 +21,12 @@ import { ROOT } from "./cli.ts"
 export const EVERYTHING = nodePath.join(ROOT, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
 export const FAULT_SERVER = nodePath.join(ROOT, "test", "support", "mcp-fault-server.ts")
 
-export const everythingStdio = (extra: Record<string, unknown> = {}) => ({ type: "stdio", command: process.execPath, args: [EVERYTHING, "stdio"], ...extra })
+export const everythingStdio = (extra: Record<string, unknown> = {}) => ({
+  type: "stdio",
+  command: process.execPath,
+  args: [EVERYTHING, "stdio"],
+  ...extra,
+})
 
 export const faultServer = (mode: "serve" | "never-starts" | "fails-to-start", extra: Record<string, unknown> = {}) => {
   const { env, args, ...rest } = extra as { env?: Record<string, string>; args?: ReadonlyArray<string> }
@@ -35,9 +40,15 @@ const freePort = (): number => {
   return port
 }
 
-export const startEverythingHttp = async (transport: "streamableHttp" | "sse" = "streamableHttp"): Promise<{ readonly url: string; readonly stop: () => Promise<void> }> => {
+export const startEverythingHttp = async (
+  transport: "streamableHttp" | "sse" = "streamableHttp",
+): Promise<{ readonly url: string; readonly stop: () => Promise<void> }> => {
   const port = freePort()
-  const proc = Bun.spawn([process.execPath, EVERYTHING, transport], { env: { ...process.env, PORT: String(port) }, stdout: "ignore", stderr: "pipe" })
+  const proc = Bun.spawn([process.execPath, EVERYTHING, transport], {
+    env: { ...process.env, PORT: String(port) },
+    stdout: "ignore",
+    stderr: "pipe",
+  })
   const decoder = new TextDecoder()
   let seen = ""
   // It says where it listens on stderr.
@@ -56,7 +67,13 @@ export const startEverythingHttp = async (transport: "streamableHttp" | "sse" = 
 }
 
 export const startsOf = (file: string): ReadonlyArray<number> =>
-  fs.existsSync(file) ? fs.readFileSync(file, "utf8").split("\n").filter((l) => l !== "").map(Number) : []
+  fs.existsSync(file)
+    ? fs
+        .readFileSync(file, "utf8")
+        .split("\n")
+        .filter((l) => l !== "")
+        .map(Number)
+    : []
 
 export const isGone = (pid: number): boolean => {
   try {

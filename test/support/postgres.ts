@@ -23,7 +23,12 @@ import * as nodePath from "node:path"
 
 const binDir = (): string => {
   const root = "/usr/lib/postgresql"
-  const majors = fs.existsSync(root) ? fs.readdirSync(root).filter((v) => /^\d+$/.test(v)).sort((a, b) => Number(b) - Number(a)) : []
+  const majors = fs.existsSync(root)
+    ? fs
+        .readdirSync(root)
+        .filter((v) => /^\d+$/.test(v))
+        .sort((a, b) => Number(b) - Number(a))
+    : []
   for (const major of majors) {
     const dir = nodePath.join(root, major, "bin")
     if (fs.existsSync(nodePath.join(dir, "initdb"))) return dir
@@ -83,7 +88,11 @@ export const startPostgres = async (): Promise<TestPostgres> => {
   run([nodePath.join(bin, "initdb"), "-D", data, "-A", "trust", "-U", USER, "--no-sync", "-E", "UTF8"], "initdb")
   const port = await freePort()
   const options = `-p ${port} -k ${root} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off -c max_connections=200`
-  const start = () => run([nodePath.join(bin, "pg_ctl"), "-D", data, "-o", options, "-l", nodePath.join(root, "server.log"), "-w", "-t", "30", "start"], "pg_ctl start")
+  const start = () =>
+    run(
+      [nodePath.join(bin, "pg_ctl"), "-D", data, "-o", options, "-l", nodePath.join(root, "server.log"), "-w", "-t", "30", "start"],
+      "pg_ctl start",
+    )
   start()
   const url = `postgres://${USER}@127.0.0.1:${port}/postgres`
   let stopped = false
@@ -91,7 +100,29 @@ export const startPostgres = async (): Promise<TestPostgres> => {
     url,
     port,
     // psql is a client: it runs as any user (the server alone refuses root).
-    psql: (sql) => runAsIs([nodePath.join(bin, "psql"), "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-p", String(port), "-U", USER, "-d", "postgres", "-c", sql], "psql"),
+    psql: (sql) =>
+      runAsIs(
+        [
+          nodePath.join(bin, "psql"),
+          "-X",
+          "-q",
+          "-A",
+          "-t",
+          "-v",
+          "ON_ERROR_STOP=1",
+          "-h",
+          "127.0.0.1",
+          "-p",
+          String(port),
+          "-U",
+          USER,
+          "-d",
+          "postgres",
+          "-c",
+          sql,
+        ],
+        "psql",
+      ),
     restart: () => {
       run([nodePath.join(bin, "pg_ctl"), "-D", data, "-m", "fast", "-w", "stop"], "pg_ctl stop")
       start()

@@ -4,7 +4,7 @@
 import { expect } from "bun:test"
 import { Effect } from "effect"
 import type { ContextPathSetting, Event } from "../../src/domain/events/index.ts"
-import { type State, foldEvents } from "../../src/domain/state/index.ts"
+import { foldEvents, type State } from "../../src/domain/state/index.ts"
 import type { ToolContext } from "../../src/services/tools/tool-provider.ts"
 
 const T = "2026-01-01T00:00:00.000Z"
@@ -30,7 +30,16 @@ export const presenter = (contextPaths: ReadonlyArray<ContextPathSetting>): Tool
     },
     { _tag: "round_started", time: T, agent: "alice", round: 1, shown: [], vote_only: false, restart: false },
     { _tag: "answer_submitted", time: T, agent: "alice", round: 1, label: "agent1.1", content: "a" },
-    { _tag: "presentation_started", time: T, agent: "alice", label: "agent1.1", votes: { "agent1.1": 1 }, is_tie: false, strategy: "winner_present", calls_model: true },
+    {
+      _tag: "presentation_started",
+      time: T,
+      agent: "alice",
+      label: "agent1.1",
+      votes: { "agent1.1": 1 },
+      is_tie: false,
+      strategy: "winner_present",
+      calls_model: true,
+    },
   ] satisfies ReadonlyArray<Event>)
   expect(state.presentation?.agent).toBe("alice")
   return {

@@ -127,7 +127,10 @@ export const reference = (events: ReadonlyArray<Event>): Observed => {
 export const observe = (state: State): Observed => ({
   answers: Object.fromEntries(state.agents.map((a) => [a.info.id, a.answers])),
   votes: Object.fromEntries(state.agents.map((a) => [a.info.id, a.vote?.targetLabel ?? null])),
-  out: state.agents.filter((a) => a.failure !== null).map((a) => a.info.id).sort(),
+  out: state.agents
+    .filter((a) => a.failure !== null)
+    .map((a) => a.info.id)
+    .sort(),
   inFlight: Object.fromEntries(state.agents.map((a) => [a.info.id, a.inFlight?.round ?? null])),
   shown: Object.fromEntries(state.agents.map((a) => [a.info.id, a.inFlight?.shown ?? null])),
   restarts: Object.fromEntries(state.agents.map((a) => [a.info.id, a.timesRestarted])),

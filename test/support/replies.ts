@@ -2,8 +2,9 @@
  * Builders of the model side of a round, for tests of the round machine and its interpreter:
  * the answers a round shows, the round's request, and replies that call tools.
  */
-import type { LlmReply, LlmRequest, ShownAnswer, ToolCall, ToolSpec } from "../../src/domain/llm.ts"
+
 import { roundRequest } from "../../src/domain/coordination/prompts.ts"
+import type { LlmReply, LlmRequest, ShownAnswer, ToolCall, ToolSpec } from "../../src/domain/llm.ts"
 
 export const shownOf = (...labels: ReadonlyArray<string>): ReadonlyArray<ShownAnswer> =>
   labels.map((label) => ({ label, anonId: label.split(".")[0]!, content: `content of ${label}` }))
@@ -31,4 +32,5 @@ export const tool = (name: string, args: unknown): ToolCall => ({
 })
 
 export const newAnswer = (content: unknown) => reply("", [tool("new_answer", { content })])
-export const voteFor = (agent_id: unknown, reason?: string) => reply("", [tool("vote", reason === undefined ? { agent_id } : { agent_id, reason })])
+export const voteFor = (agent_id: unknown, reason?: string) =>
+  reply("", [tool("vote", reason === undefined ? { agent_id } : { agent_id, reason })])

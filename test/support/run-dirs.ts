@@ -15,7 +15,7 @@
 import { expect } from "bun:test"
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
-import { type CliResult, type Mode, SOURCE_MAIN, runCli, sandbox, writeConfig } from "./cli.ts"
+import { type CliResult, type Mode, runCli, SOURCE_MAIN, sandbox, writeConfig } from "./cli.ts"
 
 export const QUESTION = "What is 2+2?"
 /** The child's environment: no API key, no log base (each run logs under its own working directory). */
@@ -56,7 +56,8 @@ export const snapshot = (dir: string): Record<string, string> =>
   )
 
 const shown = (r: CliResult) => `exit ${r.exitCode}\nstdout:\n${r.stdout}\nstderr:\n${r.stderr}`
-export const expectExit = (r: CliResult, code: number) => expect({ code: r.exitCode, output: shown(r) }).toEqual({ code, output: expect.any(String) })
+export const expectExit = (r: CliResult, code: number) =>
+  expect({ code: r.exitCode, output: shown(r) }).toEqual({ code, output: expect.any(String) })
 
 /** The value of an automation line (`LOG_DIR: ...`). */
 export const lineValue = (r: CliResult, key: string): string => r.lines.find((l) => l.startsWith(`${key}: `))!.slice(key.length + 2)
@@ -72,7 +73,13 @@ export const scriptedRun = async (mode: Mode) => {
 export const crashedRun = async (mode: Mode, keep = 12) => {
   const run = await scriptedRun(mode)
   const lines = fs.readFileSync(eventsPath(run.dir), "utf8").split("\n")
-  fs.writeFileSync(eventsPath(run.dir), lines.slice(0, keep).map((l) => `${l}\n`).join(""))
+  fs.writeFileSync(
+    eventsPath(run.dir),
+    lines
+      .slice(0, keep)
+      .map((l) => `${l}\n`)
+      .join(""),
+  )
   fs.rmSync(nodePath.join(run.dir, "final"), { recursive: true, force: true })
   return run
 }

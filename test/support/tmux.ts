@@ -19,10 +19,21 @@ export const tmuxServer = (prefix: string) => {
   }
   const start = (cwd: string, argv: ReadonlyArray<string>): string => {
     const name = `s${++sessions}`
-    tmux("new-session", "-d", "-s", name, "-x", "120", "-y", "40", `cd ${quote(cwd)} && env -u MASSGEN_LOG_BASE_DIR ${argv.map(quote).join(" ")}; echo EXIT=$?; sleep 600`)
+    tmux(
+      "new-session",
+      "-d",
+      "-s",
+      name,
+      "-x",
+      "120",
+      "-y",
+      "40",
+      `cd ${quote(cwd)} && env -u MASSGEN_LOG_BASE_DIR ${argv.map(quote).join(" ")}; echo EXIT=$?; sleep 600`,
+    )
     return name
   }
-  const screen = (name: string, scrollback = 0) => tmux("capture-pane", "-p", ...(scrollback > 0 ? ["-S", `-${scrollback}`] : []), "-t", name)
+  const screen = (name: string, scrollback = 0) =>
+    tmux("capture-pane", "-p", ...(scrollback > 0 ? ["-S", `-${scrollback}`] : []), "-t", name)
   const waitFor = async (name: string, check: (s: string) => boolean, what: string, timeoutMs: number, scrollback = 0) => {
     const deadline = Date.now() + timeoutMs
     for (;;) {

@@ -18,19 +18,26 @@ import * as fs from "node:fs"
 import { hostname } from "node:os"
 import * as nodePath from "node:path"
 import { Effect, Fiber, TestClock, TestContext } from "effect"
-import { encodeEnvelopeLine } from "../../src/domain/log/index.ts"
 import type { Event, EventMeta } from "../../src/domain/events/index.ts"
-import { foldEvents } from "../../src/domain/state/index.ts"
+import { encodeEnvelopeLine } from "../../src/domain/log/index.ts"
 import { project } from "../../src/domain/projections/status.ts"
+import { foldEvents } from "../../src/domain/state/index.ts"
 import { type MemoryRun, runInMemory } from "./harness.ts"
 
-export const FINAL_MD = "## Learn by building\n\nStart a **small project** at once and read `idiomatic` code.\n\n- official tutorial\n- code review\n\n<script>alert(1)</script>"
+export const FINAL_MD =
+  "## Learn by building\n\nStart a **small project** at once and read `idiomatic` code.\n\n- official tutorial\n- code review\n\n<script>alert(1)</script>"
 
 export const COUNCIL = {
   agents: [
     {
       id: "planner",
-      backend: { type: "scripted", model: "gpt-4o-mini", answer: "Build a small project in the first week.", vote: "agent2", delay_seconds: 1 },
+      backend: {
+        type: "scripted",
+        model: "gpt-4o-mini",
+        answer: "Build a small project in the first week.",
+        vote: "agent2",
+        delay_seconds: 1,
+      },
     },
     {
       id: "researcher",
@@ -46,7 +53,13 @@ export const COUNCIL = {
     },
     {
       id: "critic",
-      backend: { type: "scripted", model: "gemini-2.5-flash", answer: "Read one good book and do every exercise.", vote: "agent2", delay_seconds: 2 },
+      backend: {
+        type: "scripted",
+        model: "gemini-2.5-flash",
+        answer: "Read one good book and do every exercise.",
+        vote: "agent2",
+        delay_seconds: 2,
+      },
     },
   ],
   orchestrator: { max_new_answers_per_agent: 2 },

@@ -7,8 +7,8 @@
  * takes, a missing or extra LOG_DIR, a value out of range. Pure.
  */
 import { Either } from "effect"
-import { joinNegativeValues, parseStrict, usage } from "./flags.ts"
 import { DEFAULT_PORT } from "../help.ts"
+import { joinNegativeValues, parseStrict, usage } from "./flags.ts"
 import type { Invocation, UsageError } from "./invocation.ts"
 
 const viewerOptions = {
@@ -31,11 +31,21 @@ export const parseViewer = (argv: ReadonlyArray<string>): Either.Either<Invocati
   const logDir = parsed.positionals[0] ?? null
   if (logDir !== null && v.pick) return usage("conflict", "use either LOG_DIR or --pick")
   const speed = v["replay-speed"] === undefined ? 0 : Number(v["replay-speed"])
-  if (!Number.isFinite(speed) || speed < 0) return usage("bad_value", `--replay-speed: expected a number of 0 or more, found ${JSON.stringify(v["replay-speed"])}`)
+  if (!Number.isFinite(speed) || speed < 0)
+    return usage("bad_value", `--replay-speed: expected a number of 0 or more, found ${JSON.stringify(v["replay-speed"])}`)
   const port = v.port === undefined ? DEFAULT_PORT : Number(v.port)
-  if (!Number.isInteger(port) || port < 0 || port > 65535) return usage("bad_value", `--port: expected a port number, found ${JSON.stringify(v.port)}`)
+  if (!Number.isInteger(port) || port < 0 || port > 65535)
+    return usage("bad_value", `--port: expected a port number, found ${JSON.stringify(v.port)}`)
   if (!v.web && (v.port !== undefined || v["no-browser"])) return usage("conflict", "--port and --no-browser go with --web")
-  return Either.right({ _tag: "viewer", logDir, pick: v.pick === true, replaySpeed: speed, web: v.web === true, port, openBrowser: v["no-browser"] !== true })
+  return Either.right({
+    _tag: "viewer",
+    logDir,
+    pick: v.pick === true,
+    replaySpeed: speed,
+    web: v.web === true,
+    port,
+    openBrowser: v["no-browser"] !== true,
+  })
 }
 
 const logDirOptions = {
@@ -47,7 +57,10 @@ const logDirOptions = {
 } as const
 
 /** `resume`, `replay` and `status`: one LOG_DIR and their own flags. */
-export const parseLogDirCommand = (command: "resume" | "replay" | "status", argv: ReadonlyArray<string>): Either.Either<Invocation, UsageError> => {
+export const parseLogDirCommand = (
+  command: "resume" | "replay" | "status",
+  argv: ReadonlyArray<string>,
+): Either.Either<Invocation, UsageError> => {
   const allowed = { resume: ["automation"], replay: ["check", "out"], status: ["json"] }[command]
   const result = parseStrict(argv, logDirOptions, command, [...allowed, "help"])
   if (Either.isLeft(result)) return Either.left(result.left)
@@ -78,7 +91,11 @@ export const parseDoctor = (argv: ReadonlyArray<string>): Either.Either<Invocati
   const result = parseStrict(argv, doctorOptions, "doctor")
   if (Either.isLeft(result)) return Either.left(result.left)
   if (result.right.values.help) return Either.right({ _tag: "help" })
-  if (result.right.positionals.length > 0) return usage("conflict", `doctor takes no arguments, found ${JSON.stringify(result.right.positionals[0])} (the config goes with --config)`)
+  if (result.right.positionals.length > 0)
+    return usage(
+      "conflict",
+      `doctor takes no arguments, found ${JSON.stringify(result.right.positionals[0])} (the config goes with --config)`,
+    )
   return Either.right({ _tag: "doctor", configPath: result.right.values.config ?? null })
 }
 
@@ -87,6 +104,7 @@ export const parseSessions = (argv: ReadonlyArray<string>): Either.Either<Invoca
   const result = parseStrict(argv, { json: { type: "boolean" }, help: { type: "boolean", short: "h" } } as const, "sessions")
   if (Either.isLeft(result)) return Either.left(result.left)
   if (result.right.values.help) return Either.right({ _tag: "help" })
-  if (result.right.positionals.length > 0) return usage("conflict", `sessions takes no argument, found ${JSON.stringify(result.right.positionals[0])}`)
+  if (result.right.positionals.length > 0)
+    return usage("conflict", `sessions takes no argument, found ${JSON.stringify(result.right.positionals[0])}`)
   return Either.right({ _tag: "sessions", json: result.right.values.json === true })
 }

@@ -36,10 +36,14 @@ export const parseStrict = <const O extends ParseArgsOptionsConfig>(
     const option = options[token.name]
     if (option === undefined) {
       const meant = token.rawName.startsWith("--") ? closest(token.name, known) : null
-      return usage("unknown_option", `unknown option ${token.rawName}${where}${meant === null ? "" : `; did you mean --${meant}?`} (${SEE_HELP})`)
+      return usage(
+        "unknown_option",
+        `unknown option ${token.rawName}${where}${meant === null ? "" : `; did you mean --${meant}?`} (${SEE_HELP})`,
+      )
     }
     const flag = `--${token.name}`
-    if (option.type === "boolean" && token.value !== undefined) return usage("bad_value", `${flag} takes no value, found ${JSON.stringify(token.value)}`)
+    if (option.type === "boolean" && token.value !== undefined)
+      return usage("bad_value", `${flag} takes no value, found ${JSON.stringify(token.value)}`)
     if (option.type === "string" && (token.value === undefined || (!token.inlineValue && token.value.startsWith("-")))) {
       const after = token.value === undefined ? "" : `, found ${token.value} after it (a value that starts with "-" goes as ${flag}=VALUE)`
       return usage("missing_value", `${flag} needs a value${after}`)
@@ -67,7 +71,6 @@ export const joinNegativeValues = (argv: ReadonlyArray<string>): Array<string> =
   return out
 }
 
-
 /**
  * A whole number flag value from `min` to `max` (absent: `fallback`), or the
  * usage error naming the flag and the range, as `range` words it.
@@ -82,5 +85,7 @@ export const wholeNumber = (
 ): Either.Either<number, UsageError> => {
   if (value === undefined) return Either.right(fallback)
   const n = Number(value)
-  return Number.isInteger(n) && n >= min && n <= max ? Either.right(n) : usage("bad_value", `--${flag}: expected a whole number ${range}, found ${JSON.stringify(value)}`)
+  return Number.isInteger(n) && n >= min && n <= max
+    ? Either.right(n)
+    : usage("bad_value", `--${flag}: expected a whole number ${range}, found ${JSON.stringify(value)}`)
 }

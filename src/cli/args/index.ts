@@ -20,12 +20,12 @@
  */
 import { Either } from "effect"
 import { nameProblem } from "../../domain/run-paths.ts"
-import { parseDoctor, parseLogDirCommand, parseSessions, parseViewer } from "./commands.ts"
-import { SEE_HELP, joinNegativeValues, parseStrict, usage } from "./flags.ts"
-import { parseBatch, parseServe, parseWorker } from "./serve-batch.ts"
 import { closest } from "../../lib/did-you-mean.ts"
 import { COMMANDS } from "../help.ts"
+import { parseDoctor, parseLogDirCommand, parseSessions, parseViewer } from "./commands.ts"
+import { joinNegativeValues, parseStrict, SEE_HELP, usage } from "./flags.ts"
 import type { Invocation, QuestionSource, UsageError } from "./invocation.ts"
+import { parseBatch, parseServe, parseWorker } from "./serve-batch.ts"
 
 export {
   type BatchArgs,
@@ -84,11 +84,16 @@ export const parseInvocation = (argv: ReadonlyArray<string>): Either.Either<Invo
   if (argv[0] === "resume" || argv[0] === "replay" || argv[0] === "status") return parseLogDirCommand(argv[0], argv.slice(1))
   const typo = mistypedCommand(argv)
   if (typo !== null) {
-    return usage("unknown_command", `unknown command ${argv[0]}; did you mean massgen ${typo}? (a one-word question goes after the options; ${SEE_HELP})`)
+    return usage(
+      "unknown_command",
+      `unknown command ${argv[0]}; did you mean massgen ${typo}? (a one-word question goes after the options; ${SEE_HELP})`,
+    )
   }
   // `--validate --config FILE` (the automation guide's form): --validate then takes its file from --config.
   const joined = joinNegativeValues(argv)
-  const args = joined.map((a, i) => (a === "--validate" && (joined[i + 1] === undefined || joined[i + 1]!.startsWith("-")) ? "--validate=" : a))
+  const args = joined.map((a, i) =>
+    a === "--validate" && (joined[i + 1] === undefined || joined[i + 1]!.startsWith("-")) ? "--validate=" : a,
+  )
   const result = parseStrict(args, options, null)
   if (Either.isLeft(result)) return Either.left(result.left)
   const parsed = result.right
@@ -101,7 +106,11 @@ export const parseInvocation = (argv: ReadonlyArray<string>): Either.Either<Invo
     return Either.right({ _tag: "validate", path, json: v.json === true, strict: v.strict === true, checkKeys: v["check-keys"] === true })
   }
   const validateOnly = (["json", "strict", "check-keys"] as const).filter((flag) => v[flag] !== undefined)
-  if (validateOnly.length > 0) return usage("conflict", `${validateOnly.map((f) => `--${f}`).join(", ")} only ${validateOnly.length === 1 ? "applies" : "apply"} to --validate`)
+  if (validateOnly.length > 0)
+    return usage(
+      "conflict",
+      `${validateOnly.map((f) => `--${f}`).join(", ")} only ${validateOnly.length === 1 ? "applies" : "apply"} to --validate`,
+    )
   const sources = [v.config, v.model, v.models].filter((x) => x !== undefined).length
   if (sources > 1) return usage("conflict", "use only one of --config, --model and --models")
   if (sources === 0) return usage("missing_config", "a config is required: --config FILE, --model MODEL or --models M1,M2")
@@ -127,7 +136,10 @@ export const parseInvocation = (argv: ReadonlyArray<string>): Either.Either<Invo
   if (v["orchestrator-timeout"] !== undefined) {
     timeout = Number(v["orchestrator-timeout"])
     if (!Number.isFinite(timeout) || timeout <= 0) {
-      return usage("bad_value", `--orchestrator-timeout: expected a number of seconds above 0, found ${JSON.stringify(v["orchestrator-timeout"])}`)
+      return usage(
+        "bad_value",
+        `--orchestrator-timeout: expected a number of seconds above 0, found ${JSON.stringify(v["orchestrator-timeout"])}`,
+      )
     }
   }
   const sessionId = v["session-id"]
@@ -136,8 +148,17 @@ export const parseInvocation = (argv: ReadonlyArray<string>): Either.Either<Invo
     const problem = nameProblem(sessionId)
     if (problem !== null) return usage("bad_value", `--session-id: ${problem}`)
   }
-  const models = v.models !== undefined ? v.models.split(",").map((m) => m.trim()).filter((m) => m !== "") : v.model !== undefined ? [v.model] : []
-  if ((v.model !== undefined || v.models !== undefined) && models.length === 0) return usage("bad_value", "--models: expected at least one model name")
+  const models =
+    v.models !== undefined
+      ? v.models
+          .split(",")
+          .map((m) => m.trim())
+          .filter((m) => m !== "")
+      : v.model !== undefined
+        ? [v.model]
+        : []
+  if ((v.model !== undefined || v.models !== undefined) && models.length === 0)
+    return usage("bad_value", "--models: expected at least one model name")
   return Either.right({
     _tag: "run",
     question,

@@ -11,7 +11,15 @@
 import { Schema } from "effect"
 
 export class UsageError extends Schema.TaggedError<UsageError>()("UsageError", {
-  reason: Schema.Literal("unknown_option", "unknown_command", "missing_value", "missing_question", "missing_config", "conflict", "bad_value"),
+  reason: Schema.Literal(
+    "unknown_option",
+    "unknown_command",
+    "missing_value",
+    "missing_question",
+    "missing_config",
+    "conflict",
+    "bad_value",
+  ),
   detail: Schema.String,
 }) {
   override get message(): string {

@@ -9,8 +9,8 @@
  * here. Pure.
  */
 import { Either } from "effect"
-import { joinNegativeValues, parseStrict, usage, wholeNumber } from "./flags.ts"
 import { DEFAULT_SERVE_PORT } from "../help.ts"
+import { joinNegativeValues, parseStrict, usage, wholeNumber } from "./flags.ts"
 import type { Invocation, ServeArgs, UsageError } from "./invocation.ts"
 
 const serveOptions = {
@@ -36,8 +36,10 @@ export const parseServe = (argv: ReadonlyArray<string>): Either.Either<Invocatio
   if (Either.isLeft(result)) return Either.left(result.left)
   const { values: v, positionals } = result.right
   if (v.help) return Either.right({ _tag: "help" })
-  if (positionals.length > 0) return usage("conflict", `serve takes no question or path, found ${JSON.stringify(positionals[0])} (the config goes with --config)`)
-  if ((v.config === undefined) === (v["config-dir"] === undefined)) return usage("missing_config", "serve needs one of --config FILE or --config-dir DIR")
+  if (positionals.length > 0)
+    return usage("conflict", `serve takes no question or path, found ${JSON.stringify(positionals[0])} (the config goes with --config)`)
+  if ((v.config === undefined) === (v["config-dir"] === undefined))
+    return usage("missing_config", "serve needs one of --config FILE or --config-dir DIR")
   return Either.gen(function* () {
     const port = yield* wholeNumber("port", v.port, DEFAULT_SERVE_PORT, 0, 65535)
     const maxConcurrentRuns = yield* wholeNumber("max-concurrent-runs", v["max-concurrent-runs"], 4, 1)
@@ -86,7 +88,12 @@ export const parseBatch = (argv: ReadonlyArray<string>): Either.Either<Invocatio
   const sub = positionals[0]
   if ((sub === "status" || sub === "export") && v.engine !== undefined) {
     if (positionals.length !== 2) return usage("missing_value", `batch ${sub} takes one batch name, found ${positionals.length - 1}`)
-    return Either.right({ _tag: sub === "status" ? "batch_status" : "batch_export", engine: v.engine, batch: positionals[1]!, outDir: v.out ?? null })
+    return Either.right({
+      _tag: sub === "status" ? "batch_status" : "batch_export",
+      engine: v.engine,
+      batch: positionals[1]!,
+      outDir: v.out ?? null,
+    })
   }
   if (positionals.length !== 1) return usage("missing_value", `batch takes one ITEMS.jsonl file, found ${positionals.length}`)
   if (v.config === undefined) return usage("missing_config", "batch needs a config: --config FILE")
@@ -108,7 +115,12 @@ export const parseBatch = (argv: ReadonlyArray<string>): Either.Either<Invocatio
 const concurrencyOf = (value: string | undefined): Either.Either<number, UsageError> =>
   wholeNumber("concurrency", value, DEFAULT_BATCH_CONCURRENCY, 1, Number.POSITIVE_INFINITY, "of 1 or more")
 
-const workerOptions = { engine: { type: "string" }, concurrency: { type: "string" }, "takeover-seconds": { type: "string" }, help: { type: "boolean", short: "h" } } as const
+const workerOptions = {
+  engine: { type: "string" },
+  concurrency: { type: "string" },
+  "takeover-seconds": { type: "string" },
+  help: { type: "boolean", short: "h" },
+} as const
 
 /** The default `--takeover-seconds` of a worker (`services/batch/item-lease.ts`). */
 export const DEFAULT_TAKEOVER_SECONDS = 3
@@ -125,6 +137,9 @@ export const parseWorker = (argv: ReadonlyArray<string>): Either.Either<Invocati
   if (Either.isLeft(concurrency)) return Either.left(concurrency.left)
   const takeover = v["takeover-seconds"] === undefined ? DEFAULT_TAKEOVER_SECONDS : Number(v["takeover-seconds"])
   if (!Number.isFinite(takeover) || takeover < 0.5 || takeover > 3600)
-    return usage("bad_value", `--takeover-seconds: expected a number of seconds from 0.5 to 3600, found ${JSON.stringify(v["takeover-seconds"])}`)
+    return usage(
+      "bad_value",
+      `--takeover-seconds: expected a number of seconds from 0.5 to 3600, found ${JSON.stringify(v["takeover-seconds"])}`,
+    )
   return Either.right({ _tag: "worker", engine: v.engine, concurrency: concurrency.right, takeoverSeconds: takeover })
 }

@@ -24,19 +24,29 @@
 import { readFileSync } from "node:fs"
 import { basename, dirname, extname, join, resolve } from "node:path"
 import { Effect, Ref } from "effect"
-import { type BatchItem, BATCH_EXIT_CODES, type BatchResult, batchOutcome, chainsOf, etaSeconds, parseItems, progressLine, resultOf } from "../../domain/batch.ts"
+import {
+  BATCH_EXIT_CODES,
+  type BatchItem,
+  type BatchResult,
+  batchOutcome,
+  chainsOf,
+  etaSeconds,
+  parseItems,
+  progressLine,
+  resultOf,
+} from "../../domain/batch.ts"
 import type { Event } from "../../domain/events/index.ts"
 import { isResumable, type State } from "../../domain/state/index.ts"
 import { loadDotEnv } from "../../services/backends/index.ts"
-import { BatchError, RESULTS_FILE, appendResult, openBatchFolder, readResults } from "../../services/batch/batch-folder.ts"
-import { hashText } from "../../services/run-files/index.ts"
+import { appendResult, BatchError, openBatchFolder, RESULTS_FILE, readResults } from "../../services/batch/batch-folder.ts"
 import { EventStore } from "../../services/event-store/index.ts"
 import { ioCause } from "../../services/io-errors.ts"
 import { acquireRunLock } from "../../services/log-dir/run-lock.ts"
+import { hashText } from "../../services/run-files/index.ts"
 import type { BatchArgs } from "../args/index.ts"
-import { ConfigError, loadConfigFile } from "../run/load-config.ts"
 import type { CliContext } from "../context.ts"
-import { type RunConfig, missingKeys } from "../run/setup.ts"
+import { ConfigError, loadConfigFile } from "../run/load-config.ts"
+import { missingKeys, type RunConfig } from "../run/setup.ts"
 import { batchFooter, batchHeader, itemLine } from "./batch-output.ts"
 import { runItem } from "./run-item.ts"
 
@@ -46,7 +56,10 @@ export const defaultBatchDir = (cwd: string, itemsPath: string): string =>
 
 const readItems = (path: string) =>
   Effect.gen(function* () {
-    const text = yield* Effect.try({ try: () => readFileSync(path, "utf8"), catch: (e) => new BatchError({ reason: "unreadable", path, detail: ioCause(e) }) })
+    const text = yield* Effect.try({
+      try: () => readFileSync(path, "utf8"),
+      catch: (e) => new BatchError({ reason: "unreadable", path, detail: ioCause(e) }),
+    })
     const parsed = parseItems(text)
     if (parsed._tag === "problems") return yield* new BatchError({ reason: "bad_items", path, detail: parsed.problems.join(`\n${path}: `) })
     return { text, items: parsed.items }
@@ -67,7 +80,13 @@ const loadConfigs = (paths: ReadonlyArray<string>, env: RunConfig["env"]) =>
   })
 
 /** `--engine`: the items go to the shared queue, each with its config's text; workers run them. */
-const queueBatch = (engine: string, itemsPath: string, items: ReadonlyArray<BatchItem>, configOf: (item: BatchItem) => string, ctx: CliContext) =>
+const queueBatch = (
+  engine: string,
+  itemsPath: string,
+  items: ReadonlyArray<BatchItem>,
+  configOf: (item: BatchItem) => string,
+  ctx: CliContext,
+) =>
   Effect.promise(async () => {
     const { enqueue, openQueue } = await import("../../services/batch/batch-queue.ts")
     const batch = basename(itemsPath, extname(itemsPath))
@@ -109,7 +128,14 @@ export const batchCommand = (args: BatchArgs, ctx: CliContext) =>
     if (args.engine !== null) return yield* queueBatch(args.engine, itemsPath, items, configOf, ctx)
 
     const dir = resolve(ctx.cwd, args.outDir ?? defaultBatchDir(ctx.cwd, itemsPath))
-    yield* openBatchFolder(dir, { format: 1, items_file: itemsPath, items_sha256: hashText(text), config_path: batchConfig, items: items.length, massgen_version: ctx.version })
+    yield* openBatchFolder(dir, {
+      format: 1,
+      items_file: itemsPath,
+      items_sha256: hashText(text),
+      config_path: batchConfig,
+      items: items.length,
+      massgen_version: ctx.version,
+    })
     yield* acquireRunLock(dir)
 
     const results = new Map(readResults(dir))
@@ -130,7 +156,12 @@ export const batchCommand = (args: BatchArgs, ctx: CliContext) =>
       const n = yield* Ref.get(finishedHere)
       const done = items.filter((i) => results.has(i.id)).length
       const left = items.length - done - live.size
-      ctx.printError(progressLine({ total: items.length, done, running: live.size, failed: failed(), costUsd: spent() }, etaSeconds(Date.now() - started, n, left + live.size / 2)))
+      ctx.printError(
+        progressLine(
+          { total: items.length, done, running: live.size, failed: failed(), costUsd: spent() },
+          etaSeconds(Date.now() - started, n, left + live.size / 2),
+        ),
+      )
     })
 
     /** Runs `item`; whether it has its result now. */
@@ -179,9 +210,13 @@ export const batchCommand = (args: BatchArgs, ctx: CliContext) =>
     const outcome = batchOutcome(all, stop)
     if (args.automation) for (const line of batchFooter(outcome, items.length, all)) ctx.print(line)
     if (all.length < items.length) {
-      ctx.printError(`massgen: batch ${outcome}: ${all.length}/${items.length} items have a result; run the same command again to go on (results in ${join(dir, RESULTS_FILE)})`)
+      ctx.printError(
+        `massgen: batch ${outcome}: ${all.length}/${items.length} items have a result; run the same command again to go on (results in ${join(dir, RESULTS_FILE)})`,
+      )
     } else if (outcome !== "completed") {
-      ctx.printError(`massgen: batch ${outcome}: ${failed()} of ${items.length} items did not complete (results in ${join(dir, RESULTS_FILE)})`)
+      ctx.printError(
+        `massgen: batch ${outcome}: ${failed()} of ${items.length} items did not complete (results in ${join(dir, RESULTS_FILE)})`,
+      )
     }
     return BATCH_EXIT_CODES[outcome]
   }).pipe(Effect.scoped, Effect.provide(EventStore.file()))

@@ -21,18 +21,18 @@ import { join } from "node:path"
 import { Effect, Option } from "effect"
 import type { BatchItem } from "../../domain/batch.ts"
 import type { ConversationMessage } from "../../domain/events/index.ts"
+import { METADATA_FILE, PRIVATE_DIR_MODE } from "../../domain/run-paths.ts"
 import type { State } from "../../domain/state/index.ts"
 import { foldEvents, isResumable } from "../../domain/state/index.ts"
+import { itemDir } from "../../services/batch/batch-folder.ts"
 import { EventStore, eventsOf } from "../../services/event-store/index.ts"
 import type { Observer } from "../../services/orchestrator/index.ts"
-import { itemDir } from "../../services/batch/batch-folder.ts"
 import { SharedRunFiles } from "../../services/run-files/index.ts"
-import { METADATA_FILE, PRIVATE_DIR_MODE } from "../../domain/run-paths.ts"
-import { RunDirError, recordedBlob, recordedToolResult, refuseNewer, runDirConfig } from "../run/run-dir.ts"
 import type { CliContext } from "../context.ts"
 import { writeRunMetadata } from "../run/new-run.ts"
+import { RunDirError, recordedBlob, recordedToolResult, refuseNewer, runDirConfig } from "../run/run-dir.ts"
 import { EXIT_CODES, runSession } from "../run/session.ts"
-import { type RunConfig, makeAgentTools, makeBackends } from "../run/setup.ts"
+import { makeAgentTools, makeBackends, type RunConfig } from "../run/setup.ts"
 import { addTurn, conversationOf, sessionsDir, turnRecords, turnsOf } from "../sessions/session-store.ts"
 
 export interface ItemContext extends Pick<CliContext, "cwd" | "env" | "argv" | "version" | "interrupt"> {
@@ -78,13 +78,20 @@ export const runItem = (item: BatchItem, loaded: RunConfig, observer: Observer, 
       print: discard,
       printError: ctx.printError,
     }
-    const read = yield* store.read(logDir).pipe(Effect.catchIf((e) => e.reason === "missing", () => Effect.succeed(null)))
+    const read = yield* store.read(logDir).pipe(
+      Effect.catchIf(
+        (e) => e.reason === "missing",
+        () => Effect.succeed(null),
+      ),
+    )
     const events = read === null ? [] : eventsOf(read)
     if (read !== null && events.length > 0) {
       yield* refuseNewer(logDir, read)
       const recorded = foldEvents(events)
-      if (recorded.run === null) return yield* new RunDirError({ reason: "not_a_run", path: logDir, detail: "its first event is not run_started" })
-      if (!isResumable(recorded.finished)) return { state: recorded, exitCode: EXIT_CODES[recorded.finished!.reason], logDir, found: true } satisfies ItemOutcome
+      if (recorded.run === null)
+        return yield* new RunDirError({ reason: "not_a_run", path: logDir, detail: "its first event is not run_started" })
+      if (!isResumable(recorded.finished))
+        return { state: recorded, exitCode: EXIT_CODES[recorded.finished!.reason], logDir, found: true } satisfies ItemOutcome
       // A run another worker started: its config, recorded calls and long tool results, from the shared copies;
       // its config as queued when none was shared (a run begun before its files were).
       if (shared !== null) {
@@ -100,7 +107,14 @@ export const runItem = (item: BatchItem, loaded: RunConfig, observer: Observer, 
         backends,
         env: loaded.env,
         tools: (servers) => makeAgentTools(config, loaded.env, logDir, logDir, servers),
-        resume: { events, skipped: read.skipped, tornTail: read.tornTail, state: recorded, toolResultOf: recordedToolResult(logDir), blobOf: recordedBlob(logDir) },
+        resume: {
+          events,
+          skipped: read.skipped,
+          tornTail: read.tornTail,
+          state: recorded,
+          toolResultOf: recordedToolResult(logDir),
+          blobOf: recordedBlob(logDir),
+        },
       })
     } else {
       fs.mkdirSync(logDir, { recursive: true, mode: PRIVATE_DIR_MODE })

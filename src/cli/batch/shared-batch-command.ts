@@ -12,10 +12,10 @@
 import * as fs from "node:fs"
 import { join, resolve } from "node:path"
 import { Effect } from "effect"
-import { formatCost } from "../../lib/text.ts"
-import { RESULTS_FILE, itemDir } from "../../services/batch/batch-folder.ts"
-import { EVENTS_FILE } from "../../services/event-store/index.ts"
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from "../../domain/run-paths.ts"
+import { formatCost } from "../../lib/text.ts"
+import { itemDir, RESULTS_FILE } from "../../services/batch/batch-folder.ts"
+import { EVENTS_FILE } from "../../services/event-store/index.ts"
 import type { CliContext } from "../context.ts"
 
 export interface SharedBatchArgs {
@@ -50,7 +50,11 @@ export const sharedBatchCommand = (args: SharedBatchArgs, ctx: CliContext) =>
     // The runs' whole files (call logs, blobs, long tool results, config): `replay` works on an exported item.
     const { exportRunFiles } = await import("../../services/run-files/shared-postgres.ts")
     await exportRunFiles(args.engine, `${args.batch}/`, dir)
-    const local = results.map((r) => ({ ...r, log_dir: itemDir(dir, r.id), answer_file: r.answer_file === null ? null : join(itemDir(dir, r.id), r.answer_file.slice(r.log_dir.length + 1)) }))
+    const local = results.map((r) => ({
+      ...r,
+      log_dir: itemDir(dir, r.id),
+      answer_file: r.answer_file === null ? null : join(itemDir(dir, r.id), r.answer_file.slice(r.log_dir.length + 1)),
+    }))
     fs.writeFileSync(join(dir, RESULTS_FILE), local.map((r) => `${JSON.stringify(r)}\n`).join(""), { mode: PRIVATE_FILE_MODE })
     ctx.print(`BATCH_DIR: ${dir}`)
     ctx.print(`EXPORTED: ${streams.size} runs, ${results.length} results`)

@@ -23,17 +23,17 @@ import { join } from "node:path"
 import { Effect, Layer, Runtime } from "effect"
 import type { Job } from "pg-boss"
 import { resultOf } from "../../domain/batch.ts"
+import { PRIVATE_DIR_MODE } from "../../domain/run-paths.ts"
 import { isResumable } from "../../domain/state/index.ts"
 import { loadDotEnv } from "../../services/backends/index.ts"
-import { QUEUE, type QueuedItem, conversationFrom, openQueue, queueNext, recordResult } from "../../services/batch/batch-queue.ts"
+import { conversationFrom, openQueue, QUEUE, type QueuedItem, queueNext, recordResult } from "../../services/batch/batch-queue.ts"
 import { lookSeconds, openLeases } from "../../services/batch/item-lease.ts"
 import type { EventStore } from "../../services/event-store/index.ts"
 import { postgresEventStore } from "../../services/event-store/postgres.ts"
 import type { SharedRunFiles } from "../../services/run-files/index.ts"
 import { postgresRunFiles } from "../../services/run-files/shared-postgres.ts"
-import { PRIVATE_DIR_MODE } from "../../domain/run-paths.ts"
-import { decodeDocument, parseConfigText } from "../run/load-config.ts"
 import type { CliContext } from "../context.ts"
+import { decodeDocument, parseConfigText } from "../run/load-config.ts"
 import { runItem } from "./run-item.ts"
 
 export interface WorkerArgs {
@@ -60,14 +60,27 @@ export const workerCommand = (args: WorkerArgs, ctx: CliContext) => {
         const config = yield* decodeDocument(raw, item.configPath, env)
         const loaded = { config, raw, path: item.configPath, env, where: item.configPath }
         const dir = join(root, item.batch)
-        const batchItem = { id: item.id, question: item.question, config: null, sessionId: item.sessionId, metadata: item.metadata, line: 0 }
+        const batchItem = {
+          id: item.id,
+          question: item.question,
+          config: null,
+          sessionId: item.sessionId,
+          metadata: item.metadata,
+          line: 0,
+        }
         const observer = { onEvent: () => Effect.void, onText: () => Effect.void }
         const printError = (line: string) => ctx.printError(`massgen: item ${item.batch}/${item.id}: ${line.replace(/^massgen: /, "")}`)
-        const interrupt = Effect.raceFirst(ctx.interrupt, Effect.promise(() => leaseLost))
+        const interrupt = Effect.raceFirst(
+          ctx.interrupt,
+          Effect.promise(() => leaseLost),
+        )
         const turn = item.sessionId === null ? {} : { conversation: yield* Effect.promise(() => conversationFrom(args.engine, item)) }
         const outcome = yield* runItem(batchItem, loaded, observer, { ...ctx, interrupt, dir, printError, ...turn })
-        if (outcome.state.finished === null || isResumable(outcome.state.finished)) return yield* Effect.fail(new Error(`${item.id}: stopped before it finished`))
-        yield* Effect.promise(() => recordResult(args.engine, item.batch, resultOf(batchItem, outcome.state, outcome.logDir, outcome.exitCode)))
+        if (outcome.state.finished === null || isResumable(outcome.state.finished))
+          return yield* Effect.fail(new Error(`${item.id}: stopped before it finished`))
+        yield* Effect.promise(() =>
+          recordResult(args.engine, item.batch, resultOf(batchItem, outcome.state, outcome.logDir, outcome.exitCode)),
+        )
         yield* Effect.promise(() => queueNext(boss, item))
       })
 
@@ -77,13 +90,17 @@ export const workerCommand = (args: WorkerArgs, ctx: CliContext) => {
     const handlerOf = (slot: number) => async (jobs: ReadonlyArray<Job<QueuedItem>>) => {
       for (const job of jobs) {
         const name = `${job.data.batch}/${job.data.id}`
-        const acquired = await leases.acquire(job, stopped, () => ctx.printError(`massgen: item ${name} is run by another worker: waiting for its lease`))
+        const acquired = await leases.acquire(job, stopped, () =>
+          ctx.printError(`massgen: item ${name} is run by another worker: waiting for its lease`),
+        )
         // Replaced by a later attempt: pg-boss's settle of this one is fenced to it and changes nothing.
         if (acquired._tag === "stale") continue
         if (acquired._tag === "stopped") throw new Error(`item ${job.data.id} not started: the worker stops`)
         try {
           // A store of its own per job: a stream this worker lost to another stays lost only to that job's store.
-          const exit = await Runtime.runPromiseExit(runtime)(runJob(job.data, acquired.lease.lost).pipe(Effect.provide(postgresEventStore(args.engine, { root }))))
+          const exit = await Runtime.runPromiseExit(runtime)(
+            runJob(job.data, acquired.lease.lost).pipe(Effect.provide(postgresEventStore(args.engine, { root }))),
+          )
           // The job goes back to the queue: another worker (or this one) takes it up from the shared log.
           if (exit._tag === "Failure") {
             ctx.printError(`massgen: item ${name} did not finish here: ${String(exit.cause).split("\n")[0]}`)
@@ -97,7 +114,11 @@ export const workerCommand = (args: WorkerArgs, ctx: CliContext) => {
       if (id !== undefined) boss.notifyWorker(id)
     }
     for (let slot = 0; slot < args.concurrency; slot++) {
-      slots.push(yield* Effect.promise(() => boss.work<QueuedItem>(QUEUE, { localConcurrency: 1, batchSize: 1, pollingIntervalSeconds: 0.5 }, handlerOf(slot))))
+      slots.push(
+        yield* Effect.promise(() =>
+          boss.work<QueuedItem>(QUEUE, { localConcurrency: 1, batchSize: 1, pollingIntervalSeconds: 0.5 }, handlerOf(slot)),
+        ),
+      )
     }
     let sweeping = false
     const sweeper = setInterval(() => {
@@ -111,7 +132,9 @@ export const workerCommand = (args: WorkerArgs, ctx: CliContext) => {
         .catch(() => undefined)
         .finally(() => (sweeping = false))
     }, lookSeconds(args.takeoverSeconds) * 1000)
-    ctx.printError(`massgen: worker ${process.pid} takes items from ${QUEUE} (concurrency ${args.concurrency}, takeover ${args.takeoverSeconds} s)`)
+    ctx.printError(
+      `massgen: worker ${process.pid} takes items from ${QUEUE} (concurrency ${args.concurrency}, takeover ${args.takeoverSeconds} s)`,
+    )
     yield* ctx.interrupt
     clearInterval(sweeper)
     yield* Effect.promise(() => boss.stop({ graceful: true, timeout: 30_000 } as Parameters<typeof boss.stop>[0]).catch(() => undefined))

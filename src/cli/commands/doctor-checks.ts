@@ -60,13 +60,18 @@ export const logRootFinding = (root: string): Finding => {
 }
 
 /** A key as doctor shows it: never the key, at most its first 3 and last 4 characters and its length. */
-export const maskKey = (key: string): string => (key.length >= 16 ? `${key.slice(0, 3)}…${key.slice(-4)} (${key.length} characters)` : `*** (${key.length} characters)`)
+export const maskKey = (key: string): string =>
+  key.length >= 16 ? `${key.slice(0, 3)}…${key.slice(-4)} (${key.length} characters)` : `*** (${key.length} characters)`
 
 /**
  * A finding per key variable that is set (`ok`, masked, and where it came
  * from), and one `info` naming those that are not.
  */
-export const keyFindings = (names: ReadonlyArray<string>, env: Readonly<Record<string, string | undefined>>, fromDotEnv: ReadonlySet<string>): Array<Finding> => {
+export const keyFindings = (
+  names: ReadonlyArray<string>,
+  env: Readonly<Record<string, string | undefined>>,
+  fromDotEnv: ReadonlySet<string>,
+): Array<Finding> => {
   const set = names.filter((n) => (env[n] ?? "") !== "")
   const unset = names.filter((n) => (env[n] ?? "") === "")
   return [
@@ -82,7 +87,11 @@ export const probeBaseUrl = async (subject: string, url: string, timeoutMs: numb
   try {
     // Without the URL's credentials and query: a key in them would go with the probe.
     const u = new URL(url)
-    const reply = await fetch(`${u.protocol}//${u.host}${u.pathname}`, { method: "GET", redirect: "manual", signal: AbortSignal.timeout(timeoutMs) })
+    const reply = await fetch(`${u.protocol}//${u.host}${u.pathname}`, {
+      method: "GET",
+      redirect: "manual",
+      signal: AbortSignal.timeout(timeoutMs),
+    })
     await reply.body?.cancel()
     return finding("ok", subject, `${endpoint} answers (HTTP ${reply.status} in ${Math.round(performance.now() - started)} ms)`)
   } catch (e) {
@@ -126,7 +135,12 @@ const runs = (argv: ReadonlyArray<string>): { ok: boolean; detail: string } => {
 /** bubblewrap and docker: where they are; required and tried when the config's modes ask for them. */
 export const sandboxFindings = (modes: ReadonlySet<string>, which: (name: string) => string | null = Bun.which): Array<Finding> => {
   const tools = [
-    { name: "bubblewrap", bin: "bwrap", needed: ["sandbox", "bubblewrap", "bwrap"].some((m) => modes.has(m)), trial: ["--ro-bind", "/", "/", "true"] },
+    {
+      name: "bubblewrap",
+      bin: "bwrap",
+      needed: ["sandbox", "bubblewrap", "bwrap"].some((m) => modes.has(m)),
+      trial: ["--ro-bind", "/", "/", "true"],
+    },
     { name: "docker", bin: "docker", needed: modes.has("docker"), trial: ["info"] },
   ]
   return tools.map(({ name, bin, needed, trial }) => {
@@ -135,6 +149,8 @@ export const sandboxFindings = (modes: ReadonlySet<string>, which: (name: string
     if (path === null) return finding(needed ? "fail" : "info", name, `not found on PATH (${why})`)
     if (!needed) return finding("info", name, `${path}`)
     const trial_ = runs([path, ...trial])
-    return trial_.ok ? finding("ok", name, `${path} works`) : finding("fail", name, `${path} is there but \`${bin} ${trial.join(" ")}\` failed: ${trial_.detail} (${why})`)
+    return trial_.ok
+      ? finding("ok", name, `${path} works`)
+      : finding("fail", name, `${path} is there but \`${bin} ${trial.join(" ")}\` failed: ${trial_.detail} (${why})`)
   })
 }

@@ -16,15 +16,16 @@
  * without a config: at least one provider's key. Keys are only ever shown
  * masked, and never sent anywhere.
  */
-import { Effect, Either } from "effect"
+
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
+import { Effect, Either } from "effect"
 import { PRESETS, presetFor } from "../../domain/config/index.ts"
-import { parseDotEnv, resolveApiKey, type Env } from "../../services/backends/index.ts"
+import { type Env, parseDotEnv, resolveApiKey } from "../../services/backends/index.ts"
 import { logBaseDir } from "../../services/log-dir/create.ts"
-import { type Finding, executionModes, finding, keyFindings, logRootFinding, probeBaseUrl, sandboxFindings } from "./doctor-checks.ts"
 import { identityLine } from "../process/identity.ts"
 import { loadConfigFile } from "../run/load-config.ts"
+import { executionModes, type Finding, finding, keyFindings, logRootFinding, probeBaseUrl, sandboxFindings } from "./doctor-checks.ts"
 
 /** How long a base URL has to answer. */
 export const BASE_URL_TIMEOUT_MS = 5000
@@ -47,7 +48,9 @@ const dotEnv = (cwd: string, env: Env): { found: Finding; env: Env; fromFile: Se
     text = fs.readFileSync(path, "utf8")
   } catch (e) {
     const missing = (e as { code?: string }).code === "ENOENT"
-    const found = missing ? finding("info", ".env", `none in ${cwd} (keys come from the environment)`) : finding("fail", ".env", `${path} cannot be read: ${e instanceof Error ? e.message : String(e)}`)
+    const found = missing
+      ? finding("info", ".env", `none in ${cwd} (keys come from the environment)`)
+      : finding("fail", ".env", `${path} cannot be read: ${e instanceof Error ? e.message : String(e)}`)
     return { found, env, fromFile: new Set() }
   }
   const parsed = parseDotEnv(text)
@@ -70,7 +73,8 @@ const configFindings = async (path: string, env: Env, fromDotEnv: ReadonlySet<st
     const b = agent.backend
     if (b.type === "scripted") continue
     const key = resolveApiKey(agent, env)
-    if (Either.isLeft(key)) out.push(finding("fail", `${agent.id} API key`, `missing: set ${key.left.envVars.join(" or ")} in the environment or in .env`))
+    if (Either.isLeft(key))
+      out.push(finding("fail", `${agent.id} API key`, `missing: set ${key.left.envVars.join(" or ")} in the environment or in .env`))
     const vars = presetFor(b.type).keyEnv.filter((v) => (env[v] ?? "") !== "")
     for (const v of vars) used.add(v)
     const url = b.base_url ?? presetFor(b.type).baseURL
@@ -85,13 +89,23 @@ const configFindings = async (path: string, env: Env, fromDotEnv: ReadonlySet<st
 export const doctorCommand = (configPath: string | null, ctx: DoctorContext) =>
   Effect.promise(async () => {
     const dot = dotEnv(ctx.cwd, ctx.env)
-    const findings: Array<Finding> = [finding("ok", "identity", `massgen ${identityLine()}`), logRootFinding(logBaseDir(dot.env, ctx.cwd)), dot.found]
+    const findings: Array<Finding> = [
+      finding("ok", "identity", `massgen ${identityLine()}`),
+      logRootFinding(logBaseDir(dot.env, ctx.cwd)),
+      dot.found,
+    ]
     if (configPath !== null) findings.push(...(await configFindings(configPath, dot.env, dot.fromFile)))
     else {
       const keys = keyFindings(PROVIDER_KEYS, dot.env, dot.fromFile)
       findings.push(...keys)
       if (!keys.some((f) => f.verdict === "ok")) {
-        findings.push(finding("fail", "API keys", "no provider key is set; set one (in the environment or in .env), or check a config for a local server with --config FILE"))
+        findings.push(
+          finding(
+            "fail",
+            "API keys",
+            "no provider key is set; set one (in the environment or in .env), or check a config for a local server with --config FILE",
+          ),
+        )
       }
       findings.push(...sandboxFindings(new Set()))
     }

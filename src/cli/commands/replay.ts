@@ -15,23 +15,27 @@
 import { join } from "node:path"
 import { Effect } from "effect"
 import type { Event } from "../../domain/events/index.ts"
-import { replayRun } from "../../domain/replay/index.ts"
-import { foldEvents } from "../../domain/state/index.ts"
-import { agentFile } from "../../domain/run-paths.ts"
 import { project } from "../../domain/projections/status.ts"
+import { replayRun } from "../../domain/replay/index.ts"
+import { agentFile } from "../../domain/run-paths.ts"
+import { foldEvents } from "../../domain/state/index.ts"
+import { loadDotEnv } from "../../services/backends/index.ts"
 import { EventStore, eventsOf } from "../../services/event-store/index.ts"
 import { createLogDir } from "../../services/log-dir/create.ts"
-import { writeFileAtomic } from "../../services/run-files/index.ts"
-import { loadDotEnv } from "../../services/backends/index.ts"
-import { openRunDir, recordedBlob, recordedCall, recordedToolResult, runDirConfig } from "../run/run-dir.ts"
-import { hashText } from "../../services/run-files/index.ts"
+import { hashText, writeFileAtomic } from "../../services/run-files/index.ts"
 import type { CliContext } from "../context.ts"
 import { reportSkips } from "../run/report.ts"
+import { openRunDir, recordedBlob, recordedCall, recordedToolResult, runDirConfig } from "../run/run-dir.ts"
 
 const describe = (event: Event | null): string =>
-  event === null ? "nothing" : JSON.stringify(event, (k, v) => (k === "content" && typeof v === "string" && v.length > 120 ? `${v.slice(0, 120)}...` : v))
+  event === null
+    ? "nothing"
+    : JSON.stringify(event, (k, v) => (k === "content" && typeof v === "string" && v.length > 120 ? `${v.slice(0, 120)}...` : v))
 
-export const replayCommand = (args: { readonly logDir: string; readonly check: boolean; readonly outDir: string | null }, ctx: CliContext) =>
+export const replayCommand = (
+  args: { readonly logDir: string; readonly check: boolean; readonly outDir: string | null },
+  ctx: CliContext,
+) =>
   Effect.gen(function* () {
     const store = yield* EventStore
     const dir = yield* openRunDir(args.logDir)

@@ -19,26 +19,25 @@
  * read skipped of the log is said on stderr in one line (`cli/run/report.ts`).
  */
 import { existsSync } from "node:fs"
-import { Effect } from "effect"
-import { agentFile } from "../../domain/run-paths.ts"
-import { foldWithStart } from "../../domain/replay/index.ts"
-import { type State, foldEvents, isResumable } from "../../domain/state/index.ts"
-import { makeAgentTools, makeBackends } from "../run/setup.ts"
-import { loadDotEnv } from "../../services/backends/index.ts"
-import { RunLockError, acquireRunLock, holder } from "../../services/log-dir/run-lock.ts"
-import { removeOrphanCopies } from "../../services/tools/workspace.ts"
-import { automationHeader } from "../run/automation-output.ts"
-import { RunDirError, openRunDir, recordedBlob, recordedToolResult, refuseNewer, runDirConfig } from "../run/run-dir.ts"
-import { reportSkips } from "../run/report.ts"
-import type { CliContext } from "../context.ts"
-import { EXIT_CODES, footerLines, runSession } from "../run/session.ts"
 import { join } from "node:path"
+import { Effect } from "effect"
 import type { Event } from "../../domain/events/index.ts"
 import { project } from "../../domain/projections/status.ts"
-import { EventStore, type StreamRead, eventsOf } from "../../services/event-store/index.ts"
-import { writeDerivedFiles } from "../../services/run-files/index.ts"
-import { writeFileAtomic } from "../../services/run-files/index.ts"
+import { foldWithStart } from "../../domain/replay/index.ts"
+import { agentFile } from "../../domain/run-paths.ts"
+import { foldEvents, isResumable, type State } from "../../domain/state/index.ts"
+import { loadDotEnv } from "../../services/backends/index.ts"
+import { EventStore, eventsOf, type StreamRead } from "../../services/event-store/index.ts"
+import { acquireRunLock, holder, RunLockError } from "../../services/log-dir/run-lock.ts"
+import { writeDerivedFiles, writeFileAtomic } from "../../services/run-files/index.ts"
+import { removeOrphanCopies } from "../../services/tools/workspace.ts"
+import type { CliContext } from "../context.ts"
+import { automationHeader } from "../run/automation-output.ts"
 import { runDisplay } from "../run/display.ts"
+import { reportSkips } from "../run/report.ts"
+import { openRunDir, RunDirError, recordedBlob, recordedToolResult, refuseNewer, runDirConfig } from "../run/run-dir.ts"
+import { EXIT_CODES, footerLines, runSession } from "../run/session.ts"
+import { makeAgentTools, makeBackends } from "../run/setup.ts"
 
 export interface ResumeArgs {
   readonly logDir: string
@@ -57,12 +56,15 @@ export const resumeCommand = (args: ResumeArgs, ctx: CliContext) =>
         const finished = state.finished!
         reportSkips(ctx.printError, path, read, state.skippedEvents)
         if (holder(path) === null) {
-          yield* writeFileAtomic(join(path, "status.json"), `${JSON.stringify(project(state, finished.time, path), null, 2)}\n`).pipe(Effect.ignore)
+          yield* writeFileAtomic(join(path, "status.json"), `${JSON.stringify(project(state, finished.time, path), null, 2)}\n`).pipe(
+            Effect.ignore,
+          )
           yield* writeDerivedFiles(path, events)
           // The final answer is in its event: a file lost since (or never written, by an older massgen) is written again.
           const final = state.final
           const answerFile = final === null ? null : join(path, agentFile(final.agent, "final_answer"))
-          if (final !== null && answerFile !== null && !existsSync(answerFile)) yield* writeFileAtomic(answerFile, final.content).pipe(Effect.ignore)
+          if (final !== null && answerFile !== null && !existsSync(answerFile))
+            yield* writeFileAtomic(answerFile, final.content).pipe(Effect.ignore)
         }
         if (args.automation) {
           for (const line of [...automationHeader(path, state.run!.question), ...footerLines(state, path)]) ctx.print(line)
@@ -90,7 +92,11 @@ export const resumeCommand = (args: ResumeArgs, ctx: CliContext) =>
     const recordedIds = state.agents.map((a) => a.info.id).join(", ")
     const configIds = config.agents.map((a) => a.id).join(", ")
     if (configIds !== recordedIds) {
-      return yield* new RunDirError({ reason: "bad_config", path: dir.path, detail: `its config has agents ${configIds}, the run has ${recordedIds}` })
+      return yield* new RunDirError({
+        reason: "bad_config",
+        path: dir.path,
+        detail: `its config has agents ${configIds}, the run has ${recordedIds}`,
+      })
     }
     const backends = yield* makeBackends(config, env, dir.path, events)
     yield* Effect.sync(() => removeOrphanCopies(dir.path))

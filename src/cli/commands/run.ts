@@ -13,21 +13,25 @@ import { Effect } from "effect"
 import { formatProblem, unknownKeys } from "../../domain/config/index.ts"
 import { EventStore } from "../../services/event-store/index.ts"
 import { type RunArgs, UsageError } from "../args/index.ts"
-import { addTurn, conversationOf, latestSession, sessionsDir, turnsOf } from "../sessions/session-store.ts"
+import type { CliContext } from "../context.ts"
+import { jitForRun } from "../process/jit-policy.ts"
 import { automationHeader } from "../run/automation-output.ts"
 import { runDisplay } from "../run/display.ts"
-import { jitForRun } from "../process/jit-policy.ts"
-import { makeAgentTools, makeBackends, resolveRunConfig, unpricedUnderBudget } from "../run/setup.ts"
-import { runSession } from "../run/session.ts"
-import type { CliContext } from "../context.ts"
 import { newRunDir } from "../run/new-run.ts"
+import { runSession } from "../run/session.ts"
+import { makeAgentTools, makeBackends, resolveRunConfig, unpricedUnderBudget } from "../run/setup.ts"
+import { addTurn, conversationOf, latestSession, sessionsDir, turnsOf } from "../sessions/session-store.ts"
 
 /** The session a run is a turn of, and the conversation it continues; `--continue` with no session is a usage error. */
 const openSession = (session: NonNullable<RunArgs["session"]>, ctx: Pick<CliContext, "env" | "cwd">) =>
   Effect.gen(function* () {
     const dir = sessionsDir(ctx.env, ctx.cwd)
     const id = session._tag === "id" ? session.id : latestSession(dir)
-    if (id === null) return yield* new UsageError({ reason: "missing_value", detail: `--continue: no session to continue under ${dir}; start one with --session-id ID` })
+    if (id === null)
+      return yield* new UsageError({
+        reason: "missing_value",
+        detail: `--continue: no session to continue under ${dir}; start one with --session-id ID`,
+      })
     return { dir, id, conversation: conversationOf(turnsOf(dir, id)) }
   })
 

@@ -18,15 +18,15 @@
  */
 import { join } from "node:path"
 import { Effect } from "effect"
-import { type StatusJson, project } from "../../domain/projections/status.ts"
+import { project, type StatusJson } from "../../domain/projections/status.ts"
+import { foldedText, plainJson } from "../../lib/plain-text.ts"
+import { count, formatCost } from "../../lib/text.ts"
 import { EVENTS_FILE, EventStore } from "../../services/event-store/index.ts"
 import { holder } from "../../services/log-dir/run-lock.ts"
 import { StatusWriter } from "../../services/run-files/index.ts"
-import { foldRunDir } from "../run/run-dir.ts"
 import { preview } from "../run/automation-output.ts"
-import { count, formatCost } from "../../lib/text.ts"
-import { foldedText, plainJson } from "../../lib/plain-text.ts"
-import { type Stop, reportSkips, stopOf } from "../run/report.ts"
+import { reportSkips, type Stop, stopOf } from "../run/report.ts"
+import { foldRunDir } from "../run/run-dir.ts"
 
 export const statusSummary = (status: StatusJson, live: boolean, stop: Stop | null = null): ReadonlyArray<string> => {
   const state = live ? "running" : stop?.cause === "process_gone" ? "stopped" : status.finish_reason
@@ -39,10 +39,14 @@ export const statusSummary = (status: StatusJson, live: boolean, stop: Stop | nu
     const error = a.error ? `, ${a.error.type}: ${foldedText(a.error.message)}` : ""
     lines.push(`  ${id}: ${a.status}, ${count(a.answer_count, "answer")}${vote}${error}`)
   }
-  const votes = Object.entries(status.results.votes).map(([label, n]) => `${label}: ${n}`).join(", ")
+  const votes = Object.entries(status.results.votes)
+    .map(([label, n]) => `${label}: ${n}`)
+    .join(", ")
   lines.push(`Votes: ${votes === "" ? "none" : votes}`)
   lines.push(`Winner: ${status.results.winner ?? "none yet"}`)
-  lines.push(`Tokens: ${status.costs.total_input_tokens} in, ${status.costs.total_output_tokens} out; cost ${formatCost(status.costs.total_estimated_cost)}`)
+  lines.push(
+    `Tokens: ${status.costs.total_input_tokens} in, ${status.costs.total_output_tokens} out; cost ${formatCost(status.costs.total_estimated_cost)}`,
+  )
   if (stop !== null) {
     const how = stop.cause === "process_gone" ? "its process is gone and the run did not finish" : "interrupted by a signal"
     lines.push(`Stopped: ${how}; continue it with: ${stop.resume}`)
@@ -51,7 +55,12 @@ export const statusSummary = (status: StatusJson, live: boolean, stop: Stop | nu
 }
 
 /** `printError`: where the skip report goes (stderr). */
-export const statusCommand = (logDir: string, json: boolean, print: (line: string) => void, printError: (line: string) => void = console.error) =>
+export const statusCommand = (
+  logDir: string,
+  json: boolean,
+  print: (line: string) => void,
+  printError: (line: string) => void = console.error,
+) =>
   Effect.gen(function* () {
     const dir = yield* foldRunDir(logDir)
     const state = dir.read.state

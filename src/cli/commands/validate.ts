@@ -17,9 +17,9 @@
  * null when there is none).
  */
 import { Effect } from "effect"
+import { analyzeConfig, type ConfigProblem, formatProblem } from "../../domain/config/index.ts"
 import type { Env } from "../../services/backends/index.ts"
 import { loadDotEnv } from "../../services/backends/index.ts"
-import { type ConfigProblem, analyzeConfig, formatProblem } from "../../domain/config/index.ts"
 import type { ValidateArgs } from "../args/index.ts"
 import { parseConfigText, readConfigText } from "../run/load-config.ts"
 import { missingKeys } from "../run/setup.ts"
@@ -29,11 +29,17 @@ export const validateConfig = (options: Omit<ValidateArgs, "_tag" | "json">, env
   Effect.gen(function* () {
     const text = yield* Effect.either(readConfigText(options.path))
     const raw = text._tag === "Right" ? yield* Effect.either(parseConfigText(text.right, options.path)) : text
-    if (raw._tag === "Left") return { errors: raw.left.problems as ReadonlyArray<ConfigProblem>, warnings: [] as ReadonlyArray<ConfigProblem> }
+    if (raw._tag === "Left")
+      return { errors: raw.left.problems as ReadonlyArray<ConfigProblem>, warnings: [] as ReadonlyArray<ConfigProblem> }
     const { config, problems } = analyzeConfig(raw.right, env)
     const said = new Set(problems.map((p) => p.path))
     // A key the config gives as an unset `${VAR}` is said once, as that variable.
-    const keys = config === null ? [] : missingKeys(config, env).filter((p) => !said.has(p.path)).map((p) => ({ ...p, kind: "key" as const }))
+    const keys =
+      config === null
+        ? []
+        : missingKeys(config, env)
+            .filter((p) => !said.has(p.path))
+            .map((p) => ({ ...p, kind: "key" as const }))
     const all = [...problems, ...keys]
     const isError = (p: ConfigProblem) =>
       p.kind === undefined || options.strict || ((p.kind === "env" || p.kind === "key") && options.checkKeys)
@@ -48,7 +54,15 @@ export const validateCommand = (args: Omit<ValidateArgs, "_tag">, baseEnv: Env, 
     const { errors, warnings } = yield* validateConfig(args, env)
     const valid = errors.length === 0
     if (args.json) {
-      print(JSON.stringify({ valid, error_count: errors.length, warning_count: warnings.length, errors: errors.map(entry), warnings: warnings.map(entry) }))
+      print(
+        JSON.stringify({
+          valid,
+          error_count: errors.length,
+          warning_count: warnings.length,
+          errors: errors.map(entry),
+          warnings: warnings.map(entry),
+        }),
+      )
     } else {
       for (const w of warnings) print(`warning: config ${args.path}: ${formatProblem(w)}`)
       if (valid) print("valid")

@@ -19,18 +19,18 @@
  */
 import * as nodePath from "node:path"
 import { Effect } from "effect"
-import { logBaseDir } from "../../services/log-dir/create.ts"
+import { resumeHint } from "../../domain/run-paths.ts"
 import { foldEvents } from "../../domain/state/index.ts"
-import { EventStore, type RunSummary, type StreamRead, eventsOf } from "../../services/event-store/index.ts"
-import { ViewerError, checkRunDir, latestRun, progressOf } from "../../services/log-dir/catalog.ts"
+import { foldedText } from "../../lib/plain-text.ts"
+import { EventStore, eventsOf, type RunSummary, type StreamRead } from "../../services/event-store/index.ts"
+import { checkRunDir, latestRun, progressOf, ViewerError } from "../../services/log-dir/catalog.ts"
+import { logBaseDir } from "../../services/log-dir/create.ts"
 import { type FeedItem, follow, recordedTexts, replay } from "../../services/log-dir/feed.ts"
 import type { ViewerArgs } from "../args/index.ts"
 import { type Display, plainDisplay, wantsTerminalView } from "../run/display.ts"
+import { reportSkips } from "../run/report.ts"
 import { terminalDisplay } from "../terminal-view/live.ts"
 import { ellipsis } from "../terminal-view/text.ts"
-import { reportSkips } from "../run/report.ts"
-import { resumeHint } from "../../domain/run-paths.ts"
-import { foldedText } from "../../lib/plain-text.ts"
 
 export interface ViewerContext {
   readonly env: Readonly<Record<string, string | undefined>>
@@ -74,7 +74,11 @@ export const viewerCommand = (args: ViewerArgs, ctx: ViewerContext) =>
   Effect.gen(function* () {
     const base = logBaseDir(ctx.env, ctx.cwd)
     const dir =
-      args.logDir !== null ? yield* checkRunDir(nodePath.resolve(ctx.cwd, args.logDir)) : args.pick ? yield* pick(base, ctx) : yield* latestRun(base)
+      args.logDir !== null
+        ? yield* checkRunDir(nodePath.resolve(ctx.cwd, args.logDir))
+        : args.pick
+          ? yield* pick(base, ctx)
+          : yield* latestRun(base)
     // Read once: the store keeps it, so following from the first event decodes nothing again.
     const store = yield* EventStore
     const read = yield* store.read(dir)
@@ -86,12 +90,17 @@ export const viewerCommand = (args: ViewerArgs, ctx: ViewerContext) =>
       live
         ? Effect.map(follow(dir, feedTo(display)), (end) =>
             end === "process_gone"
-              ? ctx.printError(`massgen: the run's process is gone; it stopped without finishing: ${dir} (continue it with: ${resumeHint(dir)})`)
+              ? ctx.printError(
+                  `massgen: the run's process is gone; it stopped without finishing: ${dir} (continue it with: ${resumeHint(dir)})`,
+                )
               : undefined,
           )
         : Effect.zipRight(before, replay(events, args.replaySpeed, feedTo(display), recordedTexts(dir, events)))
     /** What was skipped of the log, once the viewer is done with it: a followed run may have grown meanwhile. */
-    const reportEnd = Effect.map(store.read(dir), (last) => void reportSkips(ctx.printError, dir, last, foldEvents(eventsOf(last)).skippedEvents))
+    const reportEnd = Effect.map(
+      store.read(dir),
+      (last) => void reportSkips(ctx.printError, dir, last, foldEvents(eventsOf(last)).skippedEvents),
+    )
     const untilInterrupted = <A, E, R>(work: Effect.Effect<A, E, R>) => Effect.raceFirst(Effect.asVoid(work), Effect.asVoid(ctx.interrupt))
 
     const inBrowser = Effect.gen(function* () {
@@ -111,7 +120,10 @@ export const viewerCommand = (args: ViewerArgs, ctx: ViewerContext) =>
           yield* untilInterrupted(
             Effect.zipRight(
               feed(both, args.replaySpeed > 0 ? web.firstClient : Effect.void),
-              Effect.zipRight(Effect.sync(() => ctx.print("The run is complete; still serving (Ctrl+C to stop).")), Effect.never),
+              Effect.zipRight(
+                Effect.sync(() => ctx.print("The run is complete; still serving (Ctrl+C to stop).")),
+                Effect.never,
+              ),
             ),
           )
           return 0

@@ -26,15 +26,15 @@ import { createInterface } from "node:readline"
 import { Effect } from "effect"
 import { formatProblem, unknownKeys } from "../../domain/config/index.ts"
 import { count, formatCost } from "../../lib/text.ts"
+import { EventStore } from "../../services/event-store/index.ts"
 import type { RunArgs } from "../args/index.ts"
+import type { CliContext } from "../context.ts"
 import { preview } from "../run/automation-output.ts"
 import { runDisplay } from "../run/display.ts"
-import type { CliContext } from "../context.ts"
 import { newRunDir } from "../run/new-run.ts"
-import { makeAgentTools, makeBackends, resolveRunConfig } from "../run/setup.ts"
 import { runSession } from "../run/session.ts"
+import { makeAgentTools, makeBackends, resolveRunConfig } from "../run/setup.ts"
 import { addTurn, answerOf, conversationOf, latestSession, newSessionId, sessionsDir, turnsOf } from "../sessions/session-store.ts"
-import { EventStore } from "../../services/event-store/index.ts"
 
 export const PROMPT = "massgen> "
 
@@ -77,7 +77,12 @@ export const interactiveCommand = (args: Omit<RunArgs, "question">, ctx: CliCont
     for (const w of unknownKeys(loaded.raw)) ctx.printError(`massgen: warning: config ${loaded.where}: ${formatProblem(w)}`)
     yield* makeBackends(loaded.config, loaded.env, loaded.where)
     const dir = sessionsDir(ctx.env, ctx.cwd)
-    let session = args.session?._tag === "id" ? args.session.id : args.session?._tag === "continue" ? (latestSession(dir) ?? newSessionId()) : newSessionId()
+    let session =
+      args.session?._tag === "id"
+        ? args.session.id
+        : args.session?._tag === "continue"
+          ? (latestSession(dir) ?? newSessionId())
+          : newSessionId()
     let quitting = false
     // SIGTERM (through the program's stop signal) ends the prompt after the turn going on stops.
     let stopTurn: ((why: string) => void) | null = null
@@ -179,7 +184,11 @@ const slashCommand = (command: string, s: { readonly session: string; readonly d
     }
     case "/status": {
       const last = turns.at(-1)
-      return [`Session ${s.session}: ${count(turns.length, "turn")}`, `Config: ${s.where}`, `Last run: ${last ? `${last.log_dir} (${last.state?.finished?.reason ?? "in progress"})` : "none"}`].join("\n")
+      return [
+        `Session ${s.session}: ${count(turns.length, "turn")}`,
+        `Config: ${s.where}`,
+        `Last run: ${last ? `${last.log_dir} (${last.state?.finished?.reason ?? "in progress"})` : "none"}`,
+      ].join("\n")
     }
     case "/reset":
       return ""

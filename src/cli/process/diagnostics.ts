@@ -10,16 +10,20 @@
  * a cause, when the log has one, follows after a colon. Debug and trace logs
  * stay below Effect's default minimum level and are not printed.
  */
-import { Cause, type Layer, LogLevel, Logger } from "effect"
+import { Cause, type Layer, Logger, LogLevel } from "effect"
 import { foldedText } from "../../lib/plain-text.ts"
 
 const textOf = (message: unknown): string => {
   const parts = Array.isArray(message) ? message : [message]
-  return parts.map((p) => (typeof p === "string" ? p : p instanceof Error ? p.message : JSON.stringify(p) ?? String(p))).join(" ")
+  return parts.map((p) => (typeof p === "string" ? p : p instanceof Error ? p.message : (JSON.stringify(p) ?? String(p)))).join(" ")
 }
 
 const prefixOf = (level: LogLevel.LogLevel): string =>
-  LogLevel.greaterThanEqual(level, LogLevel.Error) ? "massgen: error: " : LogLevel.greaterThanEqual(level, LogLevel.Warning) ? "massgen: warning: " : "massgen: "
+  LogLevel.greaterThanEqual(level, LogLevel.Error)
+    ? "massgen: error: "
+    : LogLevel.greaterThanEqual(level, LogLevel.Warning)
+      ? "massgen: warning: "
+      : "massgen: "
 
 /** One diagnostic line: the level's prefix, then the message (and its cause) folded to one line. */
 export const diagnosticLine = (level: LogLevel.LogLevel, message: unknown, cause: Cause.Cause<unknown> = Cause.empty): string => {

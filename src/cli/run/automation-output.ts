@@ -19,11 +19,11 @@
 import { join } from "node:path"
 import { type Event, resumedText } from "../../domain/events/index.ts"
 import { agentFile } from "../../domain/run-paths.ts"
-import { foldedText, oneLine, plainText } from "../../lib/plain-text.ts"
-import { count, formatCost, truncate } from "../../lib/text.ts"
-import { type State, activeMs } from "../../domain/state/index.ts"
+import { activeMs, type State } from "../../domain/state/index.ts"
 import { toolCallLine } from "../../domain/tools/calls.ts"
 import { changedFiles, workspaceLine } from "../../domain/workspaces/facts.ts"
+import { foldedText, oneLine, plainText } from "../../lib/plain-text.ts"
+import { count, formatCost, truncate } from "../../lib/text.ts"
 
 export const IN_PROGRESS = "[Coordination in progress - monitor status.json for real-time updates]"
 
@@ -96,7 +96,9 @@ const eventLine = (event: Event, state: State, logDir: string): string | null =>
     case "agent_failed":
       return `[${event.agent}] out (${event.kind}): ${event.message}`
     case "presentation_started":
-      return `Winner: ${event.agent} (${Object.entries(event.votes).map(([l, n]) => `${l}: ${n}`).join(", ")})${event.is_tie ? ", tie broken by config order" : ""}`
+      return `Winner: ${event.agent} (${Object.entries(event.votes)
+        .map(([l, n]) => `${l}: ${n}`)
+        .join(", ")})${event.is_tie ? ", tie broken by config order" : ""}`
     case "final_answer":
       return `Final answer (${event.agent}, ${event.source.replace("_", " ")}):\n${event.content}`
     case "run_finished":

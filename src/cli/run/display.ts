@@ -11,12 +11,13 @@
  * terminal lives in a scope: closing it restores the terminal. The terminal
  * view's module (and `log-update` with it) is imported only when a run shows it.
  */
-import { isatty } from "../process/tty.ts"
+
 import { Effect, type Scope } from "effect"
 import type { Event } from "../../domain/events/index.ts"
-import { type State, advanceInPlace, initialState } from "../../domain/state/index.ts"
+import { advanceInPlace, initialState, type State } from "../../domain/state/index.ts"
 import type { Observer } from "../../services/orchestrator/index.ts"
 import type { RunArgs } from "../args/index.ts"
+import { isatty } from "../process/tty.ts"
 import { plainLine } from "./automation-output.ts"
 
 export interface Display {
@@ -56,7 +57,8 @@ export const runDisplay = (
   args.automation
     ? Effect.succeed(undefined)
     : wantsTerminalView(args.noDisplay)
-      ? Effect.flatMap(Effect.promise(() => import("../terminal-view/live.ts")), (m) =>
-          Effect.map(m.terminalDisplay({ out: process.stdout, clock: "wall", logDir }), observerOf),
+      ? Effect.flatMap(
+          Effect.promise(() => import("../terminal-view/live.ts")),
+          (m) => Effect.map(m.terminalDisplay({ out: process.stdout, clock: "wall", logDir }), observerOf),
         )
       : Effect.succeed(observerOf(plainDisplay(print, logDir)))

@@ -58,9 +58,7 @@ export const readProblem = (e: unknown): string => {
 
 /** The first line of a YAML parser's message, without the position it repeats and the colon that led to its code excerpt. */
 const yamlReason = (e: YAMLParseError): string =>
-  (e.message.split("\n")[0] ?? "")
-    .replace(/ at line \d+, column \d+:?\s*$/, "")
-    .replace(/:\s*$/, "")
+  (e.message.split("\n")[0] ?? "").replace(/ at line \d+, column \d+:?\s*$/, "").replace(/:\s*$/, "")
 
 /**
  * Parses YAML text into a document, naming the line and column of a syntax
@@ -110,10 +108,7 @@ export const readConfigText = (path: string): Effect.Effect<string, ConfigError>
     }
   })
 
-export const loadConfigFile = (
-  path: string,
-  env: Readonly<Record<string, string | undefined>>,
-): Effect.Effect<LoadedConfig, ConfigError> =>
+export const loadConfigFile = (path: string, env: Readonly<Record<string, string | undefined>>): Effect.Effect<LoadedConfig, ConfigError> =>
   Effect.gen(function* () {
     const text = yield* readConfigText(path)
     const raw = yield* parseConfigText(text, path)

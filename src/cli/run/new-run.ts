@@ -11,7 +11,7 @@ import { maskSecrets } from "../../domain/config/index.ts"
 import { METADATA_FILE } from "../../domain/run-paths.ts"
 import { stringifyYamlSubset } from "../../lib/yaml-emit.ts"
 import { createLogDir, logBaseDir } from "../../services/log-dir/create.ts"
-import { RunFiles, liveRunFiles } from "../../services/run-files/index.ts"
+import { liveRunFiles, RunFiles } from "../../services/run-files/index.ts"
 import type { CliContext } from "../context.ts"
 import { buildIdentity } from "../process/identity.ts"
 import type { RunConfig } from "./setup.ts"
@@ -19,11 +19,21 @@ import type { RunConfig } from "./setup.ts"
 /** YAML of `metadata`: the plain subset's writer when it can (`yaml-emit.ts`, the same text), else `yaml`'s, loaded then. */
 const metadataText = (metadata: Record<string, unknown>): Effect.Effect<string> => {
   const plain = stringifyYamlSubset(metadata)
-  return plain !== undefined ? Effect.succeed(plain) : Effect.map(Effect.promise(() => import("yaml")), (yaml) => yaml.stringify(metadata))
+  return plain !== undefined
+    ? Effect.succeed(plain)
+    : Effect.map(
+        Effect.promise(() => import("yaml")),
+        (yaml) => yaml.stringify(metadata),
+      )
 }
 
 /** `execution_metadata.yaml` of a new run in `logDir` (secrets masked): what `resume` reads the config from. */
-export const writeRunMetadata = (logDir: string, question: string, loaded: Pick<RunConfig, "path" | "raw">, ctx: Pick<CliContext, "cwd" | "argv" | "version">) =>
+export const writeRunMetadata = (
+  logDir: string,
+  question: string,
+  loaded: Pick<RunConfig, "path" | "raw">,
+  ctx: Pick<CliContext, "cwd" | "argv" | "version">,
+) =>
   Effect.flatMap(
     metadataText({
       question,

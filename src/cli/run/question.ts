@@ -11,9 +11,9 @@
  * (`automation-output.ts`).
  */
 import { readFileSync } from "node:fs"
-import { isatty } from "../process/tty.ts"
 import { Effect } from "effect"
 import { type QuestionSource, UsageError } from "../args/index.ts"
+import { isatty } from "../process/tty.ts"
 import { readProblem } from "./load-config.ts"
 
 export interface StdinSource {
@@ -47,7 +47,9 @@ export const readQuestion = (source: QuestionSource, stdin: StdinSource): Effect
         } catch (e) {
           return Effect.fail(new UsageError({ reason: "bad_value", detail: `--question-file ${source.path}: ${readProblem(e)}` }))
         }
-        return text.trim() === "" ? Effect.fail(missing(`--question-file ${source.path}: the file is empty, no question in it`)) : Effect.succeed(text.trim())
+        return text.trim() === ""
+          ? Effect.fail(missing(`--question-file ${source.path}: the file is empty, no question in it`))
+          : Effect.succeed(text.trim())
       })
     case "stdin":
       if (!source.explicit && stdin.isTTY) return Effect.fail(missing(MISSING))

@@ -14,7 +14,7 @@
 import { join } from "node:path"
 import { type SkipCounts, skipCounts, skipSentence } from "../../domain/log/index.ts"
 import { resumeHint } from "../../domain/run-paths.ts"
-import { type State, isResumable } from "../../domain/state/index.ts"
+import { isResumable, type State } from "../../domain/state/index.ts"
 import { EVENTS_FILE, type StreamRead } from "../../services/event-store/index.ts"
 
 export const reportSkips = (
@@ -28,7 +28,6 @@ export const reportSkips = (
   if (sentence !== null) printError(`massgen: ${sentence}`)
   return counts
 }
-
 
 export interface Stop {
   readonly cause: "process_gone" | "interrupted"

@@ -13,17 +13,23 @@ import { existsSync, readFileSync, statSync } from "node:fs"
 import { join, resolve } from "node:path"
 import { Effect, Either, Schema } from "effect"
 import { parse as parseYaml } from "yaml"
-import { METADATA_FILE } from "../../domain/run-paths.ts"
 import type { Config } from "../../domain/config/index.ts"
 import { decodeConfig } from "../../domain/config/index.ts"
-import type { RecordedCall } from "../../domain/replay/index.ts"
-import type { Env } from "../../services/backends/index.ts"
-import { callLogTexts } from "../../services/run-files/index.ts"
-import { blobPath, expandJson } from "../../services/run-files/index.ts"
 import { SCHEMA_VERSION } from "../../domain/events/index.ts"
 import type { StoredEvent } from "../../domain/log/index.ts"
-import { type State, foldingInPlace, initialState } from "../../domain/state/index.ts"
-import { EVENTS_FILE, EventStore, type EventStoreError, type EventStoreService, type StreamFold, type StreamRead } from "../../services/event-store/index.ts"
+import type { RecordedCall } from "../../domain/replay/index.ts"
+import { METADATA_FILE } from "../../domain/run-paths.ts"
+import { foldingInPlace, initialState, type State } from "../../domain/state/index.ts"
+import type { Env } from "../../services/backends/index.ts"
+import {
+  EVENTS_FILE,
+  EventStore,
+  type EventStoreError,
+  type EventStoreService,
+  type StreamFold,
+  type StreamRead,
+} from "../../services/event-store/index.ts"
+import { blobPath, callLogTexts, expandJson } from "../../services/run-files/index.ts"
 
 export class RunDirError extends Schema.TaggedError<RunDirError>()("RunDirError", {
   reason: Schema.Literal("missing", "not_a_run", "unreadable", "bad_config", "newer_schema"),
@@ -76,11 +82,21 @@ const openWith = <R>(
 
 /** The run in `dir`, read through the command's event store. */
 export const openRunDir = (dir: string): Effect.Effect<RunDir, RunDirError, EventStore> =>
-  openWith(dir, (store, path) => store.read(path), (read) => read.events[0])
+  openWith(
+    dir,
+    (store, path) => store.read(path),
+    (read) => read.events[0],
+  )
 
 /** The run in `dir` folded in one pass (`EventStore.fold`), its events not kept: for a command that needs only the state. */
-export const foldRunDir = (dir: string): Effect.Effect<{ readonly path: string; readonly read: StreamFold<State> }, RunDirError, EventStore> =>
-  openWith(dir, (store, path) => store.fold(path, initialState, stepState()), (read) => read.first)
+export const foldRunDir = (
+  dir: string,
+): Effect.Effect<{ readonly path: string; readonly read: StreamFold<State> }, RunDirError, EventStore> =>
+  openWith(
+    dir,
+    (store, path) => store.fold(path, initialState, stepState()),
+    (read) => read.first,
+  )
 
 const newer = (dir: string, read: Pick<StreamRead, "skippedByCause">, consequence: string) => {
   const n = read.skippedByCause.newer_schema
@@ -93,7 +109,9 @@ const newer = (dir: string, read: Pick<StreamRead, "skippedByCause">, consequenc
 
 /** Fails when the log read has lines of a newer schema: nothing may be appended to a log that is not read whole. */
 export const refuseNewer = (dir: string, read: Pick<StreamRead, "skippedByCause">): Effect.Effect<void, RunDirError> =>
-  read.skippedByCause.newer_schema > 0 ? Effect.fail(newer(dir, read, "which this massgen cannot read: resume the run with that massgen")) : Effect.void
+  read.skippedByCause.newer_schema > 0
+    ? Effect.fail(newer(dir, read, "which this massgen cannot read: resume the run with that massgen"))
+    : Effect.void
 
 /** A step for `EventStore.fold` that folds with the fast fold (`foldingInPlace`): one per fold. */
 const stepState = () => {
@@ -116,7 +134,6 @@ const decodeWith = (raw: unknown, env: Env): Either.Either<Config, string> =>
 /** A value with a secret masked out of it: a whole `***`, or one inside a string (a `base_url`'s credentials). */
 const hasMasked = (value: unknown): boolean =>
   typeof value === "string" ? value.includes("***") : typeof value === "object" && value !== null && Object.values(value).some(hasMasked)
-
 
 /**
  * The run's config: the copy in execution_metadata.yaml, or the file it was

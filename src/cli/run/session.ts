@@ -22,26 +22,23 @@ import { join } from "node:path"
 import { Context, Duration, Effect, Fiber, Layer, Option, type Scope } from "effect"
 import type { Config } from "../../domain/config/index.ts"
 import type { ConversationMessage, FinishReason } from "../../domain/events/index.ts"
-import { type State, isResumable } from "../../domain/state/index.ts"
+import { resumeHint } from "../../domain/run-paths.ts"
+import { isResumable, type State } from "../../domain/state/index.ts"
+import { foldedText } from "../../lib/plain-text.ts"
 import { type Backend, Backends } from "../../services/backends/index.ts"
 import { EventStore, eventsOf } from "../../services/event-store/index.ts"
-import { type Observer, type ResumeInput, runCoordination } from "../../services/orchestrator/index.ts"
-import { openDerivedFiles } from "../../services/run-files/index.ts"
-import { RunFiles, liveRunFiles } from "../../services/run-files/index.ts"
-import { SharedRunFiles, sharingWrites } from "../../services/run-files/index.ts"
-import { acquireRunLock, releaseRunLockSync } from "../../services/log-dir/run-lock.ts"
 import { onForcedStop } from "../../services/forced-stop.ts"
-import { StatusWriter } from "../../services/run-files/index.ts"
+import { acquireRunLock, releaseRunLockSync } from "../../services/log-dir/run-lock.ts"
+import { type Observer, type ResumeInput, runCoordination } from "../../services/orchestrator/index.ts"
+import { liveRunFiles, openDerivedFiles, RunFiles, SharedRunFiles, StatusWriter, sharingWrites } from "../../services/run-files/index.ts"
 import { AgentTools } from "../../services/tools/agent-tools.ts"
-import type { ToolProvider } from "../../services/tools/tool-provider.ts"
-import type { CommandLineStartError } from "../../services/tools/sandbox.ts"
-import { Workspaces, agentWorkspace } from "../../services/tools/workspace.ts"
 import { removeWriteTemporaries } from "../../services/tools/file-paths.ts"
+import type { CommandLineStartError } from "../../services/tools/sandbox.ts"
+import type { ToolProvider } from "../../services/tools/tool-provider.ts"
+import { agentWorkspace, Workspaces } from "../../services/tools/workspace.ts"
 import { automationFooter } from "./automation-output.ts"
 import type { ConfigError } from "./load-config.ts"
 import { priceOf } from "./setup.ts"
-import { resumeHint } from "../../domain/run-paths.ts"
-import { foldedText } from "../../lib/plain-text.ts"
 
 export const EXIT_CODES: Record<FinishReason, number> = {
   completed: 0,
@@ -59,7 +56,9 @@ export interface SessionInput {
    * Each agent's own tools, given its MCP servers' providers once they have
    * started (`makeAgentTools`); an agent without an entry has none.
    */
-  readonly tools?: (servers: ReadonlyMap<string, ReadonlyArray<ToolProvider>>) => Effect.Effect<ReadonlyMap<string, ToolProvider>, ConfigError | CommandLineStartError>
+  readonly tools?: (
+    servers: ReadonlyMap<string, ReadonlyArray<ToolProvider>>,
+  ) => Effect.Effect<ReadonlyMap<string, ToolProvider>, ConfigError | CommandLineStartError>
   readonly question: string
   /** The conversation the question continues (a session's earlier turns, a `serve` request's messages). */
   readonly conversation?: ReadonlyArray<ConversationMessage>
@@ -98,8 +97,7 @@ const DERIVED_FILES_EVERY = Duration.millis(100)
 const QUIET = Duration.millis(15)
 
 /** The automation footer, without an `ANSWER_FILE:` line for a file that is not there. */
-export const footerLines = (state: State, logDir: string): ReadonlyArray<string> =>
-  automationFooter(state, logDir, existsSync)
+export const footerLines = (state: State, logDir: string): ReadonlyArray<string> => automationFooter(state, logDir, existsSync)
 
 /** Runs the session and returns the exit code of its finish reason, after the automation footer and the stderr line of a run that did not complete. */
 export const runSession = (input: SessionInput) =>
@@ -116,7 +114,9 @@ export const runSessionOutcome = (input: SessionInput) =>
     // A worker on Postgres keeps a shared copy of every whole file, for the worker that may take the run over.
     const shared = Option.getOrNull(yield* Effect.serviceOption(SharedRunFiles))
     const runFiles =
-      shared === null ? liveRunFiles(logDir) : Layer.map(liveRunFiles(logDir), (c) => Context.make(RunFiles, sharingWrites(Context.get(c, RunFiles), shared, logDir)))
+      shared === null
+        ? liveRunFiles(logDir)
+        : Layer.map(liveRunFiles(logDir), (c) => Context.make(RunFiles, sharingWrites(Context.get(c, RunFiles), shared, logDir)))
     const layer = Layer.mergeAll(
       StatusWriter.live(join(logDir, "status.json")),
       runFiles,
@@ -128,7 +128,13 @@ export const runSessionOutcome = (input: SessionInput) =>
       yield* onForcedStop(() => releaseRunLockSync(logDir))
       // A stop mid-write may have left a temporary file beside a context file the log names: ours to remove, under the lock.
       const resumed = input.resume?.state
-      if (resumed !== undefined) yield* Effect.sync(() => removeWriteTemporaries(resumed.run?.settings.context_paths ?? [], resumed.workspaces.contextWrites.map((w) => w.path)))
+      if (resumed !== undefined)
+        yield* Effect.sync(() =>
+          removeWriteTemporaries(
+            resumed.run?.settings.context_paths ?? [],
+            resumed.workspaces.contextWrites.map((w) => w.path),
+          ),
+        )
       // Before the display and any call; the servers stop when this scope closes.
       const servers: ReadonlyMap<string, ToolProvider> = input.config.agents.some((a) => a.backend.mcp_servers !== undefined)
         ? yield* Effect.flatMap(

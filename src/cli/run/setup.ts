@@ -9,25 +9,22 @@
  * missing key is named at once (`missingKeys`, which `--validate` reports too).
  * `priceOf` prices a call from the built-in table and the config's `pricing:`.
  */
+
+import { existsSync } from "node:fs"
+import { join } from "node:path"
 import { Effect, Either } from "effect"
 import type { Config, ConfigProblem } from "../../domain/config/index.ts"
-import { BACKEND_TYPES, quickSettings } from "../../domain/config/index.ts"
-import type { TokenUsage } from "../../domain/llm.ts"
-import { inferBackendType } from "../../domain/config/index.ts"
-import { costOf, priceFor } from "../../domain/config/index.ts"
-import type { Backend } from "../../services/backends/index.ts"
-import { azureEndpoint, makeBackend } from "../../services/backends/index.ts"
-import { type Env, loadDotEnv, resolveApiKey } from "../../services/backends/index.ts"
-import type { RunArgs } from "../args/index.ts"
+import { absoluteContextPaths, BACKEND_TYPES, costOf, inferBackendType, priceFor, quickSettings } from "../../domain/config/index.ts"
 import type { Event } from "../../domain/events/index.ts"
-import { combineProviders, commandLineProviders, commandToolProviders } from "../../services/tools/agent-tools.ts"
-import type { ToolProvider } from "../../services/tools/tool-provider.ts"
-import { makeFileTools } from "../../services/tools/file-tools.ts"
-import { agentWorkspace } from "../../services/tools/workspace.ts"
+import type { TokenUsage } from "../../domain/llm.ts"
 import { snapshotDir } from "../../domain/workspaces/facts.ts"
-import { absoluteContextPaths } from "../../domain/config/index.ts"
-import { join } from "node:path"
-import { existsSync } from "node:fs"
+import type { Backend } from "../../services/backends/index.ts"
+import { azureEndpoint, type Env, loadDotEnv, makeBackend, resolveApiKey } from "../../services/backends/index.ts"
+import { combineProviders, commandLineProviders, commandToolProviders } from "../../services/tools/agent-tools.ts"
+import { makeFileTools } from "../../services/tools/file-tools.ts"
+import type { ToolProvider } from "../../services/tools/tool-provider.ts"
+import { agentWorkspace } from "../../services/tools/workspace.ts"
+import type { RunArgs } from "../args/index.ts"
 import { ConfigError, decodeDocument, isFlag, loadConfigFile } from "./load-config.ts"
 
 export interface RunConfig {
@@ -78,8 +75,11 @@ const withAbsoluteContextPaths = (config: Config, cwd: string, where: string) =>
     const given = config.settings.context_paths
     if (given === undefined) return config
     const paths = absoluteContextPaths(given, cwd)
-    const problems = paths.flatMap((c, i): ReadonlyArray<ConfigProblem> =>
-      c.permission === "read" && !existsSync(c.path) ? [{ path: `orchestrator.context_paths[${i}].path`, message: `context path ${c.path} does not exist` }] : [],
+    const problems = paths.flatMap(
+      (c, i): ReadonlyArray<ConfigProblem> =>
+        c.permission === "read" && !existsSync(c.path)
+          ? [{ path: `orchestrator.context_paths[${i}].path`, message: `context path ${c.path} does not exist` }]
+          : [],
     )
     if (problems.length > 0) return yield* new ConfigError({ reason: "invalid", path: where, problems })
     return { ...config, settings: { ...config.settings, context_paths: paths } }
@@ -113,14 +113,22 @@ export const missingKeys = (config: Config, env: Env, fromFlag = false): Readonl
   config.agents.flatMap((agent, i): ReadonlyArray<ConfigProblem> => {
     const endpoint: ReadonlyArray<ConfigProblem> =
       agent.backend.type === "azure_openai" && azureEndpoint(agent, env) === null
-        ? [{ path: fromFlag ? (agent.backend.model ?? agent.id) : `agents[${i}].backend.endpoint`, message: `missing Azure endpoint: set AZURE_OPENAI_ENDPOINT, or endpoint or base_url in the config (agent ${agent.id})` }]
+        ? [
+            {
+              path: fromFlag ? (agent.backend.model ?? agent.id) : `agents[${i}].backend.endpoint`,
+              message: `missing Azure endpoint: set AZURE_OPENAI_ENDPOINT, or endpoint or base_url in the config (agent ${agent.id})`,
+            },
+          ]
         : []
     const key = resolveApiKey(agent, env)
     if (Either.isRight(key)) return endpoint
     return [
       ...endpoint,
       fromFlag
-        ? { path: agent.backend.model ?? agent.id, message: `missing API key: set ${key.left.envVars.join(" or ")} in the environment or in .env` }
+        ? {
+            path: agent.backend.model ?? agent.id,
+            message: `missing API key: set ${key.left.envVars.join(" or ")} in the environment or in .env`,
+          }
         : { path: `agents[${i}].backend.api_key`, message: key.left.message },
     ]
   })
@@ -143,7 +151,13 @@ export const makeBackends = (config: Config, env: Env, path = "--models", histor
  * of `extra` (its MCP servers'), merged; two tools of one agent with one name,
  * or an execution mode that cannot run here, stop the run (exit 1).
  */
-export const makeAgentTools = (config: Config, env: Env, cwd: string, path: string, extra: ReadonlyMap<string, ReadonlyArray<ToolProvider>> = new Map()) =>
+export const makeAgentTools = (
+  config: Config,
+  env: Env,
+  cwd: string,
+  path: string,
+  extra: ReadonlyMap<string, ReadonlyArray<ToolProvider>> = new Map(),
+) =>
   Effect.gen(function* () {
     const contextPaths = config.settings.context_paths ?? []
     const commands = commandToolProviders(config, env, cwd)
@@ -152,7 +166,8 @@ export const makeAgentTools = (config: Config, env: Env, cwd: string, path: stri
     const problems: Array<ConfigProblem> = []
     config.agents.forEach((agent, i) => {
       const workspace = agentWorkspace(cwd, agent)
-      const files = workspace === null ? undefined : makeFileTools({ workspace, snapshotPath: (label) => join(cwd, snapshotDir(label)), contextPaths })
+      const files =
+        workspace === null ? undefined : makeFileTools({ workspace, snapshotPath: (label) => join(cwd, snapshotDir(label)), contextPaths })
       const own = [files, commands.get(agent.id), commandLines.get(agent.id)].filter((p): p is ToolProvider => p !== undefined)
       const providers = [...own, ...(extra.get(agent.id) ?? [])]
       if (providers.length === 0) return

@@ -42,7 +42,14 @@ export interface ChatRequest {
 export interface WireError {
   readonly status: number
   readonly message: string
-  readonly type: "invalid_request_error" | "authentication_error" | "not_found_error" | "rate_limit_error" | "server_error" | "timeout_error" | "service_unavailable"
+  readonly type:
+    | "invalid_request_error"
+    | "authentication_error"
+    | "not_found_error"
+    | "rate_limit_error"
+    | "server_error"
+    | "timeout_error"
+    | "service_unavailable"
   readonly code: string | null
   readonly param?: string
 }
@@ -69,39 +76,66 @@ const textOf = (content: unknown): string | null => {
   return texts.join("\n")
 }
 
-export const readChatRequest = (body: unknown, models: ReadonlyArray<string>, maxTextBytes = Number.MAX_SAFE_INTEGER): ChatRequest | WireError => {
+export const readChatRequest = (
+  body: unknown,
+  models: ReadonlyArray<string>,
+  maxTextBytes = Number.MAX_SAFE_INTEGER,
+): ChatRequest | WireError => {
   if (!isObject(body)) return badRequest("the request body must be a JSON object")
   for (const key of ["tools", "functions", "tool_choice", "function_call"] as const) {
     const v = body[key]
     if (v !== undefined && v !== null && !(Array.isArray(v) && v.length === 0)) {
-      return badRequest(`${key} is not supported: massgen serve answers with the council's final answer and calls no client tools`, key, "unsupported_parameter")
+      return badRequest(
+        `${key} is not supported: massgen serve answers with the council's final answer and calls no client tools`,
+        key,
+        "unsupported_parameter",
+      )
     }
   }
-  if (body.n !== undefined && body.n !== null && body.n !== 1) return badRequest("n: only 1 choice is supported", "n", "unsupported_parameter")
+  if (body.n !== undefined && body.n !== null && body.n !== 1)
+    return badRequest("n: only 1 choice is supported", "n", "unsupported_parameter")
   const model = body.model
   if (model !== undefined && typeof model !== "string") return badRequest("model must be a string", "model")
   const chosen = model ?? models[0]!
   if (!models.includes(chosen)) {
-    return { status: 404, message: `The model ${JSON.stringify(chosen)} does not exist; served: ${models.join(", ")}`, type: "not_found_error", code: "model_not_found", param: "model" }
+    return {
+      status: 404,
+      message: `The model ${JSON.stringify(chosen)} does not exist; served: ${models.join(", ")}`,
+      type: "not_found_error",
+      code: "model_not_found",
+      param: "model",
+    }
   }
   const messages = body.messages
-  if (!Array.isArray(messages) || messages.length === 0) return badRequest("messages is required: a non-empty array of {role, content}", "messages")
+  if (!Array.isArray(messages) || messages.length === 0)
+    return badRequest("messages is required: a non-empty array of {role, content}", "messages")
   const said: Array<ConversationMessage> = []
   for (const [i, m] of messages.entries()) {
     if (!isObject(m) || typeof m.role !== "string") return badRequest(`messages[${i}] must be an object with a role`, `messages[${i}]`)
     if (m.role === "system" || m.role === "developer") continue
-    if (m.role !== "user" && m.role !== "assistant") return badRequest(`messages[${i}].role ${JSON.stringify(m.role)} is not supported (user, assistant, system, developer)`, `messages[${i}].role`)
+    if (m.role !== "user" && m.role !== "assistant")
+      return badRequest(
+        `messages[${i}].role ${JSON.stringify(m.role)} is not supported (user, assistant, system, developer)`,
+        `messages[${i}].role`,
+      )
     const text = textOf(m.content)
     if (text === null) return badRequest(`messages[${i}].content must be text: a string or text parts`, `messages[${i}].content`)
     said.push({ role: m.role, content: text })
   }
   const textBytes = said.reduce((n, m) => n + Buffer.byteLength(m.content, "utf8"), 0)
   if (textBytes > maxTextBytes) {
-    return { status: 413, message: `the messages' text is ${textBytes} bytes, over this server's limit of ${maxTextBytes} (--max-question-bytes)`, type: "invalid_request_error", code: "question_too_large", param: "messages" }
+    return {
+      status: 413,
+      message: `the messages' text is ${textBytes} bytes, over this server's limit of ${maxTextBytes} (--max-question-bytes)`,
+      type: "invalid_request_error",
+      code: "question_too_large",
+      param: "messages",
+    }
   }
   const last = said[said.length - 1]
   if (last === undefined || last.role !== "user") return badRequest("the last user or assistant message must be the user's", "messages")
-  if (body.stream !== undefined && body.stream !== null && typeof body.stream !== "boolean") return badRequest("stream must be a boolean", "stream")
+  if (body.stream !== undefined && body.stream !== null && typeof body.stream !== "boolean")
+    return badRequest("stream must be a boolean", "stream")
   const options = body.stream_options
   return {
     model: chosen,
@@ -149,7 +183,9 @@ export const completionBody = (input: {
   object: "chat.completion",
   created: input.created,
   model: input.model,
-  choices: [{ index: 0, message: { role: "assistant", content: input.content, refusal: null }, logprobs: null, finish_reason: input.finishReason }],
+  choices: [
+    { index: 0, message: { role: "assistant", content: input.content, refusal: null }, logprobs: null, finish_reason: input.finishReason },
+  ],
   usage: usageBody(input.usage),
   massgen: input.massgen,
 })
@@ -168,7 +204,10 @@ export const chunkBody = (input: {
   object: "chat.completion.chunk",
   created: input.created,
   model: input.model,
-  choices: input.usage !== undefined && input.delta === undefined ? [] : [{ index: 0, delta: input.delta ?? {}, logprobs: null, finish_reason: input.finishReason ?? null }],
+  choices:
+    input.usage !== undefined && input.delta === undefined
+      ? []
+      : [{ index: 0, delta: input.delta ?? {}, logprobs: null, finish_reason: input.finishReason ?? null }],
   ...(input.usage !== undefined ? { usage: usageBody(input.usage) } : {}),
   ...(input.massgen !== undefined ? { massgen: input.massgen } : {}),
 })

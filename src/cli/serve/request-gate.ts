@@ -13,11 +13,18 @@
  * the limit), and parses it as JSON (400 when it is not).
  */
 import { hostJudgement } from "../../lib/loopback.ts"
-import { type WireError, badRequest } from "./openai-wire.ts"
+import { badRequest, type WireError } from "./openai-wire.ts"
 
 export const foreignRequest = (request: Request, hosts: ReadonlySet<string>): WireError | null => {
   const why = hostJudgement(request.headers.get("host"), request.headers.get("origin"), hosts)
-  return why === null ? null : { status: 403, message: `forbidden: ${why}; without --api-key-env this server answers only requests addressed to it on loopback`, type: "invalid_request_error", code: "forbidden_host" }
+  return why === null
+    ? null
+    : {
+        status: 403,
+        message: `forbidden: ${why}; without --api-key-env this server answers only requests addressed to it on loopback`,
+        type: "invalid_request_error",
+        code: "forbidden_host",
+      }
 }
 
 export const unsupportedBody = (request: Request): WireError | null => {
@@ -26,10 +33,20 @@ export const unsupportedBody = (request: Request): WireError | null => {
   const json = parts[0] === "application/json" && parts.slice(1).every((p) => p === "" || p === "charset=utf-8")
   if (json) return null
   const named = given === null ? "no Content-Type" : `the Content-Type ${JSON.stringify(given)}`
-  return { status: 415, message: `${named} is not supported: send the body as application/json`, type: "invalid_request_error", code: "unsupported_media_type" }
+  return {
+    status: 415,
+    message: `${named} is not supported: send the body as application/json`,
+    type: "invalid_request_error",
+    code: "unsupported_media_type",
+  }
 }
 
-const tooLarge = (maxBytes: number): WireError => ({ status: 413, message: `the request body is over this server's limit of ${maxBytes} bytes (--max-body-bytes)`, type: "invalid_request_error", code: "body_too_large" })
+const tooLarge = (maxBytes: number): WireError => ({
+  status: 413,
+  message: `the request body is over this server's limit of ${maxBytes} bytes (--max-body-bytes)`,
+  type: "invalid_request_error",
+  code: "body_too_large",
+})
 
 export const readJsonBody = async (request: Request, maxBytes: number): Promise<{ readonly json: unknown } | WireError> => {
   const declared = request.headers.get("content-length")

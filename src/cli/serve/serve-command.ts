@@ -20,7 +20,7 @@ import { readdirSync } from "node:fs"
 import { basename, extname, join } from "node:path"
 import { Effect, Schema } from "effect"
 import { formatProblem, unknownKeys } from "../../domain/config/index.ts"
-import { LOOPBACK_NAMES, isLoopbackName } from "../../lib/loopback.ts"
+import { isLoopbackName, LOOPBACK_NAMES } from "../../lib/loopback.ts"
 import type { ServeArgs } from "../args/index.ts"
 import { UsageError } from "../args/index.ts"
 import type { CliContext } from "../context.ts"
@@ -47,10 +47,17 @@ const configFiles = (args: ServeArgs, cwd: string): Effect.Effect<ReadonlyArray<
     if (args.configDir === null) return Effect.succeed([args.configPath!])
     const dir = join(cwd, args.configDir)
     try {
-      const files = readdirSync(dir).filter((f) => /\.ya?ml$/.test(f)).sort().map((f) => join(dir, f))
-      return files.length === 0 ? Effect.fail(new ServeError({ reason: "no_configs", detail: `${args.configDir} has no .yaml or .yml file` })) : Effect.succeed(files)
+      const files = readdirSync(dir)
+        .filter((f) => /\.ya?ml$/.test(f))
+        .sort()
+        .map((f) => join(dir, f))
+      return files.length === 0
+        ? Effect.fail(new ServeError({ reason: "no_configs", detail: `${args.configDir} has no .yaml or .yml file` }))
+        : Effect.succeed(files)
     } catch (e) {
-      return Effect.fail(new ServeError({ reason: "no_configs", detail: `${args.configDir}: ${e instanceof Error ? e.message : String(e)}` }))
+      return Effect.fail(
+        new ServeError({ reason: "no_configs", detail: `${args.configDir}: ${e instanceof Error ? e.message : String(e)}` }),
+      )
     }
   })
 
@@ -59,7 +66,20 @@ export const serveCommand = (args: ServeArgs, ctx: CliContext) =>
     const models: Array<ServedModel> = []
     for (const path of yield* configFiles(args, ctx.cwd)) {
       const loaded = yield* resolveRunConfig(
-        { _tag: "run", question: "", configPath: path, modelsFlag: null, models: [], backend: null, baseUrl: null, systemMessage: null, automation: false, noDisplay: true, orchestratorTimeout: null, quick: false },
+        {
+          _tag: "run",
+          question: "",
+          configPath: path,
+          modelsFlag: null,
+          models: [],
+          backend: null,
+          baseUrl: null,
+          systemMessage: null,
+          automation: false,
+          noDisplay: true,
+          orchestratorTimeout: null,
+          quick: false,
+        },
         ctx.env,
         ctx.cwd,
       )
@@ -71,29 +91,39 @@ export const serveCommand = (args: ServeArgs, ctx: CliContext) =>
     let apiKey: string | null = null
     if (args.apiKeyEnv !== null) {
       apiKey = ctx.env[args.apiKeyEnv] ?? models[0]!.loaded.env[args.apiKeyEnv] ?? ""
-      if (apiKey === "") return yield* new UsageError({ reason: "bad_value", detail: `--api-key-env ${args.apiKeyEnv}: the variable is not set or empty` })
+      if (apiKey === "")
+        return yield* new UsageError({ reason: "bad_value", detail: `--api-key-env ${args.apiKeyEnv}: the variable is not set or empty` })
     }
     // Without a key, only requests addressed to this server by a loopback name (or its own --host address) are answered.
-    const hostNames = apiKey !== null ? null : WILDCARD.has(args.host) || isLoopbackName(args.host) ? LOOPBACK_NAMES : [...LOOPBACK_NAMES, args.host]
+    const hostNames =
+      apiKey !== null ? null : WILDCARD.has(args.host) || isLoopbackName(args.host) ? LOOPBACK_NAMES : [...LOOPBACK_NAMES, args.host]
     if (hostNames !== null && !isLoopbackName(args.host)) {
       ctx.printError(
         `massgen: warning: serving on ${args.host} without --api-key-env: anyone who can reach this port can run the council on your API keys, and its tools run as this user; only requests whose Host is ${hostNames.join(", ")} (with the port) are answered`,
       )
     } else if (hostNames !== null) {
-      ctx.printError("massgen: warning: serving without --api-key-env: any local user and any local process can run the council on your API keys, and its tools run as this user")
+      ctx.printError(
+        "massgen: warning: serving without --api-key-env: any local user and any local process can run the council on your API keys, and its tools run as this user",
+      )
     }
     const slots = runSlots(args.maxConcurrentRuns, args.maxQueued)
     const limits = { idleTimeoutSeconds: args.idleTimeoutSeconds, maxBodyBytes: args.maxBodyBytes, maxQuestionBytes: args.maxQuestionBytes }
     const server = yield* Effect.try({
       try: () => startServer({ host: args.host, port: args.port, models, apiKey, hostNames, slots, ctx, ...limits }),
-      catch: (e) => new ServeError({ reason: "cannot_listen", detail: `${args.host}:${args.port} (${e instanceof Error ? e.message.split("\n")[0] : String(e)})` }),
+      catch: (e) =>
+        new ServeError({
+          reason: "cannot_listen",
+          detail: `${args.host}:${args.port} (${e instanceof Error ? e.message.split("\n")[0] : String(e)})`,
+        }),
     })
     ctx.print(`Serving ${server.url}/v1 (models: ${models.map((m) => m.id).join(", ")})`)
     const why = yield* ctx.interrupt
     const going = slots.running()
     ctx.print(`Draining (${why}): ${going} run${going === 1 ? "" : "s"} going, up to ${args.drainSeconds}s to finish`)
     server.stopAccepting()
-    const finished = yield* Effect.promise(() => slots.idle()).pipe(Effect.timeoutTo({ duration: `${args.drainSeconds} seconds`, onSuccess: () => true, onTimeout: () => false }))
+    const finished = yield* Effect.promise(() => slots.idle()).pipe(
+      Effect.timeoutTo({ duration: `${args.drainSeconds} seconds`, onSuccess: () => true, onTimeout: () => false }),
+    )
     if (!finished) {
       server.stopRuns(`serve drained: stopped after ${args.drainSeconds}s`)
       yield* Effect.promise(() => slots.idle())

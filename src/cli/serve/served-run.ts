@@ -15,14 +15,14 @@
  * Words: a *served model* is one config served under a model id (its file's
  * name without `.yaml`).
  */
-import { Effect, Exit, Cause } from "effect"
+import { Cause, Effect, Exit } from "effect"
 import type { Event } from "../../domain/events/index.ts"
 import type { State } from "../../domain/state/index.ts"
 import { EventStore } from "../../services/event-store/index.ts"
 import type { RunOutcome } from "../../services/orchestrator/index.ts"
 import { newRunDir } from "../run/new-run.ts"
-import { type RunConfig, makeAgentTools, makeBackends } from "../run/setup.ts"
 import { runSessionOutcome } from "../run/session.ts"
+import { makeAgentTools, makeBackends, type RunConfig } from "../run/setup.ts"
 import type { ChatRequest } from "./openai-wire.ts"
 
 export interface ServedModel {
@@ -57,7 +57,11 @@ const messageOf = <E>(exit: Exit.Exit<unknown, E>): string => {
   return Cause.pretty(exit.cause).split("\n")[0] ?? "internal error"
 }
 
-export const openServedRun = async (model: ServedModel, request: ChatRequest, ctx: ServeContext): Promise<ServedRun | { readonly failed: string }> => {
+export const openServedRun = async (
+  model: ServedModel,
+  request: ChatRequest,
+  ctx: ServeContext,
+): Promise<ServedRun | { readonly failed: string }> => {
   const { loaded } = model
   const opened = await Effect.runPromiseExit(
     Effect.all({

@@ -40,23 +40,23 @@
 import { timingSafeEqual } from "node:crypto"
 import type { Server } from "bun"
 import type { Event } from "../../domain/events/index.ts"
-import { ownHosts } from "../../lib/loopback.ts"
 import type { State } from "../../domain/state/index.ts"
+import { ownHosts } from "../../lib/loopback.ts"
 import { plainLine } from "../run/automation-output.ts"
 import {
   type ChatRequest,
-  type RunFacts,
-  type WireError,
-  SSE_DONE,
   chunkBody,
   completionBody,
   errorBody,
+  type RunFacts,
   readChatRequest,
+  SSE_DONE,
   sseFrame,
+  type WireError,
 } from "./openai-wire.ts"
 import { foreignRequest, readJsonBody, unsupportedBody } from "./request-gate.ts"
 import type { RunSlots } from "./run-slots.ts"
-import { type ServeContext, type ServedModel, type ServedOutcome, openServedRun } from "./served-run.ts"
+import { openServedRun, type ServeContext, type ServedModel, type ServedOutcome } from "./served-run.ts"
 
 export interface ServerOptions {
   readonly host: string
@@ -77,9 +77,15 @@ export const RUN_ID_HEADER = "x-massgen-run-id"
 const json = (body: unknown, status = 200, headers: Record<string, string> = {}): Response =>
   new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json", ...headers } })
 
-const failure = (error: WireError, headers: Record<string, string> = {}, massgen?: RunFacts): Response => json(errorBody(error, massgen), error.status, headers)
+const failure = (error: WireError, headers: Record<string, string> = {}, massgen?: RunFacts): Response =>
+  json(errorBody(error, massgen), error.status, headers)
 
-const serverError = (message: string, status = 500, code: string | null = null): WireError => ({ status, message, type: "server_error", code })
+const serverError = (message: string, status = 500, code: string | null = null): WireError => ({
+  status,
+  message,
+  type: "server_error",
+  code,
+})
 
 const authorized = (header: string | null, key: string): boolean => {
   const given = Buffer.from(header?.startsWith("Bearer ") ? header.slice(7) : "")
@@ -114,9 +120,15 @@ export const startServer = (options: ServerOptions) => {
     const taken = await slots.take(request.signal)
     if (taken._tag === "full") {
       const wait = slots.retryAfterSeconds()
-      return failure({ status: 429, message: `all runs busy and the queue is full; retry in ${wait}s`, type: "rate_limit_error", code: "queue_full" }, { "retry-after": String(wait), ...held })
+      return failure(
+        { status: 429, message: `all runs busy and the queue is full; retry in ${wait}s`, type: "rate_limit_error", code: "queue_full" },
+        { "retry-after": String(wait), ...held },
+      )
     }
-    if (taken._tag !== "slot") return taken._tag === "gone" ? new Response(null, { status: 499, headers: held }) : failure(serverError("the server is shutting down", 503, "shutting_down"), held)
+    if (taken._tag !== "slot")
+      return taken._tag === "gone"
+        ? new Response(null, { status: 499, headers: held })
+        : failure(serverError("the server is shutting down", 503, "shutting_down"), held)
     const release = taken.release
     try {
       const opened = await openServedRun(model, chat, ctx)
@@ -141,7 +153,11 @@ export const startServer = (options: ServerOptions) => {
       const outcome = await finished(() => {})
       const ended = endOf(outcome, opened.runId, opened.logDir)
       if (ended.error !== null) return failure(ended.error, headers, ended.facts)
-      return json(completionBody({ ...started, content: ended.content, finishReason: "stop", usage: ended.usage!, massgen: ended.facts }), 200, headers)
+      return json(
+        completionBody({ ...started, content: ended.content, finishReason: "stop", usage: ended.usage!, massgen: ended.facts }),
+        200,
+        headers,
+      )
     } catch (e) {
       release()
       return failure(serverError(e instanceof Error ? e.message : String(e)), held)
@@ -153,16 +169,34 @@ export const startServer = (options: ServerOptions) => {
     const foreign = hosts === null ? null : foreignRequest(request, hosts)
     if (foreign !== null) return failure(foreign)
     const { pathname } = new URL(request.url)
-    if (pathname === "/health" && request.method === "GET") return json({ status: draining ? "draining" : "ok", running: slots.running(), queued: slots.queued() })
+    if (pathname === "/health" && request.method === "GET")
+      return json({ status: draining ? "draining" : "ok", running: slots.running(), queued: slots.queued() })
     if (pathname.startsWith("/v1/") && options.apiKey !== null && !authorized(request.headers.get("authorization"), options.apiKey)) {
-      return failure({ status: 401, message: "missing or wrong API key: send Authorization: Bearer KEY", type: "authentication_error", code: "invalid_api_key" })
+      return failure({
+        status: 401,
+        message: "missing or wrong API key: send Authorization: Bearer KEY",
+        type: "authentication_error",
+        code: "invalid_api_key",
+      })
     }
     if (pathname === "/v1/models") {
-      if (request.method !== "GET") return failure({ status: 405, message: `${request.method} ${pathname}: use GET`, type: "invalid_request_error", code: "method_not_allowed" })
+      if (request.method !== "GET")
+        return failure({
+          status: 405,
+          message: `${request.method} ${pathname}: use GET`,
+          type: "invalid_request_error",
+          code: "method_not_allowed",
+        })
       return json({ object: "list", data: options.models.map((m) => ({ id: m.id, object: "model", created: 0, owned_by: "massgen" })) })
     }
     if (pathname === "/v1/chat/completions") {
-      if (request.method !== "POST") return failure({ status: 405, message: `${request.method} ${pathname}: use POST`, type: "invalid_request_error", code: "method_not_allowed" })
+      if (request.method !== "POST")
+        return failure({
+          status: 405,
+          message: `${request.method} ${pathname}: use POST`,
+          type: "invalid_request_error",
+          code: "method_not_allowed",
+        })
       return complete(request, server)
     }
     return failure({ status: 404, message: `no route ${request.method} ${pathname}`, type: "invalid_request_error", code: "not_found" })
@@ -205,11 +239,23 @@ export const startServer = (options: ServerOptions) => {
 /** What a finished run answers: its content, usage and facts, or the error it is. */
 const endOf = (outcome: ServedOutcome, runId: string, logDir: string) => {
   if ("failed" in outcome) {
-    return { content: "", usage: null, facts: { run_id: runId, log_dir: logDir, finish_reason: null, winner: null, cost_usd: null }, error: serverError(outcome.failed), salvaged: false }
+    return {
+      content: "",
+      usage: null,
+      facts: { run_id: runId, log_dir: logDir, finish_reason: null, winner: null, cost_usd: null },
+      error: serverError(outcome.failed),
+      salvaged: false,
+    }
   }
   const { state, reason } = outcome
   const content = state.final?.content ?? ""
-  const facts: RunFacts = { run_id: runId, log_dir: logDir, finish_reason: reason, winner: state.final?.agent ?? null, cost_usd: state.usage.cost }
+  const facts: RunFacts = {
+    run_id: runId,
+    log_dir: logDir,
+    finish_reason: reason,
+    winner: state.final?.agent ?? null,
+    cost_usd: state.usage.cost,
+  }
   const why = state.finished?.message ?? reason
   const salvaged = state.final !== null
   const error: WireError | null =
@@ -250,7 +296,15 @@ const streamed = (
           open = false
         }
       }
-      send(sseFrame(chunkBody({ ...started, delta: { role: "assistant", content: "" }, massgen: { run_id: runId, log_dir: logDir, finish_reason: null, winner: null, cost_usd: null } })))
+      send(
+        sseFrame(
+          chunkBody({
+            ...started,
+            delta: { role: "assistant", content: "" },
+            massgen: { run_id: runId, log_dir: logDir, finish_reason: null, winner: null, cost_usd: null },
+          }),
+        ),
+      )
       void finished((event, state) => {
         const line = progressLine(event, state, logDir)
         if (line !== null) send(sseFrame(chunkBody({ ...started, delta: { reasoning_content: `${line}\n` } })))

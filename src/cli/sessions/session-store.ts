@@ -20,7 +20,7 @@ import * as fs from "node:fs"
 import { dirname, join } from "node:path"
 import type { ConversationMessage } from "../../domain/events/index.ts"
 import { readEventsText } from "../../domain/log/index.ts"
-import { type State, foldEvents } from "../../domain/state/index.ts"
+import { foldEvents, type State } from "../../domain/state/index.ts"
 import { logBaseDir } from "../../services/log-dir/create.ts"
 
 export const TURNS_FILE = "turns.jsonl"
@@ -36,11 +36,16 @@ export interface Turn extends TurnRecord {
   readonly state: State | null
 }
 
-export const sessionsDir = (env: Readonly<Record<string, string | undefined>>, cwd: string): string => join(dirname(logBaseDir(env, cwd)), "sessions")
+export const sessionsDir = (env: Readonly<Record<string, string | undefined>>, cwd: string): string =>
+  join(dirname(logBaseDir(env, cwd)), "sessions")
 
 /** A new session id: `session_YYYYMMDD_HHMMSS_fff`, UTC. */
 export const newSessionId = (now = new Date()): string =>
-  `session_${now.toISOString().replace(/[-:]/g, "").replace("T", "_").replace(/\.(\d+)Z$/, "_$1")}`
+  `session_${now
+    .toISOString()
+    .replace(/[-:]/g, "")
+    .replace("T", "_")
+    .replace(/\.(\d+)Z$/, "_$1")}`
 
 export const turnRecords = (dir: string, id: string): ReadonlyArray<TurnRecord> => {
   let text: string
@@ -67,7 +72,8 @@ const stateOf = (logDir: string): State | null => {
   }
 }
 
-export const turnsOf = (dir: string, id: string): ReadonlyArray<Turn> => turnRecords(dir, id).map((r) => ({ ...r, state: stateOf(r.log_dir) }))
+export const turnsOf = (dir: string, id: string): ReadonlyArray<Turn> =>
+  turnRecords(dir, id).map((r) => ({ ...r, state: stateOf(r.log_dir) }))
 
 /**
  * A turn's final answer as the conversation keeps it: null while it runs, when
@@ -94,7 +100,11 @@ export const addTurn = (dir: string, id: string, logDir: string): number => {
   const folder = join(dir, id)
   fs.mkdirSync(folder, { recursive: true, mode: 0o700 })
   const turn = turnRecords(dir, id).reduce((n, r) => Math.max(n, r.turn), 0) + 1
-  fs.appendFileSync(join(folder, TURNS_FILE), `${JSON.stringify({ turn, log_dir: logDir, started: new Date().toISOString() } satisfies TurnRecord)}\n`, { mode: 0o600 })
+  fs.appendFileSync(
+    join(folder, TURNS_FILE),
+    `${JSON.stringify({ turn, log_dir: logDir, started: new Date().toISOString() } satisfies TurnRecord)}\n`,
+    { mode: 0o600 },
+  )
   return turn
 }
 

@@ -7,12 +7,15 @@
  * last_question, last_log_dir}`. No session: a line saying so, exit 0.
  */
 import { Effect } from "effect"
-import { preview } from "../run/automation-output.ts"
-import { formatCost } from "../../lib/text.ts"
 import { plainJson } from "../../lib/plain-text.ts"
+import { formatCost } from "../../lib/text.ts"
+import { preview } from "../run/automation-output.ts"
 import { sessionIds, sessionsDir, turnsOf } from "./session-store.ts"
 
-export const sessionsCommand = (json: boolean, ctx: { readonly env: Readonly<Record<string, string | undefined>>; readonly cwd: string; readonly print: (line: string) => void }) =>
+export const sessionsCommand = (
+  json: boolean,
+  ctx: { readonly env: Readonly<Record<string, string | undefined>>; readonly cwd: string; readonly print: (line: string) => void },
+) =>
   Effect.sync(() => {
     const dir = sessionsDir(ctx.env, ctx.cwd)
     const sessions = sessionIds(dir).map((id) => {
@@ -32,7 +35,10 @@ export const sessionsCommand = (json: boolean, ctx: { readonly env: Readonly<Rec
     else {
       const width = Math.max(2, ...sessions.map((s) => s.id.length))
       ctx.print(`${"ID".padEnd(width)}  TURNS  COST      LAST QUESTION`)
-      for (const s of sessions) ctx.print(`${s.id.padEnd(width)}  ${String(s.turns).padStart(5)}  ${formatCost(s.cost_usd).padEnd(8)}  ${preview(s.last_question ?? "", 60)}`)
+      for (const s of sessions)
+        ctx.print(
+          `${s.id.padEnd(width)}  ${String(s.turns).padStart(5)}  ${formatCost(s.cost_usd).padEnd(8)}  ${preview(s.last_question ?? "", 60)}`,
+        )
     }
     return 0
   })

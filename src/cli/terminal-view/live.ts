@@ -17,7 +17,7 @@
 import { Effect, type Scope } from "effect"
 import { createLogUpdate } from "log-update"
 import type { Event } from "../../domain/events/index.ts"
-import { type ViewModel, applyEvent, applyText, emptyViewModel, viewOf } from "../../domain/projections/view-model.ts"
+import { applyEvent, applyText, emptyViewModel, type ViewModel, viewOf } from "../../domain/projections/view-model.ts"
 import { renderFrame, renderSummary } from "./render.ts"
 
 export const REDRAW_MS = 40
@@ -38,7 +38,10 @@ const SHOW_CURSOR = "\x1b[?25h"
 
 export const terminalDisplay = (options: TerminalOptions) =>
   Effect.map(
-    Effect.acquireRelease(Effect.sync(() => openTerminal(options)), (t) => Effect.sync(() => t.close())),
+    Effect.acquireRelease(
+      Effect.sync(() => openTerminal(options)),
+      (t) => Effect.sync(() => t.close()),
+    ),
     (t) => ({
       onEvent: (event: Event) => Effect.sync(() => t.update((m) => applyEvent(m, event))),
       onText: (agent: string, text: string) => Effect.sync(() => t.update((m) => applyText(m, agent, text))),

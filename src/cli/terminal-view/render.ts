@@ -19,11 +19,11 @@
  */
 import type { AgentStatus } from "../../domain/projections/status.ts"
 import type { AgentView, View } from "../../domain/projections/view-model.ts"
-import { isResumable } from "../../domain/state/index.ts"
-import { formatCost } from "../../lib/text.ts"
-import { foldedText } from "../../lib/plain-text.ts"
 import { resumeHint } from "../../domain/run-paths.ts"
-import { type Segment, cell, ellipsis, width, formatSeconds, formatTokens, reflow, style, wrap } from "./text.ts"
+import { isResumable } from "../../domain/state/index.ts"
+import { foldedText } from "../../lib/plain-text.ts"
+import { formatCost } from "../../lib/text.ts"
+import { cell, ellipsis, formatSeconds, formatTokens, reflow, type Segment, style, width, wrap } from "./text.ts"
 
 export const MIN_PANEL_WIDTH = 36
 const PANEL_CHROME = 4 // two borders and two fixed lines
@@ -46,15 +46,26 @@ const STATUS: Record<AgentStatus, readonly [symbol: string, sgr: string]> = {
   completed: ["★", "1;35"],
 }
 
-const line = (segments: ReadonlyArray<Segment>, columns: number, color: boolean): string =>
-  cell(segments, columns, color).trimEnd()
+const line = (segments: ReadonlyArray<Segment>, columns: number, color: boolean): string => cell(segments, columns, color).trimEnd()
 
 /** Where the run's files are, when the view knows. */
 const logsLine = (logDir: string | undefined, columns: number, color: boolean): Array<string> =>
-  logDir === undefined ? [] : [line([["Logs: ", "2"], [logDir, "2"]], columns, color)]
+  logDir === undefined
+    ? []
+    : [
+        line(
+          [
+            ["Logs: ", "2"],
+            [logDir, "2"],
+          ],
+          columns,
+          color,
+        ),
+      ]
 
 /** A run stopped before it finished, or by a signal, is taken up again by `massgen resume`. */
-export const resumeLine = (view: View, logDir: string): string | null => (isResumable(view.finished) ? `resume with: ${resumeHint(logDir)}` : null)
+export const resumeLine = (view: View, logDir: string): string | null =>
+  isResumable(view.finished) ? `resume with: ${resumeHint(logDir)}` : null
 
 export const headerLines = (view: View, columns: number, color: boolean): Array<string> => {
   const state = view.finished === null ? view.phase.replace("_", " ") : view.finished.reason
@@ -95,7 +106,10 @@ const statusSegments = (agent: AgentView): Array<Segment> => {
     [`${symbol} ${agent.status}`, sgr],
     [agent.round > 0 ? `  r${agent.round}` : ""],
     [agent.answers.length > 0 ? `  ${answerList(agent.answers)}` : "  no answer yet", agent.answers.length > 0 ? "34" : "2"],
-    [agent.toolCalls > 0 ? `  tools ${agent.toolCalls}${agent.toolErrors > 0 ? ` (${agent.toolErrors} failed)` : ""}` : "", agent.toolErrors > 0 ? "33" : "2"],
+    [
+      agent.toolCalls > 0 ? `  tools ${agent.toolCalls}${agent.toolErrors > 0 ? ` (${agent.toolErrors} failed)` : ""}` : "",
+      agent.toolErrors > 0 ? "33" : "2",
+    ],
   ]
 }
 
@@ -104,7 +118,8 @@ export const panel = (agent: AgentView, columns: number, height: number, color: 
   const inner = columns - 4
   const title = ellipsis(` ${foldedText(`${agent.id}${agent.model ? ` · ${agent.model}` : ""}`)} `, Math.max(0, columns - 4))
   const [, sgr] = STATUS[agent.status]
-  const top = style("┌─", sgr, color) + style(title, "1", color) + style(`${"─".repeat(Math.max(0, columns - 3 - width(title)))}┐`, sgr, color)
+  const top =
+    style("┌─", sgr, color) + style(title, "1", color) + style(`${"─".repeat(Math.max(0, columns - 3 - width(title)))}┐`, sgr, color)
   const side = (segments: ReadonlyArray<Segment>) => `${style("│", sgr, color)} ${cell(segments, inner, color)} ${style("│", sgr, color)}`
   const body = [side(statusSegments(agent)), side([voteText(agent)])]
   const tailLines = height - PANEL_CHROME
@@ -152,12 +167,30 @@ export const votesTable = (view: View, columns: number, color: boolean): Array<s
 
 const finalTitle = (view: View, columns: number, color: boolean): string =>
   view.final !== null
-    ? line([["Final answer", "1;4;35"], [` · ${view.final.agent} (${view.final.label}, ${view.final.source.replace("_", " ")})`]], columns, color)
+    ? line(
+        [["Final answer", "1;4;35"], [` · ${view.final.agent} (${view.final.label}, ${view.final.source.replace("_", " ")})`]],
+        columns,
+        color,
+      )
     : view.winner !== null
-      ? line([["Final answer", "1;4;35"], [` · ${view.winner} is presenting…`, "2"]], columns, color)
+      ? line(
+          [
+            ["Final answer", "1;4;35"],
+            [` · ${view.winner} is presenting…`, "2"],
+          ],
+          columns,
+          color,
+        )
       : view.finished !== null
         ? line([["No final answer", "1;31"], [`: ${view.finished.message}`]], columns, color)
-        : line([["Final answer", "1;4;35"], [" · not chosen yet", "2"]], columns, color)
+        : line(
+            [
+              ["Final answer", "1;4;35"],
+              [" · not chosen yet", "2"],
+            ],
+            columns,
+            color,
+          )
 
 const finalBody = (view: View, columns: number): Array<string> => {
   if (view.final !== null) return wrap(reflow(view.final.content.trim()), columns - 2).map((l) => `  ${l}`)
@@ -181,7 +214,17 @@ const isEnding = (view: View): boolean => view.winner !== null || view.final !==
 export const renderFrame = (view: View, columns: number, rows: number, options: FrameOptions = {}): Array<string> => {
   const color = options.color === true
   const cols = Math.max(20, columns)
-  if (!view.started) return [line([[" MassGen ", "1;7;36"], ["  waiting for the run to start…", "2"]], cols, color)].slice(0, rows)
+  if (!view.started)
+    return [
+      line(
+        [
+          [" MassGen ", "1;7;36"],
+          ["  waiting for the run to start…", "2"],
+        ],
+        cols,
+        color,
+      ),
+    ].slice(0, rows)
   const out = [...headerLines(view, cols, color), ...logsLine(options.logDir, cols, color)]
   const agents = view.agents
   const perRow = Math.max(1, Math.min(agents.length, Math.floor(cols / MIN_PANEL_WIDTH)))
@@ -230,6 +273,8 @@ export const renderSummary = (view: View, columns: number, options: FrameOptions
     finalTitle(view, cols, color),
     ...finalBody(view, cols),
     ...(options.logDir === undefined ? [] : ["", ...logsLine(options.logDir, cols, color)]),
-    ...(options.logDir === undefined ? [] : [resumeLine(view, options.logDir)].flatMap((hint) => (hint === null ? [] : [style(hint, "1;33", color)]))),
+    ...(options.logDir === undefined
+      ? []
+      : [resumeLine(view, options.logDir)].flatMap((hint) => (hint === null ? [] : [style(hint, "1;33", color)]))),
   ]
 }

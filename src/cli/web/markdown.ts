@@ -30,7 +30,9 @@ export const renderInline = (text: string): string => {
     return SAFE_URL.test(raw) ? `<a href="${escapeHtml(raw)}" rel="noopener noreferrer" target="_blank">${label}</a>` : whole
   })
   out = out.replace(/\*\*(?=\S)([^*]*?\S)\*\*/g, "<strong>$1</strong>").replace(/__(?=\S)([^_]*?\S)__/g, "<strong>$1</strong>")
-  out = out.replace(/(^|[^*\w])\*(?=\S)([^*]*?\S)\*(?!\*)/g, "$1<em>$2</em>").replace(/(^|[^_\w])_(?=\S)([^_]*?\S)_(?![_\w])/g, "$1<em>$2</em>")
+  out = out
+    .replace(/(^|[^*\w])\*(?=\S)([^*]*?\S)\*(?!\*)/g, "$1<em>$2</em>")
+    .replace(/(^|[^_\w])_(?=\S)([^_]*?\S)_(?![_\w])/g, "$1<em>$2</em>")
   return out.replace(/\u0000(\d+)\u0000/g, (_, i: string) => codes[Number(i)] ?? "")
 }
 

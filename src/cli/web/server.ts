@@ -35,11 +35,11 @@ import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as BunHttpServer from "@effect/platform-bun/BunHttpServer"
 import { Deferred, Duration, Effect, PubSub, Queue, Ref, Schedule, Stream } from "effect"
+import { applyEvent, applyText, emptyViewModel, type ViewModel, viewOf } from "../../domain/projections/view-model.ts"
 import { ownHosts } from "../../lib/loopback.ts"
-import { markdownToHtml } from "./markdown.ts"
-import { type ViewModel, applyEvent, applyText, emptyViewModel, viewOf } from "../../domain/projections/view-model.ts"
 import { ViewerError } from "../../services/log-dir/catalog.ts"
 import type { Display } from "../run/display.ts"
+import { markdownToHtml } from "./markdown.ts"
 import viewerHtmlText from "./viewer.html" with { type: "text" }
 
 const viewerHtml = viewerHtmlText as unknown as string
@@ -59,7 +59,9 @@ export interface WebView extends Display {
 }
 
 /** A message for every page: a view (its JSON, with the heavy texts it refers to) or a ready SSE frame. */
-type Push = { readonly _tag: "view"; readonly json: string; readonly texts: ReadonlyMap<string, string> } | { readonly _tag: "frame"; readonly frame: string }
+type Push =
+  | { readonly _tag: "view"; readonly json: string; readonly texts: ReadonlyMap<string, string> }
+  | { readonly _tag: "frame"; readonly frame: string }
 
 const encoder = new TextEncoder()
 
@@ -74,7 +76,8 @@ const referHeavy = (value: unknown, texts: Map<string, string>): unknown => {
     return { $text: key }
   }
   if (Array.isArray(value)) return value.map((v) => referHeavy(v, texts))
-  if (value !== null && typeof value === "object") return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, referHeavy(v, texts)]))
+  if (value !== null && typeof value === "object")
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, referHeavy(v, texts)]))
   return value
 }
 
@@ -113,22 +116,34 @@ export const webDisplay = (options: WebOptions) =>
     })
     const push = Effect.flatMap(viewPush, (p) => PubSub.publish(messages, p))
     // PUSH_MS after a change, with every change made meanwhile.
-    yield* Effect.forkScoped(Effect.forever(Queue.take(changed).pipe(Effect.zipRight(Effect.sleep(Duration.millis(PUSH_MS))), Effect.zipRight(Queue.takeAll(changed)), Effect.zipRight(push))))
+    yield* Effect.forkScoped(
+      Effect.forever(
+        Queue.take(changed).pipe(
+          Effect.zipRight(Effect.sleep(Duration.millis(PUSH_MS))),
+          Effect.zipRight(Queue.takeAll(changed)),
+          Effect.zipRight(push),
+        ),
+      ),
+    )
     const tick = Effect.flatMap(Ref.get(model), (m) =>
       PubSub.publish(messages, {
         _tag: "frame",
-        frame: m.state.finished === null ? `event: tick\ndata: ${JSON.stringify({ elapsedSeconds: viewOf(m, now(m)).elapsedSeconds })}\n\n` : ": keep-alive\n\n",
+        frame:
+          m.state.finished === null
+            ? `event: tick\ndata: ${JSON.stringify({ elapsedSeconds: viewOf(m, now(m)).elapsedSeconds })}\n\n`
+            : ": keep-alive\n\n",
       }),
     )
     yield* Effect.forkScoped(Effect.repeat(tick, Schedule.spaced(Duration.seconds(1))).pipe(Effect.delay(Duration.seconds(1))))
 
     const server = yield* BunHttpServer.make({ hostname: "127.0.0.1", port: options.port, idleTimeout: 0 }).pipe(
-      Effect.catchAllDefect((e) =>
-        new ViewerError({
-          reason: "port_in_use",
-          path: `127.0.0.1:${options.port}`,
-          detail: e instanceof Error ? e.message.split("\n")[0]! : String(e),
-        }),
+      Effect.catchAllDefect(
+        (e) =>
+          new ViewerError({
+            reason: "port_in_use",
+            path: `127.0.0.1:${options.port}`,
+            detail: e instanceof Error ? e.message.split("\n")[0]! : String(e),
+          }),
       ),
     )
     const port = server.address._tag === "TcpAddress" ? server.address.port : options.port
@@ -148,9 +163,10 @@ export const webDisplay = (options: WebOptions) =>
       const first = yield* viewPush
       yield* Deferred.succeed(firstClient, undefined)
       const [sent, firstFrames] = framesFor(new Set(), first)
-      const body = Stream.concat(Stream.succeed(`retry: 1000\n${firstFrames}`), Stream.fromQueue(updates).pipe(Stream.mapAccum(sent, framesFor))).pipe(
-        Stream.map((frames) => encoder.encode(frames)),
-      )
+      const body = Stream.concat(
+        Stream.succeed(`retry: 1000\n${firstFrames}`),
+        Stream.fromQueue(updates).pipe(Stream.mapAccum(sent, framesFor)),
+      ).pipe(Stream.map((frames) => encoder.encode(frames)))
       return HttpServerResponse.stream(body, {
         contentType: "text/event-stream",
         headers: { "cache-control": "no-cache", connection: "keep-alive" },

@@ -17,17 +17,16 @@
  * `compat.ts`).
  */
 import { Either, ParseResult, Schema } from "effect"
-import { mcpProblems } from "./mcp.ts"
-import { type ConfigProblem, deleteAt, formatPath, setAt, valueAt } from "./schema.ts"
 import { UNSUPPORTED_BACKENDS } from "./compat.ts"
-import { CLAUDE_EFFORTS, withoutPythonTools } from "./tools.ts"
-import { presetFor } from "./presets.ts"
-import { contextPathProblems } from "./workspaces.ts"
-import { ConfigFile } from "./file.ts"
-import { expandEnv, isWholeReference, scalarOf, shownMessage } from "./env.ts"
-import { type Agent, type Config, configOf } from "./settings.ts"
 import { documentProblems, field, unsupportedAgentsOf } from "./document.ts"
-
+import { expandEnv, isWholeReference, scalarOf, shownMessage } from "./env.ts"
+import { ConfigFile } from "./file.ts"
+import { mcpProblems } from "./mcp.ts"
+import { presetFor } from "./presets.ts"
+import { type ConfigProblem, deleteAt, formatPath, setAt, valueAt } from "./schema.ts"
+import { type Agent, type Config, configOf } from "./settings.ts"
+import { CLAUDE_EFFORTS, withoutPythonTools } from "./tools.ts"
+import { contextPathProblems } from "./workspaces.ts"
 
 const decodeFile = Schema.decodeUnknownEither(ConfigFile, { errors: "all", onExcessProperty: "ignore" })
 
@@ -56,7 +55,10 @@ export const providerProblems = (agent: Agent, i: number): ReadonlyArray<ConfigP
   }
   const effort = b.reasoning?.effort
   if (family === "anthropic" && effort !== undefined && !CLAUDE_EFFORTS.includes(effort)) {
-    problems.push({ path: at("reasoning.effort"), message: `agent ${agent.id}: type claude takes an effort of ${CLAUDE_EFFORTS.join(", ")}, found ${JSON.stringify(effort)}` })
+    problems.push({
+      path: at("reasoning.effort"),
+      message: `agent ${agent.id}: type claude takes an effort of ${CLAUDE_EFFORTS.join(", ")}, found ${JSON.stringify(effort)}`,
+    })
   }
   return problems
 }
@@ -71,7 +73,9 @@ const atOrUnder = (path: string, parent: string): boolean =>
   parent === "" || path === parent || path.startsWith(`${parent}.`) || path.startsWith(`${parent}[`)
 
 /** Schema issues of a decode, one per path, none that a deeper one explains. */
-const issuesOf = (error: ParseResult.ParseError): ReadonlyArray<{ readonly path: ReadonlyArray<PropertyKey>; readonly message: string }> => {
+const issuesOf = (
+  error: ParseResult.ParseError,
+): ReadonlyArray<{ readonly path: ReadonlyArray<PropertyKey>; readonly message: string }> => {
   // A union reports one issue per member, and its parent the same failure again:
   // keep the first issue of each path, and no path that holds a deeper one.
   const byPath = new Map<string, { readonly path: ReadonlyArray<PropertyKey>; readonly message: string }>()
@@ -124,7 +128,10 @@ export const analyzeConfig = (raw: unknown, env: Readonly<Record<string, string 
       damaged.push(formatPath(issue.path.slice(0, -1)))
       const agentAt = unsupportedAgents.find((at) => path === `${at}.backend.type`)
       if (agentAt !== undefined) {
-        problems.push({ path, message: UNSUPPORTED_BACKENDS[String(field(field(valueAt(raw, issue.path.slice(0, -2)), "backend"), "type"))]! })
+        problems.push({
+          path,
+          message: UNSUPPORTED_BACKENDS[String(field(field(valueAt(raw, issue.path.slice(0, -2)), "backend"), "type"))]!,
+        })
         continue
       }
       problems.push({ path, message: shownMessage(issue.message, valueAt(raw, issue.path), env) })
@@ -141,16 +148,19 @@ export const analyzeConfig = (raw: unknown, env: Readonly<Record<string, string 
     problems.push({ path: "agents", message: "Expected a list of at least one agent, found none" })
   }
   if (file.agents && file.agent) problems.push({ path: "agent", message: "Expected either agents or agent, found both" })
-  const agents = entries.map((entry, i): Agent => ({
-    id: entry.id ?? `agent${i + 1}`,
-    anonId: `agent${i + 1}`,
-    systemMessage: entry.system_message ?? null,
-    backend: entry.backend,
-    ...(entry.voting_sensitivity !== undefined ? { votingSensitivity: entry.voting_sensitivity } : {}),
-  }))
+  const agents = entries.map(
+    (entry, i): Agent => ({
+      id: entry.id ?? `agent${i + 1}`,
+      anonId: `agent${i + 1}`,
+      systemMessage: entry.system_message ?? null,
+      backend: entry.backend,
+      ...(entry.voting_sensitivity !== undefined ? { votingSensitivity: entry.voting_sensitivity } : {}),
+    }),
+  )
   const seen = new Set<string>()
   agents.forEach((agent, i) => {
-    if (seen.has(agent.id)) problems.push({ path: `agents[${i}].id`, message: `Expected a unique id, found ${JSON.stringify(agent.id)} again` })
+    if (seen.has(agent.id))
+      problems.push({ path: `agents[${i}].id`, message: `Expected a unique id, found ${JSON.stringify(agent.id)} again` })
     seen.add(agent.id)
     const vote = agent.backend.vote
     if (vote !== undefined && Number(vote.slice(5)) > agents.length) {
@@ -164,12 +174,17 @@ export const analyzeConfig = (raw: unknown, env: Readonly<Record<string, string 
     const toolNames = new Set<string>()
     agent.backend.custom_tools?.forEach((tool, j) => {
       const path = `agents[${i}].backend.custom_tools[${j}].name`
-      if (tool.name === "new_answer" || tool.name === "vote") problems.push({ path, message: `Expected a name other than the workflow tool ${tool.name}` })
-      else if (toolNames.has(tool.name)) problems.push({ path, message: `Expected a unique tool name, found ${JSON.stringify(tool.name)} again` })
+      if (tool.name === "new_answer" || tool.name === "vote")
+        problems.push({ path, message: `Expected a name other than the workflow tool ${tool.name}` })
+      else if (toolNames.has(tool.name))
+        problems.push({ path, message: `Expected a unique tool name, found ${JSON.stringify(tool.name)} again` })
       toolNames.add(tool.name)
     })
     const at = file.agents ? `agents[${i}]` : "agent"
-    if (agent.backend.type === "chatcompletion" && field(field(valueAt(raw, at === "agent" ? ["agent"] : ["agents", i]), "backend"), "base_url") === undefined) {
+    if (
+      agent.backend.type === "chatcompletion" &&
+      field(field(valueAt(raw, at === "agent" ? ["agent"] : ["agents", i]), "backend"), "base_url") === undefined
+    ) {
       problems.push({ path: `${at}.backend.base_url`, message: "Expected a base_url for type chatcompletion, found none" })
     }
   })

@@ -14,8 +14,9 @@
  * Words: a key's *shape* is its path with every index written `[]`
  * (`agents[].backend.upload_files`); `agent.` is read as `agents[].`.
  */
-import type { ConfigProblem } from "./schema.ts"
+
 import { closest } from "../../lib/did-you-mean.ts"
+import type { ConfigProblem } from "./schema.ts"
 
 interface Feature {
   readonly name: string
@@ -49,8 +50,18 @@ export const UNSUPPORTED_FEATURES: ReadonlyArray<Feature> = [
     refused: true,
     instead: "use type claude, with the agent's system_message",
   },
-  { name: "AG2 agents", keys: backend("agent_config", "group_config"), refused: true, instead: "use an LLM backend type (openai, claude, chatcompletion, ...)" },
-  { name: "file upload", keys: backend("upload_files"), refused: true, instead: "put the files' text in the question, or serve them through an MCP server" },
+  {
+    name: "AG2 agents",
+    keys: backend("agent_config", "group_config"),
+    refused: true,
+    instead: "use an LLM backend type (openai, claude, chatcompletion, ...)",
+  },
+  {
+    name: "file upload",
+    keys: backend("upload_files"),
+    refused: true,
+    instead: "put the files' text in the question, or serve them through an MCP server",
+  },
   {
     name: "image, audio, video and file generation",
     keys: backend("enable_image_generation", "enable_audio_generation", "enable_video_generation", "enable_file_generation"),
@@ -62,7 +73,12 @@ export const UNSUPPORTED_FEATURES: ReadonlyArray<Feature> = [
     keys: backend("enable_code_based_tools", "concurrent_tool_execution", "exclude_file_operation_mcps"),
     refused: true,
   },
-  { name: "sampling settings outside the config schema", keys: backend("top_k", "chat_template_kwargs"), refused: true, instead: "put them under extra_body" },
+  {
+    name: "sampling settings outside the config schema",
+    keys: backend("top_k", "chat_template_kwargs"),
+    refused: true,
+    instead: "put them under extra_body",
+  },
   { name: "debug shortcuts", keys: orchestrator("debug_final_answer", "skip_coordination_rounds"), refused: true },
   { name: "question paraphrasing (dspy)", keys: orchestrator("dspy"), refused: true },
   {
@@ -89,7 +105,11 @@ export const UNSUPPORTED_FEATURES: ReadonlyArray<Feature> = [
     refused: true,
     instead: "write agents: [{id, backend: {type, model}}]",
   },
-  { name: "MCP server security settings", keys: ["agents[].backend.mcp_servers[].security", "agents[].backend.mcp_servers.security"], refused: false },
+  {
+    name: "MCP server security settings",
+    keys: ["agents[].backend.mcp_servers[].security", "agents[].backend.mcp_servers.security"],
+    refused: false,
+  },
 ]
 
 /** MassGen backend types massgen does not have, and what to use instead. */
@@ -97,7 +117,8 @@ export const UNSUPPORTED_BACKENDS: Readonly<Record<string, string>> = {
   claude_code:
     "type claude_code (MassGen's Claude Code agent) is not supported: use type claude with the same model; give it tools with mcp_servers or custom_tools",
   ag2: "type ag2 (AG2/AutoGen agents) is not supported: use an LLM backend type (openai, claude, chatcompletion, ...); run code with an MCP server or a command tool",
-  autogen: "type autogen (AG2/AutoGen agents) is not supported: use an LLM backend type (openai, claude, chatcompletion, ...); run code with an MCP server or a command tool",
+  autogen:
+    "type autogen (AG2/AutoGen agents) is not supported: use an LLM backend type (openai, claude, chatcompletion, ...); run code with an MCP server or a command tool",
   codex: "type codex (the Codex CLI agent) is not supported: use type openai with the same model",
   gemini_cli: "type gemini_cli (the Gemini CLI agent) is not supported: use type gemini with the same model",
   copilot: "type copilot (GitHub Copilot) is not supported: use type openai or claude",
@@ -140,11 +161,13 @@ export const featureProblems = (unknown: ReadonlyArray<UnknownKey>): ReadonlyArr
       kind: "warning",
     })
   }
-  const features = [...byFeature].map(([feature, paths]): ConfigProblem => ({
-    path: paths[0]!,
-    message: `${feature.name}: not supported${feature.refused ? "" : ", ignored"}${paths.length > 1 ? ` (${paths.join(", ")})` : ""}`,
-    ...(feature.instead !== undefined ? { suggestion: feature.instead } : {}),
-    ...(feature.refused ? {} : { kind: "warning" as const }),
-  }))
+  const features = [...byFeature].map(
+    ([feature, paths]): ConfigProblem => ({
+      path: paths[0]!,
+      message: `${feature.name}: not supported${feature.refused ? "" : ", ignored"}${paths.length > 1 ? ` (${paths.join(", ")})` : ""}`,
+      ...(feature.instead !== undefined ? { suggestion: feature.instead } : {}),
+      ...(feature.refused ? {} : { kind: "warning" as const }),
+    }),
+  )
   return [...features, ...problems]
 }

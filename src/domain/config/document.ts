@@ -12,30 +12,38 @@
  * `surelyNoExcessKeys` clears is spared. Pure.
  */
 import { Either, ParseResult, Schema, type SchemaAST } from "effect"
-import { type ConfigProblem, formatPath } from "./schema.ts"
-import { UNSUPPORTED_BACKENDS, type UnknownKey, featureProblems } from "./compat.ts"
+import { featureProblems, UNSUPPORTED_BACKENDS, type UnknownKey } from "./compat.ts"
 import { ConfigFile } from "./file.ts"
+import { type ConfigProblem, formatPath } from "./schema.ts"
 
 /** The raw agent entries, with the path each is at (`agents[1]`, or `agent`). */
 export const rawAgents = (raw: Record<string, unknown>): ReadonlyArray<readonly [string, unknown]> =>
   Array.isArray(raw.agents) ? raw.agents.map((a, i) => [`agents[${i}]`, a] as const) : raw.agent !== undefined ? [["agent", raw.agent]] : []
 
 /** `key` of `value` when it is a mapping, else undefined. */
-export const field = (value: unknown, key: string): unknown => (value !== null && typeof value === "object" ? (value as Record<string, unknown>)[key] : undefined)
+export const field = (value: unknown, key: string): unknown =>
+  value !== null && typeof value === "object" ? (value as Record<string, unknown>)[key] : undefined
 
 /** Where the agents of backends massgen does not support are (`agents[2]`, ...). */
 export const unsupportedAgentsOf = (doc: Record<string, unknown>): ReadonlyArray<string> =>
-  rawAgents(doc).filter(([, a]) => UNSUPPORTED_BACKENDS[String(field(field(a, "backend"), "type"))] !== undefined).map(([at]) => at)
+  rawAgents(doc)
+    .filter(([, a]) => UNSUPPORTED_BACKENDS[String(field(field(a, "backend"), "type"))] !== undefined)
+    .map(([at]) => at)
 
 /** What MassGen's validator refuses that the schema lets through: an agent without `id`, a `chatcompletion` agent without `model`. */
 const massgenProblems = (doc: Record<string, unknown>): ReadonlyArray<ConfigProblem> =>
   rawAgents(doc).flatMap(([at, entry]): ReadonlyArray<ConfigProblem> => {
     if (entry === null || typeof entry !== "object" || Array.isArray(entry)) return []
     const out: Array<ConfigProblem> = []
-    if (field(entry, "id") === undefined) out.push({ path: `${at}.id`, message: "Expected an id (MassGen requires one), found none", suggestion: `add id: "agent_a"` })
+    if (field(entry, "id") === undefined)
+      out.push({ path: `${at}.id`, message: "Expected an id (MassGen requires one), found none", suggestion: `add id: "agent_a"` })
     const backend = field(entry, "backend")
     if (field(backend, "type") === "chatcompletion" && field(backend, "model") === undefined) {
-      out.push({ path: `${at}.backend.model`, message: "Expected a model for type chatcompletion, found none", suggestion: `add model: "model-name"` })
+      out.push({
+        path: `${at}.backend.model`,
+        message: "Expected a model for type chatcompletion, found none",
+        suggestion: `add model: "model-name"`,
+      })
     }
     return out
   })
@@ -104,7 +112,13 @@ const unknownKeyList = (raw: unknown): ReadonlyArray<UnknownKey> => {
   return ParseResult.ArrayFormatter.formatErrorSync(decoded.left).flatMap((issue) => {
     const path = formatPath(issue.path)
     // MassGen's Python custom tools are a problem of their own (PYTHON_TOOL_PROBLEM), not a list of unknown keys.
-    if (issue._tag !== "Unexpected" || seen.has(path) || /\.script\[/.test(path) || /\.custom_tools\[\d+\]\.(path|function|category|preset_args|default_params)$/.test(path)) return []
+    if (
+      issue._tag !== "Unexpected" ||
+      seen.has(path) ||
+      /\.script\[/.test(path) ||
+      /\.custom_tools\[\d+\]\.(path|function|category|preset_args|default_params)$/.test(path)
+    )
+      return []
     seen.add(path)
     const expected = /expected: (.*)$/.exec(issue.message)?.[1]?.replace(/"/g, "").split(" | ") ?? []
     return [{ path, known: expected }]
@@ -129,7 +143,8 @@ export const documentProblems = (doc: Record<string, unknown>, unsupported: Read
     if (field(doc[section], "logging_enabled") === false) {
       problems.push({
         path: `${section}.logging_enabled`,
-        message: "false is not honoured: massgen always writes the run's log directory (events.jsonl is what status, resume and replay read)",
+        message:
+          "false is not honoured: massgen always writes the run's log directory (events.jsonl is what status, resume and replay read)",
         kind: "warning",
       })
     }

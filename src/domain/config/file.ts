@@ -14,12 +14,12 @@
  * coordination settings and `timeout_settings` the timeouts.
  */
 import { Schema } from "effect"
-import { SafeName } from "../run-paths.ts"
 import { hasMaskedCredential } from "../../lib/safe-url.ts"
-import { FiniteNumber, NonNegativeInt, PositiveInt, PositiveNumber, found, oneOf, opt } from "./schema.ts"
+import { SafeName } from "../run-paths.ts"
+import { BACKEND_TYPES } from "./presets.ts"
+import { FiniteNumber, found, NonNegativeInt, oneOf, opt, PositiveInt, PositiveNumber } from "./schema.ts"
 import { CommandLineFields, CommandToolConfig, McpServers, ProviderFields } from "./tools.ts"
 import { WorkspaceBackendFields, WorkspaceOrchestratorFields } from "./workspaces.ts"
-import { BACKEND_TYPES } from "./presets.ts"
 
 const isHttpUrl = (text: string): boolean => {
   try {
@@ -82,7 +82,9 @@ export const BackendConfig = Schema.Struct({
   keep_answering: opt(Schema.Boolean),
   script: opt(Schema.Array(ScriptStep)),
   /** Tool steps the scripted presenter plays before its final answer. */
-  presentation_script: opt(Schema.Array(Schema.Struct({ tool: Schema.String, args: opt(Schema.Record({ key: Schema.String, value: Schema.Unknown })) }))),
+  presentation_script: opt(
+    Schema.Array(Schema.Struct({ tool: Schema.String, args: opt(Schema.Record({ key: Schema.String, value: Schema.Unknown })) })),
+  ),
   custom_tools: opt(Schema.Array(CommandToolConfig)),
   input_tokens: opt(NonNegativeInt),
   output_tokens: opt(NonNegativeInt),
@@ -139,15 +141,23 @@ const TimeoutSettings = Schema.Struct({
 export const DISPLAY_TYPES = ["rich_terminal", "textual_terminal", "simple", "none"] as const
 const DisplayType = oneOf(...DISPLAY_TYPES)
 /** `ui:` (MassGen's `display:` before it: `type` for `display_type`). */
-const UiConfig = Schema.Struct({ display_type: opt(DisplayType), logging_enabled: opt(Schema.Boolean) }).annotations({ identifier: "a ui mapping" })
-const DisplayConfig = Schema.Struct({ type: opt(DisplayType), logging_enabled: opt(Schema.Boolean) }).annotations({ identifier: "a display mapping" })
+const UiConfig = Schema.Struct({ display_type: opt(DisplayType), logging_enabled: opt(Schema.Boolean) }).annotations({
+  identifier: "a ui mapping",
+})
+const DisplayConfig = Schema.Struct({ type: opt(DisplayType), logging_enabled: opt(Schema.Boolean) }).annotations({
+  identifier: "a display mapping",
+})
 /** `batch:` keys, read by `massgen batch` only (a single run ignores them). */
 const BatchConfig = Schema.Struct({
   budget_usd: opt(Schema.NullOr(PositiveNumber)),
 }).annotations({ identifier: "a batch mapping" })
 
 export const ConfigFile = Schema.Struct({
-  agents: opt(Schema.Array(AgentConfig).annotations({ identifier: "a list of agents" }).pipe(Schema.minItems(1, { message: () => "Expected at least one agent" }))),
+  agents: opt(
+    Schema.Array(AgentConfig)
+      .annotations({ identifier: "a list of agents" })
+      .pipe(Schema.minItems(1, { message: () => "Expected at least one agent" })),
+  ),
   agent: opt(AgentConfig),
   orchestrator: opt(OrchestratorConfig),
   timeout_settings: opt(TimeoutSettings),

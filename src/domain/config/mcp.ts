@@ -56,16 +56,21 @@ export const mcpProblems = (servers: McpServers | undefined, path: string): Read
   const list = Array.isArray(servers)
   mcpEntries(servers).forEach((entry, i) => {
     const at = list ? `${path}[${i}]` : `${path}.${entry.name}`
-    if (seen.has(entry.name)) problems.push({ path: `${at}.name`, message: `Expected a unique server name, found ${JSON.stringify(entry.name)} again` })
+    if (seen.has(entry.name))
+      problems.push({ path: `${at}.name`, message: `Expected a unique server name, found ${JSON.stringify(entry.name)} again` })
     seen.add(entry.name)
     const { command, args, url } = entry.fields
     if (entry.type === "stdio") {
       const argv = commandLine(entry.fields)
       if (argv.length === 0 || argv[0] === "") {
-        problems.push({ path: `${at}.command`, message: `Expected a command for a stdio server, found ${command === undefined && args === undefined ? "none" : JSON.stringify(command ?? args)}` })
+        problems.push({
+          path: `${at}.command`,
+          message: `Expected a command for a stdio server, found ${command === undefined && args === undefined ? "none" : JSON.stringify(command ?? args)}`,
+        })
       }
     } else if (url === undefined) problems.push({ path: `${at}.url`, message: `Expected a url for a ${entry.type} server, found none` })
-    else if (!holdsReference(url) && !isHttpUrl(url)) problems.push({ path: `${at}.url`, message: `Expected an http or https URL, found ${JSON.stringify(url)}` })
+    else if (!holdsReference(url) && !isHttpUrl(url))
+      problems.push({ path: `${at}.url`, message: `Expected an http or https URL, found ${JSON.stringify(url)}` })
   })
   return problems
 }
@@ -96,7 +101,8 @@ export const splitCommand = (text: string): ReadonlyArray<string> => {
 
 /** The program and its arguments as written: `command` (a string is split into words, or a list), then `args`. */
 const commandLine = (fields: McpServerEntry): ReadonlyArray<string> => {
-  const command = fields.command === undefined ? [] : typeof fields.command === "string" ? splitCommand(fields.command) : fields.command.map(String)
+  const command =
+    fields.command === undefined ? [] : typeof fields.command === "string" ? splitCommand(fields.command) : fields.command.map(String)
   return [...command, ...(fields.args ?? []).map(String)]
 }
 

@@ -14,8 +14,9 @@
  * input at the input rate, and all output (reasoning included) at the output
  * rate. Pure.
  */
-import type { Price } from "./file.ts"
+
 import type { TokenUsage } from "../llm.ts"
+import type { Price } from "./file.ts"
 
 const p = (input: number, cached_input: number, output: number): Price => ({ input, cached_input, output })
 

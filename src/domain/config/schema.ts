@@ -21,7 +21,9 @@ export const oneOf = <const L extends ReadonlyArray<string>>(...values: L) =>
   })
 
 /** A finite number: YAML's .inf and an overflowing 1e400 are not numbers a run can use or log. */
-export const FiniteNumber = Schema.Number.pipe(Schema.finite({ message: (issue) => `Expected a finite number, found ${String(issue.actual)}` }))
+export const FiniteNumber = Schema.Number.pipe(
+  Schema.finite({ message: (issue) => `Expected a finite number, found ${String(issue.actual)}` }),
+)
 export const found = (issue: { readonly actual: unknown }) => `, found ${JSON.stringify(issue.actual)}`
 export const PositiveNumber = FiniteNumber.pipe(Schema.positive({ message: (issue) => `Expected a number above 0${found(issue)}` }))
 export const NonNegativeInt = FiniteNumber.pipe(
@@ -53,13 +55,13 @@ export const formatProblem = (p: ConfigProblem): string =>
   `${p.path === "" ? "" : `${p.path}: `}${p.message}${p.suggestion !== undefined ? `; ${p.suggestion}` : ""}`
 
 export const formatPath = (path: ReadonlyArray<PropertyKey>): string =>
-  path.reduce<string>(
-    (acc, key) => (typeof key === "number" ? `${acc}[${key}]` : acc === "" ? String(key) : `${acc}.${String(key)}`),
-    "",
-  )
+  path.reduce<string>((acc, key) => (typeof key === "number" ? `${acc}[${key}]` : acc === "" ? String(key) : `${acc}.${String(key)}`), "")
 
 export const valueAt = (doc: unknown, path: ReadonlyArray<PropertyKey>): unknown =>
-  path.reduce<unknown>((node, key) => (node !== null && typeof node === "object" ? (node as Record<PropertyKey, unknown>)[key] : undefined), doc)
+  path.reduce<unknown>(
+    (node, key) => (node !== null && typeof node === "object" ? (node as Record<PropertyKey, unknown>)[key] : undefined),
+    doc,
+  )
 
 /** `doc` without the key at `path` (copies along the path; `doc` is not changed); an array element becomes undefined. */
 export const deleteAt = (doc: unknown, path: ReadonlyArray<PropertyKey>): unknown => {

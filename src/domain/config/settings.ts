@@ -75,13 +75,23 @@ export const configOf = (file: ConfigFile, agents: ReadonlyArray<Agent>): Config
       agent_timeout_seconds: t.agent_timeout_seconds ?? DEFAULT_SETTINGS.agent_timeout_seconds,
       budget_usd: o.budget_usd ?? DEFAULT_SETTINGS.budget_usd,
       disable_injection: o.disable_injection ?? DEFAULT_SETTINGS.disable_injection,
-      ...(o.context_paths?.length ? { context_paths: o.context_paths.map((c) => ({ path: c.path, permission: c.permission ?? "read", protected_paths: c.protected_paths ?? [] })) } : {}),
+      ...(o.context_paths?.length
+        ? {
+            context_paths: o.context_paths.map((c) => ({
+              path: c.path,
+              permission: c.permission ?? "read",
+              protected_paths: c.protected_paths ?? [],
+            })),
+          }
+        : {}),
       ...optional,
     },
     pricing: file.pricing ?? {},
     workspaceLimits: workspaceLimitsOf(o.workspace_limits),
     ...(t.tool_timeout_seconds !== undefined ? { toolTimeoutSeconds: t.tool_timeout_seconds } : {}),
-    ...(displayType !== undefined ? { display: displayType === "none" || displayType === "simple" ? ("plain" as const) : ("live" as const) } : {}),
+    ...(displayType !== undefined
+      ? { display: displayType === "none" || displayType === "simple" ? ("plain" as const) : ("live" as const) }
+      : {}),
     ...(typeof file.batch?.budget_usd === "number" ? { batchBudgetUsd: file.batch.budget_usd } : {}),
   }
 }

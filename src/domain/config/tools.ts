@@ -10,8 +10,8 @@
  * (`CommandLineFields`: `enable_mcp_command_line`, `command_line_*`). `file.ts` puts them in its backend schema. Pure.
  */
 import { Schema } from "effect"
-import { type ConfigProblem, FiniteNumber, PositiveNumber, formatPath, found, oneOf, opt, setAt, valueAt } from "./schema.ts"
 import { PRESETS } from "./presets.ts"
+import { type ConfigProblem, FiniteNumber, formatPath, found, oneOf, opt, PositiveNumber, setAt, valueAt } from "./schema.ts"
 
 // Provider-side tools and pass-through settings (docs/backends.md, "Provider tools and settings").
 // `enable_code_interpreter` (MassGen's key for openai) and `enable_code_execution` (for claude) are one switch.
@@ -35,7 +35,9 @@ export const ProviderFields = {
 
 /** The name of an MCP server: it is part of its tools' names (`mcp__<server>__<tool>`). */
 const McpServerName = Schema.String.pipe(
-  Schema.pattern(/^[A-Za-z0-9_-]{1,64}$/, { message: (issue) => `Expected a server name of 1 to 64 letters, digits, _ or -${found(issue)}` }),
+  Schema.pattern(/^[A-Za-z0-9_-]{1,64}$/, {
+    message: (issue) => `Expected a server name of 1 to 64 letters, digits, _ or -${found(issue)}`,
+  }),
 )
 const McpScalar = Schema.Union(Schema.String, FiniteNumber, Schema.Boolean)
 /**
@@ -59,7 +61,10 @@ export type McpServerEntry = typeof McpServerEntry.Type
 /** `mcp_servers`: a list of entries with a `name`, or a mapping of names to entries. */
 export const McpServers = Schema.Union(
   Schema.Array(
-    Schema.Struct({ name: Schema.propertySignature(McpServerName).annotations({ missingMessage: () => "Expected a server name, found none" }), ...mcpEntryFields }),
+    Schema.Struct({
+      name: Schema.propertySignature(McpServerName).annotations({ missingMessage: () => "Expected a server name, found none" }),
+      ...mcpEntryFields,
+    }),
   ).annotations({ identifier: "a list of MCP server entries (or a mapping of names to entries)" }),
   Schema.Record({ key: McpServerName, value: McpServerEntry }).annotations({ identifier: "a mapping of MCP server names to entries" }),
 )
@@ -69,10 +74,14 @@ export type McpServers = typeof McpServers.Type
  * arguments arrive on stdin; what it prints on stdout is the result.
  */
 export const CommandToolConfig = Schema.Struct({
-  name: Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9_-]{1,64}$/, { message: () => "Expected a tool name of 1 to 64 letters, digits, _ or -" })),
+  name: Schema.String.pipe(
+    Schema.pattern(/^[A-Za-z0-9_-]{1,64}$/, { message: () => "Expected a tool name of 1 to 64 letters, digits, _ or -" }),
+  ),
   description: opt(Schema.String),
   parameters: opt(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
-  command: Schema.NonEmptyArray(Schema.String).annotations({ message: () => ({ message: "Expected a command: a list of the program and its arguments", override: true }) }),
+  command: Schema.NonEmptyArray(Schema.String).annotations({
+    message: () => ({ message: "Expected a command: a list of the program and its arguments", override: true }),
+  }),
 }).annotations({ identifier: "a command tool {name, description, parameters, command}" })
 export type CommandToolConfig = typeof CommandToolConfig.Type
 
@@ -83,7 +92,9 @@ export const PYTHON_TOOL_PROBLEM =
 /** Takes MassGen's Python custom tools out of `doc`, with a problem for each. */
 export const withoutPythonTools = (doc: unknown, problems: Array<ConfigProblem>): unknown => {
   const agents = valueAt(doc, ["agents"])
-  const paths: Array<ReadonlyArray<PropertyKey>> = Array.isArray(agents) ? agents.map((_, i) => ["agents", i, "backend", "custom_tools"]) : [["agent", "backend", "custom_tools"]]
+  const paths: Array<ReadonlyArray<PropertyKey>> = Array.isArray(agents)
+    ? agents.map((_, i) => ["agents", i, "backend", "custom_tools"])
+    : [["agent", "backend", "custom_tools"]]
   let out = doc
   for (const path of paths) {
     const tools = valueAt(out, path)
@@ -92,7 +103,12 @@ export const withoutPythonTools = (doc: unknown, problems: Array<ConfigProblem>)
     tools.forEach((t, i) => {
       if (python(t)) problems.push({ path: formatPath([...path, i]), message: PYTHON_TOOL_PROBLEM })
     })
-    if (tools.some(python)) out = setAt(out, path, tools.filter((t) => !python(t)))
+    if (tools.some(python))
+      out = setAt(
+        out,
+        path,
+        tools.filter((t) => !python(t)),
+      )
   }
   return out
 }
@@ -119,7 +135,12 @@ const envNameProblem = (name: string): string | null =>
       : null
 const CommandEnvName = Schema.String.pipe(Schema.filter((name) => envNameProblem(name) ?? true))
 const CommandEnv = Schema.Record({ key: Schema.String, value: McpScalar }).pipe(
-  Schema.filter((env) => Object.keys(env).map(envNameProblem).find((p) => p !== null) ?? true),
+  Schema.filter(
+    (env) =>
+      Object.keys(env)
+        .map(envNameProblem)
+        .find((p) => p !== null) ?? true,
+  ),
 )
 export const EXECUTION_MODES = ["local", "sandbox", "docker"] as const
 export type ExecutionMode = (typeof EXECUTION_MODES)[number]

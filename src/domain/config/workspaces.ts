@@ -14,7 +14,7 @@
  */
 import * as path from "node:path"
 import { Schema } from "effect"
-import { type ConfigProblem, PositiveInt, oneOf, opt } from "./schema.ts"
+import { type ConfigProblem, oneOf, opt, PositiveInt } from "./schema.ts"
 
 export const WorkspaceBackendFields = {
   cwd: opt(Schema.String.pipe(Schema.minLength(1, { message: () => "Expected a workspace name, found an empty string" }))),
@@ -63,11 +63,15 @@ export const contextPathProblems = (paths: ReadonlyArray<ContextPathConfig> | un
   paths?.forEach((c, i) => {
     const at = `orchestrator.context_paths[${i}]`
     const key = path.normalize(c.path).replace(/[/\\]+$/, "")
-    if (seen.has(key)) problems.push({ path: `${at}.path`, message: `Expected each context path once, found ${JSON.stringify(c.path)} again` })
+    if (seen.has(key))
+      problems.push({ path: `${at}.path`, message: `Expected each context path once, found ${JSON.stringify(c.path)} again` })
     seen.add(key)
     c.protected_paths?.forEach((p, j) => {
       if (p === "" || path.isAbsolute(p) || p.split(/[/\\]+/).includes("..")) {
-        problems.push({ path: `${at}.protected_paths[${j}]`, message: `Expected a path relative to the context path, without "..", found ${JSON.stringify(p)}` })
+        problems.push({
+          path: `${at}.protected_paths[${j}]`,
+          message: `Expected a path relative to the context path, without "..", found ${JSON.stringify(p)}`,
+        })
       }
     })
   })

@@ -35,16 +35,7 @@
  * config order with an answer presents.
  */
 import type { Event, FinalAnswerStrategy, FinishReason, RunSettings } from "../events/index.ts"
-import {
-  type AgentState,
-  type State,
-  agentByAnonId,
-  agentIndex,
-  isLive,
-  latestLabels,
-  sameLabels,
-  showsLatest,
-} from "../state/index.ts"
+import { type AgentState, agentByAnonId, agentIndex, isLive, latestLabels, type State, sameLabels, showsLatest } from "../state/index.ts"
 
 export type Command =
   | {
@@ -74,7 +65,13 @@ export type Command =
 export type Reply =
   | { readonly _tag: "answered"; readonly agent: string; readonly round: number; readonly content: string }
   | { readonly _tag: "voted"; readonly agent: string; readonly round: number; readonly targetAnonId: string; readonly reason: string }
-  | { readonly _tag: "failed"; readonly agent: string; readonly round: number; readonly kind: "error" | "timeout"; readonly message: string }
+  | {
+      readonly _tag: "failed"
+      readonly agent: string
+      readonly round: number
+      readonly kind: "error" | "timeout"
+      readonly message: string
+    }
   | { readonly _tag: "presented"; readonly agent: string; readonly content: string }
   | { readonly _tag: "presentation_failed"; readonly agent: string; readonly message: string }
 
@@ -123,12 +120,17 @@ export const votingDeferred = (state: State): boolean => {
   const run = state.run
   if (run === null) return false
   if (noVoteRun(run.settings, state.agents.length)) return true
-  return run.settings.defer_voting_until_all_answered === true && !globalCapReached(state) && state.agents.some((a) => isLive(a) && a.answers.length === 0)
+  return (
+    run.settings.defer_voting_until_all_answered === true &&
+    !globalCapReached(state) &&
+    state.agents.some((a) => isLive(a) && a.answers.length === 0)
+  )
 }
 
 /** A run that holds no vote: `skip_voting`, or quick synthesize (several agents, `synthesize`, one answer each). */
 export const noVoteRun = (settings: RunSettings, agents: number): boolean =>
-  settings.skip_voting === true || (agents > 1 && settings.final_answer_strategy === "synthesize" && settings.max_new_answers_per_agent === 1)
+  settings.skip_voting === true ||
+  (agents > 1 && settings.final_answer_strategy === "synthesize" && settings.max_new_answers_per_agent === 1)
 
 /** The run has a budget and its calls have cost that much. */
 export const budgetSpent = (state: State): boolean => {
@@ -194,20 +196,26 @@ export const decide = (state: State): ReadonlyArray<Command> => {
     const label = latestLabel(first)!
     const votes = Object.fromEntries(shown.map((l) => [l, 0]))
     const callsModel = !run.settings.skip_final_presentation && run.settings.final_answer_strategy !== "winner_reuse"
-    return [{ _tag: "StartPresentation", agent: first.info.id, label, votes, isTie: false, strategy: run.settings.final_answer_strategy, callsModel }]
+    return [
+      {
+        _tag: "StartPresentation",
+        agent: first.info.id,
+        label,
+        votes,
+        isTie: false,
+        strategy: run.settings.final_answer_strategy,
+        callsModel,
+      },
+    ]
   }
   // Deferred voting: an agent with an answer waits for every live agent to have one (the global cap ends the wait).
-  const waiting = (a: AgentState): boolean =>
-    noVote
-      ? a.answers.length > 0 || capped
-      : a.answers.length > 0 && votingDeferred(state)
+  const waiting = (a: AgentState): boolean => (noVote ? a.answers.length > 0 || capped : a.answers.length > 0 && votingDeferred(state))
   if (live.every((a) => a.vote !== null && a.inFlight === null)) {
     const t = tally(state)
     const winner = t ? state.agents[agentIndex(state, t.winner)] : undefined
     const label = winner ? latestLabel(winner) : undefined
     if (t && winner && label) {
-      const callsModel =
-        isLive(winner) && !run.settings.skip_final_presentation && run.settings.final_answer_strategy !== "winner_reuse"
+      const callsModel = isLive(winner) && !run.settings.skip_final_presentation && run.settings.final_answer_strategy !== "winner_reuse"
       const strategy = run.settings.final_answer_strategy
       return [{ _tag: "StartPresentation", agent: t.winner, label, votes: t.votes, isTie: t.isTie, strategy, callsModel }]
     }
@@ -284,9 +292,7 @@ export const judgeReply = (state: State, reply: Reply, time: string): ReadonlyAr
       if (!showsLatest(state, agent.inFlight.shown)) {
         return [{ _tag: "vote_ignored", time, agent: agent.info.id, round, target: target.info.id, reason: "stale" }]
       }
-      return [
-        { _tag: "vote_cast", time, agent: agent.info.id, round, target: target.info.id, target_label: seen, reason: reply.reason },
-      ]
+      return [{ _tag: "vote_cast", time, agent: agent.info.id, round, target: target.info.id, target_label: seen, reason: reply.reason }]
     }
   }
 }
@@ -315,12 +321,7 @@ export const salvage = (state: State): { readonly agent: string; readonly label:
  * The events that stop a run from outside (timeout, budget, signal): the final
  * answer salvaged when there is one (the most-voted, else the latest), then the stop.
  */
-export const stopRun = (
-  state: State,
-  reason: Exclude<FinishReason, "completed">,
-  message: string,
-  time: string,
-): ReadonlyArray<Event> => {
+export const stopRun = (state: State, reason: Exclude<FinishReason, "completed">, message: string, time: string): ReadonlyArray<Event> => {
   if (state.run === null || state.finished !== null) return []
   const existing = state.final
   const saved = existing ?? salvage(state)

@@ -64,7 +64,8 @@ export const voteTool = (validIds: ReadonlyArray<string>): ToolSpec => ({
 
 /** When to vote, by `voting_sensitivity`. */
 export const VOTING_BARS: Readonly<Record<Strictness, string>> = {
-  lenient: "Judge them as a critic, not as a collaborator. If the best current answer fully addresses the original message, call `vote` for its agent.",
+  lenient:
+    "Judge them as a critic, not as a collaborator. If the best current answer fully addresses the original message, call `vote` for its agent.",
   balanced:
     "Judge them as a critic, not as a collaborator: is the best current answer accurate, complete and comprehensive, or could it be meaningfully improved, refined or expanded? Has it weaknesses, gaps, or a better approach it missed? Call `vote` for its agent only if it is strong and complete.",
   strict:
@@ -87,9 +88,11 @@ const coordinationSystem = (voteOnly: boolean, sensitivity: Strictness, novelty:
   [
     "You are one of several agents answering the same message. You see the other agents' current answers under anonymous ids.",
     answerOnly ? DEFERRED_VOTING : VOTING_BARS[sensitivity],
-    answerOnly ? "" : voteOnly
-      ? "You have reached your limit of answers: you must call `vote`."
-      : "Otherwise write a better answer yourself and call `new_answer` with it. Call exactly one of the two tools.",
+    answerOnly
+      ? ""
+      : voteOnly
+        ? "You have reached your limit of answers: you must call `vote`."
+        : "Otherwise write a better answer yourself and call `new_answer` with it. Call exactly one of the two tools.",
     voteOnly ? "" : NOVELTY_RULES[novelty],
   ]
     .filter((line) => line !== "")
@@ -97,7 +100,13 @@ const coordinationSystem = (voteOnly: boolean, sensitivity: Strictness, novelty:
 
 /** The share of words two texts have in common: the words (split on white space, lower case) of both over those of either. */
 export const wordOverlap = (a: string, b: string): number => {
-  const words = (text: string) => new Set(text.toLowerCase().split(/\s+/).filter((w) => w !== ""))
+  const words = (text: string) =>
+    new Set(
+      text
+        .toLowerCase()
+        .split(/\s+/)
+        .filter((w) => w !== ""),
+    )
   const x = words(a)
   const y = words(b)
   const union = new Set([...x, ...y]).size
@@ -122,7 +131,8 @@ export const noveltyProblem = (content: string, shown: ReadonlyArray<ShownAnswer
 }
 
 /** MassGen's refusal of an answer identical to one already shown. */
-export const duplicateProblem = (label: string): string => `Answer already provided by ${label}. Provide different answer or vote for existing one.`
+export const duplicateProblem = (label: string): string =>
+  `Answer already provided by ${label}. Provide different answer or vote for existing one.`
 
 const withAgentMessage = (base: string, systemMessage: string | null): string =>
   systemMessage === null || systemMessage.trim() === "" ? base : `${systemMessage.trim()}\n\n${base}`
@@ -138,7 +148,11 @@ const withConversationNote = (system: string, conversation: ReadonlyArray<Conver
 export const conversationHistory = (conversation: ReadonlyArray<ConversationMessage>): string =>
   conversation.length === 0
     ? ""
-    : ["<CONVERSATION_HISTORY>", ...conversation.map((m) => `${m.role === "user" ? "User" : "Assistant"}: ${m.content}`), "<END OF CONVERSATION_HISTORY>"].join("\n")
+    : [
+        "<CONVERSATION_HISTORY>",
+        ...conversation.map((m) => `${m.role === "user" ? "User" : "Assistant"}: ${m.content}`),
+        "<END OF CONVERSATION_HISTORY>",
+      ].join("\n")
 
 /** The original message, after the conversation's history when there is one. */
 const originalMessage = (question: string, conversation: ReadonlyArray<ConversationMessage>): string => {
@@ -154,11 +168,14 @@ const answerBlock = (a: ShownAnswer, note = ""): string => `<${a.label}>${note}\
 const answersBlock = (shown: ReadonlyArray<ShownAnswer>): string =>
   shown.length === 0 ? "(no answers available yet)" : shown.map((a) => answerBlock(a)).join("\n")
 
-export const roundUserMessage = (question: string, shown: ReadonlyArray<ShownAnswer>, conversation: ReadonlyArray<ConversationMessage> = []): string =>
-  [
-    originalMessage(question, conversation),
-    `<CURRENT ANSWERS from the agents>\n${answersBlock(shown)}\n<END OF CURRENT ANSWERS>`,
-  ].join("\n\n")
+export const roundUserMessage = (
+  question: string,
+  shown: ReadonlyArray<ShownAnswer>,
+  conversation: ReadonlyArray<ConversationMessage> = [],
+): string =>
+  [originalMessage(question, conversation), `<CURRENT ANSWERS from the agents>\n${answersBlock(shown)}\n<END OF CURRENT ANSWERS>`].join(
+    "\n\n",
+  )
 
 /** The ids of each list of shown answers: every reply of a round, and every round shown one list, asks for them. */
 const votableOf = new WeakMap<ReadonlyArray<ShownAnswer>, ReadonlyArray<string>>()
@@ -179,12 +196,24 @@ interface SharedParts {
 }
 const shared = new WeakMap<ReadonlyArray<ShownAnswer>, SharedParts>()
 
-const sharedParts = (question: string, shown: ReadonlyArray<ShownAnswer>, conversation: ReadonlyArray<ConversationMessage>): SharedParts => {
+const sharedParts = (
+  question: string,
+  shown: ReadonlyArray<ShownAnswer>,
+  conversation: ReadonlyArray<ConversationMessage>,
+): SharedParts => {
   const known = shared.get(shown)
   if (known !== undefined && known.question === question && known.conversation === conversation) return known
   const ids = votableIds(shown)
-  const tools = (voteOnly: boolean): ReadonlyArray<ToolSpec> => [...(voteOnly ? [] : [newAnswerTool]), ...(ids.length > 0 ? [voteTool(ids)] : [])]
-  const parts = { question, conversation, user: roundUserMessage(question, shown, conversation), tools: { true: tools(true), false: tools(false) } }
+  const tools = (voteOnly: boolean): ReadonlyArray<ToolSpec> => [
+    ...(voteOnly ? [] : [newAnswerTool]),
+    ...(ids.length > 0 ? [voteTool(ids)] : []),
+  ]
+  const parts = {
+    question,
+    conversation,
+    user: roundUserMessage(question, shown, conversation),
+    tools: { true: tools(true), false: tools(false) },
+  }
   shared.set(shown, parts)
   return parts
 }
@@ -207,7 +236,10 @@ export const roundRequest = (input: {
   const answerOnly = input.answerOnly === true && !input.voteOnly
   return {
     agentId: input.agentId,
-    system: withConversationNote(withAgentMessage(coordinationSystem(input.voteOnly, input.votingSensitivity ?? "lenient", novelty, answerOnly), input.systemMessage), conversation),
+    system: withConversationNote(
+      withAgentMessage(coordinationSystem(input.voteOnly, input.votingSensitivity ?? "lenient", novelty, answerOnly), input.systemMessage),
+      conversation,
+    ),
     messages: [{ role: "user", content: parts.user }],
     tools: answerOnly ? [newAnswerTool] : parts.tools[String(input.voteOnly)]!,
     context: {
@@ -254,7 +286,8 @@ export const retryMessages = (replyText: string, problem: string): ReadonlyArray
 ]
 
 const strategySentence: Record<FinalAnswerStrategy, string> = {
-  winner_present: "Use your own answer as the primary basis, improve it with anything valuable from the others, and present the final answer.",
+  winner_present:
+    "Use your own answer as the primary basis, improve it with anything valuable from the others, and present the final answer.",
   synthesize: "Combine the strongest parts of all answers into one final answer.",
   winner_reuse: "Present the selected answer as it stands.",
 }
@@ -280,9 +313,10 @@ export const presentationRequest = (input: {
   /** False when the run held no vote (`skip_voting`, quick synthesize): the presenter is the first agent in config order. */
   readonly voteHeld?: boolean
 }): LlmRequest => {
-  const votes = input.voteHeld === false
-    ? "No vote was held: every agent answered once, and you present as the first agent in config order."
-    : `You received ${input.voteReasons.length} vote(s)${input.voteReasons.length > 0 ? ` with feedback: ${input.voteReasons.join("; ")}` : ""}${input.isTie ? " (tie broken by config order)" : ""}.`
+  const votes =
+    input.voteHeld === false
+      ? "No vote was held: every agent answered once, and you present as the first agent in config order."
+      : `You received ${input.voteReasons.length} vote(s)${input.voteReasons.length > 0 ? ` with feedback: ${input.voteReasons.join("; ")}` : ""}${input.isTie ? " (tie broken by config order)" : ""}.`
   const answers = input.answers.map((a) => `${a.agentId}${a.own ? " (YOUR ANSWER)" : ""}: ${JSON.stringify(a.content)}`).join("\n")
   const conversation = input.conversation ?? NO_CONVERSATION
   const user = [
@@ -294,7 +328,10 @@ export const presentationRequest = (input: {
   ].join("\n\n")
   return {
     agentId: input.agentId,
-    system: withConversationNote(withAgentMessage("You were selected by the other agents to present the final answer.", input.systemMessage), conversation),
+    system: withConversationNote(
+      withAgentMessage("You were selected by the other agents to present the final answer.", input.systemMessage),
+      conversation,
+    ),
     messages: [{ role: "user", content: user }],
     tools: [],
     context: { kind: "presentation", selfAnonId: input.selfAnonId, shown: input.shown },

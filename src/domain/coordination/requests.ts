@@ -10,9 +10,9 @@
  */
 import type { Agent } from "../config/index.ts"
 import type { LlmRequest, ShownAnswer, ToolSpec } from "../llm.ts"
-import { presentationRequest, roundRequest } from "./prompts.ts"
 import type { State } from "../state/index.ts"
 import { noVoteRun, votingDeferred } from "./decide.ts"
+import { presentationRequest, roundRequest } from "./prompts.ts"
 
 /** Shown answers by the answers record and the labels array they were read from: answers of a label never change. */
 const shownOf = new WeakMap<object, WeakMap<ReadonlyArray<string>, ReadonlyArray<ShownAnswer>>>()

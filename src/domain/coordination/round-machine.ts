@@ -33,10 +33,19 @@
  * messages: earlier replies, the problems it was told of, and tool results.
  */
 import type { CallRole, Event, RecordedReply, RejectionReason } from "../events/index.ts"
-import { type LlmMessage, type LlmReply, type LlmRequest, type ShownAnswer, type ToolCall, noUsage } from "../llm.ts"
 import { argumentsText } from "../events/index.ts"
+import { type LlmMessage, type LlmReply, type LlmRequest, noUsage, type ShownAnswer, type ToolCall } from "../llm.ts"
 import type { Reply } from "./decide.ts"
-import { DEFERRED_VOTING, STALE_VOTE_RESULT, duplicateProblem, noveltyProblem, retryMessages, updateMessage, votableIds, voteTool } from "./prompts.ts"
+import {
+  DEFERRED_VOTING,
+  duplicateProblem,
+  noveltyProblem,
+  retryMessages,
+  STALE_VOTE_RESULT,
+  updateMessage,
+  votableIds,
+  voteTool,
+} from "./prompts.ts"
 
 /** Attempts a round has at a valid reply. */
 export const MAX_ATTEMPTS = 3
@@ -123,7 +132,8 @@ export const classifyReply = (agent: string, round: number, request: LlmRequest,
     return { _tag: "tool_calls", calls }
   }
   if (new Set(known.map((c) => c.name)).size > 1) return invalid("both_tools", "Call either new_answer or vote, not both.")
-  if (known.length > 1 && known[0]!.name === "vote") return invalid("several_votes", "Call vote once: you called it several times in one reply.")
+  if (known.length > 1 && known[0]!.name === "vote")
+    return invalid("several_votes", "Call vote once: you called it several times in one reply.")
   const first = known[0]!
   const args = parseArgs(first.arguments)
   if (args === null) return invalid("bad_arguments", `The arguments of ${first.name} are not a JSON object.`)
@@ -259,7 +269,13 @@ export const onToolResults = (machine: RoundMachine, results: ReadonlyArray<Tool
   const messages: Array<LlmMessage> = machine.pendingTools.map((call) => {
     const result = byId.get(call.id)
     const content = result?.content ?? "error: the tool gave no result"
-    return { role: "tool", toolCallId: call.id, name: call.name, content, ...(result === undefined || result.isError === true ? { isError: true as const } : {}) }
+    return {
+      role: "tool",
+      toolCallId: call.id,
+      name: call.name,
+      content,
+      ...(result === undefined || result.isError === true ? { isError: true as const } : {}),
+    }
   })
   const next: RoundMachine = {
     ...machine,
@@ -289,7 +305,12 @@ export const onUpdate = (machine: RoundMachine, shown: ReadonlyArray<ShownAnswer
     staleVote === null
       ? []
       : [
-          { role: "assistant", content: staleVote.text, toolCalls: staleVote.toolCalls, ...(staleVote.parts?.length ? { parts: staleVote.parts } : {}) },
+          {
+            role: "assistant",
+            content: staleVote.text,
+            toolCalls: staleVote.toolCalls,
+            ...(staleVote.parts?.length ? { parts: staleVote.parts } : {}),
+          },
           ...staleVote.toolCalls.map((c): LlmMessage => ({ role: "tool", toolCallId: c.id, name: c.name, content: STALE_VOTE_RESULT })),
         ]
   const next: RoundMachine = {
@@ -334,7 +355,9 @@ export const onTimeWarning = (machine: RoundMachine, stage: "soft" | "hard"): Tr
  */
 export const onToolRecorded = (machine: RoundMachine, result: ToolResult): Transition => {
   const known = machine.pendingTools.some((c) => c.id === result.callId)
-  const next: RoundMachine = known ? { ...machine, recordedTools: [...machine.recordedTools.filter((r) => r.callId !== result.callId), result] } : machine
+  const next: RoundMachine = known
+    ? { ...machine, recordedTools: [...machine.recordedTools.filter((r) => r.callId !== result.callId), result] }
+    : machine
   const left = unfinishedTools(next)
   if (known && left.length === 0) return onToolResults(next, [])
   return { machine: next, events: [], step: { _tag: "run_tools", calls: left } }

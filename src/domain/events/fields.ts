@@ -17,7 +17,8 @@ export const Time = Schema.String.pipe(
   Schema.filter((s) => !Number.isNaN(instantMs(s)), { message: () => "Expected a real instant" }),
 ).annotations({
   description: "UTC, ISO 8601",
-  arbitrary: () => (fc) => fc.date({ min: new Date(0), max: new Date("2200-01-01T00:00:00.000Z"), noInvalidDate: true }).map((d) => d.toISOString()),
+  arbitrary: () => (fc) =>
+    fc.date({ min: new Date(0), max: new Date("2200-01-01T00:00:00.000Z"), noInvalidDate: true }).map((d) => d.toISOString()),
 })
 /** A counter: a round, a call, an attempt, a number of lines or votes. */
 export const Count = Schema.NonNegativeInt
@@ -32,4 +33,3 @@ export const Label = Schema.String.pipe(Schema.pattern(/^agent\d+\.\d+$/))
 /** An event type: its wire name, the time it happened, and its own fields. */
 export const defineEvent = <Tag extends string, Fields extends Schema.Struct.Fields>(tag: Tag, fields: Fields) =>
   Schema.Struct({ _tag: Schema.Literal(tag), time: Time, ...fields })
-

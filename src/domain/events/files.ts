@@ -7,7 +7,7 @@
  * write already done (`sha256`). Words as in `index.ts`.
  */
 import { Schema } from "effect"
-import { AgentId, Count, Label, defineEvent } from "./fields.ts"
+import { AgentId, Count, defineEvent, Label } from "./fields.ts"
 
 /**
  * An agent's workspace was copied whole for its answer `label`: the snapshot

@@ -30,16 +30,28 @@
  * writes), on the field types of `fields.ts`. This file holds the union.
  */
 import { Schema } from "effect"
-import { AgentFailed, AnswerSubmitted, FinalAnswerChosen, PresentationStarted, ReplyRejected, RoundCancelled, RoundStarted, RoundTimeWarned, UpdateInjected, VoteCast, VoteIgnored } from "./rounds.ts"
 import { CallEnded, CallRetried, CallStarted, HostedToolUsed, ToolCallFinished, ToolCallStarted } from "./calls.ts"
 import { ContextPathWritten, ContextWriteIntended, WorkspaceFinalized, WorkspaceSnapshotted } from "./files.ts"
+import {
+  AgentFailed,
+  AnswerSubmitted,
+  FinalAnswerChosen,
+  PresentationStarted,
+  ReplyRejected,
+  RoundCancelled,
+  RoundStarted,
+  RoundTimeWarned,
+  UpdateInjected,
+  VoteCast,
+  VoteIgnored,
+} from "./rounds.ts"
 import { RunFinished, RunResumed, RunStarted } from "./run.ts"
 
-export { Time } from "./fields.ts"
-export * from "./run.ts"
-export * from "./rounds.ts"
 export * from "./calls.ts"
+export { Time } from "./fields.ts"
 export * from "./files.ts"
+export * from "./rounds.ts"
+export * from "./run.ts"
 export { resumedText } from "./text.ts"
 
 /**

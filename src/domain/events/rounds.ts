@@ -7,7 +7,7 @@
  * `round-machine.ts` make them. Words as in `index.ts`.
  */
 import { Schema } from "effect"
-import { AgentId, Count, Label, defineEvent } from "./fields.ts"
+import { AgentId, Count, defineEvent, Label } from "./fields.ts"
 import { FinalAnswerStrategy } from "./run.ts"
 
 /** A round was given to an agent: which answer labels it shows, and whether only `vote` is offered. */

@@ -6,7 +6,7 @@
  * the whole config is in execution_metadata.yaml. Words as in `index.ts`.
  */
 import { Schema } from "effect"
-import { AgentId, Amount, Count, Label, defineEvent } from "./fields.ts"
+import { AgentId, Amount, Count, defineEvent, Label } from "./fields.ts"
 
 export const FinalAnswerStrategy = Schema.Literal("winner_present", "winner_reuse", "synthesize")
 export type FinalAnswerStrategy = typeof FinalAnswerStrategy.Type

@@ -11,8 +11,8 @@
  * UNDECIDED is what a decoder gives for a value it does not take.
  */
 import { Either, type ParseResult, Schema } from "effect"
+import { plainDecoder, plainValidator, UNDECIDED } from "../../lib/plain-decoder.ts"
 import { Event, EventMeta } from "../events/index.ts"
-import { UNDECIDED, plainDecoder, plainValidator } from "../../lib/plain-decoder.ts"
 
 type Decode<A> = (input: unknown) => Either.Either<A, ParseResult.ParseError>
 
@@ -91,7 +91,8 @@ export const isEvent = (value: unknown): value is Event => {
   if (decoders === undefined) return false
   return passes(decoders, value) || judged((isEventBySchema ??= Schema.is(Event)), value)
 }
-export const isEventMeta = (value: unknown): value is EventMeta => passes(metaDecoders, value) || judged((isMetaBySchema ??= Schema.is(EventMeta)), value)
+export const isEventMeta = (value: unknown): value is EventMeta =>
+  passes(metaDecoders, value) || judged((isMetaBySchema ??= Schema.is(EventMeta)), value)
 
 /**
  * What `decoders` make of `input`, or UNDECIDED when it does not decode;

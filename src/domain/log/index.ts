@@ -48,19 +48,20 @@
  * The parts: the decoders (`decoders.ts`), one line (`line.ts`),
  * a stream of lines and its memory (`stream.ts`).
  */
+
+export { isEvent, isEventMeta } from "./decoders.ts"
 export {
+  addSkips,
   COUNTED_SKIP_CAUSES,
   type CountedSkipCause,
   type DecodedLine,
-  SkipCause,
-  UPCASTERS,
-  addSkips,
   decodeEventLine,
   decodeEventLineBySchema,
   encodeEnvelopeLine,
   encodeEventLine,
   noSkips,
+  SkipCause,
+  UPCASTERS,
 } from "./line.ts"
-export { isEvent, isEventMeta } from "./decoders.ts"
-export * from "./stream.ts"
 export * from "./skip-report.ts"
+export * from "./stream.ts"

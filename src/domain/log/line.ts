@@ -7,9 +7,9 @@
  * need the lines read before are `stream.ts`'s. Words as in `index.ts`.
  */
 import { Schema } from "effect"
-import { decodeWith, decodersByType, metaDecoders } from "./decoders.ts"
-import { type Event, type EventMeta, SCHEMA_VERSION } from "../events/index.ts"
 import { UNDECIDED } from "../../lib/plain-decoder.ts"
+import { type Event, type EventMeta, SCHEMA_VERSION } from "../events/index.ts"
+import { decodersByType, decodeWith, metaDecoders } from "./decoders.ts"
 
 export const SkipCause = Schema.Literal(
   "blank",
@@ -26,9 +26,7 @@ export type SkipCause = typeof SkipCause.Type
 
 /** The causes a read counts: every cause but `blank`. */
 export type CountedSkipCause = Exclude<SkipCause, "blank">
-export const COUNTED_SKIP_CAUSES: ReadonlyArray<CountedSkipCause> = SkipCause.literals.filter(
-  (c): c is CountedSkipCause => c !== "blank",
-)
+export const COUNTED_SKIP_CAUSES: ReadonlyArray<CountedSkipCause> = SkipCause.literals.filter((c): c is CountedSkipCause => c !== "blank")
 
 export type DecodedLine =
   | { readonly _tag: "event"; readonly event: Event; readonly meta?: EventMeta }
@@ -76,32 +74,34 @@ const BLANK = skipped("blank")
 const isBlank = (line: string): boolean => line.length === 0 || line.trim().length === 0
 
 /** `decodeEventLine`, with the plain decoders or with the Schema decoders alone. */
-const lineDecoder = (plain: boolean) => (line: string): DecodedLine => {
-  if (isBlank(line)) return BLANK
-  let value: unknown
-  try {
-    value = JSON.parse(line)
-  } catch {
-    return skipped("not_json")
+const lineDecoder =
+  (plain: boolean) =>
+  (line: string): DecodedLine => {
+    if (isBlank(line)) return BLANK
+    let value: unknown
+    try {
+      value = JSON.parse(line)
+    } catch {
+      return skipped("not_json")
+    }
+    if (typeof value !== "object" || value === null || Array.isArray(value)) return skipped("not_an_object")
+    let wire = value as Record<string, unknown>
+    const schema = wire.schema
+    if (typeof schema !== "number" || !Number.isInteger(schema) || schema < 1) return skipped("invalid_fields")
+    if (schema > SCHEMA_VERSION) return skipped("newer_schema")
+    for (let version = schema; version < SCHEMA_VERSION; version++) wire = UPCASTERS[version]!(wire)
+    const type = wire.type
+    const decoders = typeof type === "string" ? decodersByType.get(type) : undefined
+    if (decoders === undefined) return skipped("unknown_type")
+    const rawMeta = wire.meta
+    if (rawMeta !== undefined) delete wire.meta
+    wire._tag = type
+    const event = decodeWith(decoders, wire, plain)
+    if (event === UNDECIDED) return skipped("invalid_fields")
+    if (rawMeta === undefined) return { _tag: "event", event }
+    const meta = decodeWith(metaDecoders, rawMeta, plain)
+    return meta !== UNDECIDED ? { _tag: "event", event, meta } : skipped("invalid_fields")
   }
-  if (typeof value !== "object" || value === null || Array.isArray(value)) return skipped("not_an_object")
-  let wire = value as Record<string, unknown>
-  const schema = wire.schema
-  if (typeof schema !== "number" || !Number.isInteger(schema) || schema < 1) return skipped("invalid_fields")
-  if (schema > SCHEMA_VERSION) return skipped("newer_schema")
-  for (let version = schema; version < SCHEMA_VERSION; version++) wire = UPCASTERS[version]!(wire)
-  const type = wire.type
-  const decoders = typeof type === "string" ? decodersByType.get(type) : undefined
-  if (decoders === undefined) return skipped("unknown_type")
-  const rawMeta = wire.meta
-  if (rawMeta !== undefined) delete wire.meta
-  wire._tag = type
-  const event = decodeWith(decoders, wire, plain)
-  if (event === UNDECIDED) return skipped("invalid_fields")
-  if (rawMeta === undefined) return { _tag: "event", event }
-  const meta = decodeWith(metaDecoders, rawMeta, plain)
-  return meta !== UNDECIDED ? { _tag: "event", event, meta } : skipped("invalid_fields")
-}
 
 /** One line of the file (with or without its newline) as an event, or why it is skipped. */
 export const decodeEventLine: (line: string) => DecodedLine = lineDecoder(true)

@@ -5,8 +5,9 @@
  * Contract: as in `index.ts`: none of these throws; `decodeLines` and `admitLine` add to the
  * memory, `decodeTail` does not (a torn tail may yet be finished). Words as in `index.ts`.
  */
-import { type CountedSkipCause, type DecodedLine, addSkips, decodeEventLine, noSkips, skipped } from "./line.ts"
+
 import type { Event, EventMeta } from "../events/index.ts"
+import { addSkips, type CountedSkipCause, type DecodedLine, decodeEventLine, noSkips, skipped } from "./line.ts"
 
 /** An event as a reader gets it: with the machine facts of its line, its position in the stream and its line. */
 export interface StoredEvent {

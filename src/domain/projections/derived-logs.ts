@@ -19,10 +19,11 @@
  * again. Only `coordination_events.json`'s head changes as events come (its
  * `session_metadata` names the run's start and finish).
  */
-import { type Event, resumedText } from "../events/index.ts"
+
 import { instantMs } from "../../lib/instant.ts"
-import { agentFile } from "../run-paths.ts"
 import { count } from "../../lib/text.ts"
+import { type Event, resumedText } from "../events/index.ts"
+import { agentFile } from "../run-paths.ts"
 
 const unix = (iso: string): number => instantMs(iso) / 1000
 
@@ -49,10 +50,15 @@ const entry = (event: Event): CoordinationEvent | null => {
     case "run_resumed":
       return e("session_resumed", null, `Resumed; ${resumedText(event)}`)
     case "round_started":
-      return e(event.restart ? "restart_completed" : "context_received", event.agent, `Round ${event.round} shows ${event.shown.join(", ") || "no answers"}`, {
-        labels: event.shown,
-        vote_only: event.vote_only,
-      })
+      return e(
+        event.restart ? "restart_completed" : "context_received",
+        event.agent,
+        `Round ${event.round} shows ${event.shown.join(", ") || "no answers"}`,
+        {
+          labels: event.shown,
+          vote_only: event.vote_only,
+        },
+      )
     case "round_cancelled":
       return e("restart_triggered", event.agent, `Round ${event.round} stopped by a new answer`)
     case "round_time_warned":
@@ -82,7 +88,10 @@ const entry = (event: Event): CoordinationEvent | null => {
         is_tie: event.is_tie,
       })
     case "final_answer":
-      return e("final_answer", event.agent, `Final answer from ${event.label} (${event.source})`, { label: event.label, source: event.source })
+      return e("final_answer", event.agent, `Final answer from ${event.label} (${event.source})`, {
+        label: event.label,
+        source: event.source,
+      })
     case "run_finished":
       return e("session_end", event.winner, `${event.reason}: ${event.message}`)
     case "call_start":
@@ -160,7 +169,15 @@ export const derivation = (): Derivation => {
   const snapshotOf = (event: Event): SnapshotOf | null => {
     if (event._tag === "answer_submitted") {
       const path = agentFile(event.agent, "answer_snapshot", event.label)
-      const mapping = { type: "answer", label: event.label, agent_id: event.agent, timestamp: unix(event.time), iteration: event.round, round: event.round, path }
+      const mapping = {
+        type: "answer",
+        label: event.label,
+        agent_id: event.agent,
+        timestamp: unix(event.time),
+        iteration: event.round,
+        round: event.round,
+        path,
+      }
       return { label: event.label, mapping, file: { path, text: event.content } }
     }
     if (event._tag !== "vote_cast") return null

@@ -16,11 +16,12 @@
  * that have an answer (or are out) and the live agents that have voted; it is
  * 100 only when the run is complete.
  */
-import type { FinishReason } from "../events/index.ts"
-import { type WorkspacesJson, workspacesJson } from "../workspaces/facts.ts"
-import { tally } from "../coordination/decide.ts"
+
 import { truncate } from "../../lib/text.ts"
-import { type AgentState, type State, activeMs, isLive, latestLabels } from "../state/index.ts"
+import { tally } from "../coordination/decide.ts"
+import type { FinishReason } from "../events/index.ts"
+import { type AgentState, activeMs, isLive, latestLabels, type State } from "../state/index.ts"
+import { type WorkspacesJson, workspacesJson } from "../workspaces/facts.ts"
 
 export type AgentStatus = "waiting" | "streaming" | "answered" | "voted" | "restarting" | "error" | "timeout" | "completed"
 export type Phase = "initial_answer" | "enforcement" | "presentation"
@@ -82,7 +83,11 @@ export interface StatusJson {
 
 const seconds = (ms: number): number => Math.round(ms) / 1000
 
-const baseName = (path: string): string => path.replace(/[/\\]+$/, "").split(/[/\\]/).pop() ?? path
+const baseName = (path: string): string =>
+  path
+    .replace(/[/\\]+$/, "")
+    .split(/[/\\]/)
+    .pop() ?? path
 
 const agentStatus = (state: State, a: AgentState): AgentStatus => {
   if (a.failure !== null) return a.failure.kind

@@ -15,12 +15,13 @@
  * latest answer instead. The *timeline* holds the newest `TIMELINE_LIMIT`
  * events worth a line, each with its offset from the run's start.
  */
-import { type Event, type FinalSource, type FinishReason, resumedText } from "../events/index.ts"
-import { type State, advanceInPlace, initialState } from "../state/index.ts"
-import { type AgentStatus, type Phase, project } from "./status.ts"
+
 import { count, oneLine } from "../../lib/text.ts"
+import { type Event, type FinalSource, type FinishReason, resumedText } from "../events/index.ts"
+import { advanceInPlace, initialState, type State } from "../state/index.ts"
 import { toolCallLine } from "../tools/calls.ts"
 import { changedFiles, workspaceLine } from "../workspaces/facts.ts"
+import { type AgentStatus, type Phase, project } from "./status.ts"
 
 export const TAIL_LIMIT = 4000
 export const TIMELINE_LIMIT = 200
@@ -87,7 +88,12 @@ export interface View {
   readonly finished: { readonly reason: FinishReason; readonly message: string } | null
   /** The winner's files (`final/<agent>/workspace`, relative to the log directory), once copied; the files written to context paths. */
   readonly workspace: {
-    readonly final: { readonly path: string; readonly files: number; readonly bytes: number; readonly listing: ReadonlyArray<string> } | null
+    readonly final: {
+      readonly path: string
+      readonly files: number
+      readonly bytes: number
+      readonly listing: ReadonlyArray<string>
+    } | null
     readonly changedFiles: ReadonlyArray<{ readonly path: string; readonly change: string; readonly bytes: number }>
   }
 }
@@ -156,7 +162,8 @@ export const applyEvent = (model: ViewModel, event: Event): ViewModel => {
   let tails = event._tag === "round_started" || event._tag === "presentation_started" ? { ...model.tails, [event.agent]: "" } : model.tails
   // A tool call shows in its agent's text where it happened: name, short arguments, ok or error, duration.
   const toolLine = toolCallLine(event)
-  if (toolLine !== null && "agent" in event) tails = { ...tails, [event.agent]: keepTail(`${(tails[event.agent] ?? "").trimEnd()}\n[${toolLine}]\n`) }
+  if (toolLine !== null && "agent" in event)
+    tails = { ...tails, [event.agent]: keepTail(`${(tails[event.agent] ?? "").trimEnd()}\n[${toolLine}]\n`) }
   const text = timelineText(event)
   if (text === null) return { ...model, state, tails }
   const start = state.run?.startTime ?? state.lastTime
@@ -229,7 +236,15 @@ export const viewOf = (model: ViewModel, now: number): View => {
     final: state.final,
     finished: state.finished === null ? null : { reason: state.finished.reason, message: state.finished.message },
     workspace: {
-      final: state.workspaces.final === null ? null : { path: state.workspaces.final.path, files: state.workspaces.final.files, bytes: state.workspaces.final.bytes, listing: state.workspaces.final.listing },
+      final:
+        state.workspaces.final === null
+          ? null
+          : {
+              path: state.workspaces.final.path,
+              files: state.workspaces.final.files,
+              bytes: state.workspaces.final.bytes,
+              listing: state.workspaces.final.listing,
+            },
       changedFiles: changedFiles(state.workspaces),
     },
   }

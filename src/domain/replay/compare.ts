@@ -8,13 +8,14 @@
  *
  * Words: an agent's *own tools* are the tools of its request but the workflow tools (`new_answer`, `vote`).
  */
+
+import { sameJsonWithout } from "../../lib/json-equal.ts"
 import type { Agent } from "../config/index.ts"
 import { type Command, commandEvents, decide } from "../coordination/decide.ts"
-import type { Event } from "../events/index.ts"
-import { sameJsonWithout } from "../../lib/json-equal.ts"
-import { type LlmRequest, type ToolSpec, withoutErrorFlags } from "../llm.ts"
 import { requestForPresentation, requestForRound } from "../coordination/requests.ts"
 import { WORKFLOW_TOOLS } from "../coordination/round-machine.ts"
+import type { Event } from "../events/index.ts"
+import { type LlmRequest, type ToolSpec, withoutErrorFlags } from "../llm.ts"
 import type { State } from "../state/index.ts"
 
 /** Fields that say where and when a run happened, not what it decided. */

@@ -12,11 +12,11 @@
 import type { Agent } from "../config/index.ts"
 import type { Event } from "../events/index.ts"
 import type { LlmReply } from "../llm.ts"
-import { type State, foldingInPlace, initialState } from "../state/index.ts"
+import { foldingInPlace, initialState, type State } from "../state/index.ts"
 import { agentToolsOf, sameDecision } from "./compare.ts"
 import { continuationsFrom, isStaleCall, machinesInFlight } from "./machines.ts"
 import { isQuiet } from "./start.ts"
-import { type Walk, made, stepOf } from "./steps.ts"
+import { made, stepOf, type Walk } from "./steps.ts"
 import type { Divergence, RecordedCall, ReplayOptions, ReplayResult } from "./types.ts"
 
 /**

@@ -37,8 +37,9 @@
  * The walk is `driver.ts`; what is made again and how it is compared,
  * `compare.ts`; the round machines it keeps, `machines.ts`.
  */
-export * from "./replay-run.ts"
-export type { Divergence, RecordedCall, ReplayOptions, ReplayResult } from "./types.ts"
+
 export { sameDecision } from "./compare.ts"
+export * from "./replay-run.ts"
 export * from "./resume-plan.ts"
 export * from "./start.ts"
+export type { Divergence, RecordedCall, ReplayOptions, ReplayResult } from "./types.ts"

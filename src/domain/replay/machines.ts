@@ -10,9 +10,9 @@
  * it may still be recorded after (its fiber got there first): a fact of the timing, nothing to judge.
  */
 import type { Reply } from "../coordination/decide.ts"
-import { workKey } from "../coordination/work-key.ts"
-import { type Event, argumentsText } from "../events/index.ts"
 import { type RoundMachine, type Transition, unfinishedTools } from "../coordination/round-machine.ts"
+import { workKey } from "../coordination/work-key.ts"
+import { argumentsText, type Event } from "../events/index.ts"
 
 /** Whether `e` is a call of a round (not a presentation) that a new answer cancelled. */
 export const isStaleCall = (e: Event, cancelled: ReadonlySet<string>): boolean =>

@@ -38,13 +38,12 @@
  * `compare.ts`; the round machines it keeps, `machines.ts`.
  */
 import type { Agent } from "../config/index.ts"
-import type { Event } from "../events/index.ts"
-import { replayFrom } from "./driver.ts"
-import type { RecordedCall, ReplayOptions, ReplayResult } from "./types.ts"
-import { type ReplayStart, quietPoint } from "./start.ts"
 import type { RoundMachine, Transition } from "../coordination/round-machine.ts"
+import type { Event } from "../events/index.ts"
 import { initialState } from "../state/index.ts"
-
+import { replayFrom } from "./driver.ts"
+import { quietPoint, type ReplayStart } from "./start.ts"
+import type { RecordedCall, ReplayOptions, ReplayResult } from "./types.ts"
 
 /** Replays a whole recorded run from its first event, checking every request against `callOf` unless told not to. */
 export const replayRun = (
@@ -76,4 +75,5 @@ export const continuationsOf = (
   options: Omit<ReplayOptions, "checkRequests"> = {},
   start: ReplayStart | null = null,
 ): ReadonlyMap<string, Transition> =>
-  replayFrom(events, agents, () => undefined, { ...options, checkRequests: false }, start ?? { from: quietPoint(events), state: null }).continuations
+  replayFrom(events, agents, () => undefined, { ...options, checkRequests: false }, start ?? { from: quietPoint(events), state: null })
+    .continuations

@@ -15,15 +15,20 @@
  * (`start.ts`). Pure.
  */
 import type { Agent } from "../config/index.ts"
+import type { Transition } from "../coordination/round-machine.ts"
 import type { Event } from "../events/index.ts"
-import type { ReplayOptions } from "./types.ts"
+import { foldEvents, type State } from "../state/index.ts"
 import { continuationsOf } from "./replay-run.ts"
 import type { ReplayStart } from "./start.ts"
-import type { Transition } from "../coordination/round-machine.ts"
-import { type State, foldEvents } from "../state/index.ts"
+import type { ReplayOptions } from "./types.ts"
 
 export interface ResumePlan {
-  readonly continuedRounds: ReadonlyArray<{ readonly agent: string; readonly round: number; readonly shown: ReadonlyArray<string>; readonly vote_only: boolean }>
+  readonly continuedRounds: ReadonlyArray<{
+    readonly agent: string
+    readonly round: number
+    readonly shown: ReadonlyArray<string>
+    readonly vote_only: boolean
+  }>
   readonly presentationContinued: boolean
   /** The rebuilt machine of each agent's work that continues and has a recorded call, by agent. */
   readonly machines: ReadonlyMap<string, Transition>
@@ -37,9 +42,13 @@ export const resumePlan = (
   start: ReplayStart | null = null,
 ): ResumePlan => {
   const beforeSignal =
-    recorded.finished?.reason === "interrupted" ? foldEvents(events.filter((e) => !(e._tag === "run_finished" && e.reason === "interrupted"))) : recorded
+    recorded.finished?.reason === "interrupted"
+      ? foldEvents(events.filter((e) => !(e._tag === "run_finished" && e.reason === "interrupted")))
+      : recorded
   const continuedRounds = beforeSignal.agents.flatMap((a) =>
-    a.inFlight !== null && a.failure === null ? [{ agent: a.info.id, round: a.inFlight.round, shown: a.inFlight.shown, vote_only: a.inFlight.voteOnly }] : [],
+    a.inFlight !== null && a.failure === null
+      ? [{ agent: a.info.id, round: a.inFlight.round, shown: a.inFlight.shown, vote_only: a.inFlight.voteOnly }]
+      : [],
   )
   const p = beforeSignal.presentation
   const presentationContinued = p !== null && beforeSignal.final === null && p.callsModel

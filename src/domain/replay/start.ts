@@ -15,7 +15,7 @@
  * that to its replay (`ReplayStart`). Pure.
  */
 import type { Event } from "../events/index.ts"
-import { type State, foldingInPlace } from "../state/index.ts"
+import { foldingInPlace, type State } from "../state/index.ts"
 
 /** Where a resume's replay starts, and the fold of the events before it. */
 export interface ReplayStart {
@@ -34,8 +34,7 @@ export const isQuiet = (state: State): boolean =>
 
 const ROUND_ENDS = new Set<Event["_tag"]>(["answer_submitted", "vote_cast", "vote_ignored", "round_cancelled", "agent_failed"])
 
-const roundKey = (e: Event): string | null =>
-  "agent" in e && "round" in e && typeof e.round === "number" ? `${e.agent}#${e.round}` : null
+const roundKey = (e: Event): string | null => ("agent" in e && "round" in e && typeof e.round === "number" ? `${e.agent}#${e.round}` : null)
 
 export const quietPoint = (events: ReadonlyArray<Event>): number => {
   const lastOf = new Map<string, number>()

@@ -13,10 +13,9 @@
  * when a new answer stopped it (its `workKey` in `cancelled`).
  */
 import type { Agent } from "../config/index.ts"
-import { type Reply, judgeReply, stopRun, updateFor } from "../coordination/decide.ts"
+import { judgeReply, type Reply, stopRun, updateFor } from "../coordination/decide.ts"
 import { shownAnswers } from "../coordination/requests.ts"
 import {
-  type Transition,
   onCallFailed,
   onModelReply,
   onTimeWarning,
@@ -24,15 +23,16 @@ import {
   onUpdate,
   replyOfRecord,
   startRound,
+  type Transition,
 } from "../coordination/round-machine.ts"
 import { workKey } from "../coordination/work-key.ts"
 import type { Event } from "../events/index.ts"
-import { type LlmReply, type ToolSpec, hasErrorFlags } from "../llm.ts"
+import { hasErrorFlags, type LlmReply, type ToolSpec } from "../llm.ts"
 import type { State } from "../state/index.ts"
 import { workspaceEventProblem } from "../workspaces/facts.ts"
 import { baseRequest, decided, ownTools, requestKey } from "./compare.ts"
-import type { RecordedCall, ReplayOptions } from "./types.ts"
 import { toolStepOf } from "./machines.ts"
+import type { RecordedCall, ReplayOptions } from "./types.ts"
 
 /** The state of one walk over a recorded log. */
 export interface Walk {
@@ -205,7 +205,8 @@ const finalAnswer: StepOf<"final_answer"> = (w, rec, i) => {
     const finish = w.recorded.slice(i + 1).find((e) => e._tag === "run_finished")
     let events = decided(w.state, rec.time)
     if (events[0]?._tag !== "final_answer") {
-      events = finish?._tag === "run_finished" && finish.reason !== "completed" ? stopRun(w.state, finish.reason, finish.message, rec.time) : []
+      events =
+        finish?._tag === "run_finished" && finish.reason !== "completed" ? stopRun(w.state, finish.reason, finish.message, rec.time) : []
     }
     w.queued.push(...events.slice(1).map((e) => ({ ...e, time: finish?.time ?? rec.time })))
     return made(events[0] ?? null)
@@ -219,7 +220,10 @@ const finalAnswer: StepOf<"final_answer"> = (w, rec, i) => {
 }
 
 /** Replay runs no tool and copies no file: it checks that each file fact fits the run where it stands. */
-const fileFact = (w: Walk, rec: Of<"workspace_snapshotted"> | Of<"workspace_finalized"> | Of<"context_write_intended"> | Of<"context_path_written">): Step => {
+const fileFact = (
+  w: Walk,
+  rec: Of<"workspace_snapshotted"> | Of<"workspace_finalized"> | Of<"context_write_intended"> | Of<"context_path_written">,
+): Step => {
   const why = workspaceEventProblem(w.state, rec, w.openToolCalls)
   return why === null ? made(rec) : none(why)
 }
@@ -263,4 +267,5 @@ export const STEPS: { readonly [T in Event["_tag"]]: StepOf<T> } = {
 }
 
 /** The step of `rec`'s kind. */
-export const stepOf = (walk: Walk, rec: Event, index: number): Step => (STEPS[rec._tag] as StepOf<typeof rec._tag>)(walk, rec as never, index)
+export const stepOf = (walk: Walk, rec: Event, index: number): Step =>
+  (STEPS[rec._tag] as StepOf<typeof rec._tag>)(walk, rec as never, index)

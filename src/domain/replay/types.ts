@@ -5,9 +5,10 @@
  * code makes differently; the rounds *in flight* at the end are what a
  * resume continues.
  */
+
+import type { RoundMachine, Transition } from "../coordination/round-machine.ts"
 import type { Event } from "../events/index.ts"
 import type { LlmReply, LlmRequest, ToolSpec } from "../llm.ts"
-import type { RoundMachine, Transition } from "../coordination/round-machine.ts"
 import type { State } from "../state/index.ts"
 
 export interface RecordedCall {

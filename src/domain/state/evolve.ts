@@ -16,10 +16,11 @@
  * `step` is `evolve` for a fold that owns what it made (`Owned`): `folding.ts` folds many events
  * through it, extending in place the answers it made itself. Words as in `shape.ts`.
  */
-import type { Event } from "../events/index.ts"
+
 import { instantMs } from "../../lib/instant.ts"
-import { type AgentState, type Answer, type InFlight, type State, type Usage, agentIndex, emptyUsage, noToolCounts } from "./shape.ts"
+import type { Event } from "../events/index.ts"
 import { evolveWorkspaces } from "../workspaces/facts.ts"
+import { type AgentState, type Answer, agentIndex, emptyUsage, type InFlight, noToolCounts, type State, type Usage } from "./shape.ts"
 
 const addUsage = (u: Usage, e: Extract<Event, { _tag: "call_end" }>): Usage => ({
   inputTokens: u.inputTokens + (e.input_tokens ?? 0),
@@ -243,7 +244,10 @@ const applyEvent = (state: State, event: Event, t: number, own: Owned | null): S
       const i = agentIndex(state, event.agent)
       if (i < 0) return state
       const a = state.agents[i]!
-      const inFlight = event.role === "round" && event.error === null && inRound(a, event.round) ? { ...a.inFlight, steps: a.inFlight.steps + 1 } : a.inFlight
+      const inFlight =
+        event.role === "round" && event.error === null && inRound(a, event.round)
+          ? { ...a.inFlight, steps: a.inFlight.steps + 1 }
+          : a.inFlight
       return {
         ...state,
         usage: addUsage(state.usage, event),

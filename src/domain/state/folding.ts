@@ -8,7 +8,7 @@
  */
 import type { Event } from "../events/index.ts"
 import { type Owned, step } from "./evolve.ts"
-import { type State, initialState } from "./shape.ts"
+import { initialState, type State } from "./shape.ts"
 
 /**
  * A fold that goes on one event at a time, from `from`: `add(event)` gives

@@ -21,6 +21,7 @@
  * This file is the module's face: the state's types and queries are in
  * `shape.ts`, `evolve` in `evolve.ts`, the fast fold in `folding.ts`.
  */
-export * from "./shape.ts"
+
 export { evolve } from "./evolve.ts"
 export { advanceInPlace, foldEvents, foldingInPlace } from "./folding.ts"
+export * from "./shape.ts"

@@ -10,7 +10,7 @@
  * every agent that has one, in config order, which is what a new round shows.
  */
 import type { AgentInfo, ConversationMessage, FailureKind, FinalSource, FinishReason, RunSettings } from "../events/index.ts"
-import { type WorkspaceFacts, noWorkspaceFacts } from "../workspaces/facts.ts"
+import { noWorkspaceFacts, type WorkspaceFacts } from "../workspaces/facts.ts"
 
 export interface Usage {
   readonly inputTokens: number
@@ -113,7 +113,12 @@ export interface State {
   readonly answers: Readonly<Record<string, Answer>>
   readonly presentation: Presentation | null
   readonly final: FinalAnswer | null
-  readonly finished: { readonly reason: FinishReason; readonly winner: string | null; readonly message: string; readonly time: number } | null
+  readonly finished: {
+    readonly reason: FinishReason
+    readonly winner: string | null
+    readonly message: string
+    readonly time: number
+  } | null
   readonly usage: Usage
   /** Time of the newest event folded, ms since the epoch. */
   readonly lastTime: number
@@ -158,8 +163,7 @@ export const agentIndex = (state: State, id: string): number => {
   return -1
 }
 
-export const agentByAnonId = (state: State, anonId: string): AgentState | undefined =>
-  state.agents.find((a) => a.info.anon_id === anonId)
+export const agentByAnonId = (state: State, anonId: string): AgentState | undefined => state.agents.find((a) => a.info.anon_id === anonId)
 
 /** The newest answer label of every agent that has one, in config order. */
 export const latestLabels = (state: State): ReadonlyArray<string> =>

@@ -12,9 +12,9 @@
  * Words: a *tool call* is one call of an agent's own tool (a command tool, an
  * MCP tool) from a model reply; its *result* is the text the model is given.
  */
-import type { ArgumentsText } from "../events/index.ts"
-import type { Event } from "../events/index.ts"
+
 import { oneLine, truncate } from "../../lib/text.ts"
+import type { ArgumentsText, Event } from "../events/index.ts"
 
 /** Calls of one reply that run at the same time; the others wait for a free slot. */
 export const TOOL_CONCURRENCY = 8
@@ -35,7 +35,12 @@ export const shortArguments = (args: ArgumentsText, max = 60): string => {
   try {
     const value: unknown = JSON.parse(args === "" ? "{}" : args)
     if (value !== null && typeof value === "object" && !Array.isArray(value)) {
-      return oneLine(Object.entries(value).map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(" "), max)
+      return oneLine(
+        Object.entries(value)
+          .map(([k, v]) => `${k}=${JSON.stringify(v)}`)
+          .join(" "),
+        max,
+      )
     }
   } catch {
     // shown as written

@@ -31,12 +31,39 @@ const PROGRAMS: ReadonlyMap<string, string> = new Map([
   ["chmod", "chmod"],
 ])
 /** Words a program runs another program after: the program is the first word after them and their options. */
-const WRAPPERS: ReadonlySet<string> = new Set(["env", "command", "builtin", "exec", "nohup", "nice", "time", "setsid", "timeout", "xargs", "stdbuf", "ionice"])
+const WRAPPERS: ReadonlySet<string> = new Set([
+  "env",
+  "command",
+  "builtin",
+  "exec",
+  "nohup",
+  "nice",
+  "time",
+  "setsid",
+  "timeout",
+  "xargs",
+  "stdbuf",
+  "ionice",
+])
 /** What `rm -r`, `find -delete` and `mv` must never be given: the root, everything under it, the home. */
-const ROOTS: ReadonlySet<string> = new Set(["/", "/*", "/.", "~", "~/", "~/*", "$HOME", "$HOME/", "$HOME/*", "${HOME}", "${HOME}/", "${HOME}/*"])
+const ROOTS: ReadonlySet<string> = new Set([
+  "/",
+  "/*",
+  "/.",
+  "~",
+  "~/",
+  "~/*",
+  "$HOME",
+  "$HOME/",
+  "$HOME/*",
+  "${HOME}",
+  "${HOME}/",
+  "${HOME}/*",
+])
 const DISK_DEVICE = /^\/dev\/(sd[a-z]|hd[a-z]|vd[a-z]|xvd[a-z]|nvme\d|mmcblk\d)/
 /** `name(){ ... name | name ... }`, or `function name { ... }`: a function that pipes itself into itself. */
-const FORK_BOMB = /(?:^|[\s;&|(){}])(?:function\s+)?([^\s;&|(){}'"`]+)\s*(?:\(\s*\))?\s*\{[^}]*?(?:^|[\s;&|({])\1\s*\|&?\s*\1(?=[\s;&|)}]|$)/
+const FORK_BOMB =
+  /(?:^|[\s;&|(){}])(?:function\s+)?([^\s;&|(){}'"`]+)\s*(?:\(\s*\))?\s*\{[^}]*?(?:^|[\s;&|({])\1\s*\|&?\s*\1(?=[\s;&|)}]|$)/
 
 const SEPARATORS = new Set([";", "&", "|", "\n", "(", ")", "{", "}", "`"])
 

@@ -38,8 +38,7 @@
  * may read there besides the system folders (context paths); the *execution
  * mode* is how commands run: `local`, `sandbox` or `docker`.
  */
-import type { BackendConfig } from "../config/index.ts"
-import type { ExecutionMode } from "../config/index.ts"
+import type { BackendConfig, ExecutionMode } from "../config/index.ts"
 import type { ToolSpec } from "../llm.ts"
 import { dangerousCommand } from "./command-guard.ts"
 
@@ -165,7 +164,8 @@ export const commandEnvironment = (
   secrets: ReadonlyArray<string> = [],
 ): Record<string, string> => {
   const out: Record<string, string> = {}
-  for (const [name, value] of Object.entries(source)) if (value !== undefined && (passed(name) || settings.passEnv.includes(name))) out[name] = value
+  for (const [name, value] of Object.entries(source))
+    if (value !== undefined && (passed(name) || settings.passEnv.includes(name))) out[name] = value
   Object.assign(out, settings.env, { HOME: home })
   const hidden = new Set(secrets.filter((s) => s !== ""))
   for (const [name, value] of Object.entries(out)) if (hidden.has(value)) delete out[name]
@@ -173,7 +173,10 @@ export const commandEnvironment = (
 }
 
 /** The variables a `docker` container gets from the docker CLI's environment (`-e NAME`): the config's alone, the image keeps its `PATH` and `HOME`. */
-export const containerEnvNames = (settings: Pick<CommandLineSettings, "env" | "passEnv">, env: Readonly<Record<string, string>>): ReadonlyArray<string> =>
+export const containerEnvNames = (
+  settings: Pick<CommandLineSettings, "env" | "passEnv">,
+  env: Readonly<Record<string, string>>,
+): ReadonlyArray<string> =>
   [...new Set([...settings.passEnv, ...Object.keys(settings.env)])].filter((name) => env[name] !== undefined).sort()
 
 export interface Mounts {
@@ -197,9 +200,10 @@ export interface HostView {
 
 /** The binds of the workspace (writable) and the read-only paths, a parent before what is under it, so that the deeper one wins. */
 const binds = (mounts: Mounts): ReadonlyArray<{ readonly path: string; readonly writable: boolean }> =>
-  [{ path: mounts.workspace, writable: true }, ...[...new Set(mounts.readOnly)].filter((p) => p !== mounts.workspace).map((path) => ({ path, writable: false }))].sort(
-    (a, b) => depth(a.path) - depth(b.path),
-  )
+  [
+    { path: mounts.workspace, writable: true },
+    ...[...new Set(mounts.readOnly)].filter((p) => p !== mounts.workspace).map((path) => ({ path, writable: false })),
+  ].sort((a, b) => depth(a.path) - depth(b.path))
 
 /**
  * The `bwrap` arguments that run `/bin/sh -c command` in `cwd`, showing what
@@ -214,19 +218,27 @@ export const bwrapArgs = (view: HostView, mounts: Mounts, network: boolean, cwd:
   ...view.shown.flatMap((path) => ["--ro-bind", path, path]),
   // A device node is unreadable where bwrap mounts it (nodev): a masked file reads as "Permission denied".
   ...view.masked.flatMap((m) => (m.folder ? ["--tmpfs", m.path, "--remount-ro", m.path] : ["--ro-bind", "/dev/null", m.path])),
-  "--dev", "/dev",
-  "--proc", "/proc",
-  "--tmpfs", "/tmp",
+  "--dev",
+  "/dev",
+  "--proc",
+  "/proc",
+  "--tmpfs",
+  "/tmp",
   ...binds(mounts).flatMap((b) => (b.writable ? ["--bind", b.path, b.path] : ["--ro-bind-try", b.path, b.path])),
-  "--remount-ro", "/",
+  "--remount-ro",
+  "/",
   "--unshare-all",
   ...(network ? ["--share-net"] : []),
-  "--cap-drop", "ALL",
+  "--cap-drop",
+  "ALL",
   "--die-with-parent",
   "--new-session",
-  "--chdir", cwd,
+  "--chdir",
+  cwd,
   "--",
-  "/bin/sh", "-c", command,
+  "/bin/sh",
+  "-c",
+  command,
 ]
 
 export interface DockerRun {
@@ -242,16 +254,23 @@ export interface DockerRun {
 
 /** The `docker` arguments that run `/bin/sh -c command` in `cwd` in a new container, the paths mounted where they are on the host. */
 export const dockerRunArgs = (run: DockerRun, mounts: Mounts, cwd: string, command: string): ReadonlyArray<string> => [
-  "run", "--rm", "-i",
-  "--name", run.name,
-  "--network", run.networkMode,
+  "run",
+  "--rm",
+  "-i",
+  "--name",
+  run.name,
+  "--network",
+  run.networkMode,
   ...(run.memory !== null ? ["--memory", run.memory] : []),
   ...(run.cpus !== null ? ["--cpus", String(run.cpus)] : []),
   ...binds(mounts).flatMap((b) => ["-v", `${b.path}:${b.path}:${b.writable ? "rw" : "ro"}`]),
   ...run.envNames.flatMap((name) => ["-e", name]),
-  "-w", cwd,
+  "-w",
+  cwd,
   run.image,
-  "/bin/sh", "-c", command,
+  "/bin/sh",
+  "-c",
+  command,
 ]
 
 /** A stream's kept text, with a note when the stream brought more than was kept. */

@@ -19,8 +19,9 @@
  * of the user's (`orchestrator.context_paths`) that agents read and only the
  * presenter writes to, after the vote.
  */
-import type { ContextChange, ContextPathSetting, Event } from "../events/index.ts"
+
 import { count } from "../../lib/text.ts"
+import type { ContextChange, ContextPathSetting, Event } from "../events/index.ts"
 
 export const WORKSPACES_DIR = "workspaces"
 export const SNAPSHOTS_DIR = "snapshot_storage"
@@ -55,25 +56,41 @@ export interface ContextWrite {
 
 export interface WorkspaceFacts {
   readonly snapshots: Readonly<Record<string, SnapshotFact>>
-  readonly final: (SnapshotFact & { readonly label: string; readonly source: "workspace" | "snapshot"; readonly listing: ReadonlyArray<string> }) | null
+  readonly final:
+    | (SnapshotFact & { readonly label: string; readonly source: "workspace" | "snapshot"; readonly listing: ReadonlyArray<string> })
+    | null
   readonly contextWrites: ReadonlyArray<ContextWrite>
 }
 
 export const noWorkspaceFacts: WorkspaceFacts = { snapshots: {}, final: null, contextWrites: [] }
 
-type WorkspaceEvent = Extract<Event, { _tag: "workspace_snapshotted" | "workspace_finalized" | "context_write_intended" | "context_path_written" }>
+type WorkspaceEvent = Extract<
+  Event,
+  { _tag: "workspace_snapshotted" | "workspace_finalized" | "context_write_intended" | "context_path_written" }
+>
 
 /** The facts after one workspace event; the same object when the event does not fit (a second snapshot of a label, a second final copy). */
 export const evolveWorkspaces = (facts: WorkspaceFacts, event: WorkspaceEvent): WorkspaceFacts => {
   switch (event._tag) {
     case "workspace_snapshotted":
       if (event.label in facts.snapshots) return facts
-      return { ...facts, snapshots: { ...facts.snapshots, [event.label]: { agent: event.agent, path: event.path, files: event.files, bytes: event.bytes } } }
+      return {
+        ...facts,
+        snapshots: { ...facts.snapshots, [event.label]: { agent: event.agent, path: event.path, files: event.files, bytes: event.bytes } },
+      }
     case "workspace_finalized":
       if (facts.final !== null) return facts
       return {
         ...facts,
-        final: { agent: event.agent, label: event.label, source: event.source, path: event.path, files: event.files, bytes: event.bytes, listing: event.listing },
+        final: {
+          agent: event.agent,
+          label: event.label,
+          source: event.source,
+          path: event.path,
+          files: event.files,
+          bytes: event.bytes,
+          listing: event.listing,
+        },
       }
     case "context_write_intended":
     case "context_path_written": {
@@ -125,7 +142,9 @@ export const workspaceEventProblem = (
       if (state.answers[event.label]?.agent !== event.agent) return `${event.agent} has no answer ${event.label} whose files could be final`
       return state.workspaces.final !== null ? "the final workspace was copied already" : null
     case "context_write_intended":
-      return openToolCalls.get(event.tool_call) === event.agent ? null : `${event.agent} has no tool call ${event.tool_call} in flight to write ${event.path}`
+      return openToolCalls.get(event.tool_call) === event.agent
+        ? null
+        : `${event.agent} has no tool call ${event.tool_call} in flight to write ${event.path}`
     case "context_path_written":
       return state.workspaces.contextWrites.some((w) => pendingFor(w, event.agent, event.path) && w.sha256 === event.sha256)
         ? null
@@ -134,7 +153,9 @@ export const workspaceEventProblem = (
 }
 
 /** The files written to context paths, each once, in the order they were first written. */
-export const changedFiles = (facts: WorkspaceFacts): ReadonlyArray<{ readonly path: string; readonly change: ContextChange; readonly bytes: number }> => {
+export const changedFiles = (
+  facts: WorkspaceFacts,
+): ReadonlyArray<{ readonly path: string; readonly change: ContextChange; readonly bytes: number }> => {
   const out = new Map<string, { path: string; change: ContextChange; bytes: number }>()
   for (const w of facts.contextWrites) {
     if (!w.done) continue

@@ -79,20 +79,24 @@ export const resolveToolPath = (raw: string, roots: AgentRoots, access: Access):
   if (path.isAbsolute(text)) return resolveAbsolute(given, path.normalize(text), roots, access)
   const parts = segments.filter((s) => s !== "" && s !== ".")
   if (parts[0] === TEMP_WORKSPACES) {
-    if (parts.length === 1) return access === "read" ? { _tag: "ok", kind: "snapshots_root", real: "", root: "" } : refused(`${given} is read-only`)
+    if (parts.length === 1)
+      return access === "read" ? { _tag: "ok", kind: "snapshots_root", real: "", root: "" } : refused(`${given} is read-only`)
     const label = parts[1]!
     const dir = roots.snapshots.get(label)
     if (dir === undefined) return refused(`${TEMP_WORKSPACES}/${label} is not the snapshot of an answer you were shown`)
     if (access === "write") return refused(`${given} is read-only: it is in the snapshot of answer ${label}`)
     return { _tag: "ok", kind: "snapshot", real: path.join(dir, ...parts.slice(2)), root: dir }
   }
-  if (roots.workspace === null) return refused(`${given}: you have no workspace (the agent's backend sets no cwd); use an absolute path in a context path`)
+  if (roots.workspace === null)
+    return refused(`${given}: you have no workspace (the agent's backend sets no cwd); use an absolute path in a context path`)
   return { _tag: "ok", kind: "workspace", real: path.join(roots.workspace, ...parts), root: roots.workspace }
 }
 
 const resolveAbsolute = (given: string, abs: string, roots: AgentRoots, access: Access): Resolved => {
   // The innermost context path that holds it decides (a `write` folder inside a `read` one, or the reverse).
-  const context = roots.contextPaths.filter((c) => isInside(abs, c.path)).reduce<ContextPathSetting | undefined>((best, c) => (best === undefined || c.path.length > best.path.length ? c : best), undefined)
+  const context = roots.contextPaths
+    .filter((c) => isInside(abs, c.path))
+    .reduce<ContextPathSetting | undefined>((best, c) => (best === undefined || c.path.length > best.path.length ? c : best), undefined)
   if (context === undefined) return refused(`${given} is outside your workspace and every context path`)
   if (access === "read") return { _tag: "ok", kind: "context", real: abs, root: context.path }
   if (!roots.mayWriteContext) return refused(`${given} is in a context path, which only the presenter may write to, after the vote`)

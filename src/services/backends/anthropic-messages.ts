@@ -21,8 +21,8 @@
  * `stream_cut`. Input tokens are `input_tokens` plus both cache counts.
  */
 import Anthropic from "@anthropic-ai/sdk"
-import type { HostedToolUse, LlmChunk, LlmMessage, LlmReply, LlmRequest, TokenUsage } from "../../domain/llm.ts"
 import { Effect } from "effect"
+import type { HostedToolUse, LlmChunk, LlmMessage, LlmReply, LlmRequest, TokenUsage } from "../../domain/llm.ts"
 import type { Backend, OnChunk } from "./backend.ts"
 import {
   type Assembly,
@@ -82,7 +82,14 @@ const toTurn = (m: LlmMessage): { role: "user" | "assistant"; blocks: Array<Bloc
       // The API refuses an empty result ("content field is empty").
       return {
         role: "user",
-        blocks: [{ type: "tool_result", tool_use_id: m.toolCallId, content: m.content === "" ? EMPTY_RESULT : m.content, ...(m.isError ? { is_error: true } : {}) }],
+        blocks: [
+          {
+            type: "tool_result",
+            tool_use_id: m.toolCallId,
+            content: m.content === "" ? EMPTY_RESULT : m.content,
+            ...(m.isError ? { is_error: true } : {}),
+          },
+        ],
       }
   }
 }
@@ -273,7 +280,8 @@ export const anthropicAssembly = (meter: ReplyMeter = unmetered): Assembly<Event
           } else if (d.type === "signature_delta") {
             if (block !== undefined) block.signature = (block.signature ?? "") + d.signature
           } else if (d.type === "input_json_delta") {
-            if (block?.type !== "tool_use" && block?.type !== "server_tool_use") fail("bad_reply", `input_json_delta for content block ${event.index}, which is not a tool_use`)
+            if (block?.type !== "tool_use" && block?.type !== "server_tool_use")
+              fail("bad_reply", `input_json_delta for content block ${event.index}, which is not a tool_use`)
             else block.json += d.partial_json
           }
           break
@@ -307,7 +315,12 @@ export const anthropicAssembly = (meter: ReplyMeter = unmetered): Assembly<Event
           case "tool_use":
             return { type: "tool_use", id: b.id ?? "", name: b.name ?? "", input: inputOf(b) }
           case "server_tool_use":
-            return { type: "server_tool_use", id: b.id ?? "", name: b.name as Anthropic.Messages.ServerToolUseBlockParam["name"], input: inputOf(b) }
+            return {
+              type: "server_tool_use",
+              id: b.id ?? "",
+              name: b.name as Anthropic.Messages.ServerToolUseBlockParam["name"],
+              input: inputOf(b),
+            }
           default:
             return b.raw as Block
         }
@@ -315,14 +328,21 @@ export const anthropicAssembly = (meter: ReplyMeter = unmetered): Assembly<Event
       // Thinking must go back, signed and unchanged, with a later call that continues from this reply;
       // so do the server tools' uses and results, which the model reads on.
       const parts = content.filter((block) => block.type !== "text" && block.type !== "tool_use")
-      const hostedToolUses = ordered.flatMap((b): Array<HostedToolUse> =>
-        b.type === "server_tool_use" ? [{ tool: b.name ?? "", detail: hostedDetail(b.name ?? "", inputOf(b)) }] : [],
+      const hostedToolUses = ordered.flatMap(
+        (b): Array<HostedToolUse> =>
+          b.type === "server_tool_use" ? [{ tool: b.name ?? "", detail: hostedDetail(b.name ?? "", inputOf(b)) }] : [],
       )
       return {
         parts,
         ...(hostedToolUses.length > 0 ? { hostedToolUses } : {}),
-        text: ordered.filter((b) => b.type === "text").map((b) => b.text).join(""),
-        reasoning: ordered.filter((b) => b.type === "thinking").map((b) => b.text).join(""),
+        text: ordered
+          .filter((b) => b.type === "text")
+          .map((b) => b.text)
+          .join(""),
+        reasoning: ordered
+          .filter((b) => b.type === "thinking")
+          .map((b) => b.text)
+          .join(""),
         toolCalls,
         usage: toUsage(usage),
         truncated: stopReason === null ? null : stopReason === "max_tokens" || stopReason === "model_context_window_exceeded",

@@ -60,7 +60,4 @@ export interface Backend {
   readonly call: (request: LlmRequest, onChunk: OnChunk) => Effect.Effect<LlmReply, BackendError>
 }
 
-export class Backends extends Context.Tag("massgen/Backends")<
-  Backends,
-  { readonly forAgent: (agentId: string) => Backend }
->() {}
+export class Backends extends Context.Tag("massgen/Backends")<Backends, { readonly forAgent: (agentId: string) => Backend }>() {}

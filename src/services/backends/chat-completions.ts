@@ -18,11 +18,12 @@
  * are joined by index. The SDK swallows `[DONE]`, so the terminal mark is the
  * choice's `finish_reason`: a stream that ends without one is a `stream_cut`.
  */
+
+import { Effect } from "effect"
 import OpenAI, { AzureOpenAI } from "openai"
 import { AZURE_API_VERSION } from "../../domain/config/index.ts"
 import type { LlmChunk, LlmMessage, LlmReply, LlmRequest, TokenUsage } from "../../domain/llm.ts"
 import { noUsage } from "../../domain/llm.ts"
-import { Effect } from "effect"
 import type { Backend, BackendError, OnChunk } from "./backend.ts"
 import {
   type Assembly,
@@ -64,7 +65,10 @@ const isReasoningPart = (part: unknown): part is ReasoningPart =>
   part !== null && typeof part === "object" && typeof (part as { reasoning_content?: unknown }).reasoning_content === "string"
 
 const isToolCallExtraPart = (part: unknown): part is ToolCallExtraPart =>
-  part !== null && typeof part === "object" && typeof (part as { tool_call_id?: unknown }).tool_call_id === "string" && "extra_content" in part
+  part !== null &&
+  typeof part === "object" &&
+  typeof (part as { tool_call_id?: unknown }).tool_call_id === "string" &&
+  "extra_content" in part
 
 const toMessage = (m: LlmMessage): OpenAI.Chat.ChatCompletionMessageParam => {
   switch (m.role) {
@@ -178,7 +182,10 @@ export const chatAssembly = (meter: ReplyMeter = unmetered): Assembly<Chunk> => 
       if (chunk.usage) usage = chunk.usage
       const choice = chunk.choices?.[0]
       if (choice === undefined) return out
-      const delta = (choice.delta ?? {}) as OpenAI.Chat.ChatCompletionChunk.Choice.Delta & { reasoning_content?: unknown; reasoning?: unknown }
+      const delta = (choice.delta ?? {}) as OpenAI.Chat.ChatCompletionChunk.Choice.Delta & {
+        reasoning_content?: unknown
+        reasoning?: unknown
+      }
       if (typeof delta.reasoning_content === "string") reasoningContent = true
       const thought = typeof delta.reasoning_content === "string" ? delta.reasoning_content : delta.reasoning
       if (typeof thought === "string" && thought !== "") {
@@ -227,7 +234,9 @@ export const chatAssembly = (meter: ReplyMeter = unmetered): Assembly<Chunk> => 
         }))
       const parts = [
         ...(reasoningContent ? [{ reasoning_content: reasoning } satisfies ReasoningPart] : []),
-        ...entries.flatMap((c) => (c.extra === undefined ? [] : [{ tool_call_id: c.id, extra_content: c.extra } satisfies ToolCallExtraPart])),
+        ...entries.flatMap((c) =>
+          c.extra === undefined ? [] : [{ tool_call_id: c.id, extra_content: c.extra } satisfies ToolCallExtraPart],
+        ),
       ]
       const toolCalls = entries.map(({ id, name, arguments: args }) => ({ id, name, arguments: args }))
       return {
@@ -250,7 +259,13 @@ export const chatAssembly = (meter: ReplyMeter = unmetered): Assembly<Chunk> => 
                 ...(reasoning === "" ? {} : { reasoning_content: reasoning }),
                 ...(toolCalls.length === 0
                   ? {}
-                  : { tool_calls: toolCalls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: c.arguments } })) }),
+                  : {
+                      tool_calls: toolCalls.map((c) => ({
+                        id: c.id,
+                        type: "function",
+                        function: { name: c.name, arguments: c.arguments },
+                      })),
+                    }),
               },
               finish_reason: finishReason,
             },
@@ -266,7 +281,13 @@ export const chatAssembly = (meter: ReplyMeter = unmetered): Assembly<Chunk> => 
 export const openAiClient = (opts: SdkBackendOptions): OpenAI =>
   opts.type === "azure_openai"
     ? azureClient(opts)
-    : new OpenAI({ apiKey: opts.apiKey ?? "no-key", ...clientUrl(opts.baseURL), maxRetries: 0, logLevel: "off", fetch: lineCappedFetch(maxLineBytes(opts)) })
+    : new OpenAI({
+        apiKey: opts.apiKey ?? "no-key",
+        ...clientUrl(opts.baseURL),
+        maxRetries: 0,
+        logLevel: "off",
+        fetch: lineCappedFetch(maxLineBytes(opts)),
+      })
 
 /**
  * The official SDK's Azure client: `baseURL` is the resource's endpoint (the SDK adds

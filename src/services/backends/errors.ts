@@ -88,7 +88,6 @@ const byErrorType = (body: unknown): { reason: BackendErrorReason; retryable: bo
   return { reason: "server_error", retryable: true }
 }
 
-
 const messageOf = (e: unknown): string => {
   if (e instanceof Error) {
     const code = codeOf(e)

@@ -13,12 +13,12 @@
  */
 import { Effect } from "effect"
 import type { Agent } from "../../domain/config/index.ts"
-import type { Event } from "../../domain/events/index.ts"
 import { type ApiFamily, presetFor } from "../../domain/config/index.ts"
+import type { Event } from "../../domain/events/index.ts"
 import type { Backend } from "./backend.ts"
 import { type Env, type MissingKeyError, resolveApiKey } from "./keys.ts"
-import type { SdkBackendOptions } from "./sdk-stream.ts"
 import { makeScriptedBackend } from "./scripted.ts"
+import type { SdkBackendOptions } from "./sdk-stream.ts"
 
 type Builder = (opts: SdkBackendOptions) => Backend
 

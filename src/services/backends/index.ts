@@ -16,6 +16,5 @@
  * swap the whole set.
  */
 export * from "./backend.ts"
-
-export * from "./keys.ts"
 export * from "./factory.ts"
+export * from "./keys.ts"

@@ -9,9 +9,10 @@
  * single/double quotes with multi-line values); `loadDotEnv(cwd, env)` reads
  * `cwd/.env` and returns `env` plus the variables it does not already hold.
  */
-import { Effect, Either, Schema } from "effect"
+
 import { readFile } from "node:fs/promises"
 import { join } from "node:path"
+import { Effect, Either, Schema } from "effect"
 import type { BackendConfig } from "../../domain/config/index.ts"
 import { keyEnvForBaseUrl, presetFor } from "../../domain/config/index.ts"
 
@@ -103,7 +104,10 @@ export const parseDotEnv = (text: string): Record<string, string> => {
       const rest = src.indexOf("\n", i)
       pos = rest === -1 ? src.length : rest + 1
     } else {
-      out[key] = src.slice(i, lineEnd).replace(/(^|[ \t])#.*$/, "").trim()
+      out[key] = src
+        .slice(i, lineEnd)
+        .replace(/(^|[ \t])#.*$/, "")
+        .trim()
       pos = lineEnd + 1
     }
   }

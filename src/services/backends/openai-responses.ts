@@ -21,7 +21,19 @@ import type { HostedToolUse, LlmChunk, LlmMessage, LlmReply, LlmRequest, TokenUs
 import { noUsage } from "../../domain/llm.ts"
 import type { Backend } from "./backend.ts"
 import { openAiClient } from "./chat-completions.ts"
-import { type Assembly, backendFields, callSite, fail, firstLine, meterFor, type ReplyMeter, type SdkBackendOptions, sdkCall, unmetered, withExtraBody } from "./sdk-stream.ts"
+import {
+  type Assembly,
+  backendFields,
+  callSite,
+  fail,
+  firstLine,
+  meterFor,
+  type ReplyMeter,
+  type SdkBackendOptions,
+  sdkCall,
+  unmetered,
+  withExtraBody,
+} from "./sdk-stream.ts"
 
 type Params = OpenAI.Responses.ResponseCreateParamsStreaming
 type Event = OpenAI.Responses.ResponseStreamEvent
@@ -111,7 +123,9 @@ const toUsage = (u: OpenAI.Responses.ResponseUsage | null | undefined): TokenUsa
 const hostedUse = (item: Response["output"][number]): HostedToolUse | null => {
   if (item.type === "code_interpreter_call") return { tool: "code_interpreter", detail: firstLine(item.code ?? "") }
   if (item.type !== "web_search_call") return null
-  const action = item.action as Partial<{ type: string; query: string; queries: Array<string>; url: string | null; pattern: string }> | undefined
+  const action = item.action as
+    | Partial<{ type: string; query: string; queries: Array<string>; url: string | null; pattern: string }>
+    | undefined
   const detail =
     action?.type === "open_page"
       ? `open ${action.url ?? ""}`

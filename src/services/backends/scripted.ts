@@ -33,7 +33,8 @@ const toolCall = (n: number, name: string, args: Record<string, unknown>): ToolC
 })
 
 /** A call's error that a `fail` script step gave (not `fail_calls`, not a cut-off call). */
-const isScriptFailure = (error: string): boolean => error.startsWith("scripted failure: ") && !/^scripted failure: scripted failure of call \d+$/.test(error)
+const isScriptFailure = (error: string): boolean =>
+  error.startsWith("scripted failure: ") && !/^scripted failure: scripted failure of call \d+$/.test(error)
 
 export const makeScriptedBackend = (agent: Agent, history: ReadonlyArray<Event> = []): Backend => {
   const cfg = agent.backend

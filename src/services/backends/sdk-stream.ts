@@ -109,7 +109,11 @@ export const replyMeter = (maxBytes: number): ReplyMeter => {
   const grow = (bytes: number) => {
     if (bytes <= 0) return
     if (used + bytes > maxBytes) {
-      fail("reply_too_large", `the reply passed max_reply_bytes (${maxBytes} bytes of text, reasoning and tool calls); the rest was not read`, false)
+      fail(
+        "reply_too_large",
+        `the reply passed max_reply_bytes (${maxBytes} bytes of text, reasoning and tool calls); the rest was not read`,
+        false,
+      )
     }
     used += bytes
   }
@@ -148,14 +152,23 @@ export const lineCappedFetch =
         // A line inside the chunk is no longer than the chunk, which the transport keeps small.
         if (longest > maxBytes || open > maxBytes) {
           controller.error(
-            new BackendError({ reason: "reply_too_large", detail: `a line of the reply's stream passed ${maxBytes} bytes (6 × max_reply_bytes + 64 KiB) before it ended; the rest was not read`, retryable: false, retryAfterSeconds: null }),
+            new BackendError({
+              reason: "reply_too_large",
+              detail: `a line of the reply's stream passed ${maxBytes} bytes (6 × max_reply_bytes + 64 KiB) before it ended; the rest was not read`,
+              retryable: false,
+              retryAfterSeconds: null,
+            }),
           )
           return
         }
         controller.enqueue(chunk)
       },
     })
-    return new Response(response.body.pipeThrough(guard), { status: response.status, statusText: response.statusText, headers: response.headers })
+    return new Response(response.body.pipeThrough(guard), {
+      status: response.status,
+      statusText: response.statusText,
+      headers: response.headers,
+    })
   }
 
 /** The `Backend` fields that do not depend on the protocol. */

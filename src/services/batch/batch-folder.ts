@@ -80,7 +80,11 @@ export const openBatchFolder = (dir: string, fresh: Omit<Manifest, "created">): 
     })
     if (existing !== null) {
       if (existing.items_sha256 !== fresh.items_sha256) {
-        return yield* new BatchError({ reason: "changed_items", path: dir, detail: `made from ${existing.items_file}, whose contents differ` })
+        return yield* new BatchError({
+          reason: "changed_items",
+          path: dir,
+          detail: `made from ${existing.items_file}, whose contents differ`,
+        })
       }
       return existing
     }

@@ -54,12 +54,16 @@ const jobId = (batch: string, id: string): string => {
 export const HEARTBEAT_SECONDS = 10
 
 export const openQueue = async (url: string): Promise<PgBoss> => {
-  const boss = new PgBoss({ connectionString: url, superviseIntervalSeconds: 1, monitorIntervalSeconds: 1 } as ConstructorParameters<typeof PgBoss>[0])
+  const boss = new PgBoss({ connectionString: url, superviseIntervalSeconds: 1, monitorIntervalSeconds: 1 } as ConstructorParameters<
+    typeof PgBoss
+  >[0])
   boss.on("error", () => undefined)
   await withReconnect(30_000, () => boss.start())
   await withReconnect(30_000, async () => {
     if ((await boss.getQueue(QUEUE)) === null) {
-      await boss.createQueue(QUEUE, { heartbeatSeconds: HEARTBEAT_SECONDS, retryLimit: 1000, retryDelay: 0 } as Parameters<PgBoss["createQueue"]>[1])
+      await boss.createQueue(QUEUE, { heartbeatSeconds: HEARTBEAT_SECONDS, retryLimit: 1000, retryDelay: 0 } as Parameters<
+        PgBoss["createQueue"]
+      >[1])
     }
   })
   await withReconnect(30_000, () => ensureResultsTable(clientFor(url)))
@@ -67,7 +71,9 @@ export const openQueue = async (url: string): Promise<PgBoss> => {
 }
 
 const ensureResultsTable = (sql: SQL) =>
-  sql.unsafe("CREATE TABLE IF NOT EXISTS massgen_batch_results (batch text NOT NULL, id text NOT NULL, result jsonb NOT NULL, PRIMARY KEY (batch, id))")
+  sql.unsafe(
+    "CREATE TABLE IF NOT EXISTS massgen_batch_results (batch text NOT NULL, id text NOT NULL, result jsonb NOT NULL, PRIMARY KEY (batch, id))",
+  )
 
 /** Queues the first item of each chain, the rest of the chain in its data, each knowing the items before it. */
 export const enqueue = async (boss: PgBoss, chains: ReadonlyArray<ReadonlyArray<QueuedItem>>): Promise<void> => {
@@ -80,22 +86,42 @@ export const enqueue = async (boss: PgBoss, chains: ReadonlyArray<ReadonlyArray<
 /** Queues the item after `item` in its session, if any (once however often it is asked). */
 export const queueNext = async (boss: PgBoss, item: QueuedItem): Promise<void> => {
   const [next, ...rest] = item.later ?? []
-  if (next !== undefined) await withReconnect(30_000, () => boss.send(QUEUE, { ...next, later: rest } as unknown as object, { id: jobId(next.batch, next.id) }))
+  if (next !== undefined)
+    await withReconnect(30_000, () => boss.send(QUEUE, { ...next, later: rest } as unknown as object, { id: jobId(next.batch, next.id) }))
 }
 
 /** The conversation `item` continues: the question and answer of each earlier item of its session that has an answer. */
 export const conversationFrom = async (url: string, item: QueuedItem): Promise<ReadonlyArray<ConversationMessage>> => {
   const earlier = item.earlier ?? []
   if (earlier.length === 0) return []
-  const answers = new Map((await resultsOf(url, item.batch, earlier.map((e) => e.id))).map((r) => [r.id, r.answer]))
+  const answers = new Map(
+    (
+      await resultsOf(
+        url,
+        item.batch,
+        earlier.map((e) => e.id),
+      )
+    ).map((r) => [r.id, r.answer]),
+  )
   return earlier.flatMap((e) => {
     const answer = answers.get(e.id)
-    return typeof answer === "string" ? [{ role: "user" as const, content: e.question }, { role: "assistant" as const, content: answer }] : []
+    return typeof answer === "string"
+      ? [
+          { role: "user" as const, content: e.question },
+          { role: "assistant" as const, content: answer },
+        ]
+      : []
   })
 }
 
 export const recordResult = (url: string, batch: string, result: BatchResult): Promise<unknown> =>
-  withReconnect(30_000, () => clientFor(url)`INSERT INTO massgen_batch_results (batch, id, result) VALUES (${batch}, ${result.id}, ${JSON.stringify(result)}::jsonb) ON CONFLICT DO NOTHING`)
+  withReconnect(
+    30_000,
+    () =>
+      clientFor(
+        url,
+      )`INSERT INTO massgen_batch_results (batch, id, result) VALUES (${batch}, ${result.id}, ${JSON.stringify(result)}::jsonb) ON CONFLICT DO NOTHING`,
+  )
 
 /** The results of `batch`'s items, or of those of them in `ids`, by id. */
 export const resultsOf = async (url: string, batch: string, ids?: ReadonlyArray<string>): Promise<ReadonlyArray<BatchResult>> => {
@@ -117,7 +143,9 @@ export const jobStates = async (url: string, batch: string): Promise<Readonly<Re
   const rows: Array<{ state: string; n: number | string; later: number | string | null }> = await withReconnect(
     30_000,
     () =>
-      clientFor(url)`SELECT state::text AS state, count(*) AS n, sum(CASE WHEN state::text IN ('created', 'retry', 'active') THEN coalesce(jsonb_array_length(data->'later'), 0) ELSE 0 END) AS later FROM pgboss.job WHERE name = ${QUEUE} AND data->>'batch' = ${batch} GROUP BY state`,
+      clientFor(
+        url,
+      )`SELECT state::text AS state, count(*) AS n, sum(CASE WHEN state::text IN ('created', 'retry', 'active') THEN coalesce(jsonb_array_length(data->'later'), 0) ELSE 0 END) AS later FROM pgboss.job WHERE name = ${QUEUE} AND data->>'batch' = ${batch} GROUP BY state`,
   )
   return { ...Object.fromEntries(rows.map((r) => [r.state, Number(r.n)])), later: rows.reduce((n, r) => n + Number(r.later ?? 0), 0) }
 }
@@ -127,7 +155,8 @@ export const streamsOf = async (url: string, batch: string): Promise<ReadonlyMap
   const prefix = `${batch}/items/`
   const rows: Array<{ stream: string; text: Uint8Array }> = await withReconnect(
     30_000,
-    () => clientFor(url)`SELECT stream, text FROM massgen_event_chunks WHERE left(stream, ${prefix.length}) = ${prefix} ORDER BY stream, seq`,
+    () =>
+      clientFor(url)`SELECT stream, text FROM massgen_event_chunks WHERE left(stream, ${prefix.length}) = ${prefix} ORDER BY stream, seq`,
   )
   const out = new Map<string, string>()
   for (const r of rows) {

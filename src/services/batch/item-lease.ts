@@ -84,7 +84,8 @@ export const openLeases = (url: string, takeoverSeconds: number, slots: number):
   }
   const unlock = (conn: SQL, id: string): Promise<unknown> => conn`SELECT pg_advisory_unlock(hashtextextended(${KEY_PREFIX + id}, 0))`
   const current = async (conn: SQL, job: JobAttempt): Promise<boolean> => {
-    const rows: Array<{ n: number | string }> = await conn`SELECT count(*) AS n FROM pgboss.job WHERE name = ${QUEUE} AND id = ${job.id}::uuid AND state = 'active' AND retry_count = ${job.retryCount}`
+    const rows: Array<{ n: number | string }> =
+      await conn`SELECT count(*) AS n FROM pgboss.job WHERE name = ${QUEUE} AND id = ${job.id}::uuid AND state = 'active' AND retry_count = ${job.retryCount}`
     return Number(rows[0]!.n) > 0
   }
   /** Gives a connection back: unlocked and to the pool, or closed (its session's locks go with it). */
@@ -107,7 +108,9 @@ export const openLeases = (url: string, takeoverSeconds: number, slots: number):
       try {
         const rows = await Promise.race([
           conn`SELECT pg_backend_pid() AS pid` as Promise<Array<{ pid: number }>>,
-          new Promise<never>((_, reject) => (silent = setTimeout(() => reject(new Error("no answer from the server")), Math.max(2, takeoverSeconds) * 1000))),
+          new Promise<never>(
+            (_, reject) => (silent = setTimeout(() => reject(new Error("no answer from the server")), Math.max(2, takeoverSeconds) * 1000)),
+          ),
         ])
         if (rows[0]!.pid !== pid) throw new Error("its session ended")
       } catch (e) {
@@ -181,7 +184,11 @@ export const openLeases = (url: string, takeoverSeconds: number, slots: number):
         // Under the lease, so that the job's runner cannot be starting it meanwhile.
         locked = await tryLock(conn, job.id)
         if (locked && (await current(conn, job))) {
-          const r = await boss.fail(QUEUE, { id: job.id, retryCount: Number(job.retryCount) }, { message: "its worker is gone (its lease is free): taken over" })
+          const r = await boss.fail(
+            QUEUE,
+            { id: job.id, retryCount: Number(job.retryCount) },
+            { message: "its worker is gone (its lease is free): taken over" },
+          )
           failed += (r as { affected?: number }).affected ?? 0
         }
       } finally {

@@ -10,12 +10,12 @@
  * lines included, as a read would give them.
  */
 import { Either } from "effect"
-import { admitLine, decodeLines, encodeEnvelopeLine, isEvent, isEventMeta } from "../../domain/log/index.ts"
 import type { Event, EventMeta } from "../../domain/events/index.ts"
-import type { Storage } from "./storage.ts"
-import { type Known, type KnownStreams, addLines, unknown, unreadable, versionOf } from "./known.ts"
-import { EventStoreConflict, EventStoreError, type EventStoreFailure, type NewEvent } from "./types.ts"
+import { admitLine, decodeLines, encodeEnvelopeLine, isEvent, isEventMeta } from "../../domain/log/index.ts"
 import { ioCause } from "../io-errors.ts"
+import { addLines, type Known, type KnownStreams, unknown, unreadable, versionOf } from "./known.ts"
+import type { Storage } from "./storage.ts"
+import { EventStoreConflict, EventStoreError, type EventStoreFailure, type NewEvent } from "./types.ts"
 
 /** The event of an item, and the machine facts of its envelope (null when it has none). */
 const eventOf = (item: NewEvent): Event => ("_tag" in item ? item : item.event)
@@ -28,7 +28,9 @@ export const storeAppender =
     for (const item of items) {
       const meta = metaOf(item)
       if (!isEvent(eventOf(item)) || (meta !== null && !isEventMeta(meta))) {
-        return Either.left(new EventStoreError({ reason: "invalid_event", stream, detail: `${eventOf(item)._tag} does not fit its schema` }))
+        return Either.left(
+          new EventStoreError({ reason: "invalid_event", stream, detail: `${eventOf(item)._tag} does not fit its schema` }),
+        )
       }
     }
     let found: Known | null

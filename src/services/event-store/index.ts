@@ -66,6 +66,8 @@
  * gives, its failures), `known.ts` (what it knows of each stream),
  * `read.ts` (read, fold, subscribe, list), `append.ts`.
  */
+
+export * from "./storage.ts"
 export * from "./store.ts"
 export {
   EventStoreConflict,
@@ -73,11 +75,10 @@ export {
   EventStoreErrorReason,
   type EventStoreFailure,
   type EventStoreService,
+  eventsOf,
   type NewEvent,
   type RunSummary,
   type StoreOverStorage,
   type StreamFold,
   type StreamRead,
-  eventsOf,
 } from "./types.ts"
-export * from "./storage.ts"

@@ -11,10 +11,20 @@
  * *torn tail* is a last line without its newline.
  */
 import { Effect } from "effect"
-import { type CountedSkipCause, type LineMemory, type LinesRead, type StoredEvent, addSkips, decodeLines, decodeTail, newLineMemory, noSkips } from "../../domain/log/index.ts"
+import {
+  addSkips,
+  type CountedSkipCause,
+  decodeLines,
+  decodeTail,
+  type LineMemory,
+  type LinesRead,
+  newLineMemory,
+  noSkips,
+  type StoredEvent,
+} from "../../domain/log/index.ts"
+import { ioCause } from "../io-errors.ts"
 import type { Storage } from "./storage.ts"
 import { EventStoreError } from "./types.ts"
-import { ioCause } from "../io-errors.ts"
 
 /** What the store knows of a stream: its whole lines decoded, and its torn tail as it was last seen. */
 export interface Known {

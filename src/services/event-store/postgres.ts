@@ -47,7 +47,7 @@
 import { SQL } from "bun"
 import { Chunk, Duration, Effect, Either, Layer, Stream } from "effect"
 import { memoryStorage } from "./storage.ts"
-import { EventStore, type StoreOptions, makeStore } from "./store.ts"
+import { EventStore, makeStore, type StoreOptions } from "./store.ts"
 import { EventStoreConflict, EventStoreError, type EventStoreFailure, type EventStoreService } from "./types.ts"
 
 export const CHUNKS_TABLE = "massgen_event_chunks"
@@ -89,7 +89,9 @@ export const withReconnect = async <A>(ms: number, work: () => Promise<A>): Prom
 }
 
 export const ensureChunksTable = (sql: SQL): Promise<unknown> =>
-  sql.unsafe(`CREATE TABLE IF NOT EXISTS ${CHUNKS_TABLE} (stream text NOT NULL, seq integer NOT NULL, text bytea NOT NULL, PRIMARY KEY (stream, seq))`)
+  sql.unsafe(
+    `CREATE TABLE IF NOT EXISTS ${CHUNKS_TABLE} (stream text NOT NULL, seq integer NOT NULL, text bytea NOT NULL, PRIMARY KEY (stream, seq))`,
+  )
 
 const clients = new Map<string, SQL>()
 const tables = new Map<string, Promise<unknown>>()
@@ -175,13 +177,17 @@ export const postgresEventStore = (url: string, options: PostgresStoreOptions = 
         }
         return r
       }
-      const versionOf = (stream: string): number => Effect.runSync(Effect.map(Effect.either(inner.read(stream)), (r) => (r._tag === "Right" ? r.right.version : 0)))
+      const versionOf = (stream: string): number =>
+        Effect.runSync(Effect.map(Effect.either(inner.read(stream)), (r) => (r._tag === "Right" ? r.right.version : 0)))
 
       const failure = (stream: string, reason: "unreadable" | "write_failed") => (e: unknown) =>
         new EventStoreError({ reason, stream, detail: `postgres: ${messageOf(e)}` })
 
       const select = (stream: string, after: number): Promise<Array<{ seq: number; text: Uint8Array }>> =>
-        withReconnect(reconnectMs, () => client()`SELECT seq, text FROM massgen_event_chunks WHERE stream = ${keyOf(stream)} AND seq > ${after} ORDER BY seq`)
+        withReconnect(
+          reconnectMs,
+          () => client()`SELECT seq, text FROM massgen_event_chunks WHERE stream = ${keyOf(stream)} AND seq > ${after} ORDER BY seq`,
+        )
 
       /** Sets the mirror of `stream` to `text` (the store reads a stream that shrank again whole). */
       const setMirror = (stream: string, text: string | undefined): void => {
@@ -215,7 +221,11 @@ export const postgresEventStore = (url: string, options: PostgresStoreOptions = 
       }
 
       const isOurs = (stream: string, seq: number, text: string): Promise<boolean> =>
-        withReconnect(reconnectMs, (): Promise<Array<{ text: Uint8Array }>> => client()`SELECT text FROM massgen_event_chunks WHERE stream = ${keyOf(stream)} AND seq = ${seq}`).then(
+        withReconnect(
+          reconnectMs,
+          (): Promise<Array<{ text: Uint8Array }>> =>
+            client()`SELECT text FROM massgen_event_chunks WHERE stream = ${keyOf(stream)} AND seq = ${seq}`,
+        ).then(
           (found) => found.length === 1 && Buffer.from(found[0]!.text).equals(Buffer.from(text, "utf8")),
           () => false,
         )
@@ -233,7 +243,11 @@ export const postgresEventStore = (url: string, options: PostgresStoreOptions = 
           r.queued = ""
           const seq = r.seq + 1
           try {
-            await withReconnect(reconnectMs, () => client()`INSERT INTO massgen_event_chunks (stream, seq, text) VALUES (${keyOf(stream)}, ${seq}, ${Buffer.from(text, "utf8")})`)
+            await withReconnect(
+              reconnectMs,
+              () =>
+                client()`INSERT INTO massgen_event_chunks (stream, seq, text) VALUES (${keyOf(stream)}, ${seq}, ${Buffer.from(text, "utf8")})`,
+            )
             r.seq = seq
             r.committed += text.length
           } catch (e) {
@@ -259,7 +273,10 @@ export const postgresEventStore = (url: string, options: PostgresStoreOptions = 
         Effect.suspend(() => {
           const r = rows.get(stream)
           if (r === undefined) return Effect.void
-          return Effect.flatMap(Effect.promise(() => drain(r)), () => (r.failed === null ? Effect.void : Effect.fail(r.failed)))
+          return Effect.flatMap(
+            Effect.promise(() => drain(r)),
+            () => (r.failed === null ? Effect.void : Effect.fail(r.failed)),
+          )
         })
 
       /**
@@ -280,26 +297,47 @@ export const postgresEventStore = (url: string, options: PostgresStoreOptions = 
         })
 
       /** Appends to the mirror and queues the text; a stream not pulled yet is pulled first. */
-      const appendOnce = (stream: string, events: Parameters<EventStoreService["append"]>[1], expected: number): Effect.Effect<number, EventStoreFailure> =>
+      const appendOnce = (
+        stream: string,
+        events: Parameters<EventStoreService["append"]>[1],
+        expected: number,
+      ): Effect.Effect<number, EventStoreFailure> =>
         Effect.suspend(() => {
           const r = rowsOf(stream)
-          return r.pulled ? appendNow(stream, r, events, expected) : Effect.zipRight(pull(stream), Effect.suspend(() => appendNow(stream, r, events, expected)))
+          return r.pulled
+            ? appendNow(stream, r, events, expected)
+            : Effect.zipRight(
+                pull(stream),
+                Effect.suspend(() => appendNow(stream, r, events, expected)),
+              )
         })
 
       /** An append; one that the mirror refuses is tried once more after a pull (the mirror may be behind the table). */
-      const append = (stream: string, events: Parameters<EventStoreService["append"]>[1], expected: number): Effect.Effect<number, EventStoreFailure> =>
+      const append = (
+        stream: string,
+        events: Parameters<EventStoreService["append"]>[1],
+        expected: number,
+      ): Effect.Effect<number, EventStoreFailure> =>
         Effect.suspend(() => {
           const r = rowsOf(stream)
-          if (!r.pulled) return Effect.catchTag(appendOnce(stream, events, expected), "EventStoreConflict", (e) => retry(stream, e, events, expected))
+          if (!r.pulled)
+            return Effect.catchTag(appendOnce(stream, events, expected), "EventStoreConflict", (e) => retry(stream, e, events, expected))
           const appended = appendNow(stream, r, events, expected)
-          return Either.isLeft(appended) && appended.left._tag === "EventStoreConflict" ? retry(stream, appended.left, events, expected) : appended
+          return Either.isLeft(appended) && appended.left._tag === "EventStoreConflict"
+            ? retry(stream, appended.left, events, expected)
+            : appended
         })
 
       const retry = (stream: string, e: EventStoreConflict, events: Parameters<EventStoreService["append"]>[1], expected: number) =>
         rowsOf(stream).failed !== null ? Effect.fail(e) : Effect.zipRight(pull(stream), appendOnce(stream, events, expected))
 
       /** One synchronous step from the check to the queueing: no other append, pull or loss comes in between. */
-      const appendNow = (stream: string, r: Rows, events: Parameters<EventStoreService["append"]>[1], expected: number): Either.Either<number, EventStoreFailure> => {
+      const appendNow = (
+        stream: string,
+        r: Rows,
+        events: Parameters<EventStoreService["append"]>[1],
+        expected: number,
+      ): Either.Either<number, EventStoreFailure> => {
         if (r.failed !== null) return Either.left(lostFailure(stream, r.failed, expected))
         written = ""
         const appended = inner.appendNow(stream, events, expected)
@@ -311,7 +349,9 @@ export const postgresEventStore = (url: string, options: PostgresStoreOptions = 
       }
 
       const lostFailure = (stream: string, failed: EventStoreFailure, expected: number): EventStoreFailure =>
-        failed._tag === "EventStoreConflict" ? new EventStoreConflict({ reason: "conflict", stream, expected, actual: versionOf(stream) }) : failed
+        failed._tag === "EventStoreConflict"
+          ? new EventStoreConflict({ reason: "conflict", stream, expected, actual: versionOf(stream) })
+          : failed
 
       yield* Effect.addFinalizer(() => Effect.promise(() => Promise.all([...rows.values()].map(drain))))
 
@@ -340,7 +380,8 @@ export const postgresEventStore = (url: string, options: PostgresStoreOptions = 
           Effect.gen(function* () {
             const prefix = `${base.replace(/[\\%_]/g, (c) => `\\${c}`)}/log\\_%`
             const found = yield* Effect.tryPromise(
-              (): Promise<Array<{ stream: string }>> => client()`SELECT DISTINCT stream FROM massgen_event_chunks WHERE stream LIKE ${prefix}`,
+              (): Promise<Array<{ stream: string }>> =>
+                client()`SELECT DISTINCT stream FROM massgen_event_chunks WHERE stream LIKE ${prefix}`,
             ).pipe(Effect.orElseSucceed(() => []))
             for (const { stream } of found) if (!stream.slice(base.length + 1).includes("/")) yield* Effect.ignore(pull(stream))
             return yield* inner.list(base, limit)

@@ -10,15 +10,31 @@
  */
 import * as nodePath from "node:path"
 import { Chunk, Effect, Stream } from "effect"
-import { type CountedSkipCause, type LinesRead, type StoredEvent, addSkips, decodeLines, decodeTail, newLineMemory, noSkips } from "../../domain/log/index.ts"
-import type { Storage } from "./storage.ts"
+import {
+  addSkips,
+  type CountedSkipCause,
+  decodeLines,
+  decodeTail,
+  type LinesRead,
+  newLineMemory,
+  noSkips,
+  type StoredEvent,
+} from "../../domain/log/index.ts"
 import { type KnownStreams, readChunks, unreadable, versionOf } from "./known.ts"
+import type { Storage } from "./storage.ts"
 import { EventStoreError, type EventStoreService, type RunSummary, type StreamFold, type StreamRead } from "./types.ts"
 
 const missing = (stream: string) => new EventStoreError({ reason: "missing", stream, detail: "no such stream" })
 
 /** Folds `stream` (of `size`), which the store has not read, a chunk of whole lines at a time. */
-const foldUnknown = <S>(storage: Storage, foldChunk: number, stream: string, size: number, init: S, f: (state: S, stored: StoredEvent) => S): StreamFold<S> => {
+const foldUnknown = <S>(
+  storage: Storage,
+  foldChunk: number,
+  stream: string,
+  size: number,
+  init: S,
+  f: (state: S, stored: StoredEvent) => S,
+): StreamFold<S> => {
   const memory = newLineMemory()
   const skippedByCause = noSkips()
   let state = init

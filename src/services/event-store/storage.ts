@@ -27,7 +27,11 @@ export interface Storage {
   /** The size of the stream's text, null when there is no such stream; throws when it cannot be told. */
   readonly size: (stream: string) => number | null
   /** The text from `offset` to `end`, cut after its last newline: `whole` (of `wholeSize`) ends with one, `rest` has none. */
-  readonly readFrom: (stream: string, offset: number, end: number) => { readonly whole: string; readonly wholeSize: number; readonly rest: string }
+  readonly readFrom: (
+    stream: string,
+    offset: number,
+    end: number,
+  ) => { readonly whole: string; readonly wholeSize: number; readonly rest: string }
   /** Appends `text` in one write, making the stream if needed. */
   readonly write: (stream: string, text: string) => void
   /** The size of `text` once written. */
@@ -37,7 +41,6 @@ export interface Storage {
   /** A wait for the stream's next change (or the poll), for as long as the scope lasts. */
   readonly changes: (stream: string) => Effect.Effect<Effect.Effect<void>, never, Scope.Scope>
 }
-
 
 const codeOf = (cause: unknown): unknown => (cause as { code?: unknown } | null)?.code
 
@@ -162,4 +165,3 @@ export const memoryStorage = (texts: MemoryStreams, pollMs: number): Storage => 
       }),
   }
 }
-

@@ -67,10 +67,10 @@
  * `read.ts` (read, fold, subscribe, list), `append.ts`.
  */
 import { Context, Effect, Layer } from "effect"
-import { EVENTS_FILE, type MemoryStreams, type Storage, fileStorage, memoryStorage } from "./storage.ts"
 import { storeAppender } from "./append.ts"
 import { knownStreams } from "./known.ts"
 import { storeReader } from "./read.ts"
+import { EVENTS_FILE, fileStorage, type MemoryStreams, memoryStorage, type Storage } from "./storage.ts"
 import type { EventStoreService, NewEvent, StoreOverStorage } from "./types.ts"
 
 export { EVENTS_FILE, type MemoryStreams }
@@ -101,7 +101,10 @@ export interface StoreOptions {
 export class EventStore extends Context.Tag("massgen/EventStore")<EventStore, EventStoreService>() {
   /** Streams on disk: a stream is a log directory, its events in `events.jsonl`; files stay open until the scope closes. */
   static file = (options: StoreOptions = {}): Layer.Layer<EventStore> =>
-    Layer.scoped(EventStore, Effect.map(fileStorage(options.pollMs ?? POLL_MS), (storage) => makeStore(storage, options.foldChunk)))
+    Layer.scoped(
+      EventStore,
+      Effect.map(fileStorage(options.pollMs ?? POLL_MS), (storage) => makeStore(storage, options.foldChunk)),
+    )
 
   /** Streams in `texts`, which the caller keeps to read back or damage; raw changes are seen at the next poll. */
   static memory = (texts: MemoryStreams = new Map(), options: StoreOptions = {}): Layer.Layer<EventStore> =>

@@ -5,9 +5,9 @@
  * The contract of each operation is in `index.ts`. A *stream* is one run's
  * events, addressed by its log directory; its *version* is how many events it holds.
  */
-import { type Either, type Effect, Schema, type Stream } from "effect"
-import type { CountedSkipCause, StoredEvent } from "../../domain/log/index.ts"
+import { type Effect, type Either, Schema, type Stream } from "effect"
 import type { Event, EventMeta } from "../../domain/events/index.ts"
+import type { CountedSkipCause, StoredEvent } from "../../domain/log/index.ts"
 
 export const EventStoreErrorReason = Schema.Literal("missing", "unreadable", "write_failed", "invalid_event")
 export type EventStoreErrorReason = typeof EventStoreErrorReason.Type

@@ -49,7 +49,8 @@ export const checkRunDir = (path: string): Effect.Effect<string, ViewerError> =>
     const stat = statOf(dir)
     if (stat === null) return Effect.fail(new ViewerError({ reason: "missing_dir", path: dir, detail: "" }))
     if (!stat.isDirectory()) return Effect.fail(new ViewerError({ reason: "not_a_run", path: dir, detail: "a file, not a directory" }))
-    if (!statOf(nodePath.join(dir, EVENTS_FILE))?.isFile()) return Effect.fail(new ViewerError({ reason: "not_a_run", path: dir, detail: "" }))
+    if (!statOf(nodePath.join(dir, EVENTS_FILE))?.isFile())
+      return Effect.fail(new ViewerError({ reason: "not_a_run", path: dir, detail: "" }))
     return Effect.succeed(dir)
   })
 

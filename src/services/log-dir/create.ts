@@ -20,8 +20,8 @@
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
 import { Effect, Schema } from "effect"
-import { ioCause } from "../io-errors.ts"
 import { PRIVATE_DIR_MODE } from "../../domain/run-paths.ts"
+import { ioCause } from "../io-errors.ts"
 
 export const LogDirErrorReason = Schema.Literal("base_unusable", "create_failed", "no_free_name")
 export type LogDirErrorReason = typeof LogDirErrorReason.Type
@@ -49,9 +49,7 @@ export const MAX_NAME_ATTEMPTS = 10_000
 /** The directory under which runs create their log directories. */
 export const logBaseDir = (env: Readonly<Record<string, string | undefined>>, cwd: string): string => {
   const override = env.MASSGEN_LOG_BASE_DIR
-  return override !== undefined && override !== ""
-    ? nodePath.resolve(cwd, override)
-    : nodePath.resolve(cwd, ".massgen", "massgen_logs")
+  return override !== undefined && override !== "" ? nodePath.resolve(cwd, override) : nodePath.resolve(cwd, ".massgen", "massgen_logs")
 }
 
 /** Now, in epoch microseconds, from the high-resolution clock. */

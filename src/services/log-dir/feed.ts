@@ -23,16 +23,18 @@
 import * as fs from "node:fs"
 import { hostname } from "node:os"
 import * as nodePath from "node:path"
-import { Duration, Effect, Option, Queue, Stream, identity } from "effect"
+import { Duration, Effect, identity, Option, Queue, Stream } from "effect"
 import { textByCall } from "../../domain/agent-output.ts"
-import type { StoredEvent } from "../../domain/log/index.ts"
 import type { Event, EventMeta } from "../../domain/events/index.ts"
+import type { StoredEvent } from "../../domain/log/index.ts"
 import { AGENT_OUTPUTS_DIR, agentFile } from "../../domain/run-paths.ts"
 import { EventStore, type EventStoreError, POLL_MS } from "../event-store/index.ts"
 
 export const MAX_GAP_MS = 2000
 
-export type FeedItem = { readonly _tag: "event"; readonly event: Event } | { readonly _tag: "text"; readonly agent: string; readonly text: string }
+export type FeedItem =
+  | { readonly _tag: "event"; readonly event: Event }
+  | { readonly _tag: "text"; readonly agent: string; readonly text: string }
 export type Sink = (item: FeedItem) => Effect.Effect<void>
 
 /** How long to wait between two events recorded at `from` and `to`, at `speed` (0: no wait). */
@@ -53,7 +55,10 @@ export const replay = (events: ReadonlyArray<Event>, speed: number, sink: Sink, 
       const written = event._tag === "call_end" ? texts.get(event.call) : undefined
       return Effect.zipRight(
         wait > 0 ? Effect.sleep(Duration.millis(wait)) : Effect.void,
-        Effect.zipRight(written ? sink({ _tag: "text", agent: written.agent, text: written.text }) : Effect.void, sink({ _tag: "event", event })),
+        Effect.zipRight(
+          written ? sink({ _tag: "text", agent: written.agent, text: written.text }) : Effect.void,
+          sink({ _tag: "event", event }),
+        ),
       )
     },
     { discard: true },
@@ -172,7 +177,8 @@ export const follow = (dir: string, sink: Sink, options: FollowOptions = {}): Ef
             // Text streamed before following began is not replayed; panels show answers instead.
             for (const a of event.agents) textOffsets.set(a.id, sizeOf(nodePath.join(dir, agentFile(a.id, "output"))))
           }
-          if ((event._tag === "run_started" || event._tag === "run_resumed") && stored.meta !== null) pid = writerHere(stored.meta, dir) ?? "elsewhere"
+          if ((event._tag === "run_started" || event._tag === "run_resumed") && stored.meta !== null)
+            pid = writerHere(stored.meta, dir) ?? "elsewhere"
           if (event._tag === "run_started" || event._tag === "run_resumed") reopened = event._tag === "run_resumed"
           yield* sink({ _tag: "event", event })
         })

@@ -139,7 +139,9 @@ const tryCreate = (path: string): boolean => {
 }
 
 /** What a lock read shows: someone alive holds it, it is stale (with what it held), or it is being written. */
-const judge = (read: Read): { readonly _tag: "live"; readonly pid: number } | { readonly _tag: "stale"; readonly seen: string } | { readonly _tag: "wait" } => {
+const judge = (
+  read: Read,
+): { readonly _tag: "live"; readonly pid: number } | { readonly _tag: "stale"; readonly seen: string } | { readonly _tag: "wait" } => {
   switch (read._tag) {
     case "missing":
       return { _tag: "wait" }

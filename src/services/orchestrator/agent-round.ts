@@ -34,20 +34,20 @@
 import { Clock, Duration, Effect, Random } from "effect"
 import { callHeader } from "../../domain/agent-output.ts"
 import type { Reply } from "../../domain/coordination/decide.ts"
-import { ARGUMENTS_BLOB_MIN_CHARS, type ArgumentsText, type CallRole, type Event, type RecordedReply } from "../../domain/events/index.ts"
-import { instantText } from "../../lib/instant.ts"
-import type { LlmReply, LlmRequest, ShownAnswer, TokenUsage, ToolCall } from "../../domain/llm.ts"
 import {
-  type ToolResult,
-  type Transition,
   onCallFailed,
   onModelReply,
-  onToolResults,
   onTimeWarning,
+  onToolResults,
   onUpdate,
   recordReply,
   startRound,
+  type ToolResult,
+  type Transition,
 } from "../../domain/coordination/round-machine.ts"
+import { ARGUMENTS_BLOB_MIN_CHARS, type ArgumentsText, type CallRole, type Event, type RecordedReply } from "../../domain/events/index.ts"
+import type { LlmReply, LlmRequest, ShownAnswer, TokenUsage, ToolCall } from "../../domain/llm.ts"
+import { instantText } from "../../lib/instant.ts"
 import { type Backend, BackendError } from "../backends/index.ts"
 
 export interface RoundDeps {
@@ -76,7 +76,12 @@ export interface RoundDeps {
    */
   readonly injectUpdate?: (agent: string, round: number, afterVote: boolean) => Effect.Effect<ReadonlyArray<ShownAnswer> | null>
   /** Runs the tool calls of a reply (`tools/tool-runner.ts`); without it, every call gets an error result. */
-  readonly runTools?: (agent: string, round: number, role: CallRole, calls: ReadonlyArray<ToolCall>) => Effect.Effect<ReadonlyArray<ToolResult>>
+  readonly runTools?: (
+    agent: string,
+    round: number,
+    role: CallRole,
+    calls: ReadonlyArray<ToolCall>,
+  ) => Effect.Effect<ReadonlyArray<ToolResult>>
 }
 
 export interface RoundInput {
@@ -113,7 +118,9 @@ const SHOWN_ARGUMENT_CHARS = 2_000
 
 /** A tool call's arguments as the output file shows them: long ones cut, saying where the rest is. */
 const shownArguments = (args: string): string =>
-  args.length < ARGUMENTS_BLOB_MIN_CHARS ? args : `${args.slice(0, SHOWN_ARGUMENT_CHARS)}… (${args.length} characters in all: the whole text is in llm_log/)`
+  args.length < ARGUMENTS_BLOB_MIN_CHARS
+    ? args
+    : `${args.slice(0, SHOWN_ARGUMENT_CHARS)}… (${args.length} characters in all: the whole text is in llm_log/)`
 
 /** What a reply did with its tools, as the agent's output file shows it. */
 const toolCallsText = (reply: LlmReply): string =>
@@ -136,15 +143,16 @@ const recorded = (deps: RoundDeps, reply: LlmReply): Effect.Effect<RecordedReply
   const store = deps.storeArguments
   if (store === undefined) return Effect.succeed(record)
   return Effect.map(
-    Effect.forEach(record.tool_calls, (c) => (typeof c.arguments === "string" ? Effect.map(store(c.arguments), (args) => ({ ...c, arguments: args })) : Effect.succeed(c))),
+    Effect.forEach(record.tool_calls, (c) =>
+      typeof c.arguments === "string" ? Effect.map(store(c.arguments), (args) => ({ ...c, arguments: args })) : Effect.succeed(c),
+    ),
     (tool_calls) => ({ ...record, tool_calls }),
   )
 }
 
 type Outcome = { readonly _tag: "reply"; readonly reply: LlmReply } | { readonly _tag: "error"; readonly message: string }
 
-const backoffSeconds = (retry: number) =>
-  Random.nextRange(0.8, 1.2).pipe(Effect.map((jitter) => Math.min(30, 2 ** (retry - 1)) * jitter))
+const backoffSeconds = (retry: number) => Random.nextRange(0.8, 1.2).pipe(Effect.map((jitter) => Math.min(30, 2 ** (retry - 1)) * jitter))
 
 const secs = (s: number) => `${Number(s.toFixed(1))}s`
 
@@ -173,13 +181,21 @@ const callWithRetries = (
       yield* deps.emit({ _tag: "call_start", time: instantText(started), call, agent, round, role, model: backend.model, attempt })
       const record = (text: string) => (deps.record ? deps.record(agent, text) : Effect.void)
       yield* record(callHeader(round, call, role === "presentation"))
-      let stream = backend.call(request, (chunk) => (chunk._tag === "text" ? deps.onText(agent, chunk.text) : deps.onReasoning(agent, chunk.text)))
+      let stream = backend.call(request, (chunk) =>
+        chunk._tag === "text" ? deps.onText(agent, chunk.text) : deps.onReasoning(agent, chunk.text),
+      )
       if (backend.callTimeoutSeconds !== null) {
         const seconds = backend.callTimeoutSeconds
         stream = stream.pipe(
           Effect.timeoutFail({
             duration: Duration.seconds(seconds),
-            onTimeout: () => new BackendError({ reason: "timeout", detail: `no reply${backend.endpoint === undefined ? "" : ` from ${backend.endpoint}`} after ${seconds}s`, retryable: true, retryAfterSeconds: null }),
+            onTimeout: () =>
+              new BackendError({
+                reason: "timeout",
+                detail: `no reply${backend.endpoint === undefined ? "" : ` from ${backend.endpoint}`} after ${seconds}s`,
+                retryable: true,
+                retryAfterSeconds: null,
+              }),
           }),
         )
       }
@@ -246,7 +262,11 @@ const callWithRetries = (
   })
 
 /** Runs `body` with the round's start and deadline (clock ms), ended by `agent_timeout_seconds` (unless its caller ends it). */
-const withTimeout = (input: RoundInput, body: (deadline: number, start: number) => Effect.Effect<Reply>, onTimeout: Reply): Effect.Effect<Reply> =>
+const withTimeout = (
+  input: RoundInput,
+  body: (deadline: number, start: number) => Effect.Effect<Reply>,
+  onTimeout: Reply,
+): Effect.Effect<Reply> =>
   Effect.flatMap(Clock.currentTimeMillis, (start) => {
     const work = body(start + input.agentTimeoutSeconds * 1000, start)
     if (input.timedByCaller === true) return work
@@ -268,7 +288,9 @@ const interpret = (deps: RoundDeps, input: RoundInput, role: CallRole, deadline:
     // The round-timeout stages already passed (a rebuilt machine's are in the log: it goes on with none).
     let stage = 0
     // A rebuilt machine's events are in the log already.
-    let t: Transition = input.from ? { ...input.from, events: [] } : startRound({ agent: input.agent, round: input.round, role, request: input.request })
+    let t: Transition = input.from
+      ? { ...input.from, events: [] }
+      : startRound({ agent: input.agent, round: input.round, role, request: input.request })
     let last: LlmReply | null = null
     const inject = role === "round" ? deps.injectUpdate : undefined
     for (;;) {
@@ -287,7 +309,8 @@ const interpret = (deps: RoundDeps, input: RoundInput, role: CallRole, deadline:
           if (limit !== undefined && stage < 2) {
             const elapsed = ((yield* Clock.currentTimeMillis) - start) / 1000
             // Soft, then hard: a round past both is told of each in turn.
-            const due = stage < 1 && elapsed >= limit.softSeconds ? "soft" : elapsed >= limit.softSeconds + limit.graceSeconds ? "hard" : null
+            const due =
+              stage < 1 && elapsed >= limit.softSeconds ? "soft" : elapsed >= limit.softSeconds + limit.graceSeconds ? "hard" : null
             if (due !== null) {
               stage = due === "hard" ? 2 : 1
               yield* deps.emit({ _tag: "round_time_warned", time: yield* deps.now, agent: input.agent, round: input.round, stage: due })
@@ -316,8 +339,16 @@ const interpret = (deps: RoundDeps, input: RoundInput, role: CallRole, deadline:
 
 /** An answer round: model calls until a valid workflow call, at most `MAX_ATTEMPTS` invalid replies. */
 export const runRound = (deps: RoundDeps, input: RoundInput): Effect.Effect<Reply> =>
-  withTimeout(input, (deadline, start) => interpret(deps, input, "round", deadline, start), timeoutReply(input.agent, input.round, input.agentTimeoutSeconds))
+  withTimeout(
+    input,
+    (deadline, start) => interpret(deps, input, "round", deadline, start),
+    timeoutReply(input.agent, input.round, input.agentTimeoutSeconds),
+  )
 
 /** The winner's presentation: calls (with their retries and tool steps) until a reply's text, the final answer. */
 export const runPresentation = (deps: RoundDeps, input: RoundInput): Effect.Effect<Reply> =>
-  withTimeout(input, (deadline, start) => interpret(deps, input, "presentation", deadline, start), timeoutReply(input.agent, "present", input.agentTimeoutSeconds))
+  withTimeout(
+    input,
+    (deadline, start) => interpret(deps, input, "presentation", deadline, start),
+    timeoutReply(input.agent, "present", input.agentTimeoutSeconds),
+  )

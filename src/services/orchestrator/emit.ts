@@ -26,25 +26,28 @@ import { hostname } from "node:os"
 import * as nodePath from "node:path"
 import { Deferred, Effect, Option } from "effect"
 import { mayStartCall, updateFor } from "../../domain/coordination/decide.ts"
-import type { Event } from "../../domain/events/index.ts"
 import { requestText, updateMessage } from "../../domain/coordination/prompts.ts"
 import { shownAnswers } from "../../domain/coordination/requests.ts"
-import { agentFile } from "../../domain/run-paths.ts"
-import { type State, evolve } from "../../domain/state/index.ts"
-import { EVENTS_FILE, EventStore, type EventStoreFailure, type NewEvent } from "../event-store/index.ts"
-import { type RunContext, isoNow } from "./types.ts"
 import { workKey } from "../../domain/coordination/work-key.ts"
+import type { Event } from "../../domain/events/index.ts"
+import { agentFile } from "../../domain/run-paths.ts"
+import { evolve, type State } from "../../domain/state/index.ts"
 import { instantMs, instantText } from "../../lib/instant.ts"
-import { makeFiberLock } from "./fiber-lock.ts"
+import { EVENTS_FILE, EventStore, type EventStoreFailure, type NewEvent } from "../event-store/index.ts"
 import { RunFiles } from "../run-files/index.ts"
-import { type WorkspaceError, Workspaces, isOverLimit } from "../tools/workspace.ts"
+import { isOverLimit, type WorkspaceError, Workspaces } from "../tools/workspace.ts"
+import { makeFiberLock } from "./fiber-lock.ts"
+import { isoNow, type RunContext } from "./types.ts"
 
 /**
  * The events after which something leaves the process (a model call, a tool call, a context path
  * write, the run's end): the orchestrator settles the log (`EventStoreService.settled`) after each.
  */
 export const announcesEffect = (event: Event): boolean =>
-  event._tag === "call_start" || event._tag === "tool_call_started" || event._tag === "context_write_intended" || event._tag === "run_finished"
+  event._tag === "call_start" ||
+  event._tag === "tool_call_started" ||
+  event._tag === "context_write_intended" ||
+  event._tag === "run_finished"
 
 /** The emit path of one run (`makeEmitter`). */
 export type Emitter = Effect.Effect.Success<ReturnType<typeof makeEmitter>>
@@ -66,7 +69,8 @@ export const makeEmitter = (run: RunContext) =>
     const refusedCalls = new Set<number>()
     const failLog = (e: EventStoreFailure) =>
       failStorage("event_log", nodePath.join(input.logDir, EVENTS_FILE), e._tag === "EventStoreError" ? e.detail : e.message)
-    const failWorkspace = (e: { readonly path: string; readonly detail: string }) => failStorage("workspace", nodePath.join(input.logDir, e.path), e.detail)
+    const failWorkspace = (e: { readonly path: string; readonly detail: string }) =>
+      failStorage("workspace", nodePath.join(input.logDir, e.path), e.detail)
     /** Done once the run is told to stop (`stopComing`: a signal, the orchestrator timeout). */
     const signalled = yield* Deferred.make<void>()
     /**
@@ -82,7 +86,10 @@ export const makeEmitter = (run: RunContext) =>
         const made = yield* Effect.either(
           (yield* Deferred.isDone(signalled))
             ? Effect.map(copy, Option.some)
-            : Effect.raceFirst(Effect.interruptible(Effect.map(copy, Option.some)), Effect.interruptible(Effect.as(Deferred.await(signalled), Option.none<A | null>()))),
+            : Effect.raceFirst(
+                Effect.interruptible(Effect.map(copy, Option.some)),
+                Effect.interruptible(Effect.as(Deferred.await(signalled), Option.none<A | null>())),
+              ),
         )
         if (made._tag === "Right") return Option.getOrUndefined(made.right)
         if (!isOverLimit(made.left)) return yield* Effect.as(failWorkspace(made.left), undefined)
@@ -104,7 +111,9 @@ export const makeEmitter = (run: RunContext) =>
           Effect.zipRight(
             files.write(agentFile(event.agent, "final_answer"), event.content),
             Effect.suspend(() => {
-              const seen = contexts.get(workKey(event.agent, "present")) ?? (round === undefined ? undefined : contexts.get(workKey(event.agent, round)))
+              const seen =
+                contexts.get(workKey(event.agent, "present")) ??
+                (round === undefined ? undefined : contexts.get(workKey(event.agent, round)))
               return files.write(agentFile(event.agent, "final_context"), seen === undefined ? "" : requestText(seen))
             }),
           ),
@@ -122,7 +131,9 @@ export const makeEmitter = (run: RunContext) =>
       workspaces === null
         ? Effect.succeed(null)
         : Effect.map(copyFacts(workspaces.snapshot(event.agent, event.label), "no snapshot"), (facts) =>
-            facts === undefined || facts === null ? facts : { _tag: "workspace_snapshotted", time: event.time, agent: event.agent, label: event.label, ...facts },
+            facts === undefined || facts === null
+              ? facts
+              : { _tag: "workspace_snapshotted", time: event.time, agent: event.agent, label: event.label, ...facts },
           )
 
     /**
@@ -170,7 +181,13 @@ export const makeEmitter = (run: RunContext) =>
           }
         }
         if (accepted.length === 0) return
-        const appended = yield* Effect.either(store.append(input.logDir, accepted.map(([event]) => enveloped(event)), version))
+        const appended = yield* Effect.either(
+          store.append(
+            input.logDir,
+            accepted.map(([event]) => enveloped(event)),
+            version,
+          ),
+        )
         if (appended._tag === "Left") return yield* failLog(appended.left)
         version = appended.right
         // Durable before anything outside acts on it: the store's barrier after an event that announces an effect.
@@ -199,7 +216,8 @@ export const makeEmitter = (run: RunContext) =>
           const key = workKey(agent, round)
           const seen = contexts.get(key)
           // What the agent saw, for final/<winner>/context.txt: the update too.
-          if (seen !== undefined) contexts.set(key, { ...seen, messages: [...seen.messages, { role: "user", content: updateMessage(before, shown) }] })
+          if (seen !== undefined)
+            contexts.set(key, { ...seen, messages: [...seen.messages, { role: "user", content: updateMessage(before, shown) }] })
           return shown
         }),
       )

@@ -10,12 +10,12 @@
  */
 import { Effect } from "effect"
 import { stopRun } from "../../domain/coordination/decide.ts"
-import { evolve, foldEvents } from "../../domain/state/index.ts"
 import { project } from "../../domain/projections/status.ts"
+import { evolve, foldEvents } from "../../domain/state/index.ts"
 import { EventStore } from "../event-store/index.ts"
 import { onForcedStop } from "../forced-stop.ts"
-import type { RunContext } from "./types.ts"
 import { StatusWriter } from "../run-files/index.ts"
+import type { RunContext } from "./types.ts"
 
 export const onRunForcedStop = ({ input, fatal }: RunContext) =>
   Effect.gen(function* () {

@@ -42,19 +42,18 @@
  */
 import { Duration, Effect, Fiber, Queue, Schedule } from "effect"
 import { commandEvents, decide, judgeReply, stopRun } from "../../domain/coordination/decide.ts"
+import { workKey } from "../../domain/coordination/work-key.ts"
 import type { Event } from "../../domain/events/index.ts"
-import { type State, activeMs, evolve, foldEvents } from "../../domain/state/index.ts"
 import { project } from "../../domain/projections/status.ts"
+import { activeMs, evolve, foldEvents, type State } from "../../domain/state/index.ts"
+import { RunFiles, StatusWriter } from "../run-files/index.ts"
 import { makeEmitter } from "./emit.ts"
 import { onRunForcedStop } from "./forced-stop.ts"
 import { openRun } from "./opening.ts"
 import { makeRounds } from "./rounds.ts"
-import { type RunInput, type RunOutcome, isoNow, makeRunContext, replyKey } from "./types.ts"
-import { workKey } from "../../domain/coordination/work-key.ts"
-import { makeWork } from "./work.ts"
-import { RunFiles } from "../run-files/index.ts"
 import { takeWindow } from "./scheduling-window.ts"
-import { StatusWriter } from "../run-files/index.ts"
+import { isoNow, makeRunContext, type RunInput, type RunOutcome, replyKey } from "./types.ts"
+import { makeWork } from "./work.ts"
 
 export type { Observer, ResumeInput, RunInput, RunOutcome } from "./types.ts"
 
@@ -76,9 +75,7 @@ export const runCoordination = (input: RunInput) =>
 
     const writeStatus = Effect.gen(function* () {
       const now = yield* Effect.clockWith((c) => c.currentTimeMillis)
-      yield* status.write(project(state.current, now, input.logDir)).pipe(
-        Effect.catchAll((e) => failStorage("status", e.path, e.detail)),
-      )
+      yield* status.write(project(state.current, now, input.logDir)).pipe(Effect.catchAll((e) => failStorage("status", e.path, e.detail)))
     })
 
     /**
@@ -105,7 +102,9 @@ export const runCoordination = (input: RunInput) =>
     })
 
     /** The inputs of one scheduling window (`scheduling-window.ts`). */
-    const takeBatch = takeWindow(inbox, { callTimes: run.callSentAt, count: work.count }, (x) => (x._tag === "reply" ? replyKey(x.reply) : null))
+    const takeBatch = takeWindow(inbox, { callTimes: run.callSentAt, count: work.count }, (x) =>
+      x._tag === "reply" ? replyKey(x.reply) : null,
+    )
 
     /** Stops the run on a failed write: the work ends, nothing more is written, and the run fails with why. */
     const stopBroken = Effect.gen(function* () {
@@ -124,11 +123,22 @@ export const runCoordination = (input: RunInput) =>
     yield* Effect.forkScoped(work.watchdog)
     yield* Effect.forkScoped(
       Effect.delay(
-        Effect.zipRight(emitter.stopComing, Queue.offer(inbox, { _tag: "stop", reason: "timeout", message: `orchestrator timeout after ${settings.orchestrator_timeout_seconds}s` })),
+        Effect.zipRight(
+          emitter.stopComing,
+          Queue.offer(inbox, {
+            _tag: "stop",
+            reason: "timeout",
+            message: `orchestrator timeout after ${settings.orchestrator_timeout_seconds}s`,
+          }),
+        ),
         Duration.seconds(timeLeft),
       ),
     )
-    yield* Effect.forkScoped(Effect.flatMap(input.interrupt, (why) => Effect.zipRight(emitter.stopComing, Queue.offer(inbox, { _tag: "stop", reason: "interrupted", message: why }))))
+    yield* Effect.forkScoped(
+      Effect.flatMap(input.interrupt, (why) =>
+        Effect.zipRight(emitter.stopComing, Queue.offer(inbox, { _tag: "stop", reason: "interrupted", message: why })),
+      ),
+    )
 
     // A second signal exits at once: the log still gets its stop and status.json its last word.
     yield* onRunForcedStop(run)

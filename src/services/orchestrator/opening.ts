@@ -10,11 +10,11 @@
  */
 import { Effect } from "effect"
 import { resumePlan } from "../../domain/replay/index.ts"
-import { type State, advanceInPlace, initialState } from "../../domain/state/index.ts"
+import { advanceInPlace, initialState, type State } from "../../domain/state/index.ts"
 import { Backends } from "../backends/index.ts"
 import type { Emitter } from "./emit.ts"
 import type { Rounds } from "./rounds.ts"
-import { type RunContext, isoNow } from "./types.ts"
+import { isoNow, type RunContext } from "./types.ts"
 
 export const openRun = ({ input, settings, state }: RunContext, { emit }: Emitter, rounds: Rounds, recorded: State | null) =>
   Effect.gen(function* () {
@@ -53,9 +53,11 @@ export const openRun = ({ input, settings, state }: RunContext, { emit }: Emitte
         presentation_continued: plan.presentationContinued,
       })
       const now = state.current
-      for (const a of now.agents) if (a.inFlight !== null) yield* rounds.startRound(now, a.info.id, a.inFlight.round, plan.machines.get(a.info.id))
+      for (const a of now.agents)
+        if (a.inFlight !== null) yield* rounds.startRound(now, a.info.id, a.inFlight.round, plan.machines.get(a.info.id))
       const p = now.presentation
-      if (plan.presentationContinued && p !== null && now.final === null) yield* rounds.startPresentation(now, p.agent, plan.machines.get(p.agent))
+      if (plan.presentationContinued && p !== null && now.final === null)
+        yield* rounds.startPresentation(now, p.agent, plan.machines.get(p.agent))
     } else {
       yield* emit({
         _tag: "run_started",

@@ -14,24 +14,22 @@
  * the layer is absent) offered in every request.
  */
 import { Clock, Effect, Option, Queue, Ref } from "effect"
-import { type Command, budgetSpent } from "../../domain/coordination/decide.ts"
-import { ARGUMENTS_BLOB_MIN_CHARS, type ArgumentsText } from "../../domain/events/index.ts"
+import { budgetSpent, type Command } from "../../domain/coordination/decide.ts"
 import { requestForPresentation, requestForRound } from "../../domain/coordination/requests.ts"
 import type { Transition } from "../../domain/coordination/round-machine.ts"
+import { workKey } from "../../domain/coordination/work-key.ts"
+import { ARGUMENTS_BLOB_MIN_CHARS, type ArgumentsText } from "../../domain/events/index.ts"
 import { agentFile } from "../../domain/run-paths.ts"
 import type { State } from "../../domain/state/index.ts"
-import { type RoundDeps, runPresentation, runRound, timeoutReply } from "./agent-round.ts"
 import { Backends } from "../backends/index.ts"
-import { blobPath, blobWriter, compactJsonText, hashText } from "../run-files/index.ts"
-import { callLogPath } from "../run-files/index.ts"
-import { type Emitter, announcesEffect } from "./emit.ts"
-import { type RunContext, isoNow } from "./types.ts"
-import { workKey } from "../../domain/coordination/work-key.ts"
-import type { Work } from "./work.ts"
-import { RunFiles } from "../run-files/index.ts"
+import { blobPath, blobWriter, callLogPath, compactJsonText, hashText, RunFiles } from "../run-files/index.ts"
 import { AgentTools } from "../tools/agent-tools.ts"
 import { noTools } from "../tools/tool-provider.ts"
 import { makeToolRunner } from "../tools/tool-runner.ts"
+import { type RoundDeps, runPresentation, runRound, timeoutReply } from "./agent-round.ts"
+import { announcesEffect, type Emitter } from "./emit.ts"
+import { isoNow, type RunContext } from "./types.ts"
+import type { Work } from "./work.ts"
 
 export const makeRounds = (run: RunContext, emitter: Emitter, work: Work) =>
   Effect.gen(function* () {
@@ -42,9 +40,7 @@ export const makeRounds = (run: RunContext, emitter: Emitter, work: Work) =>
     const backends = yield* Backends
     const observe = input.observe
     const agentById = new Map(config.agents.map((a) => [a.id, a]))
-    const callCounter = yield* Ref.make(
-      input.resume?.events.reduce((n, e) => (e._tag === "call_start" ? Math.max(n, e.call) : n), 0) ?? 0,
-    )
+    const callCounter = yield* Ref.make(input.resume?.events.reduce((n, e) => (e._tag === "call_start" ? Math.max(n, e.call) : n), 0) ?? 0)
     /** Blobs found new by this process and not written yet (a resumed run may store one again: the same bytes). */
     const freshBlobs: Array<readonly [string, string]> = []
     const blobSink = blobWriter((hash, text) => void freshBlobs.push([hash, text]))
@@ -59,7 +55,10 @@ export const makeRounds = (run: RunContext, emitter: Emitter, work: Work) =>
         : Effect.suspend(() => {
             const ref = { $blob: blobSink.store(text) }
             // Not written: the run stops, and the event that would reference it is not appended.
-            return Effect.as(Effect.catchAll(writeFreshBlobs, (e) => failStorage("call_log", e.path, e.detail)), ref)
+            return Effect.as(
+              Effect.catchAll(writeFreshBlobs, (e) => failStorage("call_log", e.path, e.detail)),
+              ref,
+            )
           })
 
     const agentTools = Option.getOrElse(yield* Effect.serviceOption(AgentTools), () => ({ forAgent: () => noTools }))
@@ -77,7 +76,10 @@ export const makeRounds = (run: RunContext, emitter: Emitter, work: Work) =>
           // Not recorded durably (a write or the barrier failed): the effect it announces does not happen.
           if (announcesEffect(event) && fatal.current !== null) return Effect.interrupt
           if (event._tag === "call_start") {
-            return Effect.map(Clock.currentTimeMillis, (ms) => void callSentAt.set(workKey(event.agent, event.role === "presentation" ? "present" : event.round), ms))
+            return Effect.map(
+              Clock.currentTimeMillis,
+              (ms) => void callSentAt.set(workKey(event.agent, event.role === "presentation" ? "present" : event.round), ms),
+            )
           }
           if (event._tag === "call_end" && budgetSpent(state.current)) return Queue.offer(inbox, { _tag: "wake" })
           return Effect.void
@@ -107,7 +109,9 @@ export const makeRounds = (run: RunContext, emitter: Emitter, work: Work) =>
       now: isoNow,
       nextToolCall: Ref.updateAndGet(toolCounter, (n) => n + 1),
       writeLog: (n, record) =>
-        files.write(`tool_log/${n}.json`, `${JSON.stringify(record, null, 2)}\n`).pipe(Effect.catchAll((e) => failStorage("tool_log", e.path, e.detail))),
+        files
+          .write(`tool_log/${n}.json`, `${JSON.stringify(record, null, 2)}\n`)
+          .pipe(Effect.catchAll((e) => failStorage("tool_log", e.path, e.detail))),
       digest: hashText,
       state: Effect.sync(() => state.current),
       storeArguments,
@@ -124,10 +128,20 @@ export const makeRounds = (run: RunContext, emitter: Emitter, work: Work) =>
         contexts.set(key, request)
         const backend = backends.forAgent(agent.id)
         const soft = round === 1 ? settings.initial_round_timeout_seconds : settings.subsequent_round_timeout_seconds
-        const roundTimeout = soft != null ? { roundTimeout: { softSeconds: soft, graceSeconds: settings.round_timeout_grace_seconds ?? 120 } } : {}
+        const roundTimeout =
+          soft != null ? { roundTimeout: { softSeconds: soft, graceSeconds: settings.round_timeout_grace_seconds ?? 120 } } : {}
         return work.spawn(
           key,
-          runRound(deps, { agent: agent.id, round, backend, request, agentTimeoutSeconds: settings.agent_timeout_seconds, timedByCaller: true, ...roundTimeout, ...(from ? { from } : {}) }),
+          runRound(deps, {
+            agent: agent.id,
+            round,
+            backend,
+            request,
+            agentTimeoutSeconds: settings.agent_timeout_seconds,
+            timedByCaller: true,
+            ...roundTimeout,
+            ...(from ? { from } : {}),
+          }),
           timeoutReply(agent.id, round, settings.agent_timeout_seconds),
         )
       })
@@ -143,7 +157,15 @@ export const makeRounds = (run: RunContext, emitter: Emitter, work: Work) =>
         const backend = backends.forAgent(agent.id)
         return work.spawn(
           workKey(agent.id, "present"),
-          runPresentation(deps, { agent: agent.id, round, backend, request, agentTimeoutSeconds: settings.agent_timeout_seconds, timedByCaller: true, ...(from ? { from } : {}) }),
+          runPresentation(deps, {
+            agent: agent.id,
+            round,
+            backend,
+            request,
+            agentTimeoutSeconds: settings.agent_timeout_seconds,
+            timedByCaller: true,
+            ...(from ? { from } : {}),
+          }),
           timeoutReply(agent.id, "present", settings.agent_timeout_seconds),
         )
       })

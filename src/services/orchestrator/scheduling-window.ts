@@ -26,7 +26,6 @@ export const MAX_WINDOW_MS = 1000
 /** Lets I/O callbacks that are already due (replies of other calls) run first. */
 const nextMacrotask = Effect.promise(() => new Promise<void>((resolve) => setImmediate(resolve)))
 
-
 export interface WorkOut {
   /** The call time of each piece of work out, by key. */
   readonly callTimes: ReadonlyMap<string, number>

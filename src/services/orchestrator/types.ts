@@ -10,15 +10,16 @@
  * it is read and set without an Effect (a `Ref` cost each read two steps of
  * the fiber runtime, some 30 per model call).
  */
-import { workKey } from "../../domain/coordination/work-key.ts"
+
 import { Effect, Queue } from "effect"
 import type { Config } from "../../domain/config/index.ts"
 import type { Reply } from "../../domain/coordination/decide.ts"
+import { workKey } from "../../domain/coordination/work-key.ts"
 import type { ConversationMessage, Event, FinishReason, RunSettings } from "../../domain/events/index.ts"
 import type { LlmRequest, TokenUsage } from "../../domain/llm.ts"
-import { instantText } from "../../lib/instant.ts"
 import type { ReplayStart } from "../../domain/replay/index.ts"
-import { type State, initialState } from "../../domain/state/index.ts"
+import { initialState, type State } from "../../domain/state/index.ts"
+import { instantText } from "../../lib/instant.ts"
 import { RunStorageError, type StorageKind } from "../io-errors.ts"
 
 export interface RunInput {
@@ -77,7 +78,6 @@ export type Input =
   | { readonly _tag: "wake" }
 
 export const replyKey = (reply: Reply): string => workKey(reply.agent, "round" in reply ? reply.round : "present")
-
 
 export const isoNow = Effect.clockWith((c) => c.currentTimeMillis).pipe(Effect.map(instantText))
 

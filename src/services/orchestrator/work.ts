@@ -24,7 +24,12 @@ export const makeWork = ({ inbox, settings, callSentAt }: RunContext) =>
      * The work to end at `agent_timeout_seconds`, in the order it started: every piece has the
      * same timeout, so its deadlines come in that order too.
      */
-    const deadlines = yield* Queue.unbounded<{ readonly key: string; readonly spawned: number; readonly at: number; readonly reply: Reply }>()
+    const deadlines = yield* Queue.unbounded<{
+      readonly key: string
+      readonly spawned: number
+      readonly at: number
+      readonly reply: Reply
+    }>()
     /** Which spawn the fiber under each key is (a deadline holds that number, not the fiber: nothing of finished work is kept). */
     const spawnOf = new Map<string, number>()
     let spawns = 0
@@ -41,7 +46,12 @@ export const makeWork = ({ inbox, settings, callSentAt }: RunContext) =>
     /** Runs a round or a presentation in a fiber of its own, under its `workKey`, until its reply or its timeout. */
     const spawn = (key: string, work: Effect.Effect<Reply>, timedOut: Reply) =>
       Effect.gen(function* () {
-        const fiber = yield* Effect.fork(work.pipe(Effect.flatMap((reply) => Queue.offer(inbox, { _tag: "reply", reply })), Effect.asVoid))
+        const fiber = yield* Effect.fork(
+          work.pipe(
+            Effect.flatMap((reply) => Queue.offer(inbox, { _tag: "reply", reply })),
+            Effect.asVoid,
+          ),
+        )
         const spawned = ++spawns
         fibers.set(key, fiber)
         spawnOf.set(key, spawned)

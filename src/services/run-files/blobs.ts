@@ -145,7 +145,8 @@ export const expandJson = (value: unknown, get: (hash: string) => string | undef
     if (typeof v === "object" && v !== null) {
       const out: Record<string, unknown> = {}
       // defineProperty: a key "__proto__" (JSON.parse makes it an own key) stays a key.
-      for (const [k, x] of Object.entries(v)) Object.defineProperty(out, k, { value: expand(x), enumerable: true, writable: true, configurable: true })
+      for (const [k, x] of Object.entries(v))
+        Object.defineProperty(out, k, { value: expand(x), enumerable: true, writable: true, configurable: true })
       return out
     }
     return v

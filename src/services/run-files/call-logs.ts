@@ -15,7 +15,7 @@
  * a call whose `call_end` the events never got, since the line is written
  * before it. Of two lines of one call (never written so), the later counts.
  */
-import { readFileSync, readdirSync } from "node:fs"
+import { readdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 
 export const CALL_LOGS_DIR = "llm_log"

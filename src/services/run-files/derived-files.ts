@@ -33,10 +33,10 @@ import * as fs from "node:fs"
 import * as fsp from "node:fs/promises"
 import { dirname, join } from "node:path"
 import { Effect } from "effect"
-import { type SnapshotOf, coordinationLayout, derivation, mappingsLayout } from "../../domain/projections/derived-logs.ts"
 import type { Event } from "../../domain/events/index.ts"
-import { ioCause } from "../io-errors.ts"
+import { coordinationLayout, derivation, mappingsLayout, type SnapshotOf } from "../../domain/projections/derived-logs.ts"
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from "../../domain/run-paths.ts"
+import { ioCause } from "../io-errors.ts"
 
 export const COORDINATION_FILE = "coordination_events.json"
 export const MAPPINGS_FILE = "snapshot_mappings.json"
@@ -63,7 +63,13 @@ interface Progress {
 /** How many snapshot files are written at once. */
 const SNAPSHOTS_AT_ONCE = 16
 
-const NOTHING: Progress = { events: 0, head: "", coordination: { bodyEnd: 0, empty: true }, mappings: { bodyEnd: 0, empty: true }, lastSnapshot: null }
+const NOTHING: Progress = {
+  events: 0,
+  head: "",
+  coordination: { bodyEnd: 0, empty: true },
+  mappings: { bodyEnd: 0, empty: true },
+  lastSnapshot: null,
+}
 
 const sizeOf = (path: string): number | null => fs.statSync(path, { throwIfNoEntry: false })?.size ?? null
 
@@ -165,7 +171,13 @@ export const openDerivedFiles = (logDir: string): DerivedFiles => {
   }
 
   /** Extends a JSON file that holds `held` with `added`, or writes it whole (`held` null) with `added` as its entries; its new extent. */
-  const writeJson = async (name: string, head: string, end: (empty: boolean) => string, added: ReadonlyArray<string>, held: (Extent & { readonly head: string }) | null): Promise<Extent> => {
+  const writeJson = async (
+    name: string,
+    head: string,
+    end: (empty: boolean) => string,
+    added: ReadonlyArray<string>,
+    held: (Extent & { readonly head: string }) | null,
+  ): Promise<Extent> => {
     const path = join(logDir, name)
     const more = (held === null || held.empty || added.length === 0 ? "" : ",") + added.join(",")
     const empty = (held === null || held.empty) && added.length === 0
@@ -200,12 +212,24 @@ export const openDerivedFiles = (logDir: string): DerivedFiles => {
       await Promise.all(newFiles.slice(i, i + SNAPSHOTS_AT_ONCE).map((file) => step(file.path, () => writeSnapshot(file))))
     }
     const coordination = await step(COORDINATION_FILE, () =>
-      writeJson(COORDINATION_FILE, head, coordinationLayout.end, newEntries, whole ? null : { ...progress.coordination, head: progress.head }),
+      writeJson(
+        COORDINATION_FILE,
+        head,
+        coordinationLayout.end,
+        newEntries,
+        whole ? null : { ...progress.coordination, head: progress.head },
+      ),
     )
     const mappings = await step(MAPPINGS_FILE, () =>
       remapped
         ? writeJson(MAPPINGS_FILE, mappingsLayout.head, mappingsLayout.end, [...mapped.values()].map(mappingsLayout.entryText), null)
-        : writeJson(MAPPINGS_FILE, mappingsLayout.head, mappingsLayout.end, newMappings, whole ? null : { ...progress.mappings, head: mappingsLayout.head }),
+        : writeJson(
+            MAPPINGS_FILE,
+            mappingsLayout.head,
+            mappingsLayout.end,
+            newMappings,
+            whole ? null : { ...progress.mappings, head: mappingsLayout.head },
+          ),
     )
     const next: Progress = { events: seen, head, coordination, mappings, lastSnapshot }
     await step(PROGRESS_FILE, () => writeWhole(join(logDir, PROGRESS_FILE), JSON.stringify(next)))

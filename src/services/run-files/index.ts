@@ -34,10 +34,10 @@
  * Every directory and file it makes is private (0700, 0600), as the log
  * directory is (`services/log-dir/create.ts`).
  */
-export * from "./run-files.ts"
 
-export * from "./status-writer.ts"
 export * from "./blobs.ts"
 export * from "./call-logs.ts"
 export * from "./derived-files.ts"
+export * from "./run-files.ts"
 export * from "./shared.ts"
+export * from "./status-writer.ts"

@@ -38,13 +38,12 @@ import { closeSync, fstatSync, mkdirSync, openSync, readSync, writeFileSync } fr
 import { appendFile } from "node:fs/promises"
 import { join } from "node:path"
 import { Context, Effect, Layer, Schema } from "effect"
-import { ioCause } from "../io-errors.ts"
-import { AGENT_OUTPUTS_DIR } from "../../domain/run-paths.ts"
-import { writeFileAtomicSync } from "./status-writer.ts"
-import { BLOBS_DIR } from "./blobs.ts"
-import { CALL_LOGS_DIR, CALL_LOG_FILE, isCallLogPath } from "./call-logs.ts"
+import { AGENT_OUTPUTS_DIR, PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from "../../domain/run-paths.ts"
 import { writeAllSync } from "../event-store/index.ts"
-import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from "../../domain/run-paths.ts"
+import { ioCause } from "../io-errors.ts"
+import { BLOBS_DIR } from "./blobs.ts"
+import { CALL_LOG_FILE, CALL_LOGS_DIR, isCallLogPath } from "./call-logs.ts"
+import { writeFileAtomicSync } from "./status-writer.ts"
 
 /** A whole file of the log directory could not be written. */
 export class RunFilesError extends Schema.TaggedError<RunFilesError>()("RunFilesError", {
@@ -66,7 +65,6 @@ export interface RunFilesApi {
   /** Waits for every append started; failures are logged as warnings, one per file. */
   readonly flush: Effect.Effect<void>
 }
-
 
 /** Where the whole results of tool calls go: written in place, before their tool_call_finished. */
 const TOOL_LOGS = "tool_log/"
@@ -164,7 +162,12 @@ const liveApi = (logDir: string, callLog: { fd: number | null }): RunFilesApi =>
             writeFileSync(path, text, { mode: PRIVATE_FILE_MODE })
           } else writeFileAtomicSync(path, text, madeDirs)
         },
-        catch: (e) => new RunFilesError({ reason: "write_failed", path: join(logDir, isCallLogPath(relativePath) ? CALL_LOG_FILE : relativePath), detail: ioCause(e) }),
+        catch: (e) =>
+          new RunFilesError({
+            reason: "write_failed",
+            path: join(logDir, isCallLogPath(relativePath) ? CALL_LOG_FILE : relativePath),
+            detail: ioCause(e),
+          }),
       }),
     flush: Effect.gen(function* () {
       yield* Effect.promise(async () => {

@@ -6,14 +6,16 @@
 import { existsSync, mkdirSync, writeFileSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { Effect, Layer } from "effect"
-import { clientFor, keyUnder, messageOf, withReconnect } from "../event-store/postgres.ts"
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from "../../domain/run-paths.ts"
+import { clientFor, keyUnder, messageOf, withReconnect } from "../event-store/postgres.ts"
 import { RunFilesError } from "./run-files.ts"
 import { RUN_FILES_TABLE, SharedRunFiles, type SharedRunFilesApi } from "./shared.ts"
 
 const ensureTable = (url: string, reconnectMs: number): Promise<unknown> =>
   withReconnect(reconnectMs, () =>
-    clientFor(url).unsafe(`CREATE TABLE IF NOT EXISTS ${RUN_FILES_TABLE} (stream text NOT NULL, path text NOT NULL, bytes bytea NOT NULL, PRIMARY KEY (stream, path))`),
+    clientFor(url).unsafe(
+      `CREATE TABLE IF NOT EXISTS ${RUN_FILES_TABLE} (stream text NOT NULL, path text NOT NULL, bytes bytea NOT NULL, PRIMARY KEY (stream, path))`,
+    ),
   )
 
 /** Writes `text` at `path` unless a file is there, making its folders; private, as the log directory is. */
@@ -51,7 +53,8 @@ export const postgresRunFiles = (url: string, options: SharedRunFilesOptions = {
                   sql()`INSERT INTO massgen_run_files (stream, path, bytes) VALUES (${keyOf(logDir)}, ${relativePath}, ${Buffer.from(text, "utf8")})
                         ON CONFLICT (stream, path) DO UPDATE SET bytes = EXCLUDED.bytes`,
               ),
-            catch: (e) => new RunFilesError({ reason: "write_failed", path: join(logDir, relativePath), detail: `postgres: ${messageOf(e)}` }),
+            catch: (e) =>
+              new RunFilesError({ reason: "write_failed", path: join(logDir, relativePath), detail: `postgres: ${messageOf(e)}` }),
           }).pipe(Effect.asVoid),
         restore: (logDir) =>
           Effect.tryPromise({

@@ -22,8 +22,8 @@
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
 import { Context, Effect, Layer, Schema } from "effect"
-import { ioCause } from "../io-errors.ts"
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from "../../domain/run-paths.ts"
+import { ioCause } from "../io-errors.ts"
 
 export const StatusWriteErrorReason = Schema.Literal("not_serializable", "write_failed")
 export type StatusWriteErrorReason = typeof StatusWriteErrorReason.Type

@@ -19,14 +19,14 @@
 import { Context, Effect, Either, Layer } from "effect"
 import type { Agent, Config } from "../../domain/config/index.ts"
 import { WORKFLOW_TOOLS } from "../../domain/coordination/round-machine.ts"
+import { commandLineSettings } from "../../domain/tools/command-line.ts"
 import { modelToolNames } from "../../domain/tools/names.ts"
 import { type Env, resolveApiKey } from "../backends/index.ts"
-import { commandLineSettings } from "../../domain/tools/command-line.ts"
 import { makeCommandLine } from "./command-line.ts"
 import { makeCommandTools, toolEnvironment } from "./command-tools.ts"
 import { type CommandLineStartError, type Executor, startExecutor } from "./sandbox.ts"
+import { noTools, type ProvidedTool, type ToolProvider, ToolRunError } from "./tool-provider.ts"
 import { agentWorkspace } from "./workspace.ts"
-import { type ProvidedTool, ToolRunError, type ToolProvider, noTools } from "./tool-provider.ts"
 
 export class AgentTools extends Context.Tag("massgen/AgentTools")<AgentTools, { readonly forAgent: (agentId: string) => ToolProvider }>() {
   static fromProviders(providers: ReadonlyMap<string, ToolProvider>): Layer.Layer<AgentTools> {
@@ -34,7 +34,9 @@ export class AgentTools extends Context.Tag("massgen/AgentTools")<AgentTools, { 
   }
 
   /** Tools as functions of their arguments (a thrown error is a failed call), by agent, then by tool name. */
-  static fake(tools: Readonly<Record<string, Readonly<Record<string, (args: Record<string, unknown>) => string>>>>): Layer.Layer<AgentTools> {
+  static fake(
+    tools: Readonly<Record<string, Readonly<Record<string, (args: Record<string, unknown>) => string>>>>,
+  ): Layer.Layer<AgentTools> {
     const providers = new Map(
       Object.entries(tools).map(([agent, fns]): [string, ToolProvider] => [
         agent,
@@ -46,7 +48,10 @@ export class AgentTools extends Context.Tag("massgen/AgentTools")<AgentTools, { 
           run: (name, args) => {
             const fn = fns[name]
             if (fn === undefined) return Effect.fail(new ToolRunError({ reason: "unknown_tool", detail: `no tool named ${name}` }))
-            return Effect.try({ try: () => fn(args), catch: (e) => new ToolRunError({ reason: "failed", detail: e instanceof Error ? e.message : String(e) }) })
+            return Effect.try({
+              try: () => fn(args),
+              catch: (e) => new ToolRunError({ reason: "failed", detail: e instanceof Error ? e.message : String(e) }),
+            })
           },
         },
       ]),
@@ -63,13 +68,16 @@ export const combineProviders = (providers: ReadonlyArray<ToolProvider>): Either
     for (const tool of provider.tools) {
       const name = tool.spec.name
       if (WORKFLOW_TOOLS.has(name)) return Either.left(`a tool may not be named ${name}: it is a workflow tool`)
-      if (owner.has(name)) return Either.left(`two tools are named ${name}${tool.server === null ? "" : ` (one of MCP server ${tool.server})`}`)
+      if (owner.has(name))
+        return Either.left(`two tools are named ${name}${tool.server === null ? "" : ` (one of MCP server ${tool.server})`}`)
       owner.set(name, provider)
       tools.push(tool)
     }
   }
   const combined: ToolProvider =
-    providers.length === 1 ? providers[0]! : { tools, run: (name, args, context) => owner.get(name)?.run(name, args, context) ?? noTools.run(name, args) }
+    providers.length === 1
+      ? providers[0]!
+      : { tools, run: (name, args, context) => owner.get(name)?.run(name, args, context) ?? noTools.run(name, args) }
   return Either.right(withModelNames(combined))
 }
 
@@ -112,7 +120,9 @@ export const workspaceOf = (agent: Agent, cwd: string): string => agentWorkspace
 export const commandToolProviders = (config: Config, env: Env, cwd: string): ReadonlyMap<string, ToolProvider> => {
   const clean = cleanToolEnvironment(config, env)
   return new Map(
-    config.agents.flatMap((a) => (a.backend.custom_tools?.length ? [[a.id, makeCommandTools(a.backend.custom_tools, workspaceOf(a, cwd), clean)] as const] : [])),
+    config.agents.flatMap((a) =>
+      a.backend.custom_tools?.length ? [[a.id, makeCommandTools(a.backend.custom_tools, workspaceOf(a, cwd), clean)] as const] : [],
+    ),
   )
 }
 
@@ -138,7 +148,10 @@ export const commandLineProviders = (
       const key = JSON.stringify([settings.mode, settings.network, settings.docker])
       const executor = executors.get(key) ?? (yield* startExecutor(settings, clean, agent.id))
       executors.set(key, executor)
-      out.set(agent.id, makeCommandLine(workspaceOf(agent, cwd), readOnlyPaths(agent), settings, { env: clean, executor, secrets: runKeys(config, env) }))
+      out.set(
+        agent.id,
+        makeCommandLine(workspaceOf(agent, cwd), readOnlyPaths(agent), settings, { env: clean, executor, secrets: runKeys(config, env) }),
+      )
     }
     return out as ReadonlyMap<string, ToolProvider>
   })

@@ -96,7 +96,11 @@ export const containment = (): ReadonlyArray<string> | null => {
 }
 
 /** The command line that runs `program args` contained (the docstring), or as it is where nothing contains it. */
-export const containedCommand = (program: string, args: ReadonlyArray<string>): ReadonlyArray<string> => [...(containment() ?? []), program, ...args]
+export const containedCommand = (program: string, args: ReadonlyArray<string>): ReadonlyArray<string> => [
+  ...(containment() ?? []),
+  program,
+  ...args,
+]
 
 /** Puts itself in a process group of its own, then becomes the program (`execvp`), or says why it cannot. */
 const OWN_GROUP = 'setpgrp(0, 0); exec { $ARGV[0] } @ARGV; print STDERR "failed to execute $ARGV[0]: $!\\n"; exit 127'
@@ -144,7 +148,11 @@ export type GroupProcess<In extends "pipe" | "ignore"> = Bun.Subprocess<In, "pip
  * with stdout and stderr piped; killed with its group at massgen's exit until
  * `forgetGroup`. Throws when it cannot start.
  */
-export const spawnInGroup = <In extends "pipe" | "ignore">(program: string, args: ReadonlyArray<string>, options: SpawnOptions<In>): GroupProcess<In> => {
+export const spawnInGroup = <In extends "pipe" | "ignore">(
+  program: string,
+  args: ReadonlyArray<string>,
+  options: SpawnOptions<In>,
+): GroupProcess<In> => {
   hideOwnMemory()
   if (!exitHookInstalled) {
     exitHookInstalled = true
@@ -181,7 +189,10 @@ export const readUpTo = async (stream: ReadableStream<Uint8Array>, max: number, 
 }
 
 /** A stream's first `max` bytes as text, reading it to its end; `bytes` is how many it brought in all. */
-export const readHead = async (stream: ReadableStream<Uint8Array>, max: number): Promise<{ readonly text: string; readonly bytes: number }> => {
+export const readHead = async (
+  stream: ReadableStream<Uint8Array>,
+  max: number,
+): Promise<{ readonly text: string; readonly bytes: number }> => {
   const chunks: Array<Uint8Array> = []
   let kept = 0
   let bytes = 0

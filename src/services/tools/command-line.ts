@@ -26,21 +26,21 @@ import * as nodePath from "node:path"
 import { Duration, Effect } from "effect"
 import {
   type CommandLineSettings,
-  EXECUTE_COMMAND,
-  type Mounts,
-  STDERR_KEPT_BYTES,
-  STDOUT_KEPT_BYTES,
   commandArgs,
   commandEnvironment,
   commandRefusal,
   commandResult,
+  EXECUTE_COMMAND,
   executeCommandSpec,
   isWithin,
   keptOutput,
+  type Mounts,
+  STDERR_KEPT_BYTES,
+  STDOUT_KEPT_BYTES,
 } from "../../domain/tools/command-line.ts"
-import { type GroupProcess, forgetGroup, killGroup, readHead, spawnInGroup } from "./child-process.ts"
+import { forgetGroup, type GroupProcess, killGroup, readHead, spawnInGroup } from "./child-process.ts"
 import type { Executor } from "./sandbox.ts"
-import { ToolRunError, type ToolProvider } from "./tool-provider.ts"
+import { type ToolProvider, ToolRunError } from "./tool-provider.ts"
 
 const realOrSelf = (path: string): string => {
   try {
@@ -84,22 +84,28 @@ const runLaunched = (executor: Executor, mounts: Mounts, cwd: string, command: s
     try {
       proc = spawnInGroup(launch.program, launch.args, { cwd, env: launch.env, stdin: "ignore" })
     } catch (e) {
-      resume(Effect.fail(new ToolRunError({ reason: "failed", detail: `cannot start ${launch.program}: ${e instanceof Error ? e.message : String(e)}` })))
+      resume(
+        Effect.fail(
+          new ToolRunError({ reason: "failed", detail: `cannot start ${launch.program}: ${e instanceof Error ? e.message : String(e)}` }),
+        ),
+      )
       return
     }
     // What the command left running in its group (a process in the background) ends with it, and its pipes close.
     void proc.exited.then(() => (killGroup(proc.pid), forgetGroup(proc.pid)))
-    void Promise.all([proc.exited, readHead(proc.stdout, STDOUT_KEPT_BYTES), readHead(proc.stderr, STDERR_KEPT_BYTES)]).then(([code, out, err]) => {
-      const signal = proc.signalCode !== null ? `\n(stopped by ${proc.signalCode})` : ""
-      resume(
-        Effect.succeed({
-          code: proc.signalCode !== null ? -1 : code,
-          stdout: keptOutput(out.text, out.bytes, STDOUT_KEPT_BYTES),
-          stderr: keptOutput(err.text, err.bytes, STDERR_KEPT_BYTES) + signal,
-          seconds: (performance.now() - started) / 1000,
-        }),
-      )
-    })
+    void Promise.all([proc.exited, readHead(proc.stdout, STDOUT_KEPT_BYTES), readHead(proc.stderr, STDERR_KEPT_BYTES)]).then(
+      ([code, out, err]) => {
+        const signal = proc.signalCode !== null ? `\n(stopped by ${proc.signalCode})` : ""
+        resume(
+          Effect.succeed({
+            code: proc.signalCode !== null ? -1 : code,
+            stdout: keptOutput(out.text, out.bytes, STDOUT_KEPT_BYTES),
+            stderr: keptOutput(err.text, err.bytes, STDERR_KEPT_BYTES) + signal,
+            seconds: (performance.now() - started) / 1000,
+          }),
+        )
+      },
+    )
     return Effect.sync(() => {
       killGroup(proc.pid)
       launch.stop?.()
@@ -129,9 +135,21 @@ export const makeCommandLine = (
         Effect.timeoutFail({
           duration: Duration.seconds(args.timeoutSeconds),
           onTimeout: () =>
-            new ToolRunError({ reason: "failed", detail: `the command timed out after ${args.timeoutSeconds}s (its timeout): it and every process it started were killed` }),
+            new ToolRunError({
+              reason: "failed",
+              detail: `the command timed out after ${args.timeoutSeconds}s (its timeout): it and every process it started were killed`,
+            }),
         }),
-        Effect.map((o) => commandResult({ exitCode: o.code, stdout: o.stdout, stderr: o.stderr, seconds: o.seconds, command: args.command, workDir: args.workDir ?? "." })),
+        Effect.map((o) =>
+          commandResult({
+            exitCode: o.code,
+            stdout: o.stdout,
+            stderr: o.stderr,
+            seconds: o.seconds,
+            command: args.command,
+            workDir: args.workDir ?? ".",
+          }),
+        ),
       )
     },
   }

@@ -28,8 +28,8 @@ import { PRESETS } from "../../domain/config/index.ts"
 import type { ToolSpec } from "../../domain/llm.ts"
 import { MAX_TOOL_RESULT_CHARS } from "../../domain/tools/calls.ts"
 import type { Env } from "../backends/index.ts"
-import { type GroupProcess, containedCommand, forgetGroup, killGroup, readTail, readUpTo, spawnInGroup } from "./child-process.ts"
-import { type ProvidedTool, ToolRunError, type ToolProvider } from "./tool-provider.ts"
+import { containedCommand, forgetGroup, type GroupProcess, killGroup, readTail, readUpTo, spawnInGroup } from "./child-process.ts"
+import { type ProvidedTool, type ToolProvider, ToolRunError } from "./tool-provider.ts"
 
 /** Characters of stderr an error result quotes, from its end. */
 const STDERR_TAIL = 2_000
@@ -75,7 +75,12 @@ const tail = (text: string): string => (text.length > STDERR_TAIL ? `…${text.s
 const STDOUT_KEPT = (MAX_TOOL_RESULT_CHARS + 1) * 4
 
 /** Runs `command` with `input` on stdin; its stdout, or a `ToolRunError`. Interrupting it kills the process. */
-const runCommand = (command: ReadonlyArray<string>, input: string, cwd: string, env: Record<string, string>): Effect.Effect<string, ToolRunError> =>
+const runCommand = (
+  command: ReadonlyArray<string>,
+  input: string,
+  cwd: string,
+  env: Record<string, string>,
+): Effect.Effect<string, ToolRunError> =>
   Effect.async<string, ToolRunError>((resume) => {
     let proc: GroupProcess<"pipe">
     try {
@@ -85,7 +90,11 @@ const runCommand = (command: ReadonlyArray<string>, input: string, cwd: string, 
       const [contained, ...args] = containedCommand(program, command.slice(1))
       proc = spawnInGroup(contained!, args, { cwd, env, stdin: "pipe" })
     } catch (e) {
-      resume(Effect.fail(new ToolRunError({ reason: "failed", detail: `cannot start ${command[0]}: ${e instanceof Error ? e.message : String(e)}` })))
+      resume(
+        Effect.fail(
+          new ToolRunError({ reason: "failed", detail: `cannot start ${command[0]}: ${e instanceof Error ? e.message : String(e)}` }),
+        ),
+      )
       return
     }
     // A command that prints without end is stopped once its output is past what the model could be given.

@@ -36,22 +36,22 @@
  * forges lines of massgen's own output.
  */
 import {
-  type Dirent,
-  type Stats,
   closeSync,
   constants,
+  type Dirent,
   fchmodSync,
   fchownSync,
   fstatSync,
   lstatSync,
   mkdirSync,
   openSync,
-  readSync,
   readdirSync,
   readlinkSync,
+  readSync,
   realpathSync,
   renameSync,
   rmdirSync,
+  type Stats,
   unlinkSync,
   writeSync,
 } from "node:fs"
@@ -60,7 +60,18 @@ import { Schema } from "effect"
 import { hasControlCharacter } from "../../domain/workspaces/paths.ts"
 
 export class ConfinedFsError extends Schema.TaggedError<ConfinedFsError>()("ConfinedFsError", {
-  reason: Schema.Literal("symlink", "bad_name", "not_folder", "not_regular", "special", "missing", "exists", "hard_link", "too_large", "io"),
+  reason: Schema.Literal(
+    "symlink",
+    "bad_name",
+    "not_folder",
+    "not_regular",
+    "special",
+    "missing",
+    "exists",
+    "hard_link",
+    "too_large",
+    "io",
+  ),
   /** The entry as the caller named it (a relative path, or the name). */
   path: Schema.String,
   detail: Schema.String,
@@ -106,9 +117,12 @@ export const at = (dir: Dir, name = ""): string => {
 
 /** Throws unless `name` is one plain path component. */
 export const checkName = (name: string, shown: string = name): void => {
-  if (name === "" || name === "." || name === "..") throw new ConfinedFsError({ reason: "bad_name", path: shown, detail: `${JSON.stringify(name)} is not a file name` })
-  if (name.includes("/") || name.includes("\\")) throw new ConfinedFsError({ reason: "bad_name", path: shown, detail: "a name may not hold a slash" })
-  if (hasControlCharacter(name)) throw new ConfinedFsError({ reason: "bad_name", path: JSON.stringify(shown), detail: "a file name may not hold a control character" })
+  if (name === "" || name === "." || name === "..")
+    throw new ConfinedFsError({ reason: "bad_name", path: shown, detail: `${JSON.stringify(name)} is not a file name` })
+  if (name.includes("/") || name.includes("\\"))
+    throw new ConfinedFsError({ reason: "bad_name", path: shown, detail: "a name may not hold a slash" })
+  if (hasControlCharacter(name))
+    throw new ConfinedFsError({ reason: "bad_name", path: JSON.stringify(shown), detail: "a file name may not hold a control character" })
 }
 
 const codeOf = (e: unknown): string | undefined => (e as { code?: string }).code
@@ -119,7 +133,8 @@ const ioError = (shown: string, e: unknown): ConfinedFsError => {
   if (code === "ENOENT") return new ConfinedFsError({ reason: "missing", path: shown, detail: "no such file" })
   if (code === "EEXIST") return new ConfinedFsError({ reason: "exists", path: shown, detail: "it exists" })
   if (code === "ENOTDIR") return new ConfinedFsError({ reason: "not_folder", path: shown, detail: "not a folder" })
-  if (code === "ELOOP") return new ConfinedFsError({ reason: "symlink", path: shown, detail: "it is a symlink, which file tools do not follow" })
+  if (code === "ELOOP")
+    return new ConfinedFsError({ reason: "symlink", path: shown, detail: "it is a symlink, which file tools do not follow" })
   return new ConfinedFsError({ reason: "io", path: shown, detail: code ?? (e instanceof Error ? e.message : String(e)) })
 }
 
@@ -160,7 +175,8 @@ export const openDirAt = (dir: Dir, name: string, shown: string = name): Dir => 
     const code = codeOf(e)
     if (code === "ENOTDIR" || code === "ELOOP") {
       const st = lstatAt(dir, name)
-      if (st?.isSymbolicLink()) throw new ConfinedFsError({ reason: "symlink", path: shown, detail: "it is a symlink, which file tools do not follow" })
+      if (st?.isSymbolicLink())
+        throw new ConfinedFsError({ reason: "symlink", path: shown, detail: "it is a symlink, which file tools do not follow" })
     }
     throw ioError(shown, e)
   }
@@ -249,7 +265,8 @@ export const readFileAt = (dir: Dir, name: string, maxBytes: number, shown: stri
   const before = lstatAt(dir, name)
   if (before === undefined) throw new ConfinedFsError({ reason: "missing", path: shown, detail: "no such file" })
   if (!before.isFile()) throw notRegular(shown, before)
-  if (!allowLinks && before.nlink > 1) throw new ConfinedFsError({ reason: "hard_link", path: shown, detail: `it is a hard link (a file with ${before.nlink} names)` })
+  if (!allowLinks && before.nlink > 1)
+    throw new ConfinedFsError({ reason: "hard_link", path: shown, detail: `it is a hard link (a file with ${before.nlink} names)` })
   let fd: number
   try {
     fd = openSync(at(dir, name), READ_FLAGS)
@@ -258,7 +275,8 @@ export const readFileAt = (dir: Dir, name: string, maxBytes: number, shown: stri
   }
   try {
     const st = fstatSync(fd)
-    if (!st.isFile() || st.ino !== before.ino || st.dev !== before.dev) throw new ConfinedFsError({ reason: "not_regular", path: shown, detail: "it changed while it was opened" })
+    if (!st.isFile() || st.ino !== before.ino || st.dev !== before.dev)
+      throw new ConfinedFsError({ reason: "not_regular", path: shown, detail: "it changed while it was opened" })
     const chunks: Buffer[] = []
     let total = 0
     for (;;) {
@@ -310,14 +328,24 @@ export interface WriteOptions {
  * or replaced the file. A folder, a symlink or (with `refuseHardLinks`) a
  * hard link there is refused; a replaced file keeps its mode and owner.
  */
-export const writeFileAt = (dir: Dir, name: string, data: string | Uint8Array, shown: string = name, options: WriteOptions = {}): "created" | "replaced" => {
+export const writeFileAt = (
+  dir: Dir,
+  name: string,
+  data: string | Uint8Array,
+  shown: string = name,
+  options: WriteOptions = {},
+): "created" | "replaced" => {
   checkName(name, shown)
   const existing = lstatAt(dir, name)
   if (existing !== undefined) {
     if (existing.isDirectory()) throw new ConfinedFsError({ reason: "not_regular", path: shown, detail: "it is a folder" })
     if (!existing.isFile()) throw notRegular(shown, existing)
     if (options.refuseHardLinks === true && existing.nlink > 1)
-      throw new ConfinedFsError({ reason: "hard_link", path: shown, detail: `it is a hard link (a file with ${existing.nlink} names), which tools do not write` })
+      throw new ConfinedFsError({
+        reason: "hard_link",
+        path: shown,
+        detail: `it is a hard link (a file with ${existing.nlink} names), which tools do not write`,
+      })
   }
   const temp = randomName(name)
   let fd: number

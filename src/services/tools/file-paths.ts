@@ -24,8 +24,20 @@ import { realpathSync } from "node:fs"
 import * as nodePath from "node:path"
 import type { ContextPathSetting } from "../../domain/events/index.ts"
 import { type Access, type AgentRoots, isInside, resolveToolPath, shownPath } from "../../domain/workspaces/paths.ts"
+import {
+  ConfinedFsError,
+  closeDir,
+  type Dir,
+  isWriteTemporary,
+  listAt,
+  lstatAt,
+  openDirAt,
+  openRoot,
+  realPathOf,
+  removeAt,
+  walk,
+} from "./confined-fs.ts"
 import { ToolRunError } from "./tool-provider.ts"
-import { ConfinedFsError, type Dir, closeDir, isWriteTemporary, listAt, lstatAt, openDirAt, openRoot, realPathOf, removeAt, walk } from "./confined-fs.ts"
 
 export const fail = (reason: "failed" | "refused" | "bad_arguments", detail: string) => new ToolRunError({ reason, detail })
 
@@ -94,7 +106,10 @@ const guardContextWrite = (contextPaths: ReadonlyArray<ContextPathSetting>, real
   const holding = contextPaths.map((c) => ({ c, root: realOf(c.path) })).filter((h) => isInside(real, h.root))
   // Of two that are the same folder, a read one wins.
   const innermost = holding.reduce<(typeof holding)[number] | undefined>(
-    (best, h) => (best === undefined || h.root.length > best.root.length || (h.root.length === best.root.length && h.c.permission !== "write") ? h : best),
+    (best, h) =>
+      best === undefined || h.root.length > best.root.length || (h.root.length === best.root.length && h.c.permission !== "write")
+        ? h
+        : best,
     undefined,
   )
   if (innermost !== undefined && innermost.c.permission !== "write") throw fail("refused", `${given} is in a read-only context path`)
@@ -113,7 +128,8 @@ const openBase = (path: string, mayBeMissing: boolean, given: string): { readonl
     } catch (e) {
       const up = nodePath.dirname(at)
       const missing = e instanceof ConfinedFsError && e.reason === "missing"
-      if (!missing || !mayBeMissing || up === at) throw fail("failed", `cannot reach ${given}: ${missing ? "no such file" : "its folder cannot be opened"}`)
+      if (!missing || !mayBeMissing || up === at)
+        throw fail("failed", `cannot reach ${given}: ${missing ? "no such file" : "its folder cannot be opened"}`)
       above.unshift(nodePath.basename(at))
       at = up
     }
@@ -142,7 +158,8 @@ export const locate = (roots: AgentRoots, raw: string, access: Access): Opened |
       dir = next
     }
     const opened: Opened = { kind, given, path: resolved.real, rel: shown, root, dir, missing: way.slice(i), name }
-    if (kind === "context" && access === "write") guardContextWrite(roots.contextPaths, nodePath.join(realPathOf(dir), ...opened.missing, name ?? ""), given)
+    if (kind === "context" && access === "write")
+      guardContextWrite(roots.contextPaths, nodePath.join(realPathOf(dir), ...opened.missing, name ?? ""), given)
     const st = name === null || opened.missing.length > 0 ? undefined : lstatAt(dir, name)
     if (kind !== "snapshot" && st?.isFile() === true && st.nlink > 1) {
       throw fail("refused", `${given} is a hard link (a file with ${st.nlink} names), which tools do not ${access}`)

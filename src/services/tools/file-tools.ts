@@ -37,14 +37,14 @@
 import { Effect } from "effect"
 import type { ContextPathSetting } from "../../domain/events/index.ts"
 import type { ToolSpec } from "../../domain/llm.ts"
-import { type State, initialState } from "../../domain/state/index.ts"
+import { initialState, type State } from "../../domain/state/index.ts"
 import { MAX_TOOL_RESULT_CHARS } from "../../domain/tools/calls.ts"
-import { type Access, type AgentRoots, TEMP_WORKSPACES, hasControlCharacter } from "../../domain/workspaces/paths.ts"
 import { type ContextWrite, earlierContextWrite } from "../../domain/workspaces/facts.ts"
-import { type ProvidedTool, type ToolContext, ToolRunError, type ToolProvider } from "./tool-provider.ts"
-import { closeDir, listAt, lstatAt, openDirAt, readFileAt, removeAt, renameAt, walk, writeFileAt } from "./confined-fs.ts"
-import { type Opened, close, fail, folderOf, locate, toolError } from "./file-paths.ts"
+import { type Access, type AgentRoots, hasControlCharacter, TEMP_WORKSPACES } from "../../domain/workspaces/paths.ts"
 import { hashText } from "../run-files/index.ts"
+import { closeDir, listAt, lstatAt, openDirAt, readFileAt, removeAt, renameAt, walk, writeFileAt } from "./confined-fs.ts"
+import { close, fail, folderOf, locate, type Opened, toolError } from "./file-paths.ts"
+import { type ProvidedTool, type ToolContext, type ToolProvider, ToolRunError } from "./tool-provider.ts"
 
 /** Bytes of a file `read_file` gives: with its note, the result stays under the tool runner's cap of `MAX_TOOL_RESULT_CHARS`. */
 export const READ_MAX_BYTES = MAX_TOOL_RESULT_CHARS - 2_000
@@ -71,20 +71,33 @@ export const fileToolSpecs = (contextPaths: ReadonlyArray<ContextPathSetting> = 
   const help = pathHelp(contextPaths)
   return [
     spec("read_file", `Reads a text file (the first ${READ_MAX_BYTES} bytes of a longer one). ${help}`, { path: str }, ["path"]),
-    spec("write_file", `Writes a text file, replacing it if it exists (parent folders are made). ${help}`, { path: str, content: str }, ["path", "content"]),
+    spec("write_file", `Writes a text file, replacing it if it exists (parent folders are made). ${help}`, { path: str, content: str }, [
+      "path",
+      "content",
+    ]),
     spec(
       "edit_file",
       `Edits a text file: each oldText, which must occur exactly once, is replaced by its newText. ${help}`,
-      { path: str, edits: { type: "array", items: { type: "object", properties: { oldText: str, newText: str }, required: ["oldText", "newText"] } } },
+      {
+        path: str,
+        edits: { type: "array", items: { type: "object", properties: { oldText: str, newText: str }, required: ["oldText", "newText"] } },
+      },
       ["path", "edits"],
     ),
     spec("list_directory", `Lists a folder: one line per entry, [DIR] or [FILE] and its name. ${help}`, { path: str }, ["path"]),
     spec("create_directory", "Makes a folder in your workspace, with its parents.", { path: str }, ["path"]),
-    spec("delete_file", "Deletes a file or a folder (with everything in it) of your workspace; a symlink itself, not what it points to.", { path: str }, ["path"]),
-    spec("move_file", "Moves or renames a file or folder (a symlink itself) within your workspace.", { source: str, destination: str }, ["source", "destination"]),
+    spec(
+      "delete_file",
+      "Deletes a file or a folder (with everything in it) of your workspace; a symlink itself, not what it points to.",
+      { path: str },
+      ["path"],
+    ),
+    spec("move_file", "Moves or renames a file or folder (a symlink itself) within your workspace.", { source: str, destination: str }, [
+      "source",
+      "destination",
+    ]),
   ]
 }
-
 
 const stringArg = (args: Record<string, unknown>, key: string): string => {
   const value = args[key]
@@ -104,7 +117,8 @@ export interface FileToolsInput {
 /** What the agent may reach now: from the state when the call runs. */
 export const rootsOf = (input: FileToolsInput, state: State, context: ToolContext | undefined): AgentRoots => {
   const agent = context === undefined ? undefined : state.agents.find((a) => a.info.id === context.agent)
-  const presenting = context !== undefined && context.role === "presentation" && state.presentation?.agent === context.agent && state.final === null
+  const presenting =
+    context !== undefined && context.role === "presentation" && state.presentation?.agent === context.agent && state.final === null
   const labels = presenting ? Object.keys(state.workspaces.snapshots) : (agent?.inFlight?.shown ?? [])
   return {
     workspace: input.workspace,
@@ -120,14 +134,17 @@ const readCapped = (o: Opened, max: number, verb: string) =>
 const readText = (o: Opened): string => {
   const read = readCapped(o, READ_MAX_BYTES, "read")
   const text = read.bytes.toString("utf8")
-  return read.cut ? `${text}\n[massgen: ${o.given} is ${read.size} bytes; read_file gave its first ${read.bytes.length} bytes, the rest was cut]` : text
+  return read.cut
+    ? `${text}\n[massgen: ${o.given} is ${read.size} bytes; read_file gave its first ${read.bytes.length} bytes, the rest was cut]`
+    : text
 }
 
 const writeIn = (o: Opened, content: string): "created" | "replaced" =>
   folderOf(o, true, "write", (dir, name) => writeFileAt(dir, name, content, o.rel, { refuseHardLinks: true }))
 
 const workspaceOnly = (o: Opened, tool: string): void => {
-  if (o.kind === "context") throw fail("refused", `${o.given}: ${tool} does not change context paths (write_file and edit_file do, for the presenter)`)
+  if (o.kind === "context")
+    throw fail("refused", `${o.given}: ${tool} does not change context paths (write_file and edit_file do, for the presenter)`)
 }
 
 /** An entry's name as a listing shows it: JSON-escaped when it holds a control character. */
@@ -138,7 +155,15 @@ export const makeFileTools = (input: FileToolsInput): ToolProvider => {
   const tools: ReadonlyArray<ProvidedTool> = fileToolSpecs(input.contextPaths).map((s) => ({ spec: s, server: null }))
 
   /** The fields of a context write's events, as `write` records them. */
-  const fieldsOf = (w: ContextWrite) => ({ tool_call: w.toolCall, call_id: w.callId, agent: w.agent, path: w.path, bytes: w.bytes, sha256: w.sha256, change: w.change })
+  const fieldsOf = (w: ContextWrite) => ({
+    tool_call: w.toolCall,
+    call_id: w.callId,
+    agent: w.agent,
+    path: w.path,
+    bytes: w.bytes,
+    sha256: w.sha256,
+    change: w.change,
+  })
 
   /** Whether the file holds the `bytes` whose digest is `sha256` (read from its descriptor). */
   const holds = (o: Opened, bytes: number, sha256: string): boolean => {
@@ -186,7 +211,8 @@ export const makeFileTools = (input: FileToolsInput): ToolProvider => {
               sha256: digest,
               change: exists ? ("replaced" as const) : ("created" as const),
             }
-      if (intent.tool_call === context.toolCall) yield* context.emit({ _tag: "context_write_intended", time: yield* context.now, ...intent })
+      if (intent.tool_call === context.toolCall)
+        yield* context.emit({ _tag: "context_write_intended", time: yield* context.now, ...intent })
       yield* Effect.try({ try: () => writeIn(o, content), catch: (e) => toolError(e, o.given, o.rel, "write") })
       yield* context.emit({ _tag: "context_path_written", time: yield* context.now, ...intent })
       return `wrote ${intent.bytes} bytes to ${o.given} (${intent.change})`
@@ -207,7 +233,8 @@ export const makeFileTools = (input: FileToolsInput): ToolProvider => {
     Effect.gen(function* () {
       const stateNow = context === undefined ? initialState : yield* context.state
       const roots = rootsOf(input, stateNow, context)
-      const sync = <A>(f: () => A) => Effect.try({ try: f, catch: (e) => (e instanceof ToolRunError ? e : fail("failed", `${name}: ${String(e)}`)) })
+      const sync = <A>(f: () => A) =>
+        Effect.try({ try: f, catch: (e) => (e instanceof ToolRunError ? e : fail("failed", `${name}: ${String(e)}`)) })
       /** The path of argument `key`, walked for `access`; closed when the call ends. */
       const open = (key: string, access: Access) =>
         Effect.acquireRelease(
@@ -216,7 +243,9 @@ export const makeFileTools = (input: FileToolsInput): ToolProvider => {
         )
       /** `open`, where `temp_workspaces` itself is no answer. */
       const openFile = (key: string, access: Access) =>
-        Effect.flatMap(open(key, access), (o) => (o === null ? Effect.fail(fail("refused", `${TEMP_WORKSPACES} is read-only: it holds the snapshots`)) : Effect.succeed(o)))
+        Effect.flatMap(open(key, access), (o) =>
+          o === null ? Effect.fail(fail("refused", `${TEMP_WORKSPACES} is read-only: it holds the snapshots`)) : Effect.succeed(o),
+        )
       const act = <A>(o: Opened, verb: string, f: () => A) => Effect.try({ try: f, catch: (e) => toolError(e, o.given, o.rel, verb) })
       switch (name) {
         case "read_file": {
@@ -237,7 +266,11 @@ export const makeFileTools = (input: FileToolsInput): ToolProvider => {
           const edits = args.edits
           if (!Array.isArray(edits) || edits.length === 0) return yield* fail("bad_arguments", "edits must be a list of {oldText, newText}")
           const read = yield* act(o, "read", () => readCapped(o, EDIT_MAX_BYTES, "read"))
-          if (read.cut) return yield* fail("refused", `${o.given} is ${read.size} bytes; edit_file edits files up to ${EDIT_MAX_BYTES} bytes (write_file replaces a file whole)`)
+          if (read.cut)
+            return yield* fail(
+              "refused",
+              `${o.given} is ${read.size} bytes; edit_file edits files up to ${EDIT_MAX_BYTES} bytes (write_file replaces a file whole)`,
+            )
           let text = read.bytes.toString("utf8")
           for (const [i, edit] of edits.entries()) {
             const e = edit as { oldText?: unknown; newText?: unknown }
@@ -246,14 +279,19 @@ export const makeFileTools = (input: FileToolsInput): ToolProvider => {
             }
             const at = text.indexOf(e.oldText)
             if (at < 0) return yield* fail("failed", `edits[${i}]: oldText is not in ${o.given}`)
-            if (text.indexOf(e.oldText, at + 1) >= 0) return yield* fail("failed", `edits[${i}]: oldText occurs more than once in ${o.given}`)
+            if (text.indexOf(e.oldText, at + 1) >= 0)
+              return yield* fail("failed", `edits[${i}]: oldText occurs more than once in ${o.given}`)
             text = text.slice(0, at) + e.newText + text.slice(at + e.oldText.length)
           }
           return yield* write(o, text, context, stateNow)
         }
         case "list_directory": {
           const o = yield* open("path", "read")
-          if (o === null) return [...roots.snapshots.keys()].sort().map((l) => `[DIR] ${l}`).join("\n")
+          if (o === null)
+            return [...roots.snapshots.keys()]
+              .sort()
+              .map((l) => `[DIR] ${l}`)
+              .join("\n")
           return yield* act(o, "list", () => {
             if (o.missing.length > 0) throw fail("failed", `cannot list ${o.given}: no such file`)
             const dir = o.name === null ? o.dir : openDirAt(o.dir, o.name, o.rel)

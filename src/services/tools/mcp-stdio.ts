@@ -33,7 +33,7 @@ import { STDIO_DEFAULT_MAX_BUFFER_SIZE, serializeMessage } from "@modelcontextpr
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import { type JSONRPCMessage, JSONRPCMessageSchema } from "@modelcontextprotocol/sdk/types.js"
 import type { ResolvedStdio } from "../../domain/config/index.ts"
-import { type GroupProcess, forgetGroup, killGroup, spawnInGroup } from "./child-process.ts"
+import { forgetGroup, type GroupProcess, killGroup, spawnInGroup } from "./child-process.ts"
 
 /** How long `close()` waits for the server to exit after its stdin ends, and again after SIGTERM. */
 const GRACE_MS = 1000
@@ -43,7 +43,10 @@ const STDERR_KEPT = 8192
 const OWN_ID = "massgen-"
 
 /** The response to one of massgen's own requests: its result, or its error; null when the server ended first. */
-export type OwnReply = { readonly result: unknown } | { readonly error: { readonly code: number; readonly message: string; readonly data?: unknown } } | null
+export type OwnReply =
+  | { readonly result: unknown }
+  | { readonly error: { readonly code: number; readonly message: string; readonly data?: unknown } }
+  | null
 
 export class StdioServerTransport implements Transport {
   onclose?: () => void
@@ -76,7 +79,12 @@ export class StdioServerTransport implements Transport {
 
   /** The last lines of the server's stderr, at most `lines` non-blank lines and `chars` characters, joined by ` | `. */
   stderrTail(lines = 5, chars = 500): string {
-    const tail = this.stderr.split("\n").map((l) => l.trim()).filter((l) => l !== "").slice(-lines).join(" | ")
+    const tail = this.stderr
+      .split("\n")
+      .map((l) => l.trim())
+      .filter((l) => l !== "")
+      .slice(-lines)
+      .join(" | ")
     return tail.length > chars ? `...${tail.slice(-chars)}` : tail
   }
 
@@ -116,7 +124,8 @@ export class StdioServerTransport implements Transport {
         const data = pending.length === 0 ? bytes : Buffer.concat([...pending, bytes])
         let from = 0
         for (let end = data.indexOf(0x0a); end !== -1; end = data.indexOf(0x0a, from)) {
-          if (end - from > STDIO_DEFAULT_MAX_BUFFER_SIZE) this.onerror?.(new Error(`a message of the server exceeded ${STDIO_DEFAULT_MAX_BUFFER_SIZE} bytes`))
+          if (end - from > STDIO_DEFAULT_MAX_BUFFER_SIZE)
+            this.onerror?.(new Error(`a message of the server exceeded ${STDIO_DEFAULT_MAX_BUFFER_SIZE} bytes`))
           else this.receive(data.toString("utf8", from, data[end - 1] === 0x0d ? end - 1 : end))
           from = end + 1
         }
@@ -189,7 +198,15 @@ export class StdioServerTransport implements Transport {
     this.write(proc, `${JSON.stringify({ jsonrpc: "2.0", id, method, params })}\n`, id)
     return () => {
       if (!this.replies.delete(id) || this.ended !== null || this.closing !== null) return
-      this.write(proc, serializeMessage({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: id, reason: "the call was interrupted" } }), null)
+      this.write(
+        proc,
+        serializeMessage({
+          jsonrpc: "2.0",
+          method: "notifications/cancelled",
+          params: { requestId: id, reason: "the call was interrupted" },
+        }),
+        null,
+      )
     }
   }
 

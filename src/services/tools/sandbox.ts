@@ -28,8 +28,17 @@
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
 import { Effect, Schema } from "effect"
-import { type CommandLineSettings, type HostView, type Mounts, SYSTEM_PATHS, bwrapArgs, containerEnvNames, dockerRunArgs, isWithin } from "../../domain/tools/command-line.ts"
 import type { ExecutionMode } from "../../domain/config/index.ts"
+import {
+  bwrapArgs,
+  type CommandLineSettings,
+  containerEnvNames,
+  dockerRunArgs,
+  type HostView,
+  isWithin,
+  type Mounts,
+  SYSTEM_PATHS,
+} from "../../domain/tools/command-line.ts"
 import { containedCommand, forgetGroup, killGroup, readTail, spawnInGroup } from "./child-process.ts"
 
 export class CommandLineStartError extends Schema.TaggedError<CommandLineStartError>()("CommandLineStartError", {
@@ -74,7 +83,12 @@ const probe = (program: string, args: ReadonlyArray<string>, env: Record<string,
     clearTimeout(timer)
     killGroup(proc.pid)
     forgetGroup(proc.pid)
-    const line = err.trim().split("\n").filter((l) => l.trim() !== "").pop() ?? ""
+    const line =
+      err
+        .trim()
+        .split("\n")
+        .filter((l) => l.trim() !== "")
+        .pop() ?? ""
     const how = proc.signalCode !== null ? `was stopped after ${ms / 1000} s` : `exited with ${code}`
     return { ok: code === 0, why: line !== "" ? line.trim() : how }
   })
@@ -138,7 +152,11 @@ let containers = 0
 const containerName = (): string => `massgen-cmd-${process.pid}-${Date.now().toString(36)}-${(containers++).toString(36)}`
 
 /** The executor of `settings.mode` for `agent`, once the mode is known to work here. */
-export const startExecutor = (settings: CommandLineSettings, env: Record<string, string>, agent: string): Effect.Effect<Executor, CommandLineStartError> =>
+export const startExecutor = (
+  settings: CommandLineSettings,
+  env: Record<string, string>,
+  agent: string,
+): Effect.Effect<Executor, CommandLineStartError> =>
   Effect.gen(function* () {
     const fail = (detail: string) => new CommandLineStartError({ agent, mode: settings.mode, detail })
     const which = (name: string) => Bun.which(name, { PATH: env.PATH ?? "" })
@@ -147,18 +165,27 @@ export const startExecutor = (settings: CommandLineSettings, env: Record<string,
         return local
       case "sandbox": {
         const bwrap = which("bwrap")
-        if (bwrap === null) return yield* fail("bwrap is not on the PATH: install bubblewrap (apt-get install bubblewrap), or use command_line_execution_mode local")
+        if (bwrap === null)
+          return yield* fail(
+            "bwrap is not on the PATH: install bubblewrap (apt-get install bubblewrap), or use command_line_execution_mode local",
+          )
         const view = hostView()
         const tried = yield* probe(bwrap, bwrapArgs(view, { workspace: "/tmp", readOnly: [] }, false, "/", "true"), env, PROBE_MS)
         if (!tried.ok) return yield* fail(`bwrap cannot make a sandbox here (it needs user namespaces, or root): ${tried.why}`)
         return {
           mode: "sandbox",
-          launch: (mounts, cwd, command, commandEnv) => ({ program: bwrap, args: bwrapArgs(view, mounts, settings.network, cwd, command), env: commandEnv, stop: null }),
+          launch: (mounts, cwd, command, commandEnv) => ({
+            program: bwrap,
+            args: bwrapArgs(view, mounts, settings.network, cwd, command),
+            env: commandEnv,
+            stop: null,
+          }),
         }
       }
       case "docker": {
         const docker = which("docker")
-        if (docker === null) return yield* fail("the docker CLI is not on the PATH: install Docker, or use command_line_execution_mode sandbox or local")
+        if (docker === null)
+          return yield* fail("the docker CLI is not on the PATH: install Docker, or use command_line_execution_mode sandbox or local")
         const server = yield* probe(docker, ["version", "--format", "{{.Server.Version}}"], env, PROBE_MS)
         if (!server.ok) return yield* fail(`the Docker daemon does not answer: ${server.why}`)
         const image = settings.docker.image

@@ -18,12 +18,18 @@
  * and both events reference them.
  */
 import { Duration, Effect } from "effect"
+import type { ToolResult } from "../../domain/coordination/round-machine.ts"
 import type { ArgumentsText, CallRole, Event } from "../../domain/events/index.ts"
 import type { ToolCall } from "../../domain/llm.ts"
-import type { ToolResult } from "../../domain/coordination/round-machine.ts"
-import { DEFAULT_TOOL_TIMEOUT_SECONDS, INLINE_RESULT_CHARS, MAX_TOOL_RESULT_CHARS, TOOL_CONCURRENCY, cutResult } from "../../domain/tools/calls.ts"
 import { initialState, type State } from "../../domain/state/index.ts"
-import { type ToolContext, ToolRunError, type ToolProvider } from "./tool-provider.ts"
+import {
+  cutResult,
+  DEFAULT_TOOL_TIMEOUT_SECONDS,
+  INLINE_RESULT_CHARS,
+  MAX_TOOL_RESULT_CHARS,
+  TOOL_CONCURRENCY,
+} from "../../domain/tools/calls.ts"
+import { type ToolContext, type ToolProvider, ToolRunError } from "./tool-provider.ts"
 
 export interface ToolRunnerDeps {
   readonly providerOf: (agent: string) => ToolProvider
@@ -43,7 +49,12 @@ export interface ToolRunnerDeps {
   readonly storeArguments?: (text: string) => Effect.Effect<ArgumentsText>
 }
 
-export type RunTools = (agent: string, round: number, role: CallRole, calls: ReadonlyArray<ToolCall>) => Effect.Effect<ReadonlyArray<ToolResult>>
+export type RunTools = (
+  agent: string,
+  round: number,
+  role: CallRole,
+  calls: ReadonlyArray<ToolCall>,
+) => Effect.Effect<ReadonlyArray<ToolResult>>
 
 const parseArgs = (text: string): Record<string, unknown> | null => {
   try {
@@ -72,7 +83,8 @@ export const makeToolRunner = (deps: ToolRunnerDeps): RunTools => {
         : provider.run(call.name, args, context).pipe(
             Effect.timeoutFail({
               duration: Duration.seconds(timeout),
-              onTimeout: () => new ToolRunError({ reason: "failed", detail: `${call.name} timed out after ${timeout}s (tool_timeout_seconds)` }),
+              onTimeout: () =>
+                new ToolRunError({ reason: "failed", detail: `${call.name} timed out after ${timeout}s (tool_timeout_seconds)` }),
             }),
           )
     return Effect.match(run, {
@@ -92,7 +104,16 @@ export const makeToolRunner = (deps: ToolRunnerDeps): RunTools => {
       const fields = { tool_call: n, agent, round, role, call_id: call.id, tool: call.name, server, arguments: args }
       yield* deps.emit({ _tag: "tool_call_started", time: yield* deps.now, ...fields })
       const started = yield* Effect.clockWith((c) => c.currentTimeMillis)
-      const { content, error } = yield* outcome(provider, call, { agent, round, role, toolCall: n, callId: call.id, state, emit: deps.emit, now: deps.now })
+      const { content, error } = yield* outcome(provider, call, {
+        agent,
+        round,
+        role,
+        toolCall: n,
+        callId: call.id,
+        state,
+        emit: deps.emit,
+        now: deps.now,
+      })
       const seconds = ((yield* Effect.clockWith((c) => c.currentTimeMillis)) - started) / 1000
       const ok = error === null
       // A result its event cannot hold is kept whole beside it, before the event that names it.

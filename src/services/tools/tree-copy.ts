@@ -35,10 +35,10 @@
  * has for its path is hard-linked from there instead of copied.
  */
 import { type BigIntStats, constants } from "node:fs"
-import { type FileHandle, copyFile, link, lstat, mkdir, open, readdir, readlink, symlink } from "node:fs/promises"
+import { copyFile, type FileHandle, link, lstat, mkdir, open, readdir, readlink, symlink } from "node:fs/promises"
 import * as nodePath from "node:path"
 import { DEFAULT_WORKSPACE_LIMITS, type WorkspaceLimits } from "../../domain/config/index.ts"
-import { type Dir, at, hasProcFd } from "./confined-fs.ts"
+import { at, type Dir, hasProcFd } from "./confined-fs.ts"
 
 /** `maxFiles`: entries (files, folders, links); `maxDepth`: folders inside folders (a file at the top is at depth 0); `maxBytes`: the files' sizes. */
 export type TreeLimits = WorkspaceLimits
@@ -150,7 +150,10 @@ export const copyTree = async (src: string, dst: string, options: CopyOptions = 
     signal?.throwIfAborted()
     const id = identity(st)
     if (previous?.manifest.get(rel) === id) {
-      const linked = await link(nodePath.join(previous.dir, rel), at(to, name)).then(() => true, () => false)
+      const linked = await link(nodePath.join(previous.dir, rel), at(to, name)).then(
+        () => true,
+        () => false,
+      )
       if (linked) return void (manifest.set(rel, id), sizes.set(rel, Number(st.size)))
     }
     const source = await unlessLeftOut(open(at(from, name), READ_FLAGS))

@@ -29,8 +29,8 @@ import { existsSync, lstatSync, mkdirSync, readdirSync, renameSync, rmSync } fro
 import * as nodePath from "node:path"
 import { Context, Effect, Layer, Schema } from "effect"
 import type { Agent } from "../../domain/config/index.ts"
-import { FINAL_LISTING_MAX, SNAPSHOTS_DIR, finalWorkspaceDir, snapshotDir, workspaceDir } from "../../domain/workspaces/facts.ts"
-import { DEFAULT_TREE_LIMITS, type Manifest, type TreeCopy, type TreeLimits, TreeOverLimit, copyTree } from "./tree-copy.ts"
+import { FINAL_LISTING_MAX, finalWorkspaceDir, SNAPSHOTS_DIR, snapshotDir, workspaceDir } from "../../domain/workspaces/facts.ts"
+import { copyTree, DEFAULT_TREE_LIMITS, type Manifest, type TreeCopy, type TreeLimits, TreeOverLimit } from "./tree-copy.ts"
 
 export class WorkspaceError extends Schema.TaggedError<WorkspaceError>()("WorkspaceError", {
   /** `copy_failed`: the disk refused (full, read-only); the others: the workspace is over a bound of `workspace_limits`. */
@@ -100,7 +100,13 @@ export const removeOrphanCopies = (logDir: string): void => {
 }
 
 /** Copies `src` to `dst` (relative to `logDir`) through a temporary folder renamed into place; an orphan at `dst` is replaced. */
-const copyInto = (logDir: string, src: string, dst: string, limits: TreeLimits, previous?: { readonly dir: string; readonly manifest: Manifest }) =>
+const copyInto = (
+  logDir: string,
+  src: string,
+  dst: string,
+  limits: TreeLimits,
+  previous?: { readonly dir: string; readonly manifest: Manifest },
+) =>
   Effect.tryPromise({
     try: async (signal): Promise<TreeCopy & { path: string }> => {
       const target = nodePath.join(logDir, dst)
@@ -129,7 +135,11 @@ export interface WorkspacesService {
   /** Copies the agent's workspace for its answer `label`; null when it has none. */
   readonly snapshot: (agentId: string, label: string) => Effect.Effect<CopyFacts | null, WorkspaceError>
   /** Copies the winner's files to `final/<agent>/workspace/`: its workspace, or the snapshot of `label`; null when there is none. */
-  readonly finalize: (agentId: string, label: string, source: "workspace" | "snapshot") => Effect.Effect<(CopyFacts & { readonly listing: ReadonlyArray<string> }) | null, WorkspaceError>
+  readonly finalize: (
+    agentId: string,
+    label: string,
+    source: "workspace" | "snapshot",
+  ) => Effect.Effect<(CopyFacts & { readonly listing: ReadonlyArray<string> }) | null, WorkspaceError>
 }
 
 /** The absolute workspace of `agent` in `logDir`, or null when its backend sets no `cwd`. */
@@ -143,11 +153,17 @@ export class Workspaces extends Context.Tag("massgen/Workspaces")<Workspaces, Wo
   }
 }
 
-export const makeWorkspaces = (logDir: string, agents: ReadonlyArray<Agent>, limits: TreeLimits = DEFAULT_TREE_LIMITS): WorkspacesService => {
-  const roots = new Map(agents.flatMap((a) => {
-    const root = agentWorkspace(logDir, a)
-    return root === null ? [] : [[a.id, root] as const]
-  }))
+export const makeWorkspaces = (
+  logDir: string,
+  agents: ReadonlyArray<Agent>,
+  limits: TreeLimits = DEFAULT_TREE_LIMITS,
+): WorkspacesService => {
+  const roots = new Map(
+    agents.flatMap((a) => {
+      const root = agentWorkspace(logDir, a)
+      return root === null ? [] : [[a.id, root] as const]
+    }),
+  )
   for (const root of roots.values()) mkdirSync(root, { recursive: true, mode: 0o700 })
   removeOrphanCopies(logDir)
   /** The latest snapshot each agent made in this process, for the files it can share. */
@@ -169,7 +185,10 @@ export const makeWorkspaces = (logDir: string, agents: ReadonlyArray<Agent>, lim
         path: made.path,
         files: made.files,
         bytes: made.bytes,
-        listing: [...made.manifest.keys()].map((p) => p.split(nodePath.sep).join("/")).sort().slice(0, FINAL_LISTING_MAX),
+        listing: [...made.manifest.keys()]
+          .map((p) => p.split(nodePath.sep).join("/"))
+          .sort()
+          .slice(0, FINAL_LISTING_MAX),
       }))
     },
   }
