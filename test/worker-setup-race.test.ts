@@ -1,0 +1,68 @@
+/**
+ * Workers started together (issue 25, M8): five `massgen worker` processes
+ * whose set-up starts at the same moment on a fresh database, twenty times,
+ * and every one of them comes up. Each process loads its modules, says
+ * `ready`, and waits on its stdin (`support/worker-at-barrier.ts`); once all
+ * five are ready, one byte to each releases them together. Every round has a
+ * database of its own, so each starts from nothing: no table, no pg-boss
+ * schema.
+ */
+import { expect, test } from "bun:test"
+import { command, withSlots } from "./support/cli.ts"
+import { postgresForFile, type TestPostgres } from "./support/postgres.ts"
+
+let pg: TestPostgres
+postgresForFile((server) => (pg = server))
+
+const WORKERS = 5
+const ROUNDS = 20
+const HELPER = new URL("./support/worker-at-barrier.ts", import.meta.url).pathname
+
+interface Outcome {
+  readonly code: number
+  readonly stderr: string
+}
+
+/** Resolves once `proc` has printed a line `ready` on stdout. */
+const ready = async (proc: Bun.Subprocess<"pipe", "pipe", "pipe">): Promise<void> => {
+  const decoder = new TextDecoder()
+  let seen = ""
+  for await (const chunk of proc.stdout) {
+    seen += decoder.decode(chunk, { stream: true })
+    if (seen.split("\n").includes("ready")) return
+  }
+  throw new Error(`the worker exited before it was ready: ${await new Response(proc.stderr).text()}`)
+}
+
+/** One round: five workers released at once on the fresh database `name`; how each ended. */
+const round = async (name: string): Promise<ReadonlyArray<Outcome>> => {
+  pg.psql(`CREATE DATABASE ${name}`)
+  const url = pg.url.replace(/\/postgres$/, `/${name}`)
+  const procs = Array.from({ length: WORKERS }, () =>
+    Bun.spawn([command("source")[0]!, HELPER, url], { stdin: "pipe", stdout: "pipe", stderr: "pipe" }),
+  )
+  const killer = setTimeout(() => procs.forEach((p) => p.kill("SIGKILL")), 120_000)
+  try {
+    await Promise.all(procs.map(ready))
+    for (const p of procs) p.stdin.write("go\n")
+    for (const p of procs) p.stdin.flush()
+    return await Promise.all(procs.map(async (p) => ({ code: await p.exited, stderr: await new Response(p.stderr).text() })))
+  } finally {
+    clearTimeout(killer)
+    pg.psql(`DROP DATABASE ${name} WITH (FORCE)`)
+  }
+}
+
+test(`${WORKERS} workers started at the same moment on a fresh database all come up, ${ROUNDS} rounds`, async () => {
+  const failed: Array<string> = []
+  await withSlots(WORKERS, async () => {
+    for (let i = 0; i < ROUNDS; i++) {
+      const outcomes = await round(`race_${i}`)
+      outcomes.forEach((o, w) => {
+        const up = o.code === 0 && o.stderr.includes(" takes items from massgen_items ") && !o.stderr.includes("error")
+        if (!up) failed.push(`round ${i}, worker ${w}: exit ${o.code}: ${o.stderr.trim()}`)
+      })
+    }
+  })
+  expect(failed).toEqual([])
+}, 600_000)
