@@ -5,14 +5,17 @@
  * `ready`, and waits on its stdin (`support/worker-at-barrier.ts`); once all
  * five are ready, one byte to each releases them together. Every round has a
  * database of its own, so each starts from nothing: no table, no pg-boss
- * schema.
+ * schema. And a worker waiting for the schema lock (another process holds
+ * it) stops at once on SIGTERM.
  */
 import { expect, test } from "bun:test"
-import { command, withSlots } from "./support/cli.ts"
+import { SQL } from "bun"
+import { SCHEMA_LOCK_KEY } from "../src/services/event-store/postgres.ts"
+import { cleanupSandboxes, command, startCli, withSlots } from "./support/cli.ts"
 import { postgresForFile, type TestPostgres } from "./support/postgres.ts"
 
 let pg: TestPostgres
-postgresForFile((server) => (pg = server))
+postgresForFile((server) => (pg = server), cleanupSandboxes)
 
 const WORKERS = 5
 const ROUNDS = 20
@@ -66,3 +69,31 @@ test(`${WORKERS} workers started at the same moment on a fresh database all come
   })
   expect(failed).toEqual([])
 }, 600_000)
+
+test("a worker waiting for the schema lock another process holds stops at once on SIGTERM, exit 4", async () => {
+  pg.psql("CREATE DATABASE held")
+  const url = pg.url.replace(/\/postgres$/, "/held")
+  const sql = new SQL(url)
+  const holder = await sql.reserve()
+  try {
+    await holder.unsafe(`SELECT pg_advisory_lock(${SCHEMA_LOCK_KEY})`)
+    const worker = await startCli("source", ["worker", "--engine", url], { timeoutMs: 20_000 })
+    // Polled (a bounded loop of short waits): no event tells another session's wait for a lock.
+    const waiting = () => Number(pg.psql("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted").trim()) > 0
+    for (let tries = 0; !waiting(); tries++) {
+      if (tries > 300 || worker.proc.exitCode !== null)
+        throw new Error(`the worker never waited for the schema lock: ${(await worker.done).stderr}`)
+      await Bun.sleep(50)
+    }
+    worker.proc.kill("SIGTERM")
+    const r = await worker.done
+    expect({ code: r.exitCode, stderr: r.stderr }).toEqual({
+      code: 4,
+      stderr: "massgen: worker stopped by SIGTERM before it took any item\n",
+    })
+  } finally {
+    holder.release()
+    await sql.close()
+    pg.psql("DROP DATABASE held WITH (FORCE)")
+  }
+}, 60_000)

@@ -1,0 +1,65 @@
+/**
+ * A worker and its database's first word (issue 25, L3): a server that cannot
+ * be reached is one line at once, naming the host and the cause (never the
+ * URL's password), exit 2 and not an internal error; and a SIGTERM while the
+ * worker waits for a server that accepted the connection and never answers
+ * stops it at once, exit 4. "At once" is not timed: the bound on the wait is
+ * far under the driver's own connect timeout (30 s), past which the worker
+ * used to go on.
+ */
+import { afterAll, describe, expect, test } from "bun:test"
+import * as net from "node:net"
+import { cleanupSandboxes, runCli, startCli } from "./support/cli.ts"
+
+afterAll(cleanupSandboxes)
+
+/** Nothing listens on port 1 of the loopback. */
+const REFUSED = "postgres://nobody:s3cret-pw@127.0.0.1:1/x"
+
+describe("massgen worker --engine: the first word with the server", () => {
+  test("a server that refuses the connection: one line naming the host and the cause, exit 2, the password masked", async () => {
+    const r = await runCli("source", ["worker", "--engine", REFUSED], { timeoutMs: 20_000 })
+    expect({ code: r.exitCode, stderr: r.stderr, stdout: r.stdout }).toEqual({
+      code: 2,
+      stderr: "massgen: cannot reach the database at 127.0.0.1:1: connection refused (--engine postgres://***@127.0.0.1:1/x)\n",
+      stdout: "",
+    })
+  }, 30_000)
+
+  test("batch status and batch export say the same", async () => {
+    for (const sub of ["status", "export"]) {
+      const r = await runCli("source", ["batch", sub, "--engine", REFUSED, "b"], { timeoutMs: 20_000 })
+      expect({ code: r.exitCode, stderr: r.stderr }).toEqual({
+        code: 2,
+        stderr: "massgen: cannot reach the database at 127.0.0.1:1: connection refused (--engine postgres://***@127.0.0.1:1/x)\n",
+      })
+    }
+  }, 45_000)
+
+  test("SIGTERM while the server has not answered yet: the worker stops at once, exit 4", async () => {
+    const sockets: Array<net.Socket> = []
+    let connected: () => void = () => undefined
+    const reached = new Promise<void>((resolve) => (connected = resolve))
+    const silent = net.createServer((socket) => {
+      sockets.push(socket)
+      connected()
+    })
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve))
+    const port = (silent.address() as net.AddressInfo).port
+    try {
+      const worker = await startCli("source", ["worker", "--engine", `postgres://nobody:s3cret-pw@127.0.0.1:${port}/x`], {
+        timeoutMs: 20_000,
+      })
+      await reached
+      worker.proc.kill("SIGTERM")
+      const r = await worker.done
+      expect({ code: r.exitCode, stderr: r.stderr }).toEqual({
+        code: 4,
+        stderr: "massgen: worker stopped by SIGTERM before it took any item\n",
+      })
+    } finally {
+      for (const s of sockets) s.destroy()
+      silent.close()
+    }
+  }, 30_000)
+})
