@@ -8,8 +8,10 @@
  * used to go on.
  */
 import { afterAll, describe, expect, test } from "bun:test"
+import * as fs from "node:fs"
 import * as net from "node:net"
-import { cleanupSandboxes, runCli, startCli } from "./support/cli.ts"
+import * as nodePath from "node:path"
+import { cleanupSandboxes, runCli, sandbox, startCli, writeConfig } from "./support/cli.ts"
 
 afterAll(cleanupSandboxes)
 
@@ -26,15 +28,22 @@ describe("massgen worker --engine: the first word with the server", () => {
     })
   }, 30_000)
 
-  test("batch status and batch export say the same", async () => {
-    for (const sub of ["status", "export"]) {
-      const r = await runCli("source", ["batch", sub, "--engine", REFUSED, "b"], { timeoutMs: 20_000 })
+  test("batch --engine, batch status and batch export say the same", async () => {
+    const cwd = sandbox()
+    writeConfig(cwd, { agents: [{ id: "a", backend: { type: "scripted", answer: "x" } }] }, "team.yaml")
+    fs.writeFileSync(nodePath.join(cwd, "items.jsonl"), `${JSON.stringify({ id: "q1", question: "What is 2+2?" })}\n`)
+    for (const args of [
+      ["items.jsonl", "--config", "team.yaml"],
+      ["status", "b"],
+      ["export", "b"],
+    ]) {
+      const r = await runCli("source", ["batch", ...args, "--engine", REFUSED], { cwd, timeoutMs: 20_000 })
       expect({ code: r.exitCode, stderr: r.stderr }).toEqual({
         code: 2,
         stderr: "massgen: cannot reach the database at 127.0.0.1:1: connection refused (--engine postgres://***@127.0.0.1:1/x)\n",
       })
     }
-  }, 45_000)
+  }, 60_000)
 
   test("SIGTERM while the server has not answered yet: the worker stops at once, exit 4", async () => {
     const sockets: Array<net.Socket> = []

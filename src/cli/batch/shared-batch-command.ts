@@ -28,19 +28,29 @@ export interface SharedBatchArgs {
   readonly outDir: string | null
 }
 
-export const sharedBatchCommand = (args: SharedBatchArgs, ctx: CliContext): Effect.Effect<number, DatabaseError> =>
+/**
+ * `work` on the server at `url` once it answered (`reachServer`): a server that cannot be reached, or fails
+ * otherwise as a `DatabaseError`, is that error; a signal stops it wherever it is (`<what> stopped by SIGTERM`, 4).
+ */
+export const onEngine = (url: string, what: string, ctx: CliContext, work: () => Promise<number>): Effect.Effect<number, DatabaseError> =>
   Effect.raceFirst(
-    Effect.tryPromise({ try: () => readShared(args, ctx), catch: (e) => e }).pipe(
-      Effect.catchAll((e) => (isDatabaseError(e) ? Effect.fail(e) : Effect.die(e))),
-    ),
-    Effect.map(ctx.interrupt, (why) => (ctx.printError(`massgen: batch ${args._tag.slice("batch_".length)} ${why}`), 4)),
+    Effect.tryPromise({
+      try: async () => {
+        const { reachServer } = await import("../../services/event-store/postgres.ts")
+        await reachServer(url)
+        return await work()
+      },
+      catch: (e) => e,
+    }).pipe(Effect.catchAll((e) => (isDatabaseError(e) ? Effect.fail(e) : Effect.die(e)))),
+    Effect.map(ctx.interrupt, (why) => (ctx.printError(`massgen: ${what} ${why}`), 4)),
   )
 
 const isDatabaseError = (e: unknown): e is DatabaseError => (e as { _tag?: unknown } | null)?._tag === "DatabaseError"
 
+export const sharedBatchCommand = (args: SharedBatchArgs, ctx: CliContext): Effect.Effect<number, DatabaseError> =>
+  onEngine(args.engine, `batch ${args._tag.slice("batch_".length)}`, ctx, () => readShared(args, ctx))
+
 const readShared = async (args: SharedBatchArgs, ctx: CliContext): Promise<number> => {
-  const { reachServer } = await import("../../services/event-store/postgres.ts")
-  await reachServer(args.engine)
   const { jobStates, resultsOf, streamsOf } = await import("../../services/batch/batch-queue.ts")
   const results = await resultsOf(args.engine, args.batch)
   if (args._tag === "batch_status") {
