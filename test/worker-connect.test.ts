@@ -12,6 +12,7 @@ import * as fs from "node:fs"
 import * as net from "node:net"
 import * as nodePath from "node:path"
 import { cleanupSandboxes, runCli, sandbox, startCli, writeConfig } from "./support/cli.ts"
+import { stopInSetUp } from "./support/worker-signal.ts"
 
 afterAll(cleanupSandboxes)
 
@@ -60,12 +61,7 @@ describe("massgen worker --engine: the first word with the server", () => {
         timeoutMs: 20_000,
       })
       await reached
-      worker.proc.kill("SIGTERM")
-      const r = await worker.done
-      expect({ code: r.exitCode, stderr: r.stderr }).toEqual({
-        code: 4,
-        stderr: "massgen: worker stopped by SIGTERM before it took any item\n",
-      })
+      await stopInSetUp(worker)
     } finally {
       for (const s of sockets) s.destroy()
       silent.close()

@@ -13,6 +13,7 @@ import { SQL } from "bun"
 import { SCHEMA_LOCK_KEY } from "../src/services/event-store/postgres.ts"
 import { cleanupSandboxes, command, startCli, withSlots } from "./support/cli.ts"
 import { postgresForFile, type TestPostgres } from "./support/postgres.ts"
+import { stopInSetUp } from "./support/worker-signal.ts"
 
 let pg: TestPostgres
 postgresForFile((server) => (pg = server), cleanupSandboxes)
@@ -85,12 +86,7 @@ test("a worker waiting for the schema lock another process holds stops at once o
         throw new Error(`the worker never waited for the schema lock: ${(await worker.done).stderr}`)
       await Bun.sleep(50)
     }
-    worker.proc.kill("SIGTERM")
-    const r = await worker.done
-    expect({ code: r.exitCode, stderr: r.stderr }).toEqual({
-      code: 4,
-      stderr: "massgen: worker stopped by SIGTERM before it took any item\n",
-    })
+    await stopInSetUp(worker)
   } finally {
     holder.release()
     await sql.close()
