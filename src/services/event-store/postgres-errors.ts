@@ -34,13 +34,9 @@ export class DatabaseError extends Schema.TaggedError<DatabaseError>()("Database
 }
 
 const endpoint = (url: string): { readonly host: string; readonly port: number } | null => {
-  try {
-    const u = new URL(url)
-    const host = u.hostname.replace(/^\[(.*)\]$/, "$1")
-    return host === "" ? null : { host, port: u.port === "" ? 5432 : Number(u.port) }
-  } catch {
-    return null
-  }
+  const u = URL.parse(url)
+  const host = u?.hostname.replace(/^\[(.*)\]$/, "$1") ?? ""
+  return u === null || host === "" ? null : { host, port: u.port === "" ? 5432 : Number(u.port) }
 }
 
 const serverOf = (url: string): string => {
@@ -48,9 +44,22 @@ const serverOf = (url: string): string => {
   return at === null ? "its default server" : `${at.host.includes(":") ? `[${at.host}]` : at.host}:${at.port}`
 }
 
-/** `text` without any credential of `url`. */
-const scrubbed = (url: string, text: string): string =>
-  maskUrlCredentials(urlSecrets(url).reduce((out, secret) => out.split(secret).join("***"), text))
+const decoded = (text: string): string => {
+  try {
+    return decodeURIComponent(text)
+  } catch {
+    return text
+  }
+}
+
+/** `text` without any credential of `url` (its password, credential parameters); the role it names stays (`role "x" does not exist`). */
+const scrubbed = (url: string, text: string): string => {
+  const u = URL.parse(url)
+  const role = u === null ? [] : [u.username, decoded(u.username)]
+  const password = u === null ? [] : [u.password, decoded(u.password)]
+  const secrets = urlSecrets(url).filter((secret) => !role.includes(secret) || password.includes(secret))
+  return maskUrlCredentials(secrets.reduce((out, secret) => out.split(secret).join("***"), text))
+}
 
 const PROBE_MS = 10_000
 const CAUSES: Readonly<Record<string, string>> = {
