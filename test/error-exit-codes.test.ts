@@ -14,6 +14,7 @@ import { BackendError } from "../src/services/backends/index.ts"
 import { DotEnvError, MissingKeyError } from "../src/services/backends/keys.ts"
 import { BatchError, BatchStorageError } from "../src/services/batch/batch-folder.ts"
 import { EventStoreConflict, EventStoreError } from "../src/services/event-store/index.ts"
+import { DatabaseError } from "../src/services/event-store/postgres.ts"
 import { RunStorageError } from "../src/services/io-errors.ts"
 import { ViewerError } from "../src/services/log-dir/catalog.ts"
 import { LogDirError } from "../src/services/log-dir/create.ts"
@@ -44,6 +45,10 @@ const EXAMPLES: { readonly [Tag in AppError["_tag"]]: readonly [Extract<AppError
   ServeError: [new ServeError({ reason: "cannot_listen", detail: "127.0.0.1:4000 (in use)" }), 1],
   BatchError: [new BatchError({ reason: "bad_items", path: "items.jsonl", detail: "line 2: not JSON" }), 1],
   BatchStorageError: [new BatchStorageError({ path: "b/results.jsonl", cause: "disk full (ENOSPC)" }), 2],
+  DatabaseError: [
+    new DatabaseError({ reason: "unreachable", server: "db:5432", url: "postgres://***@db:5432/x", detail: "connection refused" }),
+    2,
+  ],
 }
 
 describe("error exit codes", () => {
@@ -70,6 +75,7 @@ describe("error exit codes", () => {
     expect(byCode(2).sort()).toEqual([
       "BackendError",
       "BatchStorageError",
+      "DatabaseError",
       "EventStoreConflict",
       "EventStoreError",
       "LogDirError",

@@ -27,6 +27,7 @@ import { plainText } from "../lib/plain-text.ts"
 import type { BackendError, DotEnvError, MissingKeyError } from "../services/backends/index.ts"
 import type { BatchError, BatchStorageError } from "../services/batch/batch-folder.ts"
 import type { EventStoreConflict, EventStoreError } from "../services/event-store/index.ts"
+import type { DatabaseError } from "../services/event-store/postgres.ts"
 import type { RunStorageError } from "../services/io-errors.ts"
 import type { ViewerError } from "../services/log-dir/catalog.ts"
 import type { LogDirError } from "../services/log-dir/create.ts"
@@ -65,6 +66,7 @@ export type AppError =
   | ServeError
   | BatchError
   | BatchStorageError
+  | DatabaseError
 
 /** The exit code of each error class: 1 for usage and configuration errors, 2 for execution errors. */
 export const ERROR_EXIT_CODES: { readonly [Tag in AppError["_tag"]]: 1 | 2 } = {
@@ -87,6 +89,7 @@ export const ERROR_EXIT_CODES: { readonly [Tag in AppError["_tag"]]: 1 | 2 } = {
   ServeError: 1,
   BatchError: 1,
   BatchStorageError: 2,
+  DatabaseError: 2,
 }
 
 export const exitCodeOf = (error: AppError): 1 | 2 => ERROR_EXIT_CODES[error._tag]

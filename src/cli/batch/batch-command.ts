@@ -49,6 +49,7 @@ import { ConfigError, loadConfigFile } from "../run/load-config.ts"
 import { missingKeys, type RunConfig } from "../run/setup.ts"
 import { batchFooter, batchHeader, itemLine } from "./batch-output.ts"
 import { runItem } from "./run-item.ts"
+import { onEngine } from "./shared-batch-command.ts"
 
 /** Where a batch's folder is when `--out` is not given: named for the items file, under the working directory. */
 export const defaultBatchDir = (cwd: string, itemsPath: string): string =>
@@ -79,7 +80,7 @@ const loadConfigs = (paths: ReadonlyArray<string>, env: RunConfig["env"]) =>
     return out as ReadonlyMap<string, RunConfig>
   })
 
-/** `--engine`: the items go to the shared queue, each with its config's text; workers run them. */
+/** `--engine`: the items go to the shared queue, each with its config's text; workers run them (`onEngine`: a server not reached is one line). */
 const queueBatch = (
   engine: string,
   itemsPath: string,
@@ -87,7 +88,7 @@ const queueBatch = (
   configOf: (item: BatchItem) => string,
   ctx: CliContext,
 ) =>
-  Effect.promise(async () => {
+  onEngine(engine, "batch", ctx, async () => {
     const { enqueue, openQueue } = await import("../../services/batch/batch-queue.ts")
     const batch = basename(itemsPath, extname(itemsPath))
     const boss = await openQueue(engine)

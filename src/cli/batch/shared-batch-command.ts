@@ -8,6 +8,8 @@
  * every item with events, its shared files (`services/run-files/shared.ts`:
  * call logs, blobs, long tool results, its config), and `results.jsonl`;
  * `massgen status`, `viewer`, `replay` and `resume` work on an exported item.
+ * A server that cannot be reached is one line at once (`DatabaseError`, exit
+ * 2); a signal stops either at once (exit 4).
  */
 import * as fs from "node:fs"
 import { join, resolve } from "node:path"
@@ -16,6 +18,7 @@ import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from "../../domain/run-paths.ts"
 import { formatCost } from "../../lib/text.ts"
 import { itemDir, RESULTS_FILE } from "../../services/batch/batch-folder.ts"
 import { EVENTS_FILE } from "../../services/event-store/index.ts"
+import type { DatabaseError } from "../../services/event-store/postgres.ts"
 import type { CliContext } from "../context.ts"
 
 export interface SharedBatchArgs {
@@ -25,38 +28,59 @@ export interface SharedBatchArgs {
   readonly outDir: string | null
 }
 
-export const sharedBatchCommand = (args: SharedBatchArgs, ctx: CliContext) =>
-  Effect.promise(async () => {
-    const { jobStates, resultsOf, streamsOf } = await import("../../services/batch/batch-queue.ts")
-    const results = await resultsOf(args.engine, args.batch)
-    if (args._tag === "batch_status") {
-      const states = await jobStates(args.engine, args.batch)
-      const byReason = new Map<string, number>()
-      for (const r of results) byReason.set(r.finish_reason, (byReason.get(r.finish_reason) ?? 0) + 1)
-      const costs = results.map((r) => r.cost_usd).filter((c): c is number => c !== null)
-      const reasons = [...byReason].map(([k, n]) => `${n} ${k}`).join(", ")
-      ctx.print(
-        `batch ${args.batch}: ${results.length} with a result${reasons === "" ? "" : ` (${reasons})`}, ${states.active ?? 0} running, ${(states.created ?? 0) + (states.retry ?? 0) + (states.later ?? 0)} waiting, ${formatCost(costs.length === 0 ? null : costs.reduce((a, b) => a + b, 0))}`,
-      )
-      return 0
-    }
-    const dir = resolve(ctx.cwd, args.outDir ?? join(".massgen", "batches", args.batch))
-    const streams = await streamsOf(args.engine, args.batch)
-    for (const [id, text] of streams) {
-      fs.mkdirSync(itemDir(dir, id), { recursive: true, mode: PRIVATE_DIR_MODE })
-      fs.writeFileSync(join(itemDir(dir, id), EVENTS_FILE), text, { mode: PRIVATE_FILE_MODE })
-    }
-    fs.mkdirSync(dir, { recursive: true, mode: PRIVATE_DIR_MODE })
-    // The runs' whole files (call logs, blobs, long tool results, config): `replay` works on an exported item.
-    const { exportRunFiles } = await import("../../services/run-files/shared-postgres.ts")
-    await exportRunFiles(args.engine, `${args.batch}/`, dir)
-    const local = results.map((r) => ({
-      ...r,
-      log_dir: itemDir(dir, r.id),
-      answer_file: r.answer_file === null ? null : join(itemDir(dir, r.id), r.answer_file.slice(r.log_dir.length + 1)),
-    }))
-    fs.writeFileSync(join(dir, RESULTS_FILE), local.map((r) => `${JSON.stringify(r)}\n`).join(""), { mode: PRIVATE_FILE_MODE })
-    ctx.print(`BATCH_DIR: ${dir}`)
-    ctx.print(`EXPORTED: ${streams.size} runs, ${results.length} results`)
+/**
+ * `work` on the server at `url` once it answered (`reachServer`): a server that cannot be reached, or fails
+ * otherwise as a `DatabaseError`, is that error; a signal stops it wherever it is (`<what> stopped by SIGTERM`, 4).
+ */
+export const onEngine = (url: string, what: string, ctx: CliContext, work: () => Promise<number>): Effect.Effect<number, DatabaseError> =>
+  Effect.raceFirst(
+    Effect.tryPromise({
+      try: async () => {
+        const { reachServer } = await import("../../services/event-store/postgres.ts")
+        await reachServer(url)
+        return await work()
+      },
+      catch: (e) => e,
+    }).pipe(Effect.catchAll((e) => (isDatabaseError(e) ? Effect.fail(e) : Effect.die(e)))),
+    Effect.map(ctx.interrupt, (why) => (ctx.printError(`massgen: ${what} ${why}`), 4)),
+  )
+
+const isDatabaseError = (e: unknown): e is DatabaseError => (e as { _tag?: unknown } | null)?._tag === "DatabaseError"
+
+export const sharedBatchCommand = (args: SharedBatchArgs, ctx: CliContext): Effect.Effect<number, DatabaseError> =>
+  onEngine(args.engine, `batch ${args._tag.slice("batch_".length)}`, ctx, () => readShared(args, ctx))
+
+const readShared = async (args: SharedBatchArgs, ctx: CliContext): Promise<number> => {
+  const { jobStates, resultsOf, streamsOf } = await import("../../services/batch/batch-queue.ts")
+  const results = await resultsOf(args.engine, args.batch)
+  if (args._tag === "batch_status") {
+    const states = await jobStates(args.engine, args.batch)
+    const byReason = new Map<string, number>()
+    for (const r of results) byReason.set(r.finish_reason, (byReason.get(r.finish_reason) ?? 0) + 1)
+    const costs = results.map((r) => r.cost_usd).filter((c): c is number => c !== null)
+    const reasons = [...byReason].map(([k, n]) => `${n} ${k}`).join(", ")
+    ctx.print(
+      `batch ${args.batch}: ${results.length} with a result${reasons === "" ? "" : ` (${reasons})`}, ${states.active ?? 0} running, ${(states.created ?? 0) + (states.retry ?? 0) + (states.later ?? 0)} waiting, ${formatCost(costs.length === 0 ? null : costs.reduce((a, b) => a + b, 0))}`,
+    )
     return 0
-  })
+  }
+  const dir = resolve(ctx.cwd, args.outDir ?? join(".massgen", "batches", args.batch))
+  const streams = await streamsOf(args.engine, args.batch)
+  for (const [id, text] of streams) {
+    fs.mkdirSync(itemDir(dir, id), { recursive: true, mode: PRIVATE_DIR_MODE })
+    fs.writeFileSync(join(itemDir(dir, id), EVENTS_FILE), text, { mode: PRIVATE_FILE_MODE })
+  }
+  fs.mkdirSync(dir, { recursive: true, mode: PRIVATE_DIR_MODE })
+  // The runs' whole files (call logs, blobs, long tool results, config): `replay` works on an exported item.
+  const { exportRunFiles } = await import("../../services/run-files/shared-postgres.ts")
+  await exportRunFiles(args.engine, `${args.batch}/`, dir)
+  const local = results.map((r) => ({
+    ...r,
+    log_dir: itemDir(dir, r.id),
+    answer_file: r.answer_file === null ? null : join(itemDir(dir, r.id), r.answer_file.slice(r.log_dir.length + 1)),
+  }))
+  fs.writeFileSync(join(dir, RESULTS_FILE), local.map((r) => `${JSON.stringify(r)}\n`).join(""), { mode: PRIVATE_FILE_MODE })
+  ctx.print(`BATCH_DIR: ${dir}`)
+  ctx.print(`EXPORTED: ${streams.size} runs, ${results.length} results`)
+  return 0
+}

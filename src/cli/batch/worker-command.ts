@@ -16,12 +16,19 @@
  * item's result goes to `massgen_batch_results`, and then the next item of
  * its session, if any, to the queue (a session's items continue the
  * conversation of the ones before them, from their results). It runs until a signal; the
- * runs in flight then stop cleanly and their items go back to the queue.
+ * runs in flight then stop cleanly and their items go back to the queue (exit 0).
+ *
+ * Set-up (`setUp`): the server is asked once (`reachServer`: one that cannot
+ * be reached is a `DatabaseError` at once, naming its host and the cause;
+ * exit 2), then the tables are made (under the schema lock: any number of
+ * workers start at once) and pg-boss started. A signal during the set-up,
+ * wherever it is (a connection that does not answer, a lock another process
+ * holds), stops the worker at once: exit 4, no item taken.
  */
 import * as fs from "node:fs"
 import { join } from "node:path"
-import { Effect, Layer, Runtime } from "effect"
-import type { Job } from "pg-boss"
+import { Effect, Either, Layer, Runtime } from "effect"
+import type { Job, PgBoss } from "pg-boss"
 import { resultOf } from "../../domain/batch.ts"
 import { PRIVATE_DIR_MODE } from "../../domain/run-paths.ts"
 import { isResumable } from "../../domain/state/index.ts"
@@ -29,7 +36,7 @@ import { loadDotEnv } from "../../services/backends/index.ts"
 import { conversationFrom, openQueue, QUEUE, type QueuedItem, queueNext, recordResult } from "../../services/batch/batch-queue.ts"
 import { lookSeconds, openLeases } from "../../services/batch/item-lease.ts"
 import type { EventStore } from "../../services/event-store/index.ts"
-import { postgresEventStore } from "../../services/event-store/postgres.ts"
+import { postgresEventStore, reachServer, setupError } from "../../services/event-store/postgres.ts"
 import type { SharedRunFiles } from "../../services/run-files/index.ts"
 import { postgresRunFiles } from "../../services/run-files/shared-postgres.ts"
 import type { CliContext } from "../context.ts"
@@ -44,13 +51,37 @@ export interface WorkerArgs {
   readonly takeoverSeconds: number
 }
 
+/** The worker's connections, tables and queue, made before it takes any item. */
+const setUp = (url: string, root: string) =>
+  Effect.gen(function* () {
+    yield* Effect.tryPromise({ try: () => reachServer(url), catch: (e) => setupError(url, e) })
+    const stores = yield* Layer.build(Layer.merge(postgresEventStore(url, { root }), postgresRunFiles(url, { root }))).pipe(
+      Effect.catchAllDefect((e) => Effect.fail(setupError(url, e))),
+    )
+    const boss = yield* Effect.tryPromise({ try: () => openQueue(url), catch: (e) => setupError(url, e) })
+    return { stores, boss }
+  })
+
 export const workerCommand = (args: WorkerArgs, ctx: CliContext) => {
   const root = join(ctx.cwd, ".massgen", "worker")
-  return Effect.gen(function* () {
-    const env = yield* loadDotEnv(ctx.cwd, ctx.env).pipe(Effect.orElseSucceed(() => ctx.env))
-    fs.mkdirSync(root, { recursive: true, mode: PRIVATE_DIR_MODE })
+  return Effect.scoped(
+    Effect.gen(function* () {
+      const env = yield* loadDotEnv(ctx.cwd, ctx.env).pipe(Effect.orElseSucceed(() => ctx.env))
+      fs.mkdirSync(root, { recursive: true, mode: PRIVATE_DIR_MODE })
+      const ready = yield* Effect.raceFirst(Effect.map(setUp(args.engine, root), Either.right), Effect.map(ctx.interrupt, Either.left))
+      if (Either.isLeft(ready)) {
+        ctx.printError(`massgen: worker ${ready.left} before it took any item`)
+        return 4
+      }
+      return yield* serve(args, ctx, env, root, ready.right.boss).pipe(Effect.provide(ready.right.stores))
+    }),
+  )
+}
+
+/** Takes items until a signal; then the runs in flight stop cleanly and their items go back to the queue. */
+const serve = (args: WorkerArgs, ctx: CliContext, env: Readonly<Record<string, string | undefined>>, root: string, boss: PgBoss) =>
+  Effect.gen(function* () {
     const runtime = yield* Effect.runtime<EventStore | SharedRunFiles>()
-    const boss = yield* Effect.promise(() => openQueue(args.engine))
     const leases = openLeases(args.engine, args.takeoverSeconds, args.concurrency)
     const stopped = Runtime.runPromise(runtime)(ctx.interrupt)
 
@@ -140,5 +171,4 @@ export const workerCommand = (args: WorkerArgs, ctx: CliContext) => {
     yield* Effect.promise(() => boss.stop({ graceful: true, timeout: 30_000 } as Parameters<typeof boss.stop>[0]).catch(() => undefined))
     yield* Effect.promise(() => leases.close())
     return 0
-  }).pipe(Effect.provide(Layer.merge(postgresEventStore(args.engine, { root }), postgresRunFiles(args.engine, { root }))))
-}
+  })

@@ -26,7 +26,7 @@ import type { SQL } from "bun"
 import { PgBoss } from "pg-boss"
 import type { BatchResult } from "../../domain/batch.ts"
 import type { ConversationMessage } from "../../domain/events/index.ts"
-import { clientFor, withReconnect } from "../event-store/postgres.ts"
+import { clientFor, ensureTables, withReconnect } from "../event-store/postgres.ts"
 
 export const QUEUE = "massgen_items"
 
@@ -71,9 +71,9 @@ export const openQueue = async (url: string): Promise<PgBoss> => {
 }
 
 const ensureResultsTable = (sql: SQL) =>
-  sql.unsafe(
+  ensureTables(sql, [
     "CREATE TABLE IF NOT EXISTS massgen_batch_results (batch text NOT NULL, id text NOT NULL, result jsonb NOT NULL, PRIMARY KEY (batch, id))",
-  )
+  ])
 
 /** Queues the first item of each chain, the rest of the chain in its data, each knowing the items before it. */
 export const enqueue = async (boss: PgBoss, chains: ReadonlyArray<ReadonlyArray<QueuedItem>>): Promise<void> => {

@@ -39,16 +39,30 @@
  * or not). Closing the layer flushes what is queued.
  *
  * A lost connection (the server restarted) is tried again, every 200 ms, for
- * `reconnectMs` (30 s); then the operation fails with `EventStoreError`.
+ * `reconnectMs` (30 s); then the operation fails with `EventStoreError`. A
+ * command's first word with a server is not tried again (`reachServer`): one
+ * that cannot be reached at start is a `DatabaseError` at once, naming the
+ * host and the cause (`postgres-errors.ts`).
+ *
+ * The schema lock: every statement that makes one of massgen's tables (this
+ * one, `massgen_run_files`, `massgen_batch_results`) runs through
+ * `ensureTables`, in a transaction that first takes the transaction-level
+ * advisory lock `SCHEMA_LOCK_KEY`, one fixed key for every massgen process on
+ * the database: one process makes the tables, the others wait, then find
+ * them. (Two `CREATE TABLE IF NOT EXISTS` of one table at once are not safe
+ * in Postgres: the loser fails on the catalog's `pg_type_typname_nsp_index`.)
  * Bun's own Postgres client (`bun`'s `SQL`) talks to the server: no dependency.
  * A process keeps one connection pool per server (`clientFor`), for all its
  * stores: a connection costs a server process, hundreds of ms on a busy machine.
  */
 import { SQL } from "bun"
 import { Chunk, Duration, Effect, Either, Layer, Stream } from "effect"
+import { codeOf, connectionError, messageOf } from "./postgres-errors.ts"
 import { memoryStorage } from "./storage.ts"
 import { EventStore, makeStore, type StoreOptions } from "./store.ts"
 import { EventStoreConflict, EventStoreError, type EventStoreFailure, type EventStoreService } from "./types.ts"
+
+export { DatabaseError, messageOf, setupError } from "./postgres-errors.ts"
 
 export const CHUNKS_TABLE = "massgen_event_chunks"
 
@@ -65,15 +79,7 @@ export interface PostgresStoreOptions extends StoreOptions {
 
 const UNIQUE_VIOLATION = "23505"
 
-const codeOf = (e: unknown): string | undefined => {
-  const o = e as { errno?: unknown; code?: unknown } | null
-  return typeof o?.errno === "string" ? o.errno : typeof o?.code === "string" ? o.code : undefined
-}
-
 export const isUniqueViolation = (e: unknown): boolean => codeOf(e) === UNIQUE_VIOLATION
-
-/** A driver's error as one line: its message's first. */
-export const messageOf = (e: unknown): string => (e instanceof Error ? e.message.split("\n")[0]! : String(e))
 
 /** `work`, tried again while it fails other than on a unique violation, for `ms` at most. */
 export const withReconnect = async <A>(ms: number, work: () => Promise<A>): Promise<A> => {
@@ -88,10 +94,20 @@ export const withReconnect = async <A>(ms: number, work: () => Promise<A>): Prom
   }
 }
 
+/** The advisory lock massgen's table set-up holds (`ensureTables`): `massgen\0` as a 64-bit number. */
+export const SCHEMA_LOCK_KEY = BigInt("0x6d61737367656e00").toString()
+
+/** Runs `statements` in one transaction, under the schema lock. */
+export const ensureTables = (sql: SQL, statements: ReadonlyArray<string>): Promise<unknown> =>
+  sql.begin(async (tx) => {
+    await tx.unsafe(`SELECT pg_advisory_xact_lock(${SCHEMA_LOCK_KEY})`)
+    for (const statement of statements) await tx.unsafe(statement)
+  })
+
 export const ensureChunksTable = (sql: SQL): Promise<unknown> =>
-  sql.unsafe(
+  ensureTables(sql, [
     `CREATE TABLE IF NOT EXISTS ${CHUNKS_TABLE} (stream text NOT NULL, seq integer NOT NULL, text bytea NOT NULL, PRIMARY KEY (stream, seq))`,
-  )
+  ])
 
 const clients = new Map<string, SQL>()
 const tables = new Map<string, Promise<unknown>>()
@@ -104,6 +120,15 @@ export const clientFor = (url: string): SQL => {
     clients.set(url, client)
   }
   return client
+}
+
+/** Asks `url`'s server once (no second try): fails with the `DatabaseError` naming its host and why. */
+export const reachServer = async (url: string): Promise<void> => {
+  try {
+    await clientFor(url)`SELECT 1`
+  } catch (e) {
+    throw await connectionError(url, e)
+  }
 }
 
 const tableReady = (url: string, sql: SQL): Promise<unknown> => {

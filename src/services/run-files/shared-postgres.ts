@@ -7,15 +7,15 @@ import { existsSync, mkdirSync, writeFileSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { Effect, Layer } from "effect"
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from "../../domain/run-paths.ts"
-import { clientFor, keyUnder, messageOf, withReconnect } from "../event-store/postgres.ts"
+import { clientFor, ensureTables, keyUnder, messageOf, withReconnect } from "../event-store/postgres.ts"
 import { RunFilesError } from "./run-files.ts"
 import { RUN_FILES_TABLE, SharedRunFiles, type SharedRunFilesApi } from "./shared.ts"
 
 const ensureTable = (url: string, reconnectMs: number): Promise<unknown> =>
   withReconnect(reconnectMs, () =>
-    clientFor(url).unsafe(
+    ensureTables(clientFor(url), [
       `CREATE TABLE IF NOT EXISTS ${RUN_FILES_TABLE} (stream text NOT NULL, path text NOT NULL, bytes bytea NOT NULL, PRIMARY KEY (stream, path))`,
-    ),
+    ]),
   )
 
 /** Writes `text` at `path` unless a file is there, making its folders; private, as the log directory is. */
