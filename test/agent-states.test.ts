@@ -4,7 +4,9 @@
  * - `waiting` (the request was sent, nothing came back) apart from `streaming`
  *   (its first chunk came): a real Chat Completions backend against a fake model
  *   server that holds its first byte until the test releases it, in status.json
- *   and in the view model every live view (terminal, web) renders.
+ *   and in the view model every live view (terminal, web) renders; and in the
+ *   web view of `massgen viewer --web` following a log whose call is open, until
+ *   text comes into the agent's output file.
  * - A log whose lock holder is gone: every agent that was at work is `stopped`
  *   in `massgen status` and in the views.
  */
@@ -14,11 +16,12 @@ import * as nodePath from "node:path"
 import { Deferred, Effect, Fiber, TestClock } from "effect"
 import { applyEvent, applyText, emptyViewModel, markProcessGone, type ViewModel, viewOf } from "../src/domain/projections/view-model.ts"
 import { makeChatCompletionsBackend } from "../src/services/backends/chat-completions.ts"
-import { cleanupSandboxes, runCli } from "./support/cli.ts"
+import { cleanupSandboxes, runCli, sandbox, startCli } from "./support/cli.ts"
 import { effect } from "./support/effect-test.ts"
 import { type FakeLlm, stall, startFakeLlm } from "./support/fake-llm.ts"
 import { runInMemory } from "./support/harness.ts"
 import { crashedRun, deadPid, ENV } from "./support/run-dirs.ts"
+import { eventLines, metaAt, playCouncil, writeRunDir } from "./support/view-fixtures.ts"
 
 afterAll(() => cleanupSandboxes())
 
@@ -117,5 +120,62 @@ describe("a run whose process is gone", () => {
     expect(after).not.toContain("streaming")
     expect(after).not.toContain("waiting")
     expect(after).toContain("stopped")
+  }, 60_000)
+})
+
+/** What `/api/view` says of each agent's status, once `ready` holds of it (looked at every 20 ms; 20 s at most). */
+const viewStatuses = async (url: string, ready: (statuses: Record<string, string>) => boolean): Promise<Record<string, string>> => {
+  let statuses: Record<string, string> = {}
+  for (const deadline = Date.now() + 20_000; Date.now() < deadline; await Bun.sleep(20)) {
+    const view = (await (await fetch(`${url}api/view`)).json()) as { agents: ReadonlyArray<{ id: string; status: string }> }
+    statuses = Object.fromEntries(view.agents.map((a) => [a.id, a.status]))
+    if (ready(statuses)) break
+  }
+  return statuses
+}
+
+describe("the web view", () => {
+  test("an agent whose call is open is waiting until its first text comes, then streaming", async () => {
+    const { events } = await playCouncil()
+    const call = events.findIndex((e) => e._tag === "call_start")
+    const agent = (events[call] as { agent: string }).agent
+    const dir = nodePath.join(sandbox(), "log_20260101_000000_000000")
+    writeRunDir(dir, events.slice(0, call + 1))
+    const viewer = await startCli("source", ["viewer", dir, "--web", "--port", "0", "--no-browser"])
+    try {
+      const url = /(http:\/\/127\.0\.0\.1:\d+\/)/.exec(await viewer.waitForLine("Serving the live run"))![1]!
+      expect((await viewStatuses(url, (s) => s[agent] === "waiting"))[agent]).toBe("waiting")
+      // The call's header comes first (no byte of the reply), then its first text.
+      const output = nodePath.join(dir, "agent_outputs", `${agent}.txt`)
+      fs.mkdirSync(nodePath.dirname(output), { recursive: true })
+      fs.appendFileSync(output, "\n--- round 1, call 1 ---\n")
+      fs.appendFileSync(output, "Hel")
+      expect((await viewStatuses(url, (s) => s[agent] === "streaming"))[agent]).toBe("streaming")
+    } finally {
+      viewer.proc.kill("SIGINT")
+      await viewer.done
+    }
+  }, 60_000)
+
+  test("a followed run whose process is gone shows its agents stopped", async () => {
+    const { events } = await playCouncil()
+    const firstAnswer = events.findIndex((e) => e._tag === "answer_submitted")
+    const dir = nodePath.join(sandbox(), "log_20260101_000000_000000")
+    fs.mkdirSync(dir, { recursive: true })
+    fs.writeFileSync(nodePath.join(dir, "events.jsonl"), eventLines(events.slice(0, firstAnswer), { ...metaAt(dir), pid: await deadPid() }))
+    const viewer = await startCli("source", ["viewer", dir, "--web", "--port", "0", "--no-browser"])
+    try {
+      const url = /(http:\/\/127\.0\.0\.1:\d+\/)/.exec(await viewer.waitForLine("Serving the live run"))![1]!
+      // The feed ends when the viewer finds the process gone; the page stays served.
+      await viewer.waitForLine("The run is complete; still serving")
+      const statuses = Object.values(await viewStatuses(url, () => true))
+      expect(statuses).toHaveLength(3)
+      expect(statuses).not.toContain("streaming")
+      expect(statuses).not.toContain("waiting")
+      expect(statuses).toContain("stopped")
+    } finally {
+      viewer.proc.kill("SIGINT")
+      await viewer.done
+    }
   }, 60_000)
 })
