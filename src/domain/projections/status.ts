@@ -26,8 +26,9 @@
  * while its model call has had nothing back yet (request sent, no byte: known
  * to the caller that sees the chunks, `LiveFacts.awaiting`; without it a call
  * in flight is `streaming`), `streaming` once the first chunk came (or while it
- * runs tools), and `stopped` (`LiveFacts.processGone`) for an agent that was at
- * work in a run whose process is gone.
+ * runs tools), and `stopped` (`LiveFacts.processGone`; massgen's, not among
+ * MassGen's values) for an agent that was at work in a run whose process is
+ * gone. `coordination.phase` is the phase the run reached, whatever ended it.
  */
 
 import { truncate } from "../../lib/text.ts"
@@ -207,7 +208,8 @@ export const project = (state: State, at: number, logDir = "", facts: LiveFacts 
     },
     coordination: {
       phase: state.presentation !== null ? "presentation" : anyVote ? "enforcement" : "initial_answer",
-      active_agent: presenting ? state.presentation!.agent : (inFlight?.info.id ?? null),
+      // Nobody works in a run whose process is gone.
+      active_agent: facts.processGone === true ? null : presenting ? state.presentation!.agent : (inFlight?.info.id ?? null),
       completion_percentage: completion(state),
       is_final_presentation: state.presentation !== null,
     },
