@@ -4,7 +4,8 @@
  * - `waiting` (the request was sent, nothing came back) apart from `streaming`
  *   (its first chunk came): a real Chat Completions backend against a fake model
  *   server that holds its first byte until the test releases it, in status.json
- *   and in the view model every live view (terminal, web) renders; and in the
+ *   and in the view model every live view (terminal, web) renders; in the
+ *   compiled binary's terminal view (tmux) against the same server; and in the
  *   web view of `massgen viewer --web` following a log whose call is open, until
  *   text comes into the agent's output file.
  * - A log whose lock holder is gone: every agent that was at work is `stopped`
@@ -16,11 +17,12 @@ import * as nodePath from "node:path"
 import { Deferred, Effect, Fiber, TestClock } from "effect"
 import { applyEvent, applyText, emptyViewModel, markProcessGone, type ViewModel, viewOf } from "../src/domain/projections/view-model.ts"
 import { makeChatCompletionsBackend } from "../src/services/backends/chat-completions.ts"
-import { cleanupSandboxes, runCli, sandbox, startCli } from "./support/cli.ts"
+import { BINARY, cleanupSandboxes, ensureBinary, runCli, sandbox, startCli, writeConfig } from "./support/cli.ts"
 import { effect } from "./support/effect-test.ts"
 import { type FakeLlm, stall, startFakeLlm } from "./support/fake-llm.ts"
 import { runInMemory } from "./support/harness.ts"
 import { crashedRun, deadPid, ENV } from "./support/run-dirs.ts"
+import { tmuxServer } from "./support/tmux.ts"
 import { eventLines, metaAt, playCouncil, writeRunDir } from "./support/view-fixtures.ts"
 
 afterAll(() => cleanupSandboxes())
@@ -177,5 +179,32 @@ describe("the web view", () => {
       viewer.proc.kill("SIGINT")
       await viewer.done
     }
+  }, 60_000)
+})
+
+describe("the live terminal view (compiled binary, tmux)", () => {
+  const { start, waitFor, kill } = tmuxServer("massgen-states")
+  let fake: FakeLlm | undefined
+  afterAll(() => {
+    kill()
+    fake?.stop()
+  })
+
+  test("an agent is waiting while the server holds its first byte, streaming once it came", async () => {
+    await ensureBinary()
+    let release!: () => void
+    const released = new Promise<void>((resolve) => (release = resolve))
+    fake = await startFakeLlm({ respond: async () => (await released, stall({ text: ["Hel", "lo"] }, 2)) })
+    const cwd = sandbox()
+    const doc = {
+      agents: [{ id: "a", backend: { type: "chatcompletion", model: "m", base_url: fake.openAiBaseUrl, api_key: "k", max_retries: 0 } }],
+    }
+    writeConfig(cwd, doc)
+    const noProxy = ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"].flatMap((v) => ["-u", v])
+    const name = start(cwd, ["env", ...noProxy, BINARY, "--config", "config.yaml", "What is 2+2?"])
+    await fake.waitForRequest(1)
+    await waitFor(name, (s) => /○ waiting\s+r1/.test(s), "the agent waiting in round 1", 20_000)
+    release()
+    await waitFor(name, (s) => /● streaming\s+r1/.test(s), "the agent streaming in round 1", 20_000)
   }, 60_000)
 })
