@@ -6,7 +6,7 @@
  * would, with one fault, and checks: every stdout line is one of the
  * automation guide's lines (`LOG_DIR:`, `STATUS:`, `QUESTION:`, the
  * in-progress line, `WINNER:`, `ANSWER_FILE:`, `DURATION:`, `ANSWER_PREVIEW:`,
- * `COMPLETED:`), the exit code is the one the guide gives the fault, stderr
+ * `COMPLETED:` or `FAILED:`), the exit code is the one the guide gives the fault, stderr
  * says something, and an `ANSWER_FILE:` line names a file that exists.
  */
 import { afterAll, describe, expect, test } from "bun:test"
@@ -18,7 +18,7 @@ import { type CliResult, cleanupSandboxes, runCli, sandbox, startUntilLine, writ
 afterAll(() => cleanupSandboxes())
 
 const IN_PROGRESS = "[Coordination in progress - monitor status.json for real-time updates]"
-const CONTRACT = /^(LOG_DIR|STATUS|QUESTION|WINNER|ANSWER_FILE|DURATION|ANSWER_PREVIEW|COMPLETED): /
+const CONTRACT = /^(LOG_DIR|STATUS|QUESTION|WINNER|ANSWER_FILE|DURATION|ANSWER_PREVIEW|COMPLETED|FAILED): /
 const QUESTION = "What is 2+2?"
 
 /** Resolves once `ready()` holds, looking every 10 ms; fails after 20 s. */

@@ -30,7 +30,7 @@ import {
 afterAll(cleanupSandboxes)
 
 const IN_PROGRESS = "[Coordination in progress - monitor status.json for real-time updates]"
-const FOOTER_KEYS = ["WINNER", "ANSWER_FILE", "DURATION", "ANSWER_PREVIEW", "COMPLETED"] as const
+const FOOTER_KEYS = ["WINNER", "ANSWER_FILE", "DURATION", "ANSWER_PREVIEW", "COMPLETED", "FAILED"] as const
 const HEADER_KEYS = ["LOG_DIR", "STATUS", "QUESTION"] as const
 
 type Backend = Record<string, unknown>
@@ -279,8 +279,9 @@ const suite = (mode: Mode) =>
         expectExit(result, 2)
         expect(result.lines.every(isAutomationLine)).toBe(true)
         expect(result.lines.slice(0, 4).map((l) => l.split(":")[0])).toEqual(["LOG_DIR", "STATUS", "QUESTION", IN_PROGRESS.split(":")[0]])
-        expect(result.lines.at(-1)).toMatch(/^COMPLETED: 2 agents, \d+\.\ds total$/)
-        expect(result.lines.some((l) => l.startsWith("WINNER: "))).toBe(false)
+        // MassGen's COMPLETED: line only ends a run that completed.
+        expect(result.lines.at(-1)).toMatch(/^FAILED: error: every agent failed \(agent_a: .+; agent_b: .+\)$/)
+        expect(result.lines.some((l) => l.startsWith("WINNER: ") || l.startsWith("COMPLETED: "))).toBe(false)
         expect(result.stderr).toMatch(/^massgen: run error: .*every agent failed/m)
         const status = statusOf(logDirOf(result))
         expect(status.is_complete).toBe(true)

@@ -49,7 +49,7 @@ const fillUntil = (dir: string, freeKib: number): string => {
 
 /** The lines the automation contract allows on stdout. */
 const CONTRACT =
-  /^(LOG_DIR|STATUS|QUESTION|WINNER|ANSWER_FILE|DURATION|ANSWER_PREVIEW|COMPLETED): |^\[Coordination in progress - monitor status\.json for real-time updates\]$/
+  /^(LOG_DIR|STATUS|QUESTION|WINNER|ANSWER_FILE|DURATION|ANSWER_PREVIEW|COMPLETED|FAILED): |^\[Coordination in progress - monitor status\.json for real-time updates\]$/
 
 const QUESTION = "What is 2+2?"
 

@@ -361,11 +361,12 @@ describe("runCoordination", () => {
       expect(statuses).toHaveLength(2)
       yield* TestClock.adjust("3 seconds")
       expect(statuses).toHaveLength(3)
-      expect(statuses.at(-1)).toMatchObject({ agents: { agent_a: { status: "streaming" } } })
+      // Its call is out and nothing has come back (a scripted reply arrives whole at its delay's end): waiting.
+      expect(statuses.at(-1)).toMatchObject({ agents: { agent_a: { status: "waiting" } } })
       yield* TestClock.adjust("1 second")
       expect(statuses).toHaveLength(4)
       expect(statuses.at(-1)).toMatchObject({
-        agents: { agent_a: { status: "streaming", answer_count: 1 } },
+        agents: { agent_a: { status: "waiting", answer_count: 1 } },
         coordination: { completion_percentage: 50 },
       })
       yield* TestClock.adjust("10 seconds")

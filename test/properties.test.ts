@@ -79,10 +79,11 @@ const checkInvariants = (state: State): void => {
   if (state.finished?.winner != null) expect(state.final?.agent).toBe(state.finished.winner)
   // No round in flight once finished; at most one per agent by construction.
   if (state.finished !== null) expect(state.agents.every((a) => a.inFlight === null)).toBe(true)
-  // completion_percentage is 100 iff finished.
+  // completion_percentage is 100 iff the run completed; is_complete iff it finished; an error says why it did not complete.
   const status = project(state, state.lastTime)
-  expect(status.coordination.completion_percentage === 100).toBe(state.finished !== null)
+  expect(status.coordination.completion_percentage === 100).toBe(state.finished?.reason === "completed")
   expect(status.is_complete).toBe(state.finished !== null)
+  expect(status.error?.reason ?? null).toBe(state.finished === null || state.finished.reason === "completed" ? null : state.finished.reason)
   expect(status.coordination.completion_percentage).toBeGreaterThanOrEqual(0)
 }
 

@@ -236,7 +236,7 @@ describe("massgen serve", () => {
         running.abort()
         // The run ends, recorded interrupted: resumable.
         for (let i = 0; i < 1000 && eventsOf(logDir).at(-1)?._tag !== "run_finished"; i++) await Bun.sleep(10)
-        expect(eventsOf(logDir).at(-1)).toMatchObject({ _tag: "run_finished", reason: "interrupted", message: "client disconnected" })
+        expect(eventsOf(logDir).at(-1)).toMatchObject({ _tag: "run_finished", reason: "interrupted", message: "cancelled by the client" })
         const status = await runCli("source", ["status", logDir], { cwd: served.cwd })
         expect(status.stdout + status.stderr).toContain("massgen resume")
       } finally {

@@ -30,6 +30,6 @@ describe("elapsed time of a resumed run", () => {
     expect(status.meta.elapsed_seconds).toBe(3)
     expect(status.meta.log_dir).toBe("/moved/log_x")
     expect(status.meta.session_id).toBe("log_x")
-    expect(automationFooter(state, "/moved/log_x").at(-1)).toBe("COMPLETED: 1 agent, 3.0s total")
+    expect(automationFooter(state, "/moved/log_x").at(-1)).toBe("FAILED: timeout: t")
   })
 })

@@ -67,7 +67,8 @@ describe("the terminal view in tmux (compiled binary)", () => {
     const dir = sandbox()
     writeConfig(dir, withDelays([30, 30, 30]))
     const name = startInTmux(dir, [BINARY, "--config", nodePath.join(dir, "config.yaml"), QUESTION])
-    await waitForScreen(name, (s) => s.includes("● streaming"), "streaming agents")
+    // Their calls are out and a scripted reply comes whole after its delay: nothing back yet, so waiting in round 1.
+    await waitForScreen(name, (s) => /○ waiting\s+r1/.test(s), "agents waiting for their replies")
     tmux("send-keys", "-t", name, "C-c")
     const end = await waitForScreen(name, (s) => s.includes("EXIT="), "the end of the run")
     expect(end).toContain("EXIT=4")

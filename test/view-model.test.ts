@@ -20,7 +20,8 @@ test("every prefix of a run agrees with the state and status.json", () => {
     const state = foldEvents(run.events.slice(0, n))
     expect(model.state).toEqual(state)
     const view = viewOf(model, state.lastTime)
-    const status = project(state, state.lastTime)
+    // A view knows which calls have sent nothing yet (no text seen since their call_start): status.json is told the same.
+    const status = project(state, state.lastTime, "", { awaiting: model.awaiting })
     expect(view.phase).toBe(status.coordination.phase)
     expect(view.completion).toBe(status.coordination.completion_percentage)
     expect(view.agents.map((a) => a.status)).toEqual(Object.values(status.agents).map((a) => a.status))

@@ -17,6 +17,9 @@ export const callHeader = (round: number, call: number, presentation: boolean): 
 
 const HEADER = /\n--- round \d+, call (\d+)(?: \(presentation\))? ---\n/g
 
+/** Whether `text` (a piece of an output file) holds only call headers and white space: nothing a model sent. */
+export const onlyHeaders = (text: string): boolean => text.replace(HEADER, "").trim() === ""
+
 /** Each call's part of an agent's output file, by call number, without its header. */
 export const textByCall = (file: string): ReadonlyMap<number, string> => {
   const parts = new Map<number, string>()

@@ -12,7 +12,7 @@ import { readEventsText } from "../../src/domain/log/index.ts"
 import { type Backend, Backends } from "../../src/services/backends/index.ts"
 import { makeScriptedBackend } from "../../src/services/backends/scripted.ts"
 import { EventStore, type EventStoreService } from "../../src/services/event-store/index.ts"
-import { type RunOutcome, runCoordination } from "../../src/services/orchestrator/index.ts"
+import { type Observer, type RunOutcome, runCoordination } from "../../src/services/orchestrator/index.ts"
 import { memoryRunFiles } from "../../src/services/run-files/index.ts"
 import { StatusWriter } from "../../src/services/run-files/status-writer.ts"
 import { AgentTools } from "../../src/services/tools/agent-tools.ts"
@@ -49,6 +49,8 @@ export const runInMemory = (
     wrap?: (agentId: string, backend: Backend) => Backend
     /** Wraps the memory event store (to watch its appends and barriers, say). */
     store?: (store: EventStoreService) => EventStoreService
+    /** Sees every event and streamed text, as a display does. */
+    observe?: Observer
   } = {},
 ) =>
   Effect.gen(function* () {
@@ -77,6 +79,7 @@ export const runInMemory = (
       version: "test",
       pid: 1,
       interrupt: options.interrupt ?? Effect.never,
+      ...(options.observe ? { observe: options.observe } : {}),
       ...(recorded
         ? {
             resume: {

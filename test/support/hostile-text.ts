@@ -8,4 +8,4 @@ export const HOSTILE =
 
 /** The keys of the automation guide's lines, and the in-progress line: what every `--automation` line must be. */
 export const CONTRACT_LINE =
-  /^(LOG_DIR|STATUS|QUESTION|WINNER|ANSWER_FILE|DURATION|ANSWER_PREVIEW|WORKSPACE|CHANGED_FILE|COMPLETED): |^\[Coordination in progress - monitor status\.json for real-time updates\]$/
+  /^(LOG_DIR|STATUS|QUESTION|WINNER|ANSWER_FILE|DURATION|ANSWER_PREVIEW|WORKSPACE|CHANGED_FILE|COMPLETED|FAILED): |^\[Coordination in progress - monitor status\.json for real-time updates\]$/

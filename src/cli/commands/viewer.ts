@@ -13,7 +13,8 @@
  * so is a run with no events to show (a run killed before its first event
  * leaves an empty `events.jsonl`). When the viewer ends it says on stderr, in
  * one line, what it skipped of the log (`cli/run/report.ts`); a run it followed
- * whose process is gone, with the command that resumes it. The list of
+ * whose process is gone, with the command that resumes it (its views then show
+ * the agents that were at work `stopped`). The list of
  * `--pick` marks each run `[DONE]`, `[LIVE]` or `[STOPPED]` (`progressOf`),
  * with the command that resumes a stopped run.
  */
@@ -88,12 +89,17 @@ export const viewerCommand = (args: ViewerArgs, ctx: ViewerContext) =>
     const clock = live ? "wall" : "events"
     const feed = (display: Display, before: Effect.Effect<void> = Effect.void) =>
       live
-        ? Effect.map(follow(dir, feedTo(display)), (end) =>
+        ? Effect.flatMap(follow(dir, feedTo(display)), (end) =>
             end === "process_gone"
-              ? ctx.printError(
-                  `massgen: the run's process is gone; it stopped without finishing: ${dir} (continue it with: ${resumeHint(dir)})`,
+              ? Effect.zipRight(
+                  display.onProcessGone ?? Effect.void,
+                  Effect.sync(() =>
+                    ctx.printError(
+                      `massgen: the run's process is gone; it stopped without finishing: ${dir} (continue it with: ${resumeHint(dir)})`,
+                    ),
+                  ),
                 )
-              : undefined,
+              : Effect.void,
           )
         : Effect.zipRight(before, replay(events, args.replaySpeed, feedTo(display), recordedTexts(dir, events)))
     /** What was skipped of the log, once the viewer is done with it: a followed run may have grown meanwhile. */
@@ -116,6 +122,7 @@ export const viewerCommand = (args: ViewerArgs, ctx: ViewerContext) =>
           const both: Display = {
             onEvent: (e) => Effect.zipRight(web.onEvent(e), plain.onEvent(e)),
             onText: web.onText,
+            onProcessGone: web.onProcessGone,
           }
           yield* untilInterrupted(
             Effect.zipRight(

@@ -5,7 +5,10 @@
  * nothing else: `LOG_DIR:`, `STATUS:`, `QUESTION:`, the in-progress line, and at
  * the end `WINNER:`, `ANSWER_FILE:`, `DURATION:`, `ANSWER_PREVIEW:` (when there is
  * an answer), in a run with workspaces `WORKSPACE:` (the winner's files) and
- * one `CHANGED_FILE:` per file written to a context path, and `COMPLETED:`.
+ * one `CHANGED_FILE:` per file written to a context path, and `COMPLETED:` for
+ * a run that completed; a run that finished otherwise (error, timeout, budget,
+ * interrupted) ends with `FAILED: <finish_reason>: <message>` instead: the
+ * run's message and the errors of the agents that are out (`failureText`), `oneLine`.
  * Every value is one line, so no text of a model, a tool or a file name can
  * add a line of its own: a preview (`QUESTION:` and `ANSWER_PREVIEW:`, cut at
  * 200 characters) is `foldedText` (escapes and controls gone, white space
@@ -18,6 +21,7 @@
  */
 import { join } from "node:path"
 import { type Event, resumedText } from "../../domain/events/index.ts"
+import { failureText } from "../../domain/projections/status.ts"
 import { agentFile } from "../../domain/run-paths.ts"
 import { activeMs, type State } from "../../domain/state/index.ts"
 import { toolCallLine } from "../../domain/tools/calls.ts"
@@ -59,7 +63,12 @@ export const automationFooter = (state: State, logDir: string, hasFile: (path: s
   // Only in runs with workspaces or context paths: where the winner's files are, and what reached the user's folders.
   if (state.workspaces.final !== null) lines.push(`WORKSPACE: ${oneLine(join(logDir, state.workspaces.final.path))}`)
   for (const f of changedFiles(state.workspaces)) lines.push(`CHANGED_FILE: ${oneLine(f.path)} (${f.change}, ${f.bytes} bytes)`)
-  lines.push(`COMPLETED: ${count(state.agents.length, "agent")}, ${duration(state)} total`)
+  const reason = state.finished?.reason ?? "interrupted"
+  lines.push(
+    reason === "completed"
+      ? `COMPLETED: ${count(state.agents.length, "agent")}, ${duration(state)} total`
+      : `FAILED: ${reason}: ${oneLine(failureText(state) ?? "the run did not finish")}`,
+  )
   return lines
 }
 

@@ -23,6 +23,8 @@ import { plainLine } from "./automation-output.ts"
 export interface Display {
   readonly onEvent: (event: Event) => Effect.Effect<void>
   readonly onText: (agent: string, text: string) => Effect.Effect<void>
+  /** The run followed did not finish and its process is gone (the viewer's views then show its agents `stopped`). */
+  readonly onProcessGone?: Effect.Effect<void>
 }
 
 /** One readable line per event worth one, for the run in `logDir`; the state is folded here for the lines that need it. */

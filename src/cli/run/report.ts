@@ -7,7 +7,9 @@
  * `massgen: DIR/events.jsonl: skipped ...`, and nothing when nothing was
  * skipped; it returns the counts.
  * `stopOf(state, live, dir)` says how a run stopped that can be resumed: its
- * process is gone before `run_finished` (`process_gone`), or a signal stopped
+ * process is gone before `run_finished` (`process_gone`), the client of a
+ * `massgen serve` request went away (`cancelled`: recorded `interrupted` with
+ * the message `CLIENT_CANCELLED`), or a signal or the server's drain stopped
  * it (`interrupted`); null for a run still going (`live`: a live process holds
  * its lock) or one that finished.
  */
@@ -29,13 +31,20 @@ export const reportSkips = (
   return counts
 }
 
+/** What a served run whose client went away records as its `run_finished` message. */
+export const CLIENT_CANCELLED = "cancelled by the client"
+
 export interface Stop {
-  readonly cause: "process_gone" | "interrupted"
+  readonly cause: "process_gone" | "interrupted" | "cancelled"
   /** The command that resumes the run. */
   readonly resume: string
 }
 
 export const stopOf = (state: State, live: boolean, dir: string): Stop | null => {
   if (!isResumable(state.finished) || (state.finished === null && live)) return null
-  return { cause: state.finished === null ? "process_gone" : "interrupted", resume: resumeHint(dir) }
+  // Older versions recorded a client's disconnect as "client disconnected".
+  const message = state.finished?.message
+  const cause =
+    message === undefined ? "process_gone" : message === CLIENT_CANCELLED || message === "client disconnected" ? "cancelled" : "interrupted"
+  return { cause, resume: resumeHint(dir) }
 }

@@ -22,6 +22,7 @@ import { join } from "node:path"
 import { Context, Duration, Effect, Fiber, Layer, Option, type Scope } from "effect"
 import type { Config } from "../../domain/config/index.ts"
 import type { ConversationMessage, FinishReason } from "../../domain/events/index.ts"
+import { failureText } from "../../domain/projections/status.ts"
 import { resumeHint } from "../../domain/run-paths.ts"
 import { isResumable, type State } from "../../domain/state/index.ts"
 import { foldedText } from "../../lib/plain-text.ts"
@@ -76,9 +77,8 @@ export interface SessionInput {
 
 /** The one-line account of a run that did not complete, for stderr; a run a signal stopped says how to resume it. */
 export const unfinishedMessage = (state: State, logDir: string): string => {
-  const failures = state.agents.filter((a) => a.failure !== null).map((a) => `${a.info.id}: ${foldedText(a.failure!.message)}`)
   const hint = isResumable(state.finished) ? `; resume with: ${resumeHint(logDir)}` : ""
-  return `massgen: run ${state.finished?.reason ?? "stopped"}: ${foldedText(state.finished?.message ?? "")}${failures.length > 0 ? ` (${failures.join("; ")})` : ""}${hint}`
+  return `massgen: run ${state.finished?.reason ?? "stopped"}: ${foldedText(failureText(state) ?? "")}${hint}`
 }
 
 /**

@@ -32,7 +32,8 @@
  * `length` for a salvaged answer) and `massgen`, the usage chunk when asked,
  * and `data: [DONE]`; a run with no answer ends with a `data: {"error": ...}`
  * frame instead. A client that disconnects, waiting or streaming or not,
- * stops its run: it is recorded `interrupted` and can be resumed.
+ * stops its run: it is recorded `interrupted` with the message `cancelled by
+ * the client` (`CLIENT_CANCELLED`: `massgen status` says so) and can be resumed.
  *
  * `stopAccepting()` starts the drain: the server stops listening, nothing
  * waiting starts (503); `stopRuns(why)` stops the runs still going.
@@ -43,6 +44,7 @@ import type { Event } from "../../domain/events/index.ts"
 import type { State } from "../../domain/state/index.ts"
 import { ownHosts } from "../../lib/loopback.ts"
 import { plainLine } from "../run/automation-output.ts"
+import { CLIENT_CANCELLED } from "../run/report.ts"
 import {
   type ChatRequest,
   chunkBody,
@@ -139,7 +141,7 @@ export const startServer = (options: ServerOptions) => {
       let stop!: (why: string) => void
       const stopped = new Promise<string>((resolve) => (stop = resolve))
       stops.add(stop)
-      const onGone = () => stop("client disconnected")
+      const onGone = () => stop(CLIENT_CANCELLED)
       request.signal.addEventListener("abort", onGone, { once: true })
       const headers = { [RUN_ID_HEADER]: opened.runId, ...held }
       const started = { id: `chatcmpl-${opened.runId}`, created: Math.floor(Date.now() / 1000), model: chat.model }
@@ -149,7 +151,7 @@ export const startServer = (options: ServerOptions) => {
           request.signal.removeEventListener("abort", onGone)
           release()
         })
-      if (chat.stream) return streamed(chat, opened.logDir, opened.runId, started, headers, finished, () => stop("client disconnected"))
+      if (chat.stream) return streamed(chat, opened.logDir, opened.runId, started, headers, finished, () => stop(CLIENT_CANCELLED))
       const outcome = await finished(() => {})
       const ended = endOf(outcome, opened.runId, opened.logDir)
       if (ended.error !== null) return failure(ended.error, headers, ended.facts)

@@ -17,7 +17,7 @@
 import { Effect, type Scope } from "effect"
 import { createLogUpdate } from "log-update"
 import type { Event } from "../../domain/events/index.ts"
-import { applyEvent, applyText, emptyViewModel, type ViewModel, viewOf } from "../../domain/projections/view-model.ts"
+import { applyEvent, applyText, emptyViewModel, markProcessGone, type ViewModel, viewOf } from "../../domain/projections/view-model.ts"
 import { renderFrame, renderSummary } from "./render.ts"
 
 export const REDRAW_MS = 40
@@ -45,6 +45,7 @@ export const terminalDisplay = (options: TerminalOptions) =>
     (t) => ({
       onEvent: (event: Event) => Effect.sync(() => t.update((m) => applyEvent(m, event))),
       onText: (agent: string, text: string) => Effect.sync(() => t.update((m) => applyText(m, agent, text))),
+      onProcessGone: Effect.sync(() => t.update(markProcessGone)),
     }),
   ) satisfies Effect.Effect<unknown, never, Scope.Scope>
 

@@ -44,6 +44,7 @@ const STATUS: Record<AgentStatus, readonly [symbol: string, sgr: string]> = {
   error: ["✗", "1;31"],
   timeout: ["✗", "1;31"],
   completed: ["★", "1;35"],
+  stopped: ["■", "2"],
 }
 
 const line = (segments: ReadonlyArray<Segment>, columns: number, color: boolean): string => cell(segments, columns, color).trimEnd()

@@ -35,7 +35,7 @@ import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as BunHttpServer from "@effect/platform-bun/BunHttpServer"
 import { Deferred, Duration, Effect, PubSub, Queue, Ref, Schedule, Stream } from "effect"
-import { applyEvent, applyText, emptyViewModel, type ViewModel, viewOf } from "../../domain/projections/view-model.ts"
+import { applyEvent, applyText, emptyViewModel, markProcessGone, type ViewModel, viewOf } from "../../domain/projections/view-model.ts"
 import { ownHosts } from "../../lib/loopback.ts"
 import { ViewerError } from "../../services/log-dir/catalog.ts"
 import type { Display } from "../run/display.ts"
@@ -180,6 +180,7 @@ export const webDisplay = (options: WebOptions) =>
       firstClient: Deferred.await(firstClient),
       onEvent: (event) => update((m) => applyEvent(m, event)),
       onText: (agent, text) => update((m) => applyText(m, agent, text)),
+      onProcessGone: update(markProcessGone),
     } satisfies WebView
   })
 

@@ -3,7 +3,7 @@
  *
  * The shape is MassGen's status file reference (`meta`, `coordination`,
  * `agents`, `results`, with the same field names, types and status values),
- * plus `is_complete`, `finish_reason` and `costs`, and a per-agent `model`,
+ * plus `is_complete`, `finish_reason`, `error` and `costs`, and a per-agent `model`,
  * `answer_labels`, `token_usage` and `tool_calls`. Times are Unix seconds (floats). The
  * status writer (`services/run-files/status-writer.ts`) writes it every 2 s and at the
  * end; scripts read it with jq, so a field never changes its type.
@@ -14,7 +14,21 @@
  *
  * Words: `completion_percentage` counts, out of two steps per agent, the agents
  * that have an answer (or are out) and the live agents that have voted; it is
- * 100 only when the run is complete.
+ * 100 only when the run completed (`finish_reason: completed`). A run that
+ * finished otherwise keeps how far it got: its agents with an answer and its
+ * votes, an agent that is out counting for nothing. `is_complete` is MassGen's:
+ * true once the run has finished, however it finished (a viewer stops
+ * following it then); `error` (`{reason, message}`) says why a finished run did
+ * not complete, null otherwise, and `failureText` is that message with the
+ * agents' errors.
+ *
+ * An agent's `status` is the contract's: `waiting` until its work starts and
+ * while its model call has had nothing back yet (request sent, no byte: known
+ * to the caller that sees the chunks, `LiveFacts.awaiting`; without it a call
+ * in flight is `streaming`), `streaming` once the first chunk came (or while it
+ * runs tools), and `stopped` (`LiveFacts.processGone`; massgen's, not among
+ * MassGen's values) for an agent that was at work in a run whose process is
+ * gone. `coordination.phase` is the phase the run reached, whatever ended it.
  */
 
 import { truncate } from "../../lib/text.ts"
@@ -23,7 +37,15 @@ import type { FinishReason } from "../events/index.ts"
 import { type AgentState, activeMs, isLive, latestLabels, type State } from "../state/index.ts"
 import { type WorkspacesJson, workspacesJson } from "../workspaces/facts.ts"
 
-export type AgentStatus = "waiting" | "streaming" | "answered" | "voted" | "restarting" | "error" | "timeout" | "completed"
+export type AgentStatus = "waiting" | "streaming" | "answered" | "voted" | "restarting" | "error" | "timeout" | "completed" | "stopped"
+
+/** What the caller knows beside the state: not facts of the run's events. */
+export interface LiveFacts {
+  /** Agents whose open model call has had no byte back yet; absent when the caller does not see the chunks. */
+  readonly awaiting?: ReadonlySet<string>
+  /** The run did not finish and no process runs it any more (its `run.lock` has no live holder). */
+  readonly processGone?: boolean
+}
 export type Phase = "initial_answer" | "enforcement" | "presentation"
 
 export interface TokenUsageJson {
@@ -72,6 +94,8 @@ export interface StatusJson {
   }
   readonly is_complete: boolean
   readonly finish_reason: FinishReason | "in_progress"
+  /** Why a finished run did not complete; null while it runs and once it completed. */
+  readonly error: { readonly reason: Exclude<FinishReason, "completed">; readonly message: string } | null
   readonly costs: {
     readonly total_estimated_cost: number | null
     readonly total_input_tokens: number
@@ -89,7 +113,14 @@ const baseName = (path: string): string =>
     .split(/[/\\]/)
     .pop() ?? path
 
-const agentStatus = (state: State, a: AgentState): AgentStatus => {
+const agentStatus = (state: State, a: AgentState, facts: LiveFacts): AgentStatus => {
+  const status = workStatus(state, a)
+  if (status !== "streaming" && status !== "waiting" && status !== "restarting") return status
+  if (facts.processGone === true) return "stopped"
+  return status === "streaming" && facts.awaiting?.has(a.info.id) === true ? "waiting" : status
+}
+
+const workStatus = (state: State, a: AgentState): AgentStatus => {
   if (a.failure !== null) return a.failure.kind
   // Once the run is over nobody is working any more; only the winner of a completed run finished all its work.
   if (state.finished !== null) {
@@ -116,16 +147,27 @@ const usageJson = (a: AgentState): TokenUsageJson => ({
 })
 
 const completion = (state: State): number => {
-  if (state.finished !== null) return 100
+  const finished = state.finished
+  if (finished?.reason === "completed") return 100
   const n = state.agents.length
   if (n === 0) return 0
-  const answered = state.agents.filter((a) => a.answers.length > 0 || !isLive(a)).length
+  // While the run goes on, an agent that is out has nothing left to do; once it ended otherwise, it did nothing.
+  const done = (a: AgentState) => a.answers.length > 0 || (finished === null && !isLive(a))
+  const answered = state.agents.filter(done).length
   const voted = state.agents.filter((a) => isLive(a) && a.vote !== null).length
   return Math.min(99, Math.floor(((answered + voted) / (2 * n)) * 100))
 }
 
+/** Why a run that finished did not complete, with the errors of the agents that are out; null for a completed run or one still going. */
+export const failureText = (state: State): string | null => {
+  const finished = state.finished
+  if (finished === null || finished.reason === "completed") return null
+  const failures = state.agents.filter((a) => a.failure !== null).map((a) => `${a.info.id}: ${a.failure!.message}`)
+  return `${finished.message}${failures.length > 0 ? ` (${failures.join("; ")})` : ""}`
+}
+
 /** `logDir`: where the run is; empty when the caller has no directory (a view). */
-export const project = (state: State, at: number, logDir = ""): StatusJson => {
+export const project = (state: State, at: number, logDir = "", facts: LiveFacts = {}): StatusJson => {
   // A finished run's status is its final snapshot, the same whenever it is rebuilt.
   const now = state.finished?.time ?? at
   const run = state.run
@@ -138,7 +180,7 @@ export const project = (state: State, at: number, logDir = ""): StatusJson => {
   const agents: Record<string, AgentStatusJson> = {}
   for (const a of state.agents) {
     agents[a.info.id] = {
-      status: agentStatus(state, a),
+      status: agentStatus(state, a, facts),
       model: a.info.model,
       answer_count: a.answers.length,
       latest_answer_label: a.answers[a.answers.length - 1] ?? null,
@@ -166,7 +208,8 @@ export const project = (state: State, at: number, logDir = ""): StatusJson => {
     },
     coordination: {
       phase: state.presentation !== null ? "presentation" : anyVote ? "enforcement" : "initial_answer",
-      active_agent: presenting ? state.presentation!.agent : (inFlight?.info.id ?? null),
+      // Nobody works in a run whose process is gone.
+      active_agent: facts.processGone === true ? null : presenting ? state.presentation!.agent : (inFlight?.info.id ?? null),
       completion_percentage: completion(state),
       is_final_presentation: state.presentation !== null,
     },
@@ -179,6 +222,10 @@ export const project = (state: State, at: number, logDir = ""): StatusJson => {
     },
     is_complete: state.finished !== null,
     finish_reason: state.finished?.reason ?? "in_progress",
+    error:
+      state.finished === null || state.finished.reason === "completed"
+        ? null
+        : { reason: state.finished.reason, message: failureText(state) ?? "" },
     costs: {
       total_estimated_cost: state.usage.cost,
       total_input_tokens: state.usage.inputTokens,

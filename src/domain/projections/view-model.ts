@@ -13,10 +13,16 @@
  * Words: an agent's *tail* is the end of what it streamed in its current round
  * (cleared when a round or its presentation starts); when it streamed nothing, views show its
  * latest answer instead. The *timeline* holds the newest `TIMELINE_LIMIT`
- * events worth a line, each with its offset from the run's start.
+ * events worth a line, each with its offset from the run's start. An agent is
+ * *awaiting* from its `call_start` until the first chunk of text of that call
+ * (`applyText`) or its `call_end`: its status is then `waiting`, not
+ * `streaming` (request sent, nothing back yet). `processGone` marks a run
+ * that did not finish and whose process is gone (`markProcessGone`): its
+ * agents that were at work are `stopped`.
  */
 
 import { count, oneLine } from "../../lib/text.ts"
+import { onlyHeaders } from "../agent-output.ts"
 import { type Event, type FinalSource, type FinishReason, resumedText } from "../events/index.ts"
 import { advanceInPlace, initialState, type State } from "../state/index.ts"
 import { toolCallLine } from "../tools/calls.ts"
@@ -38,9 +44,24 @@ export interface ViewModel {
   readonly state: State
   readonly tails: Readonly<Record<string, string>>
   readonly timeline: ReadonlyArray<TimelineEntry>
+  /** Agents whose open model call has sent nothing back yet. */
+  readonly awaiting: ReadonlySet<string>
+  readonly processGone: boolean
 }
 
-export const emptyViewModel: ViewModel = { state: initialState, tails: {}, timeline: [] }
+export const emptyViewModel: ViewModel = { state: initialState, tails: {}, timeline: [], awaiting: new Set(), processGone: false }
+
+const awaitingAfter = (awaiting: ReadonlySet<string>, event: Event): ReadonlySet<string> => {
+  if (event._tag === "call_start" && !awaiting.has(event.agent)) return new Set(awaiting).add(event.agent)
+  if (event._tag !== "call_end" || !awaiting.has(event.agent)) return awaiting
+  const rest = new Set(awaiting)
+  rest.delete(event.agent)
+  return rest
+}
+
+/** The run's process is gone before it finished: nothing is at work any more. */
+export const markProcessGone = (model: ViewModel): ViewModel =>
+  model.state.finished !== null || model.processGone ? model : { ...model, processGone: true }
 
 export interface AgentView {
   readonly id: string
@@ -158,6 +179,7 @@ export const applyEvent = (model: ViewModel, event: Event): ViewModel => {
   const state = advanceInPlace(model.state, event)
   // An event that does not fit is only counted.
   if (state.skippedEvents !== model.state.skippedEvents) return { ...model, state }
+  const awaiting = awaitingAfter(model.awaiting, event)
   // The presenter's tail still holds its last round's text (its vote): stale once it starts presenting.
   let tails = event._tag === "round_started" || event._tag === "presentation_started" ? { ...model.tails, [event.agent]: "" } : model.tails
   // A tool call shows in its agent's text where it happened: name, short arguments, ok or error, duration.
@@ -165,7 +187,7 @@ export const applyEvent = (model: ViewModel, event: Event): ViewModel => {
   if (toolLine !== null && "agent" in event)
     tails = { ...tails, [event.agent]: keepTail(`${(tails[event.agent] ?? "").trimEnd()}\n[${toolLine}]\n`) }
   const text = timelineText(event)
-  if (text === null) return { ...model, state, tails }
+  if (text === null) return { ...model, state, tails, awaiting }
   const start = state.run?.startTime ?? state.lastTime
   const entry: TimelineEntry = {
     at: Math.max(0, (Date.parse(event.time) - start) / 1000) || 0,
@@ -174,11 +196,18 @@ export const applyEvent = (model: ViewModel, event: Event): ViewModel => {
     text,
   }
   const timeline = [...model.timeline, entry]
-  return { state, tails, timeline: timeline.length > TIMELINE_LIMIT ? timeline.slice(-TIMELINE_LIMIT) : timeline }
+  return { ...model, state, tails, awaiting, timeline: timeline.length > TIMELINE_LIMIT ? timeline.slice(-TIMELINE_LIMIT) : timeline }
 }
 
-export const applyText = (model: ViewModel, agent: string, text: string): ViewModel =>
-  text === "" ? model : { ...model, tails: { ...model.tails, [agent]: keepTail((model.tails[agent] ?? "") + text) } }
+export const applyText = (model: ViewModel, agent: string, text: string): ViewModel => {
+  if (text === "") return model
+  const tails = { ...model.tails, [agent]: keepTail((model.tails[agent] ?? "") + text) }
+  // A followed log's output file brings each call's header first: that is not a byte of the reply.
+  if (!model.awaiting.has(agent) || onlyHeaders(text)) return { ...model, tails }
+  const awaiting = new Set(model.awaiting)
+  awaiting.delete(agent)
+  return { ...model, tails, awaiting }
+}
 
 export const foldView = (events: Iterable<Event>, from: ViewModel = emptyViewModel): ViewModel => {
   let model = from
@@ -189,7 +218,7 @@ export const foldView = (events: Iterable<Event>, from: ViewModel = emptyViewMod
 /** What a view shows at `now`. */
 export const viewOf = (model: ViewModel, now: number): View => {
   const { state } = model
-  const status = project(state, Math.max(now, state.lastTime))
+  const status = project(state, Math.max(now, state.lastTime), "", { awaiting: model.awaiting, processGone: model.processGone })
   const agents = state.agents.map((a): AgentView => {
     const json = status.agents[a.info.id]!
     const streamed = model.tails[a.info.id] ?? ""

@@ -21,7 +21,7 @@
  * recorded, then the timeout as its reply).
  *
  * `status.json` is written at the start, every 2 s on the Effect clock and
- * once more at the end. `observe` sees every event with the state after it and
+ * once more at the end (an agent whose call has had no byte back is `waiting` in it: `rounds.ts`). `observe` sees every event with the state after it and
  * every streamed text delta, for the display.
  *
  * The agents' own tools (`AgentTools`, none when the layer is absent) are
@@ -75,7 +75,9 @@ export const runCoordination = (input: RunInput) =>
 
     const writeStatus = Effect.gen(function* () {
       const now = yield* Effect.clockWith((c) => c.currentTimeMillis)
-      yield* status.write(project(state.current, now, input.logDir)).pipe(Effect.catchAll((e) => failStorage("status", e.path, e.detail)))
+      yield* status
+        .write(project(state.current, now, input.logDir, { awaiting: rounds.awaiting }))
+        .pipe(Effect.catchAll((e) => failStorage("status", e.path, e.detail)))
     })
 
     /**

@@ -11,7 +11,10 @@
  * to the blob store once, and so long tool-call arguments, which the events
  * reference), and its tool calls to the tool runner
  * (`tools/tool-runner.ts`) with the agents' own tools (`AgentTools`, none when
- * the layer is absent) offered in every request.
+ * the layer is absent) offered in every request. `awaiting` holds the agents
+ * whose model call was sent and has sent nothing back yet (from its
+ * `call_start` to its first chunk of text or reasoning, or its `call_end`):
+ * `status.json` shows them `waiting`.
  */
 import { Clock, Effect, Option, Queue, Ref } from "effect"
 import { budgetSpent, type Command } from "../../domain/coordination/decide.ts"
@@ -67,6 +70,7 @@ export const makeRounds = (run: RunContext, emitter: Emitter, work: Work) =>
       input.resume?.events.reduce((n, e) => (e._tag === "tool_call_started" ? Math.max(n, e.tool_call) : n), 0) ?? 0,
     )
 
+    const awaiting = new Set<string>()
     const deps: RoundDeps = {
       runTools: (agent, round, role, calls) => runTools(agent, round, role, calls),
       emit: (event) =>
@@ -75,7 +79,9 @@ export const makeRounds = (run: RunContext, emitter: Emitter, work: Work) =>
           if (event._tag === "call_start" && emitter.wasRefused(event.call)) return Effect.interrupt
           // Not recorded durably (a write or the barrier failed): the effect it announces does not happen.
           if (announcesEffect(event) && fatal.current !== null) return Effect.interrupt
+          if (event._tag === "call_end") awaiting.delete(event.agent)
           if (event._tag === "call_start") {
+            awaiting.add(event.agent)
             return Effect.map(
               Clock.currentTimeMillis,
               (ms) => void callSentAt.set(workKey(event.agent, event.role === "presentation" ? "present" : event.round), ms),
@@ -87,8 +93,15 @@ export const makeRounds = (run: RunContext, emitter: Emitter, work: Work) =>
       now: isoNow,
       nextCallNumber: Ref.updateAndGet(callCounter, (n) => n + 1),
       onText: (agent, text) =>
-        Effect.zipRight(files.append(agentFile(agent, "output"), text), observe ? observe.onText(agent, text) : Effect.void),
-      onReasoning: (agent, text) => files.append(agentFile(agent, "reasoning"), text),
+        Effect.zipRight(
+          Effect.sync(() => awaiting.delete(agent)),
+          Effect.zipRight(files.append(agentFile(agent, "output"), text), observe ? observe.onText(agent, text) : Effect.void),
+        ),
+      onReasoning: (agent, text) =>
+        Effect.zipRight(
+          Effect.sync(() => awaiting.delete(agent)),
+          files.append(agentFile(agent, "reasoning"), text),
+        ),
       record: (agent, text) => files.append(agentFile(agent, "output"), text),
       logCall: (call, record) =>
         Effect.gen(function* () {
@@ -186,7 +199,7 @@ export const makeRounds = (run: RunContext, emitter: Emitter, work: Work) =>
         }
       })
 
-    return { toolSpecs, startRound, startPresentation, start }
+    return { toolSpecs, startRound, startPresentation, start, awaiting: awaiting as ReadonlySet<string> }
   })
 
 /** How one run starts work (`makeRounds`). */
