@@ -42,7 +42,7 @@ const readJson = (path: string) => JSON.parse(fs.readFileSync(path, "utf8"))
  * What this version says differently of the same run, on purpose (issue 9): a cost nothing
  * priced is null, not 0; once a run is over only a completed run's winner is `completed`.
  */
-const sinceSchema1 = (stored: any) => {
+const sinceSchema1 = (stored: any, finished?: { readonly reason: string; readonly message: string | null }) => {
   const agents = Object.fromEntries(
     Object.entries<any>(stored.agents).map(([id, agent]) => {
       // Added since: each agent's tool-call counts (none in these runs).
@@ -52,11 +52,39 @@ const sinceSchema1 = (stored: any) => {
     }),
   )
   const priced = Object.values<any>(stored.agents).some((a) => a.token_usage.estimated_cost !== null)
-  return { ...stored, agents, costs: { ...stored.costs, total_estimated_cost: priced ? stored.costs.total_estimated_cost : null } }
+  // Added since (issue 25): a run that did not complete says why (`error`) and keeps how far it got,
+  // out of two steps per agent: an answer, and a live agent's vote; an agent that is out counts for nothing.
+  const completed = stored.finish_reason === "completed"
+  const all = Object.values<any>(stored.agents)
+  const live = all.filter((a) => a.status !== "failed")
+  const progress = Math.min(
+    99,
+    Math.floor(
+      ((live.filter((a) => a.answer_count > 0).length + live.filter((a) => a.vote_cast !== null).length) / (2 * all.length)) * 100,
+    ),
+  )
+  return {
+    ...stored,
+    agents,
+    coordination: { ...stored.coordination, completion_percentage: completed ? 100 : progress },
+    costs: { ...stored.costs, total_estimated_cost: priced ? stored.costs.total_estimated_cost : null },
+    error: completed || finished === undefined ? null : { reason: finished.reason, message: finished.message },
+  }
+}
+
+/** The reason and message of the fixture's last `run_finished`, as its log records them. */
+const finishedOf = (name: string) => {
+  const lines = fs
+    .readFileSync(nodePath.join(FIXTURES, name, "events.jsonl"), "utf8")
+    .trimEnd()
+    .split("\n")
+    .map((l) => JSON.parse(l))
+  const last = lines.filter((l) => l.type === "run_finished").at(-1)
+  return last === undefined ? undefined : { reason: last.reason, message: last.message ?? null }
 }
 
 const storedStatusAt = (name: string, dir: string) => {
-  const stored = sinceSchema1(readJson(nodePath.join(FIXTURES, name, "status.json")))
+  const stored = sinceSchema1(readJson(nodePath.join(FIXTURES, name, "status.json")), finishedOf(name))
   return { ...stored, meta: { ...stored.meta, log_dir: dir, session_id: nodePath.basename(dir) } }
 }
 
