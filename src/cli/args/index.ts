@@ -21,9 +21,9 @@
 import { Either } from "effect"
 import { nameProblem } from "../../domain/run-paths.ts"
 import { closest } from "../../lib/did-you-mean.ts"
-import { COMMANDS } from "../help.ts"
+import { COMMANDS, DEFAULT_MAX_QUESTION_BYTES } from "../help.ts"
 import { parseDoctor, parseLogDirCommand, parseSessions, parseViewer } from "./commands.ts"
-import { joinNegativeValues, parseStrict, SEE_HELP, usage } from "./flags.ts"
+import { joinNegativeValues, parseStrict, SEE_HELP, usage, wholeNumber } from "./flags.ts"
 import type { Invocation, QuestionSource, UsageError } from "./invocation.ts"
 import { parseBatch, parseServe, parseWorker } from "./serve-batch.ts"
 
@@ -51,6 +51,7 @@ const options = {
   "no-display": { type: "boolean" },
   "orchestrator-timeout": { type: "string" },
   "question-file": { type: "string" },
+  "max-question-bytes": { type: "string" },
   "session-id": { type: "string" },
   continue: { type: "boolean" },
   validate: { type: "string" },
@@ -61,6 +62,16 @@ const options = {
   version: { type: "boolean", short: "v" },
   help: { type: "boolean", short: "h" },
 } as const
+
+/**
+ * The models of `--models`: split on each comma that a space does not follow,
+ * so a model name may hold ", " (`id=a;answer=Paris, France,id=b`: two agents).
+ */
+export const splitModels = (flag: string): Array<string> =>
+  flag
+    .split(/,(?!\s)/)
+    .map((m) => m.trim())
+    .filter((m) => m !== "")
 
 /** A word that names a file or directory rather than asks: it has a slash, or it is a log directory's name. */
 const looksLikePath = (word: string): boolean => /[/\\]/.test(word) || word.startsWith("log_") || word === "." || word === ".."
@@ -148,15 +159,9 @@ export const parseInvocation = (argv: ReadonlyArray<string>): Either.Either<Invo
     const problem = nameProblem(sessionId)
     if (problem !== null) return usage("bad_value", `--session-id: ${problem}`)
   }
-  const models =
-    v.models !== undefined
-      ? v.models
-          .split(",")
-          .map((m) => m.trim())
-          .filter((m) => m !== "")
-      : v.model !== undefined
-        ? [v.model]
-        : []
+  const maxQuestionBytes = wholeNumber("max-question-bytes", v["max-question-bytes"], DEFAULT_MAX_QUESTION_BYTES, 1)
+  if (Either.isLeft(maxQuestionBytes)) return Either.left(maxQuestionBytes.left)
+  const models = v.models !== undefined ? splitModels(v.models) : v.model !== undefined ? [v.model] : []
   if ((v.model !== undefined || v.models !== undefined) && models.length === 0)
     return usage("bad_value", "--models: expected at least one model name")
   return Either.right({
@@ -173,5 +178,6 @@ export const parseInvocation = (argv: ReadonlyArray<string>): Either.Either<Invo
     orchestratorTimeout: timeout,
     session: sessionId !== undefined ? { _tag: "id", id: sessionId } : v.continue ? { _tag: "continue" } : null,
     quick: v.quick === true,
+    maxQuestionBytes: maxQuestionBytes.right,
   })
 }
