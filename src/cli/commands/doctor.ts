@@ -12,9 +12,12 @@
  * naming what failed. Needed: a writable log root, a readable `.env` when
  * there is one, and then, with `--config`: a valid config, each agent's API
  * key, an answer from each agent's base URL (`BASE_URL_TIMEOUT_MS`), and
- * bubblewrap or docker when the config's execution mode asks for them;
- * without a config: at least one provider's key. Keys are only ever shown
- * masked, and never sent anywhere.
+ * bubblewrap or docker when the config's execution mode asks for them.
+ * Without a config no key is needed (a local or OpenAI-compatible server
+ * needs none): no provider key at all is an `info` finding, and exit 0 when
+ * the install itself is fine. A finding of several lines (a config's
+ * problems) keeps its verdict and subject on each line. Keys are only ever
+ * shown masked, and never sent anywhere.
  */
 
 import * as fs from "node:fs"
@@ -101,15 +104,15 @@ export const doctorCommand = (configPath: string | null, ctx: DoctorContext) =>
       if (!keys.some((f) => f.verdict === "ok")) {
         findings.push(
           finding(
-            "fail",
+            "info",
             "API keys",
-            "no provider key is set; set one (in the environment or in .env), or check a config for a local server with --config FILE",
+            "no provider key is set: a cloud provider's agents need one (in the environment or in .env), a local server's need none; check a config with --config FILE",
           ),
         )
       }
       findings.push(...sandboxFindings(new Set()))
     }
-    for (const f of findings) ctx.print(`${f.verdict.padEnd(5)} ${f.subject}: ${f.detail}`)
+    for (const f of findings) for (const text of f.detail.split("\n")) ctx.print(`${f.verdict.padEnd(5)} ${f.subject}: ${text}`)
     const failed = findings.filter((f) => f.verdict === "fail")
     if (failed.length === 0) {
       ctx.print("everything massgen needs is there")
