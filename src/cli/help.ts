@@ -72,9 +72,9 @@ Usage:
 
 Options:
   -c, --config FILE             YAML config (agents, orchestrator, timeout_settings)
-      --model MODEL             quick start with one agent
-      --models M1,M2            quick start with one agent per model (a comma followed by a
-                                space stays inside a model name)
+      --model MODEL             quick start with one agent; repeat it for one agent per
+                                --model, each name as written (commas and all)
+      --models M1,M2            quick start with one agent per model (split on every comma)
       --backend TYPE            backend type for --model/--models (overrides inference)
       --base-url URL            base URL for --model/--models
       --system-message TEXT     system message for --model/--models agents

@@ -42,7 +42,8 @@ export { DEFAULT_BATCH_CONCURRENCY, DEFAULT_TAKEOVER_SECONDS } from "./serve-bat
 
 const options = {
   config: { type: "string", short: "c" },
-  model: { type: "string" },
+  // Repeatable: each `--model` is one agent, its name verbatim (commas and all); `--models` splits on commas.
+  model: { type: "string", multiple: true },
   models: { type: "string" },
   backend: { type: "string" },
   "base-url": { type: "string" },
@@ -62,16 +63,6 @@ const options = {
   version: { type: "boolean", short: "v" },
   help: { type: "boolean", short: "h" },
 } as const
-
-/**
- * The models of `--models`: split on each comma that a space does not follow,
- * so a model name may hold ", " (`id=a;answer=Paris, France,id=b`: two agents).
- */
-export const splitModels = (flag: string): Array<string> =>
-  flag
-    .split(/,(?!\s)/)
-    .map((m) => m.trim())
-    .filter((m) => m !== "")
 
 /** A word that names a file or directory rather than asks: it has a slash, or it is a log directory's name. */
 const looksLikePath = (word: string): boolean => /[/\\]/.test(word) || word.startsWith("log_") || word === "." || word === ".."
@@ -161,7 +152,13 @@ export const parseInvocation = (argv: ReadonlyArray<string>): Either.Either<Invo
   }
   const maxQuestionBytes = wholeNumber("max-question-bytes", v["max-question-bytes"], DEFAULT_MAX_QUESTION_BYTES, 1)
   if (Either.isLeft(maxQuestionBytes)) return Either.left(maxQuestionBytes.left)
-  const models = v.models !== undefined ? splitModels(v.models) : v.model !== undefined ? [v.model] : []
+  const models =
+    v.models !== undefined
+      ? v.models
+          .split(",")
+          .map((m) => m.trim())
+          .filter((m) => m !== "")
+      : (v.model ?? []).filter((m) => m.trim() !== "")
   if ((v.model !== undefined || v.models !== undefined) && models.length === 0)
     return usage("bad_value", "--models: expected at least one model name")
   return Either.right({
