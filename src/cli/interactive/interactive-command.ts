@@ -30,7 +30,7 @@ import { EventStore } from "../../services/event-store/index.ts"
 import type { RunArgs } from "../args/index.ts"
 import type { CliContext } from "../context.ts"
 import { preview } from "../run/automation-output.ts"
-import { runDisplay } from "../run/display.ts"
+import { runDisplay, showsTerminalView } from "../run/display.ts"
 import { newRunDir } from "../run/new-run.ts"
 import { runSession } from "../run/session.ts"
 import { makeAgentTools, makeBackends, resolveRunConfig } from "../run/setup.ts"
@@ -124,6 +124,7 @@ export const interactiveCommand = (args: Omit<RunArgs, "question">, ctx: CliCont
           interrupt: Effect.promise(() => stopped),
           automation: false,
           display: runDisplay({ automation: false, noDisplay: args.noDisplay }, ctx.print, logDir),
+          resumeHintShown: showsTerminalView({ automation: false, noDisplay: args.noDisplay }),
           print: ctx.print,
           printError: ctx.printError,
           env: loaded.env,
