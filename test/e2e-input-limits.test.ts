@@ -4,7 +4,7 @@
  * (`--validate`, `--config`), a question file or a batch items file is one
  * line and exit 1, never a wait; a config nested 20,000 deep is a config
  * error, not an internal one; a question over `--max-question-bytes` is
- * refused before any log directory is made; empty piped standard input is
+ * refused before any log directory is made (a batch item's too); empty piped standard input is
  * said as such; `--models` keeps ", " inside a model name. Each child has a
  * generous process timeout (a hang fails the test); nothing measures time.
  */
@@ -169,6 +169,25 @@ describe.concurrent("bounded inputs", () => {
       expect(fs.readdirSync(cwd).sort()).toEqual(["big.txt", "config.yaml"])
       // At the limit, after trimming: it runs.
       expect(fits.exitCode).toBe(0)
+    },
+    TEST_TIMEOUT_MS,
+  )
+
+  test(
+    "a batch item whose question is over the default limit: the batch is refused before any item runs",
+    async () => {
+      const { cwd, config } = oneAgent()
+      const items = nodePath.join(cwd, "items.jsonl")
+      fs.writeFileSync(
+        items,
+        `${JSON.stringify({ id: "small", question: "2+2?" })}\n${JSON.stringify({ id: "big", question: "y".repeat(2 * 1024 * 1024) })}\n`,
+      )
+      const r = await run(cwd, ["batch", items, "--config", config, "--automation"])
+      expect({ exitCode: r.exitCode, said: said(r) }).toEqual({
+        exitCode: 1,
+        said: [`massgen: ${items}: line 2: "question" is over the question limit of 1048576 bytes`],
+      })
+      expect(fs.existsSync(nodePath.join(cwd, ".massgen"))).toBe(false)
     },
     TEST_TIMEOUT_MS,
   )

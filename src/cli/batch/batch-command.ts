@@ -3,7 +3,8 @@
  *
  * Before anything runs: the items file (a regular file of at most
  * `INPUT_LIMITS.items` bytes, checked before it is opened) is read whole and
- * refused with every bad line named (`domain/batch.ts`), every config an item uses is read and
+ * refused with every bad line named (a question over
+ * `DEFAULT_MAX_QUESTION_BYTES`, a run's default limit, is one) (`domain/batch.ts`), every config an item uses is read and
  * its API keys checked, the batch folder is made or recognised
  * (`services/batch/batch-folder.ts`) and its lock taken. Then the items
  * without a result run in this process, at most N at once, each an ordinary
@@ -45,6 +46,7 @@ import { acquireRunLock } from "../../services/log-dir/run-lock.ts"
 import { hashText } from "../../services/run-files/index.ts"
 import type { BatchArgs } from "../args/index.ts"
 import type { CliContext } from "../context.ts"
+import { DEFAULT_MAX_QUESTION_BYTES } from "../help.ts"
 import { INPUT_LIMITS, readInputFile } from "../process/input-file.ts"
 import { ConfigError, loadConfigFile } from "../run/load-config.ts"
 import { missingKeys, type RunConfig } from "../run/setup.ts"
@@ -60,7 +62,7 @@ const readItems = (path: string) =>
     const read = readInputFile(path, INPUT_LIMITS.items, "file", "for a batch items file")
     if (read._tag === "refused") return yield* new BatchError({ reason: "unreadable", path, detail: read.problem })
     const text = read.text
-    const parsed = parseItems(text)
+    const parsed = parseItems(text, DEFAULT_MAX_QUESTION_BYTES)
     if (parsed._tag === "problems") return yield* new BatchError({ reason: "bad_items", path, detail: parsed.problems.join(`\n${path}: `) })
     return { text, items: parsed.items }
   })

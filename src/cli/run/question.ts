@@ -9,20 +9,18 @@
  * opened). The text is trimmed; an empty question (standard input that was
  * piped but empty is said as such; `/dev/null` is no standard input), a file
  * that cannot be read (named, with why), or a question over
- * `--max-question-bytes` (its UTF-8 bytes, counted as `serve` counts them:
- * `questionBytes`) is a usage error (exit 1), before anything is written.
+ * `--max-question-bytes` (its UTF-8 bytes, counted as `serve` and a batch
+ * count them: `utf8-bytes.ts`) is a usage error (exit 1), before anything is written.
  * Standard input and the file are read only to a little over the limit. The
  * whole question goes into the events and status.json; only the `QUESTION:`
  * line folds and cuts it (`automation-output.ts`).
  */
 import * as fs from "node:fs"
 import { Effect } from "effect"
+import { utf8Bytes } from "../../lib/utf8-bytes.ts"
 import { type QuestionSource, UsageError } from "../args/index.ts"
 import { formatBytes, readInputFile } from "../process/input-file.ts"
 import { isatty } from "../process/tty.ts"
-
-/** A question's size as the limit counts it: its UTF-8 bytes (`serve` counts a request's messages the same way). */
-export const questionBytes = (text: string): number => Buffer.byteLength(text, "utf8")
 
 /** Whitespace read beyond the limit, so that a question at the limit with a newline or two around it still fits. */
 const TRIM_ALLOWANCE = 4096
@@ -88,7 +86,7 @@ const tooLarge = (where: string, maxBytes: number) =>
 /** The question, trimmed, when it fits the limit. */
 const bounded = (text: string, where: string, maxBytes: number): Effect.Effect<string, UsageError> => {
   const question = text.trim()
-  return questionBytes(question) > maxBytes ? Effect.fail(tooLarge(where, maxBytes)) : Effect.succeed(question)
+  return utf8Bytes(question) > maxBytes ? Effect.fail(tooLarge(where, maxBytes)) : Effect.succeed(question)
 }
 
 export const readQuestion = (source: QuestionSource, stdin: StdinSource, maxBytes: number): Effect.Effect<string, UsageError> => {
