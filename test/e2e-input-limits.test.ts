@@ -2,7 +2,7 @@
  * Every file the command line reads is checked before it is read, end to
  * end: a named pipe, `/dev/zero` or a directory given as a config
  * (`--validate`, `--config`), a question file or a batch items file is one
- * line and exit 1, never a wait; a config nested 20,000 deep is a config
+ * line and exit 1, never a wait (a `.env` too); a config nested 20,000 deep is a config
  * error, not an internal one; a question over `--max-question-bytes` is
  * refused before any log directory is made (a batch item's too); empty piped standard input is
  * said as such; `--models` keeps ", " inside a model name. Each child has a
@@ -117,6 +117,23 @@ describe.concurrent("inputs that are not regular files are refused before they a
     TEST_TIMEOUT_MS,
   )
 })
+
+test(
+  "a .env that is a FIFO: a run and doctor each say so in one line, exit 1, and do not wait on it",
+  async () => {
+    const { cwd, config } = oneAgent()
+    execFileSync("mkfifo", [nodePath.join(cwd, ".env")])
+    const env = nodePath.join(cwd, ".env")
+    const [runIt, doctor] = await Promise.all([run(cwd, ["--automation", "--config", config, "q"]), run(cwd, ["doctor"])])
+    expect({ exitCode: runIt.exitCode, said: said(runIt) }).toEqual({
+      exitCode: 1,
+      said: [`massgen: config ${env}: is a named pipe (FIFO), not a regular file`],
+    })
+    expect(doctor.exitCode).toBe(1)
+    expect(doctor.stdout).toContain(`fail  .env: ${env} is a named pipe (FIFO), not a regular file\n`)
+  },
+  TEST_TIMEOUT_MS,
+)
 
 describe.concurrent("bounded inputs", () => {
   test(

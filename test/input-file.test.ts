@@ -8,9 +8,9 @@ import { afterAll, describe, expect, test } from "bun:test"
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
 import fc from "fast-check"
-import { readInputFile } from "../src/cli/process/input-file.ts"
 import { parseItems } from "../src/domain/batch.ts"
 import { utf8Bytes } from "../src/lib/utf8-bytes.ts"
+import { readInputFile } from "../src/services/input-file.ts"
 import { cleanupSandboxes, sandbox } from "./support/cli.ts"
 
 afterAll(cleanupSandboxes)

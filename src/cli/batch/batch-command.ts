@@ -42,12 +42,12 @@ import { isResumable, type State } from "../../domain/state/index.ts"
 import { loadDotEnv } from "../../services/backends/index.ts"
 import { appendResult, BatchError, openBatchFolder, RESULTS_FILE, readResults } from "../../services/batch/batch-folder.ts"
 import { EventStore } from "../../services/event-store/index.ts"
+import { INPUT_LIMITS, readInputFile } from "../../services/input-file.ts"
 import { acquireRunLock } from "../../services/log-dir/run-lock.ts"
 import { hashText } from "../../services/run-files/index.ts"
 import type { BatchArgs } from "../args/index.ts"
 import type { CliContext } from "../context.ts"
 import { DEFAULT_MAX_QUESTION_BYTES } from "../help.ts"
-import { INPUT_LIMITS, readInputFile } from "../process/input-file.ts"
 import { ConfigError, loadConfigFile } from "../run/load-config.ts"
 import { missingKeys, type RunConfig } from "../run/setup.ts"
 import { batchFooter, batchHeader, itemLine } from "./batch-output.ts"
@@ -120,7 +120,7 @@ export const batchCommand = (args: BatchArgs, ctx: CliContext) =>
     const itemsPath = resolve(ctx.cwd, args.itemsPath)
     const { text, items } = yield* readItems(itemsPath)
     const env = yield* loadDotEnv(ctx.cwd, ctx.env).pipe(
-      Effect.mapError((e) => new ConfigError({ reason: "unreadable", path: e.path, problems: [{ path: "", message: e.message }] })),
+      Effect.mapError((e) => new ConfigError({ reason: "unreadable", path: e.path, problems: [{ path: "", message: e.detail }] })),
     )
     const batchConfig = resolve(ctx.cwd, args.configPath)
     const configOf = (item: BatchItem) => (item.config === null ? batchConfig : resolve(dirname(itemsPath), item.config))

@@ -20,11 +20,11 @@
  * shown masked, and never sent anywhere.
  */
 
-import * as fs from "node:fs"
 import * as nodePath from "node:path"
 import { Effect, Either } from "effect"
 import { PRESETS, presetFor } from "../../domain/config/index.ts"
 import { type Env, parseDotEnv, resolveApiKey } from "../../services/backends/index.ts"
+import { INPUT_LIMITS, readInputFile } from "../../services/input-file.ts"
 import { logBaseDir } from "../../services/log-dir/create.ts"
 import { identityLine } from "../process/identity.ts"
 import { loadConfigFile } from "../run/load-config.ts"
@@ -46,17 +46,15 @@ interface DoctorContext {
 /** `.env` in `cwd`: its finding, and the variables it adds to `env` (the environment wins, as in a run). */
 const dotEnv = (cwd: string, env: Env): { found: Finding; env: Env; fromFile: Set<string> } => {
   const path = nodePath.join(cwd, ".env")
-  let text: string
-  try {
-    text = fs.readFileSync(path, "utf8")
-  } catch (e) {
-    const missing = (e as { code?: string }).code === "ENOENT"
-    const found = missing
-      ? finding("info", ".env", `none in ${cwd} (keys come from the environment)`)
-      : finding("fail", ".env", `${path} cannot be read: ${e instanceof Error ? e.message : String(e)}`)
+  const read = readInputFile(path, INPUT_LIMITS.dotEnv, "file", "for a .env file")
+  if (read._tag === "refused") {
+    const found =
+      read.reason === "missing"
+        ? finding("info", ".env", `none in ${cwd} (keys come from the environment)`)
+        : finding("fail", ".env", `${path} ${read.problem}`)
     return { found, env, fromFile: new Set() }
   }
-  const parsed = parseDotEnv(text)
+  const parsed = parseDotEnv(read.text)
   // Also those the environment holds with the .env value: `bun src/main.ts` loads .env into it by itself.
   const fromFile = new Set(Object.keys(parsed).filter((k) => (env[k] ?? "") === "" || env[k] === parsed[k]))
   const merged: Record<string, string | undefined> = { ...env }

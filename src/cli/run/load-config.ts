@@ -16,7 +16,7 @@ import type { YAMLParseError } from "yaml"
 import { type Config, type ConfigProblem, decodeConfig, formatProblem } from "../../domain/config/index.ts"
 import { exceedsDepth } from "../../lib/nesting-depth.ts"
 import { parseYamlSubset } from "../../lib/yaml-subset.ts"
-import { INPUT_LIMITS, readInputFile } from "../process/input-file.ts"
+import { INPUT_LIMITS, readInputFile } from "../../services/input-file.ts"
 
 /** How many levels of lists and mappings a config may nest (MassGen's deepest need fewer than ten). */
 export const MAX_CONFIG_DEPTH = 64

@@ -18,8 +18,8 @@
 import * as fs from "node:fs"
 import { Effect } from "effect"
 import { utf8Bytes } from "../../lib/utf8-bytes.ts"
+import { formatBytes, readInputFile } from "../../services/input-file.ts"
 import { type QuestionSource, UsageError } from "../args/index.ts"
-import { formatBytes, readInputFile } from "../process/input-file.ts"
 import { isatty } from "../process/tty.ts"
 
 /** Whitespace read beyond the limit, so that a question at the limit with a newline or two around it still fits. */

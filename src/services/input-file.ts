@@ -1,7 +1,7 @@
 /**
- * Reading a file the user names on the command line (a config, a question
- * file, a batch's items file): a regular file, checked before it is read, and
- * read to at most a maximum number of bytes.
+ * Reading a file the user names or puts in the working directory (a config,
+ * a question file, a batch's items file, `.env`): a regular file, checked
+ * before it is read, and read to at most a maximum number of bytes.
  *
  * Contract: `readInputFile(path, maxBytes, noun)` never blocks on what is not
  * a regular file: the path is looked at (`stat`) before any open, and opened
@@ -18,8 +18,8 @@ import * as fs from "node:fs"
 
 const MIB = 1024 * 1024
 
-/** The largest config file and batch items file read, in bytes. */
-export const INPUT_LIMITS = { config: 4 * MIB, items: 256 * MIB } as const
+/** The largest config file, batch items file and `.env` read, in bytes. */
+export const INPUT_LIMITS = { config: 4 * MIB, items: 256 * MIB, dotEnv: MIB } as const
 
 export type InputReason = "missing" | "not_regular" | "too_large" | "unreadable"
 
