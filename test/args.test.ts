@@ -201,14 +201,14 @@ describe("parseInvocation", () => {
 
   test("with no question and a terminal on standard input: the usage error, and nothing is read", async () => {
     let reads = 0
-    const terminal = { isTTY: true, read: async () => (reads++, "never") }
-    const result = await Effect.runPromise(Effect.either(readQuestion({ _tag: "stdin", explicit: false }, terminal)))
+    const terminal = { isTTY: true, isPiped: false, read: async () => (reads++, "never") }
+    const result = await Effect.runPromise(Effect.either(readQuestion({ _tag: "stdin", explicit: false }, terminal, 1024)))
     expect(Either.isLeft(result) && result.left.message).toStartWith(
       'a question is required, e.g. massgen --config team.yaml "What is 2+2?"',
     )
     expect(reads).toBe(0)
     // `-` reads even a terminal, to its end (Ctrl+D).
-    expect(await Effect.runPromise(readQuestion({ _tag: "stdin", explicit: true }, terminal))).toBe("never")
+    expect(await Effect.runPromise(readQuestion({ _tag: "stdin", explicit: true }, terminal, 1024))).toBe("never")
   })
 
   test("an unknown flag names the closest known one, if one is close; a flag's missing value is named", () => {

@@ -238,7 +238,7 @@ describe("massgen batch on one machine", () => {
     const missing = await runCli("source", ["batch", "nope.jsonl", "--config", "team.yaml"], { cwd, env: ENV })
     expect({ code: missing.exitCode, stderr: missing.stderr }).toEqual({
       code: 1,
-      stderr: `massgen: cannot read ${nodePath.join(cwd, "nope.jsonl")}: no such file or directory (ENOENT)\n`,
+      stderr: `massgen: cannot read ${nodePath.join(cwd, "nope.jsonl")}: no such file\n`,
     })
     const usage = await runCli("source", ["batch", "items.jsonl", "--config", "team.yaml", "--concurrency", "0"], { cwd, env: ENV })
     expect({ code: usage.exitCode, stderr: usage.stderr }).toEqual({

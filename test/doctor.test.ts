@@ -54,11 +54,11 @@ const line = (stdout: string, subject: string): string | undefined => stdout.spl
 
 describe("massgen doctor", () => {
   test(
-    "no key anywhere: the identity, log root and .env are fine, the missing key is the reason for exit 1",
+    "no key anywhere and no config: the missing keys are information, and the install is fine: exit 0",
     async () => {
       const cwd = sandbox()
       const result = await doctor([], cwd)
-      expect(result.exitCode).toBe(1)
+      expect(result.exitCode).toBe(0)
       expect(line(result.stdout, "identity")).toMatch(
         new RegExp(
           `^ok    identity: massgen ${pkg.version.replaceAll(".", "\\.")} \\(commit \\S+, not built: run from source, bun ${Bun.version.replaceAll(".", "\\.")}, source\\)$`,
@@ -70,8 +70,10 @@ describe("massgen doctor", () => {
       expect(fs.existsSync(nodePath.join(cwd, ".massgen"))).toBe(false)
       expect(line(result.stdout, ".env")).toBe(`info  .env: none in ${cwd} (keys come from the environment)`)
       expect(line(result.stdout, "not set")).toContain("OPENAI_API_KEY, ANTHROPIC_API_KEY")
-      expect(line(result.stdout, "API keys")).toStartWith("fail  API keys: no provider key is set")
-      expect(result.stderr).toBe("massgen: doctor: 1 problem: API keys\n")
+      expect(line(result.stdout, "API keys")).toStartWith("info  API keys: no provider key is set")
+      expect(result.stdout).not.toMatch(/^fail/m)
+      expect(result.stdout).toEndWith("everything massgen needs is there\n")
+      expect(result.stderr).toBe("")
     },
     TEST_TIMEOUT_MS,
   )
@@ -198,6 +200,20 @@ describe("massgen doctor", () => {
         const result = await doctor(["--config", nodePath.join(cwd, "missing.yaml")], cwd, { OPENAI_API_KEY: KEY })
         expect(result.exitCode).toBe(1)
         expect(line(result.stdout, "config")).toBe(`fail  config: config ${cwd}/missing.yaml: no such file`)
+      },
+      TEST_TIMEOUT_MS,
+    )
+
+    test(
+      "a config with two problems: each on its own line, each with its fail prefix",
+      async () => {
+        const cwd = sandbox()
+        const config = writeConfig(cwd, { agents: [{ backend: { type: "scripted" } }, { id: "b", backend: { type: "opena" } }] })
+        const result = await doctor(["--config", config], cwd, { OPENAI_API_KEY: KEY })
+        expect(result.exitCode).toBe(1)
+        const lines = result.stdout.split("\n").filter((l) => l.includes(config))
+        expect(lines.length).toBe(2)
+        for (const l of lines) expect(l).toStartWith(`fail  config: config ${config}: agents[`)
       },
       TEST_TIMEOUT_MS,
     )

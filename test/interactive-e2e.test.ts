@@ -6,7 +6,8 @@
  * (its `run_started` records the conversation); Ctrl+C during a turn stops
  * that turn (recorded interrupted, with the command that resumes it) and comes
  * back to the prompt; /history, /cost, /status, /reset, /help answer; Ctrl+D
- * quits with exit 0, and so does a second Ctrl+C at the prompt.
+ * quits with exit 0, and so does a second Ctrl+C at the prompt; a question
+ * over `--max-question-bytes` is refused at the prompt.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import * as fs from "node:fs"
@@ -100,6 +101,20 @@ describe("interactive mode in tmux (compiled binary)", () => {
     expect(end).toContain("EXIT=0")
     expect(end).toContain("Bye. Session session_")
   }, 120_000)
+
+  test("a question over --max-question-bytes is refused at the prompt: nothing runs, the prompt comes back", async () => {
+    const dir = sandbox()
+    writeConfig(dir, TEAM)
+    const name = start(dir, [BINARY, "--config", "config.yaml", "--max-question-bytes", "10"])
+    await waitFor(name, (s) => prompts(s) === 1, "the prompt")
+    type(name, "What is two plus two?")
+    enter(name)
+    const refused = await waitFor(name, (s) => prompts(s) === 2, "the prompt after the refused question")
+    expect(refused).toContain("That question is over the question limit of 10 bytes (--max-question-bytes 10); nothing was run.")
+    expect(fs.existsSync(nodePath.join(dir, ".massgen", "massgen_logs"))).toBe(false)
+    tmux("send-keys", "-t", name, "C-d")
+    expect(await waitFor(name, (s) => s.includes("EXIT="), "the end")).toContain("EXIT=0")
+  }, 60_000)
 
   test("a second Ctrl+C at the prompt quits, exit 0", async () => {
     const dir = sandbox()

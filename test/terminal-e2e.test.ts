@@ -2,8 +2,8 @@
  * The terminal view end to end: the compiled binary in a real terminal (tmux,
  * 120x40, on a tmux server of its own), read back with `capture-pane`. A
  * scripted run with small delays shows its agent panels while it goes on and
- * the votes table and final answer at the end; Ctrl+C stops it with exit 4
- * and the cursor shown again; `massgen viewer` replays the run in the same view,
+ * the votes table and final answer at the end; Ctrl+C stops it with exit 4,
+ * the cursor shown again and the resume line said once; `massgen viewer` replays the run in the same view,
  * without colour when `NO_COLOR` is set.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test"
@@ -74,6 +74,8 @@ describe("the terminal view in tmux (compiled binary)", () => {
     expect(end).toContain("EXIT=4")
     expect(end).toMatch(/MassGen\s+interrupted/)
     expect(end).toContain("massgen: run interrupted")
+    // How to resume is said once: on the view's last screen, not again on stderr.
+    expect(end.match(/resume with: massgen resume /g)).toHaveLength(1)
     expect(tmux("display", "-p", "-t", name, "#{cursor_flag}").trim()).toBe("1")
   }, 60_000)
 

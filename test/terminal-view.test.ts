@@ -147,6 +147,17 @@ describe("layout", () => {
   })
 })
 
+test("at 80 columns the summary's Votes line wraps its tally at whole entries: no answer's count is cut", () => {
+  const view = viewAfter(run.events)
+  const tally = Object.fromEntries(Array.from({ length: 6 }, (_, i) => [`agent${i + 1}.1`, i === 1 ? 5 : 0]))
+  const lines = renderSummary({ ...view, tally }, 80).map(strip)
+  for (const line of lines) expect(width(line)).toBeLessThanOrEqual(80)
+  const at = lines.findIndex((l) => l.startsWith("Votes"))
+  const shown = lines.slice(at, at + 2).join(" ")
+  for (const [label, n] of Object.entries(tally)) expect(shown).toContain(`${label}: ${n}`)
+  expect(lines[at + 1]).toMatch(/^ {8}agent\d\.1: \d/)
+})
+
 test("the summary of a run still going (a viewer stopped with Ctrl+C) says the final answer is not chosen yet", () => {
   const going = renderSummary(viewAfter(upTo((e) => e._tag === "vote_cast")), 80).map(strip)
   expect(going).toContain("Final answer · not chosen yet")

@@ -16,6 +16,9 @@ export const DEFAULT_PORT = 8000
 /** `massgen serve`'s port when `--port` is not given (MassGen's). */
 export const DEFAULT_SERVE_PORT = 4000
 
+/** The largest question a run takes and `serve` accepts, in UTF-8 bytes, when `--max-question-bytes` is not given (1 MiB). */
+export const DEFAULT_MAX_QUESTION_BYTES = 1024 * 1024
+
 export const COMMANDS = ["resume", "replay", "status", "viewer", "doctor", "serve", "sessions", "batch", "worker"] as const
 
 /** How a mistyped command is told from a question; the help and the README say it in these words. */
@@ -69,8 +72,9 @@ Usage:
 
 Options:
   -c, --config FILE             YAML config (agents, orchestrator, timeout_settings)
-      --model MODEL             quick start with one agent
-      --models M1,M2            quick start with one agent per model
+      --model MODEL             quick start with one agent; repeat it for one agent per
+                                --model, each name as written (commas and all)
+      --models M1,M2            quick start with one agent per model (split on every comma)
       --backend TYPE            backend type for --model/--models (overrides inference)
       --base-url URL            base URL for --model/--models
       --system-message TEXT     system message for --model/--models agents
@@ -78,6 +82,7 @@ Options:
       --no-display              plain lines instead of the live terminal view
       --orchestrator-timeout S  overrides timeout_settings.orchestrator_timeout_seconds
       --question-file FILE      read the question from FILE
+      --max-question-bytes N    refuse a longer question (UTF-8 bytes; 1048576), before anything is written
       --session-id ID           the run is the next turn of session ID (.massgen/sessions/ID/)
       --continue                the run is the next turn of the most recent session
       --quick                   MassGen's quick mode: one answer per agent, no vote rounds

@@ -171,7 +171,7 @@ const program = (argv: ReadonlyArray<string>, { stopSignal, print, printError, s
         return Effect.flatMap(
           load(() => import("./run/question.ts")),
           (q) =>
-            Effect.flatMap(q.readQuestion(invocation.question, stdin ?? q.processStdin), (question) =>
+            Effect.flatMap(q.readQuestion(invocation.question, stdin ?? q.processStdin, invocation.maxQuestionBytes), (question) =>
               Effect.flatMap(
                 load(() => import("./commands/run.ts")),
                 (m) => m.runCommand({ ...invocation, question }, cli),

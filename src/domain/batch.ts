@@ -8,8 +8,10 @@
  * turn of) and `metadata` (any JSON, copied to the result). Blank lines are skipped. `parseItems`
  * reads every line and gives either the items or every problem, each naming
  * its line (`line 3: ...`): a line that is not a JSON object, a missing or
- * empty `id` or `question`, an id that is not a safe name (it names the item's
- * run directory), an unknown key, an id given twice (with the line of the first).
+ * empty `id` or `question`, a question over the limit (`maxQuestionBytes`,
+ * in UTF-8 bytes after trimming, counted as a run counts its question), an id
+ * that is not a safe name (it names the item's run directory), an unknown
+ * key, an id given twice (with the line of the first).
  * `chainsOf` groups the items a batch runs: each item alone, but the items of
  * one session together, in file order, one after another (each turn continues
  * the conversation of the ones before it).
@@ -21,6 +23,7 @@
  */
 
 import { formatCost } from "../lib/text.ts"
+import { utf8Bytes } from "../lib/utf8-bytes.ts"
 import type { FinishReason } from "./events/index.ts"
 import { agentFile, nameProblem } from "./run-paths.ts"
 import { activeMs, type State } from "./state/index.ts"
@@ -68,6 +71,7 @@ export const chainsOf = (items: ReadonlyArray<BatchItem>): ReadonlyArray<Readonl
 /** The items of an items file, or every problem with it, each naming its line. */
 export const parseItems = (
   text: string,
+  maxQuestionBytes = Number.POSITIVE_INFINITY,
 ):
   | { readonly _tag: "items"; readonly items: ReadonlyArray<BatchItem> }
   | { readonly _tag: "problems"; readonly problems: ReadonlyArray<string> } => {
@@ -95,6 +99,7 @@ export const parseItems = (
     if (idProblem !== null) return bad(`"id": ${idProblem}`)
     if (typeof o.question !== "string" || o.question.trim() === "")
       return bad(`"question" must be a non-empty string, found ${JSON.stringify(o.question ?? null)}`)
+    if (utf8Bytes(o.question.trim()) > maxQuestionBytes) return bad(`"question" is over the question limit of ${maxQuestionBytes} bytes`)
     const config = optionalString(o, "config")
     if (config !== null && typeof config === "object") return bad(config.problem)
     const sessionId = optionalString(o, "session_id")

@@ -12,7 +12,8 @@
  * are not identifiers or that the core schema reads as null or a boolean, a
  * duplicate key (which `yaml` refuses), tabs, carriage returns, control
  * characters, escapes other than `\" \\ \n \t \/`, scalars that could be
- * read as octal, hex or special floats, and every syntax error. In the compiled
+ * read as octal, hex or special floats, flow collections nested more than
+ * `MAX_FLOW_DEPTH` deep, and every syntax error. In the compiled
  * binary it reads a 200-agent config in about 3 ms, where `yaml` takes 50.
  *
  * Words: *plain scalar* is YAML's unquoted scalar; *flow* is `{ }` / `[ ]`.
@@ -105,11 +106,15 @@ const skipSpaces = (s: string, i: number): number => {
   return i
 }
 
-/** A flow node starting at `s[i]`: its value and the index after it. */
-const flowNode = (s: string, i: number): [unknown, number] => {
+/** Deeper flow collections are left to `yaml` (and to the caller's depth limit), so this reader never runs out of stack. */
+const MAX_FLOW_DEPTH = 64
+
+/** A flow node starting at `s[i]`, `depth` collections deep: its value and the index after it. */
+const flowNode = (s: string, i: number, depth = 0): [unknown, number] => {
   const c = s[i]
   if (c === '"' || c === "'") return quoted(s, i)
   if (c === "{" || c === "[") {
+    if (depth >= MAX_FLOW_DEPTH) return out()
     const close = c === "{" ? "}" : "]"
     const map: Record<string, unknown> = {}
     const seq: Array<unknown> = []
@@ -120,11 +125,11 @@ const flowNode = (s: string, i: number): [unknown, number] => {
         const m = FLOW_KEY.exec(s.slice(j))
         if (m === null) return out()
         const key = newKey(map, m[1]!)
-        const [value, next] = flowNode(s, skipSpaces(s, j + m[0].length))
+        const [value, next] = flowNode(s, skipSpaces(s, j + m[0].length), depth + 1)
         map[key] = value
         j = next
       } else {
-        const [value, next] = flowNode(s, j)
+        const [value, next] = flowNode(s, j, depth + 1)
         seq.push(value)
         j = next
       }

@@ -21,9 +21,9 @@
 import { Either } from "effect"
 import { nameProblem } from "../../domain/run-paths.ts"
 import { closest } from "../../lib/did-you-mean.ts"
-import { COMMANDS } from "../help.ts"
+import { COMMANDS, DEFAULT_MAX_QUESTION_BYTES } from "../help.ts"
 import { parseDoctor, parseLogDirCommand, parseSessions, parseViewer } from "./commands.ts"
-import { joinNegativeValues, parseStrict, SEE_HELP, usage } from "./flags.ts"
+import { joinNegativeValues, parseStrict, SEE_HELP, usage, wholeNumber } from "./flags.ts"
 import type { Invocation, QuestionSource, UsageError } from "./invocation.ts"
 import { parseBatch, parseServe, parseWorker } from "./serve-batch.ts"
 
@@ -42,7 +42,8 @@ export { DEFAULT_BATCH_CONCURRENCY, DEFAULT_TAKEOVER_SECONDS } from "./serve-bat
 
 const options = {
   config: { type: "string", short: "c" },
-  model: { type: "string" },
+  // Repeatable: each `--model` is one agent, its name verbatim (commas and all); `--models` splits on commas.
+  model: { type: "string", multiple: true },
   models: { type: "string" },
   backend: { type: "string" },
   "base-url": { type: "string" },
@@ -51,6 +52,7 @@ const options = {
   "no-display": { type: "boolean" },
   "orchestrator-timeout": { type: "string" },
   "question-file": { type: "string" },
+  "max-question-bytes": { type: "string" },
   "session-id": { type: "string" },
   continue: { type: "boolean" },
   validate: { type: "string" },
@@ -148,15 +150,15 @@ export const parseInvocation = (argv: ReadonlyArray<string>): Either.Either<Invo
     const problem = nameProblem(sessionId)
     if (problem !== null) return usage("bad_value", `--session-id: ${problem}`)
   }
+  const maxQuestionBytes = wholeNumber("max-question-bytes", v["max-question-bytes"], DEFAULT_MAX_QUESTION_BYTES, 1)
+  if (Either.isLeft(maxQuestionBytes)) return Either.left(maxQuestionBytes.left)
   const models =
     v.models !== undefined
       ? v.models
           .split(",")
           .map((m) => m.trim())
           .filter((m) => m !== "")
-      : v.model !== undefined
-        ? [v.model]
-        : []
+      : (v.model ?? []).filter((m) => m.trim() !== "")
   if ((v.model !== undefined || v.models !== undefined) && models.length === 0)
     return usage("bad_value", "--models: expected at least one model name")
   return Either.right({
@@ -173,5 +175,6 @@ export const parseInvocation = (argv: ReadonlyArray<string>): Either.Either<Invo
     orchestratorTimeout: timeout,
     session: sessionId !== undefined ? { _tag: "id", id: sessionId } : v.continue ? { _tag: "continue" } : null,
     quick: v.quick === true,
+    maxQuestionBytes: maxQuestionBytes.right,
   })
 }

@@ -37,6 +37,8 @@ export type QuestionSource =
 /** A run as parsed, before its question is read. */
 export interface RunInvocation extends Omit<RunArgs, "question"> {
   readonly question: QuestionSource
+  /** `--max-question-bytes`: a longer question is refused before anything is written. */
+  readonly maxQuestionBytes: number
 }
 
 export interface RunArgs {

@@ -9,7 +9,7 @@
  * here. Pure.
  */
 import { Either } from "effect"
-import { DEFAULT_SERVE_PORT } from "../help.ts"
+import { DEFAULT_MAX_QUESTION_BYTES, DEFAULT_SERVE_PORT } from "../help.ts"
 import { joinNegativeValues, parseStrict, usage, wholeNumber } from "./flags.ts"
 import type { Invocation, ServeArgs, UsageError } from "./invocation.ts"
 
@@ -47,7 +47,7 @@ export const parseServe = (argv: ReadonlyArray<string>): Either.Either<Invocatio
     const drainSeconds = yield* wholeNumber("drain-seconds", v["drain-seconds"], 30, 0)
     const idleTimeoutSeconds = yield* wholeNumber("idle-timeout-seconds", v["idle-timeout-seconds"], 30, 1, 255)
     const maxBodyBytes = yield* wholeNumber("max-body-bytes", v["max-body-bytes"], 8 * MIB, 1)
-    const maxQuestionBytes = yield* wholeNumber("max-question-bytes", v["max-question-bytes"], MIB, 1)
+    const maxQuestionBytes = yield* wholeNumber("max-question-bytes", v["max-question-bytes"], DEFAULT_MAX_QUESTION_BYTES, 1)
     const apiKeyEnv = v["api-key-env"] ?? null
     if (apiKeyEnv === "") return yield* usage("bad_value", "--api-key-env: expected the name of an environment variable")
     return {

@@ -1,8 +1,10 @@
 /**
  * `massgen batch ITEMS.jsonl --config FILE [--concurrency N] [--out DIR] [--automation]`.
  *
- * Before anything runs: the items file is read whole and refused with every
- * bad line named (`domain/batch.ts`), every config an item uses is read and
+ * Before anything runs: the items file (a regular file of at most
+ * `INPUT_LIMITS.items` bytes, checked before it is opened) is read whole and
+ * refused with every bad line named (a question over
+ * `DEFAULT_MAX_QUESTION_BYTES`, a run's default limit, is one) (`domain/batch.ts`), every config an item uses is read and
  * its API keys checked, the batch folder is made or recognised
  * (`services/batch/batch-folder.ts`) and its lock taken. Then the items
  * without a result run in this process, at most N at once, each an ordinary
@@ -40,11 +42,12 @@ import { isResumable, type State } from "../../domain/state/index.ts"
 import { loadDotEnv } from "../../services/backends/index.ts"
 import { appendResult, BatchError, openBatchFolder, RESULTS_FILE, readResults } from "../../services/batch/batch-folder.ts"
 import { EventStore } from "../../services/event-store/index.ts"
-import { ioCause } from "../../services/io-errors.ts"
+import { INPUT_LIMITS, readInputFile } from "../../services/input-file.ts"
 import { acquireRunLock } from "../../services/log-dir/run-lock.ts"
 import { hashText } from "../../services/run-files/index.ts"
 import type { BatchArgs } from "../args/index.ts"
 import type { CliContext } from "../context.ts"
+import { DEFAULT_MAX_QUESTION_BYTES } from "../help.ts"
 import { ConfigError, loadConfigFile } from "../run/load-config.ts"
 import { missingKeys, type RunConfig } from "../run/setup.ts"
 import { batchFooter, batchHeader, itemLine } from "./batch-output.ts"
@@ -57,11 +60,10 @@ export const defaultBatchDir = (cwd: string, itemsPath: string): string =>
 
 const readItems = (path: string) =>
   Effect.gen(function* () {
-    const text = yield* Effect.try({
-      try: () => readFileSync(path, "utf8"),
-      catch: (e) => new BatchError({ reason: "unreadable", path, detail: ioCause(e) }),
-    })
-    const parsed = parseItems(text)
+    const read = readInputFile(path, INPUT_LIMITS.items, "file", "for a batch items file")
+    if (read._tag === "refused") return yield* new BatchError({ reason: "unreadable", path, detail: read.problem })
+    const text = read.text
+    const parsed = parseItems(text, DEFAULT_MAX_QUESTION_BYTES)
     if (parsed._tag === "problems") return yield* new BatchError({ reason: "bad_items", path, detail: parsed.problems.join(`\n${path}: `) })
     return { text, items: parsed.items }
   })
@@ -119,7 +121,7 @@ export const batchCommand = (args: BatchArgs, ctx: CliContext) =>
     const itemsPath = resolve(ctx.cwd, args.itemsPath)
     const { text, items } = yield* readItems(itemsPath)
     const env = yield* loadDotEnv(ctx.cwd, ctx.env).pipe(
-      Effect.mapError((e) => new ConfigError({ reason: "unreadable", path: e.path, problems: [{ path: "", message: e.message }] })),
+      Effect.mapError((e) => new ConfigError({ reason: "unreadable", path: e.path, problems: [{ path: "", message: e.detail }] })),
     )
     const batchConfig = resolve(ctx.cwd, args.configPath)
     const configOf = (item: BatchItem) => (item.config === null ? batchConfig : resolve(dirname(itemsPath), item.config))

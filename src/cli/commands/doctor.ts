@@ -12,16 +12,19 @@
  * naming what failed. Needed: a writable log root, a readable `.env` when
  * there is one, and then, with `--config`: a valid config, each agent's API
  * key, an answer from each agent's base URL (`BASE_URL_TIMEOUT_MS`), and
- * bubblewrap or docker when the config's execution mode asks for them;
- * without a config: at least one provider's key. Keys are only ever shown
- * masked, and never sent anywhere.
+ * bubblewrap or docker when the config's execution mode asks for them.
+ * Without a config no key is needed (a local or OpenAI-compatible server
+ * needs none): no provider key at all is an `info` finding, and exit 0 when
+ * the install itself is fine. A finding of several lines (a config's
+ * problems) keeps its verdict and subject on each line. Keys are only ever
+ * shown masked, and never sent anywhere.
  */
 
-import * as fs from "node:fs"
 import * as nodePath from "node:path"
 import { Effect, Either } from "effect"
 import { PRESETS, presetFor } from "../../domain/config/index.ts"
 import { type Env, parseDotEnv, resolveApiKey } from "../../services/backends/index.ts"
+import { INPUT_LIMITS, readInputFile } from "../../services/input-file.ts"
 import { logBaseDir } from "../../services/log-dir/create.ts"
 import { identityLine } from "../process/identity.ts"
 import { loadConfigFile } from "../run/load-config.ts"
@@ -43,17 +46,15 @@ interface DoctorContext {
 /** `.env` in `cwd`: its finding, and the variables it adds to `env` (the environment wins, as in a run). */
 const dotEnv = (cwd: string, env: Env): { found: Finding; env: Env; fromFile: Set<string> } => {
   const path = nodePath.join(cwd, ".env")
-  let text: string
-  try {
-    text = fs.readFileSync(path, "utf8")
-  } catch (e) {
-    const missing = (e as { code?: string }).code === "ENOENT"
-    const found = missing
-      ? finding("info", ".env", `none in ${cwd} (keys come from the environment)`)
-      : finding("fail", ".env", `${path} cannot be read: ${e instanceof Error ? e.message : String(e)}`)
+  const read = readInputFile(path, INPUT_LIMITS.dotEnv, "file", "for a .env file")
+  if (read._tag === "refused") {
+    const found =
+      read.reason === "missing"
+        ? finding("info", ".env", `none in ${cwd} (keys come from the environment)`)
+        : finding("fail", ".env", `${path} ${read.problem}`)
     return { found, env, fromFile: new Set() }
   }
-  const parsed = parseDotEnv(text)
+  const parsed = parseDotEnv(read.text)
   // Also those the environment holds with the .env value: `bun src/main.ts` loads .env into it by itself.
   const fromFile = new Set(Object.keys(parsed).filter((k) => (env[k] ?? "") === "" || env[k] === parsed[k]))
   const merged: Record<string, string | undefined> = { ...env }
@@ -101,15 +102,15 @@ export const doctorCommand = (configPath: string | null, ctx: DoctorContext) =>
       if (!keys.some((f) => f.verdict === "ok")) {
         findings.push(
           finding(
-            "fail",
+            "info",
             "API keys",
-            "no provider key is set; set one (in the environment or in .env), or check a config for a local server with --config FILE",
+            "no provider key is set: a cloud provider's agents need one (in the environment or in .env), a local server's need none; check a config with --config FILE",
           ),
         )
       }
       findings.push(...sandboxFindings(new Set()))
     }
-    for (const f of findings) ctx.print(`${f.verdict.padEnd(5)} ${f.subject}: ${f.detail}`)
+    for (const f of findings) for (const text of f.detail.split("\n")) ctx.print(`${f.verdict.padEnd(5)} ${f.subject}: ${text}`)
     const failed = findings.filter((f) => f.verdict === "fail")
     if (failed.length === 0) {
       ctx.print("everything massgen needs is there")

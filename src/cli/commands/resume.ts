@@ -33,7 +33,7 @@ import { writeDerivedFiles, writeFileAtomic } from "../../services/run-files/ind
 import { removeOrphanCopies } from "../../services/tools/workspace.ts"
 import type { CliContext } from "../context.ts"
 import { automationHeader } from "../run/automation-output.ts"
-import { runDisplay } from "../run/display.ts"
+import { runDisplay, showsTerminalView } from "../run/display.ts"
 import { reportSkips } from "../run/report.ts"
 import { openRunDir, RunDirError, recordedBlob, recordedToolResult, refuseNewer, runDirConfig } from "../run/run-dir.ts"
 import { EXIT_CODES, footerLines, runSession } from "../run/session.ts"
@@ -120,6 +120,7 @@ export const resumeCommand = (args: ResumeArgs, ctx: CliContext) =>
       interrupt: ctx.interrupt,
       automation: args.automation,
       display: runDisplay({ automation: args.automation, noDisplay: false }, ctx.print, dir.path),
+      resumeHintShown: showsTerminalView({ automation: args.automation, noDisplay: false }),
       resume: {
         events: all,
         skipped: since.skipped,

@@ -16,7 +16,7 @@ import { type RunArgs, UsageError } from "../args/index.ts"
 import type { CliContext } from "../context.ts"
 import { jitForRun } from "../process/jit-policy.ts"
 import { automationHeader } from "../run/automation-output.ts"
-import { runDisplay } from "../run/display.ts"
+import { runDisplay, showsTerminalView } from "../run/display.ts"
 import { newRunDir } from "../run/new-run.ts"
 import { runSession } from "../run/session.ts"
 import { makeAgentTools, makeBackends, resolveRunConfig, unpricedUnderBudget } from "../run/setup.ts"
@@ -54,6 +54,8 @@ export const runCommand = (args: RunArgs, ctx: CliContext) =>
     if (args.automation && session !== null) ctx.print(`SESSION: ${session.id}`)
     // The coordination's many small steps gain little from the JIT but its memory, unless it has many agents.
     jitForRun(loaded.config.agents.length)
+    // `ui.display_type: none | simple` is `--no-display`.
+    const shown = { ...args, noDisplay: args.noDisplay || loaded.config.display === "plain" }
     return yield* runSession({
       logDir,
       config: loaded.config,
@@ -64,8 +66,8 @@ export const runCommand = (args: RunArgs, ctx: CliContext) =>
       version: ctx.version,
       interrupt: ctx.interrupt,
       automation: args.automation,
-      // `ui.display_type: none | simple` is `--no-display`.
-      display: runDisplay({ ...args, noDisplay: args.noDisplay || loaded.config.display === "plain" }, ctx.print, logDir),
+      display: runDisplay(shown, ctx.print, logDir),
+      resumeHintShown: showsTerminalView(shown),
       print: ctx.print,
       printError: ctx.printError,
       env: loaded.env,

@@ -26,11 +26,14 @@ import { createInterface } from "node:readline"
 import { Effect } from "effect"
 import { formatProblem, unknownKeys } from "../../domain/config/index.ts"
 import { count, formatCost } from "../../lib/text.ts"
+import { utf8Bytes } from "../../lib/utf8-bytes.ts"
 import { EventStore } from "../../services/event-store/index.ts"
+import { formatBytes } from "../../services/input-file.ts"
 import type { RunArgs } from "../args/index.ts"
 import type { CliContext } from "../context.ts"
+import { DEFAULT_MAX_QUESTION_BYTES } from "../help.ts"
 import { preview } from "../run/automation-output.ts"
-import { runDisplay } from "../run/display.ts"
+import { runDisplay, showsTerminalView } from "../run/display.ts"
 import { newRunDir } from "../run/new-run.ts"
 import { runSession } from "../run/session.ts"
 import { makeAgentTools, makeBackends, resolveRunConfig } from "../run/setup.ts"
@@ -71,7 +74,7 @@ const readLine = (): Promise<Typed> =>
     rl.prompt()
   })
 
-export const interactiveCommand = (args: Omit<RunArgs, "question">, ctx: CliContext) =>
+export const interactiveCommand = (args: Omit<RunArgs, "question"> & { readonly maxQuestionBytes?: number }, ctx: CliContext) =>
   Effect.gen(function* () {
     const loaded = yield* resolveRunConfig({ ...args, question: "" }, ctx.env, ctx.cwd)
     for (const w of unknownKeys(loaded.raw)) ctx.printError(`massgen: warning: config ${loaded.where}: ${formatProblem(w)}`)
@@ -124,6 +127,7 @@ export const interactiveCommand = (args: Omit<RunArgs, "question">, ctx: CliCont
           interrupt: Effect.promise(() => stopped),
           automation: false,
           display: runDisplay({ automation: false, noDisplay: args.noDisplay }, ctx.print, logDir),
+          resumeHintShown: showsTerminalView({ automation: false, noDisplay: args.noDisplay }),
           print: ctx.print,
           printError: ctx.printError,
           env: loaded.env,
@@ -151,6 +155,11 @@ export const interactiveCommand = (args: Omit<RunArgs, "question">, ctx: CliCont
           session = newSessionId()
           ctx.print(`New session ${session}: the next question starts a new conversation.`)
         }
+        continue
+      }
+      const max = args.maxQuestionBytes ?? DEFAULT_MAX_QUESTION_BYTES
+      if (utf8Bytes(text) > max) {
+        ctx.print(`That question is over the question limit of ${formatBytes(max)} (--max-question-bytes ${max}); nothing was run.`)
         continue
       }
       yield* turn(text)

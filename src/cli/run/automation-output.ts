@@ -20,7 +20,7 @@
  * gives the tokens and the cost (`$—` when no call was priced).
  */
 import { join } from "node:path"
-import { type Event, resumedText } from "../../domain/events/index.ts"
+import { type Event, ignoredVoteText, resumedText } from "../../domain/events/index.ts"
 import { failureText } from "../../domain/projections/status.ts"
 import { agentFile } from "../../domain/run-paths.ts"
 import { activeMs, type State } from "../../domain/state/index.ts"
@@ -99,7 +99,7 @@ const eventLine = (event: Event, state: State, logDir: string): string | null =>
     case "vote_cast":
       return `[${event.agent}] votes for ${event.target} (${event.target_label}): ${preview(event.reason, 100)}`
     case "vote_ignored":
-      return `[${event.agent}] vote for ${event.target} ignored (${event.reason})`
+      return `[${event.agent}] ${ignoredVoteText(event)}`
     case "call_retried":
       return `[${event.agent}] call failed, retry ${event.retry} in ${event.delay_seconds.toFixed(1)}s: ${event.error}`
     case "agent_failed":

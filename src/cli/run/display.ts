@@ -50,6 +50,10 @@ export const observerOf = (display: Display): Observer => ({
 export const wantsTerminalView = (noDisplay: boolean, stdout: { readonly isTTY?: boolean } = { isTTY: isatty(1) }): boolean =>
   !noDisplay && stdout.isTTY === true
 
+/** Whether `runDisplay` shows the terminal view, whose last screen ends with a stopped run's `resume with:` line. */
+export const showsTerminalView = (args: Pick<RunArgs, "automation" | "noDisplay">): boolean =>
+  !args.automation && wantsTerminalView(args.noDisplay)
+
 /** The observer of a run started from the command line, or none in automation mode. */
 export const runDisplay = (
   args: Pick<RunArgs, "automation" | "noDisplay">,
@@ -58,7 +62,7 @@ export const runDisplay = (
 ): Effect.Effect<Observer | undefined, never, Scope.Scope> =>
   args.automation
     ? Effect.succeed(undefined)
-    : wantsTerminalView(args.noDisplay)
+    : showsTerminalView(args)
       ? Effect.flatMap(
           Effect.promise(() => import("../terminal-view/live.ts")),
           (m) => Effect.map(m.terminalDisplay({ out: process.stdout, clock: "wall", logDir }), observerOf),

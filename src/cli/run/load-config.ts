@@ -6,13 +6,20 @@
  * `ConfigError.message` is one line per problem, each naming the key's path,
  * what was expected and what was found (for a config built from `--model`,
  * the flag and the model instead); it maps to exit code 1. A file that cannot
- * be read is said in plain words (`readProblem`), not as an errno.
+ * be read is said in plain words (`input-file.ts`), not as an errno. The file
+ * must be a regular file of at most `INPUT_LIMITS.config` bytes, checked
+ * before it is read (`input-file.ts`: a pipe or `/dev/zero` is refused, never
+ * waited on), and its document may nest at most `MAX_CONFIG_DEPTH` levels.
  */
-import { readFileSync } from "node:fs"
 import { Effect, Either, Schema } from "effect"
 import type { YAMLParseError } from "yaml"
 import { type Config, type ConfigProblem, decodeConfig, formatProblem } from "../../domain/config/index.ts"
+import { exceedsDepth } from "../../lib/nesting-depth.ts"
 import { parseYamlSubset } from "../../lib/yaml-subset.ts"
+import { INPUT_LIMITS, readInputFile } from "../../services/input-file.ts"
+
+/** How many levels of lists and mappings a config may nest (MassGen's deepest need fewer than ten). */
+export const MAX_CONFIG_DEPTH = 64
 
 /** Whether a config's `path` is the flag it was built from (`--model`, `--models`), not a file. */
 export const isFlag = (path: string): boolean => path.startsWith("--")
@@ -41,33 +48,24 @@ export interface LoadedConfig {
 const fail = (reason: ConfigError["reason"], path: string, problems: ReadonlyArray<ConfigProblem>) =>
   Effect.fail(new ConfigError({ reason, path, problems }))
 
-/** Why a file could not be read, in plain words rather than an errno. */
-export const readProblem = (e: unknown): string => {
-  switch ((e as { code?: string }).code) {
-    case "ENOENT":
-      return "no such file"
-    case "EISDIR":
-      return "is a directory, not a file"
-    case "EACCES":
-    case "EPERM":
-      return "cannot be read: permission denied"
-    default:
-      return `cannot be read: ${e instanceof Error ? e.message : String(e)}`
-  }
-}
-
 /** The first line of a YAML parser's message, without the position it repeats and the colon that led to its code excerpt. */
 const yamlReason = (e: YAMLParseError): string =>
   (e.message.split("\n")[0] ?? "").replace(/ at line \d+, column \d+:?\s*$/, "").replace(/:\s*$/, "")
 
-/**
- * Parses YAML text into a document, naming the line and column of a syntax
- * error. The plain configs most are read without the `yaml` package, to the
- * same value (`yaml-subset.ts`); the package is loaded for the rest.
- */
-export const parseConfigText = (text: string, path: string): Effect.Effect<unknown, ConfigError> =>
+const TOO_DEEP = `nested more than ${MAX_CONFIG_DEPTH} levels deep (lists and mappings inside each other)`
+
+/** A stack overflow inside a parser: the document nests deeper than any parser here can follow. */
+const isTooDeep = (e: unknown): boolean => e instanceof RangeError || /Maximum call stack size exceeded/.test(String(e))
+
+const parseText = (text: string, path: string): Effect.Effect<unknown, ConfigError> =>
   Effect.suspend(() => {
-    const plain = parseYamlSubset(text)
+    let plain: unknown
+    try {
+      plain = parseYamlSubset(text)
+    } catch (e) {
+      if (isTooDeep(e)) return fail("bad_yaml", path, [{ path: "", message: TOO_DEEP }])
+      throw e
+    }
     if (plain !== undefined) return Effect.succeed(plain)
     return Effect.flatMap(
       Effect.promise(() => import("yaml")),
@@ -75,6 +73,7 @@ export const parseConfigText = (text: string, path: string): Effect.Effect<unkno
         try {
           return Effect.succeed(yaml.parse(text) as unknown)
         } catch (e) {
+          if (isTooDeep(e)) return fail("bad_yaml", path, [{ path: "", message: TOO_DEEP }])
           const at = e instanceof yaml.YAMLParseError ? e.linePos?.[0] : undefined
           const message =
             e instanceof yaml.YAMLParseError
@@ -86,6 +85,18 @@ export const parseConfigText = (text: string, path: string): Effect.Effect<unkno
     )
   })
 
+/**
+ * Parses YAML text into a document, naming the line and column of a syntax
+ * error. The plain configs most are read without the `yaml` package, to the
+ * same value (`yaml-subset.ts`); the package is loaded for the rest. A
+ * document nested deeper than `MAX_CONFIG_DEPTH` is refused, as is one
+ * nested so deep that a parser runs out of stack.
+ */
+export const parseConfigText = (text: string, path: string): Effect.Effect<unknown, ConfigError> =>
+  Effect.flatMap(parseText(text, path), (doc) =>
+    exceedsDepth(doc, MAX_CONFIG_DEPTH) ? fail("bad_yaml", path, [{ path: "", message: TOO_DEEP }]) : Effect.succeed(doc),
+  )
+
 export const decodeDocument = (
   raw: unknown,
   path: string,
@@ -95,17 +106,12 @@ export const decodeDocument = (
   return Either.isRight(decoded) ? Effect.succeed(decoded.right) : fail("invalid", path, decoded.left)
 }
 
-/** The text of a config file, or why it cannot be read. */
+/** The text of a config file, or why it is not read: missing, not a regular file, over `INPUT_LIMITS.config`, unreadable. */
 export const readConfigText = (path: string): Effect.Effect<string, ConfigError> =>
   Effect.suspend(() => {
-    try {
-      return Effect.succeed(readFileSync(path, "utf8"))
-    } catch (e) {
-      const code = (e as { code?: string }).code
-      return code === "ENOENT"
-        ? fail("missing_file", path, [{ path: "", message: readProblem(e) }])
-        : fail("unreadable", path, [{ path: "", message: code === "EISDIR" ? "is a directory, not a config file" : readProblem(e) }])
-    }
+    const read = readInputFile(path, INPUT_LIMITS.config, "config file", "for a config file")
+    if (read._tag === "read") return Effect.succeed(read.text)
+    return fail(read.reason === "missing" ? "missing_file" : "unreadable", path, [{ path: "", message: read.problem }])
   })
 
 export const loadConfigFile = (path: string, env: Readonly<Record<string, string | undefined>>): Effect.Effect<LoadedConfig, ConfigError> =>

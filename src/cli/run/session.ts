@@ -14,7 +14,8 @@
  * `SharedRunFiles`, a worker's, every whole file the run writes is also
  * shared: `services/run-files/shared.ts`), prints
  * the automation footer when asked, reports a run that did not complete on
- * stderr, and returns the exit code of its finish reason (`runSessionOutcome`
+ * stderr (with how to resume it, unless the display's last screen said so:
+ * `resumeHintShown`), and returns the exit code of its finish reason (`runSessionOutcome`
  * does the same work and returns the outcome itself, printing nothing).
  */
 import { existsSync } from "node:fs"
@@ -68,6 +69,8 @@ export interface SessionInput {
   readonly automation: boolean
   /** The display of the run, alive for the run's scope (the terminal view restores the terminal when it closes). */
   readonly display: Effect.Effect<Observer | undefined, never, Scope.Scope>
+  /** The display's last screen ends with the `resume with:` line (the terminal view), so stderr does not say it again. */
+  readonly resumeHintShown?: boolean
   readonly resume?: ResumeInput
   readonly print: (line: string) => void
   readonly printError: (line: string) => void
@@ -75,9 +78,9 @@ export interface SessionInput {
   readonly env: Readonly<Record<string, string | undefined>>
 }
 
-/** The one-line account of a run that did not complete, for stderr; a run a signal stopped says how to resume it. */
-export const unfinishedMessage = (state: State, logDir: string): string => {
-  const hint = isResumable(state.finished) ? `; resume with: ${resumeHint(logDir)}` : ""
+/** The one-line account of a run that did not complete, for stderr; a run a signal stopped says how to resume it, unless `withHint` is false. */
+export const unfinishedMessage = (state: State, logDir: string, withHint = true): string => {
+  const hint = withHint && isResumable(state.finished) ? `; resume with: ${resumeHint(logDir)}` : ""
   return `massgen: run ${state.finished?.reason ?? "stopped"}: ${foldedText(failureText(state) ?? "")}${hint}`
 }
 
@@ -103,7 +106,7 @@ export const footerLines = (state: State, logDir: string): ReadonlyArray<string>
 export const runSession = (input: SessionInput) =>
   Effect.map(runSessionOutcome(input), (outcome) => {
     if (input.automation) for (const line of footerLines(outcome.state, input.logDir)) input.print(line)
-    if (outcome.reason !== "completed") input.printError(unfinishedMessage(outcome.state, input.logDir))
+    if (outcome.reason !== "completed") input.printError(unfinishedMessage(outcome.state, input.logDir, input.resumeHintShown !== true))
     return EXIT_CODES[outcome.reason]
   })
 

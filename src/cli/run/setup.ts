@@ -88,7 +88,7 @@ const withAbsoluteContextPaths = (config: Config, cwd: string, where: string) =>
 export const resolveRunConfig = (args: RunArgs, baseEnv: Env, cwd: string) =>
   Effect.gen(function* () {
     const env = yield* loadDotEnv(cwd, baseEnv).pipe(
-      Effect.mapError((e) => new ConfigError({ reason: "unreadable", path: e.path, problems: [{ path: "", message: e.message }] })),
+      Effect.mapError((e) => new ConfigError({ reason: "unreadable", path: e.path, problems: [{ path: "", message: e.detail }] })),
     )
     const loaded =
       args.configPath !== null

@@ -28,6 +28,7 @@
  */
 import type { ConversationMessage } from "../../domain/events/index.ts"
 import type { Usage } from "../../domain/state/index.ts"
+import { utf8Bytes } from "../../lib/utf8-bytes.ts"
 
 export interface ChatRequest {
   readonly model: string
@@ -122,7 +123,7 @@ export const readChatRequest = (
     if (text === null) return badRequest(`messages[${i}].content must be text: a string or text parts`, `messages[${i}].content`)
     said.push({ role: m.role, content: text })
   }
-  const textBytes = said.reduce((n, m) => n + Buffer.byteLength(m.content, "utf8"), 0)
+  const textBytes = said.reduce((n, m) => n + utf8Bytes(m.content), 0)
   if (textBytes > maxTextBytes) {
     return {
       status: 413,

@@ -147,10 +147,21 @@ const compactLine = (agent: AgentView, columns: number, color: boolean, withVote
   )
 }
 
+/** The tally after `Votes`, wrapped at whole entries so that no answer's count is cut (the first line after `Votes`, the rest under it). */
+const tallyLines = (view: View, columns: number): Array<string> => {
+  const entries = Object.entries(view.tally).map(([label, n]) => `${label}: ${n}`)
+  const lines: Array<string> = []
+  for (const entry of entries) {
+    const last = lines[lines.length - 1]
+    const room = columns - "Votes   ".length
+    if (last !== undefined && width(`${last}  ${entry}`) <= room) lines[lines.length - 1] = `${last}  ${entry}`
+    else lines.push(entry)
+  }
+  return lines
+}
+
 export const votesTable = (view: View, columns: number, color: boolean): Array<string> => {
-  const tally = Object.entries(view.tally)
-    .map(([label, n]) => `${label}: ${n}`)
-    .join("  ")
+  const [tally = "", ...moreTally] = tallyLines(view, columns)
   const voterWidth = Math.min(16, Math.max(5, ...view.votes.map((v) => v.voter.length)))
   const rows = view.votes.map((v) =>
     line(
@@ -163,7 +174,11 @@ export const votesTable = (view: View, columns: number, color: boolean): Array<s
       color,
     ),
   )
-  return [line([["Votes", "1;4"], [tally === "" ? "" : `   ${tally}`]], columns, color), ...rows]
+  return [
+    line([["Votes", "1;4"], [tally === "" ? "" : `   ${tally}`]], columns, color),
+    ...moreTally.map((more) => line([[`        ${more}`]], columns, color)),
+    ...rows,
+  ]
 }
 
 const finalTitle = (view: View, columns: number, color: boolean): string =>

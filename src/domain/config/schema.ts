@@ -8,16 +8,20 @@
  * `ConfigProblem` is one such message at a key's path. Pure.
  */
 import { Schema } from "effect"
+import { closest } from "../../lib/did-you-mean.ts"
 
 export const opt = <S extends Schema.Schema.All>(schema: S) => Schema.optionalWith(schema, { exact: true })
 
-/** A closed set of strings whose error lists the choices and the value found. */
+/** A closed set of strings whose error lists the choices and the value found, and the choice a typo away from it (`did-you-mean.ts`). */
 export const oneOf = <const L extends ReadonlyArray<string>>(...values: L) =>
   Schema.Literal(...values).annotations({
-    message: (issue) => ({
-      message: `Expected one of ${values.join(", ")}, found ${JSON.stringify(issue.actual)}`,
-      override: true,
-    }),
+    message: (issue) => {
+      const near = typeof issue.actual === "string" ? closest(issue.actual, values) : null
+      return {
+        message: `Expected one of ${values.join(", ")}, found ${JSON.stringify(issue.actual)}${near !== null ? `; did you mean ${near}?` : ""}`,
+        override: true,
+      }
+    },
   })
 
 /** A finite number: YAML's .inf and an overflowing 1e400 are not numbers a run can use or log. */

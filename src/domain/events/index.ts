@@ -52,7 +52,7 @@ export { Time } from "./fields.ts"
 export * from "./files.ts"
 export * from "./rounds.ts"
 export * from "./run.ts"
-export { resumedText } from "./text.ts"
+export { ignoredVoteText, resumedText } from "./text.ts"
 
 /**
  * The version of the events file's format: it changes when an event loses or changes a field.

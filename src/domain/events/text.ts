@@ -2,12 +2,25 @@
  * Sentences about events, for people: what the views, the derived logs and the automation output say of an event.
  *
  * `resumedText(run_resumed)` says what a resume did with the work in flight
- * ("2 rounds go on", "1 round starts again"). Pure, and free of the replay
+ * ("2 rounds go on", "1 round starts again"); `ignoredVoteText(vote_ignored)`
+ * says why a vote was not counted, in words a first run's reader follows
+ * rather than the event's reason code. Pure, and free of the replay
  * stack that computed those lists, so a projection that names a resume
  * needs only the events.
  */
 import { count } from "../../lib/text.ts"
+import type { VoteIgnored } from "./rounds.ts"
 import type { RunResumed } from "./run.ts"
+
+const IGNORED_BECAUSE: Record<(typeof VoteIgnored.Type)["reason"], string> = {
+  stale: "it saw answers that are no longer the latest",
+  invalid_target: "it named an answer its round was not shown",
+  deferred: "no vote is taken at this point of the run",
+}
+
+/** "vote for planner not counted: it saw answers that are no longer the latest". */
+export const ignoredVoteText = (event: typeof VoteIgnored.Type): string =>
+  `vote for ${event.target} not counted: ${IGNORED_BECAUSE[event.reason]}`
 
 /** What a `run_resumed` did with the work in flight, for people: "2 rounds go on", "1 round starts again". */
 export const resumedText = (event: typeof RunResumed.Type): string => {

@@ -23,7 +23,7 @@
 
 import { count, oneLine } from "../../lib/text.ts"
 import { onlyHeaders } from "../agent-output.ts"
-import { type Event, type FinalSource, type FinishReason, resumedText } from "../events/index.ts"
+import { type Event, type FinalSource, type FinishReason, ignoredVoteText, resumedText } from "../events/index.ts"
 import { advanceInPlace, initialState, type State } from "../state/index.ts"
 import { toolCallLine } from "../tools/calls.ts"
 import { changedFiles, workspaceLine } from "../workspaces/facts.ts"
@@ -141,7 +141,7 @@ export const timelineText = (event: Event): string | null => {
     case "vote_cast":
       return `votes for ${event.target} (${event.target_label})`
     case "vote_ignored":
-      return `vote for ${event.target} ignored (${event.reason})`
+      return ignoredVoteText(event)
     case "call_retried":
       return `call retry ${event.retry}: ${oneLine(event.error, 60)}`
     case "agent_failed":

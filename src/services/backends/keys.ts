@@ -10,11 +10,11 @@
  * `cwd/.env` and returns `env` plus the variables it does not already hold.
  */
 
-import { readFile } from "node:fs/promises"
 import { join } from "node:path"
 import { Effect, Either, Schema } from "effect"
 import type { BackendConfig } from "../../domain/config/index.ts"
 import { keyEnvForBaseUrl, presetFor } from "../../domain/config/index.ts"
+import { INPUT_LIMITS, readInputFile } from "../input-file.ts"
 
 export type Env = Readonly<Record<string, string | undefined>>
 
@@ -124,15 +124,12 @@ export const mergeDotEnv = (parsed: Readonly<Record<string, string>>, env: Env):
 /** Reads `cwd/.env` (a missing file changes nothing) and merges it under `env`. */
 export const loadDotEnv = (cwd: string, env: Env): Effect.Effect<Record<string, string | undefined>, DotEnvError> => {
   const path = join(cwd, ".env")
-  return Effect.tryPromise({
-    try: () => readFile(path, "utf8"),
-    catch: (e) => e,
-  }).pipe(
-    Effect.map((text) => mergeDotEnv(parseDotEnv(text), env)),
-    Effect.catchAll((e) =>
-      (e as { code?: unknown }).code === "ENOENT"
-        ? Effect.succeed({ ...env })
-        : Effect.fail(new DotEnvError({ reason: "unreadable", path, detail: e instanceof Error ? e.message : String(e) })),
-    ),
-  )
+  return Effect.suspend(() => {
+    // A named pipe or a device in its place is refused, never waited on (`input-file.ts`).
+    const read = readInputFile(path, INPUT_LIMITS.dotEnv, "file", "for a .env file")
+    if (read._tag === "read") return Effect.succeed(mergeDotEnv(parseDotEnv(read.text), env))
+    return read.reason === "missing"
+      ? Effect.succeed({ ...env })
+      : Effect.fail(new DotEnvError({ reason: "unreadable", path, detail: read.problem }))
+  })
 }
