@@ -211,3 +211,48 @@ describe("ui and display (MassGen: display_type none/simple are plain, rich/text
     expect(settingsOf(solo).settings).not.toHaveProperty("initial_round_timeout_seconds")
   })
 })
+
+describe("MassGen's permission engine (permissions:, v0.1.97) is refused until it is supported, never ignored", () => {
+  const config = (dir: string) => {
+    const file = nodePath.join(dir, "team.yaml")
+    fs.writeFileSync(
+      file,
+      [
+        "agents:",
+        "  - id: a1",
+        "    backend:",
+        "      type: scripted",
+        "      cwd: workspace",
+        "      enable_mcp_command_line: true",
+        "      script:",
+        "        - tool: execute_command",
+        '          args: { command: "touch ran.txt" }',
+        "        - new_answer: done",
+        "      vote: agent1",
+        "permissions:",
+        "  rules:",
+        '    - { action: "execute_command(*)", decision: deny }',
+      ].join("\n"),
+    )
+    return file
+  }
+
+  test("--validate names it with what to use instead, and a run of it stops before any command or file (exit 1)", async () => {
+    const cwd = fs.mkdtempSync(nodePath.join(os.tmpdir(), "massgen-permissions-"))
+    const file = config(cwd)
+    const validated = await runCli("source", ["--validate", file, "--json"], { cwd, env: {} })
+    expect(validated.exitCode).toBe(1)
+    const errors = JSON.parse(validated.stdout).errors
+    expect(errors).toEqual([
+      expect.objectContaining({
+        location: "permissions",
+        message: "the permission engine (permissions): not supported",
+        suggestion: expect.stringContaining("sandbox"),
+      }),
+    ])
+    const run = await runCli("source", ["--automation", "--config", file, "q"], { cwd, env: {} })
+    expect(run.exitCode).toBe(1)
+    expect(run.stderr).toContain("the permission engine (permissions): not supported")
+    expect(fs.readdirSync(cwd)).toEqual(["team.yaml"])
+  }, 30_000)
+})

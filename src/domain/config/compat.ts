@@ -33,6 +33,14 @@ const orchestrator = (...keys: ReadonlyArray<string>) => keys.map((k) => `orches
 export const UNSUPPORTED_FEATURES: ReadonlyArray<Feature> = [
   { name: "memory", keys: ["memory"], refused: true, instead: "remove the memory section" },
   {
+    // MassGen v0.1.97's permission engine: a config written to deny commands must not run them unchecked.
+    name: "the permission engine (permissions)",
+    keys: ["permissions", "orchestrator.permissions"],
+    refused: true,
+    instead:
+      "remove the permissions section; to confine commands use command_line_execution_mode: sandbox and command_line_allowed_commands (docs/commands.md)",
+  },
+  {
     name: "planning, task planning, skills and orchestration restarts (orchestrator.coordination)",
     keys: orchestrator("coordination"),
     refused: true,
