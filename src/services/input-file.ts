@@ -15,6 +15,7 @@
  * `INPUT_LIMITS`; the question's is `--max-question-bytes`.
  */
 import * as fs from "node:fs"
+import { readUpTo } from "../lib/read-up-to.ts"
 
 const MIB = 1024 * 1024
 
@@ -93,17 +94,8 @@ export const readInputFile = (path: string, maxBytes: number, noun: string, limi
   try {
     const after = notRegular(fs.fstatSync(fd), noun)
     if (after !== null) return after
-    const chunks: Array<Buffer> = []
-    let total = 0
-    for (;;) {
-      const chunk = Buffer.allocUnsafe(Math.min(64 * 1024, maxBytes + 1 - total))
-      const n = fs.readSync(fd, chunk, 0, chunk.length, null)
-      if (n === 0) break
-      chunks.push(chunk.subarray(0, n))
-      total += n
-      if (total > maxBytes) return overLimit(maxBytes, limitName)
-    }
-    return { _tag: "read", text: Buffer.concat(chunks, total).toString("utf8") }
+    const read = readUpTo(fd, maxBytes)
+    return read.over ? overLimit(maxBytes, limitName) : { _tag: "read", text: read.bytes.toString("utf8") }
   } catch (e) {
     return refused("unreadable", readProblem(e))
   } finally {

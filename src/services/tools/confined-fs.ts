@@ -47,7 +47,6 @@ import {
   openSync,
   readdirSync,
   readlinkSync,
-  readSync,
   realpathSync,
   renameSync,
   rmdirSync,
@@ -58,6 +57,7 @@ import {
 import * as nodePath from "node:path"
 import { Schema } from "effect"
 import { hasControlCharacter } from "../../domain/workspaces/paths.ts"
+import { readUpTo } from "../../lib/read-up-to.ts"
 
 export class ConfinedFsError extends Schema.TaggedError<ConfinedFsError>()("ConfinedFsError", {
   reason: Schema.Literal(
@@ -277,20 +277,9 @@ export const readFileAt = (dir: Dir, name: string, maxBytes: number, shown: stri
     const st = fstatSync(fd)
     if (!st.isFile() || st.ino !== before.ino || st.dev !== before.dev)
       throw new ConfinedFsError({ reason: "not_regular", path: shown, detail: "it changed while it was opened" })
-    const chunks: Buffer[] = []
-    let total = 0
-    for (;;) {
-      const room = Math.min(maxBytes + 1 - total, 1 << 20)
-      if (room <= 0) break
-      const chunk = Buffer.allocUnsafe(room)
-      const n = readSync(fd, chunk, 0, room, null)
-      if (n === 0) break
-      chunks.push(n === room ? chunk : chunk.subarray(0, n))
-      total += n
-    }
-    const all = Buffer.concat(chunks, total)
-    const cut = total > maxBytes || st.size > maxBytes
-    return { bytes: cut ? all.subarray(0, Math.min(total, maxBytes)) : all, size: st.size, cut, stat: st }
+    const read = readUpTo(fd, maxBytes)
+    const cut = read.over || st.size > maxBytes
+    return { bytes: cut ? read.bytes.subarray(0, Math.min(read.bytes.length, maxBytes)) : read.bytes, size: st.size, cut, stat: st }
   } catch (e) {
     throw ioError(shown, e)
   } finally {
