@@ -15,7 +15,7 @@
  * `INPUT_LIMITS`; the question's is `--max-question-bytes`.
  */
 import * as fs from "node:fs"
-import { readUpTo } from "../lib/read-up-to.ts"
+import { readFdUpTo } from "../lib/read-fd-up-to.ts"
 
 const MIB = 1024 * 1024
 
@@ -94,7 +94,7 @@ export const readInputFile = (path: string, maxBytes: number, noun: string, limi
   try {
     const after = notRegular(fs.fstatSync(fd), noun)
     if (after !== null) return after
-    const read = readUpTo(fd, maxBytes)
+    const read = readFdUpTo(fd, maxBytes)
     return read.over ? overLimit(maxBytes, limitName) : { _tag: "read", text: read.bytes.toString("utf8") }
   } catch (e) {
     return refused("unreadable", readProblem(e))

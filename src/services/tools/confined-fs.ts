@@ -57,7 +57,7 @@ import {
 import * as nodePath from "node:path"
 import { Schema } from "effect"
 import { hasControlCharacter } from "../../domain/workspaces/paths.ts"
-import { readUpTo } from "../../lib/read-up-to.ts"
+import { readFdUpTo } from "../../lib/read-fd-up-to.ts"
 
 export class ConfinedFsError extends Schema.TaggedError<ConfinedFsError>()("ConfinedFsError", {
   reason: Schema.Literal(
@@ -277,7 +277,7 @@ export const readFileAt = (dir: Dir, name: string, maxBytes: number, shown: stri
     const st = fstatSync(fd)
     if (!st.isFile() || st.ino !== before.ino || st.dev !== before.dev)
       throw new ConfinedFsError({ reason: "not_regular", path: shown, detail: "it changed while it was opened" })
-    const read = readUpTo(fd, maxBytes)
+    const read = readFdUpTo(fd, maxBytes)
     const cut = read.over || st.size > maxBytes
     return { bytes: cut ? read.bytes.subarray(0, Math.min(read.bytes.length, maxBytes)) : read.bytes, size: st.size, cut, stat: st }
   } catch (e) {

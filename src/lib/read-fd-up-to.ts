@@ -1,7 +1,7 @@
 /**
  * Reading an open descriptor up to a cap: at most `maxBytes + 1` bytes, so the caller knows whether there was more without reading it.
  *
- * Contract: `readUpTo(fd, maxBytes)` reads from the descriptor's position in
+ * Contract: `readFdUpTo(fd, maxBytes)` reads from the descriptor's position in
  * chunks of at most 64 KiB until the end or until it holds `maxBytes + 1`
  * bytes, and gives what it read; `over` is true when that is more than
  * `maxBytes`. A file whose size says 0 (as in `/proc`) is still read to the
@@ -12,7 +12,7 @@ import { readSync } from "node:fs"
 
 const CHUNK = 64 * 1024
 
-export const readUpTo = (fd: number, maxBytes: number): { readonly bytes: Buffer; readonly over: boolean } => {
+export const readFdUpTo = (fd: number, maxBytes: number): { readonly bytes: Buffer; readonly over: boolean } => {
   const chunks: Array<Buffer> = []
   let total = 0
   for (;;) {
