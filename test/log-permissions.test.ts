@@ -37,20 +37,45 @@ const QUESTION = "What is 2+2?"
 
 const modeOf = (path: string): string => (fs.statSync(path).mode & 0o777).toString(8)
 
+/** The mode of `path`, or undefined when it is gone: mid-run, a temporary file may be renamed between the listing and its stat. */
+const modeIfThere = (path: string): string | undefined => {
+  const stat = fs.statSync(path, { throwIfNoEntry: false })
+  return stat === undefined ? undefined : (stat.mode & 0o777).toString(8)
+}
+
+/** The directories and files below `dir`, walked one folder at a time; a folder gone mid-walk (renamed into place) is skipped. */
+const walk = (dir: string): { dirs: Array<string>; files: Array<string> } => {
+  const dirs: Array<string> = []
+  const files: Array<string> = []
+  const visit = (folder: string): void => {
+    let entries: Array<fs.Dirent>
+    try {
+      entries = fs.readdirSync(folder, { withFileTypes: true })
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === "ENOENT") return
+      throw e
+    }
+    for (const entry of entries) {
+      const path = nodePath.join(folder, entry.name)
+      if (entry.isDirectory()) {
+        dirs.push(path)
+        visit(path)
+      } else if (entry.isFile()) files.push(path)
+    }
+  }
+  visit(dir)
+  return { dirs, files }
+}
+
 /** Every directory and file under `dir` (and `dir` itself) with a mode other than 0700 / 0600. */
 const looseModes = (dir: string): Array<string> => {
-  const dirs = [
-    dir,
-    ...fs
-      .readdirSync(dir, { recursive: true, withFileTypes: true })
-      .filter((d) => d.isDirectory())
-      .map((d) => nodePath.join(d.parentPath, d.name)),
-  ]
-  const files = filesUnder(dir).map((f) => nodePath.join(dir, f))
-  return [
-    ...dirs.filter((d) => modeOf(d) !== "700").map((d) => `${nodePath.relative(dir, d) || "."}/ ${modeOf(d)}`),
-    ...files.filter((f) => modeOf(f) !== "600").map((f) => `${nodePath.relative(dir, f)} ${modeOf(f)}`),
-  ]
+  const { dirs, files } = walk(dir)
+  const loose = (paths: Array<string>, wanted: string, suffix: string): Array<string> =>
+    paths.flatMap((p) => {
+      const mode = modeIfThere(p)
+      return mode === undefined || mode === wanted ? [] : [`${nodePath.relative(dir, p) || "."}${suffix} ${mode}`]
+    })
+  return [...loose([dir, ...dirs], "700", "/"), ...loose(files, "600", "")]
 }
 
 describe("log directories are 0700 and their files 0600, whatever the umask", () => {
