@@ -10,7 +10,8 @@
  * stream must not be one). The script renders the same markup the server did;
  * every answer, the losing and replaced ones too, opens from its agent's card.
  * After a run is stopped and resumed, the elapsed time shown is where the
- * timeline ends.
+ * timeline ends; a run whose process is gone says STOPPED, its clock at its
+ * last event.
  *
  * The council: the fixture's three scripted agents, the planner answering
  * twice (agent1.1 replaced by agent1.2), the critic's answer and vote reason
@@ -25,8 +26,8 @@ import { escapeHtml } from "../src/cli/web/markdown.ts"
 import type { Event } from "../src/domain/events/index.ts"
 import { CHROMIUM, CHROMIUM_ARGS } from "./support/chromium.ts"
 import { cleanupSandboxes, type RunningCli, runCli, sandbox, startCli } from "./support/cli.ts"
-import { crashedRun, ENV, expectExit } from "./support/run-dirs.ts"
-import { COUNCIL, eventLines, playCouncil, QUESTION, shiftEvents, writeRunDir } from "./support/view-fixtures.ts"
+import { crashedRun, deadPid, ENV, expectExit } from "./support/run-dirs.ts"
+import { COUNCIL, eventLines, metaAt, playCouncil, QUESTION, shiftEvents, writeRunDir } from "./support/view-fixtures.ts"
 
 const HOSTILE = `Read <script>alert("owned")</script> one book & do <img src=x onerror="alert(2)"> every exercise. $' $& $1`
 const HOSTILE_REASON = `</td><script>alert(3)</script> it is short`
@@ -266,4 +267,27 @@ describe("a run stopped and resumed", () => {
     await page.close()
     await stop(viewer)
   }, 120_000)
+})
+
+describe("a run whose process is gone", () => {
+  test("the page says STOPPED, its clock stopped at its last event", async () => {
+    const dir = nodePath.join(sandbox(), "log_20260201_000000_000005")
+    fs.mkdirSync(dir, { recursive: true })
+    const cut = events.findIndex((e) => e._tag === "vote_cast")
+    fs.writeFileSync(nodePath.join(dir, "events.jsonl"), eventLines(events.slice(0, cut), { ...metaAt(dir), pid: await deadPid() }))
+    const { viewer, url } = await serve(dir, false)
+    const page = await withJs.newPage()
+    await page.goto(url)
+    await page.waitForFunction(`document.querySelector("#state")?.textContent === "STOPPED · its process is gone"`)
+    const html = await (await fetch(url)).text()
+    expect(html).toContain(`<span id="state" class="badge bad">STOPPED · its process is gone</span>`)
+    // Its clock is at its last event (the timeline's newest line may be older: not every event has one).
+    const stoppedAt = ((Date.parse(events[cut - 1]!.time) - Date.parse(events[0]!.time)) / 1000).toFixed(1)
+    expect(html).toContain(`<b id="elapsed">${stoppedAt}s</b>`)
+    expect(await page.locator("#elapsed").textContent()).toBe(`${stoppedAt}s`)
+    const last = [...html.matchAll(/<span class="t">\+([\d.]+)s<\/span>/g)].at(-1)![1]!
+    expect(Number(last)).toBeLessThanOrEqual(Number(stoppedAt))
+    await page.close()
+    await stop(viewer)
+  }, 60_000)
 })
