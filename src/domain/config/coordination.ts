@@ -34,12 +34,27 @@ export interface KeySpec {
   readonly rule: Rule
 }
 
+/** `schema` or null (MassGen's None), one message for both. */
+const nullable = (schema: Schema.Schema.AnyNoContext, what: string) =>
+  Schema.NullOr(schema).annotations({
+    message: (issue) => ({ message: `Expected ${what} or null${found(issue as { actual: unknown })}`, override: true }),
+  })
+const Bool = Schema.Boolean
+const Text = Schema.String
+const Count = NonNegativeInt
+const NullCount = nullable(NonNegativeInt, "a whole number of 0 or more")
+const NullPositive = nullable(PositiveInt, "a whole number of 1 or more")
+const Strings = nullable(Schema.Array(Schema.String), "a list of strings")
+const Mapping = nullable(Schema.Record({ key: Schema.String, value: Schema.Unknown }), "a mapping")
+const Level = oneOf("low", "medium", "high")
+const Ratio = FiniteNumber.pipe(Schema.between(0, 1, { message: (issue) => `Expected a number from 0 to 1${found(issue)}` }))
+
 const ISSUE = "is not supported yet (issue 27)"
 const isOff = (offValue: unknown) => (value: unknown) => value === offValue || value === null
 const enabledOff = (value: unknown) => value === null || typeof value !== "object" || (value as Record<string, unknown>).enabled !== true
 const emptyOff = (value: unknown) => value === null || (typeof value === "object" && Object.keys(value as object).length === 0)
 
-/** Refused unless `false` (or null). */
+/** Refused unless `false`. */
 const flag = (feature: string, suggestion = "remove it to run without it"): KeySpec => ({
   type: Schema.Boolean,
   rule: { kind: "switch", feature, off: isOff(false), offText: "false", suggestion },
@@ -55,21 +70,6 @@ const generator = (feature: string): KeySpec => ({
   rule: { kind: "switch", feature, off: enabledOff, offText: "enabled: false", suggestion: "remove it to run without it" },
 })
 const setting = (type: Schema.Schema.AnyNoContext, of: string): KeySpec => ({ type, rule: { kind: "setting", of } })
-
-/** `schema` or null (MassGen's None), one message for both. */
-const nullable = (schema: Schema.Schema.AnyNoContext, what: string) =>
-  Schema.NullOr(schema).annotations({
-    message: (issue) => ({ message: `Expected ${what} or null${found(issue as { actual: unknown })}`, override: true }),
-  })
-const Bool = Schema.Boolean
-const Text = Schema.String
-const Count = NonNegativeInt
-const NullCount = nullable(NonNegativeInt, "a whole number of 0 or more")
-const NullPositive = nullable(PositiveInt, "a whole number of 1 or more")
-const Strings = nullable(Schema.Array(Schema.String), "a list of strings")
-const Mapping = nullable(Schema.Record({ key: Schema.String, value: Schema.Unknown }), "a mapping")
-const Level = oneOf("low", "medium", "high")
-const Ratio = FiniteNumber.pipe(Schema.between(0, 1, { message: (issue) => `Expected a number from 0 to 1${found(issue)}` }))
 
 const TASK_PLANNING = "enable_agent_task_planning"
 const SUBAGENTS = "enable_subagents"
@@ -202,7 +202,7 @@ export const COORDINATION_KEYS: Readonly<Record<string, KeySpec>> = {
 /** MassGen's `voting_sensitivity`: massgen's three strictness levels and `checklist_gated`. */
 const VotingSensitivity = oneOf("lenient", "balanced", "strict", "checklist_gated")
 
-/** The voting keys of `orchestrator:` beside `coordination` that massgen does not have (MassGen v0.1.91's `AgentConfig`). */
+/** The voting keys of `orchestrator:` beside `coordination` (MassGen v0.1.91's `AgentConfig`). */
 export const VOTING_KEYS: Readonly<Record<string, KeySpec>> = {
   voting_sensitivity: {
     type: VotingSensitivity,
