@@ -7,7 +7,8 @@
 import { describe, expect, test } from "bun:test"
 import { createHash } from "node:crypto"
 import fc from "fast-check"
-import { BLOB_MIN_CHARS, BLOB_MIN_JSON_CHARS, blobWriter, compactJsonText, expandJson, hashText } from "../src/services/run-files/blobs.ts"
+import { hashText } from "../src/lib/sha256.ts"
+import { BLOB_MIN_CHARS, BLOB_MIN_JSON_CHARS, blobWriter, compactJsonText, expandJson } from "../src/services/run-files/blobs.ts"
 
 const store = () => {
   const blobs = new Map<string, string>()
