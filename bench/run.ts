@@ -18,6 +18,7 @@
  * 10. massgen serve: added latency per request over the same run in process, requests/s at concurrency 8, RSS growth over 1,000 requests after a warm-up at that concurrency (bench/serve.ts).
  * 11. workspace snapshots: a 10 MB, 1,000-file workspace, first and later snapshot, over `cp -a` (bench/snapshots.ts).
  * 12. batches: `massgen batch` throughput at concurrency 1 and 3, and the Postgres event store's cost per event over the file store's (bench/batch.ts).
+ * 13. a 20 MB question: peak RSS, and the log directory over the question's size (bench/long-question.ts).
  * Live runs write to a temp directory that is removed at the end.
  */
 import { availableParallelism, loadavg } from "node:os"
@@ -25,6 +26,7 @@ import { batchBench } from "./batch.ts"
 import { criticalPathBench } from "./critical-path.ts"
 import { foldBench } from "./fold.ts"
 import { injectionBench } from "./injection.ts"
+import { longQuestionBench } from "./long-question.ts"
 import { mcpBench } from "./mcp.ts"
 import { replayBench, resumeBench } from "./resume-replay.ts"
 import { scaleAgentsBench } from "./scale-agents.ts"
@@ -65,6 +67,7 @@ const SECTIONS: ReadonlyArray<() => Promise<void>> = [
   serveBench,
   snapshotBench,
   batchBench,
+  longQuestionBench,
 ]
 try {
   for (const [i, section] of SECTIONS.entries()) {

@@ -116,7 +116,8 @@ export const makeEmitter = (run: RunContext) =>
                 contexts.get(workKey(event.agent, "present")) ??
                 (round === undefined ? undefined : contexts.get(workKey(event.agent, round)))
               // The question and answers it shows that are long texts are in the blob store: shown in their short form.
-              const text = seen === undefined ? "" : withLongTextsShown(requestText(seen), longTextsOf(state))
+              const longs = longTextsOf(state)
+              const text = seen === undefined ? "" : requestText(seen, (t) => withLongTextsShown(t, longs))
               return files.write(agentFile(event.agent, "final_context"), text)
             }),
           ),
