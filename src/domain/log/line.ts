@@ -10,7 +10,7 @@ import { Schema } from "effect"
 import { UNDECIDED } from "../../lib/plain-decoder.ts"
 import { type Event, type EventMeta, SCHEMA_VERSION } from "../events/index.ts"
 import { decodersByType, decodeWith, metaDecoders } from "./decoders.ts"
-import { readLongTexts, referenceLongTexts } from "./long-texts.ts"
+import { mayHoldLongTexts, readLongTexts, referenceLongTexts } from "./long-texts.ts"
 
 export const SkipCause = Schema.Literal(
   "blank",
@@ -102,7 +102,8 @@ const lineDecoder =
     const decoders = typeof type === "string" ? decodersByType.get(type) : undefined
     if (decoders === undefined) return skipped("unknown_type")
     // A long text's reference reads as its text; without the blob store, or with its blob missing, the line does not decode.
-    if (texts !== undefined && line.includes('"$blob"') && !readLongTexts(type as string, wire, texts)) return skipped("invalid_fields")
+    if (texts !== undefined && mayHoldLongTexts(type as string) && line.includes('"$blob"') && !readLongTexts(type as string, wire, texts))
+      return skipped("invalid_fields")
     const rawMeta = wire.meta
     if (rawMeta !== undefined) delete wire.meta
     wire._tag = type
