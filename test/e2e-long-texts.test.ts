@@ -12,6 +12,8 @@
  *   round and resumed; the resumed requests hold the question and the answer
  *   whole, read back from the blob store; each is in exactly one file; the
  *   final answer is the one the model gave; `replay --check` says SAME.
+ * - A session's next turn: the long question of the turn before comes back
+ *   from that turn's blob store into the conversation, kept once in its own.
  * - A 20 MB question with `--max-question-bytes` raised: the run completes and
  *   its log directory is under 1.5 × 20 MB.
  *
@@ -164,6 +166,34 @@ describe("long texts are written once, in the blob store", () => {
       } finally {
         fake.stop()
       }
+    },
+    TIMEOUT_MS,
+  )
+
+  test(
+    "a session's next turn reads the long question of the turn before from its blob store, and keeps it once in its own",
+    async () => {
+      const question = textOf("Q", 100_000)
+      const cwd = sandbox()
+      const config = writeConfig(cwd, {
+        agents: [{ id: "a", backend: { type: "scripted", answer: "Four.", vote: "agent1", final: "Four." } }],
+      })
+      const turn = (args: ReadonlyArray<string>) =>
+        runCli("source", ["--automation", "--config", config, "--session-id", "s1", ...args], { cwd, env: ENV, timeoutMs: TIMEOUT_MS })
+      const first = await turn(["--question-file", writeQuestion(cwd, question)])
+      expect({ code: first.exitCode, out: shown(first) }).toEqual({ code: 0, out: expect.any(String) })
+      const second = await turn(["And doubled?"])
+      expect({ code: second.exitCode, out: shown(second) }).toEqual({ code: 0, out: expect.any(String) })
+      const dir = logDirOf(second)
+      expect(eventsOf(dir)[0]).toMatchObject({
+        type: "run_started",
+        question: "And doubled?",
+        conversation: [
+          { role: "user", content: { $blob: hashText(question) } },
+          { role: "assistant", content: "Four." },
+        ],
+      })
+      expect(filesHolding(dir, question)).toEqual([blobPath(hashText(question))])
     },
     TIMEOUT_MS,
   )

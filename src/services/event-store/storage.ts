@@ -103,8 +103,14 @@ const blobFiles: BlobStore = {
     if (fs.existsSync(path)) return
     fs.mkdirSync(nodePath.dirname(path), { recursive: true, mode: PRIVATE_DIR_MODE })
     const temporary = `${path}.${process.pid}.tmp`
-    fs.writeFileSync(temporary, text, { mode: PRIVATE_FILE_MODE })
-    fs.renameSync(temporary, path)
+    try {
+      fs.writeFileSync(temporary, text, { mode: PRIVATE_FILE_MODE })
+      fs.renameSync(temporary, path)
+    } catch (cause) {
+      // A disk that filled up keeps no part of the blob.
+      fs.rmSync(temporary, { force: true })
+      throw cause
+    }
   },
   get: (stream, hash) => {
     try {
