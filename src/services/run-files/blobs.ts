@@ -100,10 +100,24 @@ export interface LongTextPiece {
   readonly escaped: boolean
 }
 
+/** The JSON-escaped forms of the last long texts looked for: a run looks for the same few in every string of every call log. */
+const escapedForms = new Map<string, string>()
+const ESCAPED_FORMS_KEPT = 16
+
+const escapedForm = (long: string): string => {
+  let escaped = escapedForms.get(long)
+  if (escaped === undefined) {
+    escaped = jsonStringBody(long)
+    if (escapedForms.size >= ESCAPED_FORMS_KEPT) escapedForms.delete(escapedForms.keys().next().value!)
+    escapedForms.set(long, escaped)
+  }
+  return escaped
+}
+
 /** What `splitAtLongTexts` looks for: each long text, and its JSON-escaped form where that differs. */
 const needlesOf = (longs: ReadonlyArray<string>): ReadonlyArray<readonly [string, LongTextPiece]> =>
   longs.flatMap((long) => {
-    const escaped = jsonStringBody(long)
+    const escaped = escapedForm(long)
     const raw = [long, { long, escaped: false }] as const
     return escaped === long ? [raw] : [raw, [escaped, { long, escaped: true }] as const]
   })
