@@ -100,23 +100,9 @@ export const readLongTexts = (type: string, wire: Record<string, unknown>, textO
 /** How much of a long text its shown form holds. */
 export const LONG_TEXT_SHOWN_CHARS = 1000
 
-/** The last texts hashed for a shown form: a run shows its question in every status.json. */
-const shownHashes = new Map<string, string>()
-const SHOWN_HASHES_KEPT = 16
-
-const hashOfLong = (text: string): string => {
-  let hash = shownHashes.get(text)
-  if (hash === undefined) {
-    hash = hashText(text)
-    if (shownHashes.size >= SHOWN_HASHES_KEPT) shownHashes.delete(shownHashes.keys().next().value!)
-    shownHashes.set(text, hash)
-  }
-  return hash
-}
-
 /** `text`, or for a long text its shown form: its beginning and where the whole is (the blob the events reference). */
 export const shownLongText = (text: string): string =>
-  isLongText(text) ? `${text.slice(0, LONG_TEXT_SHOWN_CHARS)}… [${text.length} characters in all: ${blobPath(hashOfLong(text))}]` : text
+  isLongText(text) ? `${text.slice(0, LONG_TEXT_SHOWN_CHARS)}… [${text.length} characters in all: ${blobPath(hashText(text))}]` : text
 
 /**
  * `text` with every occurrence of each long text of `longs` in its shown form, as it is or written inside a JSON

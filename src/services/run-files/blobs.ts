@@ -114,20 +114,26 @@ const escapedForm = (long: string): string => {
   return escaped
 }
 
-/** What `splitAtLongTexts` looks for: each long text, and its JSON-escaped form where that differs. */
-const needlesOf = (longs: ReadonlyArray<string>): ReadonlyArray<readonly [string, LongTextPiece]> =>
-  longs.flatMap((long) => {
+/**
+ * What `splitAtLongTexts` looks for in `s`: each long text, and its JSON-escaped form where that differs
+ * (which holds a backslash: a string with none cannot hold it, and it is not made).
+ */
+const needlesOf = (s: string, longs: ReadonlyArray<string>): ReadonlyArray<readonly [string, LongTextPiece]> => {
+  const escapes = s.includes("\\")
+  return longs.flatMap((long) => {
+    if (!escapes) return [[long, { long, escaped: false }] as const]
     const escaped = escapedForm(long)
     const raw = [long, { long, escaped: false }] as const
     return escaped === long ? [raw] : [raw, [escaped, { long, escaped: true }] as const]
   })
+}
 
 /**
  * `s` cut around each occurrence of the texts `longs` (long texts, `domain/log/long-texts.ts`), as they are
  * or JSON-escaped, in order: the pieces between them, and each occurrence; null when `s` holds none.
  */
 export const splitAtLongTexts = (s: string, longs: ReadonlyArray<string>): Array<string | LongTextPiece> | null => {
-  const needles = needlesOf(longs)
+  const needles = needlesOf(s, longs)
   const parts: Array<string | LongTextPiece> = []
   let at = 0
   for (;;) {
