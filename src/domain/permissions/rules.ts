@@ -37,7 +37,7 @@ export interface RuleSet {
 
 export const EMPTY_RULES: RuleSet = { deny: [], allow: [], ask: [] }
 
-const escape = (c: string): string => c.replace(/[\\^$.*+?()[\]{}|/-]/g, "\\$&")
+const escape = (c: string): string => c.replace(/[\\^$.*+?()[\]{}|/]/g, "\\$&")
 
 /** The matcher of a glob (`fnmatch` rules, case-sensitive, over the whole text). */
 export const globMatcher = (pattern: string): ((text: string) => boolean) => {
