@@ -18,7 +18,7 @@
 import { createHash } from "node:crypto"
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
-import { Duration, Effect } from "effect"
+import { Effect } from "effect"
 import type { CallRole } from "../../domain/events/index.ts"
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from "../../domain/run-paths.ts"
 
@@ -81,12 +81,15 @@ const awaitResponse = (dir: string, id: string, timeoutMs: number) =>
   Effect.async<{ readonly allowed: boolean; readonly feedback: string | null } | null>((resume) => {
     const file = nodePath.join(dir, `${id}.json`)
     let done = false
-    const finish = (answer: { readonly allowed: boolean; readonly feedback: string | null } | null) => {
-      if (done) return
+    const stop = () => {
       done = true
       watcher?.close()
       clearInterval(poll)
       clearTimeout(timer)
+    }
+    const finish = (answer: { readonly allowed: boolean; readonly feedback: string | null } | null) => {
+      if (done) return
+      stop()
       resume(Effect.succeed(answer))
     }
     const look = () => {
@@ -107,9 +110,11 @@ const awaitResponse = (dir: string, id: string, timeoutMs: number) =>
       watcher = undefined
     }
     const poll = setInterval(look, POLL_MS)
-    const timer = setTimeout(() => finish(null), timeoutMs)
+    // A timer's longest wait (about 24 days): a longer one would fire at once.
+    const timer = setTimeout(() => finish(null), Math.min(timeoutMs, 2 ** 31 - 1))
     look()
-    return Effect.sync(() => finish(null))
+    // Interrupted (the round cancelled, the run stopping): the watch ends, and the ask stays open for a resume.
+    return Effect.sync(stop)
   })
 
 /** Asks through files: writes the request, waits for its response; no answer in time is a denial. */
@@ -133,7 +138,7 @@ export const askByFile = (logDir: string, request: ApprovalRequest, timeoutSecon
         reason: `the request ${REQUESTS_DIR}/${request.id}.json could not be written (${detail}): denied`,
       }
     }
-    const answer = yield* awaitResponse(responses, request.id, Duration.toMillis(Duration.seconds(timeoutSeconds)))
+    const answer = yield* awaitResponse(responses, request.id, timeoutSeconds * 1000)
     if (answer === null)
       return {
         allowed: false,
