@@ -15,6 +15,7 @@ import * as fs from "node:fs"
 import * as nodePath from "node:path"
 import { cleanupSandboxes, runCli, sandbox, startCli, writeConfig } from "./support/cli.ts"
 import { type FakeRequest, loneCouncilReply, NO_PROXY_ENV, offeredTools, promptText, reply, startFakeLlm } from "./support/fake-llm.ts"
+import { waitFor } from "./support/poll.ts"
 import { killAllWith, markerSeconds } from "./support/processes.ts"
 import { ENV, eventsPath, expectExit, lineValue, readEvents } from "./support/run-dirs.ts"
 
@@ -22,17 +23,6 @@ afterAll(() => cleanupSandboxes())
 
 const ofType = (events: ReadonlyArray<any>, type: string) => events.filter((e) => e.type === type)
 const ledgerOf = (dir: string) => readEvents(dir).filter((e) => e.type.startsWith("permission_") || e.type.startsWith("tool_call_"))
-
-/** Polls a condition on files the run writes (a bounded loop of tiny awaits, not a timing assumption). */
-const waitFor = async <T>(what: string, probe: () => T | undefined, timeoutMs = 30_000): Promise<T> => {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const found = probe()
-    if (found !== undefined) return found
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`)
-    await Bun.sleep(5)
-  }
-}
 
 /** The one request file of a run, once it is there. */
 const requestOf = (dir: string) =>
@@ -129,17 +119,22 @@ describe("a deny rule, with a model on the wire", () => {
   }, 120_000)
 })
 
+/** A run whose one command, `touch marker.txt`, is asked about through a request file; once the request is there. */
+const askedTouch = async () => {
+  const cwd = sandbox()
+  const doc = scriptedDoc(["touch marker.txt"], { rules: { ask: ["command(touch *)"] }, approval_mode: "file" })
+  const run = await startCli("source", ["--automation", "--config", writeConfig(cwd, doc), "Make it."], {
+    cwd,
+    env: ENV,
+    timeoutMs: 110_000,
+  })
+  const dir = (await run.waitForLine("LOG_DIR: ")).slice("LOG_DIR: ".length)
+  return { run, dir, request: await requestOf(dir) }
+}
+
 describe("approval_mode: file, answered or not", () => {
   test("an ask writes its request in the log directory; the answer allows it, and the command runs", async () => {
-    const cwd = sandbox()
-    const doc = scriptedDoc(["touch marker.txt"], { rules: { ask: ["command(touch *)"] }, approval_mode: "file" })
-    const run = await startCli("source", ["--automation", "--config", writeConfig(cwd, doc), "Make it."], {
-      cwd,
-      env: ENV,
-      timeoutMs: 110_000,
-    })
-    const dir = (await run.waitForLine("LOG_DIR: ")).slice("LOG_DIR: ".length)
-    const request = await requestOf(dir)
+    const { run, dir, request } = await askedTouch()
     expect(request).toMatchObject({
       agent: "worker",
       round: 1,
@@ -168,15 +163,7 @@ describe("approval_mode: file, answered or not", () => {
   }, 120_000)
 
   test("a denying answer is a denial the model is told, with its feedback", async () => {
-    const cwd = sandbox()
-    const doc = scriptedDoc(["touch marker.txt"], { rules: { ask: ["command(touch *)"] }, approval_mode: "file" })
-    const run = await startCli("source", ["--automation", "--config", writeConfig(cwd, doc), "Make it."], {
-      cwd,
-      env: ENV,
-      timeoutMs: 110_000,
-    })
-    const dir = (await run.waitForLine("LOG_DIR: ")).slice("LOG_DIR: ".length)
-    const request = await requestOf(dir)
+    const { run, dir, request } = await askedTouch()
     answer(dir, request.id, { decision: "deny", reason: "not today" })
     expectExit(await run.done, 0)
     expect(fs.existsSync(nodePath.join(workspaceOf(dir), "marker.txt"))).toBe(false)
