@@ -92,6 +92,12 @@ describe("the hardline: what no rule, policy or answer can allow", () => {
       expect({ c, d: g.command(c) }).toEqual({ c, d: expect.objectContaining({ verdict: "deny", by: "hardline", rule: null }) })
     }
   })
+
+  test("any tool's shell command argument is held to it; a program's code is not read as a shell command", () => {
+    const g = given({ rules: { allow: ["*"] } })
+    expect(g.when("run_job", { script: "rm -rf /" })).toMatchObject({ verdict: "deny", by: "hardline" })
+    expect(g.when("mcp__py__run", { code: "dd = 1\nprint(dd)" }, "py")).toMatchObject({ verdict: "allow", by: "rule" })
+  })
 })
 
 describe("the automation policy answers an ask (MassGen's AutomationDefault)", () => {

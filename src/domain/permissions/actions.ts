@@ -62,6 +62,9 @@ export const actionOf = (call: CallFacts): ActionOf => {
   return { action: "mcp", targets: [call.tool] }
 }
 
-/** The command texts a call carries, whatever its tool: its `command`, `cmd`, `script` or `code` arguments. */
+/**
+ * The shell command texts a call carries, whatever its tool: its `command`, `cmd` or `script` arguments
+ * (MassGen reads `code` too; a program's code is not a shell command, and read as one it would be denied for a line such as `dd = 1`).
+ */
 export const commandTexts = (args: Readonly<Record<string, unknown>>): ReadonlyArray<string> =>
-  ["command", "cmd", "script", "code"].map((k) => args[k]).filter((v): v is string => typeof v === "string" && v !== "")
+  ["command", "cmd", "script"].map((k) => args[k]).filter((v): v is string => typeof v === "string" && v !== "")
