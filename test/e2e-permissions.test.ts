@@ -15,6 +15,7 @@ import * as fs from "node:fs"
 import * as nodePath from "node:path"
 import { cleanupSandboxes, runCli, sandbox, startCli, writeConfig } from "./support/cli.ts"
 import { type FakeRequest, loneCouncilReply, NO_PROXY_ENV, offeredTools, promptText, reply, startFakeLlm } from "./support/fake-llm.ts"
+import { scriptedCommandsDoc } from "./support/permissions.ts"
 import { waitFor } from "./support/poll.ts"
 import { killAllWith, markerSeconds } from "./support/processes.ts"
 import { ENV, eventsPath, expectExit, lineValue, readEvents } from "./support/run-dirs.ts"
@@ -37,26 +38,6 @@ const answer = (dir: string, id: string, body: unknown) => {
   fs.writeFileSync(nodePath.join(at, `${id}.tmp`), JSON.stringify(body))
   fs.renameSync(nodePath.join(at, `${id}.tmp`), nodePath.join(at, `${id}.json`))
 }
-
-/** One scripted agent running `commands` with execute_command (local mode) under `permissions`, then answering. */
-const scriptedDoc = (commands: ReadonlyArray<string>, permissions: unknown) => ({
-  agents: [
-    {
-      id: "worker",
-      backend: {
-        type: "scripted",
-        cwd: "workspace",
-        enable_mcp_command_line: true,
-        command_line_execution_mode: "local",
-        script: [...commands.map((command) => ({ tool: "execute_command", args: { command } })), { new_answer: "done" }],
-        vote: "agent1",
-        final: "done",
-        permissions,
-      },
-    },
-  ],
-  timeout_settings: { orchestrator_timeout_seconds: 100, agent_timeout_seconds: 90, tool_timeout_seconds: 60 },
-})
 
 const workspaceOf = (dir: string) => nodePath.join(dir, "workspaces", "agent1")
 
@@ -122,7 +103,7 @@ describe("a deny rule, with a model on the wire", () => {
 /** A run whose one command, `touch marker.txt`, is asked about through a request file; once the request is there. */
 const askedTouch = async () => {
   const cwd = sandbox()
-  const doc = scriptedDoc(["touch marker.txt"], { rules: { ask: ["command(touch *)"] }, approval_mode: "file" })
+  const doc = scriptedCommandsDoc(["touch marker.txt"], { rules: { ask: ["command(touch *)"] }, approval_mode: "file" })
   const run = await startCli("source", ["--automation", "--config", writeConfig(cwd, doc), "Make it."], {
     cwd,
     env: ENV,
@@ -174,7 +155,7 @@ describe("approval_mode: file, answered or not", () => {
 
   test("no answer within approval_timeout_seconds: denied by the timeout (fail closed)", async () => {
     const cwd = sandbox()
-    const doc = scriptedDoc(["touch marker.txt"], {
+    const doc = scriptedCommandsDoc(["touch marker.txt"], {
       rules: { ask: ["command(touch *)"] },
       approval_mode: "file",
       approval_timeout_seconds: 1,
@@ -197,7 +178,7 @@ describe("resume and replay ask nobody again", () => {
     const held = markerSeconds()
     // The first run of the command marks it and holds; the second (after the resume) marks it again and ends.
     const command = `if [ -e mark ]; then echo again >> mark; else echo first > mark; exec sleep ${held}; fi`
-    const doc = scriptedDoc([command], { rules: { ask: ["command(*mark*)"] }, approval_mode: "file", approval_timeout_seconds: 2 })
+    const doc = scriptedCommandsDoc([command], { rules: { ask: ["command(*mark*)"] }, approval_mode: "file", approval_timeout_seconds: 2 })
     const config = writeConfig(cwd, doc)
     try {
       const first = await startCli("source", ["--automation", "--config", config, "Mark it."], { cwd, env: ENV, timeoutMs: 110_000 })

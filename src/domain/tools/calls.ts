@@ -66,7 +66,7 @@ export const toolCallLine = (event: Event): string | null => {
 export const permissionLine = (event: Event): string | null => {
   switch (event._tag) {
     case "permission_asked":
-      return `permission asked (${event.via.replace("_", " ")}): ${event.action}(${oneLine(event.target, 60)})`
+      return `permission asked (${event.via.replace("_", " ")}): ${event.action}(${oneLine(event.target, 60)})${event.via === "human" ? ": allow? press y or n" : ""}`
     case "permission_decided":
       return `permission ${event.decision === "allow" ? "allowed" : "denied"} by ${event.by.replace("_", " ")}: ${event.action}(${oneLine(event.target, 60)})${event.rule === null ? "" : ` (${oneLine(event.rule, 60)})`}`
     default:

@@ -30,7 +30,7 @@ import type { State } from "../../domain/state/index.ts"
 import { Backends } from "../backends/index.ts"
 import { blobPath, blobWriter, callLogPath, compactJsonText, hashText, RunFiles } from "../run-files/index.ts"
 import { AgentTools } from "../tools/agent-tools.ts"
-import { makePermissionGate, recordedDecisions } from "../tools/permission-gate.ts"
+import { makePermissionGate, PermissionAsker, recordedDecisions } from "../tools/permission-gate.ts"
 import { noTools } from "../tools/tool-provider.ts"
 import { makeToolRunner } from "../tools/tool-runner.ts"
 import { type RoundDeps, runPresentation, runRound, timeoutReply } from "./agent-round.ts"
@@ -120,6 +120,7 @@ export const makeRounds = (run: RunContext, emitter: Emitter, work: Work) =>
       ...(settings.disable_injection ? {} : { injectUpdate: emitter.injectUpdate }),
     }
 
+    const human = Option.getOrUndefined(yield* Effect.serviceOption(PermissionAsker))
     const policies = new Map(config.agents.map((a) => [a.id, agentPolicy(config.permissions, a.backend.permissions)]))
     const gate = [...policies.values()].some((p) => p !== null)
       ? makePermissionGate({
@@ -128,6 +129,7 @@ export const makeRounds = (run: RunContext, emitter: Emitter, work: Work) =>
           logDir: input.logDir,
           emit: deps.emit,
           now: isoNow,
+          ...(human !== undefined ? { human } : {}),
         })
       : undefined
     const runTools = makeToolRunner({

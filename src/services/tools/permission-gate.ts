@@ -7,16 +7,17 @@
  * told. It decides with the agent's policy (`domain/permissions/`): the
  * hardline, the rules, the risk tier. An `ask` is appended as
  * `permission_asked` (and settled) before anyone is asked, then answered:
- * by the automation policy (`approval_mode: policy`), or through a request
- * file in the log directory (`approval_mode: file`, `approval-files.ts`),
- * denied when no answer comes in time. Every decision is appended as
+ * with `approval_mode: policy`, by the person at the terminal when there is
+ * one (`PermissionAsker`), else by the automation policy; with
+ * `approval_mode: file`, through a request file in the log directory
+ * (`approval-files.ts`); denied when no answer comes in time. Every decision is appended as
  * `permission_decided` before the call goes on. A call run again by a resume
  * keeps the decision recorded for it (`recorded`, by its agent, round and
  * call id): nobody is asked again, and nothing new is appended. An agent
  * without a policy passes, and nothing is appended (the engine is opt-in, as
  * in MassGen).
  */
-import { Effect } from "effect"
+import { Context, Effect, Option } from "effect"
 import { type CallRole, type Event, PERMISSION_TARGET_MAX } from "../../domain/events/index.ts"
 import { type AgentPolicy, decidePermission, policyAnswer } from "../../domain/permissions/index.ts"
 import { truncate } from "../../lib/text.ts"
@@ -36,6 +37,26 @@ export interface GatedCall {
   readonly args: Record<string, unknown>
 }
 
+/** What a person is asked of one call. */
+export interface HumanQuestion {
+  readonly agent: string
+  readonly tool: string
+  readonly action: string
+  readonly target: string
+  readonly rule: string | null
+  readonly risk: string
+  readonly reason: string
+}
+
+/**
+ * The person at the terminal, when there is one to ask (a run that is not `--automation`, on a
+ * terminal: `cli/run/permission-prompt.ts`): true to allow. Without it, asks go to the automation policy.
+ */
+export class PermissionAsker extends Context.Tag("massgen/PermissionAsker")<
+  PermissionAsker,
+  { readonly ask: (question: HumanQuestion) => Effect.Effect<boolean> }
+>() {}
+
 export interface PermissionGateDeps {
   readonly policyOf: (agent: string) => AgentPolicy | null
   /** The decisions a resumed run's log holds, by `decisionKey`. */
@@ -44,6 +65,8 @@ export interface PermissionGateDeps {
   readonly logDir: string
   readonly emit: (event: Event) => Effect.Effect<void>
   readonly now: Effect.Effect<string>
+  /** The person to ask with `approval_mode: policy`, when there is one. */
+  readonly human?: PermissionAsker["Type"]
 }
 
 export const decisionKey = (e: { readonly agent: string; readonly role: CallRole; readonly round: number; readonly call_id: string }) =>
@@ -84,9 +107,28 @@ export const makePermissionGate = (deps: PermissionGateDeps) => {
         )
       if (d.verdict !== "ask") return yield* decided(d.verdict === "allow", d.by, d.reason)
       const file = policy.approvalMode === "file"
+      const human = file ? undefined : deps.human
       const id = file ? requestId(call.agent, call.role, call.round, call.call_id) : null
       const time = yield* deps.now
-      yield* deps.emit({ _tag: "permission_asked", time, ...fields, via: file ? "response_file" : "policy", request: id, reason: d.reason })
+      const via = file ? "response_file" : human !== undefined ? "human" : "policy"
+      yield* deps.emit({ _tag: "permission_asked", time, ...fields, via, request: id, reason: d.reason })
+      if (human !== undefined) {
+        const question = {
+          agent: call.agent,
+          tool: call.tool,
+          action: d.action,
+          target: d.target,
+          rule: d.rule,
+          risk: d.risk,
+          reason: d.reason,
+        }
+        const answer = yield* Effect.timeoutOption(human.ask(question), `${policy.timeoutSeconds} seconds`)
+        return yield* Option.match(answer, {
+          onNone: () =>
+            decided(false, "timeout", `no answer at the terminal within ${policy.timeoutSeconds}s (approval_timeout_seconds): denied`),
+          onSome: (allowed) => decided(allowed, "human", allowed ? "allowed at the terminal" : "denied at the terminal"),
+        })
+      }
       if (id === null) {
         const answer = policyAnswer(policy.automationDefault, d.risk)
         return yield* decided(answer.allowed, "policy", `${d.reason}; ${answer.reason}`)
