@@ -47,7 +47,7 @@ export interface ServedRun {
   readonly run: (stop: Promise<string>, onEvent: (event: Event, state: State) => void) => Promise<ServedOutcome>
 }
 
-const messageOf = <E>(exit: Exit.Exit<unknown, E>): string => {
+export const messageOf = <E>(exit: Exit.Exit<unknown, E>): string => {
   if (Exit.isSuccess(exit)) return ""
   const failure = Cause.failureOption(exit.cause)
   if (failure._tag === "Some") {
@@ -56,6 +56,16 @@ const messageOf = <E>(exit: Exit.Exit<unknown, E>): string => {
   }
   return Cause.pretty(exit.cause).split("\n")[0] ?? "internal error"
 }
+
+/** How a served run (new or resumed) is shown and stopped: no terminal, its events to `onEvent`, until `stop`. */
+export const servedSession = (ctx: ServeContext, stop: Promise<string>, onEvent: (event: Event, state: State) => void) => ({
+  version: ctx.version,
+  interrupt: Effect.promise(() => stop),
+  automation: false,
+  display: Effect.succeed({ onEvent: (event: Event, state: State) => Effect.sync(() => onEvent(event, state)), onText: () => Effect.void }),
+  print: () => {},
+  printError: ctx.printError,
+})
 
 export const openServedRun = async (
   model: ServedModel,
@@ -84,12 +94,7 @@ export const openServedRun = async (
           tools: (servers) => makeAgentTools(loaded.config, loaded.env, logDir, loaded.where, servers),
           question: request.question,
           conversation: request.conversation,
-          version: ctx.version,
-          interrupt: Effect.promise(() => stop),
-          automation: false,
-          display: Effect.succeed({ onEvent: (event, state) => Effect.sync(() => onEvent(event, state)), onText: () => Effect.void }),
-          print: () => {},
-          printError: ctx.printError,
+          ...servedSession(ctx, stop, onEvent),
           env: loaded.env,
         }).pipe(Effect.provide(EventStore.file())),
       )
