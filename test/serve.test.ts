@@ -98,9 +98,10 @@ describe("massgen serve", () => {
         expect(data.usage!.completion_tokens).toBe(calls.reduce((n, c) => n + (c.output_tokens ?? 0), 0))
         expect(data.usage!.prompt_tokens).toBeGreaterThan(0)
 
+        // Another question: the same one again would be the same run (a retry), answered without its progress.
         const stream = await served.client.chat.completions.create({
           model: "team",
-          messages: ask("What is 2+2?"),
+          messages: ask("And what is 2+2, streamed?"),
           stream: true,
           stream_options: { include_usage: true },
         })

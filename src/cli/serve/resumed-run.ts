@@ -7,8 +7,7 @@
  * recorded model call is made again, and the rounds in flight go on.
  *
  * Contract: `recordedRun(logDir)` reads the log once: `finished` with the
- * outcome and a `replay` that shows its events with the state after each (a
- * run that is not resumable), `stopped` (resumable), or `not_a_run` (a server
+ * outcome (a run that is not resumable), `stopped` (resumable), or `not_a_run` (a server
  * killed before the run's first event: a new run is started instead).
  * `resumedServedRun(logDir, ctx)` is a `ServedRun` whose `run` takes the
  * run's lock, shows its recorded events, then goes on until it ends or
@@ -16,8 +15,7 @@
  * config unreadable) is the outcome's `failed`.
  */
 import { Effect, Exit } from "effect"
-import type { Event } from "../../domain/events/index.ts"
-import { foldingInPlace, isResumable, type State } from "../../domain/state/index.ts"
+import { foldEvents, isResumable } from "../../domain/state/index.ts"
 import { EventStore, eventsOf } from "../../services/event-store/index.ts"
 import type { RunOutcome } from "../../services/orchestrator/index.ts"
 import { prepareResume, resumedSession } from "../run/resume-input.ts"
@@ -25,46 +23,29 @@ import { openRunDir } from "../run/run-dir.ts"
 import { runSessionOutcome } from "../run/session.ts"
 import { messageOf, type ServeContext, type ServedOutcome, type ServedRun, servedSession } from "./served-run.ts"
 
-type OnEvent = (event: Event, state: State) => void
-
-export type RecordedRun =
-  | { readonly _tag: "finished"; readonly outcome: RunOutcome; readonly replay: (onEvent: OnEvent) => void }
-  | { readonly _tag: "stopped" | "not_a_run" }
-
-/** Shows `events` one by one with the state after each. */
-const replayEvents = (events: ReadonlyArray<Event>, onEvent: OnEvent): State => {
-  const fold = foldingInPlace()
-  for (const event of events) onEvent(event, fold.add(event))
-  return fold.settle()
-}
+export type RecordedRun = { readonly _tag: "finished"; readonly outcome: RunOutcome } | { readonly _tag: "stopped" | "not_a_run" }
 
 export const recordedRun = async (logDir: string): Promise<RecordedRun> => {
   const read = await Effect.runPromiseExit(openRunDir(logDir).pipe(Effect.provide(EventStore.file())))
   if (Exit.isFailure(read)) return { _tag: "not_a_run" }
   const events = eventsOf(read.value.read)
-  const state = replayEvents(events, () => {})
+  const state = foldEvents(events)
   if (isResumable(state.finished)) return { _tag: "stopped" }
-  return {
-    _tag: "finished",
-    outcome: { state, reason: state.finished!.reason },
-    replay: (onEvent) => void replayEvents(events, onEvent),
-  }
+  return { _tag: "finished", outcome: { state, reason: state.finished!.reason } }
 }
 
 export const resumedServedRun = (logDir: string, ctx: ServeContext): ServedRun => ({
   logDir,
   runId: logDir.split(/[/\\]/).pop() ?? logDir,
-  run: async (stop, onEvent): Promise<ServedOutcome> => {
+  run: async (stop, onEvent, onText = () => {}): Promise<ServedOutcome> => {
     const exit = await Effect.runPromiseExit(
       Effect.gen(function* () {
         const prepared = yield* prepareResume(logDir, ctx.cwd, ctx.env)
-        if (prepared._tag === "finished") {
-          replayEvents(prepared.events, onEvent)
-          return { state: prepared.state, reason: prepared.state.finished!.reason } satisfies RunOutcome
-        }
+        // Another process finished it meanwhile: its outcome is the answer.
+        if (prepared._tag === "finished") return { state: prepared.state, reason: prepared.state.finished!.reason } satisfies RunOutcome
         return yield* runSessionOutcome({
           ...resumedSession(prepared),
-          ...servedSession(ctx, stop, onEvent),
+          ...servedSession(ctx, stop, onEvent, onText),
         })
       }).pipe(Effect.scoped, Effect.provide(EventStore.file())),
     )

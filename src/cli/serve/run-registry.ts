@@ -18,27 +18,35 @@
  * forgotten, so the next request starts afresh.
  *
  * A run's progress is a `RunFeed`: `follow(onItem)` gives what was published
- * so far, then each new item, until the returned function is called.
+ * so far (each event with its state, each text delta), then each new item,
+ * until the returned function is called; once the run ends it is dropped, so
+ * an ended run keeps only its outcome.
  *
  * Words: a request *joins* a run; one that finds its run *attaches* to it.
  */
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs"
 import { join } from "node:path"
-import { isResumable } from "../../domain/state/index.ts"
+import type { Event } from "../../domain/events/index.ts"
+import { isResumable, type State } from "../../domain/state/index.ts"
 import type { WireError } from "./openai-wire.ts"
 import { REQUEST_FILE, type RequestKey, readRequestRecord } from "./request-key.ts"
 import type { ServedOutcome } from "./served-run.ts"
 
-/** One thing a run's stream shows besides its answer: a line of coordination progress. */
-export type FeedItem = { readonly _tag: "progress"; readonly line: string }
+/** What a run shows while it goes on: each event with the state after it, and each streamed text delta of an agent. */
+export type FeedItem =
+  | { readonly _tag: "event"; readonly event: Event; readonly state: State }
+  | { readonly _tag: "text"; readonly agent: string; readonly text: string }
 
 export interface RunFeed {
   readonly publish: (item: FeedItem) => void
+  /** What was published so far, then each new item, until the function it gives is called. */
   readonly follow: (onItem: (item: FeedItem) => void) => () => void
+  /** The run ended: what it showed is dropped (a later retry gets its answer alone). */
+  readonly close: () => void
 }
 
 export const runFeed = (): RunFeed => {
-  const seen: Array<FeedItem> = []
+  let seen: Array<FeedItem> = []
   const followers = new Set<(item: FeedItem) => void>()
   return {
     publish: (item) => {
@@ -49,6 +57,10 @@ export const runFeed = (): RunFeed => {
       for (const item of seen) onItem(item)
       followers.add(onItem)
       return () => followers.delete(onItem)
+    },
+    close: () => {
+      seen = []
+      followers.clear()
     },
   }
 }

@@ -10,7 +10,7 @@
  * (`run-slots.ts`: 429 with `retry-after` when the queue is full, 503 once the
  * server drains, 499 when every client of it has gone) and a new run starts
  * in its own log directory, its keys recorded there (`REQUEST_FILE`) before
- * its first event. Each line of progress goes to the run's feed. A run goes on
+ * its first event. Each event and text delta goes to the run's feed. A run goes on
  * when its clients go, to its own end (its timeout, its budget); with
  * `cancelOnDisconnect`, it is stopped once every client of it has gone,
  * recorded `interrupted` with `cancelled by the client` (`CLIENT_CANCELLED`).
@@ -19,15 +19,12 @@
  */
 import { join } from "node:path"
 import { Effect } from "effect"
-import type { Event } from "../../domain/events/index.ts"
-import type { State } from "../../domain/state/index.ts"
 import { writeFileAtomic } from "../../services/run-files/index.ts"
-import { plainLine } from "../run/automation-output.ts"
 import { CLIENT_CANCELLED } from "../run/report.ts"
 import type { ChatRequest, WireError } from "./openai-wire.ts"
 import { REQUEST_FILE, type RequestKey, requestRecord } from "./request-key.ts"
 import { recordedRun, resumedServedRun } from "./resumed-run.ts"
-import type { Open, Opened, RunFeed } from "./run-registry.ts"
+import type { Open, Opened } from "./run-registry.ts"
 import { runFeed } from "./run-registry.ts"
 import type { RunSlots } from "./run-slots.ts"
 import { openServedRun, type ServeContext, type ServedModel } from "./served-run.ts"
@@ -46,13 +43,6 @@ const refused = (error: WireError, headers: Readonly<Record<string, string>> = {
 
 const serverError = (message: string, status: number, code: string): WireError => ({ status, message, type: "server_error", code })
 
-/** Lines of progress a stream shows: the final answer and the run's end are said otherwise. */
-const publisher = (feed: RunFeed, logDir: string) => (event: Event, state: State) => {
-  if (event._tag === "final_answer" || event._tag === "run_finished") return
-  const line = plainLine(event, state, logDir)
-  if (line !== null) feed.publish({ _tag: "progress", line })
-}
-
 const runIdOf = (logDir: string): string => logDir.split(/[/\\]/).pop() ?? logDir
 
 export const runStarter =
@@ -63,11 +53,8 @@ export const runStarter =
     let from = recorded
     if (from !== null) {
       const found = await recordedRun(from)
-      if (found._tag === "finished") {
-        const feed = runFeed()
-        found.replay(publisher(feed, from))
-        return { _tag: "run", run: { runId: runIdOf(from), logDir: from, feed, outcome: Promise.resolve(found.outcome) } }
-      }
+      if (found._tag === "finished")
+        return { _tag: "run", run: { runId: runIdOf(from), logDir: from, feed: runFeed(), outcome: Promise.resolve(found.outcome) } }
       if (found._tag === "not_a_run") from = null
     }
     const taken = await slots.take(signal)
@@ -100,10 +87,17 @@ export const runStarter =
         if (signal.aborted) stop(CLIENT_CANCELLED)
       }
       const feed = runFeed()
-      const outcome = opened.run(stopped, publisher(feed, opened.logDir)).finally(() => {
-        options.stops.delete(stop)
-        release()
-      })
+      const outcome = opened
+        .run(
+          stopped,
+          (event, state) => feed.publish({ _tag: "event", event, state }),
+          (agent, text) => feed.publish({ _tag: "text", agent, text }),
+        )
+        .finally(() => {
+          feed.close()
+          options.stops.delete(stop)
+          release()
+        })
       return { _tag: "run", run: { runId: opened.runId, logDir: opened.logDir, feed, outcome } }
     } catch (e) {
       release()

@@ -40,8 +40,10 @@
  */
 import { timingSafeEqual } from "node:crypto"
 import type { Server } from "bun"
+import type { Event } from "../../domain/events/index.ts"
 import type { State } from "../../domain/state/index.ts"
 import { ownHosts } from "../../lib/loopback.ts"
+import { plainLine } from "../run/automation-output.ts"
 import {
   type ChatRequest,
   chunkBody,
@@ -99,6 +101,10 @@ const authorized = (header: string | null, key: string): boolean => {
   return given.length === wanted.length && timingSafeEqual(given, wanted)
 }
 
+/** Lines of progress a stream shows: the final answer and the run's end are said otherwise. */
+const progressLine = (event: Event, state: State, logDir: string): string | null =>
+  event._tag === "final_answer" || event._tag === "run_finished" ? null : plainLine(event, state, logDir)
+
 /** The same `Idempotency-Key` with another request: the key names one request. */
 const IDEMPOTENCY_CONFLICT: WireError = {
   status: 400,
@@ -142,8 +148,8 @@ export const startServer = (options: ServerOptions) => {
     const { run } = opened
     const headers = { [RUN_ID_HEADER]: run.runId, ...held }
     const started = { id: `chatcmpl-${run.runId}`, created: Math.floor(Date.now() / 1000), model: chat.model }
-    const finished = (onLine: (line: string) => void) => {
-      const unfollow = run.feed.follow((item) => onLine(item.line))
+    const finished = (onEvent: (event: Event, state: State) => void) => {
+      const unfollow = run.feed.follow((item) => (item._tag === "event" ? onEvent(item.event, item.state) : undefined))
       return run.outcome.finally(() => {
         unfollow()
         joined.leave()
@@ -293,7 +299,7 @@ const streamed = (
   runId: string,
   started: { readonly id: string; readonly created: number; readonly model: string },
   headers: Record<string, string>,
-  finished: (onLine: (line: string) => void) => Promise<ServedOutcome>,
+  finished: (onEvent: (event: Event, state: State) => void) => Promise<ServedOutcome>,
   onCancel: () => void,
 ): Response => {
   const stream = new ReadableStream<Uint8Array>({
@@ -316,7 +322,10 @@ const streamed = (
           }),
         ),
       )
-      void finished((line) => send(sseFrame(chunkBody({ ...started, delta: { reasoning_content: `${line}\n` } })))).then((outcome) => {
+      void finished((event, state) => {
+        const line = progressLine(event, state, logDir)
+        if (line !== null) send(sseFrame(chunkBody({ ...started, delta: { reasoning_content: `${line}\n` } })))
+      }).then((outcome) => {
         const ended = endOf(outcome, runId, logDir)
         if (ended.error === null) {
           if (ended.content !== "") send(sseFrame(chunkBody({ ...started, delta: { content: ended.content } })))
