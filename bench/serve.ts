@@ -24,7 +24,7 @@ import { Effect } from "effect"
 import { stringify } from "yaml"
 import { resolveRunConfig } from "../src/cli/run/setup.ts"
 import { openServedRun } from "../src/cli/serve/served-run.ts"
-import { fmt, freshDir, line, median, targetLine } from "./support.ts"
+import { fmt, freshDir, line, median, startServeChild, targetLine } from "./support.ts"
 
 const TARGET_ADDED_MS = 15
 const TARGET_RSS_GROWTH_MB = 50
@@ -54,24 +54,8 @@ export const serveBench = async (): Promise<void> => {
   mkdirSync(dir, { recursive: true })
   const config = join(dir, "team.yaml")
   writeFileSync(config, stringify(COUNCIL))
-  const main = join(import.meta.dir, "..", "src", "main.ts")
-  const child = Bun.spawn(
-    [process.execPath, main, "serve", "--config", config, "--port", "0", "--max-concurrent-runs", String(CONCURRENCY)],
-    {
-      cwd: dir,
-      stdout: "pipe",
-      stderr: "inherit",
-    },
-  )
+  const { child, url } = await startServeChild(config, dir, ["--max-concurrent-runs", String(CONCURRENCY)])
   try {
-    const reader = child.stdout.getReader()
-    let out = ""
-    while (!out.includes("\n")) {
-      const { value, done } = await reader.read()
-      if (done) throw new Error(`massgen serve ended: ${out}`)
-      out += new TextDecoder().decode(value)
-    }
-    const url = out.split(" ")[1]!
     // Each request its own question: the same request again would be the same run (a retry, `run-registry.ts`).
     let asked = 0
     const ask = async (): Promise<number> => {

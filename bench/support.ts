@@ -258,3 +258,21 @@ export const peakRssProcess = (
   rmSync(out, { force: true })
   return { ...run, rssBytes: Number.isFinite(kb) ? kb * 1024 : null }
 }
+
+/** `massgen serve --config CONFIG --port 0 ...flags` from source, in `cwd`: the child and its base URL, once it listens. */
+export const startServeChild = async (config: string, cwd: string, flags: ReadonlyArray<string> = []) => {
+  const main = join(import.meta.dir, "..", "src", "main.ts")
+  const child = Bun.spawn([process.execPath, main, "serve", "--config", config, "--port", "0", ...flags], {
+    cwd,
+    stdout: "pipe",
+    stderr: "inherit",
+  })
+  const reader = child.stdout.getReader()
+  let out = ""
+  while (!out.includes("\n")) {
+    const { value, done } = await reader.read()
+    if (done) throw new Error(`massgen serve ended: ${out}`)
+    out += new TextDecoder().decode(value)
+  }
+  return { child, url: out.split(" ")[1]! }
+}

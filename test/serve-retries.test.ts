@@ -18,12 +18,10 @@
 import { afterAll, describe, expect, test } from "bun:test"
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
-import { createOpenAICompatible } from "@ai-sdk/openai-compatible"
-import { ChatOpenAI } from "@langchain/openai"
-import { generateText } from "ai"
 import OpenAI from "openai"
 import { cleanupSandboxes, type RunningCli, sandbox, startUntilLine, writeConfig } from "./support/cli.ts"
 import { type Behaviour, type FakeRequest, hang, loneCouncilReply, reply, startFakeLlm, status } from "./support/fake-llm.ts"
+import { RETRYING_CLIENTS, statusOf } from "./support/openai-clients.ts"
 
 afterAll(cleanupSandboxes)
 
@@ -96,29 +94,6 @@ const oneRunOf = async (n: number, body: (held: Held) => Promise<void>) => {
   }
 }
 
-/** One call of each client, with its default (or usual) retries; what it threw. */
-const clients: ReadonlyArray<readonly [string, (url: string, question: string) => Promise<unknown>]> = [
-  [
-    "openai SDK (maxRetries 2)",
-    (url, question) =>
-      new OpenAI({ baseURL: url, apiKey: "none", maxRetries: 2 }).chat.completions.create({
-        model: "team",
-        messages: [{ role: "user", content: question }],
-      }),
-  ],
-  [
-    "AI SDK generateText",
-    (url, question) =>
-      generateText({ model: createOpenAICompatible({ name: "massgen", baseURL: url, apiKey: "none" })("team"), prompt: question }),
-  ],
-  [
-    "LangChain ChatOpenAI.invoke",
-    (url, question) => new ChatOpenAI({ model: "team", apiKey: "none", configuration: { baseURL: url } }).invoke(question),
-  ],
-]
-
-const statusOf = (e: any): number | undefined => e?.status ?? e?.statusCode ?? e?.lastError?.statusCode ?? e?.response?.status
-
 const FAULTS: ReadonlyArray<{
   readonly name: string
   readonly respond: (req: FakeRequest) => Behaviour
@@ -152,7 +127,7 @@ describe("massgen serve: a request is a run, once", () => {
           })
           expect(raw.status).toBe(fault.status)
           expect(raw.headers.get("x-should-retry")).toBe("false")
-          for (const [i, [name, call]] of clients.entries()) {
+          for (const [i, [name, call]] of RETRYING_CLIENTS.entries()) {
             const dirsBefore = runDirs(cwd).length
             const requestsBefore = fake.requests.length
             const thrown = await call(served.url, `question ${i}?`).then(

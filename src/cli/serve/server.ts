@@ -19,21 +19,29 @@
  * runs, and its connection closes with its response. A request refused with
  * its body unread also closes its connection.
  *
- * A completion request waits for a slot (`run-slots.ts`); with the queue full
- * it is 429 with `retry-after`. Then its run starts in its own log directory,
- * whose name is the `x-massgen-run-id` header and `massgen.run_id`. Without
- * `stream` the answer is one completion when the run completes; a run that
- * fails is 500 with its reason; one that timed out (or spent its budget) is
- * 504 (500 for the budget) with the salvaged answer in `massgen.answer` when
- * there is one; one stopped by the server's drain is 503. With `stream`, the
- * headers go out when the run starts: coordination progress comes as
- * `reasoning_content` deltas (one line per event, as `--no-display` prints),
- * the final answer as `content`, then a chunk with `finish_reason` (`stop`;
- * `length` for a salvaged answer) and `massgen`, the usage chunk when asked,
- * and `data: [DONE]`; a run with no answer ends with a `data: {"error": ...}`
- * frame instead. A client that disconnects, waiting or streaming or not,
- * stops its run: it is recorded `interrupted` with the message `cancelled by
- * the client` (`CLIENT_CANCELLED`: `massgen status` says so) and can be resumed.
+ * A completion request joins its run by its request key (`request-key.ts`,
+ * `run-registry.ts`): a retry of a request (the same content, or the same
+ * `Idempotency-Key`) attaches to the run going on or ended within the retry
+ * window, or resumes it when it was stopped; the same `Idempotency-Key` with
+ * another request is 400. A new run waits for a slot (`run-starter.ts`,
+ * `run-slots.ts`; with the queue full it is 429 with `retry-after`). Then it
+ * runs in its own log directory, whose name is the `x-massgen-run-id` header
+ * and `massgen.run_id`. Without `stream` the answer is one completion when
+ * the run ends. What a retry cannot change is final (`x-should-retry:
+ * false`): a run that fails is 400 with its reason, one that timed out with
+ * no answer 400, one that spent its budget with no answer 402; with a salvaged
+ * answer, a timeout or a spent budget is a 200 with `finish_reason: "length"`;
+ * one stopped by the server's drain is 503. With `stream`, the headers go out
+ * when the run starts (a retry of a run going on gets its progress from the
+ * start): coordination progress comes as `reasoning_content` deltas (one line
+ * per event, as `--no-display` prints), the final answer as `content`, then
+ * a chunk with `finish_reason` (`stop`; `length` for a salvaged answer) and
+ * `massgen`, the usage chunk when asked, and `data: [DONE]`; a run with no
+ * answer ends with a `data: {"error": ...}` frame instead. A client that
+ * disconnects does not stop its run, which goes on for a retry to collect;
+ * with `cancelOnDisconnect`, a run whose every client has gone is stopped,
+ * recorded `interrupted` with the message `cancelled by the client`
+ * (`CLIENT_CANCELLED`: `massgen status` says so) and can be resumed.
  *
  * `stopAccepting()` starts the drain: the server stops listening, nothing
  * waiting starts (503); `stopRuns(why)` stops the runs still going.
