@@ -124,6 +124,22 @@ describe("runRegistry", () => {
     expect(fresh._tag === "joined" && fresh.attached).toBe(false)
   })
 
+  test("a run whose requests left while it was being opened, and that started all the same, is found by a retry", async () => {
+    let release!: (opened: Opened) => void
+    const registry = runRegistry(1000)
+    const key = requestKey("chat.completions", ask("q"), "team", null)
+    const opening: Open = () => new Promise((resolve) => (release = resolve))
+    const gone = registry.join(key, opening)
+    if (gone._tag !== "joined") throw new Error("conflict")
+    gone.leave()
+    const run = { runId: "r", logDir: "/logs/r", feed: runFeed(), outcome: new Promise<ServedOutcome>(() => {}) }
+    release({ _tag: "run", run })
+    await gone.opened
+    const retry = registry.join(key, opening)
+    expect(retry._tag === "joined" && retry.attached).toBe(true)
+    expect(retry._tag === "joined" && (await retry.opened)).toEqual({ _tag: "run", run })
+  })
+
   test("a refused opening is forgotten: the next request opens again", async () => {
     const registry = runRegistry(1000)
     const key = requestKey("chat.completions", ask("q"), "team", null)

@@ -132,6 +132,8 @@ export const runRegistry = (windowMs: number, now: () => number = Date.now) => {
       }
       entry.started = true
       entry.recorded = opened.run.logDir
+      // Its requests left while it was being opened, and it started all the same: a retry still finds it.
+      if (!entries.has(entry) && find(entry.key) === null) entries.add(entry)
       void opened.run.outcome.then((outcome) => {
         if (entry.opening !== opening) return
         entry.endedAt = now()

@@ -72,6 +72,10 @@ export const runStarter =
           : serverError("the server is shutting down", 503, "shutting_down"),
       )
     const release = taken.release
+    if (signal.aborted) {
+      release()
+      return refused(serverError("the client went away", 499, "client_gone"))
+    }
     try {
       const opened = from !== null ? resumedServedRun(from, ctx) : await openServedRun(model, request, ctx)
       if ("failed" in opened) {
