@@ -10,11 +10,10 @@
  * `ChatOpenAI.invoke` (its default retries). The runs a call started are
  * the log directories it added. Goal: exactly 1 for every call.
  */
-import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs"
+import { existsSync, readdirSync } from "node:fs"
 import { join } from "node:path"
-import { stringify } from "yaml"
 import { RETRYING_CLIENTS } from "../test/support/openai-clients.ts"
-import { freshDir, line, startServeChild, targetLine } from "./support.ts"
+import { line, startServe, targetLine } from "./support.ts"
 
 const scripted = (id: string, backend: Record<string, unknown>) => ({ id, backend: { type: "scripted", ...backend } })
 
@@ -46,11 +45,7 @@ export const serveFaultsBench = async (): Promise<void> => {
   console.log("# 10c. massgen serve under faults: runs started per client call")
   const counts: Array<number> = []
   for (const [fault, doc] of FAULTS) {
-    const dir = freshDir()
-    mkdirSync(dir, { recursive: true })
-    const config = join(dir, "team.yaml")
-    writeFileSync(config, stringify(doc))
-    const { child, url } = await startServeChild(config, dir)
+    const { child, dir, url } = await startServe(doc)
     try {
       for (const [i, [client, call]] of RETRYING_CLIENTS.entries()) {
         const before = runCount(dir)

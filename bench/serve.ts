@@ -18,13 +18,11 @@
  *   worst), as one sample swings 20 MB with the collector. Target: growth
  *   under 50 MB.
  */
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs"
-import { join } from "node:path"
+import { readFileSync } from "node:fs"
 import { Effect } from "effect"
-import { stringify } from "yaml"
 import { resolveRunConfig } from "../src/cli/run/setup.ts"
 import { openServedRun } from "../src/cli/serve/served-run.ts"
-import { fmt, freshDir, line, median, startServeChild, targetLine } from "./support.ts"
+import { fmt, line, median, startServe, targetLine } from "./support.ts"
 
 const TARGET_ADDED_MS = 15
 const TARGET_RSS_GROWTH_MB = 50
@@ -50,11 +48,7 @@ const rssMb = (pid: number): number => {
 export const serveBench = async (): Promise<void> => {
   console.log(`# 10. massgen serve: 3 zero-delay scripted agents, concurrency ${CONCURRENCY}`)
   const requests = Number(process.env.BENCH_SERVE_REQUESTS ?? 1000)
-  const dir = freshDir()
-  mkdirSync(dir, { recursive: true })
-  const config = join(dir, "team.yaml")
-  writeFileSync(config, stringify(COUNCIL))
-  const { child, url } = await startServeChild(config, dir, ["--max-concurrent-runs", String(CONCURRENCY)])
+  const { child, dir, config, url } = await startServe(COUNCIL, ["--max-concurrent-runs", String(CONCURRENCY)])
   try {
     // Each request its own question: the same request again would be the same run (a retry, `run-registry.ts`).
     let asked = 0
