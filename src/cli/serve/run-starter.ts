@@ -15,7 +15,8 @@
  * `cancelOnDisconnect`, it is stopped once every client of it has gone,
  * recorded `interrupted` with `cancelled by the client` (`CLIENT_CANCELLED`).
  * A run that cannot be opened (its config refused) is a final 400 with
- * `x-should-retry: false`. `stops` holds each running run's stop, for the drain.
+ * `x-should-retry: false`. `stops` holds the stop of each run that holds a
+ * slot (from the moment it takes it), for the drain.
  */
 import { join } from "node:path"
 import { Effect } from "effect"
@@ -71,7 +72,14 @@ export const runStarter =
           ? serverError("the client went away", 499, "client_gone")
           : serverError("the server is shutting down", 503, "shutting_down"),
       )
-    const release = taken.release
+    // The drain can stop it from the moment it holds a slot, before its run has started.
+    let stop!: (why: string) => void
+    const stopped = new Promise<string>((resolve) => (stop = resolve))
+    options.stops.add(stop)
+    const release = () => {
+      options.stops.delete(stop)
+      taken.release()
+    }
     if (signal.aborted) {
       release()
       return refused(serverError("the client went away", 499, "client_gone"))
@@ -83,9 +91,6 @@ export const runStarter =
         return refused({ status: 400, message: `the run was refused: ${opened.failed}`, type: "server_error", code: "run_refused" }, FINAL)
       }
       if (from === null) await Effect.runPromise(writeFileAtomic(join(opened.logDir, REQUEST_FILE), requestRecord(key, model.id)))
-      let stop!: (why: string) => void
-      const stopped = new Promise<string>((resolve) => (stop = resolve))
-      options.stops.add(stop)
       if (options.cancelOnDisconnect) {
         signal.addEventListener("abort", () => stop(CLIENT_CANCELLED), { once: true })
         if (signal.aborted) stop(CLIENT_CANCELLED)
@@ -99,7 +104,6 @@ export const runStarter =
         )
         .finally(() => {
           feed.close()
-          options.stops.delete(stop)
           release()
         })
       return { _tag: "run", run: { runId: opened.runId, logDir: opened.logDir, feed, outcome } }

@@ -168,7 +168,13 @@ export const startServer = (options: ServerOptions) => {
     const ended = endOf(outcome, run.runId, run.logDir)
     if (ended.error !== null) return failure(ended.error, ended.final ? { ...FINAL, ...headers } : headers, ended.facts)
     return json(
-      completionBody({ ...started, content: ended.content, finishReason: ended.finishReason, usage: ended.usage!, massgen: ended.facts }),
+      completionBody({
+        ...started,
+        content: ended.content,
+        finishReason: ended.salvaged ? "length" : "stop",
+        usage: ended.usage!,
+        massgen: ended.facts,
+      }),
       200,
       headers,
     )
@@ -261,8 +267,8 @@ const endOf = (outcome: ServedOutcome, runId: string, logDir: string) => {
       usage: null,
       facts: { run_id: runId, log_dir: logDir, finish_reason: null, winner: null, cost_usd: null },
       error: serverError(`the run was refused: ${outcome.failed}`, 400, "run_refused"),
+      salvaged: false,
       final: true,
-      finishReason: "stop" as const,
     }
   }
   const { state, reason } = outcome
@@ -284,14 +290,7 @@ const endOf = (outcome: ServedOutcome, runId: string, logDir: string) => {
         : reason === "interrupted"
           ? serverError(`the run was stopped: ${why}`, 503, "run_interrupted")
           : serverError(`the run failed (${reason}): ${why}${failures(state)}`, reason === "budget" ? 402 : 400, `run_${reason}`)
-  return {
-    content,
-    usage: state.usage,
-    facts,
-    error,
-    final: reason !== "interrupted",
-    finishReason: salvaged ? ("length" as const) : ("stop" as const),
-  }
+  return { content, usage: state.usage, facts, error, salvaged, final: reason !== "interrupted" }
 }
 
 const failures = (state: State): string => {
@@ -337,7 +336,7 @@ const streamed = (
         const ended = endOf(outcome, runId, logDir)
         if (ended.error === null) {
           if (ended.content !== "") send(sseFrame(chunkBody({ ...started, delta: { content: ended.content } })))
-          send(sseFrame(chunkBody({ ...started, delta: {}, finishReason: ended.finishReason, massgen: ended.facts })))
+          send(sseFrame(chunkBody({ ...started, delta: {}, finishReason: ended.salvaged ? "length" : "stop", massgen: ended.facts })))
           if (chat.includeUsage && ended.usage !== null) send(sseFrame(chunkBody({ ...started, usage: ended.usage })))
         } else {
           send(sseFrame(errorBody(ended.error!, ended.facts)))
