@@ -18,6 +18,7 @@
  * so is a log with lines of a newer schema, which is not appended to. What the
  * read skipped of the log is said on stderr in one line (`cli/run/report.ts`).
  */
+
 import { existsSync } from "node:fs"
 import { join } from "node:path"
 import { Effect } from "effect"
@@ -31,6 +32,7 @@ import { writeDerivedFiles, writeFileAtomic } from "../../services/run-files/ind
 import type { CliContext } from "../context.ts"
 import { automationHeader } from "../run/automation-output.ts"
 import { runDisplay, showsTerminalView } from "../run/display.ts"
+import { canAskAtTerminal, terminalAsker } from "../run/permission-prompt.ts"
 import { reportSkips } from "../run/report.ts"
 import { prepareResume, resumedSession } from "../run/resume-input.ts"
 import { EXIT_CODES, footerLines, runSession } from "../run/session.ts"
@@ -79,6 +81,7 @@ export const resumeCommand = (args: ResumeArgs, ctx: CliContext) =>
       version: ctx.version,
       interrupt: ctx.interrupt,
       automation: args.automation,
+      ...(canAskAtTerminal(args.automation) ? { asker: terminalAsker() } : {}),
       display: runDisplay({ automation: args.automation, noDisplay: false }, ctx.print, path),
       resumeHintShown: showsTerminalView({ automation: args.automation, noDisplay: false }),
       print: ctx.print,
