@@ -34,7 +34,7 @@ import { count, oneLine } from "../../lib/text.ts"
 import { onlyHeaders } from "../agent-output.ts"
 import { type Event, type FinalSource, type FinishReason, ignoredVoteText, resumedText } from "../events/index.ts"
 import { activeMs, advanceInPlace, initialState, type State } from "../state/index.ts"
-import { toolCallLine } from "../tools/calls.ts"
+import { permissionLine, toolCallLine } from "../tools/calls.ts"
 import { changedFiles, workspaceLine } from "../workspaces/facts.ts"
 import { type AgentStatus, type Phase, project } from "./status.ts"
 
@@ -180,6 +180,9 @@ export const timelineText = (event: Event): string | null => {
     case "tool_call_finished":
     case "hosted_tool_used":
       return toolCallLine(event)
+    case "permission_asked":
+    case "permission_decided":
+      return permissionLine(event)
     case "workspace_snapshotted":
     case "workspace_finalized":
     case "context_path_written":

@@ -14,7 +14,7 @@
  */
 
 import { oneLine, truncate } from "../../lib/text.ts"
-import type { ArgumentsText, Event } from "../events/index.ts"
+import { type ArgumentsText, argumentsBlob, type Event } from "../events/index.ts"
 
 /** Calls of one reply that run at the same time; the others wait for a free slot. */
 export const TOOL_CONCURRENCY = 8
@@ -31,7 +31,7 @@ export const cutResult = (text: string, max = MAX_TOOL_RESULT_CHARS): string =>
 
 /** A tool call's arguments on one short line: `{"path":"a.txt"}` as `path="a.txt"`; long ones, in the blob store, as where they are. */
 export const shortArguments = (args: ArgumentsText, max = 60): string => {
-  if (typeof args !== "string") return `long, blobs/${args.$blob.slice(0, 12)}…`
+  if (typeof args !== "string") return `long, blobs/${(argumentsBlob(args) ?? "").slice(0, 12)}…`
   try {
     const value: unknown = JSON.parse(args === "" ? "{}" : args)
     if (value !== null && typeof value === "object" && !Array.isArray(value)) {
@@ -57,6 +57,18 @@ export const toolCallLine = (event: Event): string | null => {
       return `tool ${event.tool}(${shortArguments(event.arguments)}) ${event.ok ? "ok" : `error: ${oneLine(event.error ?? "", 60)}`} in ${event.seconds.toFixed(2)}s`
     case "hosted_tool_used":
       return `${event.tool} (provider): ${oneLine(event.detail, 60)}`
+    default:
+      return null
+  }
+}
+
+/** The line a view shows for a permission the engine asked or decided (`domain/events/permissions.ts`); null for any other event. */
+export const permissionLine = (event: Event): string | null => {
+  switch (event._tag) {
+    case "permission_asked":
+      return `permission asked (${event.via.replace("_", " ")}): ${event.action}(${oneLine(event.target, 60)})${event.via === "human" ? ": allow? press y or n" : ""}`
+    case "permission_decided":
+      return `permission ${event.decision === "allow" ? "allowed" : "denied"} by ${event.by.replace("_", " ")}: ${event.action}(${oneLine(event.target, 60)})${event.rule === null ? "" : ` (${oneLine(event.rule, 60)})`}`
     default:
       return null
   }

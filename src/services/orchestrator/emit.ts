@@ -30,8 +30,9 @@ import { requestText, updateMessage } from "../../domain/coordination/prompts.ts
 import { shownAnswers } from "../../domain/coordination/requests.ts"
 import { workKey } from "../../domain/coordination/work-key.ts"
 import type { Event } from "../../domain/events/index.ts"
+import { withLongTextsShown } from "../../domain/log/index.ts"
 import { agentFile } from "../../domain/run-paths.ts"
-import { evolve, type State } from "../../domain/state/index.ts"
+import { evolve, longTextsOf, type State } from "../../domain/state/index.ts"
 import { instantMs, instantText } from "../../lib/instant.ts"
 import { EVENTS_FILE, EventStore, type EventStoreFailure, type NewEvent } from "../event-store/index.ts"
 import { RunFiles } from "../run-files/index.ts"
@@ -40,12 +41,14 @@ import { makeFiberLock } from "./fiber-lock.ts"
 import { isoNow, type RunContext } from "./types.ts"
 
 /**
- * The events after which something leaves the process (a model call, a tool call, a context path
- * write, the run's end): the orchestrator settles the log (`EventStoreService.settled`) after each.
+ * The events after which something leaves the process (a model call, a tool call, a question
+ * about one and its answer, a context path write, the run's end): the orchestrator settles the log (`EventStoreService.settled`) after each.
  */
 export const announcesEffect = (event: Event): boolean =>
   event._tag === "call_start" ||
   event._tag === "tool_call_started" ||
+  event._tag === "permission_asked" ||
+  event._tag === "permission_decided" ||
   event._tag === "context_write_intended" ||
   event._tag === "run_finished"
 
@@ -114,7 +117,10 @@ export const makeEmitter = (run: RunContext) =>
               const seen =
                 contexts.get(workKey(event.agent, "present")) ??
                 (round === undefined ? undefined : contexts.get(workKey(event.agent, round)))
-              return files.write(agentFile(event.agent, "final_context"), seen === undefined ? "" : requestText(seen))
+              // The question and answers it shows that are long texts are in the blob store: shown in their short form.
+              const longs = longTextsOf(state)
+              const text = seen === undefined ? "" : requestText(seen, (t) => withLongTextsShown(t, longs))
+              return files.write(agentFile(event.agent, "final_context"), text)
             }),
           ),
         )
