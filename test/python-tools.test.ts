@@ -93,6 +93,35 @@ describe("reading MassGen's custom_tools entries", () => {
   })
 })
 
+describe("auto_discover_custom_tools and the code-based tool directories", () => {
+  const backend = (extra: Record<string, unknown>) => ({
+    agents: [{ id: "a", backend: { type: "scripted", auto_discover_custom_tools: true, ...extra } }],
+  })
+  const serversOf = (d: unknown, env: Record<string, string>) => Either.getOrThrow(decodeConfig(d, env)).agents[0]!.backend.mcp_servers
+
+  test("adds MassGen's registry MCP servers: Context7 always, Brave and Exa search when their key is set (as a reference), none named twice", () => {
+    expect(serversOf(backend({}), {})).toEqual([{ name: "context7", type: "stdio", command: "npx", args: ["-y", "@upstash/context7-mcp"] }])
+    const own = { name: "context7", type: "stdio" as const, command: "my-context7" }
+    expect(serversOf(backend({ mcp_servers: [own] }), { BRAVE_API_KEY: "brave-secret" })).toEqual([
+      own,
+      {
+        name: "brave_search",
+        type: "stdio",
+        command: "npx",
+        args: ["-y", "@brave/brave-search-mcp-server"],
+        env: { BRAVE_API_KEY: "${BRAVE_API_KEY}" },
+      },
+    ])
+    expect(serversOf({ agents: [{ id: "a", backend: { type: "scripted", auto_discover_custom_tools: false } }] }, {})).toBeUndefined()
+  })
+
+  test("shared_tools_directory, exclude_custom_tools and custom_tools_path are known keys: no warning", () => {
+    expect(
+      problemsOf(backend({ shared_tools_directory: "shared_tools", exclude_custom_tools: ["_computer_use"], custom_tools_path: "t" })),
+    ).toEqual([])
+  })
+})
+
 describe("a Python function as a tool", () => {
   test("its schema comes from its signature and docstring; preset and context arguments are not in it", async () => {
     const provider = await providerOf(

@@ -23,7 +23,7 @@ import { expandEnv, isWholeReference, scalarOf, shownMessage } from "./env.ts"
 import { ConfigFile } from "./file.ts"
 import { mcpProblems } from "./mcp.ts"
 import { presetFor } from "./presets.ts"
-import { takePythonTools } from "./python-tools.ts"
+import { takePythonTools, withDiscoveredServers } from "./python-tools.ts"
 import { type ConfigProblem, deleteAt, formatPath, setAt, valueAt } from "./schema.ts"
 import { type Agent, type Config, configOf } from "./settings.ts"
 import { CLAUDE_EFFORTS } from "./tools.ts"
@@ -103,7 +103,7 @@ export const analyzeConfig = (raw: unknown, env: Readonly<Record<string, string 
   const doc = raw as Record<string, unknown>
   const problems: Array<ConfigProblem> = []
   const unset: Array<ConfigProblem> = []
-  const { doc: expanded, tools: pythonTools } = takePythonTools(expandEnv(raw, env, unset), problems)
+  const { doc: expanded, tools: pythonTools } = takePythonTools(withDiscoveredServers(expandEnv(raw, env, unset), env), problems)
   problems.push(...unset.map((p) => ({ ...p, kind: "env" as const })))
   const unsetPaths = unset.map((p) => p.path)
   const unsupportedAgents = unsupportedAgentsOf(doc)

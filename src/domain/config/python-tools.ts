@@ -227,3 +227,49 @@ export const absolutePythonTools = <C extends { readonly agents: ReadonlyArray<{
         },
   ),
 })
+
+/**
+ * MassGen's registry of MCP servers that `auto_discover_custom_tools: true`
+ * adds to an agent's (by name, unless it names one so itself): Context7 always
+ * (without its optional key), Brave and Exa search when their key is set. Each
+ * key reaches only its server, as a `${VAR}` expanded when the server starts.
+ */
+const REGISTRY: ReadonlyArray<{ readonly key: string | null; readonly entry: Readonly<Record<string, unknown>> }> = [
+  { key: null, entry: { name: "context7", type: "stdio", command: "npx", args: ["-y", "@upstash/context7-mcp"] } },
+  {
+    key: "BRAVE_API_KEY",
+    entry: {
+      name: "brave_search",
+      type: "stdio",
+      command: "npx",
+      args: ["-y", "@brave/brave-search-mcp-server"],
+      env: { BRAVE_API_KEY: "${BRAVE_API_KEY}" },
+    },
+  },
+  {
+    key: "EXA_API_KEY",
+    entry: { name: "exa_search", type: "stdio", command: "npx", args: ["-y", "exa-mcp-server"], env: { EXA_API_KEY: "${EXA_API_KEY}" } },
+  },
+]
+
+/** `doc` with MassGen's registry servers added to each backend that sets `auto_discover_custom_tools: true`, given the environment. */
+export const withDiscoveredServers = (doc: unknown, env: Readonly<Record<string, string | undefined>>): unknown => {
+  const agents = valueAt(doc, ["agents"])
+  const backends: ReadonlyArray<ReadonlyArray<PropertyKey>> = Array.isArray(agents)
+    ? agents.map((_, i) => ["agents", i, "backend"])
+    : [["agent", "backend"]]
+  let out = doc
+  for (const at of backends) {
+    if (valueAt(out, [...at, "auto_discover_custom_tools"]) !== true) continue
+    const servers = valueAt(out, [...at, "mcp_servers"])
+    const found = REGISTRY.filter((r) => r.key === null || (env[r.key] ?? "").trim() !== "").map((r) => r.entry)
+    if (Array.isArray(servers)) {
+      const names = new Set(servers.map((s) => (s !== null && typeof s === "object" ? (s as { name?: unknown }).name : undefined)))
+      out = setAt(out, [...at, "mcp_servers"], [...servers, ...found.filter((e) => !names.has(e.name))])
+    } else if (servers !== null && typeof servers === "object") {
+      const added = Object.fromEntries(found.filter((e) => !(String(e.name) in servers)).map(({ name, ...rest }) => [String(name), rest]))
+      out = setAt(out, [...at, "mcp_servers"], { ...servers, ...added })
+    } else if (servers === undefined) out = setAt(out, [...at, "mcp_servers"], found)
+  }
+  return out
+}
