@@ -191,6 +191,14 @@ describe("a Python function as a tool", () => {
     expect(names).not.toContain("MY_SERVICE_TOKEN")
   }, 60_000)
 
+  test("a path left relative by its caller (a served or batch run) is read from massgen's working directory, not the agent's", async () => {
+    const relative = nodePath.relative(process.cwd(), nodePath.join(FIXTURES, MATH))
+    const config = Either.getOrThrow(decodeConfig(doc([{ path: relative, function: "scale", preset_args: { factor: 2 } }]), {}))
+    const made = await Effect.runPromise(pythonToolProviders(config, ENV, nodePath.join(FIXTURES, "..")))
+    expect(made.problems).toEqual([])
+    expect(await call(made.providers.get("a")!, "custom_tool__scale", { values: [4] })).toEqual(Either.right("8"))
+  }, 60_000)
+
   test("the built-in two_num_tool runs without Python: MassGen's schema and text", async () => {
     const two = { name: ["two_num_tool"], path: "massgen/tool/_basic/_two_num_tool.py", function: ["two_num_tool"] }
     const provider = await providerOf(doc([two]), { PATH: "/nonexistent" })

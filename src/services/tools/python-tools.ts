@@ -17,7 +17,7 @@
  */
 import { existsSync } from "node:fs"
 import { Effect } from "effect"
-import type { Agent, Config, ConfigProblem, PythonTool } from "../../domain/config/index.ts"
+import { type Agent, absolutePythonTools, type Config, type ConfigProblem, type PythonTool } from "../../domain/config/index.ts"
 import type { ToolSpec } from "../../domain/llm.ts"
 import { builtinSchema, runBuiltin } from "../../domain/tools/builtin-tools.ts"
 import { DEFAULT_TOOL_TIMEOUT_SECONDS } from "../../domain/tools/calls.ts"
@@ -75,7 +75,7 @@ const specOf = (tool: PythonTool, own: { readonly description: string; readonly 
 export const pythonToolStartProblems = (config: Config, env: Env): ReadonlyArray<ConfigProblem> => {
   const problems: Array<ConfigProblem> = []
   const python = Bun.which("python3", { PATH: env.PATH ?? "" })
-  for (const agent of config.agents) {
+  for (const agent of absolutePythonTools(config, process.cwd()).agents) {
     const tools = (agent.pythonTools ?? []).filter((t) => t.builtin === null)
     if (tools.length > 0 && python === null)
       problems.push({
@@ -163,7 +163,8 @@ export const pythonToolProviders = (
   Effect.gen(function* () {
     const providers = new Map<string, ToolProvider>()
     const problems: Array<ConfigProblem> = []
-    const agents = config.agents.filter((a) => (a.pythonTools?.length ?? 0) > 0)
+    // Paths a caller has not made absolute yet are read from massgen's working directory, as MassGen reads them.
+    const agents = absolutePythonTools(config, process.cwd()).agents.filter((a) => (a.pythonTools?.length ?? 0) > 0)
     if (agents.length === 0) return { providers, problems }
     const clean: Record<string, string> = { ...cleanToolEnvironment(config, env), PYTHONIOENCODING: "utf-8", PYTHONDONTWRITEBYTECODE: "1" }
     const python = Bun.which("python3", { PATH: clean.PATH ?? "" })
