@@ -18,6 +18,7 @@
  */
 import { Either, ParseResult, Schema } from "effect"
 import { UNSUPPORTED_BACKENDS } from "./compat.ts"
+import { coordinationProblems } from "./coordination.ts"
 import { documentProblems, field, unsupportedAgentsOf } from "./document.ts"
 import { expandEnv, isWholeReference, scalarOf, shownMessage } from "./env.ts"
 import { ConfigFile } from "./file.ts"
@@ -120,8 +121,9 @@ export const analyzeConfig = (raw: unknown, env: Readonly<Record<string, string 
   }
   // Mappings that lost a value: what the later checks find in them may only follow from that.
   const damaged: Array<string> = []
+  // The document without its values of a wrong type: what is read key by key after the decode.
+  let rest = typed
   if (Either.isLeft(decoded)) {
-    let rest = typed
     for (const issue of issuesOf(decoded.left)) {
       const path = formatPath(issue.path)
       rest = deleteAt(rest, issue.path)
@@ -141,6 +143,7 @@ export const analyzeConfig = (raw: unknown, env: Readonly<Record<string, string 
     decoded = decodeFile(rest)
   }
   problems.push(...documentProblems(doc, unsupportedAgents))
+  problems.push(...coordinationProblems(field(rest, "orchestrator")))
   if (Either.isLeft(decoded)) return { config: null, problems }
   const checked = problems.length
   const file = decoded.right

@@ -63,12 +63,6 @@ export const UNSUPPORTED_FEATURES: ReadonlyArray<Feature> = [
     instead: "remove max_consecutive_auto; use approval_mode: file or automation_default: deny-all to have every ask answered",
   },
   {
-    name: "planning, task planning, skills and orchestration restarts (orchestrator.coordination)",
-    keys: orchestrator("coordination"),
-    refused: true,
-    instead: "remove orchestrator.coordination",
-  },
-  {
     name: "tool filtering on a backend",
     keys: backend("allowed_tools", "exclude_tools", "disallowed_tools"),
     refused: true,
@@ -112,15 +106,11 @@ export const UNSUPPORTED_FEATURES: ReadonlyArray<Feature> = [
   { name: "debug shortcuts", keys: orchestrator("debug_final_answer", "skip_coordination_rounds"), refused: true },
   { name: "question paraphrasing (dspy)", keys: orchestrator("dspy"), refused: true },
   {
-    name: "decomposition mode, fairness and checklists",
+    // The voting keys beside orchestrator.coordination are read one by one (coordination.ts).
+    name: "decomposition mode and checklists",
     keys: orchestrator(
       "coordination_mode",
       "presenter_agent",
-      "voting_threshold",
-      "fairness_enabled",
-      "fairness_lead_cap_answers",
-      "max_midstream_injections_per_round",
-      "defer_peer_updates_until_restart",
       "checklist_require_gap_report",
       "gap_report_mode",
       "max_checklist_calls_per_round",
@@ -200,7 +190,8 @@ export const featureProblems = (unknown: ReadonlyArray<UnknownKey>): ReadonlyArr
     }
     problems.push({
       path: key.path,
-      message: `unknown key, ignored${key.known.length > 0 ? ` (known keys here: ${key.known.join(", ")})` : ""}`,
+      // A long list (orchestrator.coordination knows 80 keys) helps less than the near key.
+      message: `unknown key, ignored${key.known.length > 0 && key.known.length <= 50 ? ` (known keys here: ${key.known.join(", ")})` : ""}`,
       ...(near !== null ? { suggestion: `did you mean ${near}?` } : {}),
       kind: "warning",
     })

@@ -16,6 +16,7 @@
 import { Schema } from "effect"
 import { hasMaskedCredential } from "../../lib/safe-url.ts"
 import { SafeName } from "../run-paths.ts"
+import { CoordinationConfig, VotingOrchestratorFields } from "./coordination.ts"
 import { PermissionsConfig } from "./permissions.ts"
 import { BACKEND_TYPES } from "./presets.ts"
 import { FiniteNumber, found, NonNegativeInt, oneOf, opt, PositiveInt, PositiveNumber } from "./schema.ts"
@@ -133,7 +134,8 @@ const OrchestratorConfig = Schema.Struct({
   defer_voting_until_all_answered: opt(Schema.Boolean),
   max_new_answers_global: opt(Schema.NullOr(PositiveInt)),
   answer_novelty_requirement: opt(oneOf(...STRICTNESS)),
-  voting_sensitivity: opt(oneOf(...STRICTNESS)),
+  ...VotingOrchestratorFields,
+  coordination: opt(CoordinationConfig),
 }).annotations({ identifier: "an orchestrator mapping" })
 
 const TimeoutSettings = Schema.Struct({
