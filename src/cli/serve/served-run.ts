@@ -7,8 +7,9 @@
  * own) and creates the run's log directory with its `execution_metadata.yaml`,
  * exactly as a run from the command line does, so `status`, `resume`,
  * `replay` and the viewer work on it; it fails with the error's one-line
- * message. `run(stop, onEvent)` runs the coordination with the request's
- * conversation, until it finishes or `stop` resolves (the run is then recorded
+ * message; the request's sampling and answer format go to the presenter's calls
+ * (`presenter-backends.ts`). `run(stop, onEvent, onText)` runs the coordination with the request's
+ * conversation (each event and each streamed text delta to the callbacks), until it finishes or `stop` resolves (the run is then recorded
  * `interrupted`, resumable with `massgen resume`), and gives the outcome, or
  * the message of the error that kept it from running.
  *
@@ -24,6 +25,8 @@ import { newRunDir } from "../run/new-run.ts"
 import { runSessionOutcome } from "../run/session.ts"
 import { makeAgentTools, makeBackends, type RunConfig } from "../run/setup.ts"
 import type { ChatRequest } from "./openai-wire.ts"
+import { presenterBackends } from "./presenter-backends.ts"
+import { NO_FIELDS } from "./request-fields.ts"
 
 export interface ServedModel {
   readonly id: string
@@ -44,7 +47,11 @@ export type ServedOutcome = RunOutcome | { readonly failed: string }
 export interface ServedRun {
   readonly logDir: string
   readonly runId: string
-  readonly run: (stop: Promise<string>, onEvent: (event: Event, state: State) => void) => Promise<ServedOutcome>
+  readonly run: (
+    stop: Promise<string>,
+    onEvent: (event: Event, state: State) => void,
+    onText?: (agent: string, text: string) => void,
+  ) => Promise<ServedOutcome>
 }
 
 const messageOf = <E>(exit: Exit.Exit<unknown, E>): string => {
@@ -65,7 +72,9 @@ export const openServedRun = async (
   const { loaded } = model
   const opened = await Effect.runPromiseExit(
     Effect.all({
-      backends: makeBackends(loaded.config, loaded.env, loaded.where),
+      backends: Effect.flatMap(makeBackends(loaded.config, loaded.env, loaded.where), (backends) =>
+        presenterBackends(backends, loaded.config, loaded.env, loaded.where, request.fields ?? NO_FIELDS),
+      ),
       logDir: newRunDir(loaded, request.question, ctx),
     }),
   )
@@ -75,7 +84,7 @@ export const openServedRun = async (
   return {
     logDir,
     runId,
-    run: async (stop, onEvent) => {
+    run: async (stop, onEvent, onText = () => {}) => {
       const exit = await Effect.runPromiseExit(
         runSessionOutcome({
           logDir,
@@ -87,7 +96,10 @@ export const openServedRun = async (
           version: ctx.version,
           interrupt: Effect.promise(() => stop),
           automation: false,
-          display: Effect.succeed({ onEvent: (event, state) => Effect.sync(() => onEvent(event, state)), onText: () => Effect.void }),
+          display: Effect.succeed({
+            onEvent: (event, state) => Effect.sync(() => onEvent(event, state)),
+            onText: (agent, text) => Effect.sync(() => onText(agent, text)),
+          }),
           print: () => {},
           printError: ctx.printError,
           env: loaded.env,

@@ -43,22 +43,17 @@ import type { Server } from "bun"
 import type { Event } from "../../domain/events/index.ts"
 import type { State } from "../../domain/state/index.ts"
 import { ownHosts } from "../../lib/loopback.ts"
-import { plainLine } from "../run/automation-output.ts"
 import { CLIENT_CANCELLED } from "../run/report.ts"
-import {
-  type ChatRequest,
-  chunkBody,
-  completionBody,
-  errorBody,
-  type RunFacts,
-  readChatRequest,
-  SSE_DONE,
-  sseFrame,
-  type WireError,
-} from "./openai-wire.ts"
+import { answerFeed } from "./answer-feed.ts"
+import { type AnswerFormat, answerProblem, answerText } from "./answer-format.ts"
+import { completionBody, errorBody, type RunFacts, readChatRequest, type WireError } from "./openai-wire.ts"
+import { refusedSampling } from "./presenter-backends.ts"
 import { foreignRequest, readJsonBody, unsupportedBody } from "./request-gate.ts"
+import { continuedConversation } from "./response-ids.ts"
+import { type ResponseBase, readResponsesRequest, responseBody, responseId } from "./responses-wire.ts"
 import type { RunSlots } from "./run-slots.ts"
 import { openServedRun, type ServeContext, type ServedModel, type ServedOutcome } from "./served-run.ts"
+import { chatFrames, type Ended, responseFrames, type StreamFrames } from "./stream-frames.ts"
 
 export interface ServerOptions {
   readonly host: string
@@ -95,10 +90,6 @@ const authorized = (header: string | null, key: string): boolean => {
   return given.length === wanted.length && timingSafeEqual(given, wanted)
 }
 
-/** Lines of progress a stream shows: the final answer and the run's end are said otherwise. */
-const progressLine = (event: Event, state: State, logDir: string): string | null =>
-  event._tag === "final_answer" || event._tag === "run_finished" ? null : plainLine(event, state, logDir)
-
 export const startServer = (options: ServerOptions) => {
   const { slots, ctx } = options
   const stops = new Set<(why: string) => void>()
@@ -106,15 +97,24 @@ export const startServer = (options: ServerOptions) => {
   let draining = false
   let stopped: Promise<void> = Promise.resolve()
 
-  const complete = async (request: Request, server: Server<undefined>): Promise<Response> => {
+  const complete = async (request: Request, server: Server<undefined>, api: "chat" | "responses" = "chat"): Promise<Response> => {
     const unsupported = unsupportedBody(request)
     if (unsupported !== null) return failure(unsupported)
     const body = await readJsonBody(request, options.maxBodyBytes)
     // The rest of a body too large is not read: nothing more on this connection.
     if ("status" in body) return failure(body, body.status === 413 ? { connection: "close" } : {})
-    const chat = readChatRequest(body.json, modelIds, options.maxQuestionBytes)
-    if ("status" in chat) return failure(chat)
+    const read =
+      api === "chat"
+        ? readChatRequest(body.json, modelIds, options.maxQuestionBytes)
+        : readResponsesRequest(body.json, modelIds, options.maxQuestionBytes)
+    if ("status" in read) return failure(read)
+    const previous = (read as { readonly previousResponseId?: string | null }).previousResponseId ?? null
+    const continued = previous === null ? [] : continuedConversation(previous, ctx.env, ctx.cwd)
+    if ("status" in continued) return failure(continued)
+    const chat = { ...read, conversation: [...continued, ...read.conversation] }
     const model = options.models.find((m) => m.id === chat.model)!
+    const refused = refusedSampling(chat.fields ?? { sampling: {}, format: null }, model.loaded.config)
+    if (refused !== null) return failure(refused)
     // Accepted: no idle cut while it waits and runs (minutes may pass without a byte);
     // its connection closes with the response, so it does not stay open uncut after it.
     server.timeout(request, 0)
@@ -145,21 +145,31 @@ export const startServer = (options: ServerOptions) => {
       request.signal.addEventListener("abort", onGone, { once: true })
       const headers = { [RUN_ID_HEADER]: opened.runId, ...held }
       const started = { id: `chatcmpl-${opened.runId}`, created: Math.floor(Date.now() / 1000), model: chat.model }
-      const finished = (onEvent: (event: Event, state: State) => void) =>
-        opened.run(stopped, onEvent).finally(() => {
+      const base: ResponseBase = {
+        ...started,
+        id: responseId(opened.runId),
+        createdAt: started.created,
+        previousResponseId: previous,
+        runId: opened.runId,
+      }
+      const finished = (onEvent: (event: Event, state: State) => void, onText?: (agent: string, text: string) => void) =>
+        opened.run(stopped, onEvent, onText).finally(() => {
           stops.delete(stop)
           request.signal.removeEventListener("abort", onGone)
           release()
         })
-      if (chat.stream) return streamed(chat, opened.logDir, opened.runId, started, headers, finished, () => stop(CLIENT_CANCELLED))
-      const outcome = await finished(() => {})
-      const ended = endOf(outcome, opened.runId, opened.logDir)
+      const format = chat.fields?.format ?? null
+      const ending = (outcome: ServedOutcome) => formatChecked(endOf(outcome, opened.runId, opened.logDir), format)
+      if (chat.stream) {
+        const first = { run_id: opened.runId, log_dir: opened.logDir, finish_reason: null, winner: null, cost_usd: null }
+        const frames = api === "chat" ? chatFrames(chat, started, first) : responseFrames(base)
+        return streamed(frames, opened.logDir, format !== null, headers, finished, ending, () => stop(CLIENT_CANCELLED))
+      }
+      const ended = ending(await finished(() => {}))
       if (ended.error !== null) return failure(ended.error, headers, ended.facts)
-      return json(
-        completionBody({ ...started, content: ended.content, finishReason: "stop", usage: ended.usage!, massgen: ended.facts }),
-        200,
-        headers,
-      )
+      const end = { content: ended.content, usage: ended.usage!, massgen: ended.facts }
+      if (api === "responses") return json(responseBody(base, { ...end, salvaged: false }), 200, headers)
+      return json(completionBody({ ...started, ...end, finishReason: "stop" }), 200, headers)
     } catch (e) {
       release()
       return failure(serverError(e instanceof Error ? e.message : String(e)), held)
@@ -181,7 +191,8 @@ export const startServer = (options: ServerOptions) => {
         code: "invalid_api_key",
       })
     }
-    if (pathname === "/v1/models") {
+    const modelId = pathname.startsWith("/v1/models/") ? decodeURIComponent(pathname.slice("/v1/models/".length)) : null
+    if (pathname === "/v1/models" || modelId !== null) {
       if (request.method !== "GET")
         return failure({
           status: 405,
@@ -189,9 +200,17 @@ export const startServer = (options: ServerOptions) => {
           type: "invalid_request_error",
           code: "method_not_allowed",
         })
-      return json({ object: "list", data: options.models.map((m) => ({ id: m.id, object: "model", created: 0, owned_by: "massgen" })) })
+      if (modelId === null) return json({ object: "list", data: modelIds.map(modelBody) })
+      if (modelIds.includes(modelId)) return json(modelBody(modelId))
+      return failure({
+        status: 404,
+        message: `The model ${JSON.stringify(modelId)} does not exist; served: ${modelIds.join(", ")}`,
+        type: "invalid_request_error",
+        code: "model_not_found",
+        param: "model",
+      })
     }
-    if (pathname === "/v1/chat/completions") {
+    if (pathname === "/v1/chat/completions" || pathname === "/v1/responses") {
       if (request.method !== "POST")
         return failure({
           status: 405,
@@ -199,7 +218,7 @@ export const startServer = (options: ServerOptions) => {
           type: "invalid_request_error",
           code: "method_not_allowed",
         })
-      return complete(request, server)
+      return complete(request, server, pathname === "/v1/responses" ? "responses" : "chat")
     }
     return failure({ status: 404, message: `no route ${request.method} ${pathname}`, type: "invalid_request_error", code: "not_found" })
   }
@@ -238,8 +257,23 @@ export const startServer = (options: ServerOptions) => {
   }
 }
 
+const modelBody = (id: string) => ({ id, object: "model", created: 0, owned_by: "massgen" })
+
+/** A completed run's answer checked against the request's JSON format: the JSON text, or the error that it is not. */
+const formatChecked = (ended: Ended, format: AnswerFormat | null): Ended => {
+  if (format === null || ended.error !== null) return ended
+  const problem = answerProblem(ended.content, format)
+  if (problem === null) return { ...ended, content: answerText(ended.content) }
+  const error = serverError(
+    `the final answer is ${problem}, after the presenter was asked once more (response_format / text.format)`,
+    500,
+    "answer_format_failed",
+  )
+  return { ...ended, error, facts: { ...ended.facts, answer: ended.content } }
+}
+
 /** What a finished run answers: its content, usage and facts, or the error it is. */
-const endOf = (outcome: ServedOutcome, runId: string, logDir: string) => {
+const endOf = (outcome: ServedOutcome, runId: string, logDir: string): Ended => {
   if ("failed" in outcome) {
     return {
       content: "",
@@ -279,12 +313,12 @@ const failures = (state: State): string => {
 const encoder = new TextEncoder()
 
 const streamed = (
-  chat: ChatRequest,
+  frames: StreamFrames,
   logDir: string,
-  runId: string,
-  started: { readonly id: string; readonly created: number; readonly model: string },
+  hold: boolean,
   headers: Record<string, string>,
-  finished: (onEvent: (event: Event, state: State) => void) => Promise<ServedOutcome>,
+  finished: (onEvent: (event: Event, state: State) => void, onText: (agent: string, text: string) => void) => Promise<ServedOutcome>,
+  ending: (outcome: ServedOutcome) => Ended,
   onCancel: () => void,
 ): Response => {
   const stream = new ReadableStream<Uint8Array>({
@@ -298,29 +332,14 @@ const streamed = (
           open = false
         }
       }
-      send(
-        sseFrame(
-          chunkBody({
-            ...started,
-            delta: { role: "assistant", content: "" },
-            massgen: { run_id: runId, log_dir: logDir, finish_reason: null, winner: null, cost_usd: null },
-          }),
-        ),
-      )
-      void finished((event, state) => {
-        const line = progressLine(event, state, logDir)
-        if (line !== null) send(sseFrame(chunkBody({ ...started, delta: { reasoning_content: `${line}\n` } })))
-      }).then((outcome) => {
-        const ended = endOf(outcome, runId, logDir)
-        const answered = ended.error === null || (ended.salvaged && ended.error.status === 504)
-        if (answered) {
-          if (ended.content !== "") send(sseFrame(chunkBody({ ...started, delta: { content: ended.content } })))
-          send(sseFrame(chunkBody({ ...started, delta: {}, finishReason: ended.error === null ? "stop" : "length", massgen: ended.facts })))
-          if (chat.includeUsage && ended.usage !== null) send(sseFrame(chunkBody({ ...started, usage: ended.usage })))
-        } else {
-          send(sseFrame(errorBody(ended.error!, ended.facts)))
-        }
-        send(SSE_DONE)
+      send(frames.start())
+      const feed = answerFeed(logDir, hold, {
+        progress: (text) => send(frames.progress(text)),
+        content: (text) => send(frames.content(text)),
+      })
+      void finished(feed.onEvent, feed.onText).then((outcome) => {
+        const ended = ending(outcome)
+        send(frames.end(ended, feed.rest(ended.content)))
         if (open) controller.close()
         open = false
       })
