@@ -10,11 +10,8 @@
  * it is one sample (both read this process's clock). `REQUESTS` requests, one
  * at a time. Target: median under 20 ms.
  */
-import { mkdirSync, writeFileSync } from "node:fs"
-import { join } from "node:path"
-import { stringify } from "yaml"
 import { type FakeRequest, gated, loneCouncilReply, offeredTools, startFakeLlm } from "../test/support/fake-llm.ts"
-import { freshDir, targetLine } from "./support.ts"
+import { startServe, targetLine } from "./support.ts"
 
 const TARGET_MS = 20
 const REQUESTS = 30
@@ -33,28 +30,10 @@ export const serveStreamBench = async (): Promise<void> => {
       return gated({ text: [FIRST, "is 4."] }, FIRST, held)
     },
   })
-  const dir = freshDir()
-  mkdirSync(dir, { recursive: true })
-  const config = join(dir, "team.yaml")
-  writeFileSync(
-    config,
-    stringify({ agents: [{ id: "agent_a", backend: { type: "chatcompletion", model: "m", base_url: fake.openAiBaseUrl } }] }),
-  )
-  const main = join(import.meta.dir, "..", "src", "main.ts")
-  const child = Bun.spawn([process.execPath, main, "serve", "--config", config, "--port", "0"], {
-    cwd: dir,
-    stdout: "pipe",
-    stderr: "inherit",
+  const { child, url } = await startServe({
+    agents: [{ id: "agent_a", backend: { type: "chatcompletion", model: "m", base_url: fake.openAiBaseUrl } }],
   })
   try {
-    const reader = child.stdout.getReader()
-    let out = ""
-    while (!out.includes("\n")) {
-      const { value, done } = await reader.read()
-      if (done) throw new Error(`massgen serve ended: ${out}`)
-      out += new TextDecoder().decode(value)
-    }
-    const url = out.split(" ")[1]!
     const body = JSON.stringify({ model: "team", messages: [{ role: "user", content: "What is 2+2?" }], stream: true })
     /** One streamed request: ms from the fake's first token to the client's first content. */
     const ask = async (): Promise<number> => {

@@ -24,12 +24,13 @@ import { ChatOpenAI } from "@langchain/openai"
 import { generateText, streamText } from "ai"
 import OpenAI from "openai"
 import { readEventsText } from "../src/domain/log/index.ts"
-import { cleanupSandboxes, type RunningCli, sandbox, startUntilLine, writeConfig } from "./support/cli.ts"
+import { cleanupSandboxes, type RunningCli, runCli, sandbox, startUntilLine, writeConfig } from "./support/cli.ts"
 import {
   type Behaviour,
   type FakeLlm,
   type FakeRequest,
   gated,
+  hang,
   loneCouncilReply,
   offeredTools,
   promptText,
@@ -366,6 +367,53 @@ describe("every request field honoured or refused", () => {
       expect(
         (await post("/responses", { ...responses, text: {}, store: true, parallel_tool_calls: true, tool_choice: "none" })).status,
       ).toBe(200)
+    },
+    TIMEOUT,
+  )
+
+  test(
+    "a served run stopped during its presentation and resumed: the presenter is asked again with the request's fields",
+    async () => {
+      let held = true
+      const own = await startFakeLlm({
+        respond: (req) => (isPresentation(req) && held ? (presenting.open(), hang()) : loneCouncilReply(req)),
+      })
+      const presenting = latch()
+      const dir = sandbox()
+      const config = writeConfig(
+        dir,
+        { agents: [{ id: "agent_a", backend: { type: "chatcompletion", model: "m", base_url: own.openAiBaseUrl } }] },
+        "team.yaml",
+      )
+      const server = await startUntilLine("source", ["serve", "--config", config, "--port", "0", "--drain-seconds", "0"], "Serving ", {
+        cwd: dir,
+        timeoutMs: TIMEOUT,
+      })
+      try {
+        const served = server.lines.find((l) => l.startsWith("Serving "))!.split(" ")[1]!
+        const asked = new OpenAI({ baseURL: served, apiKey: "none", maxRetries: 0 }).chat.completions
+          .create({ model: "team", messages: [{ role: "user", content: "What is 2+2?" }], temperature: 0.25, seed: 3 })
+          .withResponse()
+          .catch((e) => e)
+        await presenting.opened
+        server.proc.kill("SIGTERM")
+        const stopped = await asked
+        expect(stopped.status).toBe(503)
+        const logDir = nodePath.join(dir, ".massgen", "massgen_logs", stopped.headers.get("x-massgen-run-id"))
+        expect(fs.readFileSync(nodePath.join(logDir, "execution_metadata.yaml"), "utf8")).toContain("serve_request:")
+        held = false
+        const before = own.requests.length
+        const resumed = await runCli("source", ["resume", logDir, "--automation"], { cwd: dir })
+        expect(resumed.exitCode).toBe(0)
+        const presentation = own.requests.slice(before).filter(isPresentation)
+        expect(presentation.length).toBe(1)
+        expect(presentation[0]!.body).toMatchObject({ temperature: 0.25, seed: 3 })
+        expect(eventsOf(logDir).findLast((e) => e._tag === "final_answer")).toMatchObject({ content: "Four.", source: "presentation" })
+      } finally {
+        server.proc.kill("SIGTERM")
+        await server.done
+        own.stop()
+      }
     },
     TIMEOUT,
   )

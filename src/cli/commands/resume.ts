@@ -17,6 +17,8 @@
  * a directory that is not a run, or whose config cannot be read, is exit 1, and
  * so is a log with lines of a newer schema, which is not appended to. What the
  * read skipped of the log is said on stderr in one line (`cli/run/report.ts`).
+ * A `massgen serve` run's presenter is given its request's sampling and answer
+ * format again, as its metadata recorded them (`cli/serve/served-resume.ts`).
  */
 import { existsSync } from "node:fs"
 import { join } from "node:path"
@@ -38,6 +40,7 @@ import { reportSkips } from "../run/report.ts"
 import { openRunDir, RunDirError, recordedBlob, recordedToolResult, refuseNewer, runDirConfig } from "../run/run-dir.ts"
 import { EXIT_CODES, footerLines, runSession } from "../run/session.ts"
 import { makeAgentTools, makeBackends } from "../run/setup.ts"
+import { resumedBackends } from "../serve/served-resume.ts"
 
 export interface ResumeArgs {
   readonly logDir: string
@@ -98,7 +101,8 @@ export const resumeCommand = (args: ResumeArgs, ctx: CliContext) =>
         detail: `its config has agents ${configIds}, the run has ${recordedIds}`,
       })
     }
-    const backends = yield* makeBackends(config, env, dir.path, events)
+    // A served run's presenter keeps its request's sampling and answer format.
+    const backends = yield* resumedBackends(dir.path, yield* makeBackends(config, env, dir.path, events), config, env)
     yield* Effect.sync(() => removeOrphanCopies(dir.path))
     // Under the lock, read what was appended since the read above: another resume
     // may have taken the run further (or finished it) meanwhile.

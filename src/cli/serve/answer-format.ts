@@ -24,7 +24,9 @@ export type AnswerFormat =
       readonly validate: ValidateFunction
     }
 
-const ajv = new Ajv({ strict: false, validateFormats: false, allErrors: false })
+let ajv: Ajv | null = null
+/** Made at the first schema: a run that asks for none pays nothing for it. */
+const compiler = (): Ajv => (ajv ??= new Ajv({ strict: false, validateFormats: false, allErrors: false }))
 
 export const readAnswerFormat = (given: unknown, field: string, api: "chat" | "responses"): AnswerFormat | null | WireError => {
   if (given === undefined || given === null) return null
@@ -44,7 +46,7 @@ export const readAnswerFormat = (given: unknown, field: string, api: "chat" | "r
   const schema = spec.schema ?? {}
   if (!isObject(schema)) return badRequest(`${at}.schema must be a JSON Schema object`, `${at}.schema`, "invalid_value")
   try {
-    return { type: "json_schema", name: spec.name, schema, strict: spec.strict === true, validate: ajv.compile(schema) }
+    return { type: "json_schema", name: spec.name, schema, strict: spec.strict === true, validate: compiler().compile(schema) }
   } catch (e) {
     return badRequest(
       `${at}.schema is not a valid JSON Schema: ${e instanceof Error ? e.message : String(e)}`,

@@ -134,7 +134,8 @@ export const presenterBackends = (
     const presenting = yield* makeBackends(presenterConfig(config, fields), env, where)
     const out = new Map<string, Backend>()
     for (const [id, backend] of backends) {
-      const presenter = presenting.get(id) ?? backend
+      // A scripted agent samples nothing: its own backend (which a resume gave its history) presents.
+      const presenter = backend.type === "scripted" ? backend : (presenting.get(id) ?? backend)
       const { format } = fields
       out.set(id, {
         ...backend,

@@ -39,6 +39,8 @@ export interface Sampling {
 export interface RequestFields {
   readonly sampling: Sampling
   readonly format: AnswerFormat | null
+  /** The sampling and format fields as the request gave them, which the run records (`served-resume.ts`); null: none. */
+  readonly given?: { readonly api: Api; readonly fields: Record<string, unknown> } | null
 }
 
 export const NO_FIELDS: RequestFields = { sampling: {}, format: null }
@@ -172,5 +174,7 @@ export const readRequestFields = (body: Record<string, unknown>, api: Api): Requ
   const given = api === "chat" ? body.response_format : isObject(body.text) ? body.text.format : undefined
   const format = readAnswerFormat(given, formatField, api)
   if (isError(format)) return format
-  return { sampling: sampling as Sampling, format }
+  const kept = [...SAMPLING[api], api === "chat" ? "response_format" : "text"]
+  const fields = Object.fromEntries(Object.entries(body).filter(([k, v]) => kept.includes(k) && v !== null && v !== undefined))
+  return { sampling: sampling as Sampling, format, given: Object.keys(fields).length === 0 ? null : { api, fields } }
 }

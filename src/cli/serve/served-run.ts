@@ -27,6 +27,7 @@ import { makeAgentTools, makeBackends, type RunConfig } from "../run/setup.ts"
 import type { ChatRequest } from "./openai-wire.ts"
 import { presenterBackends } from "./presenter-backends.ts"
 import { NO_FIELDS } from "./request-fields.ts"
+import { servedMetadata } from "./served-resume.ts"
 
 export interface ServedModel {
   readonly id: string
@@ -75,7 +76,7 @@ export const openServedRun = async (
       backends: Effect.flatMap(makeBackends(loaded.config, loaded.env, loaded.where), (backends) =>
         presenterBackends(backends, loaded.config, loaded.env, loaded.where, request.fields ?? NO_FIELDS),
       ),
-      logDir: newRunDir(loaded, request.question, ctx),
+      logDir: newRunDir(loaded, request.question, ctx, servedMetadata(request.fields ?? NO_FIELDS)),
     }),
   )
   if (Exit.isFailure(opened)) return { failed: messageOf(opened) }
