@@ -21,7 +21,7 @@ import * as nodePath from "node:path"
 import { createOpenAI } from "@ai-sdk/openai"
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible"
 import { ChatOpenAI } from "@langchain/openai"
-import { generateText, streamText } from "ai"
+import { generateText, jsonSchema, Output, streamText } from "ai"
 import OpenAI from "openai"
 import { readEventsText } from "../src/domain/log/index.ts"
 import { cleanupSandboxes, type RunningCli, runCli, sandbox, startUntilLine, writeConfig } from "./support/cli.ts"
@@ -287,6 +287,36 @@ describe("every request field honoured or refused", () => {
         expect(failed).toBeInstanceOf(OpenAI.InternalServerError)
         expect(failed.error.code).toBe("answer_format_failed")
         expect(failed.message).toContain("not valid JSON")
+      } finally {
+        respond = loneCouncilReply
+      }
+    },
+    TIMEOUT,
+  )
+
+  test(
+    "structured output: the AI SDK's Output.object (Responses and Chat) and LangChain's withStructuredOutput (with and without useResponsesApi)",
+    async () => {
+      respond = (req) => (isPresentation(req) ? reply({ text: '{"answer": 4, "unit": "apples"}' }) : loneCouncilReply(req))
+      try {
+        const schema = { ...SCHEMA, title: "count" }
+        const prompt = "How many apples?"
+        for (const model of [
+          createOpenAI({ baseURL: url, apiKey: "none" })("team"),
+          createOpenAICompatible({ name: "massgen", baseURL: url, apiKey: "none" })("team"),
+        ]) {
+          const { output } = await generateText({
+            model,
+            prompt,
+            output: Output.object({ schema: jsonSchema<{ answer: number; unit: string }>(schema) }),
+            maxRetries: 0,
+          })
+          expect(output).toEqual({ answer: 4, unit: "apples" })
+        }
+        for (const useResponsesApi of [false, true]) {
+          const model = new ChatOpenAI({ model: "team", apiKey: "none", configuration: { baseURL: url }, maxRetries: 0, useResponsesApi })
+          expect(await model.withStructuredOutput(schema).invoke(prompt)).toEqual({ answer: 4, unit: "apples" })
+        }
       } finally {
         respond = loneCouncilReply
       }

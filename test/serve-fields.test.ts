@@ -87,6 +87,24 @@ describe("JSON answers", () => {
     expect(answerProblem("n is 1", schema)).toContain("not valid JSON")
     expect(answerProblem("[1]", { type: "json_object" })).toBe("valid JSON, but not a JSON object")
   })
+
+  test("a schema of draft 2020-12 or 2019-09 (as LangChain and zod write them) compiles and checks as its draft says", () => {
+    for (const draft of ["https://json-schema.org/draft/2020-12/schema", "https://json-schema.org/draft/2019-09/schema"]) {
+      const format = ok(
+        readAnswerFormat(
+          {
+            type: "json_schema",
+            name: "n",
+            schema: { $schema: draft, type: "object", properties: { n: { type: "number" } }, required: ["n"] },
+          },
+          "text.format",
+          "responses",
+        ),
+      )!
+      expect(answerProblem('{"n": 2}', format)).toBeNull()
+      expect(answerProblem("{}", format)).toContain("must have required property 'n'")
+    }
+  })
 })
 
 describe("the Responses reader", () => {

@@ -4,14 +4,17 @@
  * Contract: `readAnswerFormat(given, field, api)` reads the format object of a
  * Chat Completions (`{type, json_schema: {name, schema, strict}}`) or
  * Responses (`{type, name, schema, strict}`) request: null for none or
- * `text`, a `json_object` or a `json_schema` format (its schema compiled by Ajv,
- * draft 2020-12 and 07 keywords; `format` is an annotation, not checked), or a
+ * `text`, a `json_object` or a `json_schema` format (its schema compiled by Ajv
+ * for the draft its `$schema` names: 2020-12, 2019-09, else draft-07; `format`
+ * is an annotation, not checked), or a
  * 400 naming the field. `answerProblem(text, format)` is null when `text`, trimmed
  * and with a Markdown code fence around it removed (`answerText`), is a JSON
  * object (`json_object`) or a JSON value the schema accepts (`json_schema`), else
  * what is wrong, in one line. `formatInstruction` is what the presenter is told.
  */
 import Ajv, { type ValidateFunction } from "ajv"
+import Ajv2019 from "ajv/dist/2019"
+import Ajv2020 from "ajv/dist/2020"
 import { badRequest, isObject, type WireError } from "./wire-error.ts"
 
 export type AnswerFormat =
@@ -24,9 +27,17 @@ export type AnswerFormat =
       readonly validate: ValidateFunction
     }
 
-let ajv: Ajv | null = null
-/** Made at the first schema: a run that asks for none pays nothing for it. */
-const compiler = (): Ajv => (ajv ??= new Ajv({ strict: false, validateFormats: false, allErrors: false }))
+const compilers = new Map<string, Ajv>()
+/** The validator of a schema's `$schema` draft (2020-12, 2019-09, else draft-07), made at the first such schema. */
+const compiler = (schema: Record<string, unknown>): Ajv => {
+  const draft = typeof schema.$schema === "string" ? (/2020-12|2019-09/.exec(schema.$schema)?.[0] ?? "07") : "07"
+  const made = compilers.get(draft)
+  if (made !== undefined) return made
+  const options = { strict: false, validateFormats: false, allErrors: false }
+  const fresh = draft === "2020-12" ? new Ajv2020(options) : draft === "2019-09" ? new Ajv2019(options) : new Ajv(options)
+  compilers.set(draft, fresh)
+  return fresh
+}
 
 export const readAnswerFormat = (given: unknown, field: string, api: "chat" | "responses"): AnswerFormat | null | WireError => {
   if (given === undefined || given === null) return null
@@ -46,7 +57,7 @@ export const readAnswerFormat = (given: unknown, field: string, api: "chat" | "r
   const schema = spec.schema ?? {}
   if (!isObject(schema)) return badRequest(`${at}.schema must be a JSON Schema object`, `${at}.schema`, "invalid_value")
   try {
-    return { type: "json_schema", name: spec.name, schema, strict: spec.strict === true, validate: compiler().compile(schema) }
+    return { type: "json_schema", name: spec.name, schema, strict: spec.strict === true, validate: compiler(schema).compile(schema) }
   } catch (e) {
     return badRequest(
       `${at}.schema is not a valid JSON Schema: ${e instanceof Error ? e.message : String(e)}`,
