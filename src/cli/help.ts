@@ -57,7 +57,8 @@ Usage:
                 [--max-queued N] [--api-key-env VAR] [--drain-seconds S] [--idle-timeout-seconds S]
                 [--max-body-bytes N] [--max-question-bytes N]
                                               an OpenAI-compatible endpoint (POST /v1/chat/completions,
-                                              GET /v1/models) on http://127.0.0.1:${DEFAULT_SERVE_PORT}: each request
+                                              POST /v1/responses, GET /v1/models[/ID]) on
+                                              http://127.0.0.1:${DEFAULT_SERVE_PORT} (docs/serve.md): each request
                                               is a run; defaults: 4 runs at once, 64 waiting, 30 s drain,
                                               30 s idle, 8 MiB bodies, 1 MiB of message text
   massgen batch ITEMS.jsonl --config FILE [--concurrency N] [--out DIR] [--automation] [--engine URL]
