@@ -36,6 +36,7 @@ import {
   promptText,
   reply,
   startFakeLlm,
+  status,
 } from "./support/fake-llm.ts"
 
 const TIMEOUT = 120_000
@@ -141,6 +142,31 @@ describe("the Responses API and models.retrieve through the openai SDK", () => {
       expect(types.at(-1)).toBe("response.completed")
       expect(final.usage!.input_tokens).toBe(tokensOf((final as any).massgen.log_dir).input)
       expect(final.usage!.output_tokens).toBeGreaterThan(0)
+    },
+    TIMEOUT,
+  )
+
+  test(
+    "a run that fails: responses.create is a 500 with the reason; a stream ends with response.failed carrying it",
+    async () => {
+      respond = () => status(400, { body: { error: { message: "no such model" } } })
+      try {
+        const failed = await client.responses.create({ model: "team", input: "q" }).catch((e) => e)
+        expect(failed).toBeInstanceOf(OpenAI.InternalServerError)
+        expect(failed.error.code).toBe("run_error")
+        const stream = client.responses.stream({ model: "team", input: "q" })
+        const events: Array<any> = []
+        // The SDK may also throw once the stream ends without response.completed: the events are what it was sent.
+        await (async () => {
+          for await (const event of stream) events.push(event)
+        })().catch(() => {})
+        const last = events.at(-1)
+        expect(last.type).toBe("response.failed")
+        expect(last.response.error.code).toBe("run_error")
+        expect(last.response.error.message).toContain("no such model")
+      } finally {
+        respond = loneCouncilReply
+      }
     },
     TIMEOUT,
   )

@@ -84,7 +84,7 @@ describe("readChatRequest", () => {
       ],
       stream: true,
       includeUsage: true,
-      fields: { sampling: {}, format: null },
+      fields: { sampling: {}, format: null, given: null },
     })
   })
 
