@@ -46,23 +46,14 @@ export const refusedSampling = (fields: RequestFields, config: Config): WireErro
   return null
 }
 
+/** The backend's own JSON mode for `format`, as its `extra_body` (Anthropic has none: the instruction alone asks). */
 const nativeFormat = (family: string, format: AnswerFormat, verbosity: string | undefined): Record<string, unknown> => {
-  const json =
-    format.type === "json_object"
-      ? { type: "json_object" }
-      : { type: "json_schema", name: format.name, schema: format.schema, strict: format.strict }
+  const schema = format.type === "json_schema" ? { name: format.name, schema: format.schema, strict: format.strict } : null
   if (family === "chat")
-    return {
-      response_format:
-        json.type === "json_object"
-          ? json
-          : {
-              type: "json_schema",
-              json_schema: { name: format.type === "json_schema" ? format.name : "", schema: json.schema, strict: json.strict },
-            },
-    }
-  if (family === "responses") return { text: { format: json, ...(verbosity !== undefined ? { verbosity } : {}) } }
-  return {}
+    return { response_format: schema === null ? { type: "json_object" } : { type: "json_schema", json_schema: schema } }
+  if (family !== "responses") return {}
+  const json = schema === null ? { type: "json_object" } : { type: "json_schema", ...schema }
+  return { text: { format: json, ...(verbosity !== undefined ? { verbosity } : {}) } }
 }
 
 /** The config with the request's sampling and format on every agent, for presentation calls. */
@@ -105,8 +96,9 @@ const formattedCall = (backend: Backend, format: AnswerFormat, request: LlmReque
   Effect.gen(function* () {
     const told: LlmRequest = { ...request, system: `${request.system}\n\n${formatInstruction(format)}` }
     const first = yield* backend.call(told, onChunk)
-    const problem = first.toolCalls.length > 0 ? null : answerProblem(first.text, format)
+    // A tool step of the presentation is not its answer: the reply after the tools' results is.
     if (first.toolCalls.length > 0) return first
+    const problem = answerProblem(first.text, format)
     if (problem === null) return { ...first, text: answerText(first.text) }
     const again: LlmRequest = {
       ...told,

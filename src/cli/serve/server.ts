@@ -1,8 +1,9 @@
 /**
- * The HTTP server of `massgen serve`: OpenAI's Chat Completions API in front of the council.
+ * The HTTP server of `massgen serve`: OpenAI's Chat Completions and Responses APIs in front of the council.
  *
- * Routes: `POST /v1/chat/completions` (a run per request), `GET /v1/models`
- * (the served models), `GET /health` (no auth: `{status, running, queued}`);
+ * Routes: `POST /v1/chat/completions` and `POST /v1/responses` (a run per
+ * request; `responses-wire.ts`), `GET /v1/models` (the served models) and
+ * `GET /v1/models/{id}` (one, or 404), `GET /health` (no auth: `{status, running, queued}`);
  * anything else is 404, a known path with another method 405, in OpenAI's
  * error shape (`openai-wire.ts`). With an API key, every `/v1/` request needs
  * `Authorization: Bearer KEY`, else 401. Without one (`hostNames` given), every
@@ -28,10 +29,16 @@
  * there is one; one stopped by the server's drain is 503. With `stream`, the
  * headers go out when the run starts: coordination progress comes as
  * `reasoning_content` deltas (one line per event, as `--no-display` prints),
- * the final answer as `content`, then a chunk with `finish_reason` (`stop`;
+ * the presenter's text as `content` deltas as it writes (`answer-feed.ts`), then
+ * what is left of the final answer, a chunk with `finish_reason` (`stop`;
  * `length` for a salvaged answer) and `massgen`, the usage chunk when asked,
  * and `data: [DONE]`; a run with no answer ends with a `data: {"error": ...}`
- * frame instead. A client that disconnects, waiting or streaming or not,
+ * frame instead; a Responses stream is the same run in that API's events
+ * (`stream-frames.ts`). A request's fields are honoured or refused (400) before
+ * the run (`request-fields.ts`, `refusedSampling`); with a JSON answer format,
+ * a completed run whose answer does not keep to it is a 500
+ * `answer_format_failed`. `previous_response_id` prepends the earlier
+ * response's conversation (`response-ids.ts`). A client that disconnects, waiting or streaming or not,
  * stops its run: it is recorded `interrupted` with the message `cancelled by
  * the client` (`CLIENT_CANCELLED`: `massgen status` says so) and can be resumed.
  *
@@ -48,6 +55,7 @@ import { answerFeed } from "./answer-feed.ts"
 import { type AnswerFormat, answerProblem, answerText } from "./answer-format.ts"
 import { completionBody, errorBody, type RunFacts, readChatRequest, type WireError } from "./openai-wire.ts"
 import { refusedSampling } from "./presenter-backends.ts"
+import { NO_FIELDS } from "./request-fields.ts"
 import { foreignRequest, readJsonBody, unsupportedBody } from "./request-gate.ts"
 import { continuedConversation } from "./response-ids.ts"
 import { type ResponseBase, readResponsesRequest, responseBody, responseId } from "./responses-wire.ts"
@@ -113,7 +121,7 @@ export const startServer = (options: ServerOptions) => {
     if ("status" in continued) return failure(continued)
     const chat = { ...read, conversation: [...continued, ...read.conversation] }
     const model = options.models.find((m) => m.id === chat.model)!
-    const refused = refusedSampling(chat.fields ?? { sampling: {}, format: null }, model.loaded.config)
+    const refused = refusedSampling(chat.fields ?? NO_FIELDS, model.loaded.config)
     if (refused !== null) return failure(refused)
     // Accepted: no idle cut while it waits and runs (minutes may pass without a byte);
     // its connection closes with the response, so it does not stay open uncut after it.
