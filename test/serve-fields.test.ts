@@ -6,17 +6,23 @@
  * (`presenter-backends.ts`), and the answer feed's rest when the streamed
  * text is not the final answer (`answer-feed.ts`).
  */
-import { describe, expect, test } from "bun:test"
+import { afterAll, describe, expect, test } from "bun:test"
+import * as nodePath from "node:path"
 import { Either } from "effect"
 import { answerFeed } from "../src/cli/serve/answer-feed.ts"
 import { answerProblem, readAnswerFormat } from "../src/cli/serve/answer-format.ts"
 import { refusedSampling } from "../src/cli/serve/presenter-backends.ts"
 import { readRequestFields } from "../src/cli/serve/request-fields.ts"
+import { continuedRequest } from "../src/cli/serve/response-ids.ts"
 import { readResponsesRequest, runIdOf } from "../src/cli/serve/responses-wire.ts"
 import type { WireError } from "../src/cli/serve/wire-error.ts"
 import { decodeConfig } from "../src/domain/config/index.ts"
 import type { Event } from "../src/domain/events/index.ts"
 import { initialState } from "../src/domain/state/index.ts"
+import { cleanupSandboxes } from "./support/cli.ts"
+import { scriptedRun } from "./support/run-dirs.ts"
+
+afterAll(cleanupSandboxes)
 
 const ok = <A>(v: A): Exclude<A, WireError> => {
   if (typeof v === "object" && v !== null && "status" in v) throw new Error(`refused: ${JSON.stringify(v)}`)
@@ -175,4 +181,21 @@ describe("answerFeed", () => {
     held.onText("a", "{")
     expect(held.rest('{"a":1}')).toEqual({ text: '{"a":1}', whole: true })
   })
+})
+
+describe("previous_response_id", () => {
+  test("the earlier run's question and answer go before the request's; with them over the text limit it is a 413; an unknown id a 404", async () => {
+    const { cwd, dir } = await scriptedRun("source")
+    const id = `resp_${nodePath.basename(dir)}`
+    const request = ok(readResponsesRequest({ input: "Doubled?", previous_response_id: id }, ["team"]))
+    const env = { MASSGEN_LOG_BASE_DIR: undefined }
+    expect(ok(continuedRequest(request, id, env, cwd, 1000)).conversation).toEqual([
+      { role: "user", content: "What is 2+2?" },
+      { role: "assistant", content: "The answer is 4." },
+    ])
+    const over = continuedRequest(request, id, env, cwd, 20)
+    expect("status" in over && [over.status, over.code, over.param]).toEqual([413, "question_too_large", "previous_response_id"])
+    const unknown = continuedRequest(request, "resp_log_20000101_000000_000000", env, cwd, 1000)
+    expect("status" in unknown && [unknown.status, unknown.code]).toEqual([404, "previous_response_not_found"])
+  }, 60_000)
 })

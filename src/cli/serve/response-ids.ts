@@ -8,15 +8,19 @@
  * its question and its final answer. An id that names no run here is a 404
  * (`code: "previous_response_not_found"`, as OpenAI says it); a run with no final
  * answer yet (still running, failed, or stopped and not resumed) is a 400.
+ * `continuedRequest(request, id, env, cwd, maxTextBytes)` is the request with
+ * that conversation before its own, or a 413 (`question_too_large`) when their
+ * text together passes `maxTextBytes`, as one request's messages would.
  */
 import * as fs from "node:fs"
 import { join } from "node:path"
 import type { ConversationMessage } from "../../domain/events/index.ts"
 import { readEventsText } from "../../domain/log/index.ts"
 import { foldEvents } from "../../domain/state/index.ts"
+import { utf8Bytes } from "../../lib/utf8-bytes.ts"
 import { logBaseDir } from "../../services/log-dir/create.ts"
 import { answerOf } from "../sessions/session-store.ts"
-import { badRequest, type WireError } from "./openai-wire.ts"
+import { badRequest, type ChatRequest, type WireError } from "./openai-wire.ts"
 import { runIdOf } from "./responses-wire.ts"
 
 const FIELD = "previous_response_id"
@@ -45,4 +49,26 @@ export const continuedConversation = (
   if (state.run === null || answer === null)
     return badRequest(`${FIELD}: the response ${id} has no final answer to continue (its run is going on, failed or was stopped)`, FIELD)
   return [...(state.run.conversation ?? []), { role: "user", content: state.run.question }, { role: "assistant", content: answer }]
+}
+
+export const continuedRequest = <R extends ChatRequest>(
+  request: R,
+  id: string,
+  env: Readonly<Record<string, string | undefined>>,
+  cwd: string,
+  maxTextBytes: number,
+): R | WireError => {
+  const continued = continuedConversation(id, env, cwd)
+  if ("status" in continued) return continued
+  const conversation = [...continued, ...request.conversation]
+  const bytes = [...conversation, { content: request.question }].reduce((n, m) => n + utf8Bytes(m.content), 0)
+  if (bytes > maxTextBytes)
+    return {
+      status: 413,
+      message: `the conversation with ${FIELD}'s is ${bytes} bytes of text, over this server's limit of ${maxTextBytes} (--max-question-bytes)`,
+      type: "invalid_request_error",
+      code: "question_too_large",
+      param: FIELD,
+    }
+  return { ...request, conversation }
 }

@@ -57,7 +57,7 @@ import { completionBody, errorBody, type RunFacts, readChatRequest, type WireErr
 import { refusedSampling } from "./presenter-backends.ts"
 import { NO_FIELDS } from "./request-fields.ts"
 import { foreignRequest, readJsonBody, unsupportedBody } from "./request-gate.ts"
-import { continuedConversation } from "./response-ids.ts"
+import { continuedRequest } from "./response-ids.ts"
 import { type ResponseBase, readResponsesRequest, responseBody, responseId } from "./responses-wire.ts"
 import type { RunSlots } from "./run-slots.ts"
 import { openServedRun, type ServeContext, type ServedModel, type ServedOutcome } from "./served-run.ts"
@@ -117,9 +117,8 @@ export const startServer = (options: ServerOptions) => {
         : readResponsesRequest(body.json, modelIds, options.maxQuestionBytes)
     if ("status" in read) return failure(read)
     const previous = (read as { readonly previousResponseId?: string | null }).previousResponseId ?? null
-    const continued = previous === null ? [] : continuedConversation(previous, ctx.env, ctx.cwd)
-    if ("status" in continued) return failure(continued)
-    const chat = { ...read, conversation: [...continued, ...read.conversation] }
+    const chat = previous === null ? read : continuedRequest(read, previous, ctx.env, ctx.cwd, options.maxQuestionBytes)
+    if ("status" in chat) return failure(chat)
     const model = options.models.find((m) => m.id === chat.model)!
     const refused = refusedSampling(chat.fields ?? NO_FIELDS, model.loaded.config)
     if (refused !== null) return failure(refused)
