@@ -50,8 +50,11 @@ export const serveBench = async (): Promise<void> => {
   const requests = Number(process.env.BENCH_SERVE_REQUESTS ?? 1000)
   const { child, dir, config, url } = await startServe(COUNCIL, ["--max-concurrent-runs", String(CONCURRENCY)])
   try {
-    const body = JSON.stringify({ model: "team", messages: [{ role: "user", content: "What is 2+2?" }] })
+    // Each request its own question: the same request again would be the same run (a retry, `run-registry.ts`).
+    let asked = 0
     const ask = async (): Promise<number> => {
+      asked += 1
+      const body = JSON.stringify({ model: "team", messages: [{ role: "user", content: `What is 2+2? (request ${asked})` }] })
       const t0 = performance.now()
       const res = await fetch(`${url}/chat/completions`, { method: "POST", body, headers: { "content-type": "application/json" } })
       if (res.status !== 200) throw new Error(`serve answered ${res.status}: ${await res.text()}`)

@@ -57,7 +57,11 @@ beforeAll(async () => {
     { agents: [{ id: "agent_a", backend: { type: "chatcompletion", model: "m", base_url: fake.openAiBaseUrl } }] },
     "team.yaml",
   )
-  cli = await startUntilLine("source", ["serve", "--config", config, "--port", "0"], "Serving ", { cwd, timeoutMs: TIMEOUT })
+  // Each test asks again what another asked: no retry window, so each request is a run of its own.
+  cli = await startUntilLine("source", ["serve", "--config", config, "--port", "0", "--retry-window-seconds", "0"], "Serving ", {
+    cwd,
+    timeoutMs: TIMEOUT,
+  })
   url = cli.lines.find((l) => l.startsWith("Serving "))!.split(" ")[1]!
   client = new OpenAI({ baseURL: url, apiKey: "none", maxRetries: 0 })
 }, TIMEOUT)
@@ -147,12 +151,12 @@ describe("the Responses API and models.retrieve through the openai SDK", () => {
   )
 
   test(
-    "a run that fails: responses.create is a 500 with the reason; a stream ends with response.failed carrying it",
+    "a run that fails: responses.create is a final 400 with the reason; a stream ends with response.failed carrying it",
     async () => {
       respond = () => status(400, { body: { error: { message: "no such model" } } })
       try {
         const failed = await client.responses.create({ model: "team", input: "q" }).catch((e) => e)
-        expect(failed).toBeInstanceOf(OpenAI.InternalServerError)
+        expect(failed).toBeInstanceOf(OpenAI.BadRequestError)
         expect(failed.error.code).toBe("run_error")
         const stream = client.responses.stream({ model: "team", input: "q" })
         const events: Array<any> = []
@@ -310,7 +314,7 @@ describe("every request field honoured or refused", () => {
         const failed = await client.chat.completions
           .create({ model: "team", messages: [{ role: "user", content: "q" }], response_format: { type: "json_object" } })
           .catch((e) => e)
-        expect(failed).toBeInstanceOf(OpenAI.InternalServerError)
+        expect(failed).toBeInstanceOf(OpenAI.BadRequestError)
         expect(failed.error.code).toBe("answer_format_failed")
         expect(failed.message).toContain("not valid JSON")
       } finally {

@@ -55,7 +55,7 @@ export interface ServedRun {
   ) => Promise<ServedOutcome>
 }
 
-const messageOf = <E>(exit: Exit.Exit<unknown, E>): string => {
+export const messageOf = <E>(exit: Exit.Exit<unknown, E>): string => {
   if (Exit.isSuccess(exit)) return ""
   const failure = Cause.failureOption(exit.cause)
   if (failure._tag === "Some") {
@@ -64,6 +64,24 @@ const messageOf = <E>(exit: Exit.Exit<unknown, E>): string => {
   }
   return Cause.pretty(exit.cause).split("\n")[0] ?? "internal error"
 }
+
+/** How a served run (new or resumed) is shown and stopped: no terminal, its events and text deltas to the callbacks, until `stop`. */
+export const servedSession = (
+  ctx: ServeContext,
+  stop: Promise<string>,
+  onEvent: (event: Event, state: State) => void,
+  onText: (agent: string, text: string) => void,
+) => ({
+  version: ctx.version,
+  interrupt: Effect.promise(() => stop),
+  automation: false,
+  display: Effect.succeed({
+    onEvent: (event: Event, state: State) => Effect.sync(() => onEvent(event, state)),
+    onText: (agent: string, text: string) => Effect.sync(() => onText(agent, text)),
+  }),
+  print: () => {},
+  printError: ctx.printError,
+})
 
 export const openServedRun = async (
   model: ServedModel,
@@ -94,15 +112,7 @@ export const openServedRun = async (
           tools: (servers) => makeAgentTools(loaded.config, loaded.env, logDir, loaded.where, servers),
           question: request.question,
           conversation: request.conversation,
-          version: ctx.version,
-          interrupt: Effect.promise(() => stop),
-          automation: false,
-          display: Effect.succeed({
-            onEvent: (event, state) => Effect.sync(() => onEvent(event, state)),
-            onText: (agent, text) => Effect.sync(() => onText(agent, text)),
-          }),
-          print: () => {},
-          printError: ctx.printError,
+          ...servedSession(ctx, stop, onEvent, onText),
           env: loaded.env,
         }).pipe(Effect.provide(EventStore.file())),
       )

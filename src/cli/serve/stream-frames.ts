@@ -21,11 +21,14 @@ export interface Ended {
   readonly usage: Usage | null
   readonly facts: RunFacts
   readonly error: WireError | null
+  /** An answer salvaged at a timeout or a spent budget: a 200 cut short. */
   readonly salvaged: boolean
+  /** A retry cannot change it (`x-should-retry: false`). */
+  readonly final: boolean
 }
 
-/** A run a stream answers: completed, or timed out with a salvaged answer. */
-export const answered = (ended: Ended): boolean => ended.error === null || (ended.salvaged && ended.error.status === 504)
+/** A run a stream answers: completed, or cut short with a salvaged answer. */
+export const answered = (ended: Ended): boolean => ended.error === null
 
 export interface StreamFrames {
   readonly start: () => string
@@ -46,7 +49,7 @@ export const chatFrames = (
   content: (text) => sseFrame(chunkBody({ ...started, delta: { content: text } })),
   end: (ended, rest) => {
     if (!answered(ended)) return sseFrame(errorBody(ended.error!, ended.facts)) + SSE_DONE
-    const finishReason = ended.error === null ? "stop" : "length"
+    const finishReason = ended.salvaged ? "length" : "stop"
     return [
       rest.text === "" ? "" : sseFrame(chunkBody({ ...started, delta: { content: rest.text } })),
       sseFrame(chunkBody({ ...started, delta: {}, finishReason, massgen: factsOf(ended, rest.whole) })),
@@ -66,7 +69,7 @@ export const responseFrames = (base: ResponseBase): StreamFrames => {
       if (!answered(ended) || ended.usage === null) return events.fail(ended.error!, ended.facts)
       return (
         (rest.text === "" ? "" : events.content(rest.text)) +
-        events.finish({ salvaged: ended.error !== null, usage: ended.usage, massgen: factsOf(ended, rest.whole) })
+        events.finish({ salvaged: ended.salvaged, usage: ended.usage, massgen: factsOf(ended, rest.whole) })
       )
     },
   }
