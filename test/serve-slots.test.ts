@@ -84,6 +84,7 @@ describe("readChatRequest", () => {
       ],
       stream: true,
       includeUsage: true,
+      fields: { sampling: {}, format: null, given: null },
     })
   })
 

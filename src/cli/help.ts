@@ -58,7 +58,8 @@ Usage:
                 [--max-body-bytes N] [--max-question-bytes N] [--retry-window-seconds S]
                 [--cancel-on-disconnect]
                                               an OpenAI-compatible endpoint (POST /v1/chat/completions,
-                                              GET /v1/models) on http://127.0.0.1:${DEFAULT_SERVE_PORT}: each request
+                                              POST /v1/responses, GET /v1/models[/ID]) on
+                                              http://127.0.0.1:${DEFAULT_SERVE_PORT} (docs/serve.md): each request
                                               is a run, once: a retry of it (while it runs or up to 600 s
                                               after) gets that run; a client that goes away does not stop
                                               it unless --cancel-on-disconnect; defaults: 4 runs at once,

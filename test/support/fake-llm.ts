@@ -10,7 +10,8 @@
  * (`stall`), raw SSE text (`raw`), or a stream without end (`endless`: the frames
  * of a reply up to its first frame holding a marker, then that frame again and
  * again, as fast as the client reads, until it goes away; `within`: that frame
- * up to the marker, then the marker for ever, a line that never ends). Every request is recorded (path, query, headers, JSON
+ * up to the marker, then the marker for ever, a line that never ends), or a reply held after its frame holding a marker until
+ * a promise resolves (`gated`: a model that writes slowly, at the pace a test says). Every request is recorded (path, query, headers, JSON
  * body); `waitForRequest(n)` and `waitForAbort(n)` resolve when the n-th request
  * (1-based) arrives or is aborted by the client, so tests need no sleeps.
  */
@@ -29,6 +30,7 @@ export type Behaviour =
   | { readonly kind: "stall"; readonly spec: ReplySpec; readonly after: number }
   | { readonly kind: "raw"; readonly body: string }
   | { readonly kind: "endless"; readonly spec: ReplySpec; readonly marker: string; readonly within: boolean }
+  | { readonly kind: "gated"; readonly spec: ReplySpec; readonly marker: string; readonly gate: Promise<unknown> }
 
 /** Environment entries that keep a client's requests to the fake off any proxy (merged into a child's env). */
 export const NO_PROXY_ENV: Readonly<Record<string, undefined>> = {
@@ -55,6 +57,8 @@ export const stall = (spec: ReplySpec, after: number): Behaviour => ({ kind: "st
 export const raw = (body: string): Behaviour => ({ kind: "raw", body })
 /** The reply's frames up to the first that holds `marker`, then that frame for ever (until the client aborts). */
 export const endless = (spec: ReplySpec, marker: string, within = false): Behaviour => ({ kind: "endless", spec, marker, within })
+/** The reply's frames up to the first that holds `marker`, then (once `gate` resolves) the rest: a model that writes slowly. */
+export const gated = (spec: ReplySpec, marker: string, gate: Promise<unknown>): Behaviour => ({ kind: "gated", spec, marker, gate })
 
 export interface FakeRequest {
   readonly n: number
@@ -151,6 +155,15 @@ export const startFakeLlm = async (opts: { readonly respond?: Responder } = {}):
           if (!res.destroyed) res.once("drain", pump)
         }
         pump()
+        return
+      }
+      case "gated": {
+        sse()
+        const frames = renderFrames(protocol, behaviour.spec)
+        const at = frames.findIndex((f) => f.includes(behaviour.marker))
+        if (at < 0) throw new Error(`fake-llm: no frame holds ${JSON.stringify(behaviour.marker)}`)
+        res.write(frames.slice(0, at + 1).join(""))
+        void behaviour.gate.then(() => res.end(frames.slice(at + 1).join("")))
         return
       }
       case "cut":

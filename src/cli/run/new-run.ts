@@ -3,7 +3,8 @@
  *
  * `newRunDir` makes the directory under the log root and writes the metadata
  * (secrets masked; the config's absolute path, which `resume` reloads);
- * `writeRunMetadata` writes the metadata of a directory made elsewhere.
+ * `writeRunMetadata` writes the metadata of a directory made elsewhere; `extra`
+ * keys are added to it (a `serve` request's fields: `serve_request`).
  */
 import { resolve } from "node:path"
 import { Effect } from "effect"
@@ -34,6 +35,7 @@ export const writeRunMetadata = (
   question: string,
   loaded: Pick<RunConfig, "path" | "raw">,
   ctx: Pick<CliContext, "cwd" | "argv" | "version">,
+  extra: Record<string, unknown> = {},
 ) =>
   Effect.flatMap(
     metadataText({
@@ -49,6 +51,7 @@ export const writeRunMetadata = (
       build: buildIdentity(),
       working_directory: ctx.cwd,
       log_dir: logDir,
+      ...extra,
     }),
     (text) => Effect.flatMap(RunFiles, (f) => f.write(METADATA_FILE, text)).pipe(Effect.provide(liveRunFiles(logDir))),
   )
@@ -58,9 +61,14 @@ export const writeRunMetadata = (
  * the config's absolute path, which `resume` reloads): for a run from the
  * command line, a session's turn, or a `serve` request.
  */
-export const newRunDir = (loaded: RunConfig, question: string, ctx: Pick<CliContext, "env" | "cwd" | "argv" | "version">) =>
+export const newRunDir = (
+  loaded: RunConfig,
+  question: string,
+  ctx: Pick<CliContext, "env" | "cwd" | "argv" | "version">,
+  extra: Record<string, unknown> = {},
+) =>
   Effect.gen(function* () {
     const logDir = yield* createLogDir(logBaseDir(ctx.env, ctx.cwd))
-    yield* writeRunMetadata(logDir, question, loaded, ctx)
+    yield* writeRunMetadata(logDir, question, loaded, ctx, extra)
     return logDir
   })

@@ -27,6 +27,7 @@ import { acquireRunLock, holder, RunLockError } from "../../services/log-dir/run
 import type { ResumeInput } from "../../services/orchestrator/index.ts"
 import type { ToolProvider } from "../../services/tools/tool-provider.ts"
 import { removeOrphanCopies } from "../../services/tools/workspace.ts"
+import { resumedBackends } from "../serve/served-resume.ts"
 import { openRunDir, RunDirError, recordedBlob, recordedToolResult, refuseNewer, runDirConfig } from "./run-dir.ts"
 import { makeAgentTools, makeBackends } from "./setup.ts"
 
@@ -76,7 +77,8 @@ export const prepareResume = (logDir: string, cwd: string, baseEnv: Env) =>
         detail: `its config has agents ${configIds}, the run has ${recordedIds}`,
       })
     }
-    const backends = yield* makeBackends(config, env, dir.path, events)
+    // A served run's presenter keeps its request's sampling and answer format.
+    const backends = yield* resumedBackends(dir.path, yield* makeBackends(config, env, dir.path, events), config, env)
     yield* Effect.sync(() => removeOrphanCopies(dir.path))
     // Under the lock, read what was appended since the read above: another resume
     // may have taken the run further (or finished it) meanwhile.

@@ -10,12 +10,13 @@
  * text together is over `maxTextBytes` (`code: "question_too_large"`; the run
  * would record it and show it to every agent), 400 for a body that is not an object, a
  * missing or empty `messages`, a message that is not `{role, content}` text, a
- * conversation that does not end with a user message, `n` above 1, and `tools`,
- * `functions` or a `tool_choice` (not supported: the council answers, it does
- * not call the client's tools); 404 for a model that is not served. `system` and
+ * conversation that does not end with a user message, and a field refused by
+ * `readRequestFields` (`request-fields.ts`: `tools`, `n` above 1, `logprobs`,
+ * an unknown field, ...); 404 for a model that is not served (`readModel`). `system` and
  * `developer` messages are not shown to the agents (MassGen skips them too);
  * each agent keeps its own system message. Text content given as parts
- * (`[{type: "text", text}]`) is joined; any other part is a 400. Pure.
+ * (`[{type: "text", text}]`; `input_text`, `output_text` as Responses has them) is
+ * joined; any other part is a 400 (`readMessages`, which the Responses reader shares). Pure.
  *
  * What goes back (`completionBody`, `chunkBody`, `errorBody`) is OpenAI's shape,
  * plus the extension field `massgen`: `{run_id, log_dir, finish_reason,
@@ -29,6 +30,10 @@
 import type { ConversationMessage } from "../../domain/events/index.ts"
 import type { Usage } from "../../domain/state/index.ts"
 import { utf8Bytes } from "../../lib/utf8-bytes.ts"
+import { type RequestFields, readRequestFields } from "./request-fields.ts"
+import { badRequest, isObject, type WireError } from "./wire-error.ts"
+
+export { badRequest, isObject, type WireError } from "./wire-error.ts"
 
 export interface ChatRequest {
   readonly model: string
@@ -37,33 +42,11 @@ export interface ChatRequest {
   readonly stream: boolean
   /** `stream_options.include_usage`: a last chunk with `usage` and no choices. */
   readonly includeUsage: boolean
+  /** The request's sampling and answer format (`request-fields.ts`). */
+  readonly fields?: RequestFields
 }
 
-/** An error as OpenAI gives it, with the HTTP status it goes with. */
-export interface WireError {
-  readonly status: number
-  readonly message: string
-  readonly type:
-    | "invalid_request_error"
-    | "authentication_error"
-    | "not_found_error"
-    | "rate_limit_error"
-    | "server_error"
-    | "timeout_error"
-    | "service_unavailable"
-  readonly code: string | null
-  readonly param?: string
-}
-
-export const badRequest = (message: string, param?: string, code: string | null = null): WireError => ({
-  status: 400,
-  message,
-  type: "invalid_request_error",
-  code,
-  ...(param !== undefined ? { param } : {}),
-})
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
+const TEXT_PARTS = new Set<unknown>(["text", "input_text", "output_text"])
 
 /** A message's text: a string, or text parts joined; null for anything else. */
 const textOf = (content: unknown): string | null => {
@@ -71,33 +54,17 @@ const textOf = (content: unknown): string | null => {
   if (!Array.isArray(content)) return null
   const texts: Array<string> = []
   for (const part of content) {
-    if (!isObject(part) || part.type !== "text" || typeof part.text !== "string") return null
+    if (!isObject(part) || !TEXT_PARTS.has(part.type) || typeof part.text !== "string") return null
     texts.push(part.text)
   }
   return texts.join("\n")
 }
 
-export const readChatRequest = (
-  body: unknown,
-  models: ReadonlyArray<string>,
-  maxTextBytes = Number.MAX_SAFE_INTEGER,
-): ChatRequest | WireError => {
-  if (!isObject(body)) return badRequest("the request body must be a JSON object")
-  for (const key of ["tools", "functions", "tool_choice", "function_call"] as const) {
-    const v = body[key]
-    if (v !== undefined && v !== null && !(Array.isArray(v) && v.length === 0)) {
-      return badRequest(
-        `${key} is not supported: massgen serve answers with the council's final answer and calls no client tools`,
-        key,
-        "unsupported_parameter",
-      )
-    }
-  }
-  if (body.n !== undefined && body.n !== null && body.n !== 1)
-    return badRequest("n: only 1 choice is supported", "n", "unsupported_parameter")
+/** The served model a request names (the first served model when it names none), or its error. */
+export const readModel = (body: Record<string, unknown>, models: ReadonlyArray<string>): string | WireError => {
   const model = body.model
-  if (model !== undefined && typeof model !== "string") return badRequest("model must be a string", "model")
-  const chosen = model ?? models[0]!
+  if (model !== undefined && model !== null && typeof model !== "string") return badRequest("model must be a string", "model")
+  const chosen = typeof model === "string" ? model : models[0]!
   if (!models.includes(chosen)) {
     return {
       status: 404,
@@ -107,20 +74,29 @@ export const readChatRequest = (
       param: "model",
     }
   }
-  const messages = body.messages
-  if (!Array.isArray(messages) || messages.length === 0)
-    return badRequest("messages is required: a non-empty array of {role, content}", "messages")
+  return chosen
+}
+
+/**
+ * The question and conversation of a list of `{role, content}` messages (`name`
+ * is the field they came in, for errors): system and developer messages skipped.
+ */
+export const readMessages = (
+  messages: ReadonlyArray<unknown>,
+  maxTextBytes: number,
+  name = "messages",
+): { readonly question: string; readonly conversation: ReadonlyArray<ConversationMessage> } | WireError => {
   const said: Array<ConversationMessage> = []
   for (const [i, m] of messages.entries()) {
-    if (!isObject(m) || typeof m.role !== "string") return badRequest(`messages[${i}] must be an object with a role`, `messages[${i}]`)
+    if (!isObject(m) || typeof m.role !== "string") return badRequest(`${name}[${i}] must be an object with a role`, `${name}[${i}]`)
     if (m.role === "system" || m.role === "developer") continue
     if (m.role !== "user" && m.role !== "assistant")
       return badRequest(
-        `messages[${i}].role ${JSON.stringify(m.role)} is not supported (user, assistant, system, developer)`,
-        `messages[${i}].role`,
+        `${name}[${i}].role ${JSON.stringify(m.role)} is not supported (user, assistant, system, developer)`,
+        `${name}[${i}].role`,
       )
     const text = textOf(m.content)
-    if (text === null) return badRequest(`messages[${i}].content must be text: a string or text parts`, `messages[${i}].content`)
+    if (text === null) return badRequest(`${name}[${i}].content must be text: a string or text parts`, `${name}[${i}].content`)
     said.push({ role: m.role, content: text })
   }
   const textBytes = said.reduce((n, m) => n + utf8Bytes(m.content), 0)
@@ -130,20 +106,38 @@ export const readChatRequest = (
       message: `the messages' text is ${textBytes} bytes, over this server's limit of ${maxTextBytes} (--max-question-bytes)`,
       type: "invalid_request_error",
       code: "question_too_large",
-      param: "messages",
+      param: name,
     }
   }
   const last = said[said.length - 1]
-  if (last === undefined || last.role !== "user") return badRequest("the last user or assistant message must be the user's", "messages")
+  if (last === undefined || last.role !== "user") return badRequest("the last user or assistant message must be the user's", name)
+  return { question: last.content, conversation: said.slice(0, -1) }
+}
+
+export const readChatRequest = (
+  body: unknown,
+  models: ReadonlyArray<string>,
+  maxTextBytes = Number.MAX_SAFE_INTEGER,
+): ChatRequest | WireError => {
+  if (!isObject(body)) return badRequest("the request body must be a JSON object")
+  const fields = readRequestFields(body, "chat")
+  if ("status" in fields) return fields
+  const model = readModel(body, models)
+  if (typeof model !== "string") return model
+  const messages = body.messages
+  if (!Array.isArray(messages) || messages.length === 0)
+    return badRequest("messages is required: a non-empty array of {role, content}", "messages")
+  const said = readMessages(messages, maxTextBytes)
+  if ("status" in said) return said
   if (body.stream !== undefined && body.stream !== null && typeof body.stream !== "boolean")
     return badRequest("stream must be a boolean", "stream")
   const options = body.stream_options
   return {
-    model: chosen,
-    question: last.content,
-    conversation: said.slice(0, -1),
+    model,
+    ...said,
     stream: body.stream === true,
     includeUsage: isObject(options) && options.include_usage === true,
+    fields,
   }
 }
 

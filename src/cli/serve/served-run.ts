@@ -7,7 +7,8 @@
  * own) and creates the run's log directory with its `execution_metadata.yaml`,
  * exactly as a run from the command line does, so `status`, `resume`,
  * `replay` and the viewer work on it; it fails with the error's one-line
- * message. `run(stop, onEvent, onText)` runs the coordination with the request's
+ * message; the request's sampling and answer format go to the presenter's calls
+ * (`presenter-backends.ts`). `run(stop, onEvent, onText)` runs the coordination with the request's
  * conversation (each event and each streamed text delta to the callbacks), until it finishes or `stop` resolves (the run is then recorded
  * `interrupted`, resumable with `massgen resume`), and gives the outcome, or
  * the message of the error that kept it from running.
@@ -24,6 +25,9 @@ import { newRunDir } from "../run/new-run.ts"
 import { runSessionOutcome } from "../run/session.ts"
 import { makeAgentTools, makeBackends, type RunConfig } from "../run/setup.ts"
 import type { ChatRequest } from "./openai-wire.ts"
+import { presenterBackends } from "./presenter-backends.ts"
+import { NO_FIELDS } from "./request-fields.ts"
+import { servedMetadata } from "./served-resume.ts"
 
 export interface ServedModel {
   readonly id: string
@@ -87,8 +91,10 @@ export const openServedRun = async (
   const { loaded } = model
   const opened = await Effect.runPromiseExit(
     Effect.all({
-      backends: makeBackends(loaded.config, loaded.env, loaded.where),
-      logDir: newRunDir(loaded, request.question, ctx),
+      backends: Effect.flatMap(makeBackends(loaded.config, loaded.env, loaded.where), (backends) =>
+        presenterBackends(backends, loaded.config, loaded.env, loaded.where, request.fields ?? NO_FIELDS),
+      ),
+      logDir: newRunDir(loaded, request.question, ctx, servedMetadata(request.fields ?? NO_FIELDS)),
     }),
   )
   if (Exit.isFailure(opened)) return { failed: messageOf(opened) }

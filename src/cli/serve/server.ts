@@ -1,8 +1,9 @@
 /**
- * The HTTP server of `massgen serve`: OpenAI's Chat Completions API in front of the council.
+ * The HTTP server of `massgen serve`: OpenAI's Chat Completions and Responses APIs in front of the council.
  *
- * Routes: `POST /v1/chat/completions` (a run per request), `GET /v1/models`
- * (the served models), `GET /health` (no auth: `{status, running, queued}`);
+ * Routes: `POST /v1/chat/completions` and `POST /v1/responses` (a run per
+ * request; `responses-wire.ts`), `GET /v1/models` (the served models) and
+ * `GET /v1/models/{id}` (one, or 404), `GET /health` (no auth: `{status, running, queued}`);
  * anything else is 404, a known path with another method 405, in OpenAI's
  * error shape (`openai-wire.ts`). With an API key, every `/v1/` request needs
  * `Authorization: Bearer KEY`, else 401. Without one (`hostNames` given), every
@@ -34,10 +35,17 @@
  * one stopped by the server's drain is 503. With `stream`, the headers go out
  * when the run starts (a retry of a run going on gets its progress from the
  * start): coordination progress comes as `reasoning_content` deltas (one line
- * per event, as `--no-display` prints), the final answer as `content`, then
- * a chunk with `finish_reason` (`stop`; `length` for a salvaged answer) and
- * `massgen`, the usage chunk when asked, and `data: [DONE]`; a run with no
- * answer ends with a `data: {"error": ...}` frame instead. A client that
+ * per event, as `--no-display` prints), the presenter's text as `content`
+ * deltas as it writes (`answer-feed.ts`), then what is left of the final
+ * answer, a chunk with `finish_reason` (`stop`; `length` for a salvaged
+ * answer) and `massgen`, the usage chunk when asked, and `data: [DONE]`; a run
+ * with no answer ends with a `data: {"error": ...}` frame instead; a Responses
+ * stream is the same run in that API's events (`stream-frames.ts`). A
+ * request's fields are honoured or refused (400) before the run
+ * (`request-fields.ts`, `refusedSampling`); with a JSON answer format, a
+ * completed run whose answer does not keep to it is a final 400
+ * `answer_format_failed`. `previous_response_id` prepends the earlier
+ * response's conversation (`response-ids.ts`). A client that
  * disconnects does not stop its run, which goes on for a retry to collect;
  * with `cancelOnDisconnect`, a run whose every client has gone is stopped,
  * recorded `interrupted` with the message `cancelled by the client`
@@ -51,24 +59,20 @@ import type { Server } from "bun"
 import type { Event } from "../../domain/events/index.ts"
 import type { State } from "../../domain/state/index.ts"
 import { ownHosts } from "../../lib/loopback.ts"
-import { plainLine } from "../run/automation-output.ts"
-import {
-  type ChatRequest,
-  chunkBody,
-  completionBody,
-  errorBody,
-  type RunFacts,
-  readChatRequest,
-  SSE_DONE,
-  sseFrame,
-  type WireError,
-} from "./openai-wire.ts"
+import { answerFeed } from "./answer-feed.ts"
+import { type AnswerFormat, answerProblem, answerText } from "./answer-format.ts"
+import { completionBody, errorBody, type RunFacts, readChatRequest, type WireError } from "./openai-wire.ts"
+import { refusedSampling } from "./presenter-backends.ts"
+import { NO_FIELDS } from "./request-fields.ts"
 import { foreignRequest, readJsonBody, unsupportedBody } from "./request-gate.ts"
 import { requestKey } from "./request-key.ts"
+import { continuedRequest } from "./response-ids.ts"
+import { type ResponseBase, readResponsesRequest, responseBody, responseId } from "./responses-wire.ts"
 import type { RunRegistry } from "./run-registry.ts"
 import type { RunSlots } from "./run-slots.ts"
 import { FINAL, runStarter } from "./run-starter.ts"
 import type { ServeContext, ServedModel, ServedOutcome } from "./served-run.ts"
+import { chatFrames, type Ended, responseFrames, type StreamFrames } from "./stream-frames.ts"
 
 export interface ServerOptions {
   readonly host: string
@@ -109,10 +113,6 @@ const authorized = (header: string | null, key: string): boolean => {
   return given.length === wanted.length && timingSafeEqual(given, wanted)
 }
 
-/** Lines of progress a stream shows: the final answer and the run's end are said otherwise. */
-const progressLine = (event: Event, state: State, logDir: string): string | null =>
-  event._tag === "final_answer" || event._tag === "run_finished" ? null : plainLine(event, state, logDir)
-
 /** The same `Idempotency-Key` with another request: the key names one request. */
 const IDEMPOTENCY_CONFLICT: WireError = {
   status: 400,
@@ -129,20 +129,29 @@ export const startServer = (options: ServerOptions) => {
   let draining = false
   let stopped: Promise<void> = Promise.resolve()
 
-  const complete = async (request: Request, server: Server<undefined>): Promise<Response> => {
+  const complete = async (request: Request, server: Server<undefined>, api: "chat" | "responses" = "chat"): Promise<Response> => {
     const unsupported = unsupportedBody(request)
     if (unsupported !== null) return failure(unsupported)
     const body = await readJsonBody(request, options.maxBodyBytes)
     // The rest of a body too large is not read: nothing more on this connection.
     if ("status" in body) return failure(body, body.status === 413 ? { connection: "close" } : {})
-    const chat = readChatRequest(body.json, modelIds, options.maxQuestionBytes)
+    const read =
+      api === "chat"
+        ? readChatRequest(body.json, modelIds, options.maxQuestionBytes)
+        : readResponsesRequest(body.json, modelIds, options.maxQuestionBytes)
+    if ("status" in read) return failure(read)
+    const previous = (read as { readonly previousResponseId?: string | null }).previousResponseId ?? null
+    const chat = previous === null ? read : continuedRequest(read, previous, ctx.env, ctx.cwd, options.maxQuestionBytes)
     if ("status" in chat) return failure(chat)
     const model = options.models.find((m) => m.id === chat.model)!
+    const refused = refusedSampling(chat.fields ?? NO_FIELDS, model.loaded.config)
+    if (refused !== null) return failure(refused)
     // Accepted: no idle cut while it waits and runs (minutes may pass without a byte);
     // its connection closes with the response, so it does not stay open uncut after it.
     server.timeout(request, 0)
     const held = { connection: "close" }
-    const key = requestKey("chat.completions", body.json as Record<string, unknown>, chat.model, request.headers.get("idempotency-key"))
+    const endpoint = api === "chat" ? "chat.completions" : "responses"
+    const key = requestKey(endpoint, body.json as Record<string, unknown>, chat.model, request.headers.get("idempotency-key"))
     const joined = options.runs.join(key, start(model, chat, key))
     if (joined._tag === "conflict") return failure(IDEMPOTENCY_CONFLICT, { ...FINAL, ...held })
     request.signal.addEventListener("abort", joined.leave, { once: true })
@@ -156,28 +165,32 @@ export const startServer = (options: ServerOptions) => {
     const { run } = opened
     const headers = { [RUN_ID_HEADER]: run.runId, ...held }
     const started = { id: `chatcmpl-${run.runId}`, created: Math.floor(Date.now() / 1000), model: chat.model }
-    const finished = (onEvent: (event: Event, state: State) => void) => {
-      const unfollow = run.feed.follow((item) => (item._tag === "event" ? onEvent(item.event, item.state) : undefined))
+    const base: ResponseBase = {
+      ...started,
+      id: responseId(run.runId),
+      createdAt: started.created,
+      previousResponseId: previous,
+      runId: run.runId,
+    }
+    const finished = (onEvent: (event: Event, state: State) => void, onText: (agent: string, text: string) => void = () => {}) => {
+      const unfollow = run.feed.follow((item) => (item._tag === "event" ? onEvent(item.event, item.state) : onText(item.agent, item.text)))
       return run.outcome.finally(() => {
         unfollow()
         joined.leave()
       })
     }
-    if (chat.stream) return streamed(chat, run.logDir, run.runId, started, headers, finished, joined.leave)
-    const outcome = await finished(() => {})
-    const ended = endOf(outcome, run.runId, run.logDir)
+    const format = chat.fields?.format ?? null
+    const ending = (outcome: ServedOutcome) => formatChecked(endOf(outcome, run.runId, run.logDir), format)
+    if (chat.stream) {
+      const first = { run_id: run.runId, log_dir: run.logDir, finish_reason: null, winner: null, cost_usd: null }
+      const frames = api === "chat" ? chatFrames(chat, started, first) : responseFrames(base)
+      return streamed(frames, run.logDir, format !== null, headers, finished, ending, joined.leave)
+    }
+    const ended = ending(await finished(() => {}))
     if (ended.error !== null) return failure(ended.error, ended.final ? { ...FINAL, ...headers } : headers, ended.facts)
-    return json(
-      completionBody({
-        ...started,
-        content: ended.content,
-        finishReason: ended.salvaged ? "length" : "stop",
-        usage: ended.usage!,
-        massgen: ended.facts,
-      }),
-      200,
-      headers,
-    )
+    const end = { content: ended.content, usage: ended.usage!, massgen: ended.facts, salvaged: ended.salvaged }
+    if (api === "responses") return json(responseBody(base, end), 200, headers)
+    return json(completionBody({ ...started, ...end, finishReason: ended.salvaged ? "length" : "stop" }), 200, headers)
   }
 
   let hosts: ReadonlySet<string> | null = null
@@ -195,7 +208,8 @@ export const startServer = (options: ServerOptions) => {
         code: "invalid_api_key",
       })
     }
-    if (pathname === "/v1/models") {
+    const modelId = pathname.startsWith("/v1/models/") ? decodeURIComponent(pathname.slice("/v1/models/".length)) : null
+    if (pathname === "/v1/models" || modelId !== null) {
       if (request.method !== "GET")
         return failure({
           status: 405,
@@ -203,9 +217,17 @@ export const startServer = (options: ServerOptions) => {
           type: "invalid_request_error",
           code: "method_not_allowed",
         })
-      return json({ object: "list", data: options.models.map((m) => ({ id: m.id, object: "model", created: 0, owned_by: "massgen" })) })
+      if (modelId === null) return json({ object: "list", data: modelIds.map(modelBody) })
+      if (modelIds.includes(modelId)) return json(modelBody(modelId))
+      return failure({
+        status: 404,
+        message: `The model ${JSON.stringify(modelId)} does not exist; served: ${modelIds.join(", ")}`,
+        type: "invalid_request_error",
+        code: "model_not_found",
+        param: "model",
+      })
     }
-    if (pathname === "/v1/chat/completions") {
+    if (pathname === "/v1/chat/completions" || pathname === "/v1/responses") {
       if (request.method !== "POST")
         return failure({
           status: 405,
@@ -213,7 +235,7 @@ export const startServer = (options: ServerOptions) => {
           type: "invalid_request_error",
           code: "method_not_allowed",
         })
-      return complete(request, server)
+      return complete(request, server, pathname === "/v1/responses" ? "responses" : "chat")
     }
     return failure({ status: 404, message: `no route ${request.method} ${pathname}`, type: "invalid_request_error", code: "not_found" })
   }
@@ -252,6 +274,21 @@ export const startServer = (options: ServerOptions) => {
   }
 }
 
+const modelBody = (id: string) => ({ id, object: "model", created: 0, owned_by: "massgen" })
+
+/** A completed run's answer checked against the request's JSON format: the JSON text, or the error that it is not. */
+const formatChecked = (ended: Ended, format: AnswerFormat | null): Ended => {
+  if (format === null || ended.error !== null) return ended
+  const problem = answerProblem(ended.content, format)
+  if (problem === null) return { ...ended, content: answerText(ended.content) }
+  const error = serverError(
+    `the final answer is ${problem}, after the presenter was asked once more (response_format / text.format)`,
+    400,
+    "answer_format_failed",
+  )
+  return { ...ended, error, facts: { ...ended.facts, answer: ended.content } }
+}
+
 /**
  * What a finished run answers: its content, usage and facts, or the error it
  * is. A salvaged answer (a timeout or a spent budget with an answer) is a
@@ -260,7 +297,7 @@ export const startServer = (options: ServerOptions) => {
  * SDK and LangChain do not retry: 402 for a budget spent, 400 for a timeout
  * or a failure; only a run stopped by the drain (503) may be retried.
  */
-const endOf = (outcome: ServedOutcome, runId: string, logDir: string) => {
+const endOf = (outcome: ServedOutcome, runId: string, logDir: string): Ended => {
   if ("failed" in outcome) {
     return {
       content: "",
@@ -301,12 +338,12 @@ const failures = (state: State): string => {
 const encoder = new TextEncoder()
 
 const streamed = (
-  chat: ChatRequest,
+  frames: StreamFrames,
   logDir: string,
-  runId: string,
-  started: { readonly id: string; readonly created: number; readonly model: string },
+  hold: boolean,
   headers: Record<string, string>,
-  finished: (onEvent: (event: Event, state: State) => void) => Promise<ServedOutcome>,
+  finished: (onEvent: (event: Event, state: State) => void, onText: (agent: string, text: string) => void) => Promise<ServedOutcome>,
+  ending: (outcome: ServedOutcome) => Ended,
   onCancel: () => void,
 ): Response => {
   const stream = new ReadableStream<Uint8Array>({
@@ -320,28 +357,14 @@ const streamed = (
           open = false
         }
       }
-      send(
-        sseFrame(
-          chunkBody({
-            ...started,
-            delta: { role: "assistant", content: "" },
-            massgen: { run_id: runId, log_dir: logDir, finish_reason: null, winner: null, cost_usd: null },
-          }),
-        ),
-      )
-      void finished((event, state) => {
-        const line = progressLine(event, state, logDir)
-        if (line !== null) send(sseFrame(chunkBody({ ...started, delta: { reasoning_content: `${line}\n` } })))
-      }).then((outcome) => {
-        const ended = endOf(outcome, runId, logDir)
-        if (ended.error === null) {
-          if (ended.content !== "") send(sseFrame(chunkBody({ ...started, delta: { content: ended.content } })))
-          send(sseFrame(chunkBody({ ...started, delta: {}, finishReason: ended.salvaged ? "length" : "stop", massgen: ended.facts })))
-          if (chat.includeUsage && ended.usage !== null) send(sseFrame(chunkBody({ ...started, usage: ended.usage })))
-        } else {
-          send(sseFrame(errorBody(ended.error!, ended.facts)))
-        }
-        send(SSE_DONE)
+      send(frames.start())
+      const feed = answerFeed(logDir, hold, {
+        progress: (text) => send(frames.progress(text)),
+        content: (text) => send(frames.content(text)),
+      })
+      void finished(feed.onEvent, feed.onText).then((outcome) => {
+        const ended = ending(outcome)
+        send(frames.end(ended, feed.rest(ended.content)))
         if (open) controller.close()
         open = false
       })
