@@ -45,7 +45,7 @@ import {
   VoteCast,
   VoteIgnored,
 } from "./rounds.ts"
-import { RunFinished, RunResumed, RunStarted } from "./run.ts"
+import { RunFinished, RunResumed, RunStarted, ToolStartFailed } from "./run.ts"
 
 export * from "./calls.ts"
 export { Time } from "./fields.ts"
@@ -65,6 +65,7 @@ export const SCHEMA_VERSION = 2
 export const Event = Schema.Union(
   RunStarted,
   RunResumed,
+  ToolStartFailed,
   RoundStarted,
   RoundCancelled,
   UpdateInjected,

@@ -11,7 +11,7 @@
  * the fiber runtime, some 30 per model call).
  */
 
-import { Effect, Queue } from "effect"
+import { Effect, Queue, type Scope } from "effect"
 import type { Config } from "../../domain/config/index.ts"
 import type { Reply } from "../../domain/coordination/decide.ts"
 import { workKey } from "../../domain/coordination/work-key.ts"
@@ -21,6 +21,7 @@ import type { ReplayStart } from "../../domain/replay/index.ts"
 import { initialState, type State } from "../../domain/state/index.ts"
 import { instantText } from "../../lib/instant.ts"
 import { RunStorageError, type StorageKind } from "../io-errors.ts"
+import type { ToolProvider, ToolStartError } from "../tools/tool-provider.ts"
 
 export interface RunInput {
   readonly config: Config
@@ -37,6 +38,14 @@ export interface RunInput {
   readonly priceOf?: (model: string | null, usage: TokenUsage) => number | null
   /** Take up a recorded run instead of starting one: its events, and what the reader skipped. */
   readonly resume?: ResumeInput
+  /**
+   * Starts the agents' own tools (MCP servers, command tools, `execute_command`),
+   * alive for the run's scope: each agent's provider. A new run calls it after
+   * `run_started`, and records a failure (`tool_start_failed`), which finishes
+   * the run; a resumed run calls it before `run_resumed` and fails with it,
+   * appending nothing. Absent: the tools are the `AgentTools` service's.
+   */
+  readonly startTools?: Effect.Effect<ReadonlyMap<string, ToolProvider>, ToolStartError, Scope.Scope>
 }
 
 export interface ResumeInput {
