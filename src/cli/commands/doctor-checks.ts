@@ -28,6 +28,7 @@ import * as nodePath from "node:path"
 import { Effect } from "effect"
 import type { Config } from "../../domain/config/index.ts"
 import { endpointOf } from "../../lib/safe-url.ts"
+import { count } from "../../lib/text.ts"
 import { commandToolProblem } from "../../services/tools/command-tools.ts"
 
 export type Verdict = "ok" | "info" | "fail"
@@ -167,7 +168,11 @@ export const sandboxFindings = (modes: ReadonlySet<string>, which: (name: string
 const TOOLS_SHOWN = 20
 
 /** Each MCP server of `config`'s agents, started in `cwd` with `env` and stopped again: its tools, or why it did not start. */
-export const mcpFindings = async (config: Config, env: Readonly<Record<string, string | undefined>>, cwd: string): Promise<Array<Finding>> => {
+export const mcpFindings = async (
+  config: Config,
+  env: Readonly<Record<string, string | undefined>>,
+  cwd: string,
+): Promise<Array<Finding>> => {
   if (!config.agents.some((a) => a.backend.mcp_servers !== undefined)) return []
   const { probeMcpServers } = await import("../../services/tools/mcp-servers.ts")
   const probes = await Effect.runPromise(probeMcpServers(config.agents, { cwd, env }))
@@ -176,7 +181,7 @@ export const mcpFindings = async (config: Config, env: Readonly<Record<string, s
     if ("problem" in p) return finding("fail", subject, `did not start: ${p.problem}`)
     const shown = p.tools.slice(0, TOOLS_SHOWN).join(", ")
     const more = p.tools.length > TOOLS_SHOWN ? `, and ${p.tools.length - TOOLS_SHOWN} more` : ""
-    return finding("ok", subject, `${p.tools.length} tool${p.tools.length === 1 ? "" : "s"}${p.tools.length === 0 ? "" : ` (${shown}${more})`}`)
+    return finding("ok", subject, `${count(p.tools.length, "tool")}${p.tools.length === 0 ? "" : ` (${shown}${more})`}`)
   })
 }
 
