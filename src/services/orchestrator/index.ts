@@ -85,6 +85,8 @@ export const runCoordination = (input: RunInput) =>
       : Effect.provide(makeRounds(run, emitter, work), AgentTools.fromProviders(started.right))
 
     const writeStatus = Effect.gen(function* () {
+      // A log directory gone is not made again for a status.json alone.
+      if (fatal.current?.kind === "log_dir") return
       const now = yield* Effect.clockWith((c) => c.currentTimeMillis)
       yield* status
         .write(project(state.current, now, input.logDir, { awaiting: rounds.awaiting }))

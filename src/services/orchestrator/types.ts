@@ -11,6 +11,7 @@
  * the fiber runtime, some 30 per model call).
  */
 
+import { statSync } from "node:fs"
 import { Effect, Queue, type Scope } from "effect"
 import type { Config } from "../../domain/config/index.ts"
 import type { Reply } from "../../domain/coordination/decide.ts"
@@ -114,14 +115,38 @@ export interface RunContext {
   readonly callSentAt: Map<string, number>
 }
 
+/** A directory's identity (device and inode), `missing`, or `unknown` when it cannot be looked at. */
+const identityOf = (dir: string): string => {
+  try {
+    const stat = statSync(dir, { throwIfNoEntry: false })
+    return stat === undefined ? "missing" : `${stat.dev}:${stat.ino}`
+  } catch {
+    return "unknown"
+  }
+}
+
+/**
+ * Whether the directory the run started in (`startedAs`) is no longer at `dir`: deleted, or moved
+ * (a write that makes its parents may have made a new directory of that name since).
+ */
+const isGone = (dir: string, startedAs: string): boolean => {
+  if (startedAs === "missing" || startedAs === "unknown") return false
+  const now = identityOf(dir)
+  return now !== "unknown" && now !== startedAs
+}
+
 export const makeRunContext = (input: RunInput, settings: RunSettings): Effect.Effect<RunContext> =>
   Effect.gen(function* () {
+    const startedAs = identityOf(input.logDir)
     const inbox = yield* Queue.unbounded<Input>()
     const fatal: Cell<RunStorageError | null> = { current: null }
     const failStorage = (kind: StorageKind, path: string, cause: string) =>
       Effect.suspend(() => {
         if (fatal.current !== null) return Effect.void
-        fatal.current = new RunStorageError({ kind, path, cause, logDir: input.logDir })
+        // Whichever write finds it out, a log directory gone is said as such, not as that write's failure.
+        fatal.current = isGone(input.logDir, startedAs)
+          ? new RunStorageError({ kind: "log_dir", path: input.logDir, cause: "deleted or moved", logDir: input.logDir })
+          : new RunStorageError({ kind, path, cause, logDir: input.logDir })
         return Queue.offer(inbox, { _tag: "fatal" })
       })
     return {
