@@ -212,7 +212,7 @@ describe("ui and display (MassGen: display_type none/simple are plain, rich/text
   })
 })
 
-describe("MassGen's permission engine (permissions:, v0.1.97) is refused until it is supported, never ignored", () => {
+describe("A permissions: block of a form massgen does not read is refused, never ignored", () => {
   const config = (dir: string) => {
     const file = nodePath.join(dir, "team.yaml")
     fs.writeFileSync(
@@ -237,7 +237,7 @@ describe("MassGen's permission engine (permissions:, v0.1.97) is refused until i
     return file
   }
 
-  test("--validate names it with what to use instead, and a run of it stops before any command or file (exit 1)", async () => {
+  test("--validate names the key and the form it expects, and a run of it stops before any command or file (exit 1)", async () => {
     const cwd = fs.mkdtempSync(nodePath.join(os.tmpdir(), "massgen-permissions-"))
     const file = config(cwd)
     const validated = await runCli("source", ["--validate", file, "--json"], { cwd, env: {} })
@@ -245,14 +245,13 @@ describe("MassGen's permission engine (permissions:, v0.1.97) is refused until i
     const errors = JSON.parse(validated.stdout).errors
     expect(errors).toEqual([
       expect.objectContaining({
-        location: "permissions",
-        message: "the permission engine (permissions): not supported",
-        suggestion: expect.stringContaining("sandbox"),
+        location: "permissions.rules",
+        message: 'Expected a rules mapping {allow, ask, deny}, found [{"action":"execute_command(*)","decision":"deny"}]',
       }),
     ])
     const run = await runCli("source", ["--automation", "--config", file, "q"], { cwd, env: {} })
     expect(run.exitCode).toBe(1)
-    expect(run.stderr).toContain("the permission engine (permissions): not supported")
+    expect(run.stderr).toContain("permissions.rules: Expected a rules mapping {allow, ask, deny}")
     expect(fs.readdirSync(cwd)).toEqual(["team.yaml"])
   }, 30_000)
 })

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test"
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
 import { cleanupSandboxes, ensureBinary, runCli, sandbox, startCli, writeConfig } from "./support/cli.ts"
+import { waitFor } from "./support/poll.ts"
 import { killAllWith, markerSeconds, waitUntilNoneWith } from "./support/processes.ts"
 import { ENV, eventsPath, expectExit, readEvents } from "./support/run-dirs.ts"
 
@@ -21,16 +22,6 @@ afterAll(() => cleanupSandboxes())
 
 const ofType = (events: ReadonlyArray<any>, type: string) => events.filter((e) => e.type === type)
 
-/** Polls a condition on files the run writes (a bounded loop of tiny awaits, not a timing assumption). */
-const waitFor = async <T>(what: string, probe: () => T | undefined, timeoutMs = 15_000): Promise<T> => {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const found = probe()
-    if (found !== undefined) return found
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`)
-    await Bun.sleep(5)
-  }
-}
 const eventOf = (dir: string, match: (e: any) => boolean) => (fs.existsSync(eventsPath(dir)) ? readEvents(dir).find(match) : undefined)
 
 /**

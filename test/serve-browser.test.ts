@@ -15,6 +15,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as nodePath from "node:path"
 import { type BrowserContext, chromium } from "playwright-core"
+import { CHROMIUM, CHROMIUM_ARGS } from "./support/chromium.ts"
 import { cleanupSandboxes, sandbox, startUntilLine, writeConfig } from "./support/cli.ts"
 
 const TIMEOUT = 90_000
@@ -25,17 +26,8 @@ let profile: string
 beforeAll(async () => {
   profile = fs.mkdtempSync(nodePath.join(os.tmpdir(), "massgen-chromium-"))
   browser = await chromium.launchPersistentContext(profile, {
-    executablePath: "/usr/bin/chromium",
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-    ],
+    executablePath: CHROMIUM,
+    args: CHROMIUM_ARGS,
   })
 })
 

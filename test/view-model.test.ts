@@ -1,13 +1,24 @@
 /**
  * The view model: a fold of the events (through `evolve`) and the streamed
- * text into what every view shows, with the same numbers as status.json.
+ * text into what every view shows, with the same numbers as status.json:
+ * every answer (replaced and losing ones too), and one clock (active time) for
+ * the elapsed time and the timeline, a resume's pause counted in neither.
  */
 import { beforeAll, expect, test } from "bun:test"
+import type { Event } from "../src/domain/events/index.ts"
 import { project } from "../src/domain/projections/status.ts"
-import { applyEvent, applyText, foldView, TAIL_LIMIT, TIMELINE_LIMIT, viewOf } from "../src/domain/projections/view-model.ts"
+import {
+  applyEvent,
+  applyText,
+  foldView,
+  markProcessGone,
+  TAIL_LIMIT,
+  TIMELINE_LIMIT,
+  viewOf,
+} from "../src/domain/projections/view-model.ts"
 import { foldEvents } from "../src/domain/state/index.ts"
 import type { MemoryRun } from "./support/harness.ts"
-import { FINAL_MD, playCouncil, QUESTION } from "./support/view-fixtures.ts"
+import { COUNCIL, FINAL_MD, playCouncil, QUESTION } from "./support/view-fixtures.ts"
 
 let run: MemoryRun
 beforeAll(async () => {
@@ -131,4 +142,80 @@ test("an agent's tool calls: a line each in its text (name, short arguments, ok 
     [started.agent, 'tool search(q="2+2") ok in 0.25s'],
     [started.agent, 'tool search(q="2+2") error: failed: no network in 0.25s'],
   ])
+})
+
+/** The council stopped (its process gone) after its first answer, taken up again `pauseMs` later by a resume that continues the rounds in flight. */
+const resumedAfter = (pauseMs: number): Array<Event> => {
+  const cut = run.events.findIndex((e) => e._tag === "answer_submitted") + 1
+  const before = run.events.slice(0, cut)
+  const inFlight = foldEvents(before).agents.flatMap((a) =>
+    a.inFlight === null ? [] : [{ agent: a.info.id, round: a.inFlight.round, shown: a.inFlight.shown, vote_only: a.inFlight.voteOnly }],
+  )
+  const later = (e: Event): Event => ({ ...e, time: new Date(Date.parse(e.time) + pauseMs).toISOString() })
+  const resumed: Event = {
+    _tag: "run_resumed",
+    time: before.at(-1)!.time,
+    dropped_lines: 0,
+    torn_tail: false,
+    restarted_rounds: [],
+    presentation_restarted: false,
+    continued_rounds: inFlight,
+  }
+  return [...before, later(resumed), ...run.events.slice(cut).map(later)]
+}
+
+test("after a resume, elapsed time and the timeline are on one clock: the pause is in neither", () => {
+  const pause = 60_000
+  const events = resumedAfter(pause)
+  const model = foldView(events)
+  expect(model.state.skippedEvents).toBe(0)
+  const view = viewOf(model, Date.now())
+  const straight = viewOf(foldView(run.events), 0)
+  expect(view.finished?.reason).toBe("completed")
+  // The run took as long as the one never stopped; its last entry is at its elapsed time.
+  expect(view.elapsedSeconds).toBe(straight.elapsedSeconds)
+  expect(view.timeline.at(-1)!.at).toBe(view.elapsedSeconds)
+  expect(view.timeline.find((e) => e.kind === "run_resumed")!.at).toBe(
+    (Date.parse(events.find((e) => e._tag === "run_resumed")!.time) - pause - Date.parse(events[0]!.time)) / 1000,
+  )
+  expect(view.timeline.filter((e) => e.kind !== "run_resumed").map((e) => e.at)).toEqual(straight.timeline.map((e) => e.at))
+  // While it goes on, the newest entry is never past the clock.
+  for (let n = 1; n <= events.length; n++) {
+    const part = viewOf(foldView(events.slice(0, n)), Date.parse(events[n - 1]!.time))
+    expect(part.timeline.at(-1)!.at).toBeLessThanOrEqual(part.elapsedSeconds)
+  }
+})
+
+test("a run whose process is gone keeps its clock at its last event", () => {
+  const cut = run.events.findIndex((e) => e._tag === "vote_cast")
+  const model = markProcessGone(foldView(run.events.slice(0, cut)))
+  const at = Date.parse(run.events[cut - 1]!.time)
+  expect(viewOf(model, at + 3_600_000).elapsedSeconds).toBe(viewOf(model, at).elapsedSeconds)
+  expect(viewOf(model, at).processGone).toBe(true)
+})
+
+test("every answer is in the view, the replaced and the losing ones too, with its votes", () => {
+  const model = foldView(run.events)
+  const view = viewOf(model, 0)
+  expect(view.answers.map((a) => [a.label, a.agent, a.supersededBy, a.votes])).toEqual([
+    ["agent1.1", "planner", null, 0],
+    ["agent2.1", "researcher", null, 3],
+    ["agent3.1", "critic", null, 0],
+  ])
+  expect(view.answers.map((a) => a.content)).toEqual(Object.values(model.state.answers).map((a) => a.content))
+})
+
+test("a replaced answer names the one that replaced it", async () => {
+  const revising = {
+    ...COUNCIL,
+    agents: COUNCIL.agents.map((a) => (a.id === "planner" ? { ...a, backend: { ...a.backend, keep_answering: true } } : a)),
+  }
+  const view = viewOf(foldView((await playCouncil(revising)).events), 0)
+  const planner = view.answers.filter((a) => a.agent === "planner")
+  expect(planner.map((a) => [a.label, a.supersededBy])).toEqual([
+    ["agent1.1", "agent1.2"],
+    ["agent1.2", null],
+  ])
+  expect(planner[1]!.content).toBe("Build a small project in the first week. (revision 2)")
+  expect(planner[0]!.votes).toBe(0)
 })

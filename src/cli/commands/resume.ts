@@ -19,6 +19,7 @@
  * so is a log with lines of a newer schema, which is not appended to. What the
  * read skipped of the log is said on stderr in one line (`cli/run/report.ts`).
  */
+
 import { existsSync } from "node:fs"
 import { join } from "node:path"
 import { Effect } from "effect"
@@ -36,6 +37,7 @@ import { removeOrphanCopies } from "../../services/tools/workspace.ts"
 import type { CliContext } from "../context.ts"
 import { automationHeader } from "../run/automation-output.ts"
 import { runDisplay, showsTerminalView } from "../run/display.ts"
+import { canAskAtTerminal, terminalAsker } from "../run/permission-prompt.ts"
 import { reportSkips } from "../run/report.ts"
 import { openRunDir, RunDirError, recordedBlob, recordedToolResult, refuseNewer, runDirConfig } from "../run/run-dir.ts"
 import { EXIT_CODES, footerLines, runSession } from "../run/session.ts"
@@ -126,6 +128,7 @@ export const resumeCommand = (args: ResumeArgs, ctx: CliContext) =>
       version: ctx.version,
       interrupt: ctx.interrupt,
       automation: args.automation,
+      ...(canAskAtTerminal(args.automation) ? { asker: terminalAsker() } : {}),
       display: runDisplay({ automation: args.automation, noDisplay: false }, ctx.print, dir.path),
       resumeHintShown: showsTerminalView({ automation: args.automation, noDisplay: false }),
       resume: {

@@ -9,6 +9,7 @@
  * with the run's display and returns the exit code. From there, its
  * process keeps the JIT reluctant to the end (`jit-policy.ts`).
  */
+
 import { Effect } from "effect"
 import { formatProblem, unknownKeys } from "../../domain/config/index.ts"
 import { EventStore } from "../../services/event-store/index.ts"
@@ -18,6 +19,7 @@ import { jitForRun } from "../process/jit-policy.ts"
 import { automationHeader } from "../run/automation-output.ts"
 import { runDisplay, showsTerminalView } from "../run/display.ts"
 import { newRunDir } from "../run/new-run.ts"
+import { canAskAtTerminal, terminalAsker } from "../run/permission-prompt.ts"
 import { runSession } from "../run/session.ts"
 import { makeAgentTools, makeBackends, resolveRunConfig, unpricedUnderBudget } from "../run/setup.ts"
 import { addTurn, conversationOf, latestSession, sessionsDir, turnsOf } from "../sessions/session-store.ts"
@@ -66,6 +68,7 @@ export const runCommand = (args: RunArgs, ctx: CliContext) =>
       version: ctx.version,
       interrupt: ctx.interrupt,
       automation: args.automation,
+      ...(canAskAtTerminal(args.automation) ? { asker: terminalAsker() } : {}),
       display: runDisplay(shown, ctx.print, logDir),
       resumeHintShown: showsTerminalView(shown),
       print: ctx.print,

@@ -22,6 +22,7 @@
  * would end the whole program): it takes the process's SIGINT listeners off
  * and puts its own.
  */
+
 import { createInterface } from "node:readline"
 import { Effect } from "effect"
 import { formatProblem, unknownKeys } from "../../domain/config/index.ts"
@@ -35,6 +36,7 @@ import { DEFAULT_MAX_QUESTION_BYTES } from "../help.ts"
 import { preview } from "../run/automation-output.ts"
 import { runDisplay, showsTerminalView } from "../run/display.ts"
 import { newRunDir } from "../run/new-run.ts"
+import { canAskAtTerminal, terminalAsker } from "../run/permission-prompt.ts"
 import { runSession } from "../run/session.ts"
 import { makeAgentTools, makeBackends, resolveRunConfig } from "../run/setup.ts"
 import { addTurn, answerOf, conversationOf, latestSession, newSessionId, sessionsDir, turnsOf } from "../sessions/session-store.ts"
@@ -126,6 +128,7 @@ export const interactiveCommand = (args: Omit<RunArgs, "question"> & { readonly 
           version: ctx.version,
           interrupt: Effect.promise(() => stopped),
           automation: false,
+          ...(canAskAtTerminal(false) ? { asker: terminalAsker() } : {}),
           display: runDisplay({ automation: false, noDisplay: args.noDisplay }, ctx.print, logDir),
           resumeHintShown: showsTerminalView({ automation: false, noDisplay: args.noDisplay }),
           print: ctx.print,

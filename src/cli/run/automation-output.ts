@@ -24,7 +24,7 @@ import { type Event, ignoredVoteText, resumedText } from "../../domain/events/in
 import { failureText } from "../../domain/projections/status.ts"
 import { agentFile } from "../../domain/run-paths.ts"
 import { activeMs, type State } from "../../domain/state/index.ts"
-import { toolCallLine } from "../../domain/tools/calls.ts"
+import { permissionLine, toolCallLine } from "../../domain/tools/calls.ts"
 import { changedFiles, workspaceLine } from "../../domain/workspaces/facts.ts"
 import { foldedText, oneLine, plainText } from "../../lib/plain-text.ts"
 import { count, formatCost, truncate } from "../../lib/text.ts"
@@ -117,6 +117,9 @@ const eventLine = (event: Event, state: State, logDir: string): string | null =>
     case "tool_call_finished":
     case "hosted_tool_used":
       return `[${event.agent}] ${toolCallLine(event)}`
+    case "permission_asked":
+    case "permission_decided":
+      return `[${event.agent}] ${permissionLine(event)}`
     case "workspace_snapshotted":
     case "workspace_finalized":
       return `[${event.agent}] ${workspaceLine(event)}`

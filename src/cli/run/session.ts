@@ -37,6 +37,7 @@ import { type Observer, type ResumeInput, runCoordination } from "../../services
 import { liveRunFiles, openDerivedFiles, RunFiles, SharedRunFiles, StatusWriter, sharingWrites } from "../../services/run-files/index.ts"
 import { removeWriteTemporaries } from "../../services/tools/file-paths.ts"
 import type { McpStartError } from "../../services/tools/mcp-servers.ts"
+import { PermissionAsker } from "../../services/tools/permission-gate.ts"
 import type { CommandLineStartError } from "../../services/tools/sandbox.ts"
 import { type ToolProvider, ToolStartError } from "../../services/tools/tool-provider.ts"
 import { agentWorkspace, Workspaces } from "../../services/tools/workspace.ts"
@@ -74,6 +75,8 @@ export interface SessionInput {
   /** The display's last screen ends with the `resume with:` line (the terminal view), so stderr does not say it again. */
   readonly resumeHintShown?: boolean
   readonly resume?: ResumeInput
+  /** The person who answers the permission engine's asks (`permission-prompt.ts`); without one, the automation policy does. */
+  readonly asker?: PermissionAsker["Type"]
   readonly print: (line: string) => void
   readonly printError: (line: string) => void
   /** Where the `${VAR}` of MCP server entries come from: the run's environment, `.env` included. */
@@ -199,7 +202,7 @@ export const runSessionOutcome = (input: SessionInput) =>
         ...(observe ? { observe } : {}),
         ...(input.resume ? { resume: input.resume } : {}),
         startTools,
-      })
+      }).pipe(input.asker === undefined ? (e) => e : Effect.provideService(PermissionAsker, input.asker))
       yield* Fiber.interrupt(follower)
       yield* catchUp
       yield* derived.warn

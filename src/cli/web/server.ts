@@ -2,7 +2,9 @@
  * The web view: one page served on 127.0.0.1, kept current through Server-Sent Events.
  *
  * Contract: `webDisplay(options)` is a scoped resource that serves, until its
- * scope closes, `GET /` (the page, `viewer.html`, embedded in the binary),
+ * scope closes, `GET /` (the page, `viewer.html`, embedded in the binary, with
+ * the current view already rendered in it by `page.ts`: readable without
+ * JavaScript, and whole at once for a one-shot render),
  * `GET /events` (an SSE stream, below) and `GET /api/view` (the whole `View`
  * as JSON, plus `mode` and `finalHtml`, the final answer rendered by
  * `markdownToHtml`, once). Anything else is 404. It answers only requests
@@ -40,6 +42,7 @@ import { ownHosts } from "../../lib/loopback.ts"
 import { ViewerError } from "../../services/log-dir/catalog.ts"
 import type { Display } from "../run/display.ts"
 import { markdownToHtml } from "./markdown.ts"
+import { type PageView, pageHtml } from "./page.ts"
 import viewerHtmlText from "./viewer.html" with { type: "text" }
 
 const viewerHtml = viewerHtmlText as unknown as string
@@ -103,7 +106,7 @@ export const webDisplay = (options: WebOptions) =>
       if (rendered?.content !== content) rendered = { content, html: markdownToHtml(content) }
       return rendered.html
     }
-    const fullView = Effect.map(Ref.get(model), (m) => {
+    const fullView = Effect.map(Ref.get(model), (m): PageView => {
       const view = viewOf(m, now(m))
       // A replay is timed by its events: the page says REPLAY rather than LIVE while it plays.
       const mode = options.clock === "wall" ? "live" : "replay"
@@ -156,7 +159,11 @@ export const webDisplay = (options: WebOptions) =>
       }
       if (request.method !== "GET") return HttpServerResponse.text("method not allowed", { status: 405 })
       const path = new URL(request.url, "http://127.0.0.1").pathname
-      if (path === "/") return HttpServerResponse.text(viewerHtml, { contentType: "text/html; charset=utf-8" })
+      if (path === "/")
+        return HttpServerResponse.text(pageHtml(viewerHtml, yield* fullView), {
+          contentType: "text/html; charset=utf-8",
+          headers: { "cache-control": "no-store" },
+        })
       if (path === "/api/view") return HttpServerResponse.text(JSON.stringify(yield* fullView), { contentType: "application/json" })
       if (path !== "/events") return HttpServerResponse.text("not found", { status: 404 })
       const updates = yield* PubSub.subscribe(messages)

@@ -8,6 +8,8 @@
  * rest as unknown keys (a warning each, with the known key it may stand for).
  * A feature that would change what the agents do or answer is *refused* (an
  * error); one that only changes a check or a view is a warning.
+ * Every unknown key in a `permissions:` block is refused too, whatever it
+ * is: a rule the config states must not go unread.
  * `UNSUPPORTED_BACKENDS` says what to use instead of MassGen's agent
  * frameworks (`claude_code`, `ag2`). Pure.
  *
@@ -27,18 +29,38 @@ interface Feature {
 }
 
 const backend = (...keys: ReadonlyArray<string>) => keys.map((k) => `agents[].backend.${k}`)
+/** Where a `permissions:` block may be: every key in it that the schema does not know is refused, never ignored. */
+const PERMISSIONS_AT = ["permissions", "agents[].backend.permissions"] as const
+const inPermissions = (shape: string): boolean => PERMISSIONS_AT.some((at) => shape.startsWith(`${at}.`))
 const orchestrator = (...keys: ReadonlyArray<string>) => keys.map((k) => `orchestrator.${k}`)
 
 /** MassGen features massgen does not have. Workspace and command-line keys are not listed: they are massgen's own. */
 export const UNSUPPORTED_FEATURES: ReadonlyArray<Feature> = [
   { name: "memory", keys: ["memory"], refused: true, instead: "remove the memory section" },
   {
-    // MassGen v0.1.97's permission engine: a config written to deny commands must not run them unchecked.
-    name: "the permission engine (permissions)",
-    keys: ["permissions", "orchestrator.permissions"],
+    name: "permissions under orchestrator",
+    keys: ["orchestrator.permissions"],
+    refused: true,
+    instead: "put the permissions block on each agent's backend (MassGen's place) or at the top of the config (docs/permissions.md)",
+  },
+  {
+    name: "approval files outside the log directory (permissions.approval_dir)",
+    keys: PERMISSIONS_AT.map((at) => `${at}.approval_dir`),
     refused: true,
     instead:
-      "remove the permissions section; to confine commands use command_line_execution_mode: sandbox and command_line_allowed_commands (docs/commands.md)",
+      "remove approval_dir: with approval_mode: file, requests are written in the run's log directory, permissions/requests/ (docs/permissions.md)",
+  },
+  {
+    name: "kept approvals (permissions.settings_path)",
+    keys: PERMISSIONS_AT.map((at) => `${at}.settings_path`),
+    refused: true,
+    instead: "remove settings_path and write the approvals as allow rules",
+  },
+  {
+    name: "the auto-approval budget (permissions.max_consecutive_auto)",
+    keys: PERMISSIONS_AT.map((at) => `${at}.max_consecutive_auto`),
+    refused: true,
+    instead: "remove max_consecutive_auto; use approval_mode: file or automation_default: deny-all to have every ask answered",
   },
   {
     name: "planning, task planning, skills and orchestration restarts (orchestrator.coordination)",
@@ -162,6 +184,20 @@ export const featureProblems = (unknown: ReadonlyArray<UnknownKey>): ReadonlyArr
     }
     const name = key.path.split(/[.[]/).at(-1) ?? key.path
     const near = closest(name, key.known)
+    if (inPermissions(shape)) {
+      // A permission the config states is never ignored: a misplaced deny list would leave its commands unchecked.
+      const verdict = ["allow", "ask", "deny"].includes(name) && !shape.includes(".rules.")
+      problems.push({
+        path: key.path,
+        message: `unknown permissions key, refused${key.known.length > 0 ? ` (known keys here: ${key.known.join(", ")})` : ""}`,
+        ...(verdict
+          ? { suggestion: `write it under rules: (rules: {${name}: [...]})` }
+          : near !== null
+            ? { suggestion: `did you mean ${near}?` }
+            : {}),
+      })
+      continue
+    }
     problems.push({
       path: key.path,
       message: `unknown key, ignored${key.known.length > 0 ? ` (known keys here: ${key.known.join(", ")})` : ""}`,

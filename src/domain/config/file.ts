@@ -2,9 +2,9 @@
  * The config file's schema: every key MassGen's YAML may hold, as Effect Schema.
  *
  * `ConfigFile` is the document as a whole (`agents` or `agent`, `orchestrator`,
- * `timeout_settings`, `pricing`, `ui`/`display`, `batch`); `BackendConfig` an
+ * `timeout_settings`, `pricing`, `ui`/`display`, `batch`, `permissions`); `BackendConfig` an
  * agent's `backend:` mapping, made of its own keys and those of
- * `tools.ts` and `workspaces.ts`. Each check fails with a
+ * `tools.ts`, `workspaces.ts` and `permissions.ts`. Each check fails with a
  * one-line message that names what was expected and what was found
  * (`schema.ts`). `index.ts` decodes with these; they say nothing of
  * `${VAR}` references or of how problems are shown. Pure.
@@ -16,6 +16,7 @@
 import { Schema } from "effect"
 import { hasMaskedCredential } from "../../lib/safe-url.ts"
 import { SafeName } from "../run-paths.ts"
+import { PermissionsConfig } from "./permissions.ts"
 import { BACKEND_TYPES } from "./presets.ts"
 import { FiniteNumber, found, NonNegativeInt, oneOf, opt, PositiveInt, PositiveNumber } from "./schema.ts"
 import { CommandLineFields, CommandToolConfig, McpServers, ProviderFields } from "./tools.ts"
@@ -89,6 +90,7 @@ export const BackendConfig = Schema.Struct({
   input_tokens: opt(NonNegativeInt),
   output_tokens: opt(NonNegativeInt),
   mcp_servers: opt(McpServers),
+  permissions: opt(PermissionsConfig),
   ...CommandLineFields,
   ...WorkspaceBackendFields,
 }).annotations({ identifier: "a backend mapping" })
@@ -165,5 +167,6 @@ export const ConfigFile = Schema.Struct({
   ui: opt(UiConfig),
   display: opt(DisplayConfig),
   batch: opt(BatchConfig),
+  permissions: opt(PermissionsConfig),
 })
 export type ConfigFile = typeof ConfigFile.Type

@@ -11,6 +11,7 @@
  * (`agentN`, by its position).
  */
 import type { RunSettings } from "../events/index.ts"
+import type { PermissionsBlock } from "../permissions/index.ts"
 import type { BackendConfig, ConfigFile, Price } from "./file.ts"
 import { type WorkspaceLimits, workspaceLimitsOf } from "./workspaces.ts"
 
@@ -35,6 +36,8 @@ export interface Config {
   readonly batchBudgetUsd?: number
   /** `orchestrator.workspace_limits`, with the defaults for keys not set: what a snapshot or final copy may take. */
   readonly workspaceLimits?: WorkspaceLimits
+  /** The top-level `permissions:` block, for every agent (each agent's own is on its backend: `domain/permissions/policy.ts`). */
+  readonly permissions?: PermissionsBlock
 }
 
 /** The run settings of a config that sets none of them. */
@@ -93,6 +96,7 @@ export const configOf = (file: ConfigFile, agents: ReadonlyArray<Agent>): Config
       ? { display: displayType === "none" || displayType === "simple" ? ("plain" as const) : ("live" as const) }
       : {}),
     ...(typeof file.batch?.budget_usd === "number" ? { batchBudgetUsd: file.batch.budget_usd } : {}),
+    ...(file.permissions !== undefined ? { permissions: file.permissions } : {}),
   }
 }
 

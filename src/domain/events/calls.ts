@@ -109,13 +109,18 @@ export const CallRetried = defineEvent("call_retried", {
  * is the id the model gave the call; `server` is the MCP server of the tool,
  * null for a command tool; `arguments` are as the model wrote them (long ones referenced: `ArgumentsText`).
  */
-const toolCallFields = {
+/** The fields that name a tool call, in every event of it (the permission ledger's too). */
+export const toolCallNames = {
   tool_call: Count,
   agent: AgentId,
   round: Count,
   role: CallRole,
   call_id: Schema.String,
   tool: Schema.String,
+}
+
+const toolCallFields = {
+  ...toolCallNames,
   server: Schema.NullOr(Schema.String),
   arguments: ArgumentsText,
 }

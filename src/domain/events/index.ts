@@ -26,12 +26,13 @@
  *
  * The definitions are grouped by concern: `run.ts` (the run's life, its
  * settings, `EventMeta`), `rounds.ts` (coordination), `calls.ts`
- * (model and tool calls), `files.ts` (snapshots, final files, context
+ * (model and tool calls), `permissions.ts` (the permission ledger), `files.ts` (snapshots, final files, context
  * writes), on the field types of `fields.ts`. This file holds the union.
  */
 import { Schema } from "effect"
 import { CallEnded, CallRetried, CallStarted, HostedToolUsed, ToolCallFinished, ToolCallStarted } from "./calls.ts"
 import { ContextPathWritten, ContextWriteIntended, WorkspaceFinalized, WorkspaceSnapshotted } from "./files.ts"
+import { PermissionAsked, PermissionDecided } from "./permissions.ts"
 import {
   AgentFailed,
   AnswerSubmitted,
@@ -50,6 +51,7 @@ import { RunFinished, RunResumed, RunStarted, ToolStartFailed } from "./run.ts"
 export * from "./calls.ts"
 export { Time } from "./fields.ts"
 export * from "./files.ts"
+export * from "./permissions.ts"
 export * from "./rounds.ts"
 export * from "./run.ts"
 export { ignoredVoteText, resumedText } from "./text.ts"
@@ -80,6 +82,8 @@ export const Event = Schema.Union(
   ToolCallStarted,
   ToolCallFinished,
   HostedToolUsed,
+  PermissionAsked,
+  PermissionDecided,
   AgentFailed,
   PresentationStarted,
   FinalAnswerChosen,

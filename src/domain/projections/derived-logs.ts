@@ -102,6 +102,8 @@ const entry = (event: Event): CoordinationEvent | null => {
     case "tool_call_started":
     case "tool_call_finished":
     case "hosted_tool_used":
+    case "permission_asked":
+    case "permission_decided":
     case "workspace_snapshotted":
     case "workspace_finalized":
     case "context_write_intended":

@@ -10,9 +10,18 @@
  * `project` (the same numbers as status.json). No I/O, no clock: `now` is
  * passed in (ms since the epoch).
  *
+ * One clock for the whole view, the run's *active time* (`activeMs`, status.json's
+ * `elapsed_seconds`): time since `run_started` during which a process ran the run,
+ * so the pause between a stopped process's last event and its `run_resumed` is not
+ * counted. `elapsedSeconds` is the active time at `now` (at the run's finish once it
+ * finished, at its last event once its process is gone), and each timeline entry's
+ * `at` is the active time at its event: the newest entry's `at` is never past
+ * `elapsedSeconds`, and equals it once the run finished.
+ *
  * Words: an agent's *tail* is the end of what it streamed in its current round
- * (cleared when a round or its presentation starts); when it streamed nothing, views show its
- * latest answer instead. The *timeline* holds the newest `TIMELINE_LIMIT`
+ * (cleared when a round or its presentation starts); when it streamed nothing, views show the
+ * end of its latest answer instead (`TAIL_LIMIT` characters at most, either way; every
+ * answer is whole in `answers`). The *timeline* holds the newest `TIMELINE_LIMIT`
  * events worth a line, each with its offset from the run's start. An agent is
  * *awaiting* from its `call_start` until the first chunk of text of that call
  * (`applyText`) or its `call_end`: its status is then `waiting`, not
@@ -24,8 +33,8 @@
 import { count, oneLine } from "../../lib/text.ts"
 import { onlyHeaders } from "../agent-output.ts"
 import { type Event, type FinalSource, type FinishReason, ignoredVoteText, resumedText } from "../events/index.ts"
-import { advanceInPlace, initialState, type State } from "../state/index.ts"
-import { toolCallLine } from "../tools/calls.ts"
+import { activeMs, advanceInPlace, initialState, type State } from "../state/index.ts"
+import { permissionLine, toolCallLine } from "../tools/calls.ts"
 import { changedFiles, workspaceLine } from "../workspaces/facts.ts"
 import { type AgentStatus, type Phase, project } from "./status.ts"
 
@@ -33,7 +42,7 @@ export const TAIL_LIMIT = 4000
 export const TIMELINE_LIMIT = 200
 
 export interface TimelineEntry {
-  /** Seconds since the run started. */
+  /** Seconds of the run's active time at the event (see above). */
   readonly at: number
   readonly agent: string | null
   readonly kind: Event["_tag"]
@@ -71,7 +80,7 @@ export interface AgentView {
   readonly status: AgentStatus
   readonly round: number
   readonly answers: ReadonlyArray<string>
-  /** Streamed text of the current round, else the latest answer's content. */
+  /** The end of the streamed text of the current round, else of the latest answer's content. */
   readonly tail: string
   readonly tailIsAnswer: boolean
   readonly vote: { readonly target: string; readonly label: string; readonly reason: string } | null
@@ -83,6 +92,18 @@ export interface AgentView {
   readonly toolErrors: number
 }
 
+/** One answer of the run, whoever gave it and whether or not it is still current. */
+export interface AnswerView {
+  readonly label: string
+  readonly agent: string
+  readonly round: number
+  readonly content: string
+  /** The label of its agent's next answer, which replaced it; null while it is its agent's latest. */
+  readonly supersededBy: string | null
+  /** The votes it holds (the tally's count; 0 once replaced). */
+  readonly votes: number
+}
+
 export interface VoteRow {
   readonly voter: string
   readonly target: string | null
@@ -92,6 +113,8 @@ export interface VoteRow {
 
 export interface View {
   readonly started: boolean
+  /** The run did not finish and its process is gone (`markProcessGone`). */
+  readonly processGone: boolean
   readonly question: string
   readonly phase: Phase
   readonly completion: number
@@ -100,6 +123,8 @@ export interface View {
   readonly outputTokens: number
   readonly cost: number | null
   readonly agents: ReadonlyArray<AgentView>
+  /** Every answer submitted, in the order they came: the losing and replaced ones too. */
+  readonly answers: ReadonlyArray<AnswerView>
   readonly timeline: ReadonlyArray<TimelineEntry>
   readonly votes: ReadonlyArray<VoteRow>
   /** Votes per answer label: the presentation's count once a winner is chosen. */
@@ -157,6 +182,9 @@ export const timelineText = (event: Event): string | null => {
     case "tool_call_finished":
     case "hosted_tool_used":
       return toolCallLine(event)
+    case "permission_asked":
+    case "permission_decided":
+      return permissionLine(event)
     case "workspace_snapshotted":
     case "workspace_finalized":
     case "context_path_written":
@@ -190,9 +218,8 @@ export const applyEvent = (model: ViewModel, event: Event): ViewModel => {
     tails = { ...tails, [event.agent]: keepTail(`${(tails[event.agent] ?? "").trimEnd()}\n[${toolLine}]\n`) }
   const text = timelineText(event)
   if (text === null) return { ...model, state, tails, awaiting }
-  const start = state.run?.startTime ?? state.lastTime
   const entry: TimelineEntry = {
-    at: Math.max(0, (Date.parse(event.time) - start) / 1000) || 0,
+    at: activeMs(state, Date.parse(event.time)) / 1000 || 0,
     agent: "agent" in event ? event.agent : null,
     kind: event._tag,
     text,
@@ -217,10 +244,24 @@ export const foldView = (events: Iterable<Event>, from: ViewModel = emptyViewMod
   return model
 }
 
-/** What a view shows at `now`. */
+const answerViews = (state: State, tally: Readonly<Record<string, number>>): ReadonlyArray<AnswerView> => {
+  const next = new Map<string, string>()
+  for (const a of state.agents) for (let i = 1; i < a.answers.length; i++) next.set(a.answers[i - 1]!, a.answers[i]!)
+  return Object.values(state.answers).map((a) => ({
+    label: a.label,
+    agent: a.agent,
+    round: a.round,
+    content: a.content,
+    supersededBy: next.get(a.label) ?? null,
+    votes: tally[a.label] ?? 0,
+  }))
+}
+
+/** What a view shows at `now`. A run whose process is gone shows its clock stopped at its last event. */
 export const viewOf = (model: ViewModel, now: number): View => {
   const { state } = model
-  const status = project(state, Math.max(now, state.lastTime), "", { awaiting: model.awaiting, processGone: model.processGone })
+  const at = model.processGone ? state.lastTime : Math.max(now, state.lastTime)
+  const status = project(state, at, "", { awaiting: model.awaiting, processGone: model.processGone })
   const agents = state.agents.map((a): AgentView => {
     const json = status.agents[a.info.id]!
     const streamed = model.tails[a.info.id] ?? ""
@@ -235,7 +276,7 @@ export const viewOf = (model: ViewModel, now: number): View => {
       status: json.status,
       round: a.rounds,
       answers: a.answers,
-      tail: useAnswer ? answer : streamed,
+      tail: useAnswer ? keepTail(answer) : streamed,
       tailIsAnswer: useAnswer,
       vote: a.vote === null ? null : { target: a.vote.target, label: a.vote.targetLabel, reason: a.vote.reason },
       error: a.failure?.message ?? null,
@@ -247,6 +288,7 @@ export const viewOf = (model: ViewModel, now: number): View => {
   })
   return {
     started: state.run !== null,
+    processGone: model.processGone,
     question: state.run?.question ?? "",
     phase: status.coordination.phase,
     completion: status.coordination.completion_percentage,
@@ -255,6 +297,7 @@ export const viewOf = (model: ViewModel, now: number): View => {
     outputTokens: state.usage.outputTokens,
     cost: state.usage.cost,
     agents,
+    answers: answerViews(state, status.results.votes),
     timeline: model.timeline,
     votes: agents.map((a) => ({
       voter: a.id,

@@ -244,6 +244,9 @@ export const STEPS: { readonly [T in Event["_tag"]]: StepOf<T> } = {
   tool_call_started: toolStarted,
   tool_call_finished: toolFinished,
   hosted_tool_used: (_w, rec) => made(rec),
+  // Replay asks nobody: the recorded decision is the fact.
+  permission_asked: (_w, rec) => made(rec),
+  permission_decided: (_w, rec) => made(rec),
   round_started: roundEdge,
   round_cancelled: roundEdge,
   presentation_started: roundEdge,

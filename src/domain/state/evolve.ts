@@ -231,6 +231,8 @@ const applyEvent = (state: State, event: Event, t: number, own: Owned | null): S
     case "reply_rejected":
     case "call_retried":
     case "tool_call_started":
+    case "permission_asked":
+    case "permission_decided":
       return updateAgent(state, event.agent, (a) => ({ ...a, lastActivity: t }))
     case "tool_call_finished":
       return updateAgent(state, event.agent, (a) => ({

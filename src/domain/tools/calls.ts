@@ -61,3 +61,15 @@ export const toolCallLine = (event: Event): string | null => {
       return null
   }
 }
+
+/** The line a view shows for a permission the engine asked or decided (`domain/events/permissions.ts`); null for any other event. */
+export const permissionLine = (event: Event): string | null => {
+  switch (event._tag) {
+    case "permission_asked":
+      return `permission asked (${event.via.replace("_", " ")}): ${event.action}(${oneLine(event.target, 60)})${event.via === "human" ? ": allow? press y or n" : ""}`
+    case "permission_decided":
+      return `permission ${event.decision === "allow" ? "allowed" : "denied"} by ${event.by.replace("_", " ")}: ${event.action}(${oneLine(event.target, 60)})${event.rule === null ? "" : ` (${oneLine(event.rule, 60)})`}`
+    default:
+      return null
+  }
+}

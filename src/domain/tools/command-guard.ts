@@ -31,7 +31,7 @@ const PROGRAMS: ReadonlyMap<string, string> = new Map([
   ["chmod", "chmod"],
 ])
 /** Words a program runs another program after: the program is the first word after them and their options. */
-const WRAPPERS: ReadonlySet<string> = new Set([
+export const WRAPPERS: ReadonlySet<string> = new Set([
   "env",
   "command",
   "builtin",

@@ -40,12 +40,14 @@ import { makeFiberLock } from "./fiber-lock.ts"
 import { isoNow, type RunContext } from "./types.ts"
 
 /**
- * The events after which something leaves the process (a model call, a tool call, a context path
- * write, the run's end): the orchestrator settles the log (`EventStoreService.settled`) after each.
+ * The events after which something leaves the process (a model call, a tool call, a question
+ * about one and its answer, a context path write, the run's end): the orchestrator settles the log (`EventStoreService.settled`) after each.
  */
 export const announcesEffect = (event: Event): boolean =>
   event._tag === "call_start" ||
   event._tag === "tool_call_started" ||
+  event._tag === "permission_asked" ||
+  event._tag === "permission_decided" ||
   event._tag === "context_write_intended" ||
   event._tag === "run_finished"
 

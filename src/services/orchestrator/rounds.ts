@@ -11,7 +11,9 @@
  * to the blob store once, and so long tool-call arguments, which the events
  * reference), and its tool calls to the tool runner
  * (`tools/tool-runner.ts`) with the agents' own tools (`AgentTools`, none when
- * the layer is absent) offered in every request. `awaiting` holds the agents
+ * the layer is absent) offered in every request, through the permission gate
+ * when an agent has a `permissions:` policy (`tools/permission-gate.ts`; a
+ * resume keeps the decisions its log holds). `awaiting` holds the agents
  * whose model call was sent and has sent nothing back yet (from its
  * `call_start` to its first chunk of text or reasoning, or its `call_end`):
  * `status.json` shows them `waiting`.
@@ -22,11 +24,13 @@ import { requestForPresentation, requestForRound } from "../../domain/coordinati
 import type { Transition } from "../../domain/coordination/round-machine.ts"
 import { workKey } from "../../domain/coordination/work-key.ts"
 import { ARGUMENTS_BLOB_MIN_CHARS, type ArgumentsText } from "../../domain/events/index.ts"
+import { agentPolicy } from "../../domain/permissions/index.ts"
 import { agentFile } from "../../domain/run-paths.ts"
 import type { State } from "../../domain/state/index.ts"
 import { Backends } from "../backends/index.ts"
 import { blobPath, blobWriter, callLogPath, compactJsonText, hashText, RunFiles } from "../run-files/index.ts"
 import { AgentTools } from "../tools/agent-tools.ts"
+import { makePermissionGate, PermissionAsker, recordedDecisions } from "../tools/permission-gate.ts"
 import { noTools } from "../tools/tool-provider.ts"
 import { makeToolRunner } from "../tools/tool-runner.ts"
 import { type RoundDeps, runPresentation, runRound, timeoutReply } from "./agent-round.ts"
@@ -116,6 +120,18 @@ export const makeRounds = (run: RunContext, emitter: Emitter, work: Work) =>
       ...(settings.disable_injection ? {} : { injectUpdate: emitter.injectUpdate }),
     }
 
+    const human = Option.getOrUndefined(yield* Effect.serviceOption(PermissionAsker))
+    const policies = new Map(config.agents.map((a) => [a.id, agentPolicy(config.permissions, a.backend.permissions)]))
+    const gate = [...policies.values()].some((p) => p !== null)
+      ? makePermissionGate({
+          policyOf: (agent) => policies.get(agent) ?? null,
+          recorded: recordedDecisions(input.resume?.events ?? []),
+          logDir: input.logDir,
+          emit: deps.emit,
+          now: isoNow,
+          ...(human !== undefined ? { human } : {}),
+        })
+      : undefined
     const runTools = makeToolRunner({
       providerOf: agentTools.forAgent,
       emit: deps.emit,
@@ -128,6 +144,7 @@ export const makeRounds = (run: RunContext, emitter: Emitter, work: Work) =>
       digest: hashText,
       state: Effect.sync(() => state.current),
       storeArguments,
+      ...(gate !== undefined ? { gate } : {}),
       ...(config.toolTimeoutSeconds !== undefined ? { timeoutSeconds: config.toolTimeoutSeconds } : {}),
     })
 

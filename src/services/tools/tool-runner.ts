@@ -15,7 +15,10 @@
  * to the model: the round goes on. A call interrupted (its round cancelled,
  * the run stopping) has a `tool_call_started` and no `tool_call_finished`; a
  * resumed run runs it again. Long arguments are stored once (`storeArguments`)
- * and both events reference them.
+ * and both events reference them. With a permission gate, every call passes
+ * it after its `tool_call_started` and before it runs (the ask and the
+ * answer waiting inside the tool's timeout are not: the gate comes first); a
+ * denied call is an error result that says by what (`refused: permission denied: ...`).
  */
 import { Duration, Effect } from "effect"
 import type { ToolResult } from "../../domain/coordination/round-machine.ts"
@@ -29,6 +32,7 @@ import {
   MAX_TOOL_RESULT_CHARS,
   TOOL_CONCURRENCY,
 } from "../../domain/tools/calls.ts"
+import type { PermissionGate } from "./permission-gate.ts"
 import { type ToolContext, type ToolProvider, ToolRunError } from "./tool-provider.ts"
 
 export interface ToolRunnerDeps {
@@ -47,6 +51,8 @@ export interface ToolRunnerDeps {
   readonly state?: Effect.Effect<State>
   /** The arguments as the events hold them (`RoundDeps.storeArguments`); without it, as they are. */
   readonly storeArguments?: (text: string) => Effect.Effect<ArgumentsText>
+  /** The permission gate every call passes before it runs (`permission-gate.ts`); without it, none. */
+  readonly gate?: PermissionGate
 }
 
 export type RunTools = (
@@ -75,17 +81,36 @@ export const makeToolRunner = (deps: ToolRunnerDeps): RunTools => {
   const max = deps.maxResultChars ?? MAX_TOOL_RESULT_CHARS
   const state = deps.state ?? Effect.succeed(initialState)
 
-  const outcome = (provider: ToolProvider, call: ToolCall, context: ToolContext): Effect.Effect<Outcome> => {
+  const outcome = (provider: ToolProvider, call: ToolCall, context: ToolContext, server: string | null): Effect.Effect<Outcome> => {
     const args = parseArgs(call.arguments)
+    const gated = (args: Record<string, unknown>): Effect.Effect<void, ToolRunError> =>
+      deps.gate === undefined
+        ? Effect.void
+        : Effect.flatMap(
+            deps.gate.check({
+              tool_call: context.toolCall,
+              agent: context.agent,
+              round: context.round,
+              role: context.role,
+              call_id: call.id,
+              tool: call.name,
+              server,
+              args,
+            }),
+            (refused) => (refused === null ? Effect.void : Effect.fail(refused)),
+          )
     const run: Effect.Effect<string, ToolRunError> =
       args === null
         ? Effect.fail(new ToolRunError({ reason: "bad_arguments", detail: `the arguments of ${call.name} are not a JSON object` }))
-        : provider.run(call.name, args, context).pipe(
-            Effect.timeoutFail({
-              duration: Duration.seconds(timeout),
-              onTimeout: () =>
-                new ToolRunError({ reason: "failed", detail: `${call.name} timed out after ${timeout}s (tool_timeout_seconds)` }),
-            }),
+        : Effect.zipRight(
+            gated(args),
+            provider.run(call.name, args, context).pipe(
+              Effect.timeoutFail({
+                duration: Duration.seconds(timeout),
+                onTimeout: () =>
+                  new ToolRunError({ reason: "failed", detail: `${call.name} timed out after ${timeout}s (tool_timeout_seconds)` }),
+              }),
+            ),
           )
     return Effect.match(run, {
       onFailure: (e): Outcome => ({ content: `error: ${e.message}`, error: e.message }),
@@ -104,16 +129,21 @@ export const makeToolRunner = (deps: ToolRunnerDeps): RunTools => {
       const fields = { tool_call: n, agent, round, role, call_id: call.id, tool: call.name, server, arguments: args }
       yield* deps.emit({ _tag: "tool_call_started", time: yield* deps.now, ...fields })
       const started = yield* Effect.clockWith((c) => c.currentTimeMillis)
-      const { content, error } = yield* outcome(provider, call, {
-        agent,
-        round,
-        role,
-        toolCall: n,
-        callId: call.id,
-        state,
-        emit: deps.emit,
-        now: deps.now,
-      })
+      const { content, error } = yield* outcome(
+        provider,
+        call,
+        {
+          agent,
+          round,
+          role,
+          toolCall: n,
+          callId: call.id,
+          state,
+          emit: deps.emit,
+          now: deps.now,
+        },
+        server,
+      )
       const seconds = ((yield* Effect.clockWith((c) => c.currentTimeMillis)) - started) / 1000
       const ok = error === null
       // A result its event cannot hold is kept whole beside it, before the event that names it.
