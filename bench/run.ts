@@ -16,6 +16,7 @@
  * 8. tool calls: massgen's own overhead per tool call, the tool excluded (bench/tool-calls.ts).
  * 9. injection against restart: wasted calls, tokens and tool calls on a staggered 10-agent run with tool steps (bench/injection.ts).
  * 10. massgen serve: added latency per request over the same run in process, requests/s at concurrency 8, RSS growth over 1,000 requests after a warm-up at that concurrency (bench/serve.ts).
+ * 10c. massgen serve under faults: runs started per client call of the openai SDK, the AI SDK and LangChain (bench/serve-faults.ts).
  * 11. workspace snapshots: a 10 MB, 1,000-file workspace, first and later snapshot, over `cp -a` (bench/snapshots.ts).
  * 12. batches: `massgen batch` throughput at concurrency 1 and 3, and the Postgres event store's cost per event over the file store's (bench/batch.ts).
  * Live runs write to a temp directory that is removed at the end.
@@ -30,6 +31,7 @@ import { replayBench, resumeBench } from "./resume-replay.ts"
 import { scaleAgentsBench } from "./scale-agents.ts"
 import { scaleLogsBench } from "./scale-logs.ts"
 import { serveBench } from "./serve.ts"
+import { serveFaultsBench } from "./serve-faults.ts"
 import { snapshotBench } from "./snapshots.ts"
 import { startUpBench } from "./start-up.ts"
 import { cleanUp, fmt } from "./support.ts"
@@ -63,6 +65,7 @@ const SECTIONS: ReadonlyArray<() => Promise<void>> = [
   toolCallBench,
   injectionBench,
   serveBench,
+  serveFaultsBench,
   snapshotBench,
   batchBench,
 ]

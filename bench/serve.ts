@@ -18,13 +18,11 @@
  *   worst), as one sample swings 20 MB with the collector. Target: growth
  *   under 50 MB.
  */
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs"
-import { join } from "node:path"
+import { readFileSync } from "node:fs"
 import { Effect } from "effect"
-import { stringify } from "yaml"
 import { resolveRunConfig } from "../src/cli/run/setup.ts"
 import { openServedRun } from "../src/cli/serve/served-run.ts"
-import { fmt, freshDir, line, median, targetLine } from "./support.ts"
+import { fmt, line, median, startServe, targetLine } from "./support.ts"
 
 const TARGET_ADDED_MS = 15
 const TARGET_RSS_GROWTH_MB = 50
@@ -50,30 +48,13 @@ const rssMb = (pid: number): number => {
 export const serveBench = async (): Promise<void> => {
   console.log(`# 10. massgen serve: 3 zero-delay scripted agents, concurrency ${CONCURRENCY}`)
   const requests = Number(process.env.BENCH_SERVE_REQUESTS ?? 1000)
-  const dir = freshDir()
-  mkdirSync(dir, { recursive: true })
-  const config = join(dir, "team.yaml")
-  writeFileSync(config, stringify(COUNCIL))
-  const main = join(import.meta.dir, "..", "src", "main.ts")
-  const child = Bun.spawn(
-    [process.execPath, main, "serve", "--config", config, "--port", "0", "--max-concurrent-runs", String(CONCURRENCY)],
-    {
-      cwd: dir,
-      stdout: "pipe",
-      stderr: "inherit",
-    },
-  )
+  const { child, dir, config, url } = await startServe(COUNCIL, ["--max-concurrent-runs", String(CONCURRENCY)])
   try {
-    const reader = child.stdout.getReader()
-    let out = ""
-    while (!out.includes("\n")) {
-      const { value, done } = await reader.read()
-      if (done) throw new Error(`massgen serve ended: ${out}`)
-      out += new TextDecoder().decode(value)
-    }
-    const url = out.split(" ")[1]!
-    const body = JSON.stringify({ model: "team", messages: [{ role: "user", content: "What is 2+2?" }] })
+    // Each request its own question: the same request again would be the same run (a retry, `run-registry.ts`).
+    let asked = 0
     const ask = async (): Promise<number> => {
+      asked += 1
+      const body = JSON.stringify({ model: "team", messages: [{ role: "user", content: `What is 2+2? (request ${asked})` }] })
       const t0 = performance.now()
       const res = await fetch(`${url}/chat/completions`, { method: "POST", body, headers: { "content-type": "application/json" } })
       if (res.status !== 200) throw new Error(`serve answered ${res.status}: ${await res.text()}`)

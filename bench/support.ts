@@ -5,10 +5,11 @@
  * first append are not counted), with either the live file layers in a temp
  * directory or the in-memory layers; plus small statistics and printing helpers.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect, Either, Layer } from "effect"
+import { stringify } from "yaml"
 import { type Config, decodeConfig } from "../src/domain/config/index.ts"
 import type { Event } from "../src/domain/events/index.ts"
 import { Backends } from "../src/services/backends/index.ts"
@@ -257,4 +258,29 @@ export const peakRssProcess = (
   const kb = Number(readFileSync(out, "utf8").trim().split("\n").pop())
   rmSync(out, { force: true })
   return { ...run, rssBytes: Number.isFinite(kb) ? kb * 1024 : null }
+}
+
+/**
+ * `massgen serve` (from source) in a fresh directory with `doc` as `team.yaml` and `flags`, once it listens:
+ * the child, its directory, the config's path and the server's `/v1` URL.
+ */
+export const startServe = async (doc: unknown, flags: ReadonlyArray<string> = []) => {
+  const dir = freshDir()
+  mkdirSync(dir, { recursive: true })
+  const config = join(dir, "team.yaml")
+  writeFileSync(config, stringify(doc))
+  const main = join(import.meta.dir, "..", "src", "main.ts")
+  const child = Bun.spawn([process.execPath, main, "serve", "--config", config, "--port", "0", ...flags], {
+    cwd: dir,
+    stdout: "pipe",
+    stderr: "inherit",
+  })
+  const reader = child.stdout.getReader()
+  let out = ""
+  while (!out.includes("\n")) {
+    const { value, done } = await reader.read()
+    if (done) throw new Error(`massgen serve ended: ${out}`)
+    out += new TextDecoder().decode(value)
+  }
+  return { child, dir, config, url: out.split(" ")[1]! }
 }

@@ -34,6 +34,8 @@ describe("parseInvocation", () => {
         idleTimeoutSeconds: 30,
         maxBodyBytes: 8388608,
         maxQuestionBytes: 1048576,
+        retryWindowSeconds: 600,
+        cancelOnDisconnect: false,
       }),
     )
     expect(
@@ -59,6 +61,9 @@ describe("parseInvocation", () => {
         "100",
         "--max-question-bytes",
         "10",
+        "--retry-window-seconds",
+        "0",
+        "--cancel-on-disconnect",
       ]),
     ).toEqual(
       Either.right({
@@ -74,6 +79,8 @@ describe("parseInvocation", () => {
         idleTimeoutSeconds: 1,
         maxBodyBytes: 100,
         maxQuestionBytes: 10,
+        retryWindowSeconds: 0,
+        cancelOnDisconnect: true,
       }),
     )
     expect(message(["serve"])).toBe("serve needs one of --config FILE or --config-dir DIR")

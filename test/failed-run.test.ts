@@ -6,8 +6,9 @@
  * exit 2; status.json is complete (`is_complete`, as MassGen's viewer reads
  * it) but not 100 %, its phase is how far the run got, and its top-level
  * `error` says why; `massgen status` of the log says failed, with the
- * agents' errors. A served run whose client goes away is `cancelled by the
- * client` in `massgen status`, not interrupted by a signal at 100 %.
+ * agents' errors. A served run whose client goes away (with
+ * `--cancel-on-disconnect`) is `cancelled by the client` in `massgen status`,
+ * not interrupted by a signal at 100 %.
  */
 import { afterAll, describe, expect, test } from "bun:test"
 import * as fs from "node:fs"
@@ -52,14 +53,19 @@ describe("a run whose agents all fail", () => {
   }, 60_000)
 })
 
-describe("a served run whose client goes away", () => {
+describe("a served run whose client goes away, with --cancel-on-disconnect", () => {
   test("is recorded and shown as cancelled by the client", async () => {
     const cwd = sandbox()
     const doc = { agents: [{ id: "a", backend: { type: "scripted", answer: "4", delay_seconds: 600 } }] }
-    const cli = await startUntilLine("source", ["serve", "--config", writeConfig(cwd, doc, "team.yaml"), "--port", "0"], "Serving ", {
-      cwd,
-      timeoutMs: 90_000,
-    })
+    const cli = await startUntilLine(
+      "source",
+      ["serve", "--config", writeConfig(cwd, doc, "team.yaml"), "--port", "0", "--cancel-on-disconnect"],
+      "Serving ",
+      {
+        cwd,
+        timeoutMs: 90_000,
+      },
+    )
     try {
       const url = cli.lines.find((l) => l.startsWith("Serving "))!.split(" ")[1]!
       const client = new OpenAI({ baseURL: url, apiKey: "none", maxRetries: 0 })

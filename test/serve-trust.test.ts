@@ -137,15 +137,16 @@ describe("massgen serve without --api-key-env: only requests addressed to it, on
         const same = await post(
           served.port,
           [`Host: ${own}`, `Origin: http://${own}`, "Content-Type: application/json; charset=utf-8"],
-          completion("q"),
+          completion("q1"),
         )
         expect(same.status).toBe(200)
         expect(same.json.choices[0].message.content).toBe("The answer is 4.")
-        expect((await post(served.port, [`Host: localhost:${served.port}`, json], completion("q"))).status).toBe(200)
-        expect((await post(served.port, [`Host: [::1]:${served.port}`, json], completion("q"))).status).toBe(200)
+        // Each its own question: the same request again would be the same run.
+        expect((await post(served.port, [`Host: localhost:${served.port}`, json], completion("q2"))).status).toBe(200)
+        expect((await post(served.port, [`Host: [::1]:${served.port}`, json], completion("q3"))).status).toBe(200)
         const sdk = new OpenAI({ baseURL: served.url, apiKey: "unused", maxRetries: 0 })
         expect(
-          (await sdk.chat.completions.create({ model: "team", messages: [{ role: "user", content: "q" }] })).choices[0]!.message.content,
+          (await sdk.chat.completions.create({ model: "team", messages: [{ role: "user", content: "q4" }] })).choices[0]!.message.content,
         ).toBe("The answer is 4.")
         expect(runDirs(served).length).toBe(4)
       } finally {

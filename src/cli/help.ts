@@ -55,11 +55,14 @@ Usage:
   massgen sessions [--json]                  list sessions: id, turns, cost, last question
   massgen serve --config FILE | --config-dir DIR [--host H] [--port N] [--max-concurrent-runs N]
                 [--max-queued N] [--api-key-env VAR] [--drain-seconds S] [--idle-timeout-seconds S]
-                [--max-body-bytes N] [--max-question-bytes N]
+                [--max-body-bytes N] [--max-question-bytes N] [--retry-window-seconds S]
+                [--cancel-on-disconnect]
                                               an OpenAI-compatible endpoint (POST /v1/chat/completions,
                                               GET /v1/models) on http://127.0.0.1:${DEFAULT_SERVE_PORT}: each request
-                                              is a run; defaults: 4 runs at once, 64 waiting, 30 s drain,
-                                              30 s idle, 8 MiB bodies, 1 MiB of message text
+                                              is a run, once: a retry of it (while it runs or up to 600 s
+                                              after) gets that run; a client that goes away does not stop
+                                              it unless --cancel-on-disconnect; defaults: 4 runs at once,
+                                              64 waiting, 30 s drain, 30 s idle, 8 MiB bodies, 1 MiB of text
   massgen batch ITEMS.jsonl --config FILE [--concurrency N] [--out DIR] [--automation] [--engine URL]
                                               one run per line {id, question} of ITEMS.jsonl, N at once (4);
                                               the same command again resumes the batch (docs/batch.md);

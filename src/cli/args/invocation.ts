@@ -90,6 +90,10 @@ export interface ServeArgs {
   readonly maxBodyBytes: number
   /** The most UTF-8 bytes of message text (user and assistant) a completion may bring; more is 413. */
   readonly maxQuestionBytes: number
+  /** How long after a run ended the same request (a retry) gets its answer instead of starting another run. */
+  readonly retryWindowSeconds: number
+  /** Stop a run when every client of it has gone (else it goes on to its end, for a retry to collect). */
+  readonly cancelOnDisconnect: boolean
 }
 
 export interface ValidateArgs {

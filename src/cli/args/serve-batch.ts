@@ -25,12 +25,17 @@ const serveOptions = {
   "idle-timeout-seconds": { type: "string" },
   "max-body-bytes": { type: "string" },
   "max-question-bytes": { type: "string" },
+  "retry-window-seconds": { type: "string" },
+  "cancel-on-disconnect": { type: "boolean" },
   help: { type: "boolean", short: "h" },
 } as const
 
 const MIB = 1024 * 1024
 
-/** `serve --config FILE | --config-dir DIR [--host H] [--port N] [--max-concurrent-runs N] [--max-queued N] [--api-key-env VAR] [--drain-seconds S] [--idle-timeout-seconds S] [--max-body-bytes N] [--max-question-bytes N]`. */
+/** How long after its run ended a request's retry still gets that run's answer (`--retry-window-seconds`). */
+export const DEFAULT_RETRY_WINDOW_SECONDS = 600
+
+/** `serve --config FILE | --config-dir DIR [--host H] [--port N] [--max-concurrent-runs N] [--max-queued N] [--api-key-env VAR] [--drain-seconds S] [--idle-timeout-seconds S] [--max-body-bytes N] [--max-question-bytes N] [--retry-window-seconds S] [--cancel-on-disconnect]`. */
 export const parseServe = (argv: ReadonlyArray<string>): Either.Either<Invocation, UsageError> => {
   const result = parseStrict(argv, serveOptions, "serve")
   if (Either.isLeft(result)) return Either.left(result.left)
@@ -48,6 +53,7 @@ export const parseServe = (argv: ReadonlyArray<string>): Either.Either<Invocatio
     const idleTimeoutSeconds = yield* wholeNumber("idle-timeout-seconds", v["idle-timeout-seconds"], 30, 1, 255)
     const maxBodyBytes = yield* wholeNumber("max-body-bytes", v["max-body-bytes"], 8 * MIB, 1)
     const maxQuestionBytes = yield* wholeNumber("max-question-bytes", v["max-question-bytes"], DEFAULT_MAX_QUESTION_BYTES, 1)
+    const retryWindowSeconds = yield* wholeNumber("retry-window-seconds", v["retry-window-seconds"], DEFAULT_RETRY_WINDOW_SECONDS, 0)
     const apiKeyEnv = v["api-key-env"] ?? null
     if (apiKeyEnv === "") return yield* usage("bad_value", "--api-key-env: expected the name of an environment variable")
     return {
@@ -63,6 +69,8 @@ export const parseServe = (argv: ReadonlyArray<string>): Either.Either<Invocatio
       idleTimeoutSeconds,
       maxBodyBytes,
       maxQuestionBytes,
+      retryWindowSeconds,
+      cancelOnDisconnect: v["cancel-on-disconnect"] === true,
     } satisfies ServeArgs
   })
 }

@@ -25,23 +25,19 @@ import { join } from "node:path"
 import { Effect } from "effect"
 import type { Event } from "../../domain/events/index.ts"
 import { project } from "../../domain/projections/status.ts"
-import { foldWithStart } from "../../domain/replay/index.ts"
 import { agentFile } from "../../domain/run-paths.ts"
-import { foldEvents, isResumable, type State } from "../../domain/state/index.ts"
+import type { State } from "../../domain/state/index.ts"
 import { oneLine } from "../../lib/plain-text.ts"
-import { loadDotEnv } from "../../services/backends/index.ts"
-import { EventStore, eventsOf, type StreamRead } from "../../services/event-store/index.ts"
-import { acquireRunLock, holder, RunLockError } from "../../services/log-dir/run-lock.ts"
+import { EventStore, type StreamRead } from "../../services/event-store/index.ts"
+import { holder } from "../../services/log-dir/run-lock.ts"
 import { writeDerivedFiles, writeFileAtomic } from "../../services/run-files/index.ts"
-import { removeOrphanCopies } from "../../services/tools/workspace.ts"
 import type { CliContext } from "../context.ts"
 import { automationHeader } from "../run/automation-output.ts"
 import { runDisplay, showsTerminalView } from "../run/display.ts"
 import { canAskAtTerminal, terminalAsker } from "../run/permission-prompt.ts"
 import { reportSkips } from "../run/report.ts"
-import { openRunDir, RunDirError, recordedBlob, recordedToolResult, refuseNewer, runDirConfig } from "../run/run-dir.ts"
+import { prepareResume, resumedSession } from "../run/resume-input.ts"
 import { EXIT_CODES, footerLines, runSession } from "../run/session.ts"
-import { makeAgentTools, makeBackends } from "../run/setup.ts"
 
 export interface ResumeArgs {
   readonly logDir: string
@@ -82,67 +78,20 @@ export const resumeCommand = (args: ResumeArgs, ctx: CliContext) =>
         }
         return EXIT_CODES[finished.reason]
       })
-    const store = yield* EventStore
-    const dir = yield* openRunDir(args.logDir)
-    yield* refuseNewer(dir.path, dir.read)
-    const events = eventsOf(dir.read)
-    // One fold of the log, which keeps on the way where the resume's replay starts.
-    const { state, start } = foldWithStart(events)
-    const run = state.run!
-    if (!isResumable(state.finished)) return yield* reportFinished(dir.path, dir.read, state, events)
-    const live = holder(dir.path)
-    if (live !== null) {
-      return yield* new RunLockError({ reason: "held", path: dir.path, pid: live, detail: "" })
-    }
-    const env = yield* loadDotEnv(ctx.cwd, ctx.env).pipe(Effect.orElseSucceed(() => ctx.env))
-    const recordedConfig = (yield* runDirConfig(dir.path, env)).config
-    // The context paths as the run recorded them: absolute, from the directory it started in.
-    const config = { ...recordedConfig, settings: { ...recordedConfig.settings, context_paths: run.settings.context_paths } }
-    const recordedIds = state.agents.map((a) => a.info.id).join(", ")
-    const configIds = config.agents.map((a) => a.id).join(", ")
-    if (configIds !== recordedIds) {
-      return yield* new RunDirError({
-        reason: "bad_config",
-        path: dir.path,
-        detail: `its config has agents ${configIds}, the run has ${recordedIds}`,
-      })
-    }
-    const backends = yield* makeBackends(config, env, dir.path, events)
-    yield* Effect.sync(() => removeOrphanCopies(dir.path))
-    // Under the lock, read what was appended since the read above: another resume
-    // may have taken the run further (or finished it) meanwhile.
-    yield* acquireRunLock(dir.path)
-    const since = yield* store.read(dir.path, dir.read.version)
-    yield* refuseNewer(dir.path, since)
-    const current = foldEvents(eventsOf(since), state)
-    const all = [...events, ...eventsOf(since)]
-    if (!isResumable(current.finished)) return yield* reportFinished(dir.path, since, current, all)
-    reportSkips(ctx.printError, dir.path, since, current.skippedEvents)
-    if (args.automation) for (const line of automationHeader(dir.path, run.question)) ctx.print(line)
+    const prepared = yield* prepareResume(args.logDir, ctx.cwd, ctx.env)
+    if (prepared._tag === "finished") return yield* reportFinished(prepared.path, prepared.read, prepared.state, prepared.events)
+    const { path } = prepared
+    reportSkips(ctx.printError, path, prepared.read, prepared.state.skippedEvents)
+    if (args.automation) for (const line of automationHeader(path, prepared.question)) ctx.print(line)
     return yield* runSession({
-      logDir: dir.path,
-      config,
-      backends,
-      tools: (servers) => makeAgentTools(config, env, dir.path, dir.path, servers),
-      question: run.question,
+      ...resumedSession(prepared),
       version: ctx.version,
       interrupt: ctx.interrupt,
       automation: args.automation,
       ...(canAskAtTerminal(args.automation) ? { asker: terminalAsker() } : {}),
-      display: runDisplay({ automation: args.automation, noDisplay: false }, ctx.print, dir.path),
+      display: runDisplay({ automation: args.automation, noDisplay: false }, ctx.print, path),
       resumeHintShown: showsTerminalView({ automation: args.automation, noDisplay: false }),
-      resume: {
-        events: all,
-        skipped: since.skipped,
-        tornTail: since.tornTail,
-        state: current,
-        // Events appended meanwhile may change where the replay can start: it finds that itself then.
-        ...(since.events.length === 0 ? { replayStart: start } : {}),
-        toolResultOf: recordedToolResult(dir.path),
-        blobOf: recordedBlob(dir.path),
-      },
       print: ctx.print,
       printError: ctx.printError,
-      env,
     })
   }).pipe(Effect.scoped, Effect.provide(EventStore.file()))

@@ -21,10 +21,12 @@ import { basename, extname, join } from "node:path"
 import { Effect, Schema } from "effect"
 import { formatProblem, unknownKeys } from "../../domain/config/index.ts"
 import { isLoopbackName, LOOPBACK_NAMES } from "../../lib/loopback.ts"
+import { logBaseDir } from "../../services/log-dir/create.ts"
 import type { ServeArgs } from "../args/index.ts"
 import { UsageError } from "../args/index.ts"
 import type { CliContext } from "../context.ts"
 import { makeBackends, resolveRunConfig } from "../run/setup.ts"
+import { runRegistry } from "./run-registry.ts"
 import { runSlots } from "./run-slots.ts"
 import type { ServedModel } from "./served-run.ts"
 import { startServer } from "./server.ts"
@@ -107,9 +109,24 @@ export const serveCommand = (args: ServeArgs, ctx: CliContext) =>
       )
     }
     const slots = runSlots(args.maxConcurrentRuns, args.maxQueued)
+    // The runs of earlier servers in the window are found again: a retry after a restart gets (or resumes) its run.
+    const runs = runRegistry(args.retryWindowSeconds * 1000)
+    runs.scan(logBaseDir(ctx.env, ctx.cwd))
     const limits = { idleTimeoutSeconds: args.idleTimeoutSeconds, maxBodyBytes: args.maxBodyBytes, maxQuestionBytes: args.maxQuestionBytes }
     const server = yield* Effect.try({
-      try: () => startServer({ host: args.host, port: args.port, models, apiKey, hostNames, slots, ctx, ...limits }),
+      try: () =>
+        startServer({
+          host: args.host,
+          port: args.port,
+          models,
+          apiKey,
+          hostNames,
+          slots,
+          ctx,
+          runs,
+          cancelOnDisconnect: args.cancelOnDisconnect,
+          ...limits,
+        }),
       catch: (e) =>
         new ServeError({
           reason: "cannot_listen",

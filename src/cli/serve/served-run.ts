@@ -7,8 +7,8 @@
  * own) and creates the run's log directory with its `execution_metadata.yaml`,
  * exactly as a run from the command line does, so `status`, `resume`,
  * `replay` and the viewer work on it; it fails with the error's one-line
- * message. `run(stop, onEvent)` runs the coordination with the request's
- * conversation, until it finishes or `stop` resolves (the run is then recorded
+ * message. `run(stop, onEvent, onText)` runs the coordination with the request's
+ * conversation (each event and each streamed text delta to the callbacks), until it finishes or `stop` resolves (the run is then recorded
  * `interrupted`, resumable with `massgen resume`), and gives the outcome, or
  * the message of the error that kept it from running.
  *
@@ -44,10 +44,14 @@ export type ServedOutcome = RunOutcome | { readonly failed: string }
 export interface ServedRun {
   readonly logDir: string
   readonly runId: string
-  readonly run: (stop: Promise<string>, onEvent: (event: Event, state: State) => void) => Promise<ServedOutcome>
+  readonly run: (
+    stop: Promise<string>,
+    onEvent: (event: Event, state: State) => void,
+    onText?: (agent: string, text: string) => void,
+  ) => Promise<ServedOutcome>
 }
 
-const messageOf = <E>(exit: Exit.Exit<unknown, E>): string => {
+export const messageOf = <E>(exit: Exit.Exit<unknown, E>): string => {
   if (Exit.isSuccess(exit)) return ""
   const failure = Cause.failureOption(exit.cause)
   if (failure._tag === "Some") {
@@ -56,6 +60,24 @@ const messageOf = <E>(exit: Exit.Exit<unknown, E>): string => {
   }
   return Cause.pretty(exit.cause).split("\n")[0] ?? "internal error"
 }
+
+/** How a served run (new or resumed) is shown and stopped: no terminal, its events and text deltas to the callbacks, until `stop`. */
+export const servedSession = (
+  ctx: ServeContext,
+  stop: Promise<string>,
+  onEvent: (event: Event, state: State) => void,
+  onText: (agent: string, text: string) => void,
+) => ({
+  version: ctx.version,
+  interrupt: Effect.promise(() => stop),
+  automation: false,
+  display: Effect.succeed({
+    onEvent: (event: Event, state: State) => Effect.sync(() => onEvent(event, state)),
+    onText: (agent: string, text: string) => Effect.sync(() => onText(agent, text)),
+  }),
+  print: () => {},
+  printError: ctx.printError,
+})
 
 export const openServedRun = async (
   model: ServedModel,
@@ -75,7 +97,7 @@ export const openServedRun = async (
   return {
     logDir,
     runId,
-    run: async (stop, onEvent) => {
+    run: async (stop, onEvent, onText = () => {}) => {
       const exit = await Effect.runPromiseExit(
         runSessionOutcome({
           logDir,
@@ -84,12 +106,7 @@ export const openServedRun = async (
           tools: (servers) => makeAgentTools(loaded.config, loaded.env, logDir, loaded.where, servers),
           question: request.question,
           conversation: request.conversation,
-          version: ctx.version,
-          interrupt: Effect.promise(() => stop),
-          automation: false,
-          display: Effect.succeed({ onEvent: (event, state) => Effect.sync(() => onEvent(event, state)), onText: () => Effect.void }),
-          print: () => {},
-          printError: ctx.printError,
+          ...servedSession(ctx, stop, onEvent, onText),
           env: loaded.env,
         }).pipe(Effect.provide(EventStore.file())),
       )

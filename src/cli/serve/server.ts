@@ -19,21 +19,29 @@
  * runs, and its connection closes with its response. A request refused with
  * its body unread also closes its connection.
  *
- * A completion request waits for a slot (`run-slots.ts`); with the queue full
- * it is 429 with `retry-after`. Then its run starts in its own log directory,
- * whose name is the `x-massgen-run-id` header and `massgen.run_id`. Without
- * `stream` the answer is one completion when the run completes; a run that
- * fails is 500 with its reason; one that timed out (or spent its budget) is
- * 504 (500 for the budget) with the salvaged answer in `massgen.answer` when
- * there is one; one stopped by the server's drain is 503. With `stream`, the
- * headers go out when the run starts: coordination progress comes as
- * `reasoning_content` deltas (one line per event, as `--no-display` prints),
- * the final answer as `content`, then a chunk with `finish_reason` (`stop`;
- * `length` for a salvaged answer) and `massgen`, the usage chunk when asked,
- * and `data: [DONE]`; a run with no answer ends with a `data: {"error": ...}`
- * frame instead. A client that disconnects, waiting or streaming or not,
- * stops its run: it is recorded `interrupted` with the message `cancelled by
- * the client` (`CLIENT_CANCELLED`: `massgen status` says so) and can be resumed.
+ * A completion request joins its run by its request key (`request-key.ts`,
+ * `run-registry.ts`): a retry of a request (the same content, or the same
+ * `Idempotency-Key`) attaches to the run going on or ended within the retry
+ * window, or resumes it when it was stopped; the same `Idempotency-Key` with
+ * another request is 400. A new run waits for a slot (`run-starter.ts`,
+ * `run-slots.ts`; with the queue full it is 429 with `retry-after`). Then it
+ * runs in its own log directory, whose name is the `x-massgen-run-id` header
+ * and `massgen.run_id`. Without `stream` the answer is one completion when
+ * the run ends. What a retry cannot change is final (`x-should-retry:
+ * false`): a run that fails is 400 with its reason, one that timed out with
+ * no answer 400, one that spent its budget with no answer 402; with a salvaged
+ * answer, a timeout or a spent budget is a 200 with `finish_reason: "length"`;
+ * one stopped by the server's drain is 503. With `stream`, the headers go out
+ * when the run starts (a retry of a run going on gets its progress from the
+ * start): coordination progress comes as `reasoning_content` deltas (one line
+ * per event, as `--no-display` prints), the final answer as `content`, then
+ * a chunk with `finish_reason` (`stop`; `length` for a salvaged answer) and
+ * `massgen`, the usage chunk when asked, and `data: [DONE]`; a run with no
+ * answer ends with a `data: {"error": ...}` frame instead. A client that
+ * disconnects does not stop its run, which goes on for a retry to collect;
+ * with `cancelOnDisconnect`, a run whose every client has gone is stopped,
+ * recorded `interrupted` with the message `cancelled by the client`
+ * (`CLIENT_CANCELLED`: `massgen status` says so) and can be resumed.
  *
  * `stopAccepting()` starts the drain: the server stops listening, nothing
  * waiting starts (503); `stopRuns(why)` stops the runs still going.
@@ -44,7 +52,6 @@ import type { Event } from "../../domain/events/index.ts"
 import type { State } from "../../domain/state/index.ts"
 import { ownHosts } from "../../lib/loopback.ts"
 import { plainLine } from "../run/automation-output.ts"
-import { CLIENT_CANCELLED } from "../run/report.ts"
 import {
   type ChatRequest,
   chunkBody,
@@ -57,8 +64,11 @@ import {
   type WireError,
 } from "./openai-wire.ts"
 import { foreignRequest, readJsonBody, unsupportedBody } from "./request-gate.ts"
+import { requestKey } from "./request-key.ts"
+import type { RunRegistry } from "./run-registry.ts"
 import type { RunSlots } from "./run-slots.ts"
-import { openServedRun, type ServeContext, type ServedModel, type ServedOutcome } from "./served-run.ts"
+import { FINAL, runStarter } from "./run-starter.ts"
+import type { ServeContext, ServedModel, ServedOutcome } from "./served-run.ts"
 
 export interface ServerOptions {
   readonly host: string
@@ -72,6 +82,10 @@ export interface ServerOptions {
   readonly idleTimeoutSeconds: number
   readonly maxBodyBytes: number
   readonly maxQuestionBytes: number
+  /** The runs by request key: a retry attaches to its run (`run-registry.ts`). */
+  readonly runs: RunRegistry
+  /** Stop a run once every client of it has gone (else it goes on, for a retry to collect). */
+  readonly cancelOnDisconnect: boolean
 }
 
 export const RUN_ID_HEADER = "x-massgen-run-id"
@@ -99,9 +113,18 @@ const authorized = (header: string | null, key: string): boolean => {
 const progressLine = (event: Event, state: State, logDir: string): string | null =>
   event._tag === "final_answer" || event._tag === "run_finished" ? null : plainLine(event, state, logDir)
 
+/** The same `Idempotency-Key` with another request: the key names one request. */
+const IDEMPOTENCY_CONFLICT: WireError = {
+  status: 400,
+  message: "this Idempotency-Key was sent with another request: use a new key for a new request",
+  type: "invalid_request_error",
+  code: "idempotency_key_reused",
+}
+
 export const startServer = (options: ServerOptions) => {
   const { slots, ctx } = options
   const stops = new Set<(why: string) => void>()
+  const start = runStarter({ slots, ctx, cancelOnDisconnect: options.cancelOnDisconnect, stops })
   const modelIds = options.models.map((m) => m.id)
   let draining = false
   let stopped: Promise<void> = Promise.resolve()
@@ -119,51 +142,42 @@ export const startServer = (options: ServerOptions) => {
     // its connection closes with the response, so it does not stay open uncut after it.
     server.timeout(request, 0)
     const held = { connection: "close" }
-    const taken = await slots.take(request.signal)
-    if (taken._tag === "full") {
-      const wait = slots.retryAfterSeconds()
-      return failure(
-        { status: 429, message: `all runs busy and the queue is full; retry in ${wait}s`, type: "rate_limit_error", code: "queue_full" },
-        { "retry-after": String(wait), ...held },
-      )
-    }
-    if (taken._tag !== "slot")
-      return taken._tag === "gone"
+    const key = requestKey("chat.completions", body.json as Record<string, unknown>, chat.model, request.headers.get("idempotency-key"))
+    const joined = options.runs.join(key, start(model, chat, key))
+    if (joined._tag === "conflict") return failure(IDEMPOTENCY_CONFLICT, { ...FINAL, ...held })
+    request.signal.addEventListener("abort", joined.leave, { once: true })
+    const opened = await joined.opened
+    if (opened._tag === "refused") {
+      joined.leave()
+      return opened.error.status === 499
         ? new Response(null, { status: 499, headers: held })
-        : failure(serverError("the server is shutting down", 503, "shutting_down"), held)
-    const release = taken.release
-    try {
-      const opened = await openServedRun(model, chat, ctx)
-      if ("failed" in opened) {
-        release()
-        return failure(serverError(opened.failed), held)
-      }
-      let stop!: (why: string) => void
-      const stopped = new Promise<string>((resolve) => (stop = resolve))
-      stops.add(stop)
-      const onGone = () => stop(CLIENT_CANCELLED)
-      request.signal.addEventListener("abort", onGone, { once: true })
-      const headers = { [RUN_ID_HEADER]: opened.runId, ...held }
-      const started = { id: `chatcmpl-${opened.runId}`, created: Math.floor(Date.now() / 1000), model: chat.model }
-      const finished = (onEvent: (event: Event, state: State) => void) =>
-        opened.run(stopped, onEvent).finally(() => {
-          stops.delete(stop)
-          request.signal.removeEventListener("abort", onGone)
-          release()
-        })
-      if (chat.stream) return streamed(chat, opened.logDir, opened.runId, started, headers, finished, () => stop(CLIENT_CANCELLED))
-      const outcome = await finished(() => {})
-      const ended = endOf(outcome, opened.runId, opened.logDir)
-      if (ended.error !== null) return failure(ended.error, headers, ended.facts)
-      return json(
-        completionBody({ ...started, content: ended.content, finishReason: "stop", usage: ended.usage!, massgen: ended.facts }),
-        200,
-        headers,
-      )
-    } catch (e) {
-      release()
-      return failure(serverError(e instanceof Error ? e.message : String(e)), held)
+        : failure(opened.error, { ...opened.headers, ...held })
     }
+    const { run } = opened
+    const headers = { [RUN_ID_HEADER]: run.runId, ...held }
+    const started = { id: `chatcmpl-${run.runId}`, created: Math.floor(Date.now() / 1000), model: chat.model }
+    const finished = (onEvent: (event: Event, state: State) => void) => {
+      const unfollow = run.feed.follow((item) => (item._tag === "event" ? onEvent(item.event, item.state) : undefined))
+      return run.outcome.finally(() => {
+        unfollow()
+        joined.leave()
+      })
+    }
+    if (chat.stream) return streamed(chat, run.logDir, run.runId, started, headers, finished, joined.leave)
+    const outcome = await finished(() => {})
+    const ended = endOf(outcome, run.runId, run.logDir)
+    if (ended.error !== null) return failure(ended.error, ended.final ? { ...FINAL, ...headers } : headers, ended.facts)
+    return json(
+      completionBody({
+        ...started,
+        content: ended.content,
+        finishReason: ended.salvaged ? "length" : "stop",
+        usage: ended.usage!,
+        massgen: ended.facts,
+      }),
+      200,
+      headers,
+    )
   }
 
   let hosts: ReadonlySet<string> | null = null
@@ -238,15 +252,23 @@ export const startServer = (options: ServerOptions) => {
   }
 }
 
-/** What a finished run answers: its content, usage and facts, or the error it is. */
+/**
+ * What a finished run answers: its content, usage and facts, or the error it
+ * is. A salvaged answer (a timeout or a spent budget with an answer) is a
+ * 200 cut short (`finish_reason: "length"`). An error a retry cannot change
+ * is `final` (`x-should-retry: false`) with a status the `openai` SDK, the AI
+ * SDK and LangChain do not retry: 402 for a budget spent, 400 for a timeout
+ * or a failure; only a run stopped by the drain (503) may be retried.
+ */
 const endOf = (outcome: ServedOutcome, runId: string, logDir: string) => {
   if ("failed" in outcome) {
     return {
       content: "",
       usage: null,
       facts: { run_id: runId, log_dir: logDir, finish_reason: null, winner: null, cost_usd: null },
-      error: serverError(outcome.failed),
+      error: serverError(`the run was refused: ${outcome.failed}`, 400, "run_refused"),
       salvaged: false,
+      final: true,
     }
   }
   const { state, reason } = outcome
@@ -259,16 +281,16 @@ const endOf = (outcome: ServedOutcome, runId: string, logDir: string) => {
     cost_usd: state.usage.cost,
   }
   const why = state.finished?.message ?? reason
-  const salvaged = state.final !== null
+  const salvaged = state.final !== null && (reason === "timeout" || reason === "budget")
   const error: WireError | null =
-    reason === "completed"
+    reason === "completed" || salvaged
       ? null
       : reason === "timeout"
-        ? serverError(`the run timed out: ${why}`, 504, "run_timeout")
+        ? serverError(`the run timed out: ${why}`, 400, "run_timeout")
         : reason === "interrupted"
           ? serverError(`the run was stopped: ${why}`, 503, "run_interrupted")
-          : serverError(`the run failed (${reason}): ${why}${failures(state)}`, 500, `run_${reason}`)
-  return { content, usage: state.usage, facts: error !== null && salvaged ? { ...facts, answer: content } : facts, error, salvaged }
+          : serverError(`the run failed (${reason}): ${why}${failures(state)}`, reason === "budget" ? 402 : 400, `run_${reason}`)
+  return { content, usage: state.usage, facts, error, salvaged, final: reason !== "interrupted" }
 }
 
 const failures = (state: State): string => {
@@ -312,10 +334,9 @@ const streamed = (
         if (line !== null) send(sseFrame(chunkBody({ ...started, delta: { reasoning_content: `${line}\n` } })))
       }).then((outcome) => {
         const ended = endOf(outcome, runId, logDir)
-        const answered = ended.error === null || (ended.salvaged && ended.error.status === 504)
-        if (answered) {
+        if (ended.error === null) {
           if (ended.content !== "") send(sseFrame(chunkBody({ ...started, delta: { content: ended.content } })))
-          send(sseFrame(chunkBody({ ...started, delta: {}, finishReason: ended.error === null ? "stop" : "length", massgen: ended.facts })))
+          send(sseFrame(chunkBody({ ...started, delta: {}, finishReason: ended.salvaged ? "length" : "stop", massgen: ended.facts })))
           if (chat.includeUsage && ended.usage !== null) send(sseFrame(chunkBody({ ...started, usage: ended.usage })))
         } else {
           send(sseFrame(errorBody(ended.error!, ended.facts)))
