@@ -19,6 +19,7 @@
  * 10c. massgen serve under faults: runs started per client call of the openai SDK, the AI SDK and LangChain (bench/serve-faults.ts).
  * 11. workspace snapshots: a 10 MB, 1,000-file workspace, first and later snapshot, over `cp -a` (bench/snapshots.ts).
  * 12. batches: `massgen batch` throughput at concurrency 1 and 3, and the Postgres event store's cost per event over the file store's (bench/batch.ts).
+ * 13. a 20 MB question: peak RSS, and the log directory over the question's size (bench/long-question.ts).
  * Live runs write to a temp directory that is removed at the end.
  */
 import { availableParallelism, loadavg } from "node:os"
@@ -26,6 +27,7 @@ import { batchBench } from "./batch.ts"
 import { criticalPathBench } from "./critical-path.ts"
 import { foldBench } from "./fold.ts"
 import { injectionBench } from "./injection.ts"
+import { longQuestionBench } from "./long-question.ts"
 import { mcpBench } from "./mcp.ts"
 import { replayBench, resumeBench } from "./resume-replay.ts"
 import { scaleAgentsBench } from "./scale-agents.ts"
@@ -68,6 +70,7 @@ const SECTIONS: ReadonlyArray<() => Promise<void>> = [
   serveFaultsBench,
   snapshotBench,
   batchBench,
+  longQuestionBench,
 ]
 try {
   for (const [i, section] of SECTIONS.entries()) {

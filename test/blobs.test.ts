@@ -7,7 +7,8 @@
 import { describe, expect, test } from "bun:test"
 import { createHash } from "node:crypto"
 import fc from "fast-check"
-import { BLOB_MIN_CHARS, BLOB_MIN_JSON_CHARS, blobWriter, compactJsonText, expandJson, hashText } from "../src/services/run-files/blobs.ts"
+import { hashText } from "../src/lib/sha256.ts"
+import { BLOB_MIN_CHARS, BLOB_MIN_JSON_CHARS, blobWriter, compactJsonText, expandJson } from "../src/services/run-files/blobs.ts"
 
 const store = () => {
   const blobs = new Map<string, string>()
@@ -48,6 +49,28 @@ describe("blobs", () => {
       }),
       { numRuns: 300 },
     )
+  })
+
+  test("a string that quotes a run's long text, as it is or JSON-escaped, is $cat of its pieces: the long text stored once, read back whole", () => {
+    const s = store()
+    const question = `${'a "quoted" line\n'.repeat(5000)}end`
+    const prompt = `<ORIGINAL MESSAGE>\n${question}\n<END>\nagain: ${question}`
+    const shown = `answers: ${JSON.stringify(question)}`
+    const value = { request: { messages: [{ content: prompt }, { content: shown }] }, other: long("o") }
+    const written = compactJsonText(value, s.sink, [question])
+    expect(written.includes("quoted")).toBe(false)
+    const parsed = JSON.parse(written)
+    const hash = hashText(question)
+    expect(parsed.request.messages[0].content).toEqual({
+      $cat: ["<ORIGINAL MESSAGE>\n", { $blob: hash }, "\n<END>\nagain: ", { $blob: hash }],
+    })
+    expect(parsed.request.messages[1].content).toEqual({ $cat: ['answers: "', { $esc: hash }, '"'] })
+    expect(s.blobs.get(hash)).toBe(question)
+    expect(expandJson(parsed, (h) => s.blobs.get(h))).toEqual(value)
+    // Without the run's long texts, each string is a blob of its own, the question inside each.
+    const plain = store()
+    compactJsonText(value, plain.sink)
+    expect([...plain.blobs.values()].filter((b) => b.includes("quoted")).length).toBe(2)
   })
 
   test("a large block and a long text that repeat across calls are stored once; a call's own small values stay in its log", () => {

@@ -127,13 +127,6 @@ describe("custom_tools", () => {
     expect(config.toolTimeoutSeconds).toBe(5)
   })
 
-  test("MassGen's Python custom tools (path + function) are refused as not supported, saying what to use instead", () => {
-    const python = { name: ["calculate_sum"], category: "math", path: "massgen/tool/_basic/_two_num_tool.py", function: ["two_num_tool"] }
-    expect(problemsOf(doc({ custom_tools: [command, python] }), {})).toEqual([
-      "agents[0].backend.custom_tools[1]: MassGen's Python custom tools (path + function) are not supported: use a command tool (name, description, parameters, command: [...]) or an MCP server",
-    ])
-  })
-
   test("a tool named like a workflow tool, a name used twice, and an empty command are refused", () => {
     expect(problemsOf(doc({ custom_tools: [{ ...command, name: "vote" }, command, command, { name: "x", command: [] }] }), {})).toEqual([
       "agents[0].backend.custom_tools[3].command: Expected a command: a list of the program and its arguments",

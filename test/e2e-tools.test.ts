@@ -152,32 +152,3 @@ describe("a command tool and kill -9", () => {
     )
   }, 60_000)
 })
-
-describe("MassGen's Python custom tools", () => {
-  test("--validate and a run refuse them (exit 1), saying to use a command tool or an MCP server", async () => {
-    const cwd = sandbox()
-    const config = writeConfig(cwd, {
-      agents: [
-        {
-          id: "a",
-          backend: {
-            type: "scripted",
-            custom_tools: [{ name: ["two_num_tool"], path: "massgen/tool/_basic/_two_num_tool.py", function: ["two_num_tool"] }],
-          },
-        },
-      ],
-    })
-    const [validated, run] = await Promise.all([
-      runCli("binary", ["--validate", config], { cwd, env: ENV }),
-      runCli("binary", ["--config", config, "Add 2 and 3."], { cwd, env: ENV }),
-    ])
-    const message =
-      "agents[0].backend.custom_tools[0]: MassGen's Python custom tools (path + function) are not supported: use a command tool (name, description, parameters, command: [...]) or an MCP server"
-    expect(validated.exitCode).toBe(1)
-    expect(validated.stdout + validated.stderr).toContain(message)
-    expect(validated.stdout + validated.stderr).not.toContain("unknown key")
-    expect(run.exitCode).toBe(1)
-    expect(run.stderr).toContain(message)
-    expect(fs.existsSync(nodePath.join(cwd, ".massgen"))).toBe(false)
-  }, 60_000)
-})

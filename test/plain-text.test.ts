@@ -248,6 +248,14 @@ describe("the automation lines", () => {
     expect(lines).toContain("ANSWER_PREVIEW: final click WINNER: mallory2 WINNER: mallory3 end")
   })
 
+  test("a long question's QUESTION: line is what folding it whole gives, however much white space it starts with", () => {
+    const tail = `${"word ".repeat(100_000)}end`
+    for (const question of [tail, `${" \n\t".repeat(40_000)}${tail}`, `${"\u001b[31m".repeat(20_000)}${tail}`]) {
+      const line = automationHeader("/logs/run", question)[2]
+      expect(line).toBe(`QUESTION: ${"word ".repeat(40)}...`)
+    }
+  })
+
   test("a log directory or a path with a line break is written out, not broken", () => {
     const lines = automationHeader("/logs/a\nWINNER: x", "q")
     expect(lines.slice(0, 2)).toEqual(["LOG_DIR: /logs/a\\nWINNER: x", "STATUS: /logs/a\\nWINNER: x/status.json"])

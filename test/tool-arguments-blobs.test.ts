@@ -17,7 +17,8 @@ import fc from "fast-check"
 import { ARGUMENTS_BLOB_MIN_CHARS, argumentsText, type Event } from "../src/domain/events/index.ts"
 import { decodeEventLine, decodeEventLineBySchema, encodeEventLine } from "../src/domain/log/index.ts"
 import { replayRun } from "../src/domain/replay/index.ts"
-import { blobPath, hashText } from "../src/services/run-files/blobs.ts"
+import { blobPath } from "../src/domain/run-paths.ts"
+import { hashText } from "../src/lib/sha256.ts"
 import { AgentTools } from "../src/services/tools/agent-tools.ts"
 import { callsOf } from "./support/call-logs.ts"
 import { cleanupSandboxes, runCli, sandbox, writeConfig } from "./support/cli.ts"
@@ -155,8 +156,9 @@ describe("arguments in an event line", () => {
     )
   })
 
-  test("a reference that is not a SHA-256 (hex), or not a $blob, does not decode", () => {
-    for (const bad of [{ $blob: "abc" }, { $blob: "A".repeat(64) }, { $blob: 7 }, { $json: "a".repeat(64) }, ["a"]]) {
+  test("a reference that is not a SHA-256 (hex), or not a $blob, does not decode (nor a piece of such arguments)", () => {
+    const bads = [{ $blob: "abc" }, { $blob: "A".repeat(64) }, { $blob: 7 }, { $json: "a".repeat(64) }, [7], [{ $blob: "abc" }]]
+    for (const bad of [...bads, ["a", { $blob: "a".repeat(64), escaped: false }], [{ $esc: "a".repeat(64) }]]) {
       const line = encodeEventLine(started(bad as never))
       expect({ bad, read: decodeEventLine(line) }).toEqual({ bad, read: { _tag: "skipped", cause: "invalid_fields" } })
       expect(decodeEventLineBySchema(line)).toEqual({ _tag: "skipped", cause: "invalid_fields" })

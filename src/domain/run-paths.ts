@@ -15,6 +15,7 @@
  *   and `vote.json`, for an answer label or a vote label (`agent1.vote1`).
  * It throws on a name that is not safe: ids are checked when the config is
  * read, so that is a bug, never a path outside the log directory.
+ * `blobPath(hash)` is where the blob store keeps a text (`blobs/<sha256>.txt`).
  * `resumeHint(logDir)` is the command that takes a run up again, as every
  * message that offers it words it.
  */
@@ -27,6 +28,9 @@ export const METADATA_FILE = "execution_metadata.yaml"
 /** A log directory is private: its folders `0700`, its files `0600`. */
 export const PRIVATE_DIR_MODE = 0o700
 export const PRIVATE_FILE_MODE = 0o600
+/** The run's blob store: each long text once, as `blobs/<sha256>.txt` (`services/run-files/blobs.ts`, `domain/log/long-texts.ts`). */
+export const BLOBS_DIR = "blobs"
+export const blobPath = (hash: string): string => `${BLOBS_DIR}/${hash}.txt`
 const REASONING_SUFFIX = ".reasoning"
 
 const shown = (name: string): string =>

@@ -7,7 +7,7 @@
  * `count(n, "agent")` is "1 agent" or "2 agents". `formatCost` is how every
  * text output writes a cost: `$—` when no call was priced (never `$0.0000`,
  * which would say the calls were free), else dollars to 4 places under a cent
- * and 2 above.
+ * and 2 above. `jsonStringBody` is a text as a JSON string writes it, without the quotes.
  */
 import { foldedText } from "./plain-text.ts"
 
@@ -40,3 +40,6 @@ export const grouped = (n: number): string =>
 /** A cost in dollars, or `$—` when nothing was priced (null). */
 export const formatCost = (cost: number | null): string =>
   cost === null ? "$—" : cost < 0.01 ? `$${cost.toFixed(4)}` : `$${cost.toFixed(2)}`
+
+/** `text` as it is written inside a JSON string: `JSON.stringify(text)` without its quotes. */
+export const jsonStringBody = (text: string): string => JSON.stringify(text).slice(1, -1)

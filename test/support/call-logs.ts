@@ -6,7 +6,8 @@
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
 import type { RecordedCall } from "../../src/domain/replay/index.ts"
-import { blobPath, expandJson } from "../../src/services/run-files/blobs.ts"
+import { blobPath } from "../../src/domain/run-paths.ts"
+import { expandJson } from "../../src/services/run-files/blobs.ts"
 import { callLogTexts } from "../../src/services/run-files/call-logs.ts"
 
 /** The call log `n` among a run's files (memory layer), blobs put back; undefined when it has none. */

@@ -4,7 +4,8 @@
  * Every problem is found in one pass (`analyzeConfig`), errors and warnings
  * together. It needs no secrets: an unset `${VAR}` or a missing API key, which
  * stop a run, are warnings here unless `--check-keys` makes them errors
- * (the environment and `.env` are read as a run reads them). Keys a run
+ * (the environment and `.env` are read as a run reads them); so is a Python
+ * tool's file that is not there (from `cwd`, as a run reads it). Keys a run
  * ignores (a typo, with the key it may stand for; a MassGen feature massgen
  * ignores) are warnings; MassGen features massgen refuses are errors, one per
  * feature. `--strict` makes every warning an error, as in MassGen.
@@ -17,15 +18,16 @@
  * null when there is none).
  */
 import { Effect } from "effect"
-import { analyzeConfig, type ConfigProblem, formatProblem } from "../../domain/config/index.ts"
+import { absolutePythonTools, analyzeConfig, type ConfigProblem, formatProblem } from "../../domain/config/index.ts"
 import type { Env } from "../../services/backends/index.ts"
 import { loadDotEnv } from "../../services/backends/index.ts"
+import { pythonToolStartProblems } from "../../services/tools/python-tools.ts"
 import type { ValidateArgs } from "../args/index.ts"
 import { parseConfigText, readConfigText } from "../run/load-config.ts"
 import { missingKeys } from "../run/setup.ts"
 
 /** The errors and warnings of a config file; nothing is run or written. */
-export const validateConfig = (options: Omit<ValidateArgs, "_tag" | "json">, env: Env) =>
+export const validateConfig = (options: Omit<ValidateArgs, "_tag" | "json">, env: Env, cwd: string = process.cwd()) =>
   Effect.gen(function* () {
     const text = yield* Effect.either(readConfigText(options.path))
     const raw = text._tag === "Right" ? yield* Effect.either(parseConfigText(text.right, options.path)) : text
@@ -40,7 +42,14 @@ export const validateConfig = (options: Omit<ValidateArgs, "_tag" | "json">, env
         : missingKeys(config, env)
             .filter((p) => !said.has(p.path))
             .map((p) => ({ ...p, kind: "key" as const }))
-    const all = [...problems, ...keys]
+    // The machine is not checked, only the shape: a Python tool's file that is not there (a run stops on it) is a warning.
+    const files =
+      config === null
+        ? []
+        : pythonToolStartProblems(absolutePythonTools(config, cwd), env)
+            .filter((p) => p.message.includes("Python file not found"))
+            .map((p) => ({ ...p, message: `${p.message} (a run stops here)`, kind: "warning" as const }))
+    const all = [...problems, ...keys, ...files]
     const isError = (p: ConfigProblem) =>
       p.kind === undefined || options.strict || ((p.kind === "env" || p.kind === "key") && options.checkKeys)
     return { errors: all.filter(isError), warnings: all.filter((p) => !isError(p)) }
@@ -51,7 +60,7 @@ const entry = (p: ConfigProblem) => ({ location: p.path, message: p.message, sug
 export const validateCommand = (args: Omit<ValidateArgs, "_tag">, baseEnv: Env, cwd: string, print: (line: string) => void) =>
   Effect.gen(function* () {
     const env = yield* loadDotEnv(cwd, baseEnv).pipe(Effect.orElseSucceed(() => baseEnv))
-    const { errors, warnings } = yield* validateConfig(args, env)
+    const { errors, warnings } = yield* validateConfig(args, env, cwd)
     const valid = errors.length === 0
     if (args.json) {
       print(

@@ -31,7 +31,7 @@ import { count, formatCost, truncate } from "../../lib/text.ts"
 
 export const IN_PROGRESS = "[Coordination in progress - monitor status.json for real-time updates]"
 
-/** The `QUESTION:` line's length cap: a longer question shows its start and `...` (events and status.json keep it whole). */
+/** The `QUESTION:` line's length cap: a longer question shows its start and `...` (the events keep it whole). */
 export const QUESTION_LINE_MAX = 200
 
 export const automationHeader = (logDir: string, question: string): ReadonlyArray<string> => [
@@ -41,8 +41,16 @@ export const automationHeader = (logDir: string, question: string): ReadonlyArra
   IN_PROGRESS,
 ]
 
+/** How much of a long text a preview folds first: folding 20 MB whole makes several copies of it. */
+const PREVIEW_WINDOW = 64 * 1024
+
 /** `text` folded to one line and cleaned (`foldedText`), cut at `max` with `...`. */
 export const preview = (text: string, max = 200): string => {
+  if (text.length > PREVIEW_WINDOW) {
+    // The beginning folds as the whole does, but near the cut: when it gives well over `max`, the preview is the same.
+    const start = foldedText(text.slice(0, PREVIEW_WINDOW))
+    if (start.length > max + 64) return `${truncate(start, max)}...`
+  }
   const flat = foldedText(text)
   return flat.length > max ? `${truncate(flat, max)}...` : flat
 }

@@ -8,6 +8,7 @@
 import { resolve } from "node:path"
 import { Effect } from "effect"
 import { maskSecrets } from "../../domain/config/index.ts"
+import { shownLongText } from "../../domain/log/index.ts"
 import { METADATA_FILE } from "../../domain/run-paths.ts"
 import { stringifyYamlSubset } from "../../lib/yaml-emit.ts"
 import { createLogDir, logBaseDir } from "../../services/log-dir/create.ts"
@@ -36,7 +37,8 @@ export const writeRunMetadata = (
 ) =>
   Effect.flatMap(
     metadataText({
-      question,
+      // A long question is in the blob store once (`domain/log/long-texts.ts`).
+      question: shownLongText(question),
       timestamp: new Date().toISOString(),
       // Absolute, so a resume from another directory finds it.
       config_path: loaded.path === null ? null : resolve(ctx.cwd, loaded.path),

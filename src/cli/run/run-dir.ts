@@ -18,7 +18,7 @@ import { decodeConfig } from "../../domain/config/index.ts"
 import { SCHEMA_VERSION } from "../../domain/events/index.ts"
 import type { StoredEvent } from "../../domain/log/index.ts"
 import type { RecordedCall } from "../../domain/replay/index.ts"
-import { METADATA_FILE } from "../../domain/run-paths.ts"
+import { blobPath, METADATA_FILE } from "../../domain/run-paths.ts"
 import { foldingInPlace, initialState, type State } from "../../domain/state/index.ts"
 import type { Env } from "../../services/backends/index.ts"
 import {
@@ -29,7 +29,7 @@ import {
   type StreamFold,
   type StreamRead,
 } from "../../services/event-store/index.ts"
-import { blobPath, callLogTexts, expandJson } from "../../services/run-files/index.ts"
+import { callLogTexts, expandJson } from "../../services/run-files/index.ts"
 
 export class RunDirError extends Schema.TaggedError<RunDirError>()("RunDirError", {
   reason: Schema.Literal("missing", "not_a_run", "unreadable", "bad_config", "newer_schema"),

@@ -14,7 +14,15 @@ import { existsSync } from "node:fs"
 import { join } from "node:path"
 import { Effect, Either } from "effect"
 import type { Config, ConfigProblem } from "../../domain/config/index.ts"
-import { absoluteContextPaths, BACKEND_TYPES, costOf, inferBackendType, priceFor, quickSettings } from "../../domain/config/index.ts"
+import {
+  absoluteContextPaths,
+  absolutePythonTools,
+  BACKEND_TYPES,
+  costOf,
+  inferBackendType,
+  priceFor,
+  quickSettings,
+} from "../../domain/config/index.ts"
 import type { Event } from "../../domain/events/index.ts"
 import type { TokenUsage } from "../../domain/llm.ts"
 import { snapshotDir } from "../../domain/workspaces/facts.ts"
@@ -22,6 +30,7 @@ import type { Backend } from "../../services/backends/index.ts"
 import { azureEndpoint, type Env, loadDotEnv, makeBackend, resolveApiKey } from "../../services/backends/index.ts"
 import { combineProviders, commandLineProviders, commandToolProviders } from "../../services/tools/agent-tools.ts"
 import { makeFileTools } from "../../services/tools/file-tools.ts"
+import { pythonToolProviders, pythonToolStartProblems } from "../../services/tools/python-tools.ts"
 import type { ToolProvider } from "../../services/tools/tool-provider.ts"
 import { agentWorkspace } from "../../services/tools/workspace.ts"
 import type { RunArgs } from "../args/index.ts"
@@ -101,7 +110,13 @@ export const resolveRunConfig = (args: RunArgs, baseEnv: Env, cwd: string) =>
       ...(args.quick ? quickSettings(loaded.config.settings, loaded.config.agents.length) : loaded.config.settings),
       ...(args.orchestratorTimeout !== null ? { orchestrator_timeout_seconds: args.orchestratorTimeout } : {}),
     }
-    const config = yield* withAbsoluteContextPaths({ ...loaded.config, settings }, cwd, loaded.path ?? flagOf(args))
+    const config = absolutePythonTools(
+      yield* withAbsoluteContextPaths({ ...loaded.config, settings }, cwd, loaded.path ?? flagOf(args)),
+      cwd,
+    )
+    // A Python tool's file that is not there, or no python3, stops the run before anything is written.
+    const python = pythonToolStartProblems(config, env)
+    if (python.length > 0) return yield* new ConfigError({ reason: "invalid", path: loaded.path ?? flagOf(args), problems: python })
     return { config, raw: loaded.raw, path: loaded.path, env, where: loaded.path ?? flagOf(args) } satisfies RunConfig
   })
 
@@ -163,13 +178,16 @@ export const makeAgentTools = (
     const contextPaths = config.settings.context_paths ?? []
     const commands = yield* commandToolProviders(config, env, cwd)
     const commandLines = yield* commandLineProviders(config, env, cwd, () => contextPaths.map((c) => c.path))
+    const python = yield* pythonToolProviders(config, env, cwd)
     const out = new Map<string, ToolProvider>()
-    const problems: Array<ConfigProblem> = []
+    const problems: Array<ConfigProblem> = [...python.problems]
     config.agents.forEach((agent, i) => {
       const workspace = agentWorkspace(cwd, agent)
       const files =
         workspace === null ? undefined : makeFileTools({ workspace, snapshotPath: (label) => join(cwd, snapshotDir(label)), contextPaths })
-      const own = [files, commands.get(agent.id), commandLines.get(agent.id)].filter((p): p is ToolProvider => p !== undefined)
+      const own = [files, commands.get(agent.id), python.providers.get(agent.id), commandLines.get(agent.id)].filter(
+        (p): p is ToolProvider => p !== undefined,
+      )
       const providers = [...own, ...(extra.get(agent.id) ?? [])]
       if (providers.length === 0) return
       const combined = combineProviders(providers)

@@ -20,6 +20,7 @@ import * as fs from "node:fs"
 import { dirname, join } from "node:path"
 import type { ConversationMessage } from "../../domain/events/index.ts"
 import { readEventsText } from "../../domain/log/index.ts"
+import { blobPath } from "../../domain/run-paths.ts"
 import { foldEvents, type State } from "../../domain/state/index.ts"
 import { logBaseDir } from "../../services/log-dir/create.ts"
 
@@ -66,7 +67,15 @@ export const turnRecords = (dir: string, id: string): ReadonlyArray<TurnRecord> 
 
 const stateOf = (logDir: string): State | null => {
   try {
-    return foldEvents(readEventsText(fs.readFileSync(join(logDir, "events.jsonl"), "utf8")).events)
+    // A long question or answer is in the run's blob store (`domain/log/long-texts.ts`).
+    const texts = (hash: string) => {
+      try {
+        return fs.readFileSync(join(logDir, blobPath(hash)), "utf8")
+      } catch {
+        return undefined
+      }
+    }
+    return foldEvents(readEventsText(fs.readFileSync(join(logDir, "events.jsonl"), "utf8"), texts).events)
   } catch {
     return null
   }

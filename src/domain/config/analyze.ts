@@ -23,9 +23,10 @@ import { expandEnv, isWholeReference, scalarOf, shownMessage } from "./env.ts"
 import { ConfigFile } from "./file.ts"
 import { mcpProblems } from "./mcp.ts"
 import { presetFor } from "./presets.ts"
+import { takePythonTools, withDiscoveredServers } from "./python-tools.ts"
 import { type ConfigProblem, deleteAt, formatPath, setAt, valueAt } from "./schema.ts"
 import { type Agent, type Config, configOf } from "./settings.ts"
-import { CLAUDE_EFFORTS, withoutPythonTools } from "./tools.ts"
+import { CLAUDE_EFFORTS } from "./tools.ts"
 import { contextPathProblems } from "./workspaces.ts"
 
 const decodeFile = Schema.decodeUnknownEither(ConfigFile, { errors: "all", onExcessProperty: "ignore" })
@@ -102,7 +103,7 @@ export const analyzeConfig = (raw: unknown, env: Readonly<Record<string, string 
   const doc = raw as Record<string, unknown>
   const problems: Array<ConfigProblem> = []
   const unset: Array<ConfigProblem> = []
-  const expanded = withoutPythonTools(expandEnv(raw, env, unset), problems)
+  const { doc: expanded, tools: pythonTools } = takePythonTools(withDiscoveredServers(expandEnv(raw, env, unset), env), problems)
   problems.push(...unset.map((p) => ({ ...p, kind: "env" as const })))
   const unsetPaths = unset.map((p) => p.path)
   const unsupportedAgents = unsupportedAgentsOf(doc)
@@ -154,6 +155,7 @@ export const analyzeConfig = (raw: unknown, env: Readonly<Record<string, string 
       anonId: `agent${i + 1}`,
       systemMessage: entry.system_message ?? null,
       backend: entry.backend,
+      ...(pythonTools.has(i) ? { pythonTools: pythonTools.get(i)! } : {}),
       ...(entry.voting_sensitivity !== undefined ? { votingSensitivity: entry.voting_sensitivity } : {}),
     }),
   )

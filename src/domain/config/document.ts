@@ -14,7 +14,8 @@
 import { Either, ParseResult, Schema, type SchemaAST } from "effect"
 import { featureProblems, UNSUPPORTED_BACKENDS, type UnknownKey } from "./compat.ts"
 import { ConfigFile } from "./file.ts"
-import { type ConfigProblem, formatPath } from "./schema.ts"
+import { isPythonToolEntry } from "./python-tools.ts"
+import { type ConfigProblem, formatPath, valueAt } from "./schema.ts"
 
 /** The raw agent entries, with the path each is at (`agents[1]`, or `agent`). */
 export const rawAgents = (raw: Record<string, unknown>): ReadonlyArray<readonly [string, unknown]> =>
@@ -111,12 +112,12 @@ const unknownKeyList = (raw: unknown): ReadonlyArray<UnknownKey> => {
   const seen = new Set<string>()
   return ParseResult.ArrayFormatter.formatErrorSync(decoded.left).flatMap((issue) => {
     const path = formatPath(issue.path)
-    // MassGen's Python custom tools are a problem of their own (PYTHON_TOOL_PROBLEM), not a list of unknown keys.
+    // MassGen's Python custom tools have keys of their own (`python-tools.ts` checks them).
     if (
       issue._tag !== "Unexpected" ||
       seen.has(path) ||
       /\.script\[/.test(path) ||
-      /\.custom_tools\[\d+\]\.(path|function|category|preset_args|default_params)$/.test(path)
+      isPythonToolEntry(valueAt(raw, issue.path.slice(0, -1)))
     )
       return []
     seen.add(path)

@@ -87,6 +87,12 @@ export const BackendConfig = Schema.Struct({
     Schema.Array(Schema.Struct({ tool: Schema.String, args: opt(Schema.Record({ key: Schema.String, value: Schema.Unknown })) })),
   ),
   custom_tools: opt(Schema.Array(CommandToolConfig)),
+  /** MassGen's: adds its registry's MCP servers (`python-tools.ts`, `withDiscoveredServers`). */
+  auto_discover_custom_tools: opt(Schema.Boolean),
+  /** MassGen's directories of code-based tools: they matter only with `enable_code_based_tools`, which massgen refuses. */
+  shared_tools_directory: opt(Schema.String),
+  custom_tools_path: opt(Schema.String),
+  exclude_custom_tools: opt(Schema.Array(Schema.String)),
   input_tokens: opt(NonNegativeInt),
   output_tokens: opt(NonNegativeInt),
   mcp_servers: opt(McpServers),

@@ -13,6 +13,7 @@
 import type { RunSettings } from "../events/index.ts"
 import type { PermissionsBlock } from "../permissions/index.ts"
 import type { BackendConfig, ConfigFile, Price } from "./file.ts"
+import type { PythonTool } from "./python-tools.ts"
 import { type WorkspaceLimits, workspaceLimitsOf } from "./workspaces.ts"
 
 export interface Agent {
@@ -20,6 +21,8 @@ export interface Agent {
   readonly anonId: string
   readonly systemMessage: string | null
   readonly backend: BackendConfig
+  /** MassGen's Python custom tools of its backend (`custom_tools` entries with a `path` and a `function`). */
+  readonly pythonTools?: ReadonlyArray<PythonTool>
   /** The agent's own `voting_sensitivity`, over the run's. */
   readonly votingSensitivity?: "lenient" | "balanced" | "strict"
 }

@@ -5,13 +5,13 @@
  * (`enable_web_search`, `enable_code_interpreter`/`enable_code_execution`,
  * `reasoning`, `text`, `top_p`, `extra_body`), checked against the agent's
  * protocol; MCP server entries (`mcp_servers`, read by `mcp.ts`); and
- * command tools (`custom_tools`), with MassGen's Python tools taken out of the
- * document and refused; and the `execute_command` tool's keys
+ * command tools (`custom_tools`; MassGen's Python tools among them are read by
+ * `python-tools.ts`); and the `execute_command` tool's keys
  * (`CommandLineFields`: `enable_mcp_command_line`, `command_line_*`). `file.ts` puts them in its backend schema. Pure.
  */
 import { Schema } from "effect"
 import { PRESETS } from "./presets.ts"
-import { type ConfigProblem, FiniteNumber, formatPath, found, oneOf, opt, PositiveNumber, setAt, valueAt } from "./schema.ts"
+import { FiniteNumber, found, oneOf, opt, PositiveNumber } from "./schema.ts"
 
 // Provider-side tools and pass-through settings (docs/backends.md, "Provider tools and settings").
 // `enable_code_interpreter` (MassGen's key for openai) and `enable_code_execution` (for claude) are one switch.
@@ -84,34 +84,6 @@ export const CommandToolConfig = Schema.Struct({
   }),
 }).annotations({ identifier: "a command tool {name, description, parameters, command}" })
 export type CommandToolConfig = typeof CommandToolConfig.Type
-
-/** MassGen's Python custom tools, which massgen cannot load, and what to use instead. */
-export const PYTHON_TOOL_PROBLEM =
-  "MassGen's Python custom tools (path + function) are not supported: use a command tool (name, description, parameters, command: [...]) or an MCP server"
-
-/** Takes MassGen's Python custom tools out of `doc`, with a problem for each. */
-export const withoutPythonTools = (doc: unknown, problems: Array<ConfigProblem>): unknown => {
-  const agents = valueAt(doc, ["agents"])
-  const paths: Array<ReadonlyArray<PropertyKey>> = Array.isArray(agents)
-    ? agents.map((_, i) => ["agents", i, "backend", "custom_tools"])
-    : [["agent", "backend", "custom_tools"]]
-  let out = doc
-  for (const path of paths) {
-    const tools = valueAt(out, path)
-    if (!Array.isArray(tools)) continue
-    const python = (t: unknown) => t !== null && typeof t === "object" && !("command" in t) && ("path" in t || "function" in t)
-    tools.forEach((t, i) => {
-      if (python(t)) problems.push({ path: formatPath([...path, i]), message: PYTHON_TOOL_PROBLEM })
-    })
-    if (tools.some(python))
-      out = setAt(
-        out,
-        path,
-        tools.filter((t) => !python(t)),
-      )
-  }
-  return out
-}
 
 /** A regular expression of `command_line_allowed_commands` / `command_line_blocked_commands`: one JavaScript can compile. */
 const CommandPattern = Schema.String.pipe(

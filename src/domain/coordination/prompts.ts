@@ -338,11 +338,11 @@ export const presentationRequest = (input: {
   }
 }
 
-/** The request as plain text, for `final/<winner>/context.txt` and the call log. */
-export const requestText = (request: LlmRequest): string =>
+/** The request as plain text, for `final/<winner>/context.txt` and the call log; `show` is how each message's text is shown. */
+export const requestText = (request: LlmRequest, show: (text: string) => string = (text) => text): string =>
   [
-    `[system]\n${request.system}`,
-    ...request.messages.map((m) => `[${m.role}]\n${m.content}`),
+    `[system]\n${show(request.system)}`,
+    ...request.messages.map((m) => `[${m.role}]\n${show(m.content)}`),
     request.tools.length > 0 ? `[tools]\n${request.tools.map((t) => t.name).join(", ")}` : "",
   ]
     .filter((s) => s !== "")

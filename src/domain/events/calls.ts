@@ -7,6 +7,7 @@
  * enough for the log alone to rebuild a round's transcript (`domain/replay/index.ts`). Words as in `index.ts`.
  */
 import { Schema } from "effect"
+import { jsonStringBody } from "../../lib/text.ts"
 import { AgentId, Amount, Count, defineEvent } from "./fields.ts"
 
 export const CallRole = Schema.Literal("round", "presentation")
@@ -41,19 +42,51 @@ export const BlobRef = Schema.Struct({ $blob: Schema.String.pipe(Schema.pattern(
 export type BlobRef = typeof BlobRef.Type
 
 /**
+ * A piece of arguments that is a text of the blob store: as it is, or (`escaped`) as it is written inside a JSON
+ * string (`JSON.stringify(text)` without its quotes), as an answer is within `new_answer`'s arguments.
+ */
+export const BlobPiece = Schema.Struct({
+  $blob: Schema.String.pipe(Schema.pattern(/^[0-9a-f]{64}$/)),
+  escaped: Schema.optional(Schema.Literal(true)),
+})
+export type BlobPiece = typeof BlobPiece.Type
+
+/**
  * A tool call's arguments as an event holds them: the JSON text the model wrote, or, for a text of
  * `ARGUMENTS_BLOB_MIN_CHARS` characters or more, a reference to it in the blob store, so that the
- * log keeps it once however many events name it.
+ * log keeps it once however many events name it; or, for arguments that hold a long text the run
+ * keeps in the blob store anyway (a long answer: `domain/log/long-texts.ts`), their pieces in order:
+ * texts, and that text's reference.
  */
-export const ArgumentsText = Schema.Union(Schema.String, BlobRef)
+export const ArgumentsText = Schema.Union(Schema.String, BlobRef, Schema.Array(Schema.Union(Schema.String, BlobPiece)))
 export type ArgumentsText = typeof ArgumentsText.Type
 
 /** Arguments this long or longer are kept in the blob store and referenced by the events (a write_file of a large file). */
 export const ARGUMENTS_BLOB_MIN_CHARS = 16 * 1024
 
-/** The text of `args`: as it is, or from the blob store through `blobOf`; undefined when the blob is missing. */
-export const argumentsText = (args: ArgumentsText, blobOf: ((hash: string) => string | undefined) | undefined): string | undefined =>
-  typeof args === "string" ? args : blobOf?.(args.$blob)
+/** The text of `args`: as it is, or from the blob store through `blobOf`; undefined when a blob is missing. */
+export const argumentsText = (args: ArgumentsText, blobOf: ((hash: string) => string | undefined) | undefined): string | undefined => {
+  if (typeof args === "string") return args
+  if (!Array.isArray(args)) return blobOf?.((args as BlobRef).$blob)
+  let text = ""
+  for (const piece of args as ReadonlyArray<string | BlobPiece>) {
+    if (typeof piece === "string") text += piece
+    else {
+      const blob = blobOf?.(piece.$blob)
+      if (blob === undefined) return undefined
+      text += piece.escaped === true ? jsonStringBody(blob) : blob
+    }
+  }
+  return text
+}
+
+/** The first blob `args` references, null for a text. */
+export const argumentsBlob = (args: ArgumentsText): string | null => {
+  if (typeof args === "string") return null
+  if (!Array.isArray(args)) return (args as BlobRef).$blob
+  for (const piece of args as ReadonlyArray<string | BlobPiece>) if (typeof piece !== "string") return piece.$blob
+  return null
+}
 
 /** A tool call of a model reply, as the model wrote it (long arguments referenced: `ArgumentsText`). */
 export const RecordedToolCall = Schema.Struct({ id: Schema.String, name: Schema.String, arguments: ArgumentsText })

@@ -46,12 +46,13 @@
  * holds.
  *
  * The parts: the decoders (`decoders.ts`), one line (`line.ts`),
- * a stream of lines and its memory (`stream.ts`).
+ * a stream of lines and its memory (`stream.ts`), the long texts a line references (`long-texts.ts`).
  */
 
 export { isEvent, isEventMeta } from "./decoders.ts"
 export {
   addSkips,
+  type BlobTexts,
   COUNTED_SKIP_CAUSES,
   type CountedSkipCause,
   type DecodedLine,
@@ -63,5 +64,6 @@ export {
   SkipCause,
   UPCASTERS,
 } from "./line.ts"
+export * from "./long-texts.ts"
 export * from "./skip-report.ts"
 export * from "./stream.ts"

@@ -10,6 +10,7 @@ import { Schema } from "effect"
 import { UNDECIDED } from "../../lib/plain-decoder.ts"
 import { type Event, type EventMeta, SCHEMA_VERSION } from "../events/index.ts"
 import { decodersByType, decodeWith, metaDecoders } from "./decoders.ts"
+import { mayHoldLongTexts, readLongTexts, referenceLongTexts } from "./long-texts.ts"
 
 export const SkipCause = Schema.Literal(
   "blank",
@@ -32,12 +33,16 @@ export type DecodedLine =
   | { readonly _tag: "event"; readonly event: Event; readonly meta?: EventMeta }
   | { readonly _tag: "skipped"; readonly cause: SkipCause }
 
-/** One event in its envelope, with the writing process's machine facts, as one line of the file, without the newline. */
-export const encodeEnvelopeLine = (event: Event, meta: EventMeta | null): string => {
+/**
+ * One event in its envelope, with the writing process's machine facts, as one line of the file, without the newline.
+ * With `store`, its long texts are kept there and referenced (`long-texts.ts`).
+ */
+export const encodeEnvelopeLine = (event: Event, meta: EventMeta | null, store?: (text: string) => string): string => {
   const wire: Record<string, unknown> = { schema: SCHEMA_VERSION, type: event._tag, time: event.time }
   for (const key in event) {
     if (key !== "_tag" && key !== "time") wire[key] = (event as Record<string, unknown>)[key]
   }
+  if (store !== undefined) referenceLongTexts(event._tag, wire, store)
   if (meta !== null) wire.meta = meta
   return JSON.stringify(wire)
 }
@@ -73,10 +78,13 @@ const BLANK = skipped("blank")
 
 const isBlank = (line: string): boolean => line.length === 0 || line.trim().length === 0
 
+/** Where a reader finds the texts a line references by hash (the run's blob store); undefined when it has none. */
+export type BlobTexts = (hash: string) => string | undefined
+
 /** `decodeEventLine`, with the plain decoders or with the Schema decoders alone. */
 const lineDecoder =
   (plain: boolean) =>
-  (line: string): DecodedLine => {
+  (line: string, texts?: BlobTexts): DecodedLine => {
     if (isBlank(line)) return BLANK
     let value: unknown
     try {
@@ -93,6 +101,9 @@ const lineDecoder =
     const type = wire.type
     const decoders = typeof type === "string" ? decodersByType.get(type) : undefined
     if (decoders === undefined) return skipped("unknown_type")
+    // A long text's reference reads as its text; without the blob store, or with its blob missing, the line does not decode.
+    if (texts !== undefined && mayHoldLongTexts(type as string) && line.includes('"$blob"') && !readLongTexts(type as string, wire, texts))
+      return skipped("invalid_fields")
     const rawMeta = wire.meta
     if (rawMeta !== undefined) delete wire.meta
     wire._tag = type
@@ -103,11 +114,11 @@ const lineDecoder =
     return meta !== UNDECIDED ? { _tag: "event", event, meta } : skipped("invalid_fields")
   }
 
-/** One line of the file (with or without its newline) as an event, or why it is skipped. */
-export const decodeEventLine: (line: string) => DecodedLine = lineDecoder(true)
+/** One line of the file (with or without its newline) as an event, or why it is skipped; `texts`: the blob store its long texts are read from. */
+export const decodeEventLine: (line: string, texts?: BlobTexts) => DecodedLine = lineDecoder(true)
 
 /** `decodeEventLine` through the Schema decoders alone: what the plain ones are held to (test/event-decode-plain.test.ts). */
-export const decodeEventLineBySchema: (line: string) => DecodedLine = lineDecoder(false)
+export const decodeEventLineBySchema: (line: string, texts?: BlobTexts) => DecodedLine = lineDecoder(false)
 
 /** No skips yet: a count of 0 for every counted cause. */
 export const noSkips = (): Record<CountedSkipCause, number> => ({

@@ -7,7 +7,7 @@
  */
 
 import type { Event, EventMeta } from "../events/index.ts"
-import { addSkips, type CountedSkipCause, type DecodedLine, decodeEventLine, noSkips, skipped } from "./line.ts"
+import { addSkips, type BlobTexts, type CountedSkipCause, type DecodedLine, decodeEventLine, noSkips, skipped } from "./line.ts"
 
 /** An event as a reader gets it: with the machine facts of its line, its position in the stream and its line. */
 export interface StoredEvent {
@@ -68,8 +68,8 @@ const OUT_OF_ORDER = skipped("out_of_order")
  * One line of a stream as a reader that has read `memory` sees it; with `remember`, the line is then part of `memory`.
  * A line that does not decode is no line read as an event: only a line that does can be a `duplicate`.
  */
-const readLine = (line: string, memory: LineMemory, keep: boolean): DecodedLine => {
-  const decoded = decodeEventLine(line)
+const readLine = (line: string, memory: LineMemory, keep: boolean, texts: BlobTexts | undefined): DecodedLine => {
+  const decoded = decodeEventLine(line, texts)
   if (decoded._tag !== "event") return decoded
   const time = decoded.event.time
   if (isRead(line, time, memory)) return DUPLICATE
@@ -101,7 +101,14 @@ export interface LinesRead {
   readonly lines: number
 }
 
-const decodeInto = (text: string, position: number, line: number, memory: LineMemory, tail: boolean): LinesRead => {
+const decodeInto = (
+  text: string,
+  position: number,
+  line: number,
+  memory: LineMemory,
+  tail: boolean,
+  texts: BlobTexts | undefined,
+): LinesRead => {
   const events: StoredEvent[] = []
   const skippedByCause = noSkips()
   let skippedCount = 0
@@ -112,7 +119,7 @@ const decodeInto = (text: string, position: number, line: number, memory: LineMe
     const one = end === -1 ? text.slice(start) : text.slice(start, end)
     start = end === -1 ? text.length : end + 1
     lineNumber += 1
-    const decoded = readLine(one, memory, !tail)
+    const decoded = readLine(one, memory, !tail, texts)
     if (decoded._tag === "event") {
       events.push({ event: decoded.event, meta: decoded.meta ?? null, position: position + events.length, line: lineNumber })
     } else if (decoded.cause !== "blank") {
@@ -129,17 +136,18 @@ const decodeInto = (text: string, position: number, line: number, memory: LineMe
  * `line + 1`. A last line with no newline is decoded like any line: cut
  * inside its JSON it is skipped as `not_json`; if only its newline is missing,
  * its event is kept. (`decodeTail` reads such a line as a stream's last.)
+ * `texts` is the blob store the long texts of the lines are read from (`long-texts.ts`).
  */
-export const decodeLines = (text: string, position = 0, line = 0, memory: LineMemory = newLineMemory()): LinesRead =>
-  decodeInto(text, position, line, memory, false)
+export const decodeLines = (text: string, position = 0, line = 0, memory: LineMemory = newLineMemory(), texts?: BlobTexts): LinesRead =>
+  decodeInto(text, position, line, memory, false, texts)
 
 /**
  * A stream's last line, with no newline after it (`line`: the lines before
  * it), after the lines `memory` remembers, which it does not change: the
  * line may yet be finished. Not JSON, it is skipped as the `torn_tail`.
  */
-export const decodeTail = (text: string, position: number, line: number, memory: LineMemory): LinesRead =>
-  decodeInto(text, position, line, memory, true)
+export const decodeTail = (text: string, position: number, line: number, memory: LineMemory, texts?: BlobTexts): LinesRead =>
+  decodeInto(text, position, line, memory, true, texts)
 /** What a whole file's text holds, as plain events. */
 export interface EventsRead {
   /** The decoded events, in file order. */
@@ -153,12 +161,12 @@ export interface EventsRead {
   readonly tornTail: boolean
 }
 
-/** Every line of a whole file's text, decoded as the event store reads a stream; for tests and tools that hold a log's text. */
-export const readEventsText = (text: string): EventsRead => {
+/** Every line of a whole file's text, decoded as the event store reads a stream (its long texts from `texts`); for tests and tools that hold a log's text. */
+export const readEventsText = (text: string, texts?: BlobTexts): EventsRead => {
   const cut = text.lastIndexOf("\n") + 1
   const memory = newLineMemory()
-  const whole = decodeLines(text.slice(0, cut), 0, 0, memory)
-  const tail = cut < text.length ? decodeTail(text.slice(cut), whole.events.length, whole.lines, memory) : null
+  const whole = decodeLines(text.slice(0, cut), 0, 0, memory, texts)
+  const tail = cut < text.length ? decodeTail(text.slice(cut), whole.events.length, whole.lines, memory, texts) : null
   const stored = tail === null ? whole.events : [...whole.events, ...tail.events]
   const skippedByCause = { ...whole.skippedByCause }
   if (tail !== null) addSkips(skippedByCause, tail.skippedByCause)

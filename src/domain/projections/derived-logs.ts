@@ -6,7 +6,8 @@
  * context}` with MassGen's event type names); `snapshots(events)` gives
  * `snapshot_mappings.json` (every answer label and every vote `agentN.voteK`,
  * with the path of its snapshot under `snapshots/`) and those snapshot files.
- * All pure: the same events give the same files.
+ * A long question or answer (`domain/log/long-texts.ts`) is in them in its
+ * shown form: the whole is in the blob store once. All pure: the same events give the same files.
  *
  * They are also made a piece at a time, for a writer that extends them as
  * events come (`services/run-files/derived-files.ts`): a `Derivation` takes the events in
@@ -23,6 +24,7 @@
 import { instantMs } from "../../lib/instant.ts"
 import { count } from "../../lib/text.ts"
 import { type Event, resumedText } from "../events/index.ts"
+import { shownLongText } from "../log/index.ts"
 import { agentFile } from "../run-paths.ts"
 
 const unix = (iso: string): number => instantMs(iso) / 1000
@@ -124,7 +126,7 @@ type RunStarted = Extract<Event, { _tag: "run_started" }>
 type RunFinished = Extract<Event, { _tag: "run_finished" }>
 
 const sessionMetadata = (started: RunStarted | undefined, finished: RunFinished | undefined): SessionMetadata => ({
-  user_prompt: started ? started.question : null,
+  user_prompt: started ? shownLongText(started.question) : null,
   agent_ids: started ? started.agents.map((a) => a.id) : [],
   start_time: started ? unix(started.time) : null,
   end_time: finished ? unix(finished.time) : null,
@@ -182,7 +184,7 @@ export const derivation = (): Derivation => {
         round: event.round,
         path,
       }
-      return { label: event.label, mapping, file: { path, text: event.content } }
+      return { label: event.label, mapping, file: { path, text: shownLongText(event.content) } }
     }
     if (event._tag !== "vote_cast") return null
     const k = (votesBy.get(event.agent) ?? 0) + 1

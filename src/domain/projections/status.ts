@@ -34,6 +34,7 @@
 import { truncate } from "../../lib/text.ts"
 import { tally } from "../coordination/decide.ts"
 import type { FinishReason } from "../events/index.ts"
+import { shownLongText } from "../log/index.ts"
 import { type AgentState, activeMs, isLive, latestLabels, type State } from "../state/index.ts"
 import { type WorkspacesJson, workspacesJson } from "../workspaces/facts.ts"
 
@@ -202,7 +203,8 @@ export const project = (state: State, at: number, logDir = "", facts: LiveFacts 
       last_updated: seconds(now),
       session_id: baseName(logDir),
       log_dir: logDir,
-      question: run?.question ?? "",
+      // A long question is in the blob store; status.json, rewritten every 2 s, shows its beginning and where it is.
+      question: shownLongText(run?.question ?? ""),
       start_time: seconds(startTime),
       elapsed_seconds: seconds(activeMs(state, now)),
     },

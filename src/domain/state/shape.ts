@@ -10,6 +10,7 @@
  * every agent that has one, in config order, which is what a new round shows.
  */
 import type { AgentInfo, ConversationMessage, FailureKind, FinalSource, FinishReason, RunSettings, ToolKind } from "../events/index.ts"
+import { isLongText } from "../log/index.ts"
 import { noWorkspaceFacts, type WorkspaceFacts } from "../workspaces/facts.ts"
 
 export interface Usage {
@@ -184,4 +185,20 @@ export const showsLatest = (state: State, labels: ReadonlyArray<string>): boolea
     i += 1
   }
   return i === labels.length
+}
+
+/**
+ * The long texts of the run (`domain/log/long-texts.ts`): its question, the conversation it continues, its answers and final answer,
+ * which the events keep once in the blob store, and which the call logs and `context.txt` reference rather than repeat.
+ */
+export const longTextsOf = (state: State): ReadonlyArray<string> => {
+  const texts: Array<string> = []
+  const add = (text: string) => void (isLongText(text) && !texts.includes(text) && texts.push(text))
+  if (state.run !== null) {
+    add(state.run.question)
+    for (const m of state.run.conversation) add(m.content)
+  }
+  for (const label in state.answers) add(state.answers[label]!.content)
+  if (state.final !== null) add(state.final.content)
+  return texts
 }

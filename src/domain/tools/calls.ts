@@ -14,7 +14,7 @@
  */
 
 import { oneLine, truncate } from "../../lib/text.ts"
-import type { ArgumentsText, Event } from "../events/index.ts"
+import { type ArgumentsText, argumentsBlob, type Event } from "../events/index.ts"
 
 /** Calls of one reply that run at the same time; the others wait for a free slot. */
 export const TOOL_CONCURRENCY = 8
@@ -31,7 +31,7 @@ export const cutResult = (text: string, max = MAX_TOOL_RESULT_CHARS): string =>
 
 /** A tool call's arguments on one short line: `{"path":"a.txt"}` as `path="a.txt"`; long ones, in the blob store, as where they are. */
 export const shortArguments = (args: ArgumentsText, max = 60): string => {
-  if (typeof args !== "string") return `long, blobs/${args.$blob.slice(0, 12)}…`
+  if (typeof args !== "string") return `long, blobs/${(argumentsBlob(args) ?? "").slice(0, 12)}…`
   try {
     const value: unknown = JSON.parse(args === "" ? "{}" : args)
     if (value !== null && typeof value === "object" && !Array.isArray(value)) {

@@ -7,14 +7,17 @@
  * `EventStoreError` (`invalid_event`, `unreadable`, `write_failed`), and
  * nothing written. No other fiber's append comes in between its check and its
  * write. What it wrote is added to what the store knows of the stream, skipped
- * lines included, as a read would give them.
+ * lines included, as a read would give them. With a blob store (the file
+ * layer), an event's long texts are written there first and its line
+ * references them (`domain/log/long-texts.ts`); the store keeps the event itself, texts and all.
  */
 import { Either } from "effect"
 import type { Event, EventMeta } from "../../domain/events/index.ts"
 import { admitLine, decodeLines, encodeEnvelopeLine, isEvent, isEventMeta } from "../../domain/log/index.ts"
+import { hashText } from "../../lib/sha256.ts"
 import { ioCause } from "../io-errors.ts"
 import { addLines, type Known, type KnownStreams, unknown, unreadable, versionOf } from "./known.ts"
-import type { Storage } from "./storage.ts"
+import { blobTextsOf, type Storage } from "./storage.ts"
 import { EventStoreConflict, EventStoreError, type EventStoreFailure, type NewEvent } from "./types.ts"
 
 /** The event of an item, and the machine facts of its envelope (null when it has none). */
@@ -47,12 +50,21 @@ export const storeAppender =
     const k = found ?? unknown()
     const lines: Array<string> = []
     let text = k.tail !== null ? "\n" : ""
-    for (const item of items) {
-      const line = encodeEnvelopeLine(eventOf(item), metaOf(item))
-      lines.push(line)
-      text += `${line}\n`
-    }
+    const blobs = storage.blobs
+    const store =
+      blobs === undefined
+        ? undefined
+        : (long: string) => {
+            const hash = hashText(long)
+            blobs.put(stream, hash, long)
+            return hash
+          }
     try {
+      for (const item of items) {
+        const line = encodeEnvelopeLine(eventOf(item), metaOf(item), store)
+        lines.push(line)
+        text += `${line}\n`
+      }
       storage.write(stream, text)
     } catch (cause) {
       // A write that failed midway may have left a torn line: the stream is read again next time.
@@ -60,7 +72,7 @@ export const storeAppender =
       return Either.left(new EventStoreError({ reason: "write_failed", stream, detail: ioCause(cause) }))
     }
     // The torn tail is a whole line now, read as any other (cut, it is no longer the tail).
-    if (k.tail !== null) addLines(k, decodeLines(k.tail.text, k.events.length, k.lines, k.memory))
+    if (k.tail !== null) addLines(k, decodeLines(k.tail.text, k.events.length, k.lines, k.memory, blobTextsOf(storage, stream)))
     k.tail = null
     // What a reader would skip of these lines is skipped here too: the store knows what a read of the stream gives.
     for (let i = 0; i < items.length; i++) {

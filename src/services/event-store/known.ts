@@ -23,7 +23,7 @@ import {
   type StoredEvent,
 } from "../../domain/log/index.ts"
 import { ioCause } from "../io-errors.ts"
-import type { Storage } from "./storage.ts"
+import { blobTextsOf, type Storage } from "./storage.ts"
 import { EventStoreError } from "./types.ts"
 
 /** What the store knows of a stream: its whole lines decoded, and its torn tail as it was last seen. */
@@ -115,11 +115,12 @@ export const knownStreams = (storage: Storage, foldChunk: number): KnownStreams 
     const k = had === undefined || size < had.size ? unknown() : had
     if (k !== had) known.set(stream, k)
     if (size === k.size) return k
+    const texts = blobTextsOf(storage, stream)
     const rest = readChunks(storage, stream, k.wholeSize, size, foldChunk, (whole, wholeSize) => {
-      if (whole !== "") addLines(k, decodeLines(whole, k.events.length, k.lines, k.memory))
+      if (whole !== "") addLines(k, decodeLines(whole, k.events.length, k.lines, k.memory, texts))
       k.wholeSize += wholeSize
     })
-    k.tail = rest === "" ? null : { text: rest, read: decodeTail(rest, k.events.length, k.lines, k.memory) }
+    k.tail = rest === "" ? null : { text: rest, read: decodeTail(rest, k.events.length, k.lines, k.memory, texts) }
     k.size = size
     return k
   }

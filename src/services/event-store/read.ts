@@ -21,7 +21,7 @@ import {
   type StoredEvent,
 } from "../../domain/log/index.ts"
 import { type KnownStreams, readChunks, unreadable, versionOf } from "./known.ts"
-import type { Storage } from "./storage.ts"
+import { blobTextsOf, type Storage } from "./storage.ts"
 import { EventStoreError, type EventStoreService, type RunSummary, type StreamFold, type StreamRead } from "./types.ts"
 
 const missing = (stream: string) => new EventStoreError({ reason: "missing", stream, detail: "no such stream" })
@@ -50,11 +50,12 @@ const foldUnknown = <S>(
     lines += read.lines
     addSkips(skippedByCause, read.skippedByCause)
   }
+  const texts = blobTextsOf(storage, stream)
   const rest = readChunks(storage, stream, 0, size, foldChunk, (whole) => {
-    if (whole !== "") take(decodeLines(whole, version, lines, memory))
+    if (whole !== "") take(decodeLines(whole, version, lines, memory, texts))
   })
   const tornTail = rest !== ""
-  if (tornTail) take(decodeTail(rest, version, lines, memory))
+  if (tornTail) take(decodeTail(rest, version, lines, memory, texts))
   let skipped = 0
   for (const cause in skippedByCause) skipped += skippedByCause[cause as CountedSkipCause]
   return { state, first, version, skipped, skippedByCause, tornTail }

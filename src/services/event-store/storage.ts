@@ -14,11 +14,16 @@
  * size of a stream it has written is that of the file it holds (`fstat`: no
  * path to resolve), unless that file was removed (it has no link left): then
  * the path's, and the next write opens the file the path names.
- * `memoryStorage`: texts in a map, woken by its own writes.
+ * Its long texts (`domain/log/long-texts.ts`) are in the run's blob store,
+ * `<dir>/blobs/<sha256>.txt` (`blobs`): each written once, whole (a temporary
+ * file renamed), private, before the line that references it.
+ * `memoryStorage`: texts in a map, woken by its own writes; it has no blob
+ * store, so its lines hold their long texts (as the Postgres layer's mirror does).
  */
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
 import { Duration, Effect, Queue, type Scope } from "effect"
+import { blobPath, PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from "../../domain/run-paths.ts"
 
 export const EVENTS_FILE = "events.jsonl"
 
@@ -40,6 +45,22 @@ export interface Storage {
   readonly streamsUnder: (base: string) => ReadonlyArray<string>
   /** A wait for the stream's next change (or the poll), for as long as the scope lasts. */
   readonly changes: (stream: string) => Effect.Effect<Effect.Effect<void>, never, Scope.Scope>
+  /** The stream's blob store, where its long texts are kept once (absent: the lines hold them). */
+  readonly blobs?: BlobStore
+}
+
+/** A stream's blob store: texts by the SHA-256 of their UTF-8. */
+export interface BlobStore {
+  /** Keeps `text` under `hash` (when it is not there yet), whole, before returning; throws when it cannot. */
+  readonly put: (stream: string, hash: string, text: string) => void
+  /** The text kept under `hash`, undefined when there is none (or it cannot be read). */
+  readonly get: (stream: string, hash: string) => string | undefined
+}
+
+/** Where the lines of `stream` find the texts they reference: its blob store, undefined when its storage has none. */
+export const blobTextsOf = (storage: Storage, stream: string): ((hash: string) => string | undefined) | undefined => {
+  const blobs = storage.blobs
+  return blobs === undefined ? undefined : (hash) => blobs.get(stream, hash)
 }
 
 const codeOf = (cause: unknown): unknown => (cause as { code?: unknown } | null)?.code
@@ -75,9 +96,35 @@ export const fileStorage = (pollMs: number): Effect.Effect<Storage, never, Scope
     (fds) => filesIn(pollMs, fds),
   )
 
+/** The blob store of log directories: `<dir>/blobs/<hash>.txt`. */
+const blobFiles: BlobStore = {
+  put: (stream, hash, text) => {
+    const path = nodePath.join(stream, blobPath(hash))
+    if (fs.existsSync(path)) return
+    fs.mkdirSync(nodePath.dirname(path), { recursive: true, mode: PRIVATE_DIR_MODE })
+    const temporary = `${path}.${process.pid}.tmp`
+    try {
+      fs.writeFileSync(temporary, text, { mode: PRIVATE_FILE_MODE })
+      fs.renameSync(temporary, path)
+    } catch (cause) {
+      // A disk that filled up keeps no part of the blob.
+      fs.rmSync(temporary, { force: true })
+      throw cause
+    }
+  },
+  get: (stream, hash) => {
+    try {
+      return fs.readFileSync(nodePath.join(stream, blobPath(hash)), "utf8")
+    } catch {
+      return undefined
+    }
+  },
+}
+
 const filesIn = (pollMs: number, fds: Map<string, number>): Storage => {
   const fileOf = (stream: string) => nodePath.join(stream, EVENTS_FILE)
   return {
+    blobs: blobFiles,
     size: (stream) => {
       const fd = fds.get(stream)
       if (fd !== undefined) {

@@ -47,6 +47,7 @@ import {
 } from "../../domain/coordination/round-machine.ts"
 import { ARGUMENTS_BLOB_MIN_CHARS, type ArgumentsText, type CallRole, type Event, type RecordedReply } from "../../domain/events/index.ts"
 import type { LlmReply, LlmRequest, ShownAnswer, TokenUsage, ToolCall } from "../../domain/llm.ts"
+import { shownLongText } from "../../domain/log/index.ts"
 import { instantText } from "../../lib/instant.ts"
 import { type Backend, BackendError } from "../backends/index.ts"
 
@@ -64,7 +65,7 @@ export interface RoundDeps {
    * A tool call's arguments as its events hold them: long ones (`ARGUMENTS_BLOB_MIN_CHARS`) stored in
    * the run's blob store, written when this is done, and referenced; without it, as they are.
    */
-  readonly storeArguments?: (text: string) => Effect.Effect<ArgumentsText>
+  readonly storeArguments?: (text: string, name?: string) => Effect.Effect<ArgumentsText>
   /** USD of a call's usage for a model; null when the model has no price. */
   readonly priceOf: (model: string | null, usage: TokenUsage) => number | null
   /**
@@ -128,7 +129,8 @@ const toolCallsText = (reply: LlmReply): string =>
     .map((c) => {
       try {
         const args = JSON.parse(c.arguments) as Record<string, unknown>
-        if (c.name === "new_answer" && typeof args.content === "string") return `\n[new_answer]\n${args.content}\n`
+        // A long answer is in the blob store (`domain/log/long-texts.ts`): its beginning and where it is.
+        if (c.name === "new_answer" && typeof args.content === "string") return `\n[new_answer]\n${shownLongText(args.content)}\n`
         if (c.name === "vote") return `\n[vote] ${String(args.agent_id)}: ${String(args.reason ?? "")}\n`
       } catch {
         // shown raw below
@@ -144,7 +146,7 @@ const recorded = (deps: RoundDeps, reply: LlmReply): Effect.Effect<RecordedReply
   if (store === undefined) return Effect.succeed(record)
   return Effect.map(
     Effect.forEach(record.tool_calls, (c) =>
-      typeof c.arguments === "string" ? Effect.map(store(c.arguments), (args) => ({ ...c, arguments: args })) : Effect.succeed(c),
+      typeof c.arguments === "string" ? Effect.map(store(c.arguments, c.name), (args) => ({ ...c, arguments: args })) : Effect.succeed(c),
     ),
     (tool_calls) => ({ ...record, tool_calls }),
   )

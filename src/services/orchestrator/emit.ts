@@ -30,8 +30,9 @@ import { requestText, updateMessage } from "../../domain/coordination/prompts.ts
 import { shownAnswers } from "../../domain/coordination/requests.ts"
 import { workKey } from "../../domain/coordination/work-key.ts"
 import type { Event } from "../../domain/events/index.ts"
+import { withLongTextsShown } from "../../domain/log/index.ts"
 import { agentFile } from "../../domain/run-paths.ts"
-import { evolve, type State } from "../../domain/state/index.ts"
+import { evolve, longTextsOf, type State } from "../../domain/state/index.ts"
 import { instantMs, instantText } from "../../lib/instant.ts"
 import { EVENTS_FILE, EventStore, type EventStoreFailure, type NewEvent } from "../event-store/index.ts"
 import { RunFiles } from "../run-files/index.ts"
@@ -116,7 +117,10 @@ export const makeEmitter = (run: RunContext) =>
               const seen =
                 contexts.get(workKey(event.agent, "present")) ??
                 (round === undefined ? undefined : contexts.get(workKey(event.agent, round)))
-              return files.write(agentFile(event.agent, "final_context"), seen === undefined ? "" : requestText(seen))
+              // The question and answers it shows that are long texts are in the blob store: shown in their short form.
+              const longs = longTextsOf(state)
+              const text = seen === undefined ? "" : requestText(seen, (t) => withLongTextsShown(t, longs))
+              return files.write(agentFile(event.agent, "final_context"), text)
             }),
           ),
         )

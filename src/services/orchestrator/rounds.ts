@@ -24,11 +24,13 @@ import { requestForPresentation, requestForRound } from "../../domain/coordinati
 import type { Transition } from "../../domain/coordination/round-machine.ts"
 import { workKey } from "../../domain/coordination/work-key.ts"
 import { ARGUMENTS_BLOB_MIN_CHARS, type ArgumentsText } from "../../domain/events/index.ts"
+import { isLongText } from "../../domain/log/index.ts"
 import { agentPolicy } from "../../domain/permissions/index.ts"
-import { agentFile } from "../../domain/run-paths.ts"
-import type { State } from "../../domain/state/index.ts"
+import { agentFile, blobPath } from "../../domain/run-paths.ts"
+import { longTextsOf, type State } from "../../domain/state/index.ts"
+import { hashText } from "../../lib/sha256.ts"
 import { Backends } from "../backends/index.ts"
-import { blobPath, blobWriter, callLogPath, compactJsonText, hashText, RunFiles } from "../run-files/index.ts"
+import { blobWriter, callLogPath, compactJsonText, RunFiles, splitAtLongTexts } from "../run-files/index.ts"
 import { AgentTools } from "../tools/agent-tools.ts"
 import { makePermissionGate, PermissionAsker, recordedDecisions } from "../tools/permission-gate.ts"
 import { noTools } from "../tools/tool-provider.ts"
@@ -37,6 +39,17 @@ import { type RoundDeps, runPresentation, runRound, timeoutReply } from "./agent
 import { announcesEffect, type Emitter } from "./emit.ts"
 import { isoNow, type RunContext } from "./types.ts"
 import type { Work } from "./work.ts"
+
+/** The answer of `new_answer` arguments when it is a long text (`domain/log/long-texts.ts`), else none. */
+const longAnswerOf = (args: string): ReadonlyArray<string> => {
+  if (!isLongText(args)) return []
+  try {
+    const content = (JSON.parse(args) as { content?: unknown } | null)?.content
+    return typeof content === "string" && isLongText(content) ? [content] : []
+  } catch {
+    return []
+  }
+}
 
 export const makeRounds = (run: RunContext, emitter: Emitter, work: Work) =>
   Effect.gen(function* () {
@@ -55,12 +68,31 @@ export const makeRounds = (run: RunContext, emitter: Emitter, work: Work) =>
     const writeFreshBlobs = Effect.gen(function* () {
       for (const [hash, blob] of freshBlobs.splice(0)) yield* files.write(blobPath(hash), blob)
     })
-    /** Long tool-call arguments go to the blob store once; the events reference them. */
-    const storeArguments = (text: string): Effect.Effect<ArgumentsText> =>
+    /** The run's long texts, with a long answer of `calls` (a reply's, in no event yet): what call logs and arguments reference. */
+    const longTextsWith = (calls: ReadonlyArray<{ readonly name: string; readonly arguments: string }>): ReadonlyArray<string> => {
+      const longs = longTextsOf(state.current)
+      const answers = calls.flatMap((c) => (c.name === "new_answer" ? longAnswerOf(c.arguments) : []))
+      return answers.length === 0 ? longs : [...longs, ...answers]
+    }
+    /**
+     * Long tool-call arguments go to the blob store once; the events reference them. Arguments that hold a long
+     * text of the run (a long answer) reference it, and keep only what is around it.
+     */
+    const storeArguments = (text: string, name?: string): Effect.Effect<ArgumentsText> =>
       text.length < ARGUMENTS_BLOB_MIN_CHARS
         ? Effect.succeed(text)
         : Effect.suspend(() => {
-            const ref = { $blob: blobSink.store(text) }
+            const pieces = splitAtLongTexts(text, longTextsWith(name === undefined ? [] : [{ name, arguments: text }]))
+            const ref: ArgumentsText =
+              pieces === null
+                ? { $blob: blobSink.store(text) }
+                : pieces.map((p) =>
+                    typeof p === "string"
+                      ? p
+                      : p.escaped
+                        ? { $blob: blobSink.store(p.long), escaped: true as const }
+                        : { $blob: blobSink.store(p.long) },
+                  )
             // Not written: the run stops, and the event that would reference it is not appended.
             return Effect.as(
               Effect.catchAll(writeFreshBlobs, (e) => failStorage("call_log", e.path, e.detail)),
@@ -109,8 +141,9 @@ export const makeRounds = (run: RunContext, emitter: Emitter, work: Work) =>
       record: (agent, text) => files.append(agentFile(agent, "output"), text),
       logCall: (call, record) =>
         Effect.gen(function* () {
-          // Long texts and large values go to the blob store once; the call log references them.
-          const text = compactJsonText(record, blobSink)
+          // Long texts and large values go to the blob store once; the call log references them, and the run's long texts within its prompts.
+          const calls = (record as { reply?: { toolCalls?: ReadonlyArray<{ name: string; arguments: string }> } | null }).reply?.toolCalls
+          const text = compactJsonText(record, blobSink, longTextsWith(calls ?? []))
           yield* writeFreshBlobs
           yield* files.write(callLogPath(call), `${text}\n`)
         }).pipe(Effect.catchAll((e) => failStorage("call_log", e.path, e.detail))),

@@ -29,19 +29,19 @@
  * readable to replay, so a cut line can only belong to a call the events
  * never closed, which replay does not read. A line a crash cut is ended
  * before the next process appends. A tool call's whole result (`tool_log/`)
- * is written in place too; every other whole file is written atomically.
+ * is written in place too; every other whole file is written atomically,
+ * but a blob already there (its name is its text's hash), which is left as it is.
  *
  * Every directory and file it makes is private (0700, 0600), as the log
  * directory is (`services/log-dir/create.ts`).
  */
-import { closeSync, fstatSync, mkdirSync, openSync, readSync, writeFileSync } from "node:fs"
+import { closeSync, existsSync, fstatSync, mkdirSync, openSync, readSync, writeFileSync } from "node:fs"
 import { appendFile } from "node:fs/promises"
 import { join } from "node:path"
 import { Context, Effect, Layer, Schema } from "effect"
-import { AGENT_OUTPUTS_DIR, PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from "../../domain/run-paths.ts"
+import { AGENT_OUTPUTS_DIR, BLOBS_DIR, PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from "../../domain/run-paths.ts"
 import { writeAllSync } from "../event-store/index.ts"
 import { ioCause } from "../io-errors.ts"
-import { BLOBS_DIR } from "./blobs.ts"
 import { CALL_LOG_FILE, CALL_LOGS_DIR, isCallLogPath } from "./call-logs.ts"
 import { writeFileAtomicSync } from "./status-writer.ts"
 
@@ -160,6 +160,8 @@ const liveApi = (logDir: string, callLog: { fd: number | null }): RunFilesApi =>
               madeDirs.add(dir)
             }
             writeFileSync(path, text, { mode: PRIVATE_FILE_MODE })
+          } else if (relativePath.startsWith(`${BLOBS_DIR}/`) && existsSync(path)) {
+            // A blob is named by its text's hash: one already there (an event's long text) holds this text.
           } else writeFileAtomicSync(path, text, madeDirs)
         },
         catch: (e) =>

@@ -91,12 +91,16 @@ export const commandToolProblem = (tool: CommandToolConfig, cwd: string, path: s
   return `${program} is ${stat.isDirectory() ? "a directory" : "not executable"}${where}`
 }
 
-/** Runs `command` with `input` on stdin; its stdout, or a `ToolRunError`. Interrupting it kills the process. */
-const runCommand = (
+/**
+ * Runs `command` with `input` on stdin; its stdout, or a `ToolRunError`. Interrupting it kills the process.
+ * `explain` may say why a failed run failed from the tail of its stderr (null: the exit status and the tail).
+ */
+export const runCommand = (
   command: ReadonlyArray<string>,
   input: string,
   cwd: string,
   env: Record<string, string>,
+  explain: (stderrTail: string) => string | null = () => null,
 ): Effect.Effect<string, ToolRunError> =>
   Effect.async<string, ToolRunError>((resume) => {
     let proc: GroupProcess<"pipe">
@@ -133,6 +137,8 @@ const runCommand = (
     void Promise.all([proc.exited, stdout, stderr]).then(([code, out, err]) => {
       // Over the cap: its output so far, which the runner cuts with its note.
       if (code === 0 || overflowed) return resume(Effect.succeed(out))
+      const said = proc.signalCode === null ? explain(err) : null
+      if (said !== null) return resume(Effect.fail(new ToolRunError({ reason: "failed", detail: said })))
       const how = proc.signalCode !== null ? `was stopped by ${proc.signalCode}` : `exited with ${code}`
       const why = tail(err)
       resume(Effect.fail(new ToolRunError({ reason: "failed", detail: `${command[0]} ${how}${why === "" ? "" : `: ${why}`}` })))
