@@ -2,7 +2,9 @@
  * `massgen doctor`, as a user runs it after installing: the identity, the log
  * root, `.env`, the provider keys (masked: the key itself never appears in
  * the output), with `--config` each agent's key and base URL (a loopback
- * server answers, a closed port does not) and the sandbox tools its
+ * server answers, a closed port does not), its MCP servers (started, their
+ * tools listed, stopped; one that does not start named with why), its
+ * command tools' programs, and the sandbox tools its
  * `command_line_execution_mode` asks for. Exit 0 when nothing needed is
  * missing, 1 with one stderr line naming what is. Run from source: the
  * command's code is the binary's (start-up.test.ts runs its --help there).
@@ -13,6 +15,7 @@ import * as nodePath from "node:path"
 import pkg from "../package.json" with { type: "json" }
 import { PRESETS } from "../src/domain/config/presets.ts"
 import { cleanupSandboxes, runCli, sandbox, writeConfig } from "./support/cli.ts"
+import { everythingStdio, faultServer, isGone, startsOf } from "./support/mcp.ts"
 
 afterAll(cleanupSandboxes)
 
@@ -234,6 +237,53 @@ describe("massgen doctor", () => {
           "info  bubblewrap: not found on PATH (for the sandbox modes of command_line_execution_mode)",
         )
         expect(result.stderr).toBe("massgen: doctor: 1 problem: docker\n")
+      },
+      TEST_TIMEOUT_MS,
+    )
+
+    test(
+      "each MCP server is started and stopped: the reference server's tools are listed, one that exits at once is named with why; each command tool's program is found",
+      async () => {
+        const cwd = sandbox()
+        const starts = nodePath.join(cwd, "starts")
+        const script = nodePath.join(cwd, "count.sh")
+        fs.writeFileSync(script, "#!/bin/sh\nwc -c\n", { mode: 0o644 })
+        const config = writeConfig(cwd, {
+          agents: [
+            {
+              id: "a",
+              backend: {
+                type: "scripted",
+                answer: "4",
+                mcp_servers: [
+                  { name: "everything", ...everythingStdio() },
+                  { name: "db", ...faultServer("fails-to-start") },
+                ],
+                custom_tools: [
+                  { name: "count", command: ["wc", "-c"] },
+                  { name: "script", command: [script] },
+                ],
+              },
+            },
+            {
+              id: "b",
+              backend: { type: "scripted", answer: "4", mcp_servers: { fault: faultServer("serve", { env: { STARTS_FILE: starts } }) } },
+            },
+          ],
+        })
+        const result = await doctor(["--config", config], cwd)
+        expect(result.exitCode).toBe(1)
+        expect(line(result.stdout, "MCP server everything")).toMatch(/^ok {4}MCP server everything: \d+ tools \(echo, .*get-sum.*\)$/)
+        expect(line(result.stdout, "MCP server fault")).toMatch(/^ok {4}MCP server fault: \d+ tools \(whoami, big, fails/)
+        expect(line(result.stdout, "MCP server db")).toBe(
+          "fail  MCP server db: did not start: exited with code 1 before its handshake; its stderr ends: fault server: loading settings | fault server: cannot open the database",
+        )
+        expect(line(result.stdout, "command tool a/count")).toBe(`ok    command tool a/count: ${Bun.which("wc")}`)
+        expect(line(result.stdout, "command tool a/script")).toBe(`fail  command tool a/script: cannot start: ${script} is not executable`)
+        expect(result.stderr).toBe("massgen: doctor: 2 problems: MCP server db, command tool a/script\n")
+        // Stopped again: nothing of doctor's outlives it.
+        for (const pid of startsOf(starts)) expect(isGone(pid)).toBe(true)
+        expect(startsOf(starts)).toHaveLength(1)
       },
       TEST_TIMEOUT_MS,
     )

@@ -5,8 +5,8 @@
  * nothing outside it, see no API key of massgen's environment, and a blocked
  * one is refused, each recorded as a tool call; a later run's command reads
  * neither the working directory's `.env` nor the earlier run. A mode that cannot run here
- * (no `docker`, no `bwrap` on the PATH) stops the run at start with exit 1 and
- * the reason.
+ * (no `docker`, no `bwrap` on the PATH) fails the run at start, before any call:
+ * `tool_start_failed` with the reason, then `FAILED: error: ...`, exit 2.
  */
 import { afterAll, describe, expect, test } from "bun:test"
 import * as fs from "node:fs"
@@ -120,23 +120,27 @@ describe("execute_command in a run", () => {
     expect(out.stdout).toContain(`${fs.realpathSync(cwd)}:\n.massgen\n\n${fs.realpathSync(logRoot)}:\n${nodePath.basename(dir)}\n`)
   }, 60_000)
 
-  test("docker mode without the docker CLI stops the run at start with exit 1 and the reason", async () => {
+  test("docker mode without the docker CLI fails the run at start, before any call, with the reason on record", async () => {
     const cwd = sandbox()
     const config = writeConfig(cwd, doc({ command_line_execution_mode: "docker" }))
     const r = await runCli("source", ["--automation", "--config", config, "Run it."], { cwd, env: { ...ENV, PATH: cwd } })
-    expectExit(r, 1)
-    expect(r.stderr).toContain(
-      "massgen: agent worker: command_line_execution_mode docker: the docker CLI is not on the PATH: install Docker, or use command_line_execution_mode sandbox or local\n",
-    )
+    expectExit(r, 2)
+    const why =
+      "agent worker: command_line_execution_mode docker: the docker CLI is not on the PATH: install Docker, or use command_line_execution_mode sandbox or local"
+    expect(r.stderr).toContain(`massgen: run error: ${why}\n`)
+    expect(r.lines.at(-1)).toBe(`FAILED: error: ${why}`)
     expect(r.lines.some((l) => l.startsWith("WINNER:"))).toBe(false)
+    const events = readEvents(lineValue(r, "LOG_DIR"))
+    expect(events.map((e) => e.type)).toEqual(["run_started", "tool_start_failed", "run_finished"])
+    expect(events[1]).toMatchObject({ kind: "execute_command", name: "worker", message: why })
   }, 60_000)
 
-  test("sandbox mode without bwrap stops the run at start with exit 1 and the reason", async () => {
+  test("sandbox mode without bwrap fails the run at start with the reason", async () => {
     const cwd = sandbox()
     const config = writeConfig(cwd, doc({ command_line_execution_mode: "sandbox" }))
     const r = await runCli("source", ["--automation", "--config", config, "Run it."], { cwd, env: { ...ENV, PATH: cwd } })
-    expectExit(r, 1)
-    expect(r.stderr).toContain("massgen: agent worker: command_line_execution_mode sandbox: bwrap is not on the PATH")
+    expectExit(r, 2)
+    expect(r.stderr).toContain("massgen: run error: agent worker: command_line_execution_mode sandbox: bwrap is not on the PATH")
   }, 60_000)
 })
 

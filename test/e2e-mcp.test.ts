@@ -1,6 +1,6 @@
 /**
  * MCP servers in a run, end to end with the compiled binary: a server that does
- * not start ends the run with exit 1 before any call; the servers stop when the
+ * not start fails the run (recorded, exit 2) before any call; the servers stop when the
  * run ends, on a signal, and when massgen is killed with SIGKILL; `--validate`
  * checks entries without starting them or reading their variables.
  */
@@ -31,7 +31,7 @@ const logDirOf = (cwd: string): string | null => {
 
 describe.concurrent("MCP servers in a run", () => {
   test(
-    "a server that does not start: exit 1 before any call, one line naming it with its exit and stderr; the other server is stopped",
+    "a server that does not start: a failed run before any call, naming it with its exit and stderr; the other server is stopped",
     async () => {
       const cwd = sandbox()
       const starts = nodePath.join(cwd, "starts")
@@ -43,12 +43,14 @@ describe.concurrent("MCP servers in a run", () => {
         ),
       )
       const result = await runCli("binary", ["--automation", "--config", config, "Anything?"], { cwd })
-      expect(result.exitCode).toBe(1)
-      expect(result.stderr).toBe(
-        "massgen: MCP server db did not start: exited with code 1 before its handshake; its stderr ends: fault server: loading settings | fault server: cannot open the database\n",
-      )
-      const logDir = logDirOf(cwd)
-      expect(logDir === null || !fs.existsSync(nodePath.join(logDir, "events.jsonl"))).toBe(true)
+      const why =
+        "MCP server db did not start: exited with code 1 before its handshake; its stderr ends: fault server: loading settings | fault server: cannot open the database"
+      expect(result.exitCode).toBe(2)
+      expect(result.stderr).toBe(`massgen: run error: ${why}\n`)
+      expect(result.lines.at(-1)).toBe(`FAILED: error: ${why}`)
+      const events = fs.readFileSync(nodePath.join(logDirOf(cwd)!, "events.jsonl"), "utf8")
+      expect(events).toContain('"type":"tool_start_failed"')
+      expect(events).not.toContain('"type":"call_start"')
       for (const pid of await waitForStarts(starts)) await waitUntilGone(pid)
     },
     TEST_TIMEOUT_MS,

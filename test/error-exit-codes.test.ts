@@ -23,6 +23,7 @@ import { RunFilesError } from "../src/services/run-files/index.ts"
 import { StatusWriteError } from "../src/services/run-files/status-writer.ts"
 import { McpStartError } from "../src/services/tools/mcp-servers.ts"
 import { CommandLineStartError } from "../src/services/tools/sandbox.ts"
+import { ToolStartError } from "../src/services/tools/tool-provider.ts"
 
 /** One error of each class with its documented code; the type makes the list complete. */
 const EXAMPLES: { readonly [Tag in AppError["_tag"]]: readonly [Extract<AppError, { _tag: Tag }>, 1 | 2] } = {
@@ -42,6 +43,10 @@ const EXAMPLES: { readonly [Tag in AppError["_tag"]]: readonly [Extract<AppError
   BackendError: [new BackendError({ reason: "server_error", detail: "500", retryable: true, retryAfterSeconds: null }), 2],
   McpStartError: [new McpStartError({ reason: "failed", server: "files", detail: "exited with code 1" }), 1],
   CommandLineStartError: [new CommandLineStartError({ agent: "a", mode: "docker", detail: "the docker CLI is not on the PATH" }), 1],
+  ToolStartError: [
+    new ToolStartError({ kind: "mcp_server", name: "files", problem: "MCP server files did not start: exited with code 1" }),
+    1,
+  ],
   ServeError: [new ServeError({ reason: "cannot_listen", detail: "127.0.0.1:4000 (in use)" }), 1],
   BatchError: [new BatchError({ reason: "bad_items", path: "items.jsonl", detail: "line 2: not JSON" }), 1],
   BatchStorageError: [new BatchStorageError({ path: "b/results.jsonl", cause: "disk full (ENOSPC)" }), 2],
@@ -69,6 +74,7 @@ describe("error exit codes", () => {
       "RunDirError",
       "RunLockError",
       "ServeError",
+      "ToolStartError",
       "UsageError",
       "ViewerError",
     ])

@@ -35,6 +35,7 @@ import type { RunLockError } from "../services/log-dir/run-lock.ts"
 import type { RunFilesError, StatusWriteError } from "../services/run-files/index.ts"
 import type { McpStartError } from "../services/tools/mcp-servers.ts"
 import type { CommandLineStartError } from "../services/tools/sandbox.ts"
+import type { ToolStartError } from "../services/tools/tool-provider.ts"
 import { parseInvocation, type UsageError } from "./args/index.ts"
 import { HELP } from "./help.ts"
 import { diagnosticsLogger } from "./process/diagnostics.ts"
@@ -63,6 +64,7 @@ export type AppError =
   | BackendError
   | McpStartError
   | CommandLineStartError
+  | ToolStartError
   | ServeError
   | BatchError
   | BatchStorageError
@@ -86,6 +88,7 @@ export const ERROR_EXIT_CODES: { readonly [Tag in AppError["_tag"]]: 1 | 2 } = {
   BackendError: 2,
   McpStartError: 1,
   CommandLineStartError: 1,
+  ToolStartError: 1,
   ServeError: 1,
   BatchError: 1,
   BatchStorageError: 2,

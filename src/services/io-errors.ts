@@ -6,7 +6,9 @@
  * gives its own message. `RunStorageError` is the error a run stops with when
  * it cannot keep its record: a file it must write (the event log, status.json,
  * a final answer, a call log) could not be written. The run stops within a
- * second, and `massgen resume` takes it up again once the cause is gone.
+ * second, and `massgen resume` takes it up again once the cause is gone. A
+ * run whose log directory itself is gone (`log_dir`: deleted, or moved away
+ * while it ran) says that, whatever write found it out.
  */
 import { Schema } from "effect"
 import { resumeHint } from "../domain/run-paths.ts"
@@ -39,7 +41,8 @@ export const ioCause = (error: unknown): string => {
   return error instanceof Error ? error.message.split("\n")[0]! : String(error)
 }
 
-export const StorageKind = Schema.Literal("event_log", "status", "final_answer", "call_log", "tool_log", "workspace")
+/** What could not be written; `log_dir`: the log directory itself is gone (deleted or moved during the run). */
+export const StorageKind = Schema.Literal("event_log", "status", "final_answer", "call_log", "tool_log", "workspace", "log_dir")
 export type StorageKind = typeof StorageKind.Type
 
 /** The run could not write a file it must keep; it stopped, and can be resumed once the cause is gone. */
@@ -51,6 +54,8 @@ export class RunStorageError extends Schema.TaggedError<RunStorageError>()("RunS
   logDir: Schema.String,
 }) {
   override get message(): string {
+    // Nothing is left there to resume; a moved directory is resumed where it is now.
+    if (this.kind === "log_dir") return `the log directory ${this.logDir} was deleted or moved during the run; the run stopped`
     return `cannot write ${this.path}: ${this.cause}; the run stopped (resume with: ${resumeHint(this.logDir)})`
   }
 }

@@ -8,7 +8,7 @@
  *   `url` and `stop`).
  * - `startsOf(file)` reads the pids the fault server appended at its starts;
  *   `waitForStarts(file, n)` waits for `n` of them; `waitForRunStart(logDirLine)`
- *   waits for a run's `run_started` (its servers are up by then).
+ *   waits for a run's first `round_started` (its servers are up by then).
  * - `waitForText(file, text)` waits until `file` holds `text` (a fault
  *   server's record of a cancelled call).
  * - `isGone(pid)`: the process has exited (a zombie no one reaped counts as gone);
@@ -100,10 +100,10 @@ export const waitForStarts = async (file: string, n = 1, ms = 20_000): Promise<R
 export const waitForText = (file: string, text: string, ms = 10_000): Promise<void> =>
   poll(() => fs.existsSync(file) && fs.readFileSync(file, "utf8").includes(text), `no ${JSON.stringify(text)} in ${file}`, ms)
 
-/** Waits for a run's first event: its MCP servers have started (and answered their handshake) by then. */
+/** Waits for a run's first round: its MCP servers have started (and answered their handshake) by then. */
 export const waitForRunStart = async (logDirLine: string, ms = 20_000): Promise<void> => {
   const events = nodePath.join(logDirLine.slice("LOG_DIR: ".length), "events.jsonl")
-  await poll(() => fs.existsSync(events) && fs.readFileSync(events, "utf8").includes("run_started"), "no run_started", ms)
+  await poll(() => fs.existsSync(events) && fs.readFileSync(events, "utf8").includes('"type":"round_started"'), "no round_started", ms)
 }
 
 export const waitUntilGone = (pid: number, ms = 5_000): Promise<void> => poll(() => isGone(pid), `process ${pid} still running`, ms)

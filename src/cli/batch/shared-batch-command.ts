@@ -9,14 +9,17 @@
  * call logs, blobs, long tool results, its config), and `results.jsonl`;
  * `massgen status`, `viewer`, `replay` and `resume` work on an exported item.
  * A server that cannot be reached is one line at once (`DatabaseError`, exit
- * 2); a signal stops either at once (exit 4).
+ * 2); a database without massgen's batch tables (no worker or `batch
+ * --engine` ever used it) is one line too (`BatchError`, exit 1); a signal
+ * stops either at once (exit 4).
  */
 import * as fs from "node:fs"
 import { join, resolve } from "node:path"
 import { Effect } from "effect"
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from "../../domain/run-paths.ts"
+import { maskUrlCredentials } from "../../lib/safe-url.ts"
 import { formatCost } from "../../lib/text.ts"
-import { itemDir, RESULTS_FILE } from "../../services/batch/batch-folder.ts"
+import { BatchError, itemDir, RESULTS_FILE } from "../../services/batch/batch-folder.ts"
 import { EVENTS_FILE } from "../../services/event-store/index.ts"
 import type { DatabaseError } from "../../services/event-store/postgres.ts"
 import type { CliContext } from "../context.ts"
@@ -32,7 +35,12 @@ export interface SharedBatchArgs {
  * `work` on the server at `url` once it answered (`reachServer`): a server that cannot be reached, or fails
  * otherwise as a `DatabaseError`, is that error; a signal stops it wherever it is (`<what> stopped by SIGTERM`, 4).
  */
-export const onEngine = (url: string, what: string, ctx: CliContext, work: () => Promise<number>): Effect.Effect<number, DatabaseError> =>
+export const onEngine = (
+  url: string,
+  what: string,
+  ctx: CliContext,
+  work: () => Promise<number>,
+): Effect.Effect<number, DatabaseError | BatchError> =>
   Effect.raceFirst(
     Effect.tryPromise({
       try: async () => {
@@ -41,14 +49,30 @@ export const onEngine = (url: string, what: string, ctx: CliContext, work: () =>
         return await work()
       },
       catch: (e) => e,
-    }).pipe(Effect.catchAll((e) => (isDatabaseError(e) ? Effect.fail(e) : Effect.die(e)))),
+    }).pipe(Effect.catchAll((e) => (isDatabaseError(e) || e instanceof BatchError ? Effect.fail(e) : Effect.die(e)))),
     Effect.map(ctx.interrupt, (why) => (ctx.printError(`massgen: ${what} ${why}`), 4)),
   )
 
 const isDatabaseError = (e: unknown): e is DatabaseError => (e as { _tag?: unknown } | null)?._tag === "DatabaseError"
 
-export const sharedBatchCommand = (args: SharedBatchArgs, ctx: CliContext): Effect.Effect<number, DatabaseError> =>
-  onEngine(args.engine, `batch ${args._tag.slice("batch_".length)}`, ctx, () => readShared(args, ctx))
+export const sharedBatchCommand = (args: SharedBatchArgs, ctx: CliContext): Effect.Effect<number, DatabaseError | BatchError> =>
+  onEngine(args.engine, `batch ${args._tag.slice("batch_".length)}`, ctx, () => readShared(args, ctx).catch(noBatchTables(args.engine)))
+
+/** Postgres's `undefined_table` and `invalid_schema_name`: the results table, or pg-boss's schema, is not there. */
+const NO_TABLE = new Set(["42P01", "3F000"])
+
+/** A read that found no batch tables: the database holds no batch, in one line; any other failure as it was. */
+const noBatchTables =
+  (url: string) =>
+  async (e: unknown): Promise<never> => {
+    const { codeOf } = await import("../../services/event-store/postgres.ts")
+    if (!NO_TABLE.has(codeOf(e) ?? "")) throw e
+    throw new BatchError({
+      reason: "no_batches",
+      path: maskUrlCredentials(url),
+      detail: "its batch tables do not exist (massgen batch ITEMS.jsonl --engine URL queues one, a worker runs it)",
+    })
+  }
 
 const readShared = async (args: SharedBatchArgs, ctx: CliContext): Promise<number> => {
   const { jobStates, resultsOf, streamsOf } = await import("../../services/batch/batch-queue.ts")

@@ -17,10 +17,19 @@
  * - `sandboxFindings`: bubblewrap and docker on PATH; required, and tried,
  *   when the raw config asks for their mode (`command_line_execution_mode`
  *   anywhere in it: `docker`, or `sandbox`/`bubblewrap`/`bwrap`).
+ * - `mcpFindings`: each MCP server of the config, started as a run starts it
+ *   (in `cwd`, a scratch directory standing for the log directory, within its
+ *   `timeout`) and stopped: its tools, or why it did not start.
+ * - `commandToolFindings`: each command tool's program, found as a call finds
+ *   it (on the `PATH`, or from `cwd`) and executable.
  */
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
+import { Effect } from "effect"
+import type { Config } from "../../domain/config/index.ts"
 import { endpointOf } from "../../lib/safe-url.ts"
+import { count } from "../../lib/text.ts"
+import { commandToolProblem } from "../../services/tools/command-tools.ts"
 
 export type Verdict = "ok" | "info" | "fail"
 
@@ -154,3 +163,36 @@ export const sandboxFindings = (modes: ReadonlySet<string>, which: (name: string
       : finding("fail", name, `${path} is there but \`${bin} ${trial.join(" ")}\` failed: ${trial_.detail} (${why})`)
   })
 }
+
+/** Names shown of a server's tools; the rest are counted. */
+const TOOLS_SHOWN = 20
+
+/** Each MCP server of `config`'s agents, started in `cwd` with `env` and stopped again: its tools, or why it did not start. */
+export const mcpFindings = async (
+  config: Config,
+  env: Readonly<Record<string, string | undefined>>,
+  cwd: string,
+): Promise<Array<Finding>> => {
+  if (!config.agents.some((a) => a.backend.mcp_servers !== undefined)) return []
+  const { probeMcpServers } = await import("../../services/tools/mcp-servers.ts")
+  const probes = await Effect.runPromise(probeMcpServers(config.agents, { cwd, env }))
+  return probes.map((p) => {
+    const subject = `MCP server ${p.server}`
+    if ("problem" in p) return finding("fail", subject, `did not start: ${p.problem}`)
+    const shown = p.tools.slice(0, TOOLS_SHOWN).join(", ")
+    const more = p.tools.length > TOOLS_SHOWN ? `, and ${p.tools.length - TOOLS_SHOWN} more` : ""
+    return finding("ok", subject, `${count(p.tools.length, "tool")}${p.tools.length === 0 ? "" : ` (${shown}${more})`}`)
+  })
+}
+
+/** Each command tool of `config`'s agents: its program, found from `cwd` on `path`, or why a call could not run it. */
+export const commandToolFindings = (config: Config, cwd: string, path: string): Array<Finding> =>
+  config.agents.flatMap((agent) =>
+    (agent.backend.custom_tools ?? []).map((tool) => {
+      const subject = `command tool ${agent.id}/${tool.name}`
+      const problem = commandToolProblem(tool, cwd, path)
+      return problem === null
+        ? finding("ok", subject, `${Bun.which(tool.command[0]!, { PATH: path, cwd })}`)
+        : finding("fail", subject, `cannot start: ${problem}`)
+    }),
+  )

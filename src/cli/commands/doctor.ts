@@ -11,7 +11,9 @@
  * and exits 0 when nothing needed is missing, else 1 with one stderr line
  * naming what failed. Needed: a writable log root, a readable `.env` when
  * there is one, and then, with `--config`: a valid config, each agent's API
- * key, an answer from each agent's base URL (`BASE_URL_TIMEOUT_MS`), and
+ * key, an answer from each agent's base URL (`BASE_URL_TIMEOUT_MS`), each MCP
+ * server started (in a scratch directory, within its `timeout`; its tools are
+ * listed) and stopped, each command tool's program found and executable, and
  * bubblewrap or docker when the config's execution mode asks for them.
  * Without a config no key is needed (a local or OpenAI-compatible server
  * needs none): no provider key at all is an `info` finding, and exit 0 when
@@ -20,6 +22,8 @@
  * shown masked, and never sent anywhere.
  */
 
+import * as fs from "node:fs"
+import * as os from "node:os"
 import * as nodePath from "node:path"
 import { Effect, Either } from "effect"
 import { PRESETS, presetFor } from "../../domain/config/index.ts"
@@ -28,7 +32,17 @@ import { INPUT_LIMITS, readInputFile } from "../../services/input-file.ts"
 import { logBaseDir } from "../../services/log-dir/create.ts"
 import { identityLine } from "../process/identity.ts"
 import { loadConfigFile } from "../run/load-config.ts"
-import { executionModes, type Finding, finding, keyFindings, logRootFinding, probeBaseUrl, sandboxFindings } from "./doctor-checks.ts"
+import {
+  commandToolFindings,
+  executionModes,
+  type Finding,
+  finding,
+  keyFindings,
+  logRootFinding,
+  mcpFindings,
+  probeBaseUrl,
+  sandboxFindings,
+} from "./doctor-checks.ts"
 
 /** How long a base URL has to answer. */
 export const BASE_URL_TIMEOUT_MS = 5000
@@ -82,7 +96,16 @@ const configFindings = async (path: string, env: Env, fromDotEnv: ReadonlySet<st
     if (url !== null) probes.push(probeBaseUrl(`${agent.id} base URL`, url, BASE_URL_TIMEOUT_MS))
   }
   out.push(...keyFindings([...used], env, fromDotEnv).filter((f) => f.verdict === "ok"))
-  out.push(...(await Promise.all(probes)))
+  // The tools run where a run's would, in a directory standing for its log directory.
+  const scratch = fs.mkdtempSync(nodePath.join(os.tmpdir(), "massgen-doctor-"))
+  try {
+    const servers = mcpFindings(config, env, scratch)
+    out.push(...(await Promise.all(probes)))
+    out.push(...(await servers))
+    out.push(...commandToolFindings(config, scratch, env.PATH ?? ""))
+  } finally {
+    fs.rmSync(scratch, { recursive: true, force: true })
+  }
   out.push(...sandboxFindings(executionModes(raw)))
   return out
 }

@@ -9,7 +9,8 @@
  * (and a presentation) that were in flight go on where they were, from their
  * recorded replies and tool results (`domain/replay/resume-plan.ts`). A run that
  * already finished is reported with the exit code it ended with (0 when it
- * completed) and not run again; its status.json and derived files are written
+ * completed) and not run again (one whose tools did not start says so, naming
+ * the tool: nothing of it ran, so a new run is the way on); its status.json and derived files are written
  * again from the events, in case its process died before writing them. Nothing in the directory changes before the
  * config is read, every backend is built (keys present) and the lock is taken,
  * but for the half-made workspace copies of processes that are gone, removed
@@ -26,6 +27,7 @@ import type { Event } from "../../domain/events/index.ts"
 import { project } from "../../domain/projections/status.ts"
 import { agentFile } from "../../domain/run-paths.ts"
 import type { State } from "../../domain/state/index.ts"
+import { oneLine } from "../../lib/plain-text.ts"
 import { EventStore, type StreamRead } from "../../services/event-store/index.ts"
 import { holder } from "../../services/log-dir/run-lock.ts"
 import { writeDerivedFiles, writeFileAtomic } from "../../services/run-files/index.ts"
@@ -66,6 +68,11 @@ export const resumeCommand = (args: ResumeArgs, ctx: CliContext) =>
         }
         if (args.automation) {
           for (const line of [...automationHeader(path, state.run!.question), ...footerLines(state, path)]) ctx.print(line)
+        } else if (state.toolsFailed !== null) {
+          // Nothing of it ran: a new run, once its tool starts, is the way on.
+          ctx.print(
+            `The run in ${path} failed before its first model call: ${oneLine(state.toolsFailed.message)}; nothing to resume: start a new run once it starts (massgen doctor --config FILE tries it).`,
+          )
         } else {
           ctx.print(`The run in ${path} already finished (${finished.reason}); nothing to resume.`)
         }

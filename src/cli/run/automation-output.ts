@@ -90,6 +90,8 @@ const eventLine = (event: Event, state: State, logDir: string): string | null =>
   switch (event._tag) {
     case "run_started":
       return `Run ${event.run_id}: ${count(event.agents.length, "agent")} on "${preview(event.question, 80)}" (logs: ${logDir})`
+    case "tool_start_failed":
+      return `Tools did not start: ${event.message}`
     case "run_resumed":
       return `Resumed: ${resumedText(event)}${event.dropped_lines > 0 ? `, ${count(event.dropped_lines, "unreadable line")} dropped` : ""}`
     case "round_started":

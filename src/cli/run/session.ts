@@ -3,12 +3,14 @@
  *
  * `runSession` holds the directory's lock for the whole run (a resumed run
  * first removes the temporary files a stop mid-write left beside the context
- * files its log names: `removeWriteTemporaries`), starts the
- * agents' MCP servers before any call (a server that does not start ends the
- * run with exit 1) and stops them at its end, makes the agents' tools (an
- * execution mode of `execute_command` that cannot run here ends the run with
- * exit 1), runs the
- * coordination, keeps the files derived from the events up to them
+ * files its log names: `removeWriteTemporaries`), opens the display, and runs
+ * the coordination, which starts the agents' tools once the run is on record
+ * and before any call (`RunInput.startTools`): the MCP servers (stopped at the
+ * run's end), the command tools (each program found), `execute_command` (its
+ * execution mode tried). A tool that does not start is recorded
+ * (`tool_start_failed`) and the run fails (exit 2, `FAILED: error: ...`); a
+ * resumed run's tools that do not start stop the resume (exit 1), its log
+ * unchanged. It keeps the files derived from the events up to date
  * (`coordination_events.json`, `snapshot_mappings.json`, `snapshots/`;
  * `services/run-files/derived-files.ts`) while the log is quiet and at the end (with
  * `SharedRunFiles`, a worker's, every whole file the run writes is also
@@ -33,11 +35,11 @@ import { onForcedStop } from "../../services/forced-stop.ts"
 import { acquireRunLock, releaseRunLockSync } from "../../services/log-dir/run-lock.ts"
 import { type Observer, type ResumeInput, runCoordination } from "../../services/orchestrator/index.ts"
 import { liveRunFiles, openDerivedFiles, RunFiles, SharedRunFiles, StatusWriter, sharingWrites } from "../../services/run-files/index.ts"
-import { AgentTools } from "../../services/tools/agent-tools.ts"
 import { removeWriteTemporaries } from "../../services/tools/file-paths.ts"
+import type { McpStartError } from "../../services/tools/mcp-servers.ts"
 import { PermissionAsker } from "../../services/tools/permission-gate.ts"
 import type { CommandLineStartError } from "../../services/tools/sandbox.ts"
-import type { ToolProvider } from "../../services/tools/tool-provider.ts"
+import { type ToolProvider, ToolStartError } from "../../services/tools/tool-provider.ts"
 import { agentWorkspace, Workspaces } from "../../services/tools/workspace.ts"
 import { automationFooter } from "./automation-output.ts"
 import type { ConfigError } from "./load-config.ts"
@@ -61,7 +63,7 @@ export interface SessionInput {
    */
   readonly tools?: (
     servers: ReadonlyMap<string, ReadonlyArray<ToolProvider>>,
-  ) => Effect.Effect<ReadonlyMap<string, ToolProvider>, ConfigError | CommandLineStartError>
+  ) => Effect.Effect<ReadonlyMap<string, ToolProvider>, ConfigError | CommandLineStartError | ToolStartError>
   readonly question: string
   /** The conversation the question continues (a session's earlier turns, a `serve` request's messages). */
   readonly conversation?: ReadonlyArray<ConversationMessage>
@@ -105,6 +107,20 @@ const QUIET = Duration.millis(15)
 /** The automation footer, without an `ANSWER_FILE:` line for a file that is not there. */
 export const footerLines = (state: State, logDir: string): ReadonlyArray<string> => automationFooter(state, logDir, existsSync)
 
+/** What did not start, as the run records it. */
+const toolStartError = (e: McpStartError | ConfigError | CommandLineStartError | ToolStartError): ToolStartError => {
+  switch (e._tag) {
+    case "ToolStartError":
+      return e
+    case "McpStartError":
+      return new ToolStartError({ kind: "mcp_server", name: e.server, problem: e.message })
+    case "CommandLineStartError":
+      return new ToolStartError({ kind: "execute_command", name: e.agent, problem: e.message })
+    case "ConfigError":
+      return new ToolStartError({ kind: "tool_names", name: e.problems[0]?.path ?? e.path, problem: e.message })
+  }
+}
+
 /** Runs the session and returns the exit code of its finish reason, after the automation footer and the stderr line of a run that did not complete. */
 export const runSession = (input: SessionInput) =>
   Effect.map(runSessionOutcome(input), (outcome) => {
@@ -141,14 +157,19 @@ export const runSessionOutcome = (input: SessionInput) =>
             resumed.workspaces.contextWrites.map((w) => w.path),
           ),
         )
-      // Before the display and any call; the servers stop when this scope closes.
-      const servers: ReadonlyMap<string, ToolProvider> = input.config.agents.some((a) => a.backend.mcp_servers !== undefined)
-        ? yield* Effect.flatMap(
-            Effect.promise(() => import("../../services/tools/mcp-servers.ts")),
-            (m) => m.startMcpServers(input.config.agents, { cwd: logDir, cwdOf: (agent) => agentWorkspace(logDir, agent), env: input.env }),
-          )
-        : new Map()
-      const tools = input.tools ? yield* input.tools(new Map([...servers].map(([agent, provider]) => [agent, [provider]]))) : new Map()
+      // Started by the run once it is on record, before any call; the servers stop when this scope closes.
+      const startTools = Effect.gen(function* () {
+        const servers: ReadonlyMap<string, ToolProvider> = input.config.agents.some((a) => a.backend.mcp_servers !== undefined)
+          ? yield* Effect.flatMap(
+              Effect.promise(() => import("../../services/tools/mcp-servers.ts")),
+              (m) =>
+                m.startMcpServers(input.config.agents, { cwd: logDir, cwdOf: (agent) => agentWorkspace(logDir, agent), env: input.env }),
+            )
+          : new Map()
+        return input.tools
+          ? yield* input.tools(new Map([...servers].map(([agent, provider]) => [agent, [provider]])))
+          : (servers as ReadonlyMap<string, ToolProvider>)
+      }).pipe(Effect.mapError(toolStartError))
       const observe = yield* input.display
       // The derived files follow the events as they come, and at the end: a run killed midway leaves them nearly whole.
       const store = yield* EventStore
@@ -180,10 +201,8 @@ export const runSessionOutcome = (input: SessionInput) =>
         priceOf: priceOf(input.config),
         ...(observe ? { observe } : {}),
         ...(input.resume ? { resume: input.resume } : {}),
-      }).pipe(
-        Effect.provide(AgentTools.fromProviders(tools)),
-        input.asker === undefined ? (e) => e : Effect.provideService(PermissionAsker, input.asker),
-      )
+        startTools,
+      }).pipe(input.asker === undefined ? (e) => e : Effect.provideService(PermissionAsker, input.asker))
       yield* Fiber.interrupt(follower)
       yield* catchUp
       yield* derived.warn

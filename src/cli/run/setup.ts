@@ -164,7 +164,8 @@ export const makeBackends = (config: Config, env: Env, path = "--models", histor
  * its `execute_command` tool (run in its workspace, else in `cwd`, the run's
  * log directory; the context paths readable in the sandbox) and the providers
  * of `extra` (its MCP servers'), merged; two tools of one agent with one name,
- * or an execution mode that cannot run here, stop the run (exit 1).
+ * a command tool whose program cannot be run, or an execution mode that
+ * cannot run here, fail it (the run records it: `tool_start_failed`).
  */
 export const makeAgentTools = (
   config: Config,
@@ -175,7 +176,7 @@ export const makeAgentTools = (
 ) =>
   Effect.gen(function* () {
     const contextPaths = config.settings.context_paths ?? []
-    const commands = commandToolProviders(config, env, cwd)
+    const commands = yield* commandToolProviders(config, env, cwd)
     const commandLines = yield* commandLineProviders(config, env, cwd, () => contextPaths.map((c) => c.path))
     const python = yield* pythonToolProviders(config, env, cwd)
     const out = new Map<string, ToolProvider>()

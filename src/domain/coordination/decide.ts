@@ -162,6 +162,8 @@ export const decide = (state: State): ReadonlyArray<Command> => {
   if (state.final !== null) {
     return [{ _tag: "FinishRun", reason: "completed", winner: state.final.agent, message: "every live agent voted" }]
   }
+  // The agents' tools did not start: no model is called.
+  if (state.toolsFailed !== null) return [{ _tag: "FinishRun", reason: "error", winner: null, message: state.toolsFailed.message }]
   if (budgetSpent(state)) return [{ _tag: "StopRun", reason: "budget", message: `budget of $${run.settings.budget_usd} spent` }]
   if (state.presentation !== null) {
     const p = state.presentation

@@ -46,7 +46,7 @@ import {
   VoteCast,
   VoteIgnored,
 } from "./rounds.ts"
-import { RunFinished, RunResumed, RunStarted } from "./run.ts"
+import { RunFinished, RunResumed, RunStarted, ToolStartFailed } from "./run.ts"
 
 export * from "./calls.ts"
 export { Time } from "./fields.ts"
@@ -67,6 +67,7 @@ export const SCHEMA_VERSION = 2
 export const Event = Schema.Union(
   RunStarted,
   RunResumed,
+  ToolStartFailed,
   RoundStarted,
   RoundCancelled,
   UpdateInjected,

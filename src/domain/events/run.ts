@@ -1,6 +1,6 @@
 /**
- * The events of a run's life (`index.ts`): it started (with its question, agents and settings), was
- * resumed, finished; and the machine facts of the process that wrote a line (`EventMeta`).
+ * The events of a run's life (`index.ts`): it started (with its question, agents and settings), its
+ * tools did not start, it was resumed, finished; and the machine facts of the process that wrote a line (`EventMeta`).
  *
  * Contract: `RunSettings` is what the fold and the decider read of the config (`domain/state/index.ts`, `decide.ts`);
  * the whole config is in execution_metadata.yaml. Words as in `index.ts`.
@@ -99,6 +99,23 @@ export const RunResumed = defineEvent("run_resumed", {
   ),
   /** The unfinished presentation goes on where it was (absent: false). */
   presentation_continued: Schema.optional(Schema.Boolean),
+})
+
+/** What an agent's tool is that did not start (`tool_start_failed`). */
+export const ToolKind = Schema.Literal("mcp_server", "command_tool", "execute_command", "tool_names")
+export type ToolKind = typeof ToolKind.Type
+
+/**
+ * The agents' own tools could not be made ready before the run's first model
+ * call: an MCP server did not start (`name`: the server), a command tool's
+ * program cannot be run (`agent/tool`), an execution mode of `execute_command`
+ * cannot run here (the agent), or two tools of an agent share a name (the
+ * agent). `message` says why, in one line; the run then finishes with `error`.
+ */
+export const ToolStartFailed = defineEvent("tool_start_failed", {
+  kind: ToolKind,
+  name: Schema.String,
+  message: Schema.String,
 })
 
 export const FinishReason = Schema.Literal("completed", "timeout", "error", "interrupted", "budget")

@@ -49,6 +49,8 @@ const entry = (event: Event): CoordinationEvent | null => {
   switch (event._tag) {
     case "run_started":
       return e("session_start", null, `Started with ${count(event.agents.length, "agent")}`)
+    case "tool_start_failed":
+      return e("tool_start_failed", null, event.message, { kind: event.kind, name: event.name })
     case "run_resumed":
       return e("session_resumed", null, `Resumed; ${resumedText(event)}`)
     case "round_started":

@@ -149,6 +149,8 @@ export const timelineText = (event: Event): string | null => {
   switch (event._tag) {
     case "run_started":
       return `run started: ${count(event.agents.length, "agent")}`
+    case "tool_start_failed":
+      return `tools did not start: ${oneLine(event.message, 80)}`
     case "run_resumed":
       return `run resumed: ${resumedText(event)}`
     case "round_started":

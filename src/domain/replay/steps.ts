@@ -239,6 +239,8 @@ const runFinished: StepOf<"run_finished"> = (w, rec) =>
 export const STEPS: { readonly [T in Event["_tag"]]: StepOf<T> } = {
   run_started: (w, rec) => made(w.state.run === null ? rec : null),
   run_resumed: runResumed,
+  // A fact of the machine the run started on, as a hosted tool use is of the provider: the decider finishes the run on it.
+  tool_start_failed: (w, rec) => made(w.state.run !== null && w.state.toolsFailed === null ? rec : null),
   tool_call_started: toolStarted,
   tool_call_finished: toolFinished,
   hosted_tool_used: (_w, rec) => made(rec),

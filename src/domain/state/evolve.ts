@@ -294,6 +294,9 @@ const applyEvent = (state: State, event: Event, t: number, own: Owned | null): S
       const workspaces = evolveWorkspaces(state.workspaces, event)
       return workspaces === state.workspaces ? state : { ...state, workspaces }
     }
+    case "tool_start_failed":
+      if (state.toolsFailed !== null) return state
+      return { ...state, toolsFailed: { kind: event.kind, name: event.name, message: event.message } }
     case "run_finished":
       return {
         ...state,

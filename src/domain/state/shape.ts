@@ -9,7 +9,7 @@
  * answer, vote, cancellation or the agent's failure; the *latest labels* are the newest answer label of
  * every agent that has one, in config order, which is what a new round shows.
  */
-import type { AgentInfo, ConversationMessage, FailureKind, FinalSource, FinishReason, RunSettings } from "../events/index.ts"
+import type { AgentInfo, ConversationMessage, FailureKind, FinalSource, FinishReason, RunSettings, ToolKind } from "../events/index.ts"
 import { isLongText } from "../log/index.ts"
 import { noWorkspaceFacts, type WorkspaceFacts } from "../workspaces/facts.ts"
 
@@ -131,6 +131,8 @@ export interface State {
   readonly openCalls: number
   /** Snapshots, the final workspace, writes to context paths (`domain/workspaces/facts.ts`). */
   readonly workspaces: WorkspaceFacts
+  /** The agents' tools that did not start (`tool_start_failed`): the run finishes on it, before any model call. */
+  readonly toolsFailed: { readonly kind: ToolKind; readonly name: string; readonly message: string } | null
 }
 
 export const initialState: State = {
@@ -146,6 +148,7 @@ export const initialState: State = {
   skippedEvents: 0,
   openCalls: 0,
   workspaces: noWorkspaceFacts,
+  toolsFailed: null,
 }
 
 /** How long processes have run the run, up to `now` (or its finish): time while no process ran it is not counted. */

@@ -30,7 +30,8 @@ export const ITEMS_DIR = "items"
 
 /** A batch's items or folder cannot be used: exit 1, nothing run. */
 export class BatchError extends Schema.TaggedError<BatchError>()("BatchError", {
-  reason: Schema.Literal("bad_items", "unreadable", "changed_items", "unusable_folder"),
+  /** `no_batches`: a database (`path`, its URL masked) that has no batch tables, so no batch to read. */
+  reason: Schema.Literal("bad_items", "unreadable", "changed_items", "unusable_folder", "no_batches"),
   path: Schema.String,
   detail: Schema.String,
 }) {
@@ -44,6 +45,8 @@ export class BatchError extends Schema.TaggedError<BatchError>()("BatchError", {
         return `${this.path} holds a batch of other items (${this.detail}); give another --out, or the items file it was made from`
       case "unusable_folder":
         return `cannot use the batch folder ${this.path}: ${this.detail}`
+      case "no_batches":
+        return `no batches in the database ${this.path}: ${this.detail}`
     }
   }
 }

@@ -62,7 +62,7 @@ import { memoryStorage } from "./storage.ts"
 import { EventStore, makeStore, type StoreOptions } from "./store.ts"
 import { EventStoreConflict, EventStoreError, type EventStoreFailure, type EventStoreService } from "./types.ts"
 
-export { DatabaseError, messageOf, setupError } from "./postgres-errors.ts"
+export { codeOf, DatabaseError, messageOf, setupError } from "./postgres-errors.ts"
 
 export const CHUNKS_TABLE = "massgen_event_chunks"
 
@@ -81,14 +81,20 @@ const UNIQUE_VIOLATION = "23505"
 
 export const isUniqueViolation = (e: unknown): boolean => codeOf(e) === UNIQUE_VIOLATION
 
-/** `work`, tried again while it fails other than on a unique violation, for `ms` at most. */
+/**
+ * A failure that trying again does not mend: a unique violation, or a statement the server refuses
+ * as such (SQLSTATE classes 42 and 3F: a table or schema that does not exist, a syntax error).
+ */
+const isFinal = (e: unknown): boolean => isUniqueViolation(e) || /^(42|3F)/.test(codeOf(e) ?? "")
+
+/** `work`, tried again while it fails other than finally (`isFinal`), for `ms` at most. */
 export const withReconnect = async <A>(ms: number, work: () => Promise<A>): Promise<A> => {
   const deadline = Date.now() + ms
   for (;;) {
     try {
       return await work()
     } catch (e) {
-      if (isUniqueViolation(e) || Date.now() >= deadline) throw e
+      if (isFinal(e) || Date.now() >= deadline) throw e
       await Bun.sleep(200)
     }
   }

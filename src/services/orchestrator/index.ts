@@ -40,16 +40,17 @@
  * `opening.ts` (a run's start, or its resume),
  * `forced-stop.ts` (what a second signal leaves).
  */
-import { Duration, Effect, Fiber, Queue, Schedule } from "effect"
+import { Duration, Effect, Either, Fiber, Queue, Schedule } from "effect"
 import { commandEvents, decide, judgeReply, stopRun } from "../../domain/coordination/decide.ts"
 import { workKey } from "../../domain/coordination/work-key.ts"
 import type { Event } from "../../domain/events/index.ts"
 import { project } from "../../domain/projections/status.ts"
 import { activeMs, evolve, foldEvents, type State } from "../../domain/state/index.ts"
 import { RunFiles, StatusWriter } from "../run-files/index.ts"
+import { AgentTools } from "../tools/agent-tools.ts"
 import { makeEmitter } from "./emit.ts"
 import { onRunForcedStop } from "./forced-stop.ts"
-import { openRun } from "./opening.ts"
+import { openNewRun, openResumedRun } from "./opening.ts"
 import { makeRounds } from "./rounds.ts"
 import { takeWindow } from "./scheduling-window.ts"
 import { isoNow, makeRunContext, type RunInput, type RunOutcome, replyKey } from "./types.ts"
@@ -71,9 +72,21 @@ export const runCoordination = (input: RunInput) =>
     const { emitAll } = emitter
     const work = yield* makeWork(run)
     const { stopWork, stopAll } = work
-    const rounds = yield* makeRounds(run, emitter, work)
+    // A new run is on record before its tools start: a tool that does not start is a fact of it.
+    if (recorded === null) yield* openNewRun(run, emitter)
+    const started = input.startTools === undefined ? null : yield* Effect.either(input.startTools)
+    if (started !== null && Either.isLeft(started)) {
+      if (recorded !== null) return yield* Effect.fail(started.left)
+      const { kind, name, problem } = started.left
+      yield* emitAll([{ _tag: "tool_start_failed", time: yield* isoNow, kind, name, message: problem }])
+    }
+    const rounds = yield* started === null || Either.isLeft(started)
+      ? makeRounds(run, emitter, work)
+      : Effect.provide(makeRounds(run, emitter, work), AgentTools.fromProviders(started.right))
 
     const writeStatus = Effect.gen(function* () {
+      // A log directory gone is not made again for a status.json alone.
+      if (fatal.current?.kind === "log_dir") return
       const now = yield* Effect.clockWith((c) => c.currentTimeMillis)
       yield* status
         .write(project(state.current, now, input.logDir, { awaiting: rounds.awaiting }))
@@ -116,7 +129,7 @@ export const runCoordination = (input: RunInput) =>
       return yield* Effect.fail(error)
     })
 
-    yield* openRun(run, emitter, rounds, recorded)
+    if (recorded !== null) yield* openResumedRun(run, emitter, rounds, recorded)
     // A resumed run has the time its first process had not used yet.
     const used = recorded ? activeMs({ ...recorded, finished: null }, recorded.lastTime) / 1000 : 0
     const timeLeft = Math.max(0, settings.orchestrator_timeout_seconds - used)

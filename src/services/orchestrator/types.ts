@@ -11,7 +11,8 @@
  * the fiber runtime, some 30 per model call).
  */
 
-import { Effect, Queue } from "effect"
+import { statSync } from "node:fs"
+import { Effect, Queue, type Scope } from "effect"
 import type { Config } from "../../domain/config/index.ts"
 import type { Reply } from "../../domain/coordination/decide.ts"
 import { workKey } from "../../domain/coordination/work-key.ts"
@@ -21,6 +22,7 @@ import type { ReplayStart } from "../../domain/replay/index.ts"
 import { initialState, type State } from "../../domain/state/index.ts"
 import { instantText } from "../../lib/instant.ts"
 import { RunStorageError, type StorageKind } from "../io-errors.ts"
+import type { ToolProvider, ToolStartError } from "../tools/tool-provider.ts"
 
 export interface RunInput {
   readonly config: Config
@@ -37,6 +39,14 @@ export interface RunInput {
   readonly priceOf?: (model: string | null, usage: TokenUsage) => number | null
   /** Take up a recorded run instead of starting one: its events, and what the reader skipped. */
   readonly resume?: ResumeInput
+  /**
+   * Starts the agents' own tools (MCP servers, command tools, `execute_command`),
+   * alive for the run's scope: each agent's provider. A new run calls it after
+   * `run_started`, and records a failure (`tool_start_failed`), which finishes
+   * the run; a resumed run calls it before `run_resumed` and fails with it,
+   * appending nothing. Absent: the tools are the `AgentTools` service's.
+   */
+  readonly startTools?: Effect.Effect<ReadonlyMap<string, ToolProvider>, ToolStartError, Scope.Scope>
 }
 
 export interface ResumeInput {
@@ -105,14 +115,38 @@ export interface RunContext {
   readonly callSentAt: Map<string, number>
 }
 
+/** A directory's identity (device and inode), `missing`, or `unknown` when it cannot be looked at. */
+const identityOf = (dir: string): string => {
+  try {
+    const stat = statSync(dir, { throwIfNoEntry: false })
+    return stat === undefined ? "missing" : `${stat.dev}:${stat.ino}`
+  } catch {
+    return "unknown"
+  }
+}
+
+/**
+ * Whether the directory the run started in (`startedAs`) is no longer at `dir`: deleted, or moved
+ * (a write that makes its parents may have made a new directory of that name since).
+ */
+const isGone = (dir: string, startedAs: string): boolean => {
+  if (startedAs === "missing" || startedAs === "unknown") return false
+  const now = identityOf(dir)
+  return now !== "unknown" && now !== startedAs
+}
+
 export const makeRunContext = (input: RunInput, settings: RunSettings): Effect.Effect<RunContext> =>
   Effect.gen(function* () {
+    const startedAs = identityOf(input.logDir)
     const inbox = yield* Queue.unbounded<Input>()
     const fatal: Cell<RunStorageError | null> = { current: null }
     const failStorage = (kind: StorageKind, path: string, cause: string) =>
       Effect.suspend(() => {
         if (fatal.current !== null) return Effect.void
-        fatal.current = new RunStorageError({ kind, path, cause, logDir: input.logDir })
+        // Whichever write finds it out, a log directory gone is said as such, not as that write's failure.
+        fatal.current = isGone(input.logDir, startedAs)
+          ? new RunStorageError({ kind: "log_dir", path: input.logDir, cause: "deleted or moved", logDir: input.logDir })
+          : new RunStorageError({ kind, path, cause, logDir: input.logDir })
         return Queue.offer(inbox, { _tag: "fatal" })
       })
     return {

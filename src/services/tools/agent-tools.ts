@@ -11,7 +11,8 @@
  * (`AgentTools.fromProviders`) serves a map of agent id to provider; an agent
  * missing from it has no tools. `AgentTools.fake` is the test layer: tools
  * given as plain functions of their arguments.
- * `commandToolProviders` makes every agent's command tools from the config,
+ * `commandToolProviders` makes every agent's command tools from the config
+ * (a program that cannot be run stops the start: `ToolStartError`),
  * `commandLineProviders` every `execute_command` tool, each mode checked once
  * (a mode that cannot run here stops the run at start: `sandbox.ts`).
  * `workspaceOf` is where an agent's commands and tools run.
@@ -23,9 +24,9 @@ import { commandLineSettings } from "../../domain/tools/command-line.ts"
 import { modelToolNames } from "../../domain/tools/names.ts"
 import { type Env, resolveApiKey } from "../backends/index.ts"
 import { makeCommandLine } from "./command-line.ts"
-import { makeCommandTools, toolEnvironment } from "./command-tools.ts"
+import { commandToolProblem, makeCommandTools, toolEnvironment } from "./command-tools.ts"
 import { type CommandLineStartError, type Executor, startExecutor } from "./sandbox.ts"
-import { noTools, type ProvidedTool, type ToolProvider, ToolRunError } from "./tool-provider.ts"
+import { noTools, type ProvidedTool, type ToolProvider, ToolRunError, ToolStartError } from "./tool-provider.ts"
 import { agentWorkspace } from "./workspace.ts"
 
 export class AgentTools extends Context.Tag("massgen/AgentTools")<AgentTools, { readonly forAgent: (agentId: string) => ToolProvider }>() {
@@ -116,15 +117,35 @@ export const cleanToolEnvironment = (config: Config, env: Env): Record<string, s
  */
 export const workspaceOf = (agent: Agent, cwd: string): string => agentWorkspace(cwd, agent) ?? cwd
 
-/** Every agent's command tools, run in its workspace with `env` cleared of every key. */
-export const commandToolProviders = (config: Config, env: Env, cwd: string): ReadonlyMap<string, ToolProvider> => {
-  const clean = cleanToolEnvironment(config, env)
-  return new Map(
-    config.agents.flatMap((a) =>
-      a.backend.custom_tools?.length ? [[a.id, makeCommandTools(a.backend.custom_tools, workspaceOf(a, cwd), clean)] as const] : [],
-    ),
-  )
-}
+/**
+ * Every agent's command tools, run in its workspace with `env` cleared of every
+ * key; a tool whose program cannot be run there fails the start, naming it.
+ */
+export const commandToolProviders = (
+  config: Config,
+  env: Env,
+  cwd: string,
+): Effect.Effect<ReadonlyMap<string, ToolProvider>, ToolStartError> =>
+  Effect.gen(function* () {
+    const clean = cleanToolEnvironment(config, env)
+    const out = new Map<string, ToolProvider>()
+    for (const a of config.agents) {
+      const tools = a.backend.custom_tools ?? []
+      if (tools.length === 0) continue
+      const dir = workspaceOf(a, cwd)
+      for (const tool of tools) {
+        const problem = commandToolProblem(tool, dir, clean.PATH ?? "")
+        if (problem !== null)
+          return yield* new ToolStartError({
+            kind: "command_tool",
+            name: `${a.id}/${tool.name}`,
+            problem: `command tool ${tool.name} of agent ${a.id} cannot start: ${problem}`,
+          })
+      }
+      out.set(a.id, makeCommandTools(tools, dir, clean))
+    }
+    return out as ReadonlyMap<string, ToolProvider>
+  })
 
 /**
  * Every `execute_command` tool (agents with `enable_mcp_command_line: true`),

@@ -20,8 +20,14 @@
  * looks like a secret (`*_API_KEY`, `*_TOKEN`, `*SECRET*`, `*PASSWORD*`, ...)
  * and every variable whose value is one of the run's keys.
  *
+ * `commandToolProblem` says, before any call, why a tool's program cannot be
+ * run (found as a call finds it: on the `PATH`, or as a path from the
+ * directory it runs in, and executable), for the run's start and `doctor`.
+ *
  * Words: a *command tool* is a tool the config defines as a program to run.
  */
+import * as fs from "node:fs"
+import * as nodePath from "node:path"
 import { Effect } from "effect"
 import type { CommandToolConfig } from "../../domain/config/index.ts"
 import { PRESETS } from "../../domain/config/index.ts"
@@ -73,6 +79,17 @@ const tail = (text: string): string => (text.length > STDERR_TAIL ? `…${text.s
  * runner still cuts it with its note; a command that prints more is stopped.
  */
 const STDOUT_KEPT = (MAX_TOOL_RESULT_CHARS + 1) * 4
+
+/** Why `tool`'s program cannot be run in `cwd` with `PATH` `path`, or null when a call would find it. */
+export const commandToolProblem = (tool: CommandToolConfig, cwd: string, path: string): string | null => {
+  const program = tool.command[0]!
+  if (Bun.which(program, { PATH: path, cwd }) !== null) return null
+  if (!program.includes("/")) return `${program} is not on the PATH`
+  const stat = fs.statSync(nodePath.resolve(cwd, program), { throwIfNoEntry: false })
+  const where = nodePath.isAbsolute(program) ? "" : ` (from ${cwd})`
+  if (stat === undefined) return `${program} does not exist${where}`
+  return `${program} is ${stat.isDirectory() ? "a directory" : "not executable"}${where}`
+}
 
 /**
  * Runs `command` with `input` on stdin; its stdout, or a `ToolRunError`. Interrupting it kills the process.

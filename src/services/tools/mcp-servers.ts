@@ -29,6 +29,9 @@
  * must run as a task: that, and every call over HTTP, goes through the SDK
  * client's `callTool`.
  *
+ * `probeMcpServers` (for `massgen doctor --config`) starts each server the
+ * same way, lists its tools and stops it, saying of each what it found.
+ *
  * No message shows the value a `${VAR}` expanded to: the references stand in.
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
@@ -348,6 +351,74 @@ const providerOf = (entries: ReadonlyArray<readonly [McpEntry, RunningServer]>):
   }
 }
 
+/** A distinct server of the agents' entries: the first entry that names it, how it resolved, its timeout, its scrubber. */
+interface DistinctServer {
+  readonly entry: McpEntry
+  readonly server: ResolvedServer
+  timeout: number
+  readonly scrub: (text: string) => string
+}
+
+/**
+ * The agents' entries, each resolved (`uses`: which agent's entry is which server, by key), and the
+ * distinct servers they name; an entry with an unset variable is an `McpStartError` in `unset`, in order.
+ */
+const serversOf = (agents: ReadonlyArray<Agent>, options: McpStartOptions) => {
+  const uses: Array<{ readonly agent: string; readonly entry: McpEntry; readonly key: string }> = []
+  const distinct = new Map<string, DistinctServer>()
+  const unset: Array<McpStartError> = []
+  for (const agent of agents) {
+    for (const entry of mcpEntries(agent.backend.mcp_servers)) {
+      const server = resolveEntry(entry, options.env, options.cwdOf?.(agent) ?? options.cwd)
+      if ("_tag" in server) {
+        unset.push(
+          new McpStartError({
+            reason: "unset_variable",
+            server: entry.name,
+            detail: `environment variable ${server.variable} is not set (agent ${agent.id})`,
+          }),
+        )
+        continue
+      }
+      const key = entryKey(server)
+      const timeout = entry.fields.timeout ?? DEFAULT_MCP_TIMEOUT_SECONDS
+      const known = distinct.get(key)
+      if (known === undefined) distinct.set(key, { entry, server, timeout, scrub: scrubber(referencedValues(entry, options.env)) })
+      else known.timeout = Math.max(known.timeout, timeout)
+      uses.push({ agent: agent.id, entry, key })
+    }
+  }
+  return { uses, distinct, unset }
+}
+
+/** What `probeMcpServers` found of one server: the names of its tools, or why it did not start. */
+export type McpProbe =
+  | { readonly server: string; readonly tools: ReadonlyArray<string> }
+  | { readonly server: string; readonly problem: string }
+
+/**
+ * Starts every distinct server of the agents' entries as a run would (in
+ * parallel, each within its timeout), lists its tools and stops it again: one
+ * `McpProbe` per server, an entry with an unset variable among them. For
+ * `massgen doctor --config`.
+ */
+export const probeMcpServers = (agents: ReadonlyArray<Agent>, options: McpStartOptions): Effect.Effect<ReadonlyArray<McpProbe>> =>
+  Effect.gen(function* () {
+    const { distinct, unset } = serversOf(agents, options)
+    const started = yield* Effect.forEach(
+      [...distinct.values()],
+      ({ entry, server, timeout, scrub }) =>
+        Effect.scoped(startServer(entry, server, timeout, scrub, () => undefined)).pipe(
+          Effect.match({
+            onSuccess: (running): McpProbe => ({ server: entry.name, tools: running.tools.map((t) => t.name) }),
+            onFailure: (e): McpProbe => ({ server: entry.name, problem: e.detail }),
+          }),
+        ),
+      { concurrency: "unbounded" },
+    )
+    return [...unset.map((e): McpProbe => ({ server: e.server, problem: e.detail })), ...started]
+  })
+
 /** Starts every agent's MCP servers (each distinct server once, in parallel); each agent's provider of their tools, by agent id. */
 export const startMcpServers = (
   agents: ReadonlyArray<Agent>,
@@ -356,26 +427,8 @@ export const startMcpServers = (
   Effect.gen(function* () {
     const runtime = yield* Effect.runtime<never>()
     const warn = (line: string) => Runtime.runFork(runtime)(Effect.logWarning(line))
-    const uses: Array<{ readonly agent: string; readonly entry: McpEntry; readonly key: string }> = []
-    const distinct = new Map<string, { entry: McpEntry; server: ResolvedServer; timeout: number; scrub: (text: string) => string }>()
-    for (const agent of agents) {
-      for (const entry of mcpEntries(agent.backend.mcp_servers)) {
-        const server = resolveEntry(entry, options.env, options.cwdOf?.(agent) ?? options.cwd)
-        if ("_tag" in server) {
-          return yield* new McpStartError({
-            reason: "unset_variable",
-            server: entry.name,
-            detail: `environment variable ${server.variable} is not set (agent ${agent.id})`,
-          })
-        }
-        const key = entryKey(server)
-        const timeout = entry.fields.timeout ?? DEFAULT_MCP_TIMEOUT_SECONDS
-        const known = distinct.get(key)
-        if (known === undefined) distinct.set(key, { entry, server, timeout, scrub: scrubber(referencedValues(entry, options.env)) })
-        else known.timeout = Math.max(known.timeout, timeout)
-        uses.push({ agent: agent.id, entry, key })
-      }
-    }
+    const { uses, distinct, unset } = serversOf(agents, options)
+    if (unset.length > 0) return yield* unset[0]!
     const started = new Map(
       yield* Effect.forEach(
         [...distinct],

@@ -13,6 +13,7 @@
  */
 import { Effect, Schema } from "effect"
 import type { CallRole, Event } from "../../domain/events/index.ts"
+import { ToolKind } from "../../domain/events/index.ts"
 import type { ToolSpec } from "../../domain/llm.ts"
 import type { State } from "../../domain/state/index.ts"
 
@@ -31,6 +32,21 @@ export class ToolRunError extends Schema.TaggedError<ToolRunError>()("ToolRunErr
 }) {
   override get message(): string {
     return `${this.reason.replace("_", " ")}: ${this.detail}`
+  }
+}
+
+/**
+ * An agent's tools could not be made ready: what did not start (`kind`, `name`:
+ * the MCP server, `agent/tool`, the agent) and the one line that says why
+ * (`problem`, the message of the failure: `MCP server db did not start: ...`).
+ */
+export class ToolStartError extends Schema.TaggedError<ToolStartError>()("ToolStartError", {
+  kind: ToolKind,
+  name: Schema.String,
+  problem: Schema.String,
+}) {
+  override get message(): string {
+    return this.problem
   }
 }
 
