@@ -131,7 +131,9 @@ describe("EventStore (file) on disk", () => {
         expect(yield* store.append(dir, [round(3)], 2)).toBe(3)
         fs.rmSync(dir, { recursive: true })
         expect(yield* Effect.flip(store.read(dir))).toMatchObject({ _tag: "EventStoreError", reason: "missing" })
-        expect(yield* Effect.flip(store.append(dir, [round(4)], 3))).toMatchObject({ _tag: "EventStoreConflict", expected: 3, actual: 0 })
+        const gone = yield* Effect.flip(store.append(dir, [round(4)], 3))
+        expect(gone).toMatchObject({ _tag: "EventStoreConflict", expected: 3, actual: 0 })
+        expect(gone.message).toBe(`the events of ${dir} were deleted or emptied while they were written: expected 3 events, found none`)
         expect(yield* store.append(dir, [round(4)], 0)).toBe(1)
         expect(eventsOf(yield* store.read(dir))).toEqual([round(4)])
       }).pipe(Effect.provide(EventStore.file())),

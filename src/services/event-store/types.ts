@@ -36,6 +36,8 @@ export class EventStoreConflict extends Schema.TaggedError<EventStoreConflict>()
   actual: Schema.Number,
 }) {
   override get message(): string {
+    if (this.actual === 0 && this.expected > 0)
+      return `the events of ${this.stream} were deleted or emptied while they were written: expected ${this.expected} events, found none`
     return `${this.stream} was changed by another writer: expected ${this.expected} events, found ${this.actual}`
   }
 }
