@@ -1,10 +1,12 @@
 /**
- * The descriptor-walking file operations (`services/tools/confined-fs.ts`): no symlink below a root is followed, whatever is swapped in.
+ * The descriptor-walking file operations (`services/tools/confined-fs.ts`): no symlink below a root is followed, whatever is swapped in;
+ * a FIFO, a socket or a device is refused before any open that could block; a replaced file keeps its mode and owner.
  */
 import { afterEach, describe, expect, test } from "bun:test"
 import { execFileSync } from "node:child_process"
 import {
   chmodSync,
+  chownSync,
   lstatSync,
   mkdirSync,
   mkdtempSync,
@@ -95,6 +97,44 @@ describe("readFileAt", () => {
   })
 })
 
+describe("special files", () => {
+  test("a FIFO, a Unix socket and a device (where mknod works) are refused by reads and writes, naming the kind, without blocking", () => {
+    const base = scratch()
+    const ws = nodePath.join(base, "ws")
+    mkdirSync(ws)
+    execFileSync("mkfifo", [nodePath.join(ws, "fifo")])
+    execFileSync("python3", ["-c", "import socket,sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])", nodePath.join(ws, "sock")])
+    const kinds: Array<readonly [string, string]> = [
+      ["fifo", "a named pipe"],
+      ["sock", "a socket"],
+    ]
+    try {
+      // /dev/zero's numbers: a read of it would never end, a write would vanish.
+      execFileSync("mknod", [nodePath.join(ws, "zero"), "c", "1", "5"], { stdio: "ignore" })
+      kinds.push(["zero", "a device"])
+    } catch {
+      // Not allowed to make device nodes here: the FIFO and the socket alone.
+    }
+    const root = openRoot(ws)
+    const detail = (f: () => unknown): string => {
+      try {
+        f()
+      } catch (e) {
+        if (e instanceof ConfinedFsError) return `${e.reason}: ${e.detail}`
+        throw e
+      }
+      return "none"
+    }
+    for (const [name, kind] of kinds) {
+      const refused = `special: it is ${kind}, not a regular file`
+      expect({ name, read: detail(() => readFileAt(root, name, 100)) }).toEqual({ name, read: refused })
+      expect({ name, write: detail(() => writeFileAt(root, name, "x")) }).toEqual({ name, write: refused })
+    }
+    closeDir(root)
+    expect(lstatSync(nodePath.join(ws, "fifo")).isFIFO()).toBe(true)
+  })
+})
+
 describe("writeFileAt", () => {
   test("a spray of symlinks under every old temporary name does not redirect the write", () => {
     const base = scratch()
@@ -121,13 +161,16 @@ describe("writeFileAt", () => {
     closeDir(root)
   })
 
-  test("a replaced file keeps its mode; no temporary file is left", () => {
+  test("a replaced file keeps its mode and owner (as root: another user's file); no temporary file is left", () => {
     const base = scratch()
     writeFileSync(nodePath.join(base, "run.sh"), "#!/bin/sh\necho old\n")
     chmodSync(nodePath.join(base, "run.sh"), 0o755)
+    if (process.getuid?.() === 0) chownSync(nodePath.join(base, "run.sh"), 65534, 65534)
+    const owner = statSync(nodePath.join(base, "run.sh"))
     const root = openRoot(base)
     expect(writeFileAt(root, "run.sh", "#!/bin/sh\necho new\n")).toBe("replaced")
-    expect(statSync(nodePath.join(base, "run.sh")).mode & 0o777).toBe(0o755)
+    const after = statSync(nodePath.join(base, "run.sh"))
+    expect({ mode: after.mode & 0o777, uid: after.uid, gid: after.gid }).toEqual({ mode: 0o755, uid: owner.uid, gid: owner.gid })
     expect(readdirSync(base)).toEqual(["run.sh"])
     closeDir(root)
   })

@@ -3,8 +3,9 @@
  * user runs them. Scripted agents whose answers, vote reasons and final answer
  * carry escape sequences (OSC 52, OSC 0, clear screen, 8-bit CSI, DCS, OSC 8)
  * print none of them with `--automation`, `--no-display`, `massgen viewer
- * LOG_DIR` into a pipe, or in the live terminal view (the raw bytes of a real
- * terminal, recorded by `script` in tmux, and the pane's title). A presenter
+ * LOG_DIR` into a pipe or on a terminal, or in the live terminal view (the raw
+ * bytes of a real terminal, recorded by `script` in tmux, and the pane's
+ * title); bidirectional controls neither. A presenter
  * that writes a context-path file whose name holds contract lines, and a
  * final answer with a NEL, add no line to the `--automation` output: one
  * `WINNER:` line, every line a key of the automation guide, under Python's
@@ -25,8 +26,10 @@ afterAll(() => {
   cleanupSandboxes()
 })
 
-/** What no output may hold: ESC, BEL, C1 (8-bit CSI, NEL, ...). */
-const RAW = /[\x1b\x07\x80-\x9f]/
+/** What no output may hold: ESC, BEL, C1 (8-bit CSI, NEL, ...), the bidirectional controls. */
+const RAW = /[\x1b\x07\x80-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/
+/** What no terminal's bytes may hold of the run: its strings (OSC, DCS, ...), BEL, a screen clear, C1, the bidirectional controls, the title. */
+const RUN_ESCAPES = /\x1b[\]P^_X]|\x07|\x1b\[2J|[\x80-\x9f]|[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]|PWNED/
 /** What no automation line may hold besides: the line separators Python splits at. */
 const SEPARATORS = /[\u2028\u2029]/
 
@@ -98,7 +101,22 @@ describe("the probe's escapes (M1) reach no output", () => {
     await waitFor(name, (s) => s.includes("EXIT="), "the end of the run", 40_000)
     const text = fs.readFileSync(raw, "utf8")
     // The view's own sequences are cursor moves and erasing (CSI); none of the run's strings or screen clears.
-    expect(text).not.toMatch(/\x1b[\]P^_X]|\x07|\x1b\[2J|[\x80-\x9f]|PWNED/)
+    expect(text).not.toMatch(RUN_ESCAPES)
+    expect(tmux("display", "-p", "-t", name, "#{pane_title}")).not.toContain("PWNED")
+    expect(text).toContain("reason click end")
+  }, 60_000)
+
+  test("massgen viewer LOG_DIR on a terminal: the replay's bytes hold no escape of the run either", async () => {
+    const cwd = hostileRun()
+    const run = await runCli("source", ["--automation", "--config", "config.yaml", `question ${HOSTILE}`], { cwd, env: ENV })
+    expectExit(run, 0)
+    const raw = nodePath.join(cwd, "viewer.raw")
+    const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`
+    const viewer = [process.execPath, SOURCE_MAIN, "viewer", lineValue(run, "LOG_DIR"), "--replay-speed", "1000"].map(quote).join(" ")
+    const name = startInTmux(cwd, ["env", "NO_COLOR=1", "script", "-qfec", viewer, raw])
+    await waitFor(name, (s) => s.includes("EXIT=0"), "the end of the replay", 40_000)
+    const text = fs.readFileSync(raw, "utf8")
+    expect(text).not.toMatch(RUN_ESCAPES)
     expect(tmux("display", "-p", "-t", name, "#{pane_title}")).not.toContain("PWNED")
     expect(text).toContain("reason click end")
   }, 60_000)

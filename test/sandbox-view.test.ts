@@ -5,8 +5,10 @@
  * another run's log directory under the log root, not what no ordinary user
  * may read in `/etc`; no variable of massgen's environment but the
  * allow-list's (`DATABASE_URL`, `GH_PAT`, ... none reach it); no Unix socket
- * of the host, in the home, `/run`, `/var/tmp` or another folder, while a
- * local command reaches the same socket.
+ * of the host, in the home, `/run`, `/var/tmp` or another folder, nor under a
+ * folder it shows read-only (a context path, `/opt`), nor an abstract one with
+ * `command_line_network: true`, while a local command reaches the same socket;
+ * `socketpair` still works inside.
  */
 import { afterAll, describe, expect, test } from "bun:test"
 import * as fs from "node:fs"
@@ -92,6 +94,11 @@ const unixServer = (path: string) => {
   })
   return { connections: () => connections, stop: () => server.stop(true) }
 }
+/** A listening abstract Unix socket (no file: its name starts with NUL) that counts its connections. */
+const abstractServer = (name: string) => unixServer(`\0${name}`)
+const connectAbstract = (name: string) =>
+  `python3 -c "import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect('\\0'+sys.argv[1]); print('connected')" ${name}`
+
 /** python3 (in /usr/bin, which the sandbox shows) connecting to a Unix socket. */
 const connectUnix = (path: string) =>
   `python3 -c "import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); print('connected')" ${path}`
@@ -174,9 +181,9 @@ describe("what a sandboxed command reads", () => {
     }
   })
 
-  test("property: a socket in any folder of the host outside the system folders is out of reach", async () => {
+  test("property: a socket in any folder of the host, shown read-only or not, is out of reach", async () => {
     const p = project()
-    const bases = [p.home, p.proj, "/run", "/var/tmp", os.tmpdir(), "/dev/shm", "/mnt", "/srv"].filter((b) => {
+    const bases = [p.home, p.proj, p.ctx, "/run", "/var/tmp", os.tmpdir(), "/dev/shm", "/mnt", "/srv", "/opt"].filter((b) => {
       try {
         fs.accessSync(b, fs.constants.W_OK)
         return true
@@ -184,7 +191,7 @@ describe("what a sandboxed command reads", () => {
         return false
       }
     })
-    const sandboxed = await toolIn("sandbox", p.workspace, [])
+    const sandboxed = await toolIn("sandbox", p.workspace, [p.ctx])
     await fc.assert(
       fc.asyncProperty(fc.constantFrom(...bases), fc.stringMatching(/^[a-z]{1,8}$/), async (base, name) => {
         const dir = tempDir(base)
@@ -198,7 +205,43 @@ describe("what a sandboxed command reads", () => {
           fs.rmSync(dir, { recursive: true, force: true })
         }
       }),
-      { numRuns: 8 },
+      { numRuns: 12 },
     )
+  })
+
+  test("no Unix socket under a folder it shows read-only (a context path, /opt), nor an abstract one with the network shared", async () => {
+    const p = project()
+    const paths = [nodePath.join(p.ctx, "dev.sock")]
+    try {
+      fs.accessSync("/opt", fs.constants.W_OK)
+      paths.push(nodePath.join(tempDir("/opt"), "app.sock"))
+    } catch {
+      // No writable /opt here: the context path alone.
+    }
+    const name = `mg-abstract-${process.pid}-${Date.now()}`
+    const servers = [...paths.map(unixServer), abstractServer(name)]
+    try {
+      const closed = await toolIn("sandbox", p.workspace, [p.ctx])
+      const shared = await toolIn("sandbox", p.workspace, [p.ctx], process.env, { command_line_network: true })
+      for (const run of [closed, shared]) {
+        for (const path of paths) {
+          const r = await run(connectUnix(path))
+          expect({ path, success: r.success, stdout: r.stdout }).toEqual({ path, success: false, stdout: "" })
+        }
+        expect((await run(connectAbstract(name))).stdout).toBe("")
+      }
+      expect(servers.map((s) => s.connections())).toEqual(servers.map(() => 0))
+      // What a program inside needs of Unix sockets without reaching out: a pair connected to each other.
+      const pair = await closed(`python3 -c "import socket; a,b=socket.socketpair(); a.send(b'pair'); print(b.recv(4).decode())"`)
+      expect(pair).toMatchObject({ success: true, stdout: "pair\n" })
+      // io_uring makes and connects sockets without socket(2): its setup is refused too (EACCES).
+      const ring = `python3 -c "import ctypes; c=ctypes.CDLL(None, use_errno=True); r=c.syscall(425, 1, ctypes.create_string_buffer(120)); print(r, ctypes.get_errno())"`
+      expect((await closed(ring)).stdout).toBe("-1 13\n")
+      const local = await toolIn("local", p.workspace, [p.ctx])
+      for (const path of paths) expect(await local(connectUnix(path))).toMatchObject({ success: true, stdout: "connected\n" })
+      expect((await local(connectAbstract(name))).stdout).toBe("connected\n")
+    } finally {
+      for (const s of servers) s.stop()
+    }
   })
 })

@@ -12,7 +12,8 @@
  * check. Limits: a question or a body over the limit is 413 and no run
  * directory is made; a connection quiet past `--idle-timeout-seconds` is
  * closed by the server, while a run quieter than that is still answered,
- * streaming or not.
+ * streaming or not; a client that trickles its headers a line a second is
+ * cut off unanswered (Bun's header timeout, about 10 s).
  */
 import { afterAll, describe, expect, test } from "bun:test"
 import * as fs from "node:fs"
@@ -313,6 +314,45 @@ describe("massgen serve's limits", () => {
         expect(closedBy).toBe("server after the answer")
         expect((await quiet).choices[0]!.message.content).toBe("The answer is 4.")
         expect(await streamed).toBe("The answer is 4.")
+      } finally {
+        await stop(served)
+      }
+    },
+    TIMEOUT,
+  )
+
+  test(
+    "a client that sends its headers a line a second (a slow loris) is cut off, unanswered, long before they end",
+    async () => {
+      const served = await serve(scripted())
+      try {
+        const LINES = 60
+        const outcome = await new Promise<{ sent: number; reply: string }>((resolve, reject) => {
+          const socket = net.connect(served.port, "127.0.0.1")
+          let sent = 0
+          let reply = ""
+          socket.setEncoding("utf8")
+          socket.on("data", (d: string) => (reply += d))
+          socket.on("error", () => undefined)
+          const trickle = setInterval(() => {
+            if (sent === LINES) {
+              clearInterval(trickle)
+              socket.destroy()
+              reject(new Error(`the server kept a connection open through ${LINES} header lines`))
+            } else socket.write(`X-Slow-${sent++}: a\r\n`)
+          }, 1000)
+          socket.on("close", () => {
+            clearInterval(trickle)
+            resolve({ sent, reply })
+          })
+          socket.write(`GET /health HTTP/1.1\r\nHost: 127.0.0.1:${served.port}\r\n`)
+        })
+        expect(outcome.reply).toBe("")
+        expect(outcome.sent).toBeLessThan(60)
+        // The server still answers others.
+        expect((await raw(served.port, `GET /health HTTP/1.1\r\nHost: 127.0.0.1:${served.port}\r\nConnection: close\r\n\r\n`)).status).toBe(
+          200,
+        )
       } finally {
         await stop(served)
       }

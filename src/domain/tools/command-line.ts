@@ -211,9 +211,18 @@ const binds = (mounts: Mounts): ReadonlyArray<{ readonly path: string; readonly 
  * private `/tmp`, `/dev` and `/proc` of its own, the workspace writable, the
  * read-only paths read-only, the root read-only; every namespace unshared (the
  * network too, unless `network`), no capabilities, a session of its own, and
- * every process of it killed when `bwrap` dies.
+ * every process of it killed when `bwrap` dies. With `filterFd`, the seccomp
+ * filter `bwrap` reads from that descriptor (`services/tools/sandbox-seccomp.ts`:
+ * no Unix socket) is loaded before the command starts.
  */
-export const bwrapArgs = (view: HostView, mounts: Mounts, network: boolean, cwd: string, command: string): ReadonlyArray<string> => [
+export const bwrapArgs = (
+  view: HostView,
+  mounts: Mounts,
+  network: boolean,
+  cwd: string,
+  command: string,
+  filterFd: number | null = null,
+): ReadonlyArray<string> => [
   ...view.links.flatMap(([path, target]) => ["--symlink", target, path]),
   ...view.shown.flatMap((path) => ["--ro-bind", path, path]),
   // A device node is unreadable where bwrap mounts it (nodev): a masked file reads as "Permission denied".
@@ -233,6 +242,7 @@ export const bwrapArgs = (view: HostView, mounts: Mounts, network: boolean, cwd:
   "ALL",
   "--die-with-parent",
   "--new-session",
+  ...(filterFd === null ? [] : ["--seccomp", String(filterFd)]),
   "--chdir",
   cwd,
   "--",

@@ -12,7 +12,9 @@
  *   system folders (`SYSTEM_PATHS`) are folders and which symlinks, what
  *   under `/etc` no ordinary user may read (`/etc/shadow`, `/etc/ssl/private`:
  *   as root, the sandbox would read them), and where `/etc/resolv.conf` leads
- *   when it is a symlink out of the system folders (into `/run`).
+ *   when it is a symlink out of the system folders (into `/run`). `bwrap`
+ *   loads the seccomp filter of `sandbox-seccomp.ts` (no Unix socket), which
+ *   a shell opens on descriptor 3 before it becomes `bwrap`.
  * - `docker`: the `docker` CLI must be on the `PATH`, its daemon must answer,
  *   and the image must be there (it is pulled once when it is not).
  * The `Executor` it gives turns a command and its environment into the
@@ -40,6 +42,7 @@ import {
   SYSTEM_PATHS,
 } from "../../domain/tools/command-line.ts"
 import { containedCommand, forgetGroup, killGroup, readTail, spawnInGroup } from "./child-process.ts"
+import { filterFile, SANDBOX_FILTER_FD } from "./sandbox-seccomp.ts"
 
 export class CommandLineStartError extends Schema.TaggedError<CommandLineStartError>()("CommandLineStartError", {
   agent: Schema.String,
@@ -170,13 +173,21 @@ export const startExecutor = (
             "bwrap is not on the PATH: install bubblewrap (apt-get install bubblewrap), or use command_line_execution_mode local",
           )
         const view = hostView()
-        const tried = yield* probe(bwrap, bwrapArgs(view, { workspace: "/tmp", readOnly: [] }, false, "/", "true"), env, PROBE_MS)
+        const filter = filterFile()
+        const sandboxed = (mounts: Mounts, network: boolean, cwd: string, command: string) => {
+          const args = bwrapArgs(view, mounts, network, cwd, command, filter === null ? null : SANDBOX_FILTER_FD)
+          // bwrap reads the filter from descriptor 3: a shell opens it there, then becomes bwrap (the same process).
+          return filter === null
+            ? { program: bwrap, args }
+            : { program: "/bin/sh", args: ["-c", `f=$1; shift; exec "$@" ${SANDBOX_FILTER_FD}<"$f"`, "sh", filter, bwrap, ...args] }
+        }
+        const test = sandboxed({ workspace: "/tmp", readOnly: [] }, false, "/", "true")
+        const tried = yield* probe(test.program, test.args, env, PROBE_MS)
         if (!tried.ok) return yield* fail(`bwrap cannot make a sandbox here (it needs user namespaces, or root): ${tried.why}`)
         return {
           mode: "sandbox",
           launch: (mounts, cwd, command, commandEnv) => ({
-            program: bwrap,
-            args: bwrapArgs(view, mounts, settings.network, cwd, command),
+            ...sandboxed(mounts, settings.network, cwd, command),
             env: commandEnv,
             stop: null,
           }),
