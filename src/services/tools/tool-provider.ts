@@ -21,6 +21,8 @@ export interface ProvidedTool {
   readonly spec: ToolSpec
   /** The MCP server the tool belongs to; null for a command tool or a scripted one. */
   readonly server: string | null
+  /** Its MCP server marks it read-only (`annotations.readOnlyHint`): planning mode lets it run (`domain/tools/planning/mode.ts`). */
+  readonly readOnly?: boolean
 }
 
 export const ToolRunErrorReason = Schema.Literal("failed", "server_down", "bad_arguments", "refused", "unknown_tool")
