@@ -70,6 +70,7 @@ const SAMPLE: ReadonlyArray<string> = [
   "tools/code-execution/basic_command_execution.yaml",
   "debug/code_execution/command_filtering_whitelist.yaml",
   "tools/filesystem/fs_permissions_test.yaml",
+  "tools/planning/gpt5_mini_case_study_mcp_planning_mode.yaml",
 ]
 
 const configFiles = (): ReadonlyArray<string> => {
