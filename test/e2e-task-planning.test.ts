@@ -7,8 +7,9 @@
  * change is recorded once (`task_plan_updated`), the plan read after the
  * resume is the one the log holds, `tasks/plan.json` (filesystem mode) holds
  * it too, and `replay --check` says SAME. `enable_planning_mode`: a command
- * tool called in a round is refused (an error result the model sees,
- * recorded) and the presenter's call of it in the final presentation runs;
+ * tool and an MCP tool its server does not mark read-only, called in a round,
+ * are refused (error results the model sees, recorded), a read-only MCP tool
+ * runs, and the presenter's call of the command tool in the final presentation runs;
  * the planning instruction is in the rounds' system message, not the
  * presentation's.
  */
@@ -17,6 +18,7 @@ import * as fs from "node:fs"
 import * as nodePath from "node:path"
 import { cleanupSandboxes, runCli, sandbox, startCli, writeConfig } from "./support/cli.ts"
 import { type FakeRequest, hang, NO_PROXY_ENV, offeredTools, promptText, reply, startFakeLlm } from "./support/fake-llm.ts"
+import { everythingStdio } from "./support/mcp.ts"
 import { waitFor } from "./support/poll.ts"
 import { ENV, eventsPath, expectExit, readEvents } from "./support/run-dirs.ts"
 
@@ -141,7 +143,7 @@ describe("task planning tools", () => {
 })
 
 describe("planning mode", () => {
-  test("a command tool is refused in a round (an error result, recorded) and run by the presenter; the instruction is in rounds only", async () => {
+  test("a command tool and an MCP tool not read-only are refused in a round (error results, recorded), a read-only one runs; the presenter runs the command; the instruction is in rounds only", async () => {
     const cwd = sandbox()
     const respond = (req: FakeRequest) => {
       const calls = toolMessages(req)
@@ -149,7 +151,14 @@ describe("planning mode", () => {
         return calls === 0 ? reply({ toolCalls: [{ name: "publish", args: { text: "final" } }] }) : reply({ text: "Published." })
       if (promptText(req).includes("<agent1.1>"))
         return reply({ toolCalls: [{ name: "vote", args: { agent_id: "agent1", reason: "ok" } }] })
-      if (calls === 0) return reply({ toolCalls: [{ name: "publish", args: { text: "draft" } }] })
+      if (calls === 0)
+        return reply({
+          toolCalls: [
+            { name: "publish", args: { text: "draft" } },
+            { name: "mcp__everything__echo", args: { message: "hi" } },
+            { name: "mcp__everything__toggle-simulated-logging", args: {} },
+          ],
+        })
       return reply({ toolCalls: [{ name: "new_answer", args: { content: "I would publish the text." } }] })
     }
     const fake = await startFakeLlm({ respond })
@@ -164,7 +173,14 @@ describe("planning mode", () => {
         agents: [
           {
             id: "writer",
-            backend: { type: "chatcompletion", model: "m", base_url: fake.openAiBaseUrl, api_key: "sk-x", custom_tools: [publish] },
+            backend: {
+              type: "chatcompletion",
+              model: "m",
+              base_url: fake.openAiBaseUrl,
+              api_key: "sk-x",
+              custom_tools: [publish],
+              mcp_servers: [everythingStdio({ name: "everything" })],
+            },
           },
         ],
         orchestrator: { coordination: { enable_planning_mode: true, planning_mode_instruction: "PLAN ONLY, DO NOT ACT." } },
@@ -174,11 +190,20 @@ describe("planning mode", () => {
       expectExit(r, 0)
       const dir = r.lines.find((l) => l.startsWith("LOG_DIR: "))!.slice("LOG_DIR: ".length)
       const finished = ofType(readEvents(dir), "tool_call_finished")
-      expect(finished.map((e) => [e.role, e.tool, e.ok])).toEqual([
-        ["round", "publish", false],
-        ["presentation", "publish", true],
+      // The calls of one reply run together: their order is the order they finished in.
+      const round = finished.filter((e) => e.role === "round").sort((a, b) => a.tool.localeCompare(b.tool))
+      expect(round.map((e) => [e.tool, e.ok, e.error])).toEqual([
+        ["mcp__everything__echo", true, null],
+        [
+          "mcp__everything__toggle-simulated-logging",
+          false,
+          expect.stringContaining(
+            "planning mode: mcp__everything__toggle-simulated-logging is not run during coordination (its MCP server does not mark it read-only)",
+          ),
+        ],
+        ["publish", false, expect.stringContaining("refused: planning mode: publish is not run during coordination (it runs a command)")],
       ])
-      expect(finished[0].error).toStartWith("refused: planning mode: publish is not run during coordination (it runs a command)")
+      expect(finished.filter((e) => e.role === "presentation").map((e) => [e.tool, e.ok])).toEqual([["publish", true]])
       // Only the presenter's call ran.
       expect(fs.readFileSync(nodePath.join(cwd, "published"), "utf8")).toBe('{"text":"final"}\n')
       const systemOf = (req: FakeRequest) => JSON.stringify((req.body?.messages ?? [])[0] ?? "")
