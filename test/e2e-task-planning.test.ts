@@ -134,6 +134,7 @@ describe("task planning tools", () => {
       const [planFile] = findFiles(dir, "plan.json").filter((p) => p.includes(`${nodePath.sep}tasks${nodePath.sep}`))
       expect(JSON.parse(fs.readFileSync(planFile!, "utf8"))).toEqual(read.plan)
       expect(ofType(events, "run_finished")).toEqual([expect.objectContaining({ reason: "completed", winner: "planner" })])
+      expect(JSON.stringify(fake.requests[0]!.body.messages[0])).toContain("Task planning: for work of several steps, first make a plan")
       const check = await runCli("source", ["replay", dir, "--check"], { cwd, env })
       expect({ code: check.exitCode, out: check.stdout }).toEqual({ code: 0, out: expect.stringContaining("SAME") })
     } finally {

@@ -5,7 +5,9 @@
  * `max_tasks_per_plan`, default 10, and `task_planning_filesystem_mode`) and
  * `enable_planning_mode` (with `planning_mode_instruction` and massgen's own
  * `planning_mode_blocked_tools`) from a checked coordination mapping; a feature
- * switched off gives nothing. Pure.
+ * switched off gives nothing. `withTaskPlanningGuide` adds to an agent's system
+ * message how to use the planning tools (MassGen's prompt has a task planning
+ * section; this is massgen's own, shorter). Pure.
  */
 
 /** `enable_agent_task_planning`: every agent gets the planning tools (`services/tools/planning-tools.ts`). */
@@ -51,4 +53,14 @@ export const planningOf = (
         }
       : undefined
   return { ...(taskPlanning ? { taskPlanning } : {}), ...(planningMode ? { planningMode } : {}) }
+}
+
+/** What an agent with the planning tools is told of them, in every request of its own. */
+export const taskPlanningGuide = (settings: TaskPlanningSettings): string =>
+  `Task planning: for work of several steps, first make a plan with create_task_plan (each task with its verification criteria, at most ${settings.maxTasks} tasks), mark each task in_progress, completed and then verified with update_task_status as you go, and read the plan back with get_task_plan or get_ready_tasks.${settings.filesystemMode ? " Your plan is also kept in tasks/plan.json in your workspace." : ""}`
+
+/** `systemMessage` with the task planning guide after it. */
+export const withTaskPlanningGuide = (systemMessage: string | null, settings: TaskPlanningSettings): string => {
+  const guide = taskPlanningGuide(settings)
+  return systemMessage === null || systemMessage.trim() === "" ? guide : `${systemMessage.trim()}\n\n${guide}`
 }

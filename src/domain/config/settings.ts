@@ -13,7 +13,7 @@
 import type { RunSettings } from "../events/index.ts"
 import type { PermissionsBlock } from "../permissions/index.ts"
 import type { BackendConfig, ConfigFile, Price } from "./file.ts"
-import { type PlanningModeSettings, planningOf, type TaskPlanningSettings } from "./planning.ts"
+import { type PlanningModeSettings, planningOf, type TaskPlanningSettings, withTaskPlanningGuide } from "./planning.ts"
 import type { PythonTool } from "./python-tools.ts"
 import { type WorkspaceLimits, workspaceLimitsOf } from "./workspaces.ts"
 
@@ -83,8 +83,13 @@ export const configOf = (file: ConfigFile, agents: ReadonlyArray<Agent>): Config
   }
   const planning = planningOf(o.coordination as Readonly<Record<string, unknown>> | undefined)
   const instruction = planning.planningMode?.instruction
+  const tasks = planning.taskPlanning
   return {
-    agents: instruction === undefined ? agents : agents.map((a) => ({ ...a, planningInstruction: instruction })),
+    agents: agents.map((a) => ({
+      ...a,
+      ...(tasks === undefined ? {} : { systemMessage: withTaskPlanningGuide(a.systemMessage, tasks) }),
+      ...(instruction === undefined ? {} : { planningInstruction: instruction }),
+    })),
     ...planning,
     settings: {
       max_new_answers_per_agent: o.max_new_answers_per_agent ?? DEFAULT_SETTINGS.max_new_answers_per_agent,
