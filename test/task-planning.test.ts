@@ -4,16 +4,19 @@
  * (`services/tools/planning-tools.ts`), and which tools planning mode refuses (`domain/tools/planning/mode.ts`).
  */
 import { describe, expect, test } from "bun:test"
-import { Effect } from "effect"
+import { Effect, Either } from "effect"
 import { planningOf } from "../src/domain/config/planning.ts"
 import type { Event, TaskPlan } from "../src/domain/events/index.ts"
 import { foldEvents, type State } from "../src/domain/state/index.ts"
 import { planningModeBlock } from "../src/domain/tools/planning/mode.ts"
 import { type PlanningCall, runPlanningTool } from "../src/domain/tools/planning/tools.ts"
 import { hashText } from "../src/lib/sha256.ts"
+import { combineProviders } from "../src/services/tools/agent-tools.ts"
+import type { PermissionGate } from "../src/services/tools/permission-gate.ts"
 import { withPlanningMode } from "../src/services/tools/planning-mode.ts"
 import { makePlanningTools } from "../src/services/tools/planning-tools.ts"
 import type { ToolContext, ToolProvider } from "../src/services/tools/tool-provider.ts"
+import { makeToolRunner } from "../src/services/tools/tool-runner.ts"
 import { at, roundStarted, runStarted } from "./support/given.ts"
 
 const call = (seed = "c1", maxTasks = 10): PlanningCall => ({ planId: "agent1", seed, now: at(5), maxTasks })
@@ -239,6 +242,37 @@ describe("which tools planning mode refuses during coordination", () => {
     ])
     expect(await Effect.runPromise(gated.run("mcp__s__send", {}, context("presentation")))).toBe("sent 1")
     expect(withPlanningMode({ ...inner, tools: [{ ...inner.tools[0]!, readOnly: true }] }, "other", null).run).toBe(inner.run)
+  })
+
+  test("through the tool runner, a refused call is an error result before the permission gate: nobody is asked about it", async () => {
+    let asked = 0
+    const gate = { check: () => Effect.sync(() => void asked++).pipe(Effect.as(null)) } as unknown as PermissionGate
+    const inner: ToolProvider = {
+      tools: [{ spec: { name: "publish", description: "", parameters: { type: "object", properties: {}, required: [] } }, server: null }],
+      run: () => Effect.succeed("published"),
+    }
+    const combined = combineProviders([withPlanningMode(inner, "command", null), makePlanningTools({ maxTasks: 10, planFileIn: null })])
+    if (Either.isLeft(combined)) throw new Error(combined.left)
+    const events: Array<Event> = []
+    let n = 0
+    const runTools = makeToolRunner({
+      providerOf: () => combined.right,
+      emit: (e) => Effect.sync(() => void events.push(e)),
+      now: Effect.succeed(at(1)),
+      nextToolCall: Effect.sync(() => ++n),
+      writeLog: () => Effect.void,
+      digest: hashText,
+      gate,
+    })
+    const publish = [{ id: "p1", name: "publish", arguments: "{}" }]
+    const [round] = await Effect.runPromise(runTools("a", 1, "round", publish))
+    expect([round!.isError, asked]).toEqual([true, 0])
+    const [presented] = await Effect.runPromise(runTools("a", 0, "presentation", publish))
+    expect([presented!.content, asked]).toEqual(["published", 1])
+    expect(events.filter((e) => e._tag === "tool_call_finished").map((e) => e._tag === "tool_call_finished" && [e.role, e.ok])).toEqual([
+      ["round", false],
+      ["presentation", true],
+    ])
   })
 
   test("the keys as a run reads them: defaults, and nothing while the features are off", () => {

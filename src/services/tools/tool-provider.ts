@@ -73,6 +73,8 @@ export interface ToolProvider {
   readonly tools: ReadonlyArray<ProvidedTool>
   /** Runs one call of the tool named `name` (as in `tools`) with its parsed JSON arguments. */
   readonly run: (name: string, args: Record<string, unknown>, context?: ToolContext) => Effect.Effect<string, ToolRunError>
+  /** Why a call of `name` in `role` is refused before anything of it runs, the permission gate included (planning mode); null or absent: none. */
+  readonly refuses?: (name: string, role: CallRole) => ToolRunError | null
 }
 
 /** A provider with no tools. */
