@@ -224,6 +224,9 @@ describe("parseInvocation", () => {
       "unknown option --question_file; did you mean --question-file? (see massgen --help)",
     )
     expect(message(["--xyz", "--model", "m", "q"])).toBe("unknown option --xyz (see massgen --help)")
+    // MassGen's plan mode flags are not unknown: they are MassGen's, and massgen says it does not have them.
+    for (const flag of ["--plan", "--plan-depth=deep", "--plan-and-execute", "--execute-plan=latest"])
+      expect(message([flag, "--model", "m", "q"])).toStartWith(`${flag.split("=")[0]} is MassGen's plan mode`)
     expect(message(["replay", "d", "--chek"])).toBe("unknown option --chek for massgen replay; did you mean --check? (see massgen --help)")
     expect(message(["--model"])).toBe("--model needs a value")
     expect(message(["--config", "--automation", "q"])).toBe(

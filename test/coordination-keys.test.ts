@@ -53,25 +53,23 @@ describe("--validate reads each coordination sub-key and voting key on its own",
     })
     expect({ code, valid }).toEqual({ code: 1, valid: false })
     const at = (key: string) => `orchestrator.coordination.${key}`
-    // The settings of a refused feature (planning_mode_instruction, skills_directory, ...) are not problems of their own.
+    // The settings of a refused feature (skills_directory, ...) are not problems of their own; planning mode and task planning are supported.
     expect(errors.map((e) => e.location).sort()).toEqual(
       [
         "orchestrator.voting_sensitivity",
         "orchestrator.fairness_enabled",
         "orchestrator.max_midstream_injections_per_round",
         "orchestrator.defer_peer_updates_until_restart",
-        at("enable_planning_mode"),
         at("max_orchestration_restarts"),
-        at("enable_agent_task_planning"),
         at("use_skills"),
         at("write_mode"),
         at("persona_generator"),
       ].sort(),
     )
     const byKey = Object.fromEntries(errors.map((e) => [e.location, e]))
-    expect(byKey[at("enable_planning_mode")]).toEqual({
-      location: at("enable_planning_mode"),
-      message: "planning mode is not supported yet (issue 27)",
+    expect(byKey[at("use_skills")]).toEqual({
+      location: at("use_skills"),
+      message: "offering skills (SKILL.md bundles) to agents is not supported yet (issue 27)",
       suggestion: "remove it to run without it",
     })
     expect(byKey[at("max_orchestration_restarts")]!.suggestion).toBe("set it to 0 to run without restarts")

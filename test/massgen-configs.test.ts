@@ -23,7 +23,7 @@ import { type Behaviour, type FakeLlm, type FakeRequest, NO_PROXY_ENV, reply, st
 import { everythingStdio } from "./support/mcp.ts"
 
 const CONFIGS = process.env.MASSGEN_CONFIGS_DIR ?? nodePath.resolve(ROOT, "..", "shared", "massgen-configs", "v0.1.91")
-const VALID = 113
+const VALID = 121
 const TIMEOUT_MS = 120_000
 
 /** The sample: configs that validate and reach nothing but their models, run whole against the fake. */
@@ -70,6 +70,7 @@ const SAMPLE: ReadonlyArray<string> = [
   "tools/code-execution/basic_command_execution.yaml",
   "debug/code_execution/command_filtering_whitelist.yaml",
   "tools/filesystem/fs_permissions_test.yaml",
+  "tools/planning/gpt5_mini_case_study_mcp_planning_mode.yaml",
 ]
 
 const configFiles = (): ReadonlyArray<string> => {

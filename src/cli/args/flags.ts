@@ -2,7 +2,8 @@
  * The flag parsing every command shares, each failure a one-line `UsageError`.
  *
  * `parseStrict(argv, options, command)` is node's `parseArgs` that refuses an
- * unknown flag (naming the closest known one and `--help`), a flag without its
+ * unknown flag (naming the closest known one and `--help`; one of MassGen's
+ * that massgen does not have, saying so), a flag without its
  * value and a value for a flag that takes none. `joinNegativeValues` lets a
  * negative number follow its flag; `wholeNumber` reads a whole-number flag
  * within a range. `usage(reason, detail)` is the `Either` of a usage error.
@@ -15,6 +16,17 @@ import { UsageError } from "./invocation.ts"
 export const usage = (reason: UsageError["reason"], detail: string) => Either.left(new UsageError({ reason, detail }))
 
 export const SEE_HELP = "see massgen --help"
+
+const PLAN_MODE =
+  "is MassGen's plan mode (the agents write a plan document, then may execute it in chunks), which massgen does not have yet (issue 27); ask for a plan in the question, or give agents the planning tools with orchestrator.coordination.enable_agent_task_planning (docs/coordination.md)"
+
+/** MassGen's flags massgen does not have, and why: a refusal clearer than an unknown option. */
+const MASSGEN_ONLY: Readonly<Record<string, string>> = Object.fromEntries(
+  ["plan", "plan-depth", "plan-thoroughness", "plan-steps", "plan-chunks", "plan-and-execute", "execute-plan"].map((flag) => [
+    flag,
+    PLAN_MODE,
+  ]),
+)
 
 /**
  * `argv` parsed against `options` (`command` names the subcommand in messages),
@@ -35,6 +47,8 @@ export const parseStrict = <const O extends ParseArgsOptionsConfig>(
     if (token.kind !== "option") continue
     const option = options[token.name]
     if (option === undefined) {
+      if (token.rawName.startsWith("--") && Object.hasOwn(MASSGEN_ONLY, token.name))
+        return usage("unknown_option", `${token.rawName} ${MASSGEN_ONLY[token.name]}`)
       const meant = token.rawName.startsWith("--") ? closest(token.name, known) : null
       return usage(
         "unknown_option",

@@ -25,6 +25,7 @@ import { failureText } from "../../domain/projections/status.ts"
 import { agentFile } from "../../domain/run-paths.ts"
 import { activeMs, type State } from "../../domain/state/index.ts"
 import { permissionLine, toolCallLine } from "../../domain/tools/calls.ts"
+import { taskPlanLine } from "../../domain/tools/planning/plan.ts"
 import { changedFiles, workspaceLine } from "../../domain/workspaces/facts.ts"
 import { foldedText, oneLine, plainText } from "../../lib/plain-text.ts"
 import { count, formatCost, truncate } from "../../lib/text.ts"
@@ -135,6 +136,8 @@ const eventLine = (event: Event, state: State, logDir: string): string | null =>
       return `[${event.agent}] ${workspaceLine({ ...event, path: oneLine(event.path) })}`
     case "context_write_intended":
       return null
+    case "task_plan_updated":
+      return `[${event.agent}] ${taskPlanLine(event)}`
     case "call_start":
     case "call_end":
     case "tool_call_started":

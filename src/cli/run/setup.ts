@@ -30,6 +30,8 @@ import type { Backend } from "../../services/backends/index.ts"
 import { azureEndpoint, type Env, loadDotEnv, makeBackend, resolveApiKey } from "../../services/backends/index.ts"
 import { combineProviders, commandLineProviders, commandToolProviders } from "../../services/tools/agent-tools.ts"
 import { makeFileTools } from "../../services/tools/file-tools.ts"
+import { withPlanningMode } from "../../services/tools/planning-mode.ts"
+import { makePlanningTools } from "../../services/tools/planning-tools.ts"
 import { pythonToolProviders, pythonToolStartProblems } from "../../services/tools/python-tools.ts"
 import type { ToolProvider } from "../../services/tools/tool-provider.ts"
 import { agentWorkspace } from "../../services/tools/workspace.ts"
@@ -162,8 +164,9 @@ export const makeBackends = (config: Config, env: Env, path = "--models", histor
  * Every agent's own tools, one provider per agent: its file tools when its
  * backend sets `cwd` (`services/tools/file-tools.ts`), its command tools and
  * its `execute_command` tool (run in its workspace, else in `cwd`, the run's
- * log directory; the context paths readable in the sandbox) and the providers
- * of `extra` (its MCP servers'), merged; two tools of one agent with one name,
+ * log directory; the context paths readable in the sandbox), its task planning
+ * tools (`enable_agent_task_planning`) and the providers of `extra` (its MCP
+ * servers'), merged, each under planning mode when it is on; two tools of one agent with one name,
  * a command tool whose program cannot be run, or an execution mode that
  * cannot run here, fail it (the run records it: `tool_start_failed`).
  */
@@ -185,10 +188,19 @@ export const makeAgentTools = (
       const workspace = agentWorkspace(cwd, agent)
       const files =
         workspace === null ? undefined : makeFileTools({ workspace, snapshotPath: (label) => join(cwd, snapshotDir(label)), contextPaths })
-      const own = [files, commands.get(agent.id), python.providers.get(agent.id), commandLines.get(agent.id)].filter(
+      const planning = config.taskPlanning
+      const plans =
+        planning === undefined
+          ? undefined
+          : makePlanningTools({ maxTasks: planning.maxTasks, planFileIn: planning.filesystemMode ? workspace : null })
+      const runsCommands = new Set([commands.get(agent.id), commandLines.get(agent.id)])
+      const own = [files, commands.get(agent.id), python.providers.get(agent.id), commandLines.get(agent.id), plans].filter(
         (p): p is ToolProvider => p !== undefined,
       )
-      const providers = [...own, ...(extra.get(agent.id) ?? [])]
+      const mode = config.planningMode
+      const providers = [...own, ...(extra.get(agent.id) ?? [])].map((p) =>
+        mode === undefined ? p : withPlanningMode(p, runsCommands.has(p) ? "command" : "other", mode.blockedTools),
+      )
       if (providers.length === 0) return
       const combined = combineProviders(providers)
       if (Either.isLeft(combined)) problems.push({ path: `agents[${i}].backend`, message: combined.left })

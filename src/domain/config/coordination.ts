@@ -3,7 +3,8 @@
  *
  * `COORDINATION_KEYS` and `VOTING_KEYS` hold, for every key MassGen v0.1.91
  * reads there, its type (checked by the schema, `file.ts`: a wrong type is
- * one line naming the key) and its *rule*: a `switch` is refused unless its
+ * one line naming the key) and its *rule*: a `feature` is one massgen
+ * implements; a `switch` is refused unless its
  * value is off (a feature switched off needs nothing); a `setting` configures
  * another key's feature and does nothing while that one is off; `ignored`
  * keys change only MassGen's logs or UI, never an answer (a warning says so).
@@ -17,6 +18,7 @@ import { Schema } from "effect"
 import { type ConfigProblem, FiniteNumber, found, NonNegativeInt, oneOf, opt, PositiveInt } from "./schema.ts"
 
 type Rule =
+  | { readonly kind: "feature"; readonly feature: string }
   | {
       readonly kind: "switch"
       /** What the key turns on, as a noun ("planning mode"). */
@@ -69,6 +71,8 @@ const generator = (feature: string): KeySpec => ({
   type: Mapping,
   rule: { kind: "switch", feature, off: enabledOff, offText: "enabled: false", suggestion: "remove it to run without it" },
 })
+/** A feature massgen implements. */
+const supported = (type: Schema.Schema.AnyNoContext, feature: string): KeySpec => ({ type, rule: { kind: "feature", feature } })
 const setting = (type: Schema.Schema.AnyNoContext, of: string): KeySpec => ({ type, rule: { kind: "setting", of } })
 
 const TASK_PLANNING = "enable_agent_task_planning"
@@ -79,8 +83,10 @@ const CHECKLIST = "voting_sensitivity: checklist_gated"
 
 /** `orchestrator.coordination`: MassGen's `CoordinationConfig` keys (v0.1.91). */
 export const COORDINATION_KEYS: Readonly<Record<string, KeySpec>> = {
-  enable_planning_mode: flag("planning mode"),
+  enable_planning_mode: supported(Bool, "planning mode: irreversible tools wait for the final presentation"),
   planning_mode_instruction: setting(Text, "enable_planning_mode"),
+  // massgen's own: the tools planning mode blocks, in place of its default rule (docs/coordination.md).
+  planning_mode_blocked_tools: setting(Strings, "enable_planning_mode"),
   plan_depth: setting(
     nullable(oneOf("dynamic", "shallow", "medium", "deep"), "dynamic, shallow, medium or deep"),
     "task planning (--plan)",
@@ -93,7 +99,7 @@ export const COORDINATION_KEYS: Readonly<Record<string, KeySpec>> = {
     "restarting the orchestration after the presenter judges the answer incomplete",
     "set it to 0 to run without restarts",
   ),
-  enable_agent_task_planning: flag("giving agents task planning tools"),
+  enable_agent_task_planning: supported(Bool, "task planning tools (create_task_plan, add_task, ...)"),
   max_tasks_per_plan: setting(PositiveInt, TASK_PLANNING),
   task_planning_filesystem_mode: setting(Bool, TASK_PLANNING),
   broadcast: unless(nullable(Schema.Literal(false, "agents", "human"), 'false, "agents" or "human"'), false, "broadcast (ask_others)"),
@@ -245,7 +251,7 @@ const keyProblems = (at: string, section: unknown, keys: Readonly<Record<string,
   if (section === null || typeof section !== "object") return []
   return Object.entries(section as Record<string, unknown>).flatMap(([key, value]): ReadonlyArray<ConfigProblem> => {
     const rule = keys[key]?.rule
-    if (rule === undefined || rule.kind === "setting") return []
+    if (rule === undefined || rule.kind === "setting" || rule.kind === "feature") return []
     if (rule.kind === "ignored") return [{ path: `${at}.${key}`, message: `ignored: ${rule.why}`, kind: "warning" }]
     return rule.off(value) ? [] : [{ path: `${at}.${key}`, message: `${rule.feature} ${ISSUE}`, suggestion: rule.suggestion }]
   })
@@ -264,6 +270,8 @@ export const coordinationProblems = (orchestrator: unknown): ReadonlyArray<Confi
 export const verdictOf = (spec: KeySpec): string => {
   const rule = spec.rule
   switch (rule.kind) {
+    case "feature":
+      return `supported: ${rule.feature}`
     case "switch":
       return `refused unless ${rule.offText}: ${rule.feature} ${ISSUE}`
     case "setting":

@@ -13,6 +13,7 @@
 import type { RunSettings } from "../events/index.ts"
 import type { PermissionsBlock } from "../permissions/index.ts"
 import type { BackendConfig, ConfigFile, Price } from "./file.ts"
+import { type PlanningModeSettings, planningOf, type TaskPlanningSettings, withTaskPlanningGuide } from "./planning.ts"
 import type { PythonTool } from "./python-tools.ts"
 import { type WorkspaceLimits, workspaceLimitsOf } from "./workspaces.ts"
 
@@ -25,6 +26,8 @@ export interface Agent {
   readonly pythonTools?: ReadonlyArray<PythonTool>
   /** The agent's own `voting_sensitivity`, over the run's. */
   readonly votingSensitivity?: "lenient" | "balanced" | "strict"
+  /** Planning mode's instruction, added to the system message of the agent's rounds (`planning.ts`). */
+  readonly planningInstruction?: string
 }
 
 export interface Config {
@@ -41,6 +44,10 @@ export interface Config {
   readonly workspaceLimits?: WorkspaceLimits
   /** The top-level `permissions:` block, for every agent (each agent's own is on its backend: `domain/permissions/policy.ts`). */
   readonly permissions?: PermissionsBlock
+  /** `enable_agent_task_planning`: the planning tools' settings (`planning.ts`). */
+  readonly taskPlanning?: TaskPlanningSettings
+  /** `enable_planning_mode`: which tools wait for the presentation (`planning.ts`). */
+  readonly planningMode?: PlanningModeSettings
 }
 
 /** The run settings of a config that sets none of them. */
@@ -74,8 +81,16 @@ export const configOf = (file: ConfigFile, agents: ReadonlyArray<Agent>): Config
     ...(t.subsequent_round_timeout_seconds !== undefined ? { subsequent_round_timeout_seconds: t.subsequent_round_timeout_seconds } : {}),
     ...(t.round_timeout_grace_seconds !== undefined ? { round_timeout_grace_seconds: t.round_timeout_grace_seconds } : {}),
   }
+  const planning = planningOf(o.coordination as Readonly<Record<string, unknown>> | undefined)
+  const instruction = planning.planningMode?.instruction
+  const tasks = planning.taskPlanning
   return {
-    agents,
+    agents: agents.map((a) => ({
+      ...a,
+      ...(tasks === undefined ? {} : { systemMessage: withTaskPlanningGuide(a.systemMessage, tasks) }),
+      ...(instruction === undefined ? {} : { planningInstruction: instruction }),
+    })),
+    ...planning,
     settings: {
       max_new_answers_per_agent: o.max_new_answers_per_agent ?? DEFAULT_SETTINGS.max_new_answers_per_agent,
       skip_final_presentation: strategy === "winner_reuse",

@@ -49,7 +49,11 @@ export const requestForRound = (state: State, agent: Agent, tools: ReadonlyArray
   const request = roundRequest({
     agentId: agent.id,
     selfAnonId: agent.anonId,
-    systemMessage: agent.systemMessage,
+    // Planning mode's instruction holds in rounds only: the presenter carries the plan out.
+    systemMessage:
+      agent.planningInstruction === undefined
+        ? agent.systemMessage
+        : [agent.systemMessage?.trim(), agent.planningInstruction].filter((s) => s !== undefined && s !== "").join("\n\n"),
     question: state.run.question,
     conversation: state.run.conversation,
     shown: shownAnswers(state, inFlight.shown),

@@ -27,12 +27,13 @@
  * The definitions are grouped by concern: `run.ts` (the run's life, its
  * settings, `EventMeta`), `rounds.ts` (coordination), `calls.ts`
  * (model and tool calls), `permissions.ts` (the permission ledger), `files.ts` (snapshots, final files, context
- * writes), on the field types of `fields.ts`. This file holds the union.
+ * writes), `plans.ts` (task plans), on the field types of `fields.ts`. This file holds the union.
  */
 import { Schema } from "effect"
 import { CallEnded, CallRetried, CallStarted, HostedToolUsed, ToolCallFinished, ToolCallStarted } from "./calls.ts"
 import { ContextPathWritten, ContextWriteIntended, WorkspaceFinalized, WorkspaceSnapshotted } from "./files.ts"
 import { PermissionAsked, PermissionDecided } from "./permissions.ts"
+import { TaskPlanUpdated } from "./plans.ts"
 import {
   AgentFailed,
   AnswerSubmitted,
@@ -52,6 +53,7 @@ export * from "./calls.ts"
 export { Time } from "./fields.ts"
 export * from "./files.ts"
 export * from "./permissions.ts"
+export * from "./plans.ts"
 export * from "./rounds.ts"
 export * from "./run.ts"
 export { ignoredVoteText, resumedText } from "./text.ts"
@@ -92,6 +94,7 @@ export const Event = Schema.Union(
   WorkspaceFinalized,
   ContextWriteIntended,
   ContextPathWritten,
+  TaskPlanUpdated,
 )
 export type Event = typeof Event.Type
 

@@ -110,6 +110,7 @@ const entry = (event: Event): CoordinationEvent | null => {
     case "workspace_finalized":
     case "context_write_intended":
     case "context_path_written":
+    case "task_plan_updated":
       return null
   }
 }

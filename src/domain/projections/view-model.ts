@@ -35,6 +35,7 @@ import { onlyHeaders } from "../agent-output.ts"
 import { type Event, type FinalSource, type FinishReason, ignoredVoteText, resumedText } from "../events/index.ts"
 import { activeMs, advanceInPlace, initialState, type State } from "../state/index.ts"
 import { permissionLine, toolCallLine } from "../tools/calls.ts"
+import { taskPlanLine } from "../tools/planning/plan.ts"
 import { changedFiles, workspaceLine } from "../workspaces/facts.ts"
 import { type AgentStatus, type Phase, project } from "./status.ts"
 
@@ -191,6 +192,8 @@ export const timelineText = (event: Event): string | null => {
       return workspaceLine(event)
     case "context_write_intended":
       return null
+    case "task_plan_updated":
+      return taskPlanLine(event)
     case "call_start":
     case "call_end":
     case "tool_call_started":

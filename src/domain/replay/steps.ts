@@ -268,6 +268,11 @@ export const STEPS: { readonly [T in Event["_tag"]]: StepOf<T> } = {
   workspace_finalized: fileFact,
   context_write_intended: fileFact,
   context_path_written: fileFact,
+  // A plan is a fact of its tool call: replay runs no tool, so it checks that the call is in flight.
+  task_plan_updated: (w, rec) =>
+    w.openToolCalls.get(rec.tool_call) === rec.agent
+      ? made(rec)
+      : none(`${rec.agent} has no tool call ${rec.tool_call} in flight to plan in`),
   run_finished: runFinished,
 }
 

@@ -239,6 +239,20 @@ const applyEvent = (state: State, event: Event, t: number, own: Owned | null): S
         ...a,
         tools: { ...a.tools, calls: a.tools.calls + 1, errors: a.tools.errors + (event.ok ? 0 : 1) },
         lastActivity: t,
+        ...(a.taskPlan?.toolCall === event.tool_call ? { taskPlan: { ...a.taskPlan, settled: true } } : {}),
+      }))
+    case "task_plan_updated":
+      return updateAgent(state, event.agent, (a) => ({
+        ...a,
+        taskPlan: {
+          plan: event.plan,
+          before: a.taskPlan?.plan ?? null,
+          toolCall: event.tool_call,
+          callId: event.call_id,
+          time: event.time,
+          settled: false,
+        },
+        lastActivity: t,
       }))
     case "hosted_tool_used":
       return updateAgent(state, event.agent, (a) => ({ ...a, tools: { ...a.tools, hosted: a.tools.hosted + 1 }, lastActivity: t }))

@@ -9,7 +9,16 @@
  * answer, vote, cancellation or the agent's failure; the *latest labels* are the newest answer label of
  * every agent that has one, in config order, which is what a new round shows.
  */
-import type { AgentInfo, ConversationMessage, FailureKind, FinalSource, FinishReason, RunSettings, ToolKind } from "../events/index.ts"
+import type {
+  AgentInfo,
+  ConversationMessage,
+  FailureKind,
+  FinalSource,
+  FinishReason,
+  RunSettings,
+  TaskPlan,
+  ToolKind,
+} from "../events/index.ts"
 import { isLongText } from "../log/index.ts"
 import { noWorkspaceFacts, type WorkspaceFacts } from "../workspaces/facts.ts"
 
@@ -63,6 +72,21 @@ export interface AgentState {
   readonly usage: Usage
   /** The agent's tool calls that finished, those of them that gave an error result, and its replies' uses of provider tools. */
   readonly tools: ToolCounts
+  /** The agent's task plan, from its last `task_plan_updated` (none before one). */
+  readonly taskPlan?: TaskPlanEntry
+}
+
+/** An agent's task plan and the planning tool call that made it (`services/tools/planning-tools.ts`). */
+export interface TaskPlanEntry {
+  readonly plan: TaskPlan | null
+  /** The plan before that call: a call a stop cut off is worked out again on it. */
+  readonly before: TaskPlan | null
+  readonly toolCall: number
+  readonly callId: string
+  /** The time of the `task_plan_updated`, as recorded. */
+  readonly time: string
+  /** Whether that tool call finished (its `tool_call_finished` is recorded). */
+  readonly settled: boolean
 }
 
 export interface ToolCounts {

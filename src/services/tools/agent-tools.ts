@@ -20,6 +20,7 @@
 import { Context, Effect, Either, Layer } from "effect"
 import type { Agent, Config } from "../../domain/config/index.ts"
 import { WORKFLOW_TOOLS } from "../../domain/coordination/round-machine.ts"
+import type { CallRole } from "../../domain/events/index.ts"
 import { commandLineSettings } from "../../domain/tools/command-line.ts"
 import { modelToolNames } from "../../domain/tools/names.ts"
 import { type Env, resolveApiKey } from "../backends/index.ts"
@@ -78,7 +79,13 @@ export const combineProviders = (providers: ReadonlyArray<ToolProvider>): Either
   const combined: ToolProvider =
     providers.length === 1
       ? providers[0]!
-      : { tools, run: (name, args, context) => owner.get(name)?.run(name, args, context) ?? noTools.run(name, args) }
+      : {
+          tools,
+          run: (name, args, context) => owner.get(name)?.run(name, args, context) ?? noTools.run(name, args),
+          ...(providers.some((p) => p.refuses !== undefined)
+            ? { refuses: (name: string, role: CallRole) => owner.get(name)?.refuses?.(name, role) ?? null }
+            : {}),
+        }
   return Either.right(withModelNames(combined))
 }
 
@@ -97,6 +104,14 @@ export const withModelNames = (provider: ToolProvider): ToolProvider => {
       const target = realOf.get(name)
       return target === undefined ? noTools.run(name, args) : provider.run(target, args, context)
     },
+    ...(provider.refuses === undefined
+      ? {}
+      : {
+          refuses: (name: string, role: CallRole) => {
+            const target = realOf.get(name)
+            return target === undefined ? null : (provider.refuses?.(target, role) ?? null)
+          },
+        }),
   }
 }
 

@@ -337,7 +337,7 @@ const providerOf = (entries: ReadonlyArray<readonly [McpEntry, RunningServer]>):
       const name = mcpToolName(entry.name, tool.name)
       if (!toolAllowed(entry, tool.name) || byName.has(name)) continue
       byName.set(name, { running, server: entry.name, tool: tool.name })
-      tools.push({ spec: specOf(name, tool), server: entry.name })
+      tools.push({ spec: specOf(name, tool), server: entry.name, ...(tool.annotations?.readOnlyHint === true ? { readOnly: true } : {}) })
     }
   }
   return {

@@ -21,6 +21,8 @@ export interface ProvidedTool {
   readonly spec: ToolSpec
   /** The MCP server the tool belongs to; null for a command tool or a scripted one. */
   readonly server: string | null
+  /** Its MCP server marks it read-only (`annotations.readOnlyHint`): planning mode lets it run (`domain/tools/planning/mode.ts`). */
+  readonly readOnly?: boolean
 }
 
 export const ToolRunErrorReason = Schema.Literal("failed", "server_down", "bad_arguments", "refused", "unknown_tool")
@@ -71,6 +73,8 @@ export interface ToolProvider {
   readonly tools: ReadonlyArray<ProvidedTool>
   /** Runs one call of the tool named `name` (as in `tools`) with its parsed JSON arguments. */
   readonly run: (name: string, args: Record<string, unknown>, context?: ToolContext) => Effect.Effect<string, ToolRunError>
+  /** Why a call of `name` in `role` is refused before anything of it runs, the permission gate included (planning mode); null or absent: none. */
+  readonly refuses?: (name: string, role: CallRole) => ToolRunError | null
 }
 
 /** A provider with no tools. */

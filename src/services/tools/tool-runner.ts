@@ -19,6 +19,8 @@
  * it after its `tool_call_started` and before it runs (the ask and the
  * answer waiting inside the tool's timeout are not: the gate comes first); a
  * denied call is an error result that says by what (`refused: permission denied: ...`).
+ * A call its provider refuses outright (`ToolProvider.refuses`: planning mode)
+ * is an error result before the gate: nobody is asked about it.
  */
 import { Duration, Effect } from "effect"
 import type { ToolResult } from "../../domain/coordination/round-machine.ts"
@@ -99,19 +101,22 @@ export const makeToolRunner = (deps: ToolRunnerDeps): RunTools => {
             }),
             (refused) => (refused === null ? Effect.void : Effect.fail(refused)),
           )
+    const refused = provider.refuses?.(call.name, context.role) ?? null
     const run: Effect.Effect<string, ToolRunError> =
       args === null
         ? Effect.fail(new ToolRunError({ reason: "bad_arguments", detail: `the arguments of ${call.name} are not a JSON object` }))
-        : Effect.zipRight(
-            gated(args),
-            provider.run(call.name, args, context).pipe(
-              Effect.timeoutFail({
-                duration: Duration.seconds(timeout),
-                onTimeout: () =>
-                  new ToolRunError({ reason: "failed", detail: `${call.name} timed out after ${timeout}s (tool_timeout_seconds)` }),
-              }),
-            ),
-          )
+        : refused !== null
+          ? Effect.fail(refused)
+          : Effect.zipRight(
+              gated(args),
+              provider.run(call.name, args, context).pipe(
+                Effect.timeoutFail({
+                  duration: Duration.seconds(timeout),
+                  onTimeout: () =>
+                    new ToolRunError({ reason: "failed", detail: `${call.name} timed out after ${timeout}s (tool_timeout_seconds)` }),
+                }),
+              ),
+            )
     return Effect.match(run, {
       onFailure: (e): Outcome => ({ content: `error: ${e.message}`, error: e.message }),
       onSuccess: (text): Outcome =>
