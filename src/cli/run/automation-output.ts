@@ -23,6 +23,7 @@ import { join } from "node:path"
 import { type Event, ignoredVoteText, resumedText } from "../../domain/events/index.ts"
 import { failureText } from "../../domain/projections/status.ts"
 import { agentFile } from "../../domain/run-paths.ts"
+import { skillEventLine } from "../../domain/skills/lines.ts"
 import { activeMs, type State } from "../../domain/state/index.ts"
 import { permissionLine, toolCallLine } from "../../domain/tools/calls.ts"
 import { changedFiles, workspaceLine } from "../../domain/workspaces/facts.ts"
@@ -135,6 +136,10 @@ const eventLine = (event: Event, state: State, logDir: string): string | null =>
       return `[${event.agent}] ${workspaceLine({ ...event, path: oneLine(event.path) })}`
     case "context_write_intended":
       return null
+    case "skills_offered":
+      return skillEventLine(event)
+    case "memory_loaded":
+      return `[${event.agent}] ${skillEventLine(event)}`
     case "call_start":
     case "call_end":
     case "tool_call_started":

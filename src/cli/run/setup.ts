@@ -28,6 +28,7 @@ import type { TokenUsage } from "../../domain/llm.ts"
 import { snapshotDir } from "../../domain/workspaces/facts.ts"
 import type { Backend } from "../../services/backends/index.ts"
 import { azureEndpoint, type Env, loadDotEnv, makeBackend, resolveApiKey } from "../../services/backends/index.ts"
+import { SKILLS_DIR } from "../../services/skills/offer.ts"
 import { combineProviders, commandLineProviders, commandToolProviders } from "../../services/tools/agent-tools.ts"
 import { makeFileTools } from "../../services/tools/file-tools.ts"
 import { pythonToolProviders, pythonToolStartProblems } from "../../services/tools/python-tools.ts"
@@ -184,7 +185,14 @@ export const makeAgentTools = (
     config.agents.forEach((agent, i) => {
       const workspace = agentWorkspace(cwd, agent)
       const files =
-        workspace === null ? undefined : makeFileTools({ workspace, snapshotPath: (label) => join(cwd, snapshotDir(label)), contextPaths })
+        workspace === null
+          ? undefined
+          : makeFileTools({
+              workspace,
+              snapshotPath: (label) => join(cwd, snapshotDir(label)),
+              contextPaths,
+              ...(config.skills ? { skillsRoot: join(cwd, SKILLS_DIR) } : {}),
+            })
       const own = [files, commands.get(agent.id), python.providers.get(agent.id), commandLines.get(agent.id)].filter(
         (p): p is ToolProvider => p !== undefined,
       )

@@ -6,7 +6,8 @@
  * one line naming the key) and its *rule*: a `switch` is refused unless its
  * value is off (a feature switched off needs nothing); a `setting` configures
  * another key's feature and does nothing while that one is off; `ignored`
- * keys change only MassGen's logs or UI, never an answer (a warning says so).
+ * keys change only MassGen's logs or UI, never an answer (a warning says so);
+ * a `supported` key is a feature massgen has (skills, memory filesystem mode).
  * `coordinationProblems(orchestrator)` gives one problem per key refused
  * (its reason, and how to run without it) or ignored. `verdictOf` says a
  * rule in words (`docs/coordination.md`, `scripts/measure-massgen-configs.ts --keys`). Pure.
@@ -28,6 +29,8 @@ type Rule =
     }
   | { readonly kind: "setting"; readonly of: string }
   | { readonly kind: "ignored"; readonly why: string }
+  /** A feature massgen has: accepted, whatever its value (`what`: what it does, for the verdict). */
+  | { readonly kind: "supported"; readonly what: string }
 
 export interface KeySpec {
   readonly type: Schema.Schema.AnyNoContext
@@ -70,6 +73,7 @@ const generator = (feature: string): KeySpec => ({
   rule: { kind: "switch", feature, off: enabledOff, offText: "enabled: false", suggestion: "remove it to run without it" },
 })
 const setting = (type: Schema.Schema.AnyNoContext, of: string): KeySpec => ({ type, rule: { kind: "setting", of } })
+const supported = (type: Schema.Schema.AnyNoContext, what: string): KeySpec => ({ type, rule: { kind: "supported", what } })
 
 const TASK_PLANNING = "enable_agent_task_planning"
 const SUBAGENTS = "enable_subagents"
@@ -102,17 +106,20 @@ export const COORDINATION_KEYS: Readonly<Record<string, KeySpec>> = {
   broadcast_timeout: setting(Count, BROADCAST),
   broadcast_wait_by_default: setting(Bool, BROADCAST),
   max_broadcasts_per_agent: setting(Count, BROADCAST),
-  enable_memory_filesystem_mode: flag("memory filesystem mode (memory files in the workspace)"),
+  enable_memory_filesystem_mode: supported(
+    Bool,
+    "memory/short_term and memory/long_term in each workspace, their files shown to each round (docs/workspaces.md)",
+  ),
   learning_capture_mode: setting(oneOf("round", "verification_and_final_only", "final_only"), `${SKILLS} or enable_memory_filesystem_mode`),
   disable_final_only_round_capture_fallback: setting(Bool, "learning_capture_mode: final_only"),
   compression_target_ratio: {
     type: Ratio,
     rule: { kind: "ignored", why: "massgen does not compress a conversation that outgrows the context (the call fails instead)" },
   },
-  use_skills: flag("offering skills (SKILL.md bundles) to agents"),
+  use_skills: supported(Bool, "the SKILL.md bundles found are offered to every agent, read-only (docs/workspaces.md)"),
   massgen_skills: setting(Strings, SKILLS),
-  skills_directory: setting(Text, SKILLS),
-  load_previous_session_skills: setting(Bool, SKILLS),
+  skills_directory: supported(Text, "where use_skills looks first (default .agent/skills), relative to the working directory"),
+  load_previous_session_skills: supported(Bool, "use_skills also offers the skills earlier runs' winners wrote (tasks/evolving_skill/)"),
   persona_generator: generator("persona generation"),
   evaluation_criteria_generator: generator("evaluation criteria generation"),
   prompt_improver: generator("prompt improvement before coordination"),
@@ -245,7 +252,7 @@ const keyProblems = (at: string, section: unknown, keys: Readonly<Record<string,
   if (section === null || typeof section !== "object") return []
   return Object.entries(section as Record<string, unknown>).flatMap(([key, value]): ReadonlyArray<ConfigProblem> => {
     const rule = keys[key]?.rule
-    if (rule === undefined || rule.kind === "setting") return []
+    if (rule === undefined || rule.kind === "setting" || rule.kind === "supported") return []
     if (rule.kind === "ignored") return [{ path: `${at}.${key}`, message: `ignored: ${rule.why}`, kind: "warning" }]
     return rule.off(value) ? [] : [{ path: `${at}.${key}`, message: `${rule.feature} ${ISSUE}`, suggestion: rule.suggestion }]
   })
@@ -270,5 +277,7 @@ export const verdictOf = (spec: KeySpec): string => {
       return `accepted: a setting of ${rule.of}, no effect while that is off`
     case "ignored":
       return `accepted, ignored (warning): ${rule.why}`
+    case "supported":
+      return `supported: ${rule.what}`
   }
 }

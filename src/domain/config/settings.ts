@@ -39,6 +39,8 @@ export interface Config {
   readonly batchBudgetUsd?: number
   /** `orchestrator.workspace_limits`, with the defaults for keys not set: what a snapshot or final copy may take. */
   readonly workspaceLimits?: WorkspaceLimits
+  /** `use_skills`: where to look for SKILL.md bundles (`skills_directory`, as written) and whether earlier runs' skills are offered too. */
+  readonly skills?: { readonly directory: string; readonly previousSessions: boolean }
   /** The top-level `permissions:` block, for every agent (each agent's own is on its backend: `domain/permissions/policy.ts`). */
   readonly permissions?: PermissionsBlock
 }
@@ -61,7 +63,10 @@ export const configOf = (file: ConfigFile, agents: ReadonlyArray<Agent>): Config
   // MassGen: only the default strategy turns into reuse; an explicit winner_present or synthesize still presents.
   const strategy = o.final_answer_strategy ?? (o.skip_final_presentation === true ? "winner_reuse" : DEFAULT_SETTINGS.final_answer_strategy)
   const displayType = file.ui?.display_type ?? file.display?.type
+  const c = (o.coordination ?? {}) as Readonly<Record<string, unknown>>
   const optional = {
+    ...(c.use_skills === true ? { use_skills: true } : {}),
+    ...(c.enable_memory_filesystem_mode === true ? { memory_filesystem_mode: true } : {}),
     ...(o.skip_voting !== undefined ? { skip_voting: o.skip_voting } : {}),
     ...(o.defer_voting_until_all_answered !== undefined ? { defer_voting_until_all_answered: o.defer_voting_until_all_answered } : {}),
     ...(o.max_new_answers_global !== undefined ? { max_new_answers_global: o.max_new_answers_global } : {}),
@@ -103,8 +108,19 @@ export const configOf = (file: ConfigFile, agents: ReadonlyArray<Agent>): Config
       : {}),
     ...(typeof file.batch?.budget_usd === "number" ? { batchBudgetUsd: file.batch.budget_usd } : {}),
     ...(file.permissions !== undefined ? { permissions: file.permissions } : {}),
+    ...(c.use_skills === true
+      ? {
+          skills: {
+            directory: typeof c.skills_directory === "string" ? c.skills_directory : DEFAULT_SKILLS_DIRECTORY,
+            previousSessions: c.load_previous_session_skills === true,
+          },
+        }
+      : {}),
   }
 }
+
+/** MassGen's default `skills_directory`, relative to the working directory. */
+export const DEFAULT_SKILLS_DIRECTORY = ".agent/skills"
 
 /**
  * MassGen's `--quick`: one answer per agent and no presentation of its own.

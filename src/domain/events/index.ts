@@ -47,6 +47,7 @@ import {
   VoteIgnored,
 } from "./rounds.ts"
 import { RunFinished, RunResumed, RunStarted, ToolStartFailed } from "./run.ts"
+import { MemoryLoaded, SkillsOffered } from "./skills.ts"
 
 export * from "./calls.ts"
 export { Time } from "./fields.ts"
@@ -54,6 +55,7 @@ export * from "./files.ts"
 export * from "./permissions.ts"
 export * from "./rounds.ts"
 export * from "./run.ts"
+export * from "./skills.ts"
 export { ignoredVoteText, resumedText } from "./text.ts"
 
 /**
@@ -92,6 +94,8 @@ export const Event = Schema.Union(
   WorkspaceFinalized,
   ContextWriteIntended,
   ContextPathWritten,
+  SkillsOffered,
+  MemoryLoaded,
 )
 export type Event = typeof Event.Type
 

@@ -110,6 +110,8 @@ const entry = (event: Event): CoordinationEvent | null => {
     case "workspace_finalized":
     case "context_write_intended":
     case "context_path_written":
+    case "skills_offered":
+    case "memory_loaded":
       return null
   }
 }

@@ -33,6 +33,7 @@
 import { count, oneLine } from "../../lib/text.ts"
 import { onlyHeaders } from "../agent-output.ts"
 import { type Event, type FinalSource, type FinishReason, ignoredVoteText, resumedText } from "../events/index.ts"
+import { skillEventLine } from "../skills/lines.ts"
 import { activeMs, advanceInPlace, initialState, type State } from "../state/index.ts"
 import { permissionLine, toolCallLine } from "../tools/calls.ts"
 import { changedFiles, workspaceLine } from "../workspaces/facts.ts"
@@ -191,6 +192,9 @@ export const timelineText = (event: Event): string | null => {
       return workspaceLine(event)
     case "context_write_intended":
       return null
+    case "skills_offered":
+    case "memory_loaded":
+      return skillEventLine(event)
     case "call_start":
     case "call_end":
     case "tool_call_started":

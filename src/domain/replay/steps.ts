@@ -268,6 +268,9 @@ export const STEPS: { readonly [T in Event["_tag"]]: StepOf<T> } = {
   workspace_finalized: fileFact,
   context_write_intended: fileFact,
   context_path_written: fileFact,
+  // Facts of the files the run found (skills, memory): replay reads them, it never scans again.
+  skills_offered: (w, rec) => made(w.state.skills === null ? rec : null),
+  memory_loaded: (_w, rec) => made(rec),
   run_finished: runFinished,
 }
 

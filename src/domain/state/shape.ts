@@ -9,7 +9,17 @@
  * answer, vote, cancellation or the agent's failure; the *latest labels* are the newest answer label of
  * every agent that has one, in config order, which is what a new round shows.
  */
-import type { AgentInfo, ConversationMessage, FailureKind, FinalSource, FinishReason, RunSettings, ToolKind } from "../events/index.ts"
+import type {
+  AgentInfo,
+  ConversationMessage,
+  FailureKind,
+  FinalSource,
+  FinishReason,
+  MemoryFile,
+  OfferedSkill,
+  RunSettings,
+  ToolKind,
+} from "../events/index.ts"
 import { isLongText } from "../log/index.ts"
 import { noWorkspaceFacts, type WorkspaceFacts } from "../workspaces/facts.ts"
 
@@ -133,7 +143,14 @@ export interface State {
   readonly workspaces: WorkspaceFacts
   /** The agents' tools that did not start (`tool_start_failed`): the run finishes on it, before any model call. */
   readonly toolsFailed: { readonly kind: ToolKind; readonly name: string; readonly message: string } | null
+  /** The skills the run offers (`skills_offered`); null until they are recorded. */
+  readonly skills: ReadonlyArray<OfferedSkill> | null
+  /** The memory files each round was shown (`memory_loaded`), by `memoryKey(agent, round)`. */
+  readonly memory: Readonly<Record<string, ReadonlyArray<MemoryFile>>>
 }
+
+/** The key of an agent's round in `State.memory`. */
+export const memoryKey = (agent: string, round: number): string => `${agent}/${round}`
 
 export const initialState: State = {
   run: null,
@@ -149,6 +166,8 @@ export const initialState: State = {
   openCalls: 0,
   workspaces: noWorkspaceFacts,
   toolsFailed: null,
+  skills: null,
+  memory: {},
 }
 
 /** How long processes have run the run, up to `now` (or its finish): time while no process ran it is not counted. */
