@@ -63,7 +63,6 @@ describe("--validate reads each coordination sub-key and voting key on its own",
         at("enable_planning_mode"),
         at("max_orchestration_restarts"),
         at("enable_agent_task_planning"),
-        at("use_skills"),
         at("write_mode"),
         at("persona_generator"),
       ].sort(),
@@ -159,6 +158,10 @@ describe("a config with only supported sub-keys", () => {
       const result = JSON.parse(checked.stdout)
       expect({ code: checked.exitCode, valid: result.valid, errors: result.errors }).toEqual({ code: 0, valid: true, errors: [] })
       expect(result.warnings).toEqual([
+        expect.objectContaining({
+          location: "orchestrator.coordination.learning_capture_mode",
+          message: expect.stringMatching(/^ignored: massgen lets agents write memory files in every round/),
+        }),
         expect.objectContaining({
           location: "orchestrator.coordination.compression_target_ratio",
           message: expect.stringMatching(/^ignored: massgen does not compress/),

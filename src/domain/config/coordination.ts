@@ -110,7 +110,13 @@ export const COORDINATION_KEYS: Readonly<Record<string, KeySpec>> = {
     Bool,
     "memory/short_term and memory/long_term in each workspace, their files shown to each round (docs/workspaces.md)",
   ),
-  learning_capture_mode: setting(oneOf("round", "verification_and_final_only", "final_only"), `${SKILLS} or enable_memory_filesystem_mode`),
+  learning_capture_mode: {
+    type: oneOf("round", "verification_and_final_only", "final_only"),
+    rule: {
+      kind: "ignored",
+      why: "massgen lets agents write memory files in every round (MassGen's round); capture only at verification or the presentation is not followed",
+    },
+  },
   disable_final_only_round_capture_fallback: setting(Bool, "learning_capture_mode: final_only"),
   compression_target_ratio: {
     type: Ratio,
