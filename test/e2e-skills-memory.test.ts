@@ -5,7 +5,8 @@
  * (a bundle with no frontmatter is skipped, in one line), records them (`skills_offered`, each SKILL.md's
  * digest) before the first round, lists them in the system message, and the agent reads one through
  * `read_file .agent/skills/<skill>/SKILL.md`, which is read-only. With `enable_memory_filesystem_mode`, a
- * memory file the agent writes in round 1 reaches round 2's prompt, recorded (`memory_loaded`). A run
+ * memory file the agent writes in round 1 reaches round 2's prompt and the presenter's, recorded
+ * (`memory_loaded`). A run
  * killed (SIGKILL) after its skills were offered is resumed with the skills its log names, even when the
  * bundle changed on disk since, and `replay --check` says SAME.
  */
@@ -107,9 +108,10 @@ describe("use_skills and enable_memory_filesystem_mode", () => {
       // The memory folders, then round 1's memory file in round 2's prompt.
       expect(fs.statSync(nodePath.join(dir, "workspaces", "agent1", "memory", "long_term")).isDirectory()).toBe(true)
       const loaded = ofType(events, "memory_loaded")
-      expect(loaded.map((e) => [e.round, e.files.length])).toEqual([
-        [1, 0],
-        [2, 1],
+      expect(loaded.map((e) => [e.round, e.presentation === true, e.files.length])).toEqual([
+        [1, false, 0],
+        [2, false, 1],
+        [3, true, 1],
       ])
       expect(loaded[1].files[0]).toEqual({
         from: "workspace",
@@ -122,6 +124,11 @@ describe("use_skills and enable_memory_filesystem_mode", () => {
       })
       const round2 = fake.requests.find((q) => promptText(q).includes("<agent1.1>"))!
       expect(systemOf(round2)).toContain("The answer is four, checked twice.")
+      // The presenter is shown the memories and asked to consolidate them in its workspace.
+      const presentation = fake.requests.at(-1)!
+      expect(offeredTools(presentation)).not.toContain("vote")
+      expect(systemOf(presentation)).toContain("The answer is four, checked twice.")
+      expect(systemOf(presentation)).toContain("### Consolidating memory")
       const check = await runCli("source", ["replay", dir, "--check"], { cwd, env: { ...ENV, HOME: home } })
       expect({ code: check.exitCode, out: check.stdout }).toEqual({ code: 0, out: expect.stringContaining("SAME") })
     } finally {

@@ -322,6 +322,8 @@ export const presentationRequest = (input: {
   readonly strategy: FinalAnswerStrategy
   /** False when the run held no vote (`skip_voting`, quick synthesize): the presenter is the first agent in config order. */
   readonly voteHeld?: boolean
+  /** Sections that close the system message (memory: `domain/skills/sections.ts`); empty ones are left out. */
+  readonly sections?: ReadonlyArray<string>
 }): LlmRequest => {
   const votes =
     input.voteHeld === false
@@ -339,7 +341,10 @@ export const presentationRequest = (input: {
   return {
     agentId: input.agentId,
     system: withConversationNote(
-      withAgentMessage("You were selected by the other agents to present the final answer.", input.systemMessage),
+      withSections(
+        withAgentMessage("You were selected by the other agents to present the final answer.", input.systemMessage),
+        input.sections ?? [],
+      ),
       conversation,
     ),
     messages: [{ role: "user", content: user }],

@@ -10,7 +10,7 @@
  */
 import type { Agent } from "../config/index.ts"
 import type { LlmRequest, ShownAnswer, ToolSpec } from "../llm.ts"
-import { memorySection, skillsSection } from "../skills/sections.ts"
+import { MEMORY_PRESENTER_NOTE, memorySection, skillsSection } from "../skills/sections.ts"
 import { memoryKey, type State } from "../state/index.ts"
 import { noVoteRun, votingDeferred } from "./decide.ts"
 import { presentationRequest, roundRequest } from "./prompts.ts"
@@ -95,6 +95,10 @@ export const requestForPresentation = (state: State, agent: Agent, tools: Readon
     isTie: p.isTie,
     strategy: state.run.settings.final_answer_strategy,
     voteHeld: !noVoteRun(state.run.settings, state.agents.length),
+    sections:
+      state.run.settings.memory_filesystem_mode === true && agent.backend.cwd !== undefined
+        ? [memorySection(state.memory[memoryKey(agent.id, "present")] ?? []), MEMORY_PRESENTER_NOTE]
+        : [],
   })
   return withAgentTools(request, tools, "reply with the final answer itself")
 }

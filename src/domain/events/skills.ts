@@ -57,9 +57,13 @@ export const MemoryFile = Schema.Struct({
 })
 export type MemoryFile = typeof MemoryFile.Type
 
-/** The memory files `agent`'s round `round` is shown (memory filesystem mode), read after its start and before its first call. */
+/**
+ * The memory files `agent`'s round `round` is shown (memory filesystem mode), read after its start and before its
+ * first call; with `presentation: true`, those the presenter is shown (`round`: the presentation's).
+ */
 export const MemoryLoaded = defineEvent("memory_loaded", {
   agent: AgentId,
   round: Count,
   files: Schema.Array(MemoryFile),
+  presentation: Schema.optionalWith(Schema.Boolean, { exact: true }),
 })

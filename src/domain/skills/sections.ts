@@ -8,7 +8,9 @@
  * `memory/long_term/`, listed, read when needed) and the file format, then
  * shows the files its round was given (`memory_loaded`): short-term ones
  * whole, long-term ones by name and description, its own first, then those
- * of the answers it is shown. Pure: replay builds the same text.
+ * of the answers it is shown. The presenter is shown its memories and the
+ * other agents', and asked to consolidate them in its workspace
+ * (`MEMORY_PRESENTER_NOTE`). Pure: replay builds the same text.
  *
  * Words: a *skill* is a SKILL.md bundle; a *memory file* is a markdown file of a workspace's `memory/` folders.
  */
@@ -62,3 +64,9 @@ export const memorySection = (files: ReadonlyArray<MemoryFile>): string => {
     ...(long.length > 0 ? [`### Long-term memories\n${long.map(shown).join("\n")}`] : []),
   ].join("\n")
 }
+
+/** What the presenter is asked of memory (MassGen's memory consolidation at the presentation), after the memories it is shown. */
+export const MEMORY_PRESENTER_NOTE = [
+  "### Consolidating memory",
+  `Before your final answer, bring together in your own workspace what is worth keeping for later work: the memories above, your own and the other agents', merged without repeats, each kept in its clearest form, in ${MEMORY_DIRS.short_term}/ (short, needed every time) and ${MEMORY_DIRS.long_term}/ (longer, needed now and then), each with its frontmatter. Your workspace's files become the run's final workspace.`,
+].join("\n")

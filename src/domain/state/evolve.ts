@@ -307,7 +307,7 @@ const applyEvent = (state: State, event: Event, t: number, own: Owned | null): S
     case "skills_offered":
       return state.skills !== null ? state : { ...state, skills: event.skills }
     case "memory_loaded": {
-      const key = memoryKey(event.agent, event.round)
+      const key = memoryKey(event.agent, event.presentation === true ? "present" : event.round)
       if (agentIndex(state, event.agent) < 0 || key in state.memory) return state
       return { ...state, memory: { ...state.memory, [key]: event.files } }
     }

@@ -149,8 +149,8 @@ export interface State {
   readonly memory: Readonly<Record<string, ReadonlyArray<MemoryFile>>>
 }
 
-/** The key of an agent's round in `State.memory`. */
-export const memoryKey = (agent: string, round: number): string => `${agent}/${round}`
+/** The key of an agent's round (or its presentation) in `State.memory`. */
+export const memoryKey = (agent: string, round: number | "present"): string => `${agent}/${round}`
 
 export const initialState: State = {
   run: null,

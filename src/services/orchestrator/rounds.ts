@@ -186,7 +186,7 @@ export const makeRounds = (run: RunContext, emitter: Emitter, work: Work) =>
     const startRound = (given: State, agentId: string, round: number, from?: Transition) =>
       Effect.gen(function* () {
         const agent = agentById.get(agentId)!
-        const memory = yield* shownMemory(given, agentId, round)
+        const memory = yield* shownMemory(given, agentId, round, false)
         const request = requestForRound(memory ? state.current : given, agent, toolSpecs(agent.id))
         if (request === null) return
         const key = workKey(agent.id, round)
@@ -212,30 +212,40 @@ export const makeRounds = (run: RunContext, emitter: Emitter, work: Work) =>
       })
 
     /**
-     * Memory filesystem mode: the memory files of a round not recorded yet are read and recorded (`memory_loaded`)
-     * before its request is built; true when this appended them. A resumed round keeps what its log holds.
+     * Memory filesystem mode: the memory files of a round (or the presentation) not recorded yet are read and
+     * recorded (`memory_loaded`) before its request is built; true when this appended them. A resumed round keeps
+     * what its log holds.
      */
-    const shownMemory = (given: State, agentId: string, round: number) =>
+    const shownMemory = (given: State, agentId: string, round: number, presentation: boolean) =>
       Effect.gen(function* () {
         const agent = agentById.get(agentId)!
-        const inFlight = given.agents.find((a) => a.info.id === agentId)?.inFlight ?? null
-        if (settings.memory_filesystem_mode !== true || agent.backend.cwd === undefined || inFlight?.round !== round) return false
-        if (memoryKey(agentId, round) in given.memory) return false
-        const files = yield* loadMemory(input.logDir, agent.anonId, inFlight.shown)
-        yield* emit({ _tag: "memory_loaded", time: yield* isoNow, agent: agentId, round, files })
+        if (settings.memory_filesystem_mode !== true || agent.backend.cwd === undefined) return false
+        if (memoryKey(agentId, presentation ? "present" : round) in given.memory) return false
+        const shown = presentation
+          ? given.presentation?.agent === agentId
+            ? Object.keys(given.presentation.votes)
+            : null
+          : (() => {
+              const inFlight = given.agents.find((a) => a.info.id === agentId)?.inFlight ?? null
+              return inFlight?.round === round ? inFlight.shown : null
+            })()
+        if (shown === null) return false
+        const files = yield* loadMemory(input.logDir, agent.anonId, shown)
+        yield* emit({ _tag: "memory_loaded", time: yield* isoNow, agent: agentId, round, files, ...(presentation ? { presentation } : {}) })
         return true
       })
 
     /** Starts the winner's presentation (from its rebuilt machine, when a resume continues it). */
-    const startPresentation = (state: State, agentId: string, from?: Transition) =>
-      Effect.suspend(() => {
+    const startPresentation = (given: State, agentId: string, from?: Transition) =>
+      Effect.gen(function* () {
         const agent = agentById.get(agentId)!
-        const request = requestForPresentation(state, agent, toolSpecs(agent.id))
-        if (request === null) return Effect.void
+        const round = from?.machine.round ?? (given.agents.find((a) => a.info.id === agent.id)?.rounds ?? 0) + 1
+        const memory = yield* shownMemory(given, agentId, round, true)
+        const request = requestForPresentation(memory ? state.current : given, agent, toolSpecs(agent.id))
+        if (request === null) return
         contexts.set(workKey(agent.id, "present"), request)
-        const round = from?.machine.round ?? (state.agents.find((a) => a.info.id === agent.id)?.rounds ?? 0) + 1
         const backend = backends.forAgent(agent.id)
-        return work.spawn(
+        return yield* work.spawn(
           workKey(agent.id, "present"),
           runPresentation(deps, {
             agent: agent.id,
