@@ -159,10 +159,6 @@ describe("a config with only supported sub-keys", () => {
       expect({ code: checked.exitCode, valid: result.valid, errors: result.errors }).toEqual({ code: 0, valid: true, errors: [] })
       expect(result.warnings).toEqual([
         expect.objectContaining({
-          location: "orchestrator.coordination.learning_capture_mode",
-          message: expect.stringMatching(/^ignored: massgen lets agents write memory files in every round/),
-        }),
-        expect.objectContaining({
           location: "orchestrator.coordination.compression_target_ratio",
           message: expect.stringMatching(/^ignored: massgen does not compress/),
         }),

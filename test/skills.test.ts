@@ -7,7 +7,8 @@ import { describe, expect, test } from "bun:test"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as nodePath from "node:path"
-import { Effect } from "effect"
+import { Effect, Either } from "effect"
+import { decodeConfig } from "../src/domain/config/index.ts"
 import { memoryFrontmatter, skillFrontmatter } from "../src/domain/skills/frontmatter.ts"
 import { memorySection, skillsSection } from "../src/domain/skills/sections.ts"
 import { findSkills } from "../src/services/skills/offer.ts"
@@ -88,5 +89,39 @@ describe("the system message's sections", () => {
     expect(text).toContain("- memory/short_term/notes.md (your workspace)\n```\nremember 4\n```")
     expect(text).toContain("- memory/long_term/deep.md (the workspace of answer agent2.1): a long analysis")
     expect(memorySection([])).toContain("(none yet)")
+  })
+})
+
+describe("the config keys of skills and memory", () => {
+  const settingsOf = (coordination: Record<string, unknown>, orchestrator: Record<string, unknown> = {}) => {
+    const decoded = decodeConfig(
+      { agents: [{ id: "a", backend: { type: "scripted", cwd: "w" } }], orchestrator: { ...orchestrator, coordination } },
+      {},
+    )
+    return Either.getOrThrow(decoded)
+  }
+  test("use_skills and enable_memory_filesystem_mode are accepted and recorded in the settings; skills_directory defaults to .agent/skills", () => {
+    const config = settingsOf({ use_skills: true, enable_memory_filesystem_mode: true })
+    expect(config.settings).toMatchObject({ use_skills: true, memory_filesystem_mode: true })
+    expect(config.skills).toEqual({ directory: ".agent/skills", previousSessions: false })
+    expect(settingsOf({ use_skills: false }).settings.use_skills).toBeUndefined()
+  })
+  test("learning_capture_mode, as MassGen reads it: when rounds may write memory", () => {
+    const capture = (c: Record<string, unknown>, o?: Record<string, unknown>) =>
+      settingsOf({ enable_memory_filesystem_mode: true, ...c }, o).settings.memory_capture
+    expect(capture({})).toBeUndefined()
+    expect(capture({ learning_capture_mode: "round" })).toBeUndefined()
+    expect(capture({ learning_capture_mode: "verification_and_final_only" })).toBe("verification")
+    expect(capture({ learning_capture_mode: "final_only" })).toBe("final")
+    // No presentation to consolidate: rounds write memory, unless the fallback is turned off.
+    expect(capture({ learning_capture_mode: "final_only" }, { skip_final_presentation: true })).toBeUndefined()
+    expect(
+      capture({ learning_capture_mode: "final_only", disable_final_only_round_capture_fallback: true }, { skip_final_presentation: true }),
+    ).toBe("final")
+  })
+  test("a round of a run that captures memory at the end is told to write none (but the verification memo)", () => {
+    expect(memorySection([], "final")).toContain("write no memory file.")
+    expect(memorySection([], "verification")).toContain("memory/short_term/verification_latest.md")
+    expect(memorySection([])).not.toContain("write no memory file")
   })
 })

@@ -110,14 +110,11 @@ export const COORDINATION_KEYS: Readonly<Record<string, KeySpec>> = {
     Bool,
     "memory/short_term and memory/long_term in each workspace, their files shown to each round (docs/workspaces.md)",
   ),
-  learning_capture_mode: {
-    type: oneOf("round", "verification_and_final_only", "final_only"),
-    rule: {
-      kind: "ignored",
-      why: "massgen lets agents write memory files in every round (MassGen's round); capture only at verification or the presentation is not followed",
-    },
-  },
-  disable_final_only_round_capture_fallback: setting(Bool, "learning_capture_mode: final_only"),
+  learning_capture_mode: supported(
+    oneOf("round", "verification_and_final_only", "final_only"),
+    "when rounds may write memory files (docs/workspaces.md#memory); a setting of enable_memory_filesystem_mode",
+  ),
+  disable_final_only_round_capture_fallback: supported(Bool, "final_only keeps rounds from writing memory even with no presentation"),
   compression_target_ratio: {
     type: Ratio,
     rule: { kind: "ignored", why: "massgen does not compress a conversation that outgrows the context (the call fails instead)" },

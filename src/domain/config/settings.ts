@@ -67,6 +67,7 @@ export const configOf = (file: ConfigFile, agents: ReadonlyArray<Agent>): Config
   const optional = {
     ...(c.use_skills === true ? { use_skills: true } : {}),
     ...(c.enable_memory_filesystem_mode === true ? { memory_filesystem_mode: true } : {}),
+    ...memoryCaptureOf(c, o, strategy),
     ...(o.skip_voting !== undefined ? { skip_voting: o.skip_voting } : {}),
     ...(o.defer_voting_until_all_answered !== undefined ? { defer_voting_until_all_answered: o.defer_voting_until_all_answered } : {}),
     ...(o.max_new_answers_global !== undefined ? { max_new_answers_global: o.max_new_answers_global } : {}),
@@ -117,6 +118,26 @@ export const configOf = (file: ConfigFile, agents: ReadonlyArray<Agent>): Config
         }
       : {}),
   }
+}
+
+/**
+ * When rounds may write memory, by MassGen's `learning_capture_mode` (its default for a config file: `round`):
+ * `verification_and_final_only` keeps them to the verification memo; `final_only` to none, unless no presentation
+ * would consolidate (a reused answer, or `skip_voting`), and `disable_final_only_round_capture_fallback` is not set.
+ */
+const memoryCaptureOf = (
+  c: Readonly<Record<string, unknown>>,
+  o: { readonly skip_final_presentation?: boolean | undefined; readonly skip_voting?: boolean | undefined },
+  strategy: string,
+): { readonly memory_capture?: "verification" | "final" } => {
+  if (c.enable_memory_filesystem_mode !== true) return {}
+  if (c.learning_capture_mode === "verification_and_final_only") return { memory_capture: "verification" }
+  if (c.learning_capture_mode !== "final_only") return {}
+  const fallback =
+    c.disable_final_only_round_capture_fallback !== true &&
+    o.skip_final_presentation === true &&
+    (o.skip_voting === true || (strategy !== "winner_present" && strategy !== "synthesize"))
+  return fallback ? {} : { memory_capture: "final" }
 }
 
 /** MassGen's default `skills_directory`, relative to the working directory. */

@@ -50,7 +50,7 @@ const roundSections = (state: State, agent: Agent, round: number): ReadonlyArray
     settings?.use_skills === true ? skillsSection(state.skills ?? []) : "",
     // Memory lives in a workspace: an agent without one is told nothing of it.
     settings?.memory_filesystem_mode === true && agent.backend.cwd !== undefined
-      ? memorySection(state.memory[memoryKey(agent.id, round)] ?? [])
+      ? memorySection(state.memory[memoryKey(agent.id, round)] ?? [], settings.memory_capture)
       : "",
   ]
 }

@@ -54,6 +54,11 @@ export const RunSettings = Schema.Struct({
   use_skills: Schema.optionalWith(Schema.Boolean, { exact: true }),
   /** MassGen's `enable_memory_filesystem_mode`: memory folders in each workspace, their files shown to each round (`memory_loaded`). */
   memory_filesystem_mode: Schema.optionalWith(Schema.Boolean, { exact: true }),
+  /**
+   * MassGen's `learning_capture_mode`, when it keeps rounds from writing memory: `verification` (only
+   * `verification_latest.md`), `final` (none; the presenter consolidates). Absent: every round writes memory.
+   */
+  memory_capture: Schema.optionalWith(Schema.Literal("verification", "final"), { exact: true }),
 })
 export type RunSettings = typeof RunSettings.Type
 

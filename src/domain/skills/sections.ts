@@ -51,7 +51,15 @@ const shown = (f: MemoryFile): string =>
     ? `- ${MEMORY_DIRS.short_term}/${f.name} (${whose(f.from)})${f.cut === true ? ` (first part of ${f.bytes} bytes)` : ""}\n${fence(f.content)}`
     : `- ${MEMORY_DIRS.long_term}/${f.name} (${whose(f.from)}): ${f.description === "" ? "(no description)" : f.description}`
 
-export const memorySection = (files: ReadonlyArray<MemoryFile>): string => {
+/** What a round may write of memory, by `memory_capture` (absent: every round writes memory). */
+const CAPTURE_RULES: Readonly<Record<"verification" | "final", string>> = {
+  final:
+    "In this run memory is written only at the end, by the presenter: in your rounds, read the memories below as guidance and write no memory file.",
+  verification: `In this run memory is written only at the end, by the presenter: in your rounds, read the memories below as guidance and write no memory file but one, ${MEMORY_DIRS.short_term}/verification_latest.md, which you keep up to date with how you checked your answer (the commands and files, what they showed, what was not checked), so that the next round can check it again.`,
+}
+
+/** The memory section; `capture`: the run's `memory_capture`, for a round (a presentation writes memory). */
+export const memorySection = (files: ReadonlyArray<MemoryFile>, capture?: "verification" | "final"): string => {
   const short = files.filter((f) => f.tier === "short_term")
   const long = files.filter((f) => f.tier === "long_term")
   return [
@@ -60,6 +68,7 @@ export const memorySection = (files: ReadonlyArray<MemoryFile>): string => {
     `- ${MEMORY_DIRS.short_term}/<name>.md: short notes needed every round (preferences, current findings, decisions and why); their whole text is shown to every round.`,
     `- ${MEMORY_DIRS.long_term}/<name>.md: longer write-ups needed now and then (analyses, lessons with their context); rounds are shown their names and descriptions, read one with read_file when it helps.`,
     "Open each file with YAML frontmatter: a --- line, then name:, description:, created: and updated: lines, then a --- line, then the text. A file of the same name replaces the old one.",
+    ...(capture !== undefined ? [CAPTURE_RULES[capture]] : []),
     short.length > 0 ? `### Short-term memories\n${short.map(shown).join("\n")}` : "### Short-term memories\n(none yet)",
     ...(long.length > 0 ? [`### Long-term memories\n${long.map(shown).join("\n")}`] : []),
   ].join("\n")
