@@ -8,7 +8,8 @@
  * memory file the agent writes in round 1 reaches round 2's prompt and the presenter's, recorded
  * (`memory_loaded`). A run
  * killed (SIGKILL) after its skills were offered is resumed with the skills its log names, even when the
- * bundle changed on disk since, and `replay --check` says SAME.
+ * bundle changed on disk since, and `replay --check` says SAME. A session's next turn starts with the memory
+ * files its previous turn's final workspace holds (`memory_restored`).
  */
 import { afterAll, describe, expect, test } from "bun:test"
 import { createHash } from "node:crypto"
@@ -167,6 +168,60 @@ describe("use_skills and enable_memory_filesystem_mode", () => {
       expect(ofType(events, "tool_call_finished").find((e) => e.tool === "read_file")).toMatchObject({ ok: true, result: SKILL })
       expect(fs.existsSync(eventsPath(dir))).toBe(true)
       const check = await runCli("source", ["replay", dir, "--check"], { cwd, env })
+      expect({ code: check.exitCode, out: check.stdout }).toEqual({ code: 0, out: expect.stringContaining("SAME") })
+    } finally {
+      fake.stop()
+    }
+  }, 120_000)
+
+  test("a session's next turn starts with the memory its previous turn ended with (memory_restored)", async () => {
+    /** Round 1 writes a memory file (turn 1 only), then answers; round 2 votes; the presentation: "Four." */
+    const respond = (req: FakeRequest): Behaviour => {
+      const text = promptText(req)
+      const tools = offeredTools(req)
+      if (!tools.includes("new_answer") && !tools.includes("vote")) return reply({ text: "Four." })
+      if (text.includes("<agent1.1>")) return reply({ toolCalls: [{ name: "vote", args: { agent_id: "agent1", reason: "checked" } }] })
+      if (!text.includes("checked twice") && !text.includes("wrote ")) {
+        return reply({ toolCalls: [{ name: "write_file", args: { path: "memory/short_term/findings.md", content: MEMORY } }] })
+      }
+      return reply({ toolCalls: [{ name: "new_answer", args: { content: "draft: four" } }] })
+    }
+    const fake = await startFakeLlm({ respond })
+    try {
+      const cwd = sandbox()
+      const config = writeConfig(cwd, {
+        ...doc(fake),
+        orchestrator: { coordination: { enable_memory_filesystem_mode: true } },
+      })
+      const turn = async (question: string) => {
+        const r = await runCli("source", ["--automation", "--session-id", "s1", "--config", config, question], {
+          cwd,
+          env: ENV,
+          timeoutMs: 60_000,
+        })
+        expectExit(r, 0)
+        return lineValue(r, "LOG_DIR")
+      }
+      const first = await turn("What is 2+2?")
+      expect(ofType(readEvents(first), "memory_restored")).toEqual([])
+      expect(fs.readFileSync(nodePath.join(first, "final", "agent_a", "workspace", "memory", "short_term", "findings.md"), "utf8")).toBe(
+        MEMORY,
+      )
+      const before = fake.requests.length
+      const second = await turn("And doubled?")
+      const events = readEvents(second)
+      expect(ofType(events, "memory_restored")).toEqual([
+        expect.objectContaining({
+          from: first,
+          agents: ["agent_a"],
+          files: [{ tier: "short_term", name: "findings.md", sha256: sha(MEMORY), bytes: Buffer.byteLength(MEMORY) }],
+        }),
+      ])
+      expect(events.findIndex((e) => e.type === "memory_restored")).toBeLessThan(events.findIndex((e) => e.type === "round_started"))
+      // The second turn's first round is shown it, and writes nothing new.
+      expect(systemOf(fake.requests[before]!)).toContain("The answer is four, checked twice.")
+      expect(ofType(events, "tool_call_finished")).toEqual([])
+      const check = await runCli("source", ["replay", second, "--check"], { cwd, env: ENV })
       expect({ code: check.exitCode, out: check.stdout }).toEqual({ code: 0, out: expect.stringContaining("SAME") })
     } finally {
       fake.stop()

@@ -137,6 +137,7 @@ const eventLine = (event: Event, state: State, logDir: string): string | null =>
     case "context_write_intended":
       return null
     case "skills_offered":
+    case "memory_restored":
       return skillEventLine(event)
     case "memory_loaded":
       return `[${event.agent}] ${skillEventLine(event)}`

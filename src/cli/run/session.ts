@@ -71,6 +71,8 @@ export interface SessionInput {
   readonly question: string
   /** The conversation the question continues (a session's earlier turns, a `serve` request's messages). */
   readonly conversation?: ReadonlyArray<ConversationMessage>
+  /** The log directory of the session's previous turn with a final answer, whose memory a turn in memory filesystem mode starts with. */
+  readonly previousTurn?: string
   readonly version: string
   readonly interrupt: Effect.Effect<string>
   readonly automation: boolean
@@ -205,6 +207,7 @@ export const runSessionOutcome = (input: SessionInput) =>
         priceOf: priceOf(input.config),
         ...(observe ? { observe } : {}),
         ...(input.resume ? { resume: input.resume } : {}),
+        ...(input.previousTurn !== undefined ? { previousTurn: input.previousTurn } : {}),
         ...(input.config.skills ? { skillSources: skillSourcesOf(input.config.skills, process.cwd(), homeDir(), logDir) } : {}),
         startTools,
       }).pipe(input.asker === undefined ? (e) => e : Effect.provideService(PermissionAsker, input.asker))

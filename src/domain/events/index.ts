@@ -47,7 +47,7 @@ import {
   VoteIgnored,
 } from "./rounds.ts"
 import { RunFinished, RunResumed, RunStarted, ToolStartFailed } from "./run.ts"
-import { MemoryLoaded, SkillsOffered } from "./skills.ts"
+import { MemoryLoaded, MemoryRestored, SkillsOffered } from "./skills.ts"
 
 export * from "./calls.ts"
 export { Time } from "./fields.ts"
@@ -96,6 +96,7 @@ export const Event = Schema.Union(
   ContextPathWritten,
   SkillsOffered,
   MemoryLoaded,
+  MemoryRestored,
 )
 export type Event = typeof Event.Type
 

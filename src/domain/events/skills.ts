@@ -5,7 +5,8 @@
  * Contract: `skills_offered` is appended once, before the first round, when `use_skills` is on; a resume and
  * replay offer what it names (its copies are in the log directory, `skills/<dir>/`), never a new scan.
  * `memory_loaded` is appended after a round's `round_started` and before its first call when memory filesystem
- * mode is on: the files its prompt shows, with their content (short-term) and digests. Words as in `index.ts`.
+ * mode is on: the files its prompt shows, with their content (short-term) and digests; `memory_restored`, before
+ * the first round of a session's turn, the previous turn's memory files copied into the workspaces. Words as in `index.ts`.
  */
 import { Schema } from "effect"
 import { AgentId, Count, defineEvent } from "./fields.ts"
@@ -66,4 +67,19 @@ export const MemoryLoaded = defineEvent("memory_loaded", {
   round: Count,
   files: Schema.Array(MemoryFile),
   presentation: Schema.optionalWith(Schema.Boolean, { exact: true }),
+})
+
+/** One memory file copied from the previous turn (`memory_restored`). */
+export const RestoredMemoryFile = Schema.Struct({ tier: MemoryTier, name: Schema.String, sha256: Schema.String, bytes: Count })
+export type RestoredMemoryFile = typeof RestoredMemoryFile.Type
+
+/**
+ * Memory filesystem mode in a turn of a session: the memory files of the previous turn's final workspace (`from`,
+ * its log directory; the winner's `final/<agent>/workspace/memory/`) were copied into the workspaces of `agents`,
+ * before the first round. Appended after the copies; a resumed run that has it copies nothing again.
+ */
+export const MemoryRestored = defineEvent("memory_restored", {
+  from: Schema.String,
+  agents: Schema.Array(AgentId),
+  files: Schema.Array(RestoredMemoryFile),
 })

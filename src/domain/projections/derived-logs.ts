@@ -112,6 +112,7 @@ const entry = (event: Event): CoordinationEvent | null => {
     case "context_path_written":
     case "skills_offered":
     case "memory_loaded":
+    case "memory_restored":
       return null
   }
 }

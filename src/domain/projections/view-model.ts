@@ -194,6 +194,7 @@ export const timelineText = (event: Event): string | null => {
       return null
     case "skills_offered":
     case "memory_loaded":
+    case "memory_restored":
       return skillEventLine(event)
     case "call_start":
     case "call_end":

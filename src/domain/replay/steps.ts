@@ -271,6 +271,7 @@ export const STEPS: { readonly [T in Event["_tag"]]: StepOf<T> } = {
   // Facts of the files the run found (skills, memory): replay reads them, it never scans again.
   skills_offered: (w, rec) => made(w.state.skills === null ? rec : null),
   memory_loaded: (_w, rec) => made(rec),
+  memory_restored: (w, rec) => made(w.state.memoryRestored ? null : rec),
   run_finished: runFinished,
 }
 

@@ -306,6 +306,8 @@ const applyEvent = (state: State, event: Event, t: number, own: Owned | null): S
     }
     case "skills_offered":
       return state.skills !== null ? state : { ...state, skills: event.skills }
+    case "memory_restored":
+      return state.memoryRestored ? state : { ...state, memoryRestored: true }
     case "memory_loaded": {
       const key = memoryKey(event.agent, event.presentation === true ? "present" : event.round)
       if (agentIndex(state, event.agent) < 0 || key in state.memory) return state

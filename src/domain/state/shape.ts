@@ -147,6 +147,8 @@ export interface State {
   readonly skills: ReadonlyArray<OfferedSkill> | null
   /** The memory files each round was shown (`memory_loaded`), by `memoryKey(agent, round)`. */
   readonly memory: Readonly<Record<string, ReadonlyArray<MemoryFile>>>
+  /** The previous turn's memory files were copied into the workspaces (`memory_restored`). */
+  readonly memoryRestored: boolean
 }
 
 /** The key of an agent's round (or its presentation) in `State.memory`. */
@@ -168,6 +170,7 @@ export const initialState: State = {
   toolsFailed: null,
   skills: null,
   memory: {},
+  memoryRestored: false,
 }
 
 /** How long processes have run the run, up to `now` (or its finish): time while no process ran it is not counted. */

@@ -50,6 +50,8 @@ export interface RunInput {
   readonly startTools?: Effect.Effect<ReadonlyMap<string, ToolProvider>, ToolStartError, Scope.Scope>
   /** Where `use_skills` looks (`services/skills/offer.ts`); absent: no skill is found. */
   readonly skillSources?: SkillSources
+  /** The log directory of the previous turn of the session this run is a turn of (memory filesystem mode carries its memory). */
+  readonly previousTurn?: string
 }
 
 export interface ResumeInput {
