@@ -14,15 +14,12 @@
 import { existsSync, readdirSync } from "node:fs"
 import * as nodePath from "node:path"
 import { Effect } from "effect"
-import type { MemoryTier, RestoredMemoryFile } from "../../domain/events/index.ts"
+import type { RestoredMemoryFile } from "../../domain/events/index.ts"
 import { MEMORY_DIRS } from "../../domain/skills/sections.ts"
 import { workspaceDir } from "../../domain/workspaces/facts.ts"
 import { hashText } from "../../lib/sha256.ts"
-import { closeDir, type Dir, listAt, openRoot, readFileAt, walk, writeFileAt } from "../tools/confined-fs.ts"
-
-const TIERS: ReadonlyArray<MemoryTier> = ["short_term", "long_term"]
-/** The bytes of one memory file copied, at most. */
-const COPY_MAX = 1_048_576
+import { openRoot, walk, writeFileAt } from "../tools/confined-fs.ts"
+import { MEMORY_TIERS, memoryFilesIn, withDir } from "./memory-files.ts"
 
 /** The previous turn's final workspace: the first `final/<agent>/workspace/` there is. */
 const finalWorkspace = (from: string): string | null => {
@@ -37,46 +34,6 @@ const finalWorkspace = (from: string): string | null => {
   return agent === undefined ? null : nodePath.join(final, agent, "workspace")
 }
 
-const withDir = <A>(open: () => Dir, f: (dir: Dir) => A, none: A): A => {
-  let dir: Dir
-  try {
-    dir = open()
-  } catch {
-    return none
-  }
-  try {
-    return f(dir)
-  } finally {
-    closeDir(dir)
-  }
-}
-
-/** The memory files of a workspace: tier, name, bytes. */
-const memoryOf = (root: string): ReadonlyArray<{ readonly tier: MemoryTier; readonly name: string; readonly bytes: Buffer }> =>
-  withDir(
-    () => openRoot(root),
-    (base) =>
-      TIERS.flatMap((tier) =>
-        withDir(
-          () => walk(base, MEMORY_DIRS[tier].split("/"), false),
-          (dir) =>
-            listAt(dir)
-              .filter((e) => e.isFile() && e.name.endsWith(".md"))
-              .map((e) => e.name)
-              .sort()
-              .flatMap((name) => {
-                try {
-                  return [{ tier, name, bytes: readFileAt(dir, name, COPY_MAX, name, false).bytes }]
-                } catch {
-                  return []
-                }
-              }),
-          [],
-        ),
-      ),
-    [],
-  )
-
 export const restoreMemory = (
   from: string,
   logDir: string,
@@ -84,12 +41,13 @@ export const restoreMemory = (
 ): Effect.Effect<ReadonlyArray<RestoredMemoryFile>> =>
   Effect.sync(() => {
     const source = finalWorkspace(from)
-    const files = source === null ? [] : memoryOf(source)
+    // A file cut at the read cap is not copied: the copy would not be the file.
+    const files = source === null ? [] : memoryFilesIn(source, false).filter((f) => !f.cut)
     for (const anonId of anonIds) {
       withDir(
         () => openRoot(nodePath.join(logDir, workspaceDir(anonId))),
         (base) => {
-          for (const tier of TIERS) {
+          for (const tier of MEMORY_TIERS) {
             withDir(
               () => walk(base, MEMORY_DIRS[tier].split("/"), true),
               (dir) => {
