@@ -78,7 +78,6 @@ const supported = (type: Schema.Schema.AnyNoContext, what: string): KeySpec => (
 const TASK_PLANNING = "enable_agent_task_planning"
 const SUBAGENTS = "enable_subagents"
 const BROADCAST = "broadcast"
-const SKILLS = "use_skills"
 const CHECKLIST = "voting_sensitivity: checklist_gated"
 
 /** `orchestrator.coordination`: MassGen's `CoordinationConfig` keys (v0.1.91). */
@@ -120,7 +119,10 @@ export const COORDINATION_KEYS: Readonly<Record<string, KeySpec>> = {
     rule: { kind: "ignored", why: "massgen does not compress a conversation that outgrows the context (the call fails instead)" },
   },
   use_skills: supported(Bool, "the SKILL.md bundles found are offered to every agent, read-only (docs/workspaces.md)"),
-  massgen_skills: setting(Strings, SKILLS),
+  massgen_skills: {
+    type: Strings,
+    rule: { kind: "ignored", why: "it names MassGen's built-in skills, which are MassGen's own text: massgen ships none" },
+  },
   skills_directory: supported(Text, "where use_skills looks first (default .agent/skills), relative to the working directory"),
   load_previous_session_skills: supported(Bool, "use_skills also offers the skills earlier runs' winners wrote (tasks/evolving_skill/)"),
   persona_generator: generator("persona generation"),
