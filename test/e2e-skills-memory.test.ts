@@ -9,7 +9,8 @@
  * (`memory_loaded`). A run
  * killed (SIGKILL) after its skills were offered is resumed with the skills its log names, even when the
  * bundle changed on disk since, and `replay --check` says SAME. A session's next turn starts with the memory
- * files its previous turn's final workspace holds (`memory_restored`).
+ * files its previous turn's final workspace holds (`memory_restored`). In the sandbox, `execute_command` reads the
+ * skills' copies read-only.
  */
 import { afterAll, describe, expect, test } from "bun:test"
 import { createHash } from "node:crypto"
@@ -226,5 +227,43 @@ describe("use_skills and enable_memory_filesystem_mode", () => {
     } finally {
       fake.stop()
     }
+  }, 120_000)
+
+  test("in the sandbox, execute_command reads the skills' copies and cannot write them", async () => {
+    const { cwd, home } = skillTree()
+    const config = writeConfig(cwd, {
+      agents: [
+        {
+          id: "coder",
+          backend: {
+            type: "scripted",
+            cwd: "workspace",
+            enable_mcp_command_line: true,
+            command_line_execution_mode: "sandbox",
+            script: [
+              { tool: "execute_command", args: { command: "cat ../../skills/pdf-tools/SKILL.md" } },
+              { tool: "execute_command", args: { command: "echo x > ../../skills/pdf-tools/SKILL.md" } },
+              { new_answer: "done" },
+            ],
+            vote: "agent1",
+            final: "done",
+          },
+        },
+      ],
+      orchestrator: { coordination: { use_skills: true, skills_directory: "my_skills" } },
+      timeout_settings: { orchestrator_timeout_seconds: 100, agent_timeout_seconds: 90, tool_timeout_seconds: 60 },
+    })
+    const r = await runCli("source", ["--automation", "--config", config, "Use the skill."], {
+      cwd,
+      env: { ...ENV, HOME: home },
+      timeoutMs: 110_000,
+    })
+    expectExit(r, 0)
+    const dir = lineValue(r, "LOG_DIR")
+    const [read, write] = ofType(readEvents(dir), "tool_call_finished")
+    expect(read).toMatchObject({ ok: true })
+    expect(read.result).toContain(MARKER)
+    expect(JSON.parse(write.result)).toMatchObject({ success: false, stderr: expect.stringContaining("Read-only file system") })
+    expect(fs.readFileSync(nodePath.join(dir, "skills", "pdf-tools", "SKILL.md"), "utf8")).toBe(SKILL)
   }, 120_000)
 })

@@ -178,7 +178,9 @@ export const makeAgentTools = (
   Effect.gen(function* () {
     const contextPaths = config.settings.context_paths ?? []
     const commands = yield* commandToolProviders(config, env, cwd)
-    const commandLines = yield* commandLineProviders(config, env, cwd, () => contextPaths.map((c) => c.path))
+    // The context paths, and the skills the run offers, are readable in the sandbox.
+    const readable = [...contextPaths.map((c) => c.path), ...(config.skills ? [join(cwd, SKILLS_DIR)] : [])]
+    const commandLines = yield* commandLineProviders(config, env, cwd, () => readable)
     const python = yield* pythonToolProviders(config, env, cwd)
     const out = new Map<string, ToolProvider>()
     const problems: Array<ConfigProblem> = [...python.problems]
