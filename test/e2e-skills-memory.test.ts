@@ -63,6 +63,12 @@ const agent = (req: FakeRequest): Behaviour => {
   return reply({ toolCalls: [{ name: "new_answer", args: { content: "draft: four" } }] })
 }
 
+/** `replay --check` of `dir` says SAME. */
+const expectReplaySame = async (dir: string, cwd: string, env: Record<string, string | undefined>) => {
+  const check = await runCli("source", ["replay", dir, "--check"], { cwd, env })
+  expect({ code: check.exitCode, out: check.stdout }).toEqual({ code: 0, out: expect.stringContaining("SAME") })
+}
+
 const systemOf = (req: FakeRequest): string => {
   const b = req.body ?? {}
   return typeof b.instructions === "string" ? b.instructions : JSON.stringify(b.messages?.[0] ?? b.input?.[0] ?? "")
@@ -131,8 +137,7 @@ describe("use_skills and enable_memory_filesystem_mode", () => {
       expect(offeredTools(presentation)).not.toContain("vote")
       expect(systemOf(presentation)).toContain("The answer is four, checked twice.")
       expect(systemOf(presentation)).toContain("### Consolidating memory")
-      const check = await runCli("source", ["replay", dir, "--check"], { cwd, env: { ...ENV, HOME: home } })
-      expect({ code: check.exitCode, out: check.stdout }).toEqual({ code: 0, out: expect.stringContaining("SAME") })
+      await expectReplaySame(dir, cwd, { ...ENV, HOME: home })
     } finally {
       fake.stop()
     }
@@ -168,8 +173,7 @@ describe("use_skills and enable_memory_filesystem_mode", () => {
       }
       expect(ofType(events, "tool_call_finished").find((e) => e.tool === "read_file")).toMatchObject({ ok: true, result: SKILL })
       expect(fs.existsSync(eventsPath(dir))).toBe(true)
-      const check = await runCli("source", ["replay", dir, "--check"], { cwd, env })
-      expect({ code: check.exitCode, out: check.stdout }).toEqual({ code: 0, out: expect.stringContaining("SAME") })
+      await expectReplaySame(dir, cwd, env)
     } finally {
       fake.stop()
     }
@@ -222,8 +226,7 @@ describe("use_skills and enable_memory_filesystem_mode", () => {
       // The second turn's first round is shown it, and writes nothing new.
       expect(systemOf(fake.requests[before]!)).toContain("The answer is four, checked twice.")
       expect(ofType(events, "tool_call_finished")).toEqual([])
-      const check = await runCli("source", ["replay", second, "--check"], { cwd, env: ENV })
-      expect({ code: check.exitCode, out: check.stdout }).toEqual({ code: 0, out: expect.stringContaining("SAME") })
+      await expectReplaySame(second, cwd, ENV)
     } finally {
       fake.stop()
     }

@@ -23,12 +23,18 @@ describe("skillFrontmatter", () => {
   test.each([
     ["no frontmatter", "# just text\n", "it does not open with a --- line (YAML frontmatter with name and description)"],
     ["an unclosed block", "---\nname: x\n", "its frontmatter is not closed by a --- line"],
-    ["a list", "---\n- a\n- b\n---\n", "its frontmatter is not a YAML mapping of plain keys (name: ..., description: ...)"],
+    ["a list", "---\n- a\n- b\n---\n", "its frontmatter is not a YAML mapping (name: ..., description: ...)"],
     ["a name that is a list", "---\nname:\n  - a\n---\n", "its name is not a string"],
   ])("refuses %s in one line", (_what, text, problem) => {
     const got = skillFrontmatter(text)
     expect(got).toEqual({ problem })
     expect(problem).not.toContain("\n")
+  })
+  test("a block YAML cannot read is read as key: value lines, as MassGen does", () => {
+    expect(skillFrontmatter("---\nname: a\ndescription: Use when: the user asks\n---\n")).toEqual({
+      name: "a",
+      description: "Use when: the user asks",
+    })
   })
   test("memoryFrontmatter: key: value lines and the body; none without a block", () => {
     expect(memoryFrontmatter("---\nname: a\ndescription: b: c\n---\n\nText\n")).toEqual({
@@ -48,6 +54,8 @@ describe("findSkills", () => {
     }
     put(nodePath.join(root, "project", "b"), skill("Beta", "first beta"))
     put(nodePath.join(root, "project", "a"), skill("alpha", "a"))
+    // Full YAML (a folded description) where the plain subset stops.
+    put(nodePath.join(root, "project", "c"), "---\nname: gamma\ndescription: >\n  folded\n  text\n---\n")
     put(nodePath.join(root, "home", "beta"), skill("beta", "second beta"))
     const logs = nodePath.join(root, "logs")
     put(nodePath.join(logs, "log_1", "final", "agent_a", "workspace", "tasks", "evolving_skill"), skill("old", "older run"))
@@ -62,9 +70,11 @@ describe("findSkills", () => {
     expect(found.skills.map((s) => [s.name, s.location, s.path])).toEqual([
       ["alpha", "project", "skills/alpha"],
       ["Beta", "project", "skills/beta"],
+      ["gamma", "project", "skills/gamma"],
       ["new", "previous_session", "skills/new"],
       ["old", "previous_session", "skills/old"],
     ])
+    expect(found.skills.find((s) => s.name === "gamma")?.description).toBe("folded text")
     expect(found.skipped).toEqual([
       { source: "~/.agent/skills/beta", reason: `a skill named beta was found first (${nodePath.join(root, "project", "b")})` },
     ])

@@ -24,6 +24,7 @@ import { Effect } from "effect"
 import type { OfferedSkill, SkillLocation, SkippedSkill } from "../../domain/events/index.ts"
 import { skillFrontmatter } from "../../domain/skills/frontmatter.ts"
 import { hashText } from "../../lib/sha256.ts"
+import { parseYamlSubset } from "../../lib/yaml-subset.ts"
 import { copyTree } from "../tools/tree-copy.ts"
 
 /** Where the copies are, relative to the log directory. */
@@ -102,6 +103,20 @@ const copyName = (name: string, taken: Set<string>): string => {
   return dir
 }
 
+/** YAML as MassGen reads a frontmatter block: the plain subset, else the `yaml` package (loaded for a scan only), else undefined. */
+const yamlParser = async (): Promise<(block: string) => unknown> => {
+  const { parse } = await import("yaml")
+  return (block) => {
+    const plain = parseYamlSubset(block)
+    if (plain !== undefined) return plain
+    try {
+      return parse(block) ?? undefined
+    } catch {
+      return undefined
+    }
+  }
+}
+
 export interface SkillsFound {
   readonly skills: ReadonlyArray<OfferedSkill>
   readonly skipped: ReadonlyArray<SkippedSkill>
@@ -116,6 +131,7 @@ export const findSkills = (sources: SkillSources, logDir: string): Effect.Effect
     if (sources.previousRuns !== null) found.push(...previousBundles(sources.previousRuns, logDir))
     const target = nodePath.join(logDir, SKILLS_DIR)
     rmSync(target, { recursive: true, force: true })
+    const parse = await yamlParser()
     const skills: Array<OfferedSkill> = []
     const skipped: Array<SkippedSkill> = []
     const names = new Map<string, string>()
@@ -128,7 +144,7 @@ export const findSkills = (sources: SkillSources, logDir: string): Effect.Effect
         skipped.push({ source: f.shown, reason: `its SKILL.md cannot be read (${(e as { code?: string }).code ?? "error"})` })
         continue
       }
-      const meta = skillFrontmatter(text)
+      const meta = skillFrontmatter(text, parse)
       if ("problem" in meta) {
         skipped.push({ source: f.shown, reason: `SKILL.md: ${meta.problem}` })
         continue
