@@ -53,7 +53,7 @@ describe("--validate reads each coordination sub-key and voting key on its own",
     })
     expect({ code, valid }).toEqual({ code: 1, valid: false })
     const at = (key: string) => `orchestrator.coordination.${key}`
-    // The settings of a refused feature (skills_directory, ...) are not problems of their own; planning mode and task planning are supported.
+    // The settings of a refused feature (skills_directory, ...) are not problems of their own; planning mode, task planning and skills are supported.
     expect(errors.map((e) => e.location).sort()).toEqual(
       [
         "orchestrator.voting_sensitivity",
@@ -61,15 +61,14 @@ describe("--validate reads each coordination sub-key and voting key on its own",
         "orchestrator.max_midstream_injections_per_round",
         "orchestrator.defer_peer_updates_until_restart",
         at("max_orchestration_restarts"),
-        at("use_skills"),
         at("write_mode"),
         at("persona_generator"),
       ].sort(),
     )
     const byKey = Object.fromEntries(errors.map((e) => [e.location, e]))
-    expect(byKey[at("use_skills")]).toEqual({
-      location: at("use_skills"),
-      message: "offering skills (SKILL.md bundles) to agents is not supported yet (issue 27)",
+    expect(byKey[at("persona_generator")]).toEqual({
+      location: at("persona_generator"),
+      message: "persona generation is not supported yet (issue 27)",
       suggestion: "remove it to run without it",
     })
     expect(byKey[at("max_orchestration_restarts")]!.suggestion).toBe("set it to 0 to run without restarts")

@@ -33,7 +33,7 @@ import { writeRunMetadata } from "../run/new-run.ts"
 import { RunDirError, recordedBlob, recordedToolResult, refuseNewer, runDirConfig } from "../run/run-dir.ts"
 import { EXIT_CODES, runSession } from "../run/session.ts"
 import { makeAgentTools, makeBackends, type RunConfig } from "../run/setup.ts"
-import { addTurn, conversationOf, sessionsDir, turnRecords, turnsOf } from "../sessions/session-store.ts"
+import { addTurn, conversationOf, previousTurnDir, sessionsDir, turnRecords, turnsOf } from "../sessions/session-store.ts"
 
 export interface ItemContext extends Pick<CliContext, "cwd" | "env" | "argv" | "version" | "interrupt"> {
   readonly dir: string
@@ -58,9 +58,11 @@ const turnOf = (item: BatchItem, logDir: string, ctx: ItemContext) => {
   if (ctx.conversation !== undefined) return { conversation: ctx.conversation }
   if (item.sessionId === null) return {}
   const dir = sessionsDir(ctx.env, ctx.cwd)
-  const conversation = conversationOf(turnsOf(dir, item.sessionId).filter((t) => t.log_dir !== logDir))
+  const earlier = turnsOf(dir, item.sessionId).filter((t) => t.log_dir !== logDir)
+  const conversation = conversationOf(earlier)
+  const previousTurn = previousTurnDir(earlier)
   if (!turnRecords(dir, item.sessionId).some((t) => t.log_dir === logDir)) addTurn(dir, item.sessionId, logDir)
-  return { conversation }
+  return { conversation, ...(previousTurn !== undefined ? { previousTurn } : {}) }
 }
 
 export const runItem = (item: BatchItem, loaded: RunConfig, observer: Observer, ctx: ItemContext) =>

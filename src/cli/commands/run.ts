@@ -22,7 +22,7 @@ import { newRunDir } from "../run/new-run.ts"
 import { canAskAtTerminal, terminalAsker } from "../run/permission-prompt.ts"
 import { runSession } from "../run/session.ts"
 import { makeAgentTools, makeBackends, resolveRunConfig, unpricedUnderBudget } from "../run/setup.ts"
-import { addTurn, conversationOf, latestSession, sessionsDir, turnsOf } from "../sessions/session-store.ts"
+import { addTurn, conversationOf, latestSession, previousTurnDir, sessionsDir, turnsOf } from "../sessions/session-store.ts"
 
 /** The session a run is a turn of, and the conversation it continues; `--continue` with no session is a usage error. */
 const openSession = (session: NonNullable<RunArgs["session"]>, ctx: Pick<CliContext, "env" | "cwd">) =>
@@ -34,7 +34,8 @@ const openSession = (session: NonNullable<RunArgs["session"]>, ctx: Pick<CliCont
         reason: "missing_value",
         detail: `--continue: no session to continue under ${dir}; start one with --session-id ID`,
       })
-    return { dir, id, conversation: conversationOf(turnsOf(dir, id)) }
+    const turns = turnsOf(dir, id)
+    return { dir, id, conversation: conversationOf(turns), previousTurn: previousTurnDir(turns) }
   })
 
 export const runCommand = (args: RunArgs, ctx: CliContext) =>
@@ -65,6 +66,7 @@ export const runCommand = (args: RunArgs, ctx: CliContext) =>
       tools: (servers) => makeAgentTools(loaded.config, loaded.env, logDir, loaded.where, servers),
       question: args.question,
       ...(session !== null ? { conversation: session.conversation } : {}),
+      ...(session?.previousTurn !== undefined ? { previousTurn: session.previousTurn } : {}),
       version: ctx.version,
       interrupt: ctx.interrupt,
       automation: args.automation,

@@ -39,7 +39,16 @@ import { newRunDir } from "../run/new-run.ts"
 import { canAskAtTerminal, terminalAsker } from "../run/permission-prompt.ts"
 import { runSession } from "../run/session.ts"
 import { makeAgentTools, makeBackends, resolveRunConfig } from "../run/setup.ts"
-import { addTurn, answerOf, conversationOf, latestSession, newSessionId, sessionsDir, turnsOf } from "../sessions/session-store.ts"
+import {
+  addTurn,
+  answerOf,
+  conversationOf,
+  latestSession,
+  newSessionId,
+  previousTurnDir,
+  sessionsDir,
+  turnsOf,
+} from "../sessions/session-store.ts"
 
 export const PROMPT = "massgen> "
 
@@ -112,7 +121,9 @@ export const interactiveCommand = (args: Omit<RunArgs, "question"> & { readonly 
     ctx.print(`massgen interactive: session ${session}, config ${loaded.where}. /help for commands, /quit to leave.`)
     const turn = (question: string) =>
       Effect.gen(function* () {
-        const conversation = conversationOf(turnsOf(dir, session))
+        const earlier = turnsOf(dir, session)
+        const conversation = conversationOf(earlier)
+        const previousTurn = previousTurnDir(earlier)
         const logDir = yield* newRunDir(loaded, question, ctx)
         addTurn(dir, session, logDir)
         const backends = yield* makeBackends(loaded.config, loaded.env, loaded.where)
@@ -125,6 +136,7 @@ export const interactiveCommand = (args: Omit<RunArgs, "question"> & { readonly 
           tools: (servers) => makeAgentTools(loaded.config, loaded.env, logDir, loaded.where, servers),
           question,
           conversation,
+          ...(previousTurn !== undefined ? { previousTurn } : {}),
           version: ctx.version,
           interrupt: Effect.promise(() => stopped),
           automation: false,

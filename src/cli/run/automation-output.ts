@@ -23,6 +23,7 @@ import { join } from "node:path"
 import { type Event, ignoredVoteText, resumedText } from "../../domain/events/index.ts"
 import { failureText } from "../../domain/projections/status.ts"
 import { agentFile } from "../../domain/run-paths.ts"
+import { skillEventLine } from "../../domain/skills/lines.ts"
 import { activeMs, type State } from "../../domain/state/index.ts"
 import { permissionLine, toolCallLine } from "../../domain/tools/calls.ts"
 import { taskPlanLine } from "../../domain/tools/planning/plan.ts"
@@ -138,6 +139,11 @@ const eventLine = (event: Event, state: State, logDir: string): string | null =>
       return null
     case "task_plan_updated":
       return `[${event.agent}] ${taskPlanLine(event)}`
+    case "skills_offered":
+    case "memory_restored":
+      return skillEventLine(event)
+    case "memory_loaded":
+      return `[${event.agent}] ${skillEventLine(event)}`
     case "call_start":
     case "call_end":
     case "tool_call_started":

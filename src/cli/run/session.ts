@@ -35,6 +35,7 @@ import { onForcedStop } from "../../services/forced-stop.ts"
 import { acquireRunLock, releaseRunLockSync } from "../../services/log-dir/run-lock.ts"
 import { type Observer, type ResumeInput, runCoordination } from "../../services/orchestrator/index.ts"
 import { liveRunFiles, openDerivedFiles, RunFiles, SharedRunFiles, StatusWriter, sharingWrites } from "../../services/run-files/index.ts"
+import { skillSourcesOf } from "../../services/skills/offer.ts"
 import { removeWriteTemporaries } from "../../services/tools/file-paths.ts"
 import type { McpStartError } from "../../services/tools/mcp-servers.ts"
 import { PermissionAsker } from "../../services/tools/permission-gate.ts"
@@ -44,6 +45,9 @@ import { agentWorkspace, Workspaces } from "../../services/tools/workspace.ts"
 import { automationFooter } from "./automation-output.ts"
 import type { ConfigError } from "./load-config.ts"
 import { priceOf } from "./setup.ts"
+
+/** The user's home folder (`HOME`), or null. */
+const homeDir = (): string | null => process.env.HOME ?? null
 
 export const EXIT_CODES: Record<FinishReason, number> = {
   completed: 0,
@@ -67,6 +71,8 @@ export interface SessionInput {
   readonly question: string
   /** The conversation the question continues (a session's earlier turns, a `serve` request's messages). */
   readonly conversation?: ReadonlyArray<ConversationMessage>
+  /** The log directory of the session's previous turn with a final answer, whose memory a turn in memory filesystem mode starts with. */
+  readonly previousTurn?: string
   readonly version: string
   readonly interrupt: Effect.Effect<string>
   readonly automation: boolean
@@ -201,6 +207,8 @@ export const runSessionOutcome = (input: SessionInput) =>
         priceOf: priceOf(input.config),
         ...(observe ? { observe } : {}),
         ...(input.resume ? { resume: input.resume } : {}),
+        ...(input.previousTurn !== undefined ? { previousTurn: input.previousTurn } : {}),
+        ...(input.config.skills ? { skillSources: skillSourcesOf(input.config.skills, process.cwd(), homeDir(), logDir) } : {}),
         startTools,
       }).pipe(input.asker === undefined ? (e) => e : Effect.provideService(PermissionAsker, input.asker))
       yield* Fiber.interrupt(follower)

@@ -28,6 +28,7 @@ import type { TokenUsage } from "../../domain/llm.ts"
 import { snapshotDir } from "../../domain/workspaces/facts.ts"
 import type { Backend } from "../../services/backends/index.ts"
 import { azureEndpoint, type Env, loadDotEnv, makeBackend, resolveApiKey } from "../../services/backends/index.ts"
+import { SKILLS_DIR } from "../../services/skills/offer.ts"
 import { combineProviders, commandLineProviders, commandToolProviders } from "../../services/tools/agent-tools.ts"
 import { makeFileTools } from "../../services/tools/file-tools.ts"
 import { withPlanningMode } from "../../services/tools/planning-mode.ts"
@@ -180,14 +181,23 @@ export const makeAgentTools = (
   Effect.gen(function* () {
     const contextPaths = config.settings.context_paths ?? []
     const commands = yield* commandToolProviders(config, env, cwd)
-    const commandLines = yield* commandLineProviders(config, env, cwd, () => contextPaths.map((c) => c.path))
+    // The context paths, and the skills the run offers, are readable in the sandbox.
+    const readable = [...contextPaths.map((c) => c.path), ...(config.skills ? [join(cwd, SKILLS_DIR)] : [])]
+    const commandLines = yield* commandLineProviders(config, env, cwd, () => readable)
     const python = yield* pythonToolProviders(config, env, cwd)
     const out = new Map<string, ToolProvider>()
     const problems: Array<ConfigProblem> = [...python.problems]
     config.agents.forEach((agent, i) => {
       const workspace = agentWorkspace(cwd, agent)
       const files =
-        workspace === null ? undefined : makeFileTools({ workspace, snapshotPath: (label) => join(cwd, snapshotDir(label)), contextPaths })
+        workspace === null
+          ? undefined
+          : makeFileTools({
+              workspace,
+              snapshotPath: (label) => join(cwd, snapshotDir(label)),
+              contextPaths,
+              ...(config.skills ? { skillsRoot: join(cwd, SKILLS_DIR) } : {}),
+            })
       const planning = config.taskPlanning
       const plans =
         planning === undefined

@@ -104,6 +104,9 @@ export const conversationOf = (turns: ReadonlyArray<Turn>): ReadonlyArray<Conver
       : []
   })
 
+/** The log directory of the latest turn with a final answer (`answerOf`): where the next turn's memory comes from; undefined: none. */
+export const previousTurnDir = (turns: ReadonlyArray<Turn>): string | undefined => turns.findLast((t) => answerOf(t) !== null)?.log_dir
+
 /** Appends a turn to the session (made if new); its number. */
 export const addTurn = (dir: string, id: string, logDir: string): number => {
   const folder = join(dir, id)

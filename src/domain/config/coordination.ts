@@ -7,7 +7,8 @@
  * implements; a `switch` is refused unless its
  * value is off (a feature switched off needs nothing); a `setting` configures
  * another key's feature and does nothing while that one is off; `ignored`
- * keys change only MassGen's logs or UI, never an answer (a warning says so).
+ * keys change only MassGen's logs or UI, never an answer (a warning says so);
+ * a `supported` key is a feature massgen has (skills, memory filesystem mode).
  * `coordinationProblems(orchestrator)` gives one problem per key refused
  * (its reason, and how to run without it) or ignored. `verdictOf` says a
  * rule in words (`docs/coordination.md`, `scripts/measure-massgen-configs.ts --keys`). Pure.
@@ -18,7 +19,6 @@ import { Schema } from "effect"
 import { type ConfigProblem, FiniteNumber, found, NonNegativeInt, oneOf, opt, PositiveInt } from "./schema.ts"
 
 type Rule =
-  | { readonly kind: "feature"; readonly feature: string }
   | {
       readonly kind: "switch"
       /** What the key turns on, as a noun ("planning mode"). */
@@ -30,6 +30,8 @@ type Rule =
     }
   | { readonly kind: "setting"; readonly of: string }
   | { readonly kind: "ignored"; readonly why: string }
+  /** A feature massgen has: accepted, whatever its value (`what`: what it does, for the verdict). */
+  | { readonly kind: "supported"; readonly what: string }
 
 export interface KeySpec {
   readonly type: Schema.Schema.AnyNoContext
@@ -71,14 +73,12 @@ const generator = (feature: string): KeySpec => ({
   type: Mapping,
   rule: { kind: "switch", feature, off: enabledOff, offText: "enabled: false", suggestion: "remove it to run without it" },
 })
-/** A feature massgen implements. */
-const supported = (type: Schema.Schema.AnyNoContext, feature: string): KeySpec => ({ type, rule: { kind: "feature", feature } })
 const setting = (type: Schema.Schema.AnyNoContext, of: string): KeySpec => ({ type, rule: { kind: "setting", of } })
+const supported = (type: Schema.Schema.AnyNoContext, what: string): KeySpec => ({ type, rule: { kind: "supported", what } })
 
 const TASK_PLANNING = "enable_agent_task_planning"
 const SUBAGENTS = "enable_subagents"
 const BROADCAST = "broadcast"
-const SKILLS = "use_skills"
 const CHECKLIST = "voting_sensitivity: checklist_gated"
 
 /** `orchestrator.coordination`: MassGen's `CoordinationConfig` keys (v0.1.91). */
@@ -108,17 +108,26 @@ export const COORDINATION_KEYS: Readonly<Record<string, KeySpec>> = {
   broadcast_timeout: setting(Count, BROADCAST),
   broadcast_wait_by_default: setting(Bool, BROADCAST),
   max_broadcasts_per_agent: setting(Count, BROADCAST),
-  enable_memory_filesystem_mode: flag("memory filesystem mode (memory files in the workspace)"),
-  learning_capture_mode: setting(oneOf("round", "verification_and_final_only", "final_only"), `${SKILLS} or enable_memory_filesystem_mode`),
-  disable_final_only_round_capture_fallback: setting(Bool, "learning_capture_mode: final_only"),
+  enable_memory_filesystem_mode: supported(
+    Bool,
+    "memory/short_term and memory/long_term in each workspace, their files shown to each round (docs/workspaces.md)",
+  ),
+  learning_capture_mode: supported(
+    oneOf("round", "verification_and_final_only", "final_only"),
+    "when rounds may write memory files (docs/workspaces.md#memory); a setting of enable_memory_filesystem_mode",
+  ),
+  disable_final_only_round_capture_fallback: supported(Bool, "final_only keeps rounds from writing memory even with no presentation"),
   compression_target_ratio: {
     type: Ratio,
     rule: { kind: "ignored", why: "massgen does not compress a conversation that outgrows the context (the call fails instead)" },
   },
-  use_skills: flag("offering skills (SKILL.md bundles) to agents"),
-  massgen_skills: setting(Strings, SKILLS),
-  skills_directory: setting(Text, SKILLS),
-  load_previous_session_skills: setting(Bool, SKILLS),
+  use_skills: supported(Bool, "the SKILL.md bundles found are offered to every agent, read-only (docs/workspaces.md)"),
+  massgen_skills: {
+    type: Strings,
+    rule: { kind: "ignored", why: "it names MassGen's built-in skills, which are MassGen's own text: massgen ships none" },
+  },
+  skills_directory: supported(Text, "where use_skills looks first (default .agent/skills), relative to the working directory"),
+  load_previous_session_skills: supported(Bool, "use_skills also offers the skills earlier runs' winners wrote (tasks/evolving_skill/)"),
   persona_generator: generator("persona generation"),
   evaluation_criteria_generator: generator("evaluation criteria generation"),
   prompt_improver: generator("prompt improvement before coordination"),
@@ -251,7 +260,7 @@ const keyProblems = (at: string, section: unknown, keys: Readonly<Record<string,
   if (section === null || typeof section !== "object") return []
   return Object.entries(section as Record<string, unknown>).flatMap(([key, value]): ReadonlyArray<ConfigProblem> => {
     const rule = keys[key]?.rule
-    if (rule === undefined || rule.kind === "setting" || rule.kind === "feature") return []
+    if (rule === undefined || rule.kind === "setting" || rule.kind === "supported") return []
     if (rule.kind === "ignored") return [{ path: `${at}.${key}`, message: `ignored: ${rule.why}`, kind: "warning" }]
     return rule.off(value) ? [] : [{ path: `${at}.${key}`, message: `${rule.feature} ${ISSUE}`, suggestion: rule.suggestion }]
   })
@@ -270,13 +279,13 @@ export const coordinationProblems = (orchestrator: unknown): ReadonlyArray<Confi
 export const verdictOf = (spec: KeySpec): string => {
   const rule = spec.rule
   switch (rule.kind) {
-    case "feature":
-      return `supported: ${rule.feature}`
     case "switch":
       return `refused unless ${rule.offText}: ${rule.feature} ${ISSUE}`
     case "setting":
       return `accepted: a setting of ${rule.of}, no effect while that is off`
     case "ignored":
       return `accepted, ignored (warning): ${rule.why}`
+    case "supported":
+      return `supported: ${rule.what}`
   }
 }

@@ -42,6 +42,8 @@ export interface Config {
   readonly batchBudgetUsd?: number
   /** `orchestrator.workspace_limits`, with the defaults for keys not set: what a snapshot or final copy may take. */
   readonly workspaceLimits?: WorkspaceLimits
+  /** `use_skills`: where to look for SKILL.md bundles (`skills_directory`, as written) and whether earlier runs' skills are offered too. */
+  readonly skills?: { readonly directory: string; readonly previousSessions: boolean }
   /** The top-level `permissions:` block, for every agent (each agent's own is on its backend: `domain/permissions/policy.ts`). */
   readonly permissions?: PermissionsBlock
   /** `enable_agent_task_planning`: the planning tools' settings (`planning.ts`). */
@@ -68,7 +70,11 @@ export const configOf = (file: ConfigFile, agents: ReadonlyArray<Agent>): Config
   // MassGen: only the default strategy turns into reuse; an explicit winner_present or synthesize still presents.
   const strategy = o.final_answer_strategy ?? (o.skip_final_presentation === true ? "winner_reuse" : DEFAULT_SETTINGS.final_answer_strategy)
   const displayType = file.ui?.display_type ?? file.display?.type
+  const c = (o.coordination ?? {}) as Readonly<Record<string, unknown>>
   const optional = {
+    ...(c.use_skills === true ? { use_skills: true } : {}),
+    ...(c.enable_memory_filesystem_mode === true ? { memory_filesystem_mode: true } : {}),
+    ...memoryCaptureOf(c, o, strategy),
     ...(o.skip_voting !== undefined ? { skip_voting: o.skip_voting } : {}),
     ...(o.defer_voting_until_all_answered !== undefined ? { defer_voting_until_all_answered: o.defer_voting_until_all_answered } : {}),
     ...(o.max_new_answers_global !== undefined ? { max_new_answers_global: o.max_new_answers_global } : {}),
@@ -118,8 +124,39 @@ export const configOf = (file: ConfigFile, agents: ReadonlyArray<Agent>): Config
       : {}),
     ...(typeof file.batch?.budget_usd === "number" ? { batchBudgetUsd: file.batch.budget_usd } : {}),
     ...(file.permissions !== undefined ? { permissions: file.permissions } : {}),
+    ...(c.use_skills === true
+      ? {
+          skills: {
+            directory: typeof c.skills_directory === "string" ? c.skills_directory : DEFAULT_SKILLS_DIRECTORY,
+            previousSessions: c.load_previous_session_skills === true,
+          },
+        }
+      : {}),
   }
 }
+
+/**
+ * When rounds may write memory, by MassGen's `learning_capture_mode` (its default for a config file: `round`):
+ * `verification_and_final_only` keeps them to the verification memo; `final_only` to none, unless no presentation
+ * would consolidate (a reused answer, or `skip_voting`), and `disable_final_only_round_capture_fallback` is not set.
+ */
+const memoryCaptureOf = (
+  c: Readonly<Record<string, unknown>>,
+  o: { readonly skip_final_presentation?: boolean | undefined; readonly skip_voting?: boolean | undefined },
+  strategy: string,
+): { readonly memory_capture?: "verification" | "final" } => {
+  if (c.enable_memory_filesystem_mode !== true) return {}
+  if (c.learning_capture_mode === "verification_and_final_only") return { memory_capture: "verification" }
+  if (c.learning_capture_mode !== "final_only") return {}
+  const fallback =
+    c.disable_final_only_round_capture_fallback !== true &&
+    o.skip_final_presentation === true &&
+    (o.skip_voting === true || (strategy !== "winner_present" && strategy !== "synthesize"))
+  return fallback ? {} : { memory_capture: "final" }
+}
+
+/** MassGen's default `skills_directory`, relative to the working directory. */
+export const DEFAULT_SKILLS_DIRECTORY = ".agent/skills"
 
 /**
  * MassGen's `--quick`: one answer per agent and no presentation of its own.

@@ -137,6 +137,8 @@ export const duplicateProblem = (label: string): string =>
 const withAgentMessage = (base: string, systemMessage: string | null): string =>
   systemMessage === null || systemMessage.trim() === "" ? base : `${systemMessage.trim()}\n\n${base}`
 
+const withSections = (system: string, sections: ReadonlyArray<string>): string => [system, ...sections.filter((s) => s !== "")].join("\n\n")
+
 /** What closes the system message of a run that continues a conversation (MassGen's `system_message_with_context`). */
 export const CONVERSATION_NOTE =
   "IMPORTANT: You are responding to the latest message in an ongoing conversation. Consider the full conversation context when evaluating answers and providing your response."
@@ -229,6 +231,8 @@ export const roundRequest = (input: {
   readonly votingSensitivity?: Strictness
   readonly novelty?: Strictness
   readonly answerOnly?: boolean
+  /** Sections that close the system message (skills, memory: `domain/skills/sections.ts`), in order; empty ones are left out. */
+  readonly sections?: ReadonlyArray<string>
 }): LlmRequest => {
   const conversation = input.conversation ?? NO_CONVERSATION
   const parts = sharedParts(input.question, input.shown, conversation)
@@ -237,7 +241,13 @@ export const roundRequest = (input: {
   return {
     agentId: input.agentId,
     system: withConversationNote(
-      withAgentMessage(coordinationSystem(input.voteOnly, input.votingSensitivity ?? "lenient", novelty, answerOnly), input.systemMessage),
+      withSections(
+        withAgentMessage(
+          coordinationSystem(input.voteOnly, input.votingSensitivity ?? "lenient", novelty, answerOnly),
+          input.systemMessage,
+        ),
+        input.sections ?? [],
+      ),
       conversation,
     ),
     messages: [{ role: "user", content: parts.user }],
@@ -312,6 +322,8 @@ export const presentationRequest = (input: {
   readonly strategy: FinalAnswerStrategy
   /** False when the run held no vote (`skip_voting`, quick synthesize): the presenter is the first agent in config order. */
   readonly voteHeld?: boolean
+  /** Sections that close the system message (memory: `domain/skills/sections.ts`); empty ones are left out. */
+  readonly sections?: ReadonlyArray<string>
 }): LlmRequest => {
   const votes =
     input.voteHeld === false
@@ -329,7 +341,10 @@ export const presentationRequest = (input: {
   return {
     agentId: input.agentId,
     system: withConversationNote(
-      withAgentMessage("You were selected by the other agents to present the final answer.", input.systemMessage),
+      withSections(
+        withAgentMessage("You were selected by the other agents to present the final answer.", input.systemMessage),
+        input.sections ?? [],
+      ),
       conversation,
     ),
     messages: [{ role: "user", content: user }],

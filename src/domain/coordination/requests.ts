@@ -10,7 +10,8 @@
  */
 import type { Agent } from "../config/index.ts"
 import type { LlmRequest, ShownAnswer, ToolSpec } from "../llm.ts"
-import type { State } from "../state/index.ts"
+import { MEMORY_PRESENTER_NOTE, memorySection, skillsSection } from "../skills/sections.ts"
+import { memoryKey, type State } from "../state/index.ts"
 import { noVoteRun, votingDeferred } from "./decide.ts"
 import { presentationRequest, roundRequest } from "./prompts.ts"
 
@@ -42,6 +43,18 @@ const withAgentTools = (request: LlmRequest, tools: ReadonlyArray<ToolSpec>, fin
         tools: [...request.tools, ...tools],
       }
 
+/** The skills and memory sections of a round's system message, as the run's settings and records say (`domain/skills/sections.ts`). */
+const roundSections = (state: State, agent: Agent, round: number): ReadonlyArray<string> => {
+  const settings = state.run?.settings
+  return [
+    settings?.use_skills === true ? skillsSection(state.skills ?? []) : "",
+    // Memory lives in a workspace: an agent without one is told nothing of it.
+    settings?.memory_filesystem_mode === true && agent.backend.cwd !== undefined
+      ? memorySection(state.memory[memoryKey(agent.id, round)] ?? [], settings.memory_capture)
+      : "",
+  ]
+}
+
 /** The request of `agent`'s round in flight; null when it has none. */
 export const requestForRound = (state: State, agent: Agent, tools: ReadonlyArray<ToolSpec> = []): LlmRequest | null => {
   const inFlight = state.agents.find((a) => a.info.id === agent.id)?.inFlight ?? null
@@ -61,6 +74,7 @@ export const requestForRound = (state: State, agent: Agent, tools: ReadonlyArray
     votingSensitivity: agent.votingSensitivity ?? state.run.settings.voting_sensitivity ?? "lenient",
     novelty: state.run.settings.answer_novelty_requirement ?? "lenient",
     answerOnly: votingDeferred(state),
+    sections: roundSections(state, agent, inFlight.round),
   })
   return withAgentTools(request, tools, inFlight.voteOnly ? "call vote" : "call new_answer or vote")
 }
@@ -85,6 +99,10 @@ export const requestForPresentation = (state: State, agent: Agent, tools: Readon
     isTie: p.isTie,
     strategy: state.run.settings.final_answer_strategy,
     voteHeld: !noVoteRun(state.run.settings, state.agents.length),
+    sections:
+      state.run.settings.memory_filesystem_mode === true && agent.backend.cwd !== undefined
+        ? [memorySection(state.memory[memoryKey(agent.id, "present")] ?? []), MEMORY_PRESENTER_NOTE]
+        : [],
   })
   return withAgentTools(request, tools, "reply with the final answer itself")
 }

@@ -48,6 +48,7 @@ import {
   VoteIgnored,
 } from "./rounds.ts"
 import { RunFinished, RunResumed, RunStarted, ToolStartFailed } from "./run.ts"
+import { MemoryLoaded, MemoryRestored, SkillsOffered } from "./skills.ts"
 
 export * from "./calls.ts"
 export { Time } from "./fields.ts"
@@ -56,6 +57,7 @@ export * from "./permissions.ts"
 export * from "./plans.ts"
 export * from "./rounds.ts"
 export * from "./run.ts"
+export * from "./skills.ts"
 export { ignoredVoteText, resumedText } from "./text.ts"
 
 /**
@@ -95,6 +97,9 @@ export const Event = Schema.Union(
   ContextWriteIntended,
   ContextPathWritten,
   TaskPlanUpdated,
+  SkillsOffered,
+  MemoryLoaded,
+  MemoryRestored,
 )
 export type Event = typeof Event.Type
 

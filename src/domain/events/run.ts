@@ -50,6 +50,15 @@ export const RunSettings = Schema.Struct({
   initial_round_timeout_seconds: Schema.optionalWith(Schema.NullOr(Amount), { exact: true }),
   subsequent_round_timeout_seconds: Schema.optionalWith(Schema.NullOr(Amount), { exact: true }),
   round_timeout_grace_seconds: Schema.optionalWith(Amount, { exact: true }),
+  /** MassGen's `use_skills`: the run offers SKILL.md bundles (`skills_offered`), listed in each round's system message. */
+  use_skills: Schema.optionalWith(Schema.Boolean, { exact: true }),
+  /** MassGen's `enable_memory_filesystem_mode`: memory folders in each workspace, their files shown to each round (`memory_loaded`). */
+  memory_filesystem_mode: Schema.optionalWith(Schema.Boolean, { exact: true }),
+  /**
+   * MassGen's `learning_capture_mode`, when it keeps rounds from writing memory: `verification` (only
+   * `verification_latest.md`), `final` (none; the presenter consolidates). Absent: every round writes memory.
+   */
+  memory_capture: Schema.optionalWith(Schema.Literal("verification", "final"), { exact: true }),
 })
 export type RunSettings = typeof RunSettings.Type
 

@@ -111,6 +111,9 @@ const entry = (event: Event): CoordinationEvent | null => {
     case "context_write_intended":
     case "context_path_written":
     case "task_plan_updated":
+    case "skills_offered":
+    case "memory_loaded":
+    case "memory_restored":
       return null
   }
 }

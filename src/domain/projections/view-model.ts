@@ -33,6 +33,7 @@
 import { count, oneLine } from "../../lib/text.ts"
 import { onlyHeaders } from "../agent-output.ts"
 import { type Event, type FinalSource, type FinishReason, ignoredVoteText, resumedText } from "../events/index.ts"
+import { skillEventLine } from "../skills/lines.ts"
 import { activeMs, advanceInPlace, initialState, type State } from "../state/index.ts"
 import { permissionLine, toolCallLine } from "../tools/calls.ts"
 import { taskPlanLine } from "../tools/planning/plan.ts"
@@ -194,6 +195,10 @@ export const timelineText = (event: Event): string | null => {
       return null
     case "task_plan_updated":
       return taskPlanLine(event)
+    case "skills_offered":
+    case "memory_loaded":
+    case "memory_restored":
+      return skillEventLine(event)
     case "call_start":
     case "call_end":
     case "tool_call_started":

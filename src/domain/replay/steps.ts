@@ -273,6 +273,10 @@ export const STEPS: { readonly [T in Event["_tag"]]: StepOf<T> } = {
     w.openToolCalls.get(rec.tool_call) === rec.agent
       ? made(rec)
       : none(`${rec.agent} has no tool call ${rec.tool_call} in flight to plan in`),
+  // Facts of the files the run found (skills, memory): replay reads them, it never scans again.
+  skills_offered: (w, rec) => made(w.state.skills === null ? rec : null),
+  memory_loaded: (_w, rec) => made(rec),
+  memory_restored: (w, rec) => made(w.state.memoryRestored ? null : rec),
   run_finished: runFinished,
 }
 

@@ -20,7 +20,17 @@
 import { instantMs } from "../../lib/instant.ts"
 import type { Event } from "../events/index.ts"
 import { evolveWorkspaces } from "../workspaces/facts.ts"
-import { type AgentState, type Answer, agentIndex, emptyUsage, type InFlight, noToolCounts, type State, type Usage } from "./shape.ts"
+import {
+  type AgentState,
+  type Answer,
+  agentIndex,
+  emptyUsage,
+  type InFlight,
+  memoryKey,
+  noToolCounts,
+  type State,
+  type Usage,
+} from "./shape.ts"
 
 const addUsage = (u: Usage, e: Extract<Event, { _tag: "call_end" }>): Usage => ({
   inputTokens: u.inputTokens + (e.input_tokens ?? 0),
@@ -307,6 +317,15 @@ const applyEvent = (state: State, event: Event, t: number, own: Owned | null): S
       if (agentIndex(state, event.agent) < 0) return state
       const workspaces = evolveWorkspaces(state.workspaces, event)
       return workspaces === state.workspaces ? state : { ...state, workspaces }
+    }
+    case "skills_offered":
+      return state.skills !== null ? state : { ...state, skills: event.skills }
+    case "memory_restored":
+      return state.memoryRestored ? state : { ...state, memoryRestored: true }
+    case "memory_loaded": {
+      const key = memoryKey(event.agent, event.presentation === true ? "present" : event.round)
+      if (agentIndex(state, event.agent) < 0 || key in state.memory) return state
+      return { ...state, memory: { ...state.memory, [key]: event.files } }
     }
     case "tool_start_failed":
       if (state.toolsFailed !== null) return state

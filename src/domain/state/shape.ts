@@ -15,6 +15,8 @@ import type {
   FailureKind,
   FinalSource,
   FinishReason,
+  MemoryFile,
+  OfferedSkill,
   RunSettings,
   TaskPlan,
   ToolKind,
@@ -157,7 +159,16 @@ export interface State {
   readonly workspaces: WorkspaceFacts
   /** The agents' tools that did not start (`tool_start_failed`): the run finishes on it, before any model call. */
   readonly toolsFailed: { readonly kind: ToolKind; readonly name: string; readonly message: string } | null
+  /** The skills the run offers (`skills_offered`); null until they are recorded. */
+  readonly skills: ReadonlyArray<OfferedSkill> | null
+  /** The memory files each round was shown (`memory_loaded`), by `memoryKey(agent, round)`. */
+  readonly memory: Readonly<Record<string, ReadonlyArray<MemoryFile>>>
+  /** The previous turn's memory files were copied into the workspaces (`memory_restored`). */
+  readonly memoryRestored: boolean
 }
+
+/** The key of an agent's round (or its presentation) in `State.memory`. */
+export const memoryKey = (agent: string, round: number | "present"): string => `${agent}/${round}`
 
 export const initialState: State = {
   run: null,
@@ -173,6 +184,9 @@ export const initialState: State = {
   openCalls: 0,
   workspaces: noWorkspaceFacts,
   toolsFailed: null,
+  skills: null,
+  memory: {},
+  memoryRestored: false,
 }
 
 /** How long processes have run the run, up to `now` (or its finish): time while no process ran it is not counted. */

@@ -5,6 +5,8 @@
  * - a relative path (`notes.md`, `src/a.ts`): in its own workspace;
  * - `temp_workspaces/<label>/...`: in the snapshot of answer `<label>`, when
  *   its round shows that answer (read only);
+ * - `.agent/skills/<skill>/...`: in the copies of the skills the run offers
+ *   (`use_skills`), read only;
  * - an absolute path inside a context path (read only, but for the presenter
  *   after the vote on a `write` path, outside its `protected_paths`); where
  *   context paths lie inside one another, the innermost that holds it decides.
@@ -34,11 +36,13 @@ export interface AgentRoots {
   readonly contextPaths: ReadonlyArray<ContextPathSetting>
   /** True for the presenter, after the vote: it may write to `write` context paths. */
   readonly mayWriteContext: boolean
+  /** The copies of the skills a run offers (`use_skills`), absolute; read-only as `.agent/skills/...`. Absent: none. */
+  readonly skills?: string | null
 }
 
 export type Access = "read" | "write"
 
-export type PathKind = "workspace" | "snapshot" | "context" | "snapshots_root"
+export type PathKind = "workspace" | "snapshot" | "context" | "skills" | "snapshots_root"
 
 export type Resolved =
   | {
@@ -86,6 +90,10 @@ export const resolveToolPath = (raw: string, roots: AgentRoots, access: Access):
     if (dir === undefined) return refused(`${TEMP_WORKSPACES}/${label} is not the snapshot of an answer you were shown`)
     if (access === "write") return refused(`${given} is read-only: it is in the snapshot of answer ${label}`)
     return { _tag: "ok", kind: "snapshot", real: path.join(dir, ...parts.slice(2)), root: dir }
+  }
+  if (parts[0] === ".agent" && parts[1] === "skills" && roots.skills != null) {
+    if (access === "write") return refused(`${given} is read-only: it is in the skills the run offers`)
+    return { _tag: "ok", kind: "skills", real: path.join(roots.skills, ...parts.slice(2)), root: roots.skills }
   }
   if (roots.workspace === null)
     return refused(`${given}: you have no workspace (the agent's backend sets no cwd); use an absolute path in a context path`)

@@ -47,6 +47,8 @@ import type { Event } from "../../domain/events/index.ts"
 import { project } from "../../domain/projections/status.ts"
 import { activeMs, evolve, foldEvents, type State } from "../../domain/state/index.ts"
 import { RunFiles, StatusWriter } from "../run-files/index.ts"
+import { findSkills } from "../skills/offer.ts"
+import { restoreMemory } from "../skills/restore.ts"
 import { AgentTools } from "../tools/agent-tools.ts"
 import { makeEmitter } from "./emit.ts"
 import { onRunForcedStop } from "./forced-stop.ts"
@@ -130,6 +132,28 @@ export const runCoordination = (input: RunInput) =>
     })
 
     if (recorded !== null) yield* openResumedRun(run, emitter, rounds, recorded)
+    // The skills are found once, before the first round; a resume and replay offer what the log names.
+    if (settings.use_skills === true && state.current.skills === null && state.current.finished === null && input.skillSources) {
+      const found = yield* findSkills(input.skillSources, input.logDir)
+      yield* emitAll([{ _tag: "skills_offered", time: yield* isoNow, skills: found.skills, skipped: found.skipped }])
+    }
+    // A turn of a session starts with the memory its previous turn ended with (before any round: once).
+    const fresh = state.current.agents.every((a) => a.rounds === 0 && a.inFlight === null)
+    if (
+      settings.memory_filesystem_mode === true &&
+      input.previousTurn &&
+      !state.current.memoryRestored &&
+      fresh &&
+      state.current.finished === null
+    ) {
+      const agents = config.agents.filter((a) => a.backend.cwd !== undefined)
+      const files = yield* restoreMemory(
+        input.previousTurn,
+        input.logDir,
+        agents.map((a) => a.anonId),
+      )
+      yield* emitAll([{ _tag: "memory_restored", time: yield* isoNow, from: input.previousTurn, agents: agents.map((a) => a.id), files }])
+    }
     // A resumed run has the time its first process had not used yet.
     const used = recorded ? activeMs({ ...recorded, finished: null }, recorded.lastTime) / 1000 : 0
     const timeLeft = Math.max(0, settings.orchestrator_timeout_seconds - used)

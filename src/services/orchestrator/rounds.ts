@@ -27,10 +27,11 @@ import { ARGUMENTS_BLOB_MIN_CHARS, type ArgumentsText } from "../../domain/event
 import { isLongText } from "../../domain/log/index.ts"
 import { agentPolicy } from "../../domain/permissions/index.ts"
 import { agentFile, blobPath } from "../../domain/run-paths.ts"
-import { longTextsOf, type State } from "../../domain/state/index.ts"
+import { longTextsOf, memoryKey, type State } from "../../domain/state/index.ts"
 import { hashText } from "../../lib/sha256.ts"
 import { Backends } from "../backends/index.ts"
 import { blobWriter, callLogPath, compactJsonText, RunFiles, splitAtLongTexts } from "../run-files/index.ts"
+import { loadMemory } from "../skills/memory.ts"
 import { AgentTools } from "../tools/agent-tools.ts"
 import { makePermissionGate, PermissionAsker, recordedDecisions } from "../tools/permission-gate.ts"
 import { noTools } from "../tools/tool-provider.ts"
@@ -182,18 +183,19 @@ export const makeRounds = (run: RunContext, emitter: Emitter, work: Work) =>
     })
 
     /** Starts `agentId`'s round `round` (from its rebuilt machine, when a resume continues it). */
-    const startRound = (state: State, agentId: string, round: number, from?: Transition) =>
-      Effect.suspend(() => {
+    const startRound = (given: State, agentId: string, round: number, from?: Transition) =>
+      Effect.gen(function* () {
         const agent = agentById.get(agentId)!
-        const request = requestForRound(state, agent, toolSpecs(agent.id))
-        if (request === null) return Effect.void
+        const memory = yield* shownMemory(given, agentId, round, false)
+        const request = requestForRound(memory ? state.current : given, agent, toolSpecs(agent.id))
+        if (request === null) return
         const key = workKey(agent.id, round)
         contexts.set(key, request)
         const backend = backends.forAgent(agent.id)
         const soft = round === 1 ? settings.initial_round_timeout_seconds : settings.subsequent_round_timeout_seconds
         const roundTimeout =
           soft != null ? { roundTimeout: { softSeconds: soft, graceSeconds: settings.round_timeout_grace_seconds ?? 120 } } : {}
-        return work.spawn(
+        return yield* work.spawn(
           key,
           runRound(deps, {
             agent: agent.id,
@@ -209,16 +211,41 @@ export const makeRounds = (run: RunContext, emitter: Emitter, work: Work) =>
         )
       })
 
-    /** Starts the winner's presentation (from its rebuilt machine, when a resume continues it). */
-    const startPresentation = (state: State, agentId: string, from?: Transition) =>
-      Effect.suspend(() => {
+    /**
+     * Memory filesystem mode: the memory files of a round (or the presentation) not recorded yet are read and
+     * recorded (`memory_loaded`) before its request is built; true when this appended them. A resumed round keeps
+     * what its log holds.
+     */
+    const shownMemory = (given: State, agentId: string, round: number, presentation: boolean) =>
+      Effect.gen(function* () {
         const agent = agentById.get(agentId)!
-        const request = requestForPresentation(state, agent, toolSpecs(agent.id))
-        if (request === null) return Effect.void
+        if (settings.memory_filesystem_mode !== true || agent.backend.cwd === undefined) return false
+        if (memoryKey(agentId, presentation ? "present" : round) in given.memory) return false
+        const shown = presentation
+          ? given.presentation?.agent === agentId
+            ? Object.keys(given.presentation.votes)
+            : null
+          : (() => {
+              const inFlight = given.agents.find((a) => a.info.id === agentId)?.inFlight ?? null
+              return inFlight?.round === round ? inFlight.shown : null
+            })()
+        if (shown === null) return false
+        const files = yield* loadMemory(input.logDir, agent.anonId, shown)
+        yield* emit({ _tag: "memory_loaded", time: yield* isoNow, agent: agentId, round, files, ...(presentation ? { presentation } : {}) })
+        return true
+      })
+
+    /** Starts the winner's presentation (from its rebuilt machine, when a resume continues it). */
+    const startPresentation = (given: State, agentId: string, from?: Transition) =>
+      Effect.gen(function* () {
+        const agent = agentById.get(agentId)!
+        const round = from?.machine.round ?? (given.agents.find((a) => a.info.id === agent.id)?.rounds ?? 0) + 1
+        const memory = yield* shownMemory(given, agentId, round, true)
+        const request = requestForPresentation(memory ? state.current : given, agent, toolSpecs(agent.id))
+        if (request === null) return
         contexts.set(workKey(agent.id, "present"), request)
-        const round = from?.machine.round ?? (state.agents.find((a) => a.info.id === agent.id)?.rounds ?? 0) + 1
         const backend = backends.forAgent(agent.id)
-        return work.spawn(
+        return yield* work.spawn(
           workKey(agent.id, "present"),
           runPresentation(deps, {
             agent: agent.id,

@@ -22,6 +22,7 @@ import type { ReplayStart } from "../../domain/replay/index.ts"
 import { initialState, type State } from "../../domain/state/index.ts"
 import { instantText } from "../../lib/instant.ts"
 import { RunStorageError, type StorageKind } from "../io-errors.ts"
+import type { SkillSources } from "../skills/offer.ts"
 import type { ToolProvider, ToolStartError } from "../tools/tool-provider.ts"
 
 export interface RunInput {
@@ -47,6 +48,10 @@ export interface RunInput {
    * appending nothing. Absent: the tools are the `AgentTools` service's.
    */
   readonly startTools?: Effect.Effect<ReadonlyMap<string, ToolProvider>, ToolStartError, Scope.Scope>
+  /** Where `use_skills` looks (`services/skills/offer.ts`); absent: no skill is found. */
+  readonly skillSources?: SkillSources
+  /** The log directory of the previous turn of the session this run is a turn of (memory filesystem mode carries its memory). */
+  readonly previousTurn?: string
 }
 
 export interface ResumeInput {

@@ -49,7 +49,7 @@ export const fail = (reason: "failed" | "refused" | "bad_arguments", detail: str
  * absolute path as written (the context-write events name it).
  */
 export interface Opened {
-  readonly kind: "workspace" | "snapshot" | "context"
+  readonly kind: "workspace" | "snapshot" | "context" | "skills"
   readonly given: string
   readonly path: string
   readonly rel: string

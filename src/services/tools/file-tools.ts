@@ -112,6 +112,8 @@ export interface FileToolsInput {
   readonly snapshotPath: (label: string) => string
   /** The run's context paths, for the tools' descriptions (what a call may reach is read from the run's state). */
   readonly contextPaths?: ReadonlyArray<ContextPathSetting>
+  /** The copies of the skills the run offers (`use_skills`, absolute), read-only as `.agent/skills/`. */
+  readonly skillsRoot?: string
 }
 
 /** What the agent may reach now: from the state when the call runs. */
@@ -125,6 +127,7 @@ export const rootsOf = (input: FileToolsInput, state: State, context: ToolContex
     snapshots: new Map(labels.filter((l) => l in state.workspaces.snapshots).map((l) => [l, input.snapshotPath(l)])),
     contextPaths: state.run?.settings.context_paths ?? [],
     mayWriteContext: presenting,
+    skills: input.skillsRoot ?? null,
   }
 }
 
