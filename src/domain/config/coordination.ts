@@ -6,7 +6,9 @@
  * one line naming the key) and its *rule*: a `switch` is refused unless its
  * value is off (a feature switched off needs nothing); a `setting` configures
  * another key's feature and does nothing while that one is off; `ignored`
- * keys change only MassGen's logs or UI, never an answer (a warning says so).
+ * keys change only MassGen's logs or UI, never an answer (a warning says so);
+ * `supported` keys are implemented (`votingSettingsOf` turns the voting ones
+ * into run settings: `domain/coordination/fairness.ts`).
  * `coordinationProblems(orchestrator)` gives one problem per key refused
  * (its reason, and how to run without it) or ignored. `verdictOf` says a
  * rule in words (`docs/coordination.md`, `scripts/measure-massgen-configs.ts --keys`). Pure.
@@ -14,6 +16,7 @@
  * Words: *off* is the value that leaves massgen's behaviour as it is.
  */
 import { Schema } from "effect"
+import type { RunSettings } from "../events/index.ts"
 import { type ConfigProblem, FiniteNumber, found, NonNegativeInt, oneOf, opt, PositiveInt } from "./schema.ts"
 
 type Rule =
@@ -28,6 +31,8 @@ type Rule =
     }
   | { readonly kind: "setting"; readonly of: string }
   | { readonly kind: "ignored"; readonly why: string }
+  /** Implemented: `what` it does, for the verdict. */
+  | { readonly kind: "supported"; readonly what: string }
 
 export interface KeySpec {
   readonly type: Schema.Schema.AnyNoContext
@@ -215,18 +220,28 @@ export const VOTING_KEYS: Readonly<Record<string, KeySpec>> = {
     },
   },
   voting_threshold: setting(NullPositive, CHECKLIST),
-  fairness_enabled: flag(
-    "fairness (no agent more than fairness_lead_cap_answers answers ahead of the slowest)",
-    "set fairness_enabled: false, which is how massgen runs",
-  ),
-  fairness_lead_cap_answers: setting(Count, "fairness_enabled"),
-  max_midstream_injections_per_round: unless(
-    NullCount,
-    null,
-    "a cap on the updates injected into one round",
-    "remove it: massgen injects every new answer into a round in flight",
-  ),
-  defer_peer_updates_until_restart: flag("deferring peer updates until an agent's round restarts"),
+  fairness_enabled: {
+    type: Bool,
+    rule: { kind: "supported", what: "MassGen's fairness (the two caps below): on when true, or when unset and a cap is set" },
+  },
+  fairness_lead_cap_answers: {
+    type: NullCount,
+    rule: {
+      kind: "supported",
+      what: "with fairness, no new round for an agent whose next answer would put it more than this many ahead of the slowest active peer (default 1)",
+    },
+  },
+  max_midstream_injections_per_round: {
+    type: NullCount,
+    rule: {
+      kind: "supported",
+      what: "with fairness, at most this many agents' new answers reach one round in flight; the rest wait for its next round (default 2)",
+    },
+  },
+  defer_peer_updates_until_restart: {
+    type: Bool,
+    rule: { kind: "supported", what: "new answers wait for an agent's next round instead of reaching its round in flight" },
+  },
 }
 
 const fieldsOf = (keys: Readonly<Record<string, KeySpec>>) =>
@@ -245,7 +260,7 @@ const keyProblems = (at: string, section: unknown, keys: Readonly<Record<string,
   if (section === null || typeof section !== "object") return []
   return Object.entries(section as Record<string, unknown>).flatMap(([key, value]): ReadonlyArray<ConfigProblem> => {
     const rule = keys[key]?.rule
-    if (rule === undefined || rule.kind === "setting") return []
+    if (rule === undefined || rule.kind === "setting" || rule.kind === "supported") return []
     if (rule.kind === "ignored") return [{ path: `${at}.${key}`, message: `ignored: ${rule.why}`, kind: "warning" }]
     return rule.off(value) ? [] : [{ path: `${at}.${key}`, message: `${rule.feature} ${ISSUE}`, suggestion: rule.suggestion }]
   })
@@ -270,5 +285,33 @@ export const verdictOf = (spec: KeySpec): string => {
       return `accepted: a setting of ${rule.of}, no effect while that is off`
     case "ignored":
       return `accepted, ignored (warning): ${rule.why}`
+    case "supported":
+      return `supported: ${rule.what}`
+  }
+}
+
+const FAIRNESS_LEAD_CAP = 1
+const MIDSTREAM_CAP = 2
+
+/**
+ * The run settings of the voting keys: fairness is on when `fairness_enabled: true`, or when it is
+ * not set and `fairness_lead_cap_answers` or `max_midstream_injections_per_round` is (MassGen has it
+ * on unless `false`; massgen keeps a config without fairness keys as it ran before); when on, its caps
+ * take MassGen's defaults.
+ */
+export const votingSettingsOf = (o: Readonly<Record<string, unknown>>): Partial<RunSettings> => {
+  const set = (key: string) => o[key] !== undefined
+  const fairness =
+    o.fairness_enabled === true ||
+    (o.fairness_enabled === undefined && (set("fairness_lead_cap_answers") || set("max_midstream_injections_per_round")))
+  const cap = (key: string, fallback: number) => (set(key) ? (o[key] as number | null) : fallback)
+  return {
+    ...(fairness
+      ? {
+          fairness_lead_cap_answers: cap("fairness_lead_cap_answers", FAIRNESS_LEAD_CAP),
+          max_midstream_injections_per_round: cap("max_midstream_injections_per_round", MIDSTREAM_CAP),
+        }
+      : {}),
+    ...(o.defer_peer_updates_until_restart === true ? { defer_peer_updates_until_restart: true } : {}),
   }
 }

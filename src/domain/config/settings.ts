@@ -12,6 +12,7 @@
  */
 import type { RunSettings } from "../events/index.ts"
 import type { PermissionsBlock } from "../permissions/index.ts"
+import { votingSettingsOf } from "./coordination.ts"
 import type { BackendConfig, ConfigFile, Price } from "./file.ts"
 import type { PythonTool } from "./python-tools.ts"
 import { type WorkspaceLimits, workspaceLimitsOf } from "./workspaces.ts"
@@ -70,6 +71,7 @@ export const configOf = (file: ConfigFile, agents: ReadonlyArray<Agent>): Config
     ...(o.voting_sensitivity !== undefined && o.voting_sensitivity !== "checklist_gated"
       ? { voting_sensitivity: o.voting_sensitivity }
       : {}),
+    ...votingSettingsOf(o),
     ...(t.initial_round_timeout_seconds !== undefined ? { initial_round_timeout_seconds: t.initial_round_timeout_seconds } : {}),
     ...(t.subsequent_round_timeout_seconds !== undefined ? { subsequent_round_timeout_seconds: t.subsequent_round_timeout_seconds } : {}),
     ...(t.round_timeout_grace_seconds !== undefined ? { round_timeout_grace_seconds: t.round_timeout_grace_seconds } : {}),

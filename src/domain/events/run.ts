@@ -50,6 +50,12 @@ export const RunSettings = Schema.Struct({
   initial_round_timeout_seconds: Schema.optionalWith(Schema.NullOr(Amount), { exact: true }),
   subsequent_round_timeout_seconds: Schema.optionalWith(Schema.NullOr(Amount), { exact: true }),
   round_timeout_grace_seconds: Schema.optionalWith(Amount, { exact: true }),
+  /** MassGen's fairness (present only when it is on): how many answers an agent may be ahead of the slowest active peer (null: no cap). */
+  fairness_lead_cap_answers: Schema.optionalWith(Schema.NullOr(Count), { exact: true }),
+  /** Fairness too: how many agents' new answers one round is injected (null: no cap); the rest wait for its next round. */
+  max_midstream_injections_per_round: Schema.optionalWith(Schema.NullOr(Count), { exact: true }),
+  /** No new answer is injected into a round in flight: the round goes on, and its agent's next round shows them. */
+  defer_peer_updates_until_restart: Schema.optionalWith(Schema.Boolean, { exact: true }),
 })
 export type RunSettings = typeof RunSettings.Type
 

@@ -68,8 +68,14 @@ const resumed = (state: State, event: Extract<Event, { _tag: "run_resumed" }>, t
     agents: state.agents.map((a) => {
       const goesOn = continued.get(a.info.id)
       if (goesOn !== undefined && a.failure === null && goesOn.round >= a.rounds && presentation === null) {
-        const steps = a.inFlight?.round === goesOn.round ? a.inFlight.steps : 0
-        return { ...a, rounds: goesOn.round, inFlight: { round: goesOn.round, shown: goesOn.shown, voteOnly: goesOn.vote_only, steps } }
+        const same = a.inFlight?.round === goesOn.round ? a.inFlight : null
+        const steps = same?.steps ?? 0
+        const injected = same?.injected === undefined ? {} : { injected: same.injected }
+        return {
+          ...a,
+          rounds: goesOn.round,
+          inFlight: { round: goesOn.round, shown: goesOn.shown, voteOnly: goesOn.vote_only, steps, ...injected },
+        }
       }
       return a.inFlight === null ? a : { ...a, inFlight: null }
     }),
@@ -186,7 +192,17 @@ const applyEvent = (state: State, event: Event, t: number, own: Owned | null): S
       return updateAgent(state, event.agent, (a) => (inRound(a, event.round) ? { ...a, lastActivity: t } : a))
     case "update_injected":
       return updateAgent(state, event.agent, (a) =>
-        inRound(a, event.round) ? { ...a, inFlight: { ...a.inFlight, shown: event.shown }, lastActivity: t } : a,
+        inRound(a, event.round)
+          ? {
+              ...a,
+              inFlight: {
+                ...a.inFlight,
+                shown: event.shown,
+                injected: (a.inFlight.injected ?? 0) + event.shown.filter((label) => !a.inFlight.shown.includes(label)).length,
+              },
+              lastActivity: t,
+            }
+          : a,
       )
     case "round_cancelled":
       return updateAgent(state, event.agent, (a) =>

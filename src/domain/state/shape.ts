@@ -38,6 +38,8 @@ export interface InFlight {
   readonly voteOnly: boolean
   /** Model calls of the round that came back with a reply: the work a restart would throw away. */
   readonly steps: number
+  /** Agents' new answers injected into the round so far (`update_injected`), for `max_midstream_injections_per_round`; absent: 0. */
+  readonly injected?: number
 }
 
 export interface Vote {
