@@ -94,7 +94,6 @@ describe("fairness_lead_cap_answers (MassGen pauses an agent before a round that
 })
 
 describe("max_midstream_injections_per_round (MassGen's cap on the source updates injected into one round)", () => {
-
   test("two new answers at cap 1: only the first in config order is injected", () => {
     const g = given(...aAhead({ max_midstream_injections_per_round: 1 }), answer("b", 1, "agent2.1", "B"), answer("c", 1, "agent3.1", "C"))
     expect(updateFor(g.state, "a", 2)).toEqual(L12)
