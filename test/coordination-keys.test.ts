@@ -49,6 +49,7 @@ describe("--validate reads each coordination sub-key and voting key on its own",
         skills_directory: ".agent/skills",
         write_mode: "auto",
         persona_generator: { enabled: true, diversity_mode: "implementation" },
+        checklist_criteria_preset: "evaluation",
       },
     })
     expect({ code, valid }).toEqual({ code: 1, valid: false })
@@ -56,8 +57,8 @@ describe("--validate reads each coordination sub-key and voting key on its own",
     // The settings of a refused feature (planning_mode_instruction, skills_directory, ...) are not problems of their own.
     expect(errors.map((e) => e.location).sort()).toEqual(
       [
-        // The fairness keys and defer_peer_updates_until_restart are supported (issue 27).
-        "orchestrator.voting_sensitivity",
+        // checklist_gated, voting_threshold, the fairness keys and defer_peer_updates_until_restart are supported (issue 27).
+        at("checklist_criteria_preset"),
         at("enable_planning_mode"),
         at("max_orchestration_restarts"),
         at("enable_agent_task_planning"),
@@ -74,10 +75,10 @@ describe("--validate reads each coordination sub-key and voting key on its own",
     })
     expect(byKey[at("max_orchestration_restarts")]!.suggestion).toBe("set it to 0 to run without restarts")
     expect(byKey[at("write_mode")]!.suggestion).toBe("set write_mode: legacy, which is how massgen writes")
-    expect(byKey["orchestrator.voting_sensitivity"]).toEqual({
-      location: "orchestrator.voting_sensitivity",
-      message: "checklist-gated voting is not supported yet (issue 27)",
-      suggestion: "use lenient, balanced or strict",
+    expect(byKey[at("checklist_criteria_preset")]).toEqual({
+      location: at("checklist_criteria_preset"),
+      message: "MassGen's preset checklist criteria is not supported yet (issue 27)",
+      suggestion: "give the criteria in checklist_criteria_inline, or remove it for massgen's default criteria",
     })
     // Every reason is its own.
     expect(new Set(errors.map((e) => e.message)).size).toBe(errors.length)

@@ -16,7 +16,7 @@
  * Words: *off* is the value that leaves massgen's behaviour as it is.
  */
 import { Schema } from "effect"
-import type { RunSettings } from "../events/index.ts"
+import { type ChecklistSettings, DEFAULT_CRITERIA, type RunSettings } from "../events/index.ts"
 import { type ConfigProblem, FiniteNumber, found, NonNegativeInt, oneOf, opt, PositiveInt } from "./schema.ts"
 
 type Rule =
@@ -170,12 +170,14 @@ export const COORDINATION_KEYS: Readonly<Record<string, KeySpec>> = {
       suggestion: "remove it to run without it",
     },
   },
-  checklist_criteria_preset: setting(
+  checklist_criteria_preset: unless(
     nullable(
       Schema.Literal("persona", "decomposition", "evaluation", "prompt", "analysis", "planning", "spec", "round_evaluator"),
       "persona, decomposition, evaluation, prompt, analysis, planning, spec or round_evaluator",
     ),
-    CHECKLIST,
+    null,
+    "MassGen's preset checklist criteria",
+    "give the criteria in checklist_criteria_inline, or remove it for massgen's default criteria",
   ),
   checklist_criteria_inline: setting(
     nullable(Schema.Array(Schema.Record({ key: Schema.String, value: Schema.Unknown })), "a list of mappings"),
@@ -212,14 +214,17 @@ export const VOTING_KEYS: Readonly<Record<string, KeySpec>> = {
   voting_sensitivity: {
     type: VotingSensitivity,
     rule: {
-      kind: "switch",
-      feature: "checklist-gated voting",
-      off: (value) => value !== "checklist_gated",
-      offText: "lenient, balanced or strict",
-      suggestion: "use lenient, balanced or strict",
+      kind: "supported",
+      what: "lenient, balanced, strict: the bar the prompt sets for a vote; checklist_gated: a vote counts only after the agent scored the shown answers with submit_checklist",
     },
   },
-  voting_threshold: setting(NullPositive, CHECKLIST),
+  voting_threshold: {
+    type: NullPositive,
+    rule: {
+      kind: "supported",
+      what: "with checklist_gated, MassGen's 0-10 strictness of the checklist (default 5): how many criteria the best answer must pass, at which score",
+    },
+  },
   fairness_enabled: {
     type: Bool,
     rule: { kind: "supported", what: "MassGen's fairness (the two caps below): on when true, or when unset and a cap is set" },
@@ -290,6 +295,15 @@ export const verdictOf = (spec: KeySpec): string => {
   }
 }
 
+/** `checklist_gated`'s settings: `voting_threshold` (MassGen's `or 5`: unset, null or 0 is 5) and the inline criteria, else massgen's. */
+const checklistOf = (o: Readonly<Record<string, unknown>>): ChecklistSettings => {
+  const coordination = (o.coordination ?? {}) as Record<string, unknown>
+  const inline = coordination.checklist_criteria_inline as ReadonlyArray<Record<string, unknown>> | null | undefined
+  const texts = (inline ?? []).flatMap((c) => (typeof c.text === "string" && c.text.trim() !== "" ? [c.text] : []))
+  const criteria = texts.length > 0 ? texts.map((text, i) => ({ id: `E${i + 1}`, text })) : DEFAULT_CRITERIA
+  return { voting_threshold: typeof o.voting_threshold === "number" && o.voting_threshold > 0 ? o.voting_threshold : 5, criteria }
+}
+
 const FAIRNESS_LEAD_CAP = 1
 const MIDSTREAM_CAP = 2
 
@@ -313,5 +327,6 @@ export const votingSettingsOf = (o: Readonly<Record<string, unknown>>): Partial<
         }
       : {}),
     ...(o.defer_peer_updates_until_restart === true ? { defer_peer_updates_until_restart: true } : {}),
+    ...(o.voting_sensitivity === "checklist_gated" ? { checklist: checklistOf(o) } : {}),
   }
 }

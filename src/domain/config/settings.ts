@@ -67,7 +67,7 @@ export const configOf = (file: ConfigFile, agents: ReadonlyArray<Agent>): Config
     ...(o.defer_voting_until_all_answered !== undefined ? { defer_voting_until_all_answered: o.defer_voting_until_all_answered } : {}),
     ...(o.max_new_answers_global !== undefined ? { max_new_answers_global: o.max_new_answers_global } : {}),
     ...(o.answer_novelty_requirement !== undefined ? { answer_novelty_requirement: o.answer_novelty_requirement } : {}),
-    // checklist_gated is refused (coordination.ts): a config with it makes no settings.
+    // checklist_gated is its own setting (`checklist`, from votingSettingsOf), not a bar of the prompt.
     ...(o.voting_sensitivity !== undefined && o.voting_sensitivity !== "checklist_gated"
       ? { voting_sensitivity: o.voting_sensitivity }
       : {}),

@@ -11,6 +11,7 @@
 import type { Agent } from "../config/index.ts"
 import type { LlmRequest, ShownAnswer, ToolSpec } from "../llm.ts"
 import type { State } from "../state/index.ts"
+import { withChecklist } from "./checklist.ts"
 import { noVoteRun, votingDeferred } from "./decide.ts"
 import { presentationRequest, roundRequest } from "./prompts.ts"
 
@@ -44,9 +45,10 @@ const withAgentTools = (request: LlmRequest, tools: ReadonlyArray<ToolSpec>, fin
 
 /** The request of `agent`'s round in flight; null when it has none. */
 export const requestForRound = (state: State, agent: Agent, tools: ReadonlyArray<ToolSpec> = []): LlmRequest | null => {
-  const inFlight = state.agents.find((a) => a.info.id === agent.id)?.inFlight ?? null
-  if (state.run === null || inFlight === null) return null
-  const request = roundRequest({
+  const a = state.agents.find((b) => b.info.id === agent.id)
+  const inFlight = a?.inFlight ?? null
+  if (state.run === null || a === undefined || inFlight === null) return null
+  const base = roundRequest({
     agentId: agent.id,
     selfAnonId: agent.anonId,
     systemMessage: agent.systemMessage,
@@ -58,6 +60,7 @@ export const requestForRound = (state: State, agent: Agent, tools: ReadonlyArray
     novelty: state.run.settings.answer_novelty_requirement ?? "lenient",
     answerOnly: votingDeferred(state),
   })
+  const request = withChecklist(base, state.run.settings.checklist, a, state.run.settings.max_new_answers_per_agent)
   return withAgentTools(request, tools, inFlight.voteOnly ? "call vote" : "call new_answer or vote")
 }
 

@@ -31,6 +31,7 @@
  */
 import { Schema } from "effect"
 import { CallEnded, CallRetried, CallStarted, HostedToolUsed, ToolCallFinished, ToolCallStarted } from "./calls.ts"
+import { ChecklistSubmitted } from "./checklist.ts"
 import { ContextPathWritten, ContextWriteIntended, WorkspaceFinalized, WorkspaceSnapshotted } from "./files.ts"
 import { PermissionAsked, PermissionDecided } from "./permissions.ts"
 import {
@@ -49,6 +50,7 @@ import {
 import { RunFinished, RunResumed, RunStarted, ToolStartFailed } from "./run.ts"
 
 export * from "./calls.ts"
+export * from "./checklist.ts"
 export { Time } from "./fields.ts"
 export * from "./files.ts"
 export * from "./permissions.ts"
@@ -92,6 +94,7 @@ export const Event = Schema.Union(
   WorkspaceFinalized,
   ContextWriteIntended,
   ContextPathWritten,
+  ChecklistSubmitted,
 )
 export type Event = typeof Event.Type
 

@@ -6,6 +6,7 @@
  * the whole config is in execution_metadata.yaml. Words as in `index.ts`.
  */
 import { Schema } from "effect"
+import { ChecklistSettings } from "./checklist.ts"
 import { AgentId, Amount, Count, defineEvent, Label } from "./fields.ts"
 
 export const FinalAnswerStrategy = Schema.Literal("winner_present", "winner_reuse", "synthesize")
@@ -56,6 +57,8 @@ export const RunSettings = Schema.Struct({
   max_midstream_injections_per_round: Schema.optionalWith(Schema.NullOr(Count), { exact: true }),
   /** No new answer is injected into a round in flight: the round goes on, and its agent's next round shows them. */
   defer_peer_updates_until_restart: Schema.optionalWith(Schema.Boolean, { exact: true }),
+  /** `voting_sensitivity: checklist_gated`: a vote counts only after the agent scored the shown answers (`domain/coordination/checklist.ts`). */
+  checklist: Schema.optionalWith(ChecklistSettings, { exact: true }),
 })
 export type RunSettings = typeof RunSettings.Type
 

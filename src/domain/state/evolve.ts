@@ -20,7 +20,17 @@
 import { instantMs } from "../../lib/instant.ts"
 import type { Event } from "../events/index.ts"
 import { evolveWorkspaces } from "../workspaces/facts.ts"
-import { type AgentState, type Answer, agentIndex, emptyUsage, type InFlight, noToolCounts, type State, type Usage } from "./shape.ts"
+import {
+  type AgentState,
+  type Answer,
+  agentIndex,
+  type Checklist,
+  emptyUsage,
+  type InFlight,
+  noToolCounts,
+  type State,
+  type Usage,
+} from "./shape.ts"
 
 const addUsage = (u: Usage, e: Extract<Event, { _tag: "call_end" }>): Usage => ({
   inputTokens: u.inputTokens + (e.input_tokens ?? 0),
@@ -142,6 +152,8 @@ const currentAnswerOf = (state: State, label: string): AgentState | undefined =>
   return a !== undefined && a.answers[a.answers.length - 1] === label ? a : undefined
 }
 
+const checklistOf = ({ _tag, time, agent, ...scored }: Extract<Event, { _tag: "checklist_submitted" }>): Checklist => scored
+
 const applyEvent = (state: State, event: Event, t: number, own: Owned | null): State => {
   if (event._tag === "run_resumed") return state.run === null ? state : resumed(state, event, t)
   if (state.run === null && event._tag !== "run_started") return state
@@ -236,6 +248,9 @@ const applyEvent = (state: State, event: Event, t: number, own: Owned | null): S
         lastActivity: t,
       }))
     }
+    case "checklist_submitted":
+      if (!inRound(state.agents[agentIndex(state, event.agent)], event.round)) return state
+      return updateAgent(state, event.agent, (a) => ({ ...a, checklist: checklistOf(event), lastActivity: t }))
     case "vote_ignored":
       if (!inRound(state.agents[agentIndex(state, event.agent)], event.round)) return state
       return updateAgent(state, event.agent, (a) => ({ ...a, inFlight: null, restartPending: true, lastActivity: t }))

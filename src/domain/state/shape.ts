@@ -9,7 +9,16 @@
  * answer, vote, cancellation or the agent's failure; the *latest labels* are the newest answer label of
  * every agent that has one, in config order, which is what a new round shows.
  */
-import type { AgentInfo, ConversationMessage, FailureKind, FinalSource, FinishReason, RunSettings, ToolKind } from "../events/index.ts"
+import type {
+  AgentInfo,
+  ConversationMessage,
+  Event,
+  FailureKind,
+  FinalSource,
+  FinishReason,
+  RunSettings,
+  ToolKind,
+} from "../events/index.ts"
 import { isLongText } from "../log/index.ts"
 import { noWorkspaceFacts, type WorkspaceFacts } from "../workspaces/facts.ts"
 
@@ -65,7 +74,12 @@ export interface AgentState {
   readonly usage: Usage
   /** The agent's tool calls that finished, those of them that gave an error result, and its replies' uses of provider tools. */
   readonly tools: ToolCounts
+  /** Its latest `submit_checklist` (checklist-gated voting); absent before one. */
+  readonly checklist?: Checklist
 }
+
+/** A `checklist_submitted` without its tag, time and agent. */
+export type Checklist = Omit<Extract<Event, { _tag: "checklist_submitted" }>, "_tag" | "time" | "agent">
 
 export interface ToolCounts {
   readonly calls: number
