@@ -9,6 +9,8 @@ import { CHECKLIST_TOOL, gateOf, withChecklist } from "../src/domain/coordinatio
 import { onModelReply, startRound, type Transition } from "../src/domain/coordination/round-machine.ts"
 import { DEFAULT_CRITERIA } from "../src/domain/events/index.ts"
 import type { LlmReply } from "../src/domain/llm.ts"
+import { project } from "../src/domain/projections/status.ts"
+import { timelineText } from "../src/domain/projections/view-model.ts"
 import { foldEvents } from "../src/domain/state/index.ts"
 import { answer, roundStarted, runStarted } from "./support/given.ts"
 import { reply, request, shownOf, tool, voteFor } from "./support/replies.ts"
@@ -75,6 +77,20 @@ describe("the checklist round (MassGen: agents score the answers with submit_che
     expect(t.step._tag).toBe("call_model")
     const voted = when(t, voteFor("agent2"))
     expect(voted.step).toMatchObject({ _tag: "done", reply: { _tag: "voted", targetAnonId: "agent2" } })
+  })
+
+  test("the scores reach status.json (agents.<id>.checklist) and the timeline of both views", () => {
+    const t = when(checklistRound(), reply("", [tool(CHECKLIST_TOOL, { scores: allScored(9) })]))
+    const event = t.events[0]!
+    expect(timelineText(event)).toBe("checklist: agent1.1 scored best, 4 criteria at 8+ (3 needed): vote")
+    const state = foldEvents([
+      runStarted(["a", "b"]),
+      roundStarted("a", 1, []),
+      answer("a", 1, "agent1.1", "A"),
+      roundStarted("a", 2, ["agent1.1"]),
+      event,
+    ])
+    expect(project(state, 0).agents.a!.checklist).toMatchObject({ round: 2, verdict: "vote", scores: { "agent2.1": { E1: 9 } } })
   })
 
   test("low scores give the verdict new_answer (the best answer passes too few criteria)", () => {

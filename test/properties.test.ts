@@ -26,7 +26,7 @@ import {
   updateFor,
   votingDeferred,
 } from "../src/domain/coordination/decide.ts"
-import { Event, type FinishReason, type RunSettings } from "../src/domain/events/index.ts"
+import { DEFAULT_CRITERIA, Event, type FinishReason, type RunSettings } from "../src/domain/events/index.ts"
 import { decodeEventLine, encodeEventLine, readEventsText } from "../src/domain/log/index.ts"
 import { project } from "../src/domain/projections/status.ts"
 import { evolve, foldEvents, initialState, isLive, latestLabels, type State, sameLabels } from "../src/domain/state/index.ts"
@@ -284,21 +284,28 @@ const anyReply = (pick: Pick, w: Work, sim: Sim): Reply => {
   return validReply(pick, w, sim, 45)
 }
 
-const settingsArb: fc.Arbitrary<Partial<RunSettings>> = fc.record({
-  max_new_answers_per_agent: fc.option(fc.integer({ min: 1, max: 3 }), { nil: null }),
-  skip_final_presentation: fc.boolean(),
-  final_answer_strategy: fc.constantFrom("winner_present", "winner_reuse", "synthesize"),
-  budget_usd: fc.option(fc.constantFrom(0.5, 1, 2, 4), { nil: null, freq: 3 }),
-  disable_injection: fc.boolean(),
-  // MassGen's coordination options (issue 13), off in most runs.
-  skip_voting: fc.constantFrom(false, false, false, true),
-  defer_voting_until_all_answered: fc.boolean(),
-  max_new_answers_global: fc.option(fc.integer({ min: 1, max: 6 }), { nil: null, freq: 2 }),
-  // MassGen's fairness and deferred peer updates (issue 27).
-  fairness_lead_cap_answers: fc.option(fc.integer({ min: 0, max: 2 }), { nil: null, freq: 2 }),
-  max_midstream_injections_per_round: fc.option(fc.integer({ min: 0, max: 2 }), { nil: null, freq: 2 }),
-  defer_peer_updates_until_restart: fc.constantFrom(false, false, false, true),
-})
+const settingsArb: fc.Arbitrary<Partial<RunSettings>> = fc
+  .record({
+    max_new_answers_per_agent: fc.option(fc.integer({ min: 1, max: 3 }), { nil: null }),
+    skip_final_presentation: fc.boolean(),
+    final_answer_strategy: fc.constantFrom("winner_present", "winner_reuse", "synthesize"),
+    budget_usd: fc.option(fc.constantFrom(0.5, 1, 2, 4), { nil: null, freq: 3 }),
+    disable_injection: fc.boolean(),
+    // MassGen's coordination options (issue 13), off in most runs.
+    skip_voting: fc.constantFrom(false, false, false, true),
+    defer_voting_until_all_answered: fc.boolean(),
+    max_new_answers_global: fc.option(fc.integer({ min: 1, max: 6 }), { nil: null, freq: 2 }),
+    // MassGen's fairness and deferred peer updates (issue 27).
+    fairness_lead_cap_answers: fc.option(fc.integer({ min: 0, max: 2 }), { nil: null, freq: 2 }),
+    max_midstream_injections_per_round: fc.option(fc.integer({ min: 0, max: 2 }), { nil: null, freq: 2 }),
+    defer_peer_updates_until_restart: fc.constantFrom(false, false, false, true),
+    // Checklist-gated voting gates votes inside the round (round machine); the decider runs as without it.
+    checklist: fc.option(fc.record({ voting_threshold: fc.integer({ min: 0, max: 10 }), criteria: fc.constant(DEFAULT_CRITERIA) }), {
+      nil: null,
+      freq: 3,
+    }),
+  })
+  .map(({ checklist, ...settings }): Partial<RunSettings> => (checklist === null ? settings : { ...settings, checklist }))
 
 /** Stops from outside; the budget is the decider's own stop. */
 const STOP_REASONS: ReadonlyArray<Exclude<FinishReason, "completed">> = ["timeout", "interrupted", "error"]

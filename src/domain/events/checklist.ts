@@ -52,5 +52,5 @@ export const DEFAULT_CRITERIA: ReadonlyArray<Criterion> = [
 /** A `checklist_submitted` in words, for the timeline and the automation lines. */
 export const checklistText = (event: typeof ChecklistSubmitted.Type): string =>
   event.accepted
-    ? `checklist: ${event.best_label ?? "no answer"} scored best, ${event.true_count} of ${event.required} criteria needed at ${event.cutoff}+: ${event.verdict}`
+    ? `checklist: ${event.best_label ?? "no answer"} scored best, ${event.true_count} criteria at ${event.cutoff}+ (${event.required} needed): ${event.verdict}`
     : `checklist not accepted: ${event.message}`
