@@ -70,6 +70,35 @@ const expectReplaySame = async (dir: string, cwd: string) => {
 }
 
 describe("voting_sensitivity: checklist_gated", () => {
+  test("--eval-criteria FILE gives the criteria (MassGen's list or {criteria: [...]}); a file without text is one line, exit 1", async () => {
+    const fake = await startFakeLlm({ respond: council })
+    try {
+      const cwd = sandbox()
+      const config = writeConfig(cwd, doc(fake))
+      fs.writeFileSync(
+        nodePath.join(cwd, "criteria.json"),
+        JSON.stringify({ criteria: [{ text: "Says 4." }, { description: "Shows why." }] }),
+      )
+      const r = await runCli("source", ["--automation", "--config", config, "--eval-criteria", "criteria.json", QUESTION], {
+        cwd,
+        env: ENV,
+      })
+      expectExit(r, 0)
+      const dir = r.lines[0]!.slice("LOG_DIR: ".length)
+      expect(ofType(dir, "run_started")[0].settings.checklist.criteria).toEqual([
+        { id: "E1", text: "Says 4." },
+        { id: "E2", text: "Shows why." },
+      ])
+      expect(Object.keys(ofType(dir, "checklist_submitted")[0].scores["agent1.1"])).toEqual(["E1", "E2"])
+      fs.writeFileSync(nodePath.join(cwd, "bad.json"), JSON.stringify([{ category: "primary" }]))
+      const bad = await runCli("source", ["--automation", "--config", config, "--eval-criteria", "bad.json", QUESTION], { cwd, env: ENV })
+      expect(bad.exitCode).toBe(1)
+      expect(bad.stderr).toContain("--eval-criteria bad.json: criterion 1 has no text")
+    } finally {
+      fake.stop()
+    }
+  }, 120_000)
+
   test("a vote counts after submit_checklist; the scores are events and in status.json; replay --check says SAME", async () => {
     const fake = await startFakeLlm({ respond: council })
     try {

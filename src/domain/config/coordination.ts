@@ -16,7 +16,7 @@
  * Words: *off* is the value that leaves massgen's behaviour as it is.
  */
 import { Schema } from "effect"
-import { type ChecklistSettings, DEFAULT_CRITERIA, type RunSettings } from "../events/index.ts"
+import { type ChecklistSettings, type Criterion, DEFAULT_CRITERIA, type RunSettings } from "../events/index.ts"
 import { type ConfigProblem, FiniteNumber, found, NonNegativeInt, oneOf, opt, PositiveInt } from "./schema.ts"
 
 type Rule =
@@ -298,10 +298,26 @@ export const verdictOf = (spec: KeySpec): string => {
 /** `checklist_gated`'s settings: `voting_threshold` (MassGen's `or 5`: unset, null or 0 is 5) and the inline criteria, else massgen's. */
 const checklistOf = (o: Readonly<Record<string, unknown>>): ChecklistSettings => {
   const coordination = (o.coordination ?? {}) as Record<string, unknown>
-  const inline = coordination.checklist_criteria_inline as ReadonlyArray<Record<string, unknown>> | null | undefined
-  const texts = (inline ?? []).flatMap((c) => (typeof c.text === "string" && c.text.trim() !== "" ? [c.text] : []))
-  const criteria = texts.length > 0 ? texts.map((text, i) => ({ id: `E${i + 1}`, text })) : DEFAULT_CRITERIA
+  const inline = criteriaOf(coordination.checklist_criteria_inline ?? [])
+  const criteria = typeof inline !== "string" && inline.length > 0 ? inline : DEFAULT_CRITERIA
   return { voting_threshold: typeof o.voting_threshold === "number" && o.voting_threshold > 0 ? o.voting_threshold : 5, criteria }
+}
+
+/**
+ * Criteria as MassGen reads them (`checklist_criteria_inline`, `--eval-criteria`): a list, or `{criteria: [...]}`, of
+ * mappings with `text` (or `description`, `name`), numbered E1, E2, ...; a string says what is wrong.
+ */
+export const criteriaOf = (value: unknown): ReadonlyArray<Criterion> | string => {
+  const list = value !== null && typeof value === "object" && !Array.isArray(value) ? (value as Record<string, unknown>).criteria : value
+  if (!Array.isArray(list)) return 'expected a JSON list of criteria, or {"criteria": [...]}'
+  const criteria: Array<Criterion> = []
+  for (const [i, item] of list.entries()) {
+    const c = item !== null && typeof item === "object" ? (item as Record<string, unknown>) : null
+    const text = [c?.text, c?.description, c?.name].find((t): t is string => typeof t === "string" && t.trim() !== "")
+    if (text === undefined) return `criterion ${i + 1} has no text (expected {"text": "...", "category": "primary|standard|stretch"})`
+    criteria.push({ id: `E${i + 1}`, text })
+  }
+  return criteria
 }
 
 const FAIRNESS_LEAD_CAP = 1
