@@ -130,7 +130,13 @@ describe("voting_sensitivity: checklist_gated", () => {
     const fake = await startFakeLlm({ respond: (req) => phase.respond(req) })
     try {
       const cwd = sandbox()
-      const first = await startCli("source", ["--automation", "--config", writeConfig(cwd, doc(fake)), QUESTION], { cwd, env: ENV })
+      // The criteria come from --eval-criteria: the resume takes them from run_started, not from a flag.
+      fs.writeFileSync(
+        nodePath.join(cwd, "criteria.json"),
+        JSON.stringify([{ text: "Says 4." }, { text: "Shows why." }, { name: "Is short." }]),
+      )
+      const args = ["--automation", "--config", writeConfig(cwd, doc(fake)), "--eval-criteria", "criteria.json", QUESTION]
+      const first = await startCli("source", args, { cwd, env: ENV })
       const dir = (await first.waitForLine("LOG_DIR: ")).slice("LOG_DIR: ".length)
       await waitForEvent(dir, (e) => e.type === "checklist_submitted")
       // The call after the checklist has gone out (and hangs): the reply that made the checklist is recorded.
@@ -154,6 +160,9 @@ describe("voting_sensitivity: checklist_gated", () => {
         .slice(asked)
         .filter((q) => agents.has(`agent_${"ab"[Number(selfOf(q).slice(-1)) - 1]}`) && refusedVote(q) && !submitted(q))
       expect(checklistAsks).toEqual([])
+      expect(
+        ofType(dir, "checklist_submitted").every((e) => Object.keys(e.scores["agent1.1"] ?? { E1: 0, E2: 0, E3: 0 }).join() === "E1,E2,E3"),
+      ).toBe(true)
       expect(ofType(dir, "run_finished")).toEqual([expect.objectContaining({ reason: "completed" })])
       await expectReplaySame(dir, cwd)
     } finally {
