@@ -222,7 +222,7 @@ export const VOTING_KEYS: Readonly<Record<string, KeySpec>> = {
     type: NullPositive,
     rule: {
       kind: "supported",
-      what: "with checklist_gated, MassGen's 0-10 strictness of the checklist (default 5): how many criteria the best answer must pass, at which score",
+      what: "with checklist_gated, MassGen's 1-10 strictness of the checklist (default 5): how many criteria the best answer must pass, at which score",
     },
   },
   fairness_enabled: {
