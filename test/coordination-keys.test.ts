@@ -49,6 +49,7 @@ describe("--validate reads each coordination sub-key and voting key on its own",
         skills_directory: ".agent/skills",
         write_mode: "auto",
         persona_generator: { enabled: true, diversity_mode: "implementation" },
+        checklist_criteria_preset: "evaluation",
       },
     })
     expect({ code, valid }).toEqual({ code: 1, valid: false })
@@ -56,10 +57,8 @@ describe("--validate reads each coordination sub-key and voting key on its own",
     // The settings of a refused feature (skills_directory, ...) are not problems of their own; planning mode, task planning and skills are supported.
     expect(errors.map((e) => e.location).sort()).toEqual(
       [
-        "orchestrator.voting_sensitivity",
-        "orchestrator.fairness_enabled",
-        "orchestrator.max_midstream_injections_per_round",
-        "orchestrator.defer_peer_updates_until_restart",
+        // checklist_gated, voting_threshold, the fairness keys and defer_peer_updates_until_restart are supported (issue 27).
+        at("checklist_criteria_preset"),
         at("max_orchestration_restarts"),
         at("write_mode"),
         at("persona_generator"),
@@ -73,12 +72,11 @@ describe("--validate reads each coordination sub-key and voting key on its own",
     })
     expect(byKey[at("max_orchestration_restarts")]!.suggestion).toBe("set it to 0 to run without restarts")
     expect(byKey[at("write_mode")]!.suggestion).toBe("set write_mode: legacy, which is how massgen writes")
-    expect(byKey["orchestrator.voting_sensitivity"]).toEqual({
-      location: "orchestrator.voting_sensitivity",
-      message: "checklist-gated voting is not supported yet (issue 27)",
-      suggestion: "use lenient, balanced or strict",
+    expect(byKey[at("checklist_criteria_preset")]).toEqual({
+      location: at("checklist_criteria_preset"),
+      message: "MassGen's preset checklist criteria is not supported yet (issue 27)",
+      suggestion: "give the criteria in checklist_criteria_inline, or remove it for massgen's default criteria",
     })
-    expect(byKey["orchestrator.fairness_enabled"]!.suggestion).toBe("set fairness_enabled: false, which is how massgen runs")
     // Every reason is its own.
     expect(new Set(errors.map((e) => e.message)).size).toBe(errors.length)
   }, 60_000)
@@ -126,9 +124,11 @@ describe("a config with only supported sub-keys", () => {
         agents: [{ id: "solo", backend: { type: "chatcompletion", model: "m", base_url: fake.openAiBaseUrl, api_key: "sk-x" } }],
         orchestrator: {
           voting_sensitivity: "balanced",
-          fairness_enabled: false,
+          // MassGen's defaults said out loud are accepted and recorded (issue 27).
+          fairness_enabled: true,
           fairness_lead_cap_answers: 2,
-          defer_peer_updates_until_restart: false,
+          max_midstream_injections_per_round: 2,
+          defer_peer_updates_until_restart: true,
           voting_threshold: 3,
           coordination: {
             enable_planning_mode: false,
@@ -168,6 +168,12 @@ describe("a config with only supported sub-keys", () => {
       })
       expectExit(run, 0)
       expect(fs.readFileSync(nodePath.join(lineValue(run, "LOG_DIR"), "final", "solo", "answer.txt"), "utf8")).toContain("Four.")
+      const first = JSON.parse(fs.readFileSync(nodePath.join(lineValue(run, "LOG_DIR"), "events.jsonl"), "utf8").split("\n")[0]!)
+      expect(first.settings).toMatchObject({
+        fairness_lead_cap_answers: 2,
+        max_midstream_injections_per_round: 2,
+        defer_peer_updates_until_restart: true,
+      })
     } finally {
       fake.stop()
     }

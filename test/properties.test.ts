@@ -26,7 +26,7 @@ import {
   updateFor,
   votingDeferred,
 } from "../src/domain/coordination/decide.ts"
-import { Event, type FinishReason, type RunSettings } from "../src/domain/events/index.ts"
+import { DEFAULT_CRITERIA, Event, type FinishReason, type RunSettings } from "../src/domain/events/index.ts"
 import { decodeEventLine, encodeEventLine, readEventsText } from "../src/domain/log/index.ts"
 import { project } from "../src/domain/projections/status.ts"
 import { evolve, foldEvents, initialState, isLive, latestLabels, type State, sameLabels } from "../src/domain/state/index.ts"
@@ -104,6 +104,16 @@ const checkTransition = (prev: State, event: Event): void => {
       if (settings.defer_voting_until_all_answered === true && a.answers.length > 0 && !globalCapReached(prev)) {
         expect(prev.agents.filter(isLive).every((b) => b.answers.length > 0)).toBe(true)
       }
+      // MassGen's fairness: no agent starts a round that could put it more than the lead cap ahead of the
+      // slowest active peer, unless nothing else could move (rounds started in the same decision show the latest, no call back yet).
+      const leadCap = settings.fairness_lead_cap_answers ?? null
+      const active = prev.agents.filter((b) => isLive(b) && b.vote === null)
+      if (leadCap !== null && a.answers.length > 0 && active.length > 1) {
+        const slowest = Math.min(...active.filter((b) => b !== a).map((b) => b.answers.length))
+        const startedTogether = (b: (typeof prev.agents)[number]) =>
+          b.inFlight === null || (b.inFlight.steps === 0 && sameLabels(b.inFlight.shown, latestLabels(prev)))
+        if (a.answers.length + 1 - slowest > leadCap) expect(prev.agents.filter(isLive).every(startedTogether)).toBe(true)
+      }
       expect(event.round).toBe(a.rounds + 1)
       expect(event.restart).toBe(a.restartPending)
       break
@@ -125,8 +135,17 @@ const checkTransition = (prev: State, event: Event): void => {
       expect(a.answers.length).toBeGreaterThan(0)
       expect(a.inFlight?.round).toBe(event.round)
       expect(a.inFlight!.steps).toBeGreaterThan(0)
-      expect(event.shown).toEqual(latestLabels(prev))
       expect(sameLabels(a.inFlight!.shown, event.shown)).toBe(false)
+      // MassGen's defer_peer_updates_until_restart: nothing reaches a round in flight.
+      expect(prev.run!.settings.defer_peer_updates_until_restart).not.toBe(true)
+      // MassGen's max_midstream_injections_per_round: at most that many agents' answers reach one round; all of them when they fit.
+      const cap = prev.run!.settings.max_midstream_injections_per_round ?? null
+      const injected = (a.inFlight!.injected ?? 0) + event.shown.filter((l) => !a.inFlight!.shown.includes(l)).length
+      if (cap === null) expect(event.shown).toEqual(latestLabels(prev))
+      else {
+        expect(injected).toBeLessThanOrEqual(cap)
+        if (injected < cap) expect(event.shown).toEqual(latestLabels(prev))
+      }
       break
     }
     case "vote_cast": {
@@ -265,17 +284,28 @@ const anyReply = (pick: Pick, w: Work, sim: Sim): Reply => {
   return validReply(pick, w, sim, 45)
 }
 
-const settingsArb: fc.Arbitrary<Partial<RunSettings>> = fc.record({
-  max_new_answers_per_agent: fc.option(fc.integer({ min: 1, max: 3 }), { nil: null }),
-  skip_final_presentation: fc.boolean(),
-  final_answer_strategy: fc.constantFrom("winner_present", "winner_reuse", "synthesize"),
-  budget_usd: fc.option(fc.constantFrom(0.5, 1, 2, 4), { nil: null, freq: 3 }),
-  disable_injection: fc.boolean(),
-  // MassGen's coordination options (issue 13), off in most runs.
-  skip_voting: fc.constantFrom(false, false, false, true),
-  defer_voting_until_all_answered: fc.boolean(),
-  max_new_answers_global: fc.option(fc.integer({ min: 1, max: 6 }), { nil: null, freq: 2 }),
-})
+const settingsArb: fc.Arbitrary<Partial<RunSettings>> = fc
+  .record({
+    max_new_answers_per_agent: fc.option(fc.integer({ min: 1, max: 3 }), { nil: null }),
+    skip_final_presentation: fc.boolean(),
+    final_answer_strategy: fc.constantFrom("winner_present", "winner_reuse", "synthesize"),
+    budget_usd: fc.option(fc.constantFrom(0.5, 1, 2, 4), { nil: null, freq: 3 }),
+    disable_injection: fc.boolean(),
+    // MassGen's coordination options (issue 13), off in most runs.
+    skip_voting: fc.constantFrom(false, false, false, true),
+    defer_voting_until_all_answered: fc.boolean(),
+    max_new_answers_global: fc.option(fc.integer({ min: 1, max: 6 }), { nil: null, freq: 2 }),
+    // MassGen's fairness and deferred peer updates (issue 27).
+    fairness_lead_cap_answers: fc.option(fc.integer({ min: 0, max: 2 }), { nil: null, freq: 2 }),
+    max_midstream_injections_per_round: fc.option(fc.integer({ min: 0, max: 2 }), { nil: null, freq: 2 }),
+    defer_peer_updates_until_restart: fc.constantFrom(false, false, false, true),
+    // Checklist-gated voting gates votes inside the round (round machine); the decider runs as without it.
+    checklist: fc.option(fc.record({ voting_threshold: fc.integer({ min: 0, max: 10 }), criteria: fc.constant(DEFAULT_CRITERIA) }), {
+      nil: null,
+      freq: 3,
+    }),
+  })
+  .map(({ checklist, ...settings }): Partial<RunSettings> => (checklist === null ? settings : { ...settings, checklist }))
 
 /** Stops from outside; the budget is the decider's own stop. */
 const STOP_REASONS: ReadonlyArray<Exclude<FinishReason, "completed">> = ["timeout", "interrupted", "error"]

@@ -90,6 +90,7 @@ Options:
       --session-id ID           the run is the next turn of session ID (.massgen/sessions/ID/)
       --continue                the run is the next turn of the most recent session
       --quick                   MassGen's quick mode: one answer per agent, no vote rounds
+      --eval-criteria FILE      checklist criteria from a JSON file (voting_sensitivity: checklist_gated)
       --json                    with --validate: print the result as JSON
       --strict                  with --validate: warnings make the config invalid
       --check-keys              with --validate: a missing API key or unset \${VAR} is an error

@@ -57,6 +57,12 @@ export interface RoundContext {
   readonly novelty?: "balanced" | "strict"
   /** `defer_voting_until_all_answered` holds votes back: only `new_answer` is offered. */
   readonly answerOnly?: boolean
+  /** Checklist-gated voting: the criteria, and the gate of `submit_checklist` (`coordination/checklist.ts`). */
+  readonly checklist?: {
+    readonly criteria: ReadonlyArray<{ readonly id: string; readonly text: string }>
+    readonly required: number
+    readonly cutoff: number
+  }
 }
 
 export interface PresentationContext {

@@ -60,6 +60,7 @@ const options = {
   strict: { type: "boolean" },
   "check-keys": { type: "boolean" },
   quick: { type: "boolean" },
+  "eval-criteria": { type: "string" },
   version: { type: "boolean", short: "v" },
   help: { type: "boolean", short: "h" },
 } as const
@@ -175,6 +176,7 @@ export const parseInvocation = (argv: ReadonlyArray<string>): Either.Either<Invo
     orchestratorTimeout: timeout,
     session: sessionId !== undefined ? { _tag: "id", id: sessionId } : v.continue ? { _tag: "continue" } : null,
     quick: v.quick === true,
+    ...(v["eval-criteria"] !== undefined ? { evalCriteria: v["eval-criteria"] } : {}),
     maxQuestionBytes: maxQuestionBytes.right,
   })
 }

@@ -58,6 +58,8 @@ export interface RunArgs {
   readonly session?: { readonly _tag: "id"; readonly id: string } | { readonly _tag: "continue" } | null
   /** `--quick`: MassGen's quick mode (one answer per agent, no presentation; `quickSettings`). */
   readonly quick: boolean
+  /** `--eval-criteria FILE`: MassGen's checklist criteria from a JSON file, over `checklist_criteria_inline`. */
+  readonly evalCriteria?: string | null
 }
 
 export interface ViewerArgs {

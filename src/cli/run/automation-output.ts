@@ -20,7 +20,7 @@
  * gives the tokens and the cost (`$—` when no call was priced).
  */
 import { join } from "node:path"
-import { type Event, ignoredVoteText, resumedText } from "../../domain/events/index.ts"
+import { checklistText, type Event, ignoredVoteText, resumedText } from "../../domain/events/index.ts"
 import { failureText } from "../../domain/projections/status.ts"
 import { agentFile } from "../../domain/run-paths.ts"
 import { skillEventLine } from "../../domain/skills/lines.ts"
@@ -104,6 +104,8 @@ const eventLine = (event: Event, state: State, logDir: string): string | null =>
       return `[${event.agent}] round ${event.round} passed its ${event.stage} time limit`
     case "update_injected":
       return `[${event.agent}] round ${event.round} goes on with the new answers (${event.shown.join(", ")})${event.after_vote ? ": its vote did not see them and is not counted" : ""}`
+    case "checklist_submitted":
+      return `[${event.agent}] ${checklistText(event)}`
     case "reply_rejected":
       return `[${event.agent}] reply rejected (attempt ${event.attempt}): ${event.message}`
     case "answer_submitted":

@@ -19,15 +19,17 @@ import {
   absolutePythonTools,
   BACKEND_TYPES,
   costOf,
+  criteriaOf,
   inferBackendType,
   priceFor,
   quickSettings,
 } from "../../domain/config/index.ts"
-import type { Event } from "../../domain/events/index.ts"
+import type { ChecklistSettings, Event } from "../../domain/events/index.ts"
 import type { TokenUsage } from "../../domain/llm.ts"
 import { snapshotDir } from "../../domain/workspaces/facts.ts"
 import type { Backend } from "../../services/backends/index.ts"
 import { azureEndpoint, type Env, loadDotEnv, makeBackend, resolveApiKey } from "../../services/backends/index.ts"
+import { INPUT_LIMITS, readInputFile } from "../../services/input-file.ts"
 import { SKILLS_DIR } from "../../services/skills/offer.ts"
 import { combineProviders, commandLineProviders, commandToolProviders } from "../../services/tools/agent-tools.ts"
 import { makeFileTools } from "../../services/tools/file-tools.ts"
@@ -97,6 +99,28 @@ const withAbsoluteContextPaths = (config: Config, cwd: string, where: string) =>
     return { ...config, settings: { ...config.settings, context_paths: paths } }
   })
 
+/** `--eval-criteria FILE` over the config's checklist criteria (MassGen: no effect unless `checklist_gated`). */
+const evalCriteria = (path: string | null, checklist: ChecklistSettings | undefined) =>
+  Effect.suspend(() => {
+    if (path === null) return Effect.succeed(checklist)
+    const where = `--eval-criteria ${path}`
+    const read = readInputFile(path, INPUT_LIMITS.config, "criteria file", "for a criteria file")
+    if (read._tag === "refused")
+      return Effect.fail(new ConfigError({ reason: "unreadable", path: where, problems: [{ path: "", message: read.problem }] }))
+    let parsed: unknown
+    try {
+      parsed = JSON.parse(read.text)
+    } catch {
+      return Effect.fail(new ConfigError({ reason: "invalid", path: where, problems: [{ path: "", message: "not valid JSON" }] }))
+    }
+    const criteria = criteriaOf(parsed)
+    if (typeof criteria === "string" || criteria.length === 0) {
+      const message = typeof criteria === "string" ? criteria : "no criteria in the file"
+      return Effect.fail(new ConfigError({ reason: "invalid", path: where, problems: [{ path: "", message }] }))
+    }
+    return Effect.succeed(checklist === undefined ? undefined : { ...checklist, criteria })
+  })
+
 export const resolveRunConfig = (args: RunArgs, baseEnv: Env, cwd: string) =>
   Effect.gen(function* () {
     const env = yield* loadDotEnv(cwd, baseEnv).pipe(
@@ -109,9 +133,11 @@ export const resolveRunConfig = (args: RunArgs, baseEnv: Env, cwd: string) =>
             const raw = yield* quickStartDocument(args)
             return { raw, path: null, config: yield* decodeDocument(raw, flagOf(args), env) }
           })
+    const checklist = yield* evalCriteria(args.evalCriteria ?? null, loaded.config.settings.checklist)
     const settings = {
       ...(args.quick ? quickSettings(loaded.config.settings, loaded.config.agents.length) : loaded.config.settings),
       ...(args.orchestratorTimeout !== null ? { orchestrator_timeout_seconds: args.orchestratorTimeout } : {}),
+      ...(checklist !== undefined ? { checklist } : {}),
     }
     const config = absolutePythonTools(
       yield* withAbsoluteContextPaths({ ...loaded.config, settings }, cwd, loaded.path ?? flagOf(args)),

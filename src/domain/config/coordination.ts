@@ -3,12 +3,12 @@
  *
  * `COORDINATION_KEYS` and `VOTING_KEYS` hold, for every key MassGen v0.1.91
  * reads there, its type (checked by the schema, `file.ts`: a wrong type is
- * one line naming the key) and its *rule*: a `feature` is one massgen
- * implements; a `switch` is refused unless its
+ * one line naming the key) and its *rule*: a `switch` is refused unless its
  * value is off (a feature switched off needs nothing); a `setting` configures
  * another key's feature and does nothing while that one is off; `ignored`
  * keys change only MassGen's logs or UI, never an answer (a warning says so);
- * a `supported` key is a feature massgen has (skills, memory filesystem mode).
+ * a `supported` key is a feature massgen has (skills, memory filesystem mode; the voting keys, which
+ * `votingSettingsOf` turns into run settings: `domain/coordination/fairness.ts`).
  * `coordinationProblems(orchestrator)` gives one problem per key refused
  * (its reason, and how to run without it) or ignored. `verdictOf` says a
  * rule in words (`docs/coordination.md`, `scripts/measure-massgen-configs.ts --keys`). Pure.
@@ -16,6 +16,7 @@
  * Words: *off* is the value that leaves massgen's behaviour as it is.
  */
 import { Schema } from "effect"
+import { type ChecklistSettings, type Criterion, DEFAULT_CRITERIA, type RunSettings } from "../events/index.ts"
 import { type ConfigProblem, FiniteNumber, found, NonNegativeInt, oneOf, opt, PositiveInt } from "./schema.ts"
 
 type Rule =
@@ -180,12 +181,14 @@ export const COORDINATION_KEYS: Readonly<Record<string, KeySpec>> = {
       suggestion: "remove it to run without it",
     },
   },
-  checklist_criteria_preset: setting(
+  checklist_criteria_preset: unless(
     nullable(
       Schema.Literal("persona", "decomposition", "evaluation", "prompt", "analysis", "planning", "spec", "round_evaluator"),
       "persona, decomposition, evaluation, prompt, analysis, planning, spec or round_evaluator",
     ),
-    CHECKLIST,
+    null,
+    "MassGen's preset checklist criteria",
+    "give the criteria in checklist_criteria_inline, or remove it for massgen's default criteria",
   ),
   checklist_criteria_inline: setting(
     nullable(Schema.Array(Schema.Record({ key: Schema.String, value: Schema.Unknown })), "a list of mappings"),
@@ -222,26 +225,39 @@ export const VOTING_KEYS: Readonly<Record<string, KeySpec>> = {
   voting_sensitivity: {
     type: VotingSensitivity,
     rule: {
-      kind: "switch",
-      feature: "checklist-gated voting",
-      off: (value) => value !== "checklist_gated",
-      offText: "lenient, balanced or strict",
-      suggestion: "use lenient, balanced or strict",
+      kind: "supported",
+      what: "lenient, balanced, strict: the bar the prompt sets for a vote; checklist_gated: a vote counts only after the agent scored the shown answers with submit_checklist",
     },
   },
-  voting_threshold: setting(NullPositive, CHECKLIST),
-  fairness_enabled: flag(
-    "fairness (no agent more than fairness_lead_cap_answers answers ahead of the slowest)",
-    "set fairness_enabled: false, which is how massgen runs",
-  ),
-  fairness_lead_cap_answers: setting(Count, "fairness_enabled"),
-  max_midstream_injections_per_round: unless(
-    NullCount,
-    null,
-    "a cap on the updates injected into one round",
-    "remove it: massgen injects every new answer into a round in flight",
-  ),
-  defer_peer_updates_until_restart: flag("deferring peer updates until an agent's round restarts"),
+  voting_threshold: {
+    type: NullPositive,
+    rule: {
+      kind: "supported",
+      what: "with checklist_gated, MassGen's 1-10 strictness of the checklist (default 5): how many criteria the best answer must pass, at which score",
+    },
+  },
+  fairness_enabled: {
+    type: Bool,
+    rule: { kind: "supported", what: "MassGen's fairness (the two caps below): on when true, or when unset and a cap is set" },
+  },
+  fairness_lead_cap_answers: {
+    type: NullCount,
+    rule: {
+      kind: "supported",
+      what: "with fairness, no new round for an agent whose next answer would put it more than this many ahead of the slowest active peer (default 1)",
+    },
+  },
+  max_midstream_injections_per_round: {
+    type: NullCount,
+    rule: {
+      kind: "supported",
+      what: "with fairness, at most this many agents' new answers reach one round in flight; the rest wait for its next round (default 2)",
+    },
+  },
+  defer_peer_updates_until_restart: {
+    type: Bool,
+    rule: { kind: "supported", what: "new answers wait for an agent's next round instead of reaching its round in flight" },
+  },
 }
 
 const fieldsOf = (keys: Readonly<Record<string, KeySpec>>) =>
@@ -287,5 +303,57 @@ export const verdictOf = (spec: KeySpec): string => {
       return `accepted, ignored (warning): ${rule.why}`
     case "supported":
       return `supported: ${rule.what}`
+  }
+}
+
+/** `checklist_gated`'s settings: `voting_threshold` (MassGen's `or 5`: unset, null or 0 is 5) and the inline criteria, else massgen's. */
+const checklistOf = (o: Readonly<Record<string, unknown>>): ChecklistSettings => {
+  const coordination = (o.coordination ?? {}) as Record<string, unknown>
+  const inline = criteriaOf(coordination.checklist_criteria_inline ?? [])
+  const criteria = typeof inline !== "string" && inline.length > 0 ? inline : DEFAULT_CRITERIA
+  return { voting_threshold: typeof o.voting_threshold === "number" && o.voting_threshold > 0 ? o.voting_threshold : 5, criteria }
+}
+
+/**
+ * Criteria as MassGen reads them (`checklist_criteria_inline`, `--eval-criteria`): a list, or `{criteria: [...]}`, of
+ * mappings with `text` (or `description`, `name`), numbered E1, E2, ...; a string says what is wrong.
+ */
+export const criteriaOf = (value: unknown): ReadonlyArray<Criterion> | string => {
+  const list = value !== null && typeof value === "object" && !Array.isArray(value) ? (value as Record<string, unknown>).criteria : value
+  if (!Array.isArray(list)) return 'expected a JSON list of criteria, or {"criteria": [...]}'
+  const criteria: Array<Criterion> = []
+  for (const [i, item] of list.entries()) {
+    const c = item !== null && typeof item === "object" ? (item as Record<string, unknown>) : null
+    const text = [c?.text, c?.description, c?.name].find((t): t is string => typeof t === "string" && t.trim() !== "")
+    if (text === undefined) return `criterion ${i + 1} has no text (expected {"text": "...", "category": "primary|standard|stretch"})`
+    criteria.push({ id: `E${i + 1}`, text })
+  }
+  return criteria
+}
+
+const FAIRNESS_LEAD_CAP = 1
+const MIDSTREAM_CAP = 2
+
+/**
+ * The run settings of the voting keys: fairness is on when `fairness_enabled: true`, or when it is
+ * not set and `fairness_lead_cap_answers` or `max_midstream_injections_per_round` is (MassGen has it
+ * on unless `false`; massgen keeps a config without fairness keys as it ran before); when on, its caps
+ * take MassGen's defaults.
+ */
+export const votingSettingsOf = (o: Readonly<Record<string, unknown>>): Partial<RunSettings> => {
+  const set = (key: string) => o[key] !== undefined
+  const fairness =
+    o.fairness_enabled === true ||
+    (o.fairness_enabled === undefined && (set("fairness_lead_cap_answers") || set("max_midstream_injections_per_round")))
+  const cap = (key: string, fallback: number) => (set(key) ? (o[key] as number | null) : fallback)
+  return {
+    ...(fairness
+      ? {
+          fairness_lead_cap_answers: cap("fairness_lead_cap_answers", FAIRNESS_LEAD_CAP),
+          max_midstream_injections_per_round: cap("max_midstream_injections_per_round", MIDSTREAM_CAP),
+        }
+      : {}),
+    ...(o.defer_peer_updates_until_restart === true ? { defer_peer_updates_until_restart: true } : {}),
+    ...(o.voting_sensitivity === "checklist_gated" ? { checklist: checklistOf(o) } : {}),
   }
 }

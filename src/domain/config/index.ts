@@ -17,7 +17,7 @@
  * `compat.ts`).
  */
 export * from "./analyze.ts"
-export { COORDINATION_KEYS, type KeySpec, VOTING_KEYS, verdictOf } from "./coordination.ts"
+export { COORDINATION_KEYS, criteriaOf, type KeySpec, VOTING_KEYS, verdictOf } from "./coordination.ts"
 export { unknownKeys } from "./document.ts"
 export { expandEnv, maskSecrets } from "./env.ts"
 export { AgentConfig, BackendConfig, DISPLAY_TYPES, Price, ScriptStep } from "./file.ts"

@@ -12,6 +12,7 @@
  */
 import type { RunSettings } from "../events/index.ts"
 import type { PermissionsBlock } from "../permissions/index.ts"
+import { votingSettingsOf } from "./coordination.ts"
 import type { BackendConfig, ConfigFile, Price } from "./file.ts"
 import { type PlanningModeSettings, planningOf, type TaskPlanningSettings, withTaskPlanningGuide } from "./planning.ts"
 import type { PythonTool } from "./python-tools.ts"
@@ -79,10 +80,11 @@ export const configOf = (file: ConfigFile, agents: ReadonlyArray<Agent>): Config
     ...(o.defer_voting_until_all_answered !== undefined ? { defer_voting_until_all_answered: o.defer_voting_until_all_answered } : {}),
     ...(o.max_new_answers_global !== undefined ? { max_new_answers_global: o.max_new_answers_global } : {}),
     ...(o.answer_novelty_requirement !== undefined ? { answer_novelty_requirement: o.answer_novelty_requirement } : {}),
-    // checklist_gated is refused (coordination.ts): a config with it makes no settings.
+    // checklist_gated is its own setting (`checklist`, from votingSettingsOf), not a bar of the prompt.
     ...(o.voting_sensitivity !== undefined && o.voting_sensitivity !== "checklist_gated"
       ? { voting_sensitivity: o.voting_sensitivity }
       : {}),
+    ...votingSettingsOf(o),
     ...(t.initial_round_timeout_seconds !== undefined ? { initial_round_timeout_seconds: t.initial_round_timeout_seconds } : {}),
     ...(t.subsequent_round_timeout_seconds !== undefined ? { subsequent_round_timeout_seconds: t.subsequent_round_timeout_seconds } : {}),
     ...(t.round_timeout_grace_seconds !== undefined ? { round_timeout_grace_seconds: t.round_timeout_grace_seconds } : {}),

@@ -32,10 +32,13 @@
  * synthesize: several agents, `synthesize` and `max_new_answers_per_agent: 1`)
  * gives each agent rounds until its first answer and, once every live agent has
  * one (or the global cap is reached), no vote is held: the first live agent in
- * config order with an answer presents.
+ * config order with an answer presents. MassGen's fairness and deferred peer
+ * updates (`fairness.ts`): a round too far ahead does not start, and what is
+ * injected into a round in flight may be capped or held for its next round.
  */
 import type { Event, FinalAnswerStrategy, FinishReason, RunSettings } from "../events/index.ts"
 import { type AgentState, agentByAnonId, agentIndex, isLive, latestLabels, type State, sameLabels, showsLatest } from "../state/index.ts"
+import { fairnessPaused, injectionFor } from "./fairness.ts"
 
 export type Command =
   | {
@@ -153,7 +156,7 @@ export const updateFor = (state: State, agent: string, round: number): ReadonlyA
   const a = state.agents[agentIndex(state, agent)]
   if (state.run === null || state.finished !== null || state.run.settings.disable_injection) return null
   if (a === undefined || !isLive(a) || a.inFlight?.round !== round || a.answers.length === 0) return null
-  return showsLatest(state, a.inFlight.shown) ? null : latestLabels(state)
+  return showsLatest(state, a.inFlight.shown) ? null : injectionFor(state, a.inFlight.shown, a.inFlight.injected ?? 0)
 }
 
 export const decide = (state: State): ReadonlyArray<Command> => {
@@ -211,7 +214,11 @@ export const decide = (state: State): ReadonlyArray<Command> => {
     ]
   }
   // Deferred voting: an agent with an answer waits for every live agent to have one (the global cap ends the wait).
-  const waiting = (a: AgentState): boolean => (noVote ? a.answers.length > 0 || capped : a.answers.length > 0 && votingDeferred(state))
+  const deferred = (a: AgentState): boolean => (noVote ? a.answers.length > 0 || capped : a.answers.length > 0 && votingDeferred(state))
+  // MassGen's fairness pauses an agent too far ahead; never every agent at once (with nothing in flight, none could catch up).
+  const paused = new Set(live.filter((a) => a.inFlight === null && a.vote === null && !deferred(a) && fairnessPaused(state, a)))
+  const stalled = paused.size > 0 && live.every((a) => a.inFlight === null && (a.vote !== null || deferred(a) || paused.has(a)))
+  const waiting = (a: AgentState): boolean => deferred(a) || (!stalled && paused.has(a))
   if (live.every((a) => a.vote !== null && a.inFlight === null)) {
     const t = tally(state)
     const winner = t ? state.agents[agentIndex(state, t.winner)] : undefined

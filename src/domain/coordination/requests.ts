@@ -12,6 +12,7 @@ import type { Agent } from "../config/index.ts"
 import type { LlmRequest, ShownAnswer, ToolSpec } from "../llm.ts"
 import { MEMORY_PRESENTER_NOTE, memorySection, skillsSection } from "../skills/sections.ts"
 import { memoryKey, type State } from "../state/index.ts"
+import { withChecklist } from "./checklist.ts"
 import { noVoteRun, votingDeferred } from "./decide.ts"
 import { presentationRequest, roundRequest } from "./prompts.ts"
 
@@ -57,9 +58,10 @@ const roundSections = (state: State, agent: Agent, round: number): ReadonlyArray
 
 /** The request of `agent`'s round in flight; null when it has none. */
 export const requestForRound = (state: State, agent: Agent, tools: ReadonlyArray<ToolSpec> = []): LlmRequest | null => {
-  const inFlight = state.agents.find((a) => a.info.id === agent.id)?.inFlight ?? null
-  if (state.run === null || inFlight === null) return null
-  const request = roundRequest({
+  const a = state.agents.find((b) => b.info.id === agent.id)
+  const inFlight = a?.inFlight ?? null
+  if (state.run === null || a === undefined || inFlight === null) return null
+  const base = roundRequest({
     agentId: agent.id,
     selfAnonId: agent.anonId,
     // Planning mode's instruction holds in rounds only: the presenter carries the plan out.
@@ -76,6 +78,7 @@ export const requestForRound = (state: State, agent: Agent, tools: ReadonlyArray
     answerOnly: votingDeferred(state),
     sections: roundSections(state, agent, inFlight.round),
   })
+  const request = withChecklist(base, state.run.settings.checklist, a, state.run.settings.max_new_answers_per_agent)
   return withAgentTools(request, tools, inFlight.voteOnly ? "call vote" : "call new_answer or vote")
 }
 

@@ -35,6 +35,7 @@
 import type { CallRole, Event, RecordedReply, RejectionReason } from "../events/index.ts"
 import { argumentsText } from "../events/index.ts"
 import { type LlmMessage, type LlmReply, type LlmRequest, noUsage, type ShownAnswer, type ToolCall } from "../llm.ts"
+import { CHECKLIST_TOOL, checklistRequired, checklistResults, covers, evaluate } from "./checklist.ts"
 import type { Reply } from "./decide.ts"
 import {
   DEFERRED_VOTING,
@@ -70,6 +71,8 @@ export interface RoundMachine {
   readonly recordedTools: ReadonlyArray<ToolResult>
   readonly maxAttempts: number
   readonly maxToolSteps: number
+  /** The labels the round's last accepted `submit_checklist` scored (checklist-gated voting); absent before one. */
+  readonly checklist?: ReadonlyArray<string>
 }
 
 export type Step =
@@ -203,7 +206,15 @@ export const onModelReply = (machine: RoundMachine, reply: LlmReply, time: strin
     if (!usesTools || machine.toolSteps >= machine.maxToolSteps) return done(machine, { _tag: "presented", agent, content: reply.text })
     return toolStep(machine, reply, reply.toolCalls)
   }
+  const ctx = machine.request.context
+  const checklist = ctx.kind === "round" ? ctx.checklist : undefined
+  if (checklist !== undefined && machine.toolSteps < machine.maxToolSteps && reply.toolCalls.some((c) => c.name === CHECKLIST_TOOL)) {
+    return checklistTurn(machine, reply, time)
+  }
   let classified = classifyReply(agent, round, machine.request, reply)
+  if (checklist !== undefined && ctx.kind === "round" && classified._tag === "workflow" && classified.reply._tag === "voted") {
+    if (!covers(machine.checklist, ctx)) classified = { _tag: "invalid", reason: "checklist_required", message: checklistRequired(ctx) }
+  }
   if (classified._tag === "tool_calls" && machine.toolSteps >= machine.maxToolSteps) {
     classified = {
       _tag: "invalid",
@@ -238,6 +249,34 @@ export const onModelReply = (machine: RoundMachine, reply: LlmReply, time: strin
       return { machine: next, events: [rejected], step: callModel(next) }
     }
   }
+}
+
+/** A reply that calls `submit_checklist`: each call is judged here (`checklist_submitted`), and the model is called again. */
+const checklistTurn = (machine: RoundMachine, reply: LlmReply, time: string): Transition => {
+  const ctx = machine.request.context
+  if (ctx.kind !== "round" || ctx.checklist === undefined) return { machine, events: [], step: callModel(machine) }
+  const results = new Map(
+    reply.toolCalls.filter((c) => c.name === CHECKLIST_TOOL).map((c) => [c.id, evaluate(ctx.checklist!, ctx, c.arguments)]),
+  )
+  const events: ReadonlyArray<Event> = [...results.values()].map((r) => ({
+    _tag: "checklist_submitted",
+    time,
+    agent: machine.agent,
+    round: machine.round,
+    ...r,
+  }))
+  const accepted = [...results.values()].filter((r) => r.accepted).at(-1)
+  const next: RoundMachine = {
+    ...machine,
+    transcript: [
+      ...machine.transcript,
+      { role: "assistant", content: reply.text, toolCalls: reply.toolCalls, ...(reply.parts?.length ? { parts: reply.parts } : {}) },
+      ...checklistResults(reply, results),
+    ],
+    toolSteps: machine.toolSteps + 1,
+    ...(accepted === undefined ? {} : { checklist: Object.keys(accepted.scores) }),
+  }
+  return { machine: next, events, step: callModel(next) }
 }
 
 /** A reply that calls tools: it joins the transcript, and its calls run. */

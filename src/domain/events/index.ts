@@ -31,6 +31,7 @@
  */
 import { Schema } from "effect"
 import { CallEnded, CallRetried, CallStarted, HostedToolUsed, ToolCallFinished, ToolCallStarted } from "./calls.ts"
+import { ChecklistSubmitted } from "./checklist.ts"
 import { ContextPathWritten, ContextWriteIntended, WorkspaceFinalized, WorkspaceSnapshotted } from "./files.ts"
 import { PermissionAsked, PermissionDecided } from "./permissions.ts"
 import { TaskPlanUpdated } from "./plans.ts"
@@ -51,6 +52,7 @@ import { RunFinished, RunResumed, RunStarted, ToolStartFailed } from "./run.ts"
 import { MemoryLoaded, MemoryRestored, SkillsOffered } from "./skills.ts"
 
 export * from "./calls.ts"
+export * from "./checklist.ts"
 export { Time } from "./fields.ts"
 export * from "./files.ts"
 export * from "./permissions.ts"
@@ -100,6 +102,7 @@ export const Event = Schema.Union(
   SkillsOffered,
   MemoryLoaded,
   MemoryRestored,
+  ChecklistSubmitted,
 )
 export type Event = typeof Event.Type
 

@@ -65,6 +65,8 @@ export const RejectionReason = Schema.Literal(
   "answer_not_novel",
   /** More than one `vote` call in one reply. */
   "several_votes",
+  /** Checklist-gated voting: a vote before an accepted `submit_checklist` of the answers shown. */
+  "checklist_required",
 )
 export type RejectionReason = typeof RejectionReason.Type
 

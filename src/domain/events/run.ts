@@ -6,6 +6,7 @@
  * the whole config is in execution_metadata.yaml. Words as in `index.ts`.
  */
 import { Schema } from "effect"
+import { ChecklistSettings } from "./checklist.ts"
 import { AgentId, Amount, Count, defineEvent, Label } from "./fields.ts"
 
 export const FinalAnswerStrategy = Schema.Literal("winner_present", "winner_reuse", "synthesize")
@@ -59,6 +60,14 @@ export const RunSettings = Schema.Struct({
    * `verification_latest.md`), `final` (none; the presenter consolidates). Absent: every round writes memory.
    */
   memory_capture: Schema.optionalWith(Schema.Literal("verification", "final"), { exact: true }),
+  /** MassGen's fairness (present only when it is on): how many answers an agent may be ahead of the slowest active peer (null: no cap). */
+  fairness_lead_cap_answers: Schema.optionalWith(Schema.NullOr(Count), { exact: true }),
+  /** Fairness too: how many agents' new answers one round is injected (null: no cap); the rest wait for its next round. */
+  max_midstream_injections_per_round: Schema.optionalWith(Schema.NullOr(Count), { exact: true }),
+  /** No new answer is injected into a round in flight: the round goes on, and its agent's next round shows them. */
+  defer_peer_updates_until_restart: Schema.optionalWith(Schema.Boolean, { exact: true }),
+  /** `voting_sensitivity: checklist_gated`: a vote counts only after the agent scored the shown answers (`domain/coordination/checklist.ts`). */
+  checklist: Schema.optionalWith(ChecklistSettings, { exact: true }),
 })
 export type RunSettings = typeof RunSettings.Type
 

@@ -23,7 +23,7 @@
 
 import { instantMs } from "../../lib/instant.ts"
 import { count } from "../../lib/text.ts"
-import { type Event, resumedText } from "../events/index.ts"
+import { checklistText, type Event, resumedText } from "../events/index.ts"
 import { shownLongText } from "../log/index.ts"
 import { agentFile } from "../run-paths.ts"
 
@@ -71,6 +71,13 @@ const entry = (event: Event): CoordinationEvent | null => {
       return e("update_injected", event.agent, `Round ${event.round} now shows ${event.shown.join(", ")}`, {
         labels: event.shown,
         after_vote: event.after_vote,
+      })
+    case "checklist_submitted":
+      return e("checklist_submitted", event.agent, checklistText(event), {
+        accepted: event.accepted,
+        scores: event.scores,
+        best_label: event.best_label,
+        verdict: event.verdict,
       })
     case "answer_submitted":
       return e("new_answer", event.agent, `Answer ${event.label}`, { label: event.label })

@@ -35,7 +35,7 @@ import { truncate } from "../../lib/text.ts"
 import { tally } from "../coordination/decide.ts"
 import type { FinishReason } from "../events/index.ts"
 import { shownLongText } from "../log/index.ts"
-import { type AgentState, activeMs, isLive, latestLabels, type State } from "../state/index.ts"
+import { type AgentState, activeMs, type Checklist, isLive, latestLabels, type State } from "../state/index.ts"
 import { type WorkspacesJson, workspacesJson } from "../workspaces/facts.ts"
 
 export type AgentStatus = "waiting" | "streaming" | "answered" | "voted" | "restarting" | "error" | "timeout" | "completed" | "stopped"
@@ -70,6 +70,8 @@ export interface AgentStatusJson {
   readonly token_usage: TokenUsageJson
   /** The agent's own tool calls that finished (`errors` of them gave an error result), and its uses of provider tools. */
   readonly tool_calls: { readonly total: number; readonly errors: number; readonly hosted: number }
+  /** Checklist-gated voting: the agent's latest `submit_checklist` (its round, scores by label and criterion, verdict); absent before one. */
+  readonly checklist?: Checklist
 }
 
 export interface StatusJson {
@@ -195,6 +197,7 @@ export const project = (state: State, at: number, logDir = "", facts: LiveFacts 
       error: a.failure === null ? null : { type: a.failure.kind, message: a.failure.message, timestamp: seconds(a.failure.time) },
       token_usage: usageJson(a),
       tool_calls: { total: a.tools.calls, errors: a.tools.errors, hosted: a.tools.hosted },
+      ...(a.checklist === undefined ? {} : { checklist: a.checklist }),
     }
   }
   const anyVote = state.agents.some((a) => a.vote !== null)

@@ -32,7 +32,7 @@
 
 import { count, oneLine } from "../../lib/text.ts"
 import { onlyHeaders } from "../agent-output.ts"
-import { type Event, type FinalSource, type FinishReason, ignoredVoteText, resumedText } from "../events/index.ts"
+import { checklistText, type Event, type FinalSource, type FinishReason, ignoredVoteText, resumedText } from "../events/index.ts"
 import { skillEventLine } from "../skills/lines.ts"
 import { activeMs, advanceInPlace, initialState, type State } from "../state/index.ts"
 import { permissionLine, toolCallLine } from "../tools/calls.ts"
@@ -165,6 +165,8 @@ export const timelineText = (event: Event): string | null => {
       return `new answers injected into round ${event.round}${event.after_vote ? " (its vote was not counted)" : ""}`
     case "reply_rejected":
       return `reply rejected (${event.reason})`
+    case "checklist_submitted":
+      return oneLine(checklistText(event), 120)
     case "answer_submitted":
       return `answer ${event.label}: ${oneLine(event.content, 60)}`
     case "vote_cast":

@@ -6,11 +6,12 @@
  * `decided` gives the decider's events now, `baseRequest` the request this code builds for an agent's
  * round or presentation, and `agentToolsOf` the agent's own tools a request offers. All pure.
  *
- * Words: an agent's *own tools* are the tools of its request but the workflow tools (`new_answer`, `vote`).
+ * Words: an agent's *own tools* are the tools of its request but the workflow tools (`new_answer`, `vote`) and `submit_checklist`.
  */
 
 import { sameJsonWithout } from "../../lib/json-equal.ts"
 import type { Agent } from "../config/index.ts"
+import { CHECKLIST_TOOL } from "../coordination/checklist.ts"
 import { type Command, commandEvents, decide } from "../coordination/decide.ts"
 import { requestForPresentation, requestForRound } from "../coordination/requests.ts"
 import { WORKFLOW_TOOLS } from "../coordination/round-machine.ts"
@@ -49,8 +50,9 @@ export const baseRequest = (
   return role === "round" ? requestForRound(state, agent, tools) : requestForPresentation(state, agent, tools)
 }
 
-/** The agent's own tools a request offers (all but the workflow tools). */
-export const ownTools = (request: LlmRequest): ReadonlyArray<ToolSpec> => request.tools.filter((tool) => !WORKFLOW_TOOLS.has(tool.name))
+/** The agent's own tools a request offers (all but the workflow tools and `submit_checklist`, which the round offers itself). */
+export const ownTools = (request: LlmRequest): ReadonlyArray<ToolSpec> =>
+  request.tools.filter((tool) => !WORKFLOW_TOOLS.has(tool.name) && tool.name !== CHECKLIST_TOOL)
 
 /**
  * An agent's own tools: from `toolsOf` when given, else as the first recorded request of the agent offers

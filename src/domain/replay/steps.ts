@@ -183,9 +183,10 @@ const updateInjected: StepOf<"update_injected"> = (w, rec) => {
   return made({ _tag: "update_injected", time: rec.time, agent: rec.agent, round: rec.round, shown: latest, after_vote: afterVote })
 }
 
-const replyRejected: StepOf<"reply_rejected"> = (w, rec) => {
+/** What the round machine made of a reply (a rejection, a checklist's scores): the next it owes for that agent. */
+const machineMade = (w: Walk, rec: Of<"reply_rejected"> | Of<"checklist_submitted">): Step => {
   const event = w.expected.get(rec.agent)?.shift() ?? null
-  return event === null ? none(`this code rejects no reply of ${rec.agent} here`) : made(event)
+  return event === null ? none(`this code makes no ${rec._tag} of ${rec.agent} here`) : made(event)
 }
 
 /** An answer, a vote, an ignored vote, a failure: the judgement of the result waiting for that agent. */
@@ -258,7 +259,8 @@ export const STEPS: { readonly [T in Event["_tag"]]: StepOf<T> } = {
   },
   round_time_warned: timeWarned,
   update_injected: updateInjected,
-  reply_rejected: replyRejected,
+  reply_rejected: machineMade,
+  checklist_submitted: machineMade,
   answer_submitted: judged,
   vote_cast: judged,
   vote_ignored: judged,

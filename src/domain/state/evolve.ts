@@ -24,6 +24,7 @@ import {
   type AgentState,
   type Answer,
   agentIndex,
+  type Checklist,
   emptyUsage,
   type InFlight,
   memoryKey,
@@ -78,8 +79,14 @@ const resumed = (state: State, event: Extract<Event, { _tag: "run_resumed" }>, t
     agents: state.agents.map((a) => {
       const goesOn = continued.get(a.info.id)
       if (goesOn !== undefined && a.failure === null && goesOn.round >= a.rounds && presentation === null) {
-        const steps = a.inFlight?.round === goesOn.round ? a.inFlight.steps : 0
-        return { ...a, rounds: goesOn.round, inFlight: { round: goesOn.round, shown: goesOn.shown, voteOnly: goesOn.vote_only, steps } }
+        const same = a.inFlight?.round === goesOn.round ? a.inFlight : null
+        const steps = same?.steps ?? 0
+        const injected = same?.injected === undefined ? {} : { injected: same.injected }
+        return {
+          ...a,
+          rounds: goesOn.round,
+          inFlight: { round: goesOn.round, shown: goesOn.shown, voteOnly: goesOn.vote_only, steps, ...injected },
+        }
       }
       return a.inFlight === null ? a : { ...a, inFlight: null }
     }),
@@ -146,6 +153,8 @@ const currentAnswerOf = (state: State, label: string): AgentState | undefined =>
   return a !== undefined && a.answers[a.answers.length - 1] === label ? a : undefined
 }
 
+const checklistOf = ({ _tag, time, agent, ...scored }: Extract<Event, { _tag: "checklist_submitted" }>): Checklist => scored
+
 const applyEvent = (state: State, event: Event, t: number, own: Owned | null): State => {
   if (event._tag === "run_resumed") return state.run === null ? state : resumed(state, event, t)
   if (state.run === null && event._tag !== "run_started") return state
@@ -196,7 +205,17 @@ const applyEvent = (state: State, event: Event, t: number, own: Owned | null): S
       return updateAgent(state, event.agent, (a) => (inRound(a, event.round) ? { ...a, lastActivity: t } : a))
     case "update_injected":
       return updateAgent(state, event.agent, (a) =>
-        inRound(a, event.round) ? { ...a, inFlight: { ...a.inFlight, shown: event.shown }, lastActivity: t } : a,
+        inRound(a, event.round)
+          ? {
+              ...a,
+              inFlight: {
+                ...a.inFlight,
+                shown: event.shown,
+                injected: (a.inFlight.injected ?? 0) + event.shown.filter((label) => !a.inFlight.shown.includes(label)).length,
+              },
+              lastActivity: t,
+            }
+          : a,
       )
     case "round_cancelled":
       return updateAgent(state, event.agent, (a) =>
@@ -230,6 +249,9 @@ const applyEvent = (state: State, event: Event, t: number, own: Owned | null): S
         lastActivity: t,
       }))
     }
+    case "checklist_submitted":
+      if (!inRound(state.agents[agentIndex(state, event.agent)], event.round)) return state
+      return updateAgent(state, event.agent, (a) => ({ ...a, checklist: checklistOf(event), lastActivity: t }))
     case "vote_ignored":
       if (!inRound(state.agents[agentIndex(state, event.agent)], event.round)) return state
       return updateAgent(state, event.agent, (a) => ({ ...a, inFlight: null, restartPending: true, lastActivity: t }))

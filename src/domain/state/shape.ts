@@ -12,6 +12,7 @@
 import type {
   AgentInfo,
   ConversationMessage,
+  Event,
   FailureKind,
   FinalSource,
   FinishReason,
@@ -49,6 +50,8 @@ export interface InFlight {
   readonly voteOnly: boolean
   /** Model calls of the round that came back with a reply: the work a restart would throw away. */
   readonly steps: number
+  /** Agents' new answers injected into the round so far (`update_injected`), for `max_midstream_injections_per_round`; absent: 0. */
+  readonly injected?: number
 }
 
 export interface Vote {
@@ -74,6 +77,8 @@ export interface AgentState {
   readonly usage: Usage
   /** The agent's tool calls that finished, those of them that gave an error result, and its replies' uses of provider tools. */
   readonly tools: ToolCounts
+  /** Its latest `submit_checklist` (checklist-gated voting); absent before one. */
+  readonly checklist?: Checklist
   /** The agent's task plan, from its last `task_plan_updated` (none before one). */
   readonly taskPlan?: TaskPlanEntry
 }
@@ -90,6 +95,9 @@ export interface TaskPlanEntry {
   /** Whether that tool call finished (its `tool_call_finished` is recorded). */
   readonly settled: boolean
 }
+
+/** A `checklist_submitted` without its tag, time and agent. */
+export type Checklist = Omit<Extract<Event, { _tag: "checklist_submitted" }>, "_tag" | "time" | "agent">
 
 export interface ToolCounts {
   readonly calls: number
