@@ -97,7 +97,8 @@ describe("unsupported MassGen features, by feature, in one pass", () => {
     expect(byLocation.memory).toEqual({ location: "memory", message: "memory: not supported", suggestion: "remove the memory section" })
     expect(byLocation["orchestrator.coordination.enable_planning_mode"].message).toBe("planning mode is not supported yet (issue 27)")
     expect(byLocation["orchestrator.coordination.max_orchestration_restarts"].suggestion).toBe("set it to 0 to run without restarts")
-    expect(byLocation["agents[0].backend.upload_files"].message).toBe("file upload: not supported")
+    // upload_files is read: its files go with the question.
+    expect(locations(result.errors).some((l: string) => l.startsWith("agents[0].backend.upload_files"))).toBe(false)
     expect(byLocation["agents[0].backend.enable_image_generation"].message).toBe("image, audio, video and file generation: not supported")
     expect(byLocation["agents[1].backend.type"].message).toContain("use type claude")
     expect(byLocation["agents[2].backend.type"].message).toContain(

@@ -58,6 +58,8 @@ export interface RunArgs {
   readonly session?: { readonly _tag: "id"; readonly id: string } | { readonly _tag: "continue" } | null
   /** `--quick`: MassGen's quick mode (one answer per agent, no presentation; `quickSettings`). */
   readonly quick: boolean
+  /** `--image FILE`, each: files sent with the question (`cli/run/question-media.ts`); absent: none. */
+  readonly images?: ReadonlyArray<string>
 }
 
 export interface ViewerArgs {

@@ -24,7 +24,7 @@ import { existsSync } from "node:fs"
 import { join } from "node:path"
 import { Context, Duration, Effect, Fiber, Layer, Option, type Scope } from "effect"
 import type { Config } from "../../domain/config/index.ts"
-import type { ConversationMessage, FinishReason } from "../../domain/events/index.ts"
+import type { ConversationMessage, FinishReason, QuestionMedia } from "../../domain/events/index.ts"
 import { failureText } from "../../domain/projections/status.ts"
 import { resumeHint } from "../../domain/run-paths.ts"
 import { isResumable, type State } from "../../domain/state/index.ts"
@@ -67,6 +67,8 @@ export interface SessionInput {
   readonly question: string
   /** The conversation the question continues (a session's earlier turns, a `serve` request's messages). */
   readonly conversation?: ReadonlyArray<ConversationMessage>
+  /** The files sent with the question. */
+  readonly media?: ReadonlyArray<QuestionMedia>
   readonly version: string
   readonly interrupt: Effect.Effect<string>
   readonly automation: boolean
@@ -193,6 +195,7 @@ export const runSessionOutcome = (input: SessionInput) =>
         config: input.config,
         question: input.question,
         ...(input.conversation ? { conversation: input.conversation } : {}),
+        ...(input.media ? { media: input.media } : {}),
         logDir,
         runId: logDir.split(/[/\\]/).pop() ?? logDir,
         version: input.version,

@@ -81,12 +81,6 @@ export const UNSUPPORTED_FEATURES: ReadonlyArray<Feature> = [
     instead: "use an LLM backend type (openai, claude, chatcompletion, ...)",
   },
   {
-    name: "file upload",
-    keys: backend("upload_files"),
-    refused: true,
-    instead: "put the files' text in the question, or serve them through an MCP server",
-  },
-  {
     name: "image, audio, video and file generation",
     keys: backend("enable_image_generation", "enable_audio_generation", "enable_video_generation", "enable_file_generation"),
     refused: true,

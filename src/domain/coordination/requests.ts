@@ -6,10 +6,13 @@
  * (`domain/replay/index.ts`) builds the same request at the same point to compare it with
  * the recorded one. Pure: the same state gives the same request. An agent's
  * own tools (`tools`: command tools, MCP tools) are offered after the workflow
- * tools, in every round and in the presentation.
+ * tools, in every round and in the presentation. The files sent with the
+ * question (`run_started.media`) go with the question's message, each to the
+ * agents it is for.
  */
 import type { Agent } from "../config/index.ts"
-import type { LlmRequest, ShownAnswer, ToolSpec } from "../llm.ts"
+import type { QuestionMedia } from "../events/index.ts"
+import type { LlmRequest, MediaPart, ShownAnswer, ToolSpec } from "../llm.ts"
 import type { State } from "../state/index.ts"
 import { noVoteRun, votingDeferred } from "./decide.ts"
 import { presentationRequest, roundRequest } from "./prompts.ts"
@@ -42,6 +45,37 @@ const withAgentTools = (request: LlmRequest, tools: ReadonlyArray<ToolSpec>, fin
         tools: [...request.tools, ...tools],
       }
 
+/** The files of the question sent to `agentId`, as media parts (the same array for the same files, so rounds share it). */
+const mediaOf = new WeakMap<ReadonlyArray<QuestionMedia>, Map<string, ReadonlyArray<MediaPart>>>()
+const questionMedia = (media: ReadonlyArray<QuestionMedia>, agentId: string): ReadonlyArray<MediaPart> => {
+  if (media.length === 0) return []
+  let byAgent = mediaOf.get(media)
+  if (byAgent === undefined) mediaOf.set(media, (byAgent = new Map()))
+  const known = byAgent.get(agentId)
+  if (known !== undefined) return known
+  const parts = media
+    .filter((m) => m.agent === undefined || m.agent === agentId)
+    .map(
+      (m): MediaPart => ({
+        kind: m.kind,
+        mediaType: m.media_type,
+        name: m.name,
+        ...(m.data !== undefined ? { data: m.data } : {}),
+        ...(m.url !== undefined ? { url: m.url } : {}),
+      }),
+    )
+  byAgent.set(agentId, parts)
+  return parts
+}
+
+/** `request` with the question's files sent with its first message (the question). */
+const withQuestionMedia = (request: LlmRequest, state: State, agentId: string): LlmRequest => {
+  const media = questionMedia(state.run?.media ?? [], agentId)
+  const [first, ...rest] = request.messages
+  if (media.length === 0 || first === undefined || first.role !== "user") return request
+  return { ...request, messages: [{ ...first, media }, ...rest] }
+}
+
 /** The request of `agent`'s round in flight; null when it has none. */
 export const requestForRound = (state: State, agent: Agent, tools: ReadonlyArray<ToolSpec> = []): LlmRequest | null => {
   const inFlight = state.agents.find((a) => a.info.id === agent.id)?.inFlight ?? null
@@ -58,7 +92,7 @@ export const requestForRound = (state: State, agent: Agent, tools: ReadonlyArray
     novelty: state.run.settings.answer_novelty_requirement ?? "lenient",
     answerOnly: votingDeferred(state),
   })
-  return withAgentTools(request, tools, inFlight.voteOnly ? "call vote" : "call new_answer or vote")
+  return withAgentTools(withQuestionMedia(request, state, agent.id), tools, inFlight.voteOnly ? "call vote" : "call new_answer or vote")
 }
 
 /** The request of the winner's presentation; null unless `agent` is presenting. */
@@ -82,5 +116,5 @@ export const requestForPresentation = (state: State, agent: Agent, tools: Readon
     strategy: state.run.settings.final_answer_strategy,
     voteHeld: !noVoteRun(state.run.settings, state.agents.length),
   })
-  return withAgentTools(request, tools, "reply with the final answer itself")
+  return withAgentTools(withQuestionMedia(request, state, agent.id), tools, "reply with the final answer itself")
 }

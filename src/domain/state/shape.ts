@@ -9,7 +9,16 @@
  * answer, vote, cancellation or the agent's failure; the *latest labels* are the newest answer label of
  * every agent that has one, in config order, which is what a new round shows.
  */
-import type { AgentInfo, ConversationMessage, FailureKind, FinalSource, FinishReason, RunSettings, ToolKind } from "../events/index.ts"
+import type {
+  AgentInfo,
+  ConversationMessage,
+  FailureKind,
+  FinalSource,
+  FinishReason,
+  QuestionMedia,
+  RunSettings,
+  ToolKind,
+} from "../events/index.ts"
 import { isLongText } from "../log/index.ts"
 import { noWorkspaceFacts, type WorkspaceFacts } from "../workspaces/facts.ts"
 
@@ -102,6 +111,8 @@ export interface RunInfo {
   readonly question: string
   /** The conversation before the question, oldest first; empty for a run of one question. */
   readonly conversation: ReadonlyArray<ConversationMessage>
+  /** The files sent with the question (`run_started.media`); empty for none. */
+  readonly media: ReadonlyArray<QuestionMedia>
   readonly settings: RunSettings
   readonly startTime: number
   /** Time no process ran the run: from a stopped process's last event to each resume. */

@@ -17,8 +17,9 @@
  * without one is a `stream_cut`, and `response.failed` fails with the provider's code.
  */
 import OpenAI from "openai"
-import type { HostedToolUse, LlmChunk, LlmMessage, LlmReply, LlmRequest, TokenUsage } from "../../domain/llm.ts"
+import type { HostedToolUse, LlmChunk, LlmMessage, LlmReply, LlmRequest, MediaPart, TokenUsage } from "../../domain/llm.ts"
 import { noUsage } from "../../domain/llm.ts"
+import { dataUrl } from "../../domain/tools/media.ts"
 import type { Backend } from "./backend.ts"
 import { openAiClient } from "./chat-completions.ts"
 import {
@@ -39,10 +40,23 @@ type Params = OpenAI.Responses.ResponseCreateParamsStreaming
 type Event = OpenAI.Responses.ResponseStreamEvent
 type Response = OpenAI.Responses.Response
 
+/** A user message's text and files as input parts: images as `input_image`, documents as `input_file`, both as data URLs. */
+const withMedia = (text: string, media: ReadonlyArray<MediaPart>): OpenAI.Responses.ResponseInputMessageContentList => [
+  ...(text === "" ? [] : [{ type: "input_text" as const, text }]),
+  ...media.map(
+    (m): OpenAI.Responses.ResponseInputContent =>
+      m.kind === "file"
+        ? m.url !== undefined
+          ? { type: "input_file", file_url: m.url }
+          : { type: "input_file", filename: m.name, file_data: dataUrl(m) }
+        : { type: "input_image", image_url: dataUrl(m), detail: "auto" },
+  ),
+]
+
 const toItems = (m: LlmMessage): Array<OpenAI.Responses.ResponseInputItem> => {
   switch (m.role) {
     case "user":
-      return [{ role: "user", content: m.content }]
+      return [{ role: "user", content: m.media === undefined || m.media.length === 0 ? m.content : withMedia(m.content, m.media) }]
     case "assistant":
       return [
         ...((m.parts ?? []) as Array<OpenAI.Responses.ResponseInputItem>),
