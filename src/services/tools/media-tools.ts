@@ -17,6 +17,7 @@
  * result and does not ask again. The model's call inside it is not a round's
  * call: it has no `call_start` of its own.
  */
+import * as nodePath from "node:path"
 import { Effect } from "effect"
 import { type Agent, presetFor } from "../../domain/config/index.ts"
 import type { LlmRequest, MediaKind, MediaPart } from "../../domain/llm.ts"
@@ -52,6 +53,12 @@ type Read = { readonly _tag: "media"; readonly part: MediaPart } | { readonly _t
 
 const readOne = (input: MediaToolsInput, tool: MediaTool, path: string, ask: MediaAsk, context: ToolContext) =>
   Effect.gen(function* () {
+    const media = mediaOf(nodePath.basename(path))
+    const asText = tool === "understand_file" && media === null
+    if (!asText && (media === null || !KINDS[tool].includes(media.kind))) {
+      const taken = KINDS[tool].flatMap(extensionsOf).join(", ")
+      return yield* fail("failed", `${path}: ${tool} reads ${taken} files${tool === "understand_file" ? " and text files" : ""}`)
+    }
     const roots = rootsOf(input.files, yield* context.state, context)
     return yield* Effect.try({
       try: (): Read => {
@@ -62,16 +69,11 @@ const readOne = (input: MediaToolsInput, tool: MediaTool, path: string, ask: Med
             readFileAt(dir, name, MEDIA_MAX_BYTES, opened.rel, opened.kind === "snapshot"),
           )
           if (read.cut) throw fail("refused", `${opened.given} is ${read.size} bytes, over the media limit of ${MEDIA_MAX_BYTES}`)
-          const media = mediaOf(opened.name ?? "")
-          if (tool === "understand_file" && media === null) {
+          if (media === null) {
             if (read.bytes.includes(0)) throw fail("failed", `${opened.given} is not a text file or a PDF`)
             const text = read.bytes.toString("utf8")
             const max = ask.maxChars ?? text.length
             return { _tag: "text", text: text.slice(0, max), cut: text.length > max }
-          }
-          if (media === null || !KINDS[tool].includes(media.kind)) {
-            const taken = KINDS[tool].flatMap(extensionsOf).join(", ")
-            throw fail("failed", `${opened.given}: ${tool} reads ${taken} files${tool === "understand_file" ? " and text files" : ""}`)
           }
           return { _tag: "media", part: { ...media, name: opened.name ?? path, data: read.bytes.toString("base64") } }
         } finally {
