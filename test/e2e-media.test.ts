@@ -34,6 +34,11 @@ const imagesOf = (req: FakeRequest): Array<string> =>
   )
 const toolResultOf = (req: FakeRequest): string | undefined => messagesOf(req).find((m) => m.role === "tool")?.content as string | undefined
 
+const expectReplaySame = async (dir: string, cwd: string) => {
+  const check = await runCli("source", ["replay", dir, "--check"], { cwd, env })
+  expect({ code: check.exitCode, out: check.stdout }).toEqual({ code: 0, out: expect.stringContaining("SAME") })
+}
+
 const UNDERSTAND_IMAGE = {
   name: ["understand_image"],
   category: "multimodal",
@@ -107,8 +112,7 @@ describe("understand_image on a workspace PNG", () => {
         model: "m",
         response: "A small red square.",
       })
-      const check = await runCli("source", ["replay", dir, "--check"], { cwd, env })
-      expect({ code: check.exitCode, out: check.stdout }).toEqual({ code: 0, out: expect.stringContaining("SAME") })
+      await expectReplaySame(dir, cwd)
     } finally {
       fake.stop()
     }
@@ -193,8 +197,7 @@ describe("files with the question", () => {
           PNG.length - 1,
         ],
       ])
-      const check = await runCli("source", ["replay", dir, "--check"], { cwd, env })
-      expect({ code: check.exitCode, out: check.stdout }).toEqual({ code: 0, out: expect.stringContaining("SAME") })
+      await expectReplaySame(dir, cwd)
     } finally {
       fake.stop()
     }

@@ -84,6 +84,8 @@ export const UNSUPPORTED_FEATURES: ReadonlyArray<Feature> = [
     name: "image, audio, video and file generation",
     keys: backend("enable_image_generation", "enable_audio_generation", "enable_video_generation", "enable_file_generation"),
     refused: true,
+    instead:
+      "remove it: massgen's agents make no images, audio or video (they read them: understand_image, read_media, --image; docs/backends.md)",
   },
   { name: "Anthropic beta headers (betas)", keys: backend("betas"), refused: true },
   {

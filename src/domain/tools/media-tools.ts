@@ -153,6 +153,7 @@ const filesOf = (value: unknown, where: string): ReadonlyArray<AskedFile> | stri
 
 /** The asks of one call of `tool`, or the one line that says what is wrong with its arguments. */
 export const mediaAsks = (tool: MediaTool, args: Readonly<Record<string, unknown>>): ReadonlyArray<MediaAsk> | string => {
+  if (tool === "read_media" && args.continue_from !== undefined) return "continue_from is not supported: ask again with the files in inputs"
   const takes = Object.keys(SCHEMAS[tool].parameters.properties)
   const extra = Object.keys(args).filter((k) => !takes.includes(k) && !TAKEN.has(k))
   if (extra.length > 0) return `${tool} takes no argument ${extra.join(", ")} (it takes ${takes.join(", ")})`
@@ -183,7 +184,6 @@ export const mediaAsks = (tool: MediaTool, args: Readonly<Record<string, unknown
       return typeof asks === "string" ? asks : asks.map((a) => ({ ...a, maxChars: max }))
     }
     case "read_media": {
-      if (args.continue_from !== undefined) return "continue_from is not supported: ask again with the files in inputs"
       const inputs = args.inputs
       if (!Array.isArray(inputs) || inputs.length === 0) return "inputs must be a non-empty list of {files, prompt}"
       const asks: Array<MediaAsk> = []
