@@ -1,7 +1,8 @@
 /**
  * MassGen's media tools, unit by unit: their arguments read into asks (`mediaAsks`), a call run against a recording
- * backend in a real workspace (`runMediaTool`: what the model is sent, what the tool gives, what it refuses), and
- * `enable_multimodal_tools` offering `read_media` as MassGen does.
+ * backend in a real workspace (`runMediaTool`: what the model is sent, what the tool gives, what it refuses),
+ * `enable_multimodal_tools` offering `read_media` as MassGen does, and `generate_media` making an image through the
+ * real OpenAI SDK against a loopback images API and writing it into the workspace.
  */
 import { afterAll, describe, expect, test } from "bun:test"
 import * as fs from "node:fs"
@@ -13,6 +14,8 @@ import type { LlmRequest } from "../src/domain/llm.ts"
 import { initialState } from "../src/domain/state/index.ts"
 import { mediaAsks } from "../src/domain/tools/media-tools.ts"
 import type { Backend } from "../src/services/backends/index.ts"
+import { makeOpenAiResponsesBackend } from "../src/services/backends/openai-responses.ts"
+import { runGenerateMedia } from "../src/services/tools/media-generation.ts"
 import { type MediaToolsInput, runMediaTool } from "../src/services/tools/media-tools.ts"
 import type { ToolContext } from "../src/services/tools/tool-provider.ts"
 
@@ -180,7 +183,8 @@ describe("enable_multimodal_tools", () => {
     expect(analyzeConfig(doc({ enable_multimodal_tools: true }), {}).problems).toEqual([
       {
         path: "agents[0].backend.enable_multimodal_tools",
-        message: "read_media is offered; MassGen's generate_media is not (massgen does not generate images, audio or video)",
+        message:
+          "read_media is offered; MassGen's generate_media only to agents of type openai (massgen makes images with the OpenAI images API)",
         kind: "warning",
       },
     ])
@@ -190,6 +194,95 @@ describe("enable_multimodal_tools", () => {
     expect(toolsOf(doc({ enable_multimodal_tools: false }, { enable_multimodal_tools: true }))).toEqual([
       [],
       [["custom_tool__read_media", "read_media"]],
+    ])
+  })
+})
+
+describe("generate_media", () => {
+  /** A loopback stand-in for the OpenAI images API: each request recorded, one PNG given back. */
+  const imagesApi = () => {
+    const bodies: Array<Record<string, unknown>> = []
+    const server = Bun.serve({
+      port: 0,
+      hostname: "127.0.0.1",
+      fetch: async (req) => {
+        if (new URL(req.url).pathname !== "/v1/images/generations") return new Response("no", { status: 404 })
+        bodies.push((await req.json()) as Record<string, unknown>)
+        return Response.json({ created: 0, data: [{ b64_json: Buffer.from("png-made").toString("base64") }] })
+      },
+    })
+    return { bodies, baseURL: `http://127.0.0.1:${server.port}/v1`, stop: () => server.stop(true) }
+  }
+
+  test("type openai: the images API is asked through the SDK, the PNG written into the workspace, MassGen's JSON the result", async () => {
+    const api = imagesApi()
+    try {
+      const backend = makeOpenAiResponsesBackend({ type: "openai", model: "gpt-x", baseURL: api.baseURL, apiKey: "sk-test" })
+      const { input } = recording("openai")
+      const made = await Effect.runPromise(
+        Effect.either(
+          runGenerateMedia(
+            { ...input, backend: Effect.succeed(backend) },
+            { prompt: "a red square", size: "1024x1024", storage_path: "art" },
+            context,
+          ),
+        ),
+      )
+      expect(JSON.parse(Either.getOrThrow(made))).toEqual({
+        success: true,
+        operation: "generate_media",
+        mode: "image",
+        file_path: "art/generated_image_1.png",
+        model: "gpt-image-1",
+        file_size_bytes: 8,
+      })
+      expect(fs.readFileSync(nodePath.join(workspace, "art", "generated_image_1.png"), "utf8")).toBe("png-made")
+      expect(api.bodies).toEqual([{ model: "gpt-image-1", prompt: "a red square", n: 1, size: "1024x1024" }])
+    } finally {
+      api.stop()
+    }
+  })
+
+  test("another type, another mode, an editing argument, a path out of the workspace: an error naming why, nothing asked", async () => {
+    const { input } = recording("claude")
+    const reason = async (args: Record<string, unknown>, over: Partial<MediaToolsInput> = {}) => {
+      const r = await Effect.runPromise(Effect.either(runGenerateMedia({ ...input, ...over }, args, context)))
+      return Either.isLeft(r) ? r.left.message : "ok"
+    }
+    expect(await reason({ prompt: "x" })).toBe(
+      "failed: type claude has no image generation in massgen: only type openai (the OpenAI images API) makes images",
+    )
+    expect(await reason({ prompt: "x", mode: "video" })).toBe(
+      'bad arguments: mode "video" is not supported: massgen generates images only (mode image)',
+    )
+    expect(await reason({ prompt: "x", input_images: ["a.png"] })).toBe("bad arguments: image editing (input_images) is not supported")
+    let asked = 0
+    const maker: Backend = {
+      type: "openai",
+      model: "gpt-x",
+      maxRetries: 0,
+      callTimeoutSeconds: null,
+      call: () => Effect.die("no call"),
+      generateImage: () => Effect.sync(() => ((asked += 1), { data: "", model: "m" })),
+    }
+    expect(await reason({ prompt: "x", storage_path: "../../etc" }, { backend: Effect.succeed(maker) })).toContain("refused")
+    expect(await reason({ prompt: "x" }, { backend: Effect.succeed(maker), files: { ...input.files, workspace: null } })).toBe(
+      "refused: generate_media writes into your workspace, and you have none (the agent's backend sets no cwd)",
+    )
+    expect(asked).toBe(0)
+  })
+
+  test("enable_image_generation offers generate_media on type openai, and is an error on another type", () => {
+    const d = (type: string) => ({ agents: [{ id: "a", backend: { type, api_key: "k", enable_image_generation: true } }] })
+    expect(Either.getOrThrow(decodeConfig(d("openai"), {})).agents[0]!.pythonTools?.map((t) => t.name)).toEqual([
+      "custom_tool__generate_media",
+    ])
+    expect(analyzeConfig(d("claude"), {}).problems).toEqual([
+      {
+        path: "agents[0].backend.enable_image_generation",
+        message: "massgen makes images only with type openai (the OpenAI images API); type claude has none here",
+        suggestion: "remove enable_image_generation, or give the agent type openai",
+      },
     ])
   })
 })

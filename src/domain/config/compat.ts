@@ -81,11 +81,10 @@ export const UNSUPPORTED_FEATURES: ReadonlyArray<Feature> = [
     instead: "use an LLM backend type (openai, claude, chatcompletion, ...)",
   },
   {
-    name: "image, audio, video and file generation",
-    keys: backend("enable_image_generation", "enable_audio_generation", "enable_video_generation", "enable_file_generation"),
+    name: "audio, video and file generation",
+    keys: backend("enable_audio_generation", "enable_video_generation", "enable_file_generation"),
     refused: true,
-    instead:
-      "remove it: massgen's agents make no images, audio or video (they read them: understand_image, read_media, --image; docs/backends.md)",
+    instead: "remove it: massgen makes images only (enable_image_generation on type openai); docs/backends.md",
   },
   { name: "Anthropic beta headers (betas)", keys: backend("betas"), refused: true },
   {

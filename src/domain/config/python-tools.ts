@@ -29,9 +29,13 @@ export const PYTHON_TOOL_PREFIX = "custom_tool__"
 export const BUILTIN_TOOLS: Readonly<Record<string, ReadonlyArray<string>>> = {
   "massgen/tool/_basic/_two_num_tool.py": ["two_num_tool"],
   ...Object.fromEntries(MEDIA_TOOLS.map((t) => [`massgen/tool/_multimodal_tools/${t}.py`, [t]])),
+  "massgen/tool/_multimodal_tools/generation/generate_media.py": ["generate_media"],
 }
-/** A built-in tool: MassGen's sample math tool, or one of its media understanding tools (`domain/tools/media-tools.ts`). */
-export type BuiltinTool = "two_num_tool" | MediaTool
+/**
+ * A built-in tool: MassGen's sample math tool, one of its media understanding tools
+ * (`domain/tools/media-tools.ts`), or its image generation (`domain/tools/media-generation.ts`).
+ */
+export type BuiltinTool = "two_num_tool" | MediaTool | "generate_media"
 
 export interface PythonTool {
   /** The name the model calls: `custom_tool__<name>`. */
@@ -88,8 +92,8 @@ const packageProblem = (path: string, fn: string): { readonly message: string; r
   if (path.startsWith("massgen/tool/_multimodal_tools/"))
     return {
       message: /generat/.test(path)
-        ? `MassGen's multimodal tool ${fn} (${path}) is not supported: massgen does not generate images, audio, video or files`
-        : `MassGen's multimodal tool ${fn} (${path}) is not supported: massgen provides understand_image, understand_audio, understand_video, understand_file and read_media`,
+        ? `MassGen's multimodal tool ${fn} (${path}) is not supported: massgen makes images only, with generate_media on type openai`
+        : `MassGen's multimodal tool ${fn} (${path}) is not supported: massgen provides understand_image, understand_audio, understand_video, understand_file, read_media and generate_media`,
       refused: true,
     }
   return {

@@ -13,8 +13,8 @@ import type { BuiltinTool } from "../config/index.ts"
 import type { ToolSpec } from "../llm.ts"
 import type { MediaTool } from "./media-tools.ts"
 
-/** The built-in tools run here; the media ones need files and a model (`services/tools/media-tools.ts`). */
-export type PlainBuiltin = Exclude<BuiltinTool, MediaTool>
+/** The built-in tools run here; the media ones need files and a model (`services/tools/media-tools.ts`, `media-generation.ts`). */
+export type PlainBuiltin = Exclude<BuiltinTool, MediaTool | "generate_media">
 
 interface Builtin {
   readonly description: string

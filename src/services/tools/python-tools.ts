@@ -22,11 +22,13 @@ import { type Agent, absolutePythonTools, type Config, type ConfigProblem, type 
 import type { ToolSpec } from "../../domain/llm.ts"
 import { builtinSchema, runBuiltin } from "../../domain/tools/builtin-tools.ts"
 import { DEFAULT_TOOL_TIMEOUT_SECONDS } from "../../domain/tools/calls.ts"
+import { GENERATE_MEDIA, generateMediaSchema } from "../../domain/tools/media-generation.ts"
 import { isMediaTool, mediaToolSchema } from "../../domain/tools/media-tools.ts"
 import { snapshotDir } from "../../domain/workspaces/facts.ts"
 import { type Backend, type Env, makeBackend } from "../backends/index.ts"
 import { cleanToolEnvironment, workspaceOf } from "./agent-tools.ts"
 import { runCommand } from "./command-tools.ts"
+import { runGenerateMedia } from "./media-generation.ts"
 import { type MediaToolsInput, runMediaTool } from "./media-tools.ts"
 import { ERROR_MARK, PYTHON_RUNNER } from "./python-runner.ts"
 import { type ToolProvider, ToolRunError } from "./tool-provider.ts"
@@ -112,7 +114,12 @@ const agentProvider = (
     const python = runner.python
     for (const tool of tools) {
       if (tool.builtin !== null) {
-        const own = isMediaTool(tool.builtin) ? mediaToolSchema(tool.builtin) : builtinSchema(tool.builtin)
+        const own =
+          tool.builtin === GENERATE_MEDIA
+            ? generateMediaSchema
+            : isMediaTool(tool.builtin)
+              ? mediaToolSchema(tool.builtin)
+              : builtinSchema(tool.builtin)
         specs.set(tool.name, { spec: specOf(tool, own), tool })
         continue
       }
@@ -147,6 +154,7 @@ const agentProvider = (
         const found = specs.get(name)
         if (found === undefined) return Effect.fail(new ToolRunError({ reason: "unknown_tool", detail: `no Python tool named ${name}` }))
         const { tool } = found
+        if (tool.builtin === GENERATE_MEDIA) return runGenerateMedia(media, { ...tool.presetArgs, ...args }, context)
         if (tool.builtin !== null && isMediaTool(tool.builtin))
           return runMediaTool(media, tool.builtin, { ...tool.presetArgs, ...args }, context)
         if (tool.builtin !== null) {
