@@ -9,6 +9,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as nodePath from "node:path"
 import { Effect, Either } from "effect"
+import { mediaReferences, questionMedia } from "../src/cli/run/question-media.ts"
 import { analyzeConfig, decodeConfig } from "../src/domain/config/index.ts"
 import type { LlmRequest } from "../src/domain/llm.ts"
 import { initialState } from "../src/domain/state/index.ts"
@@ -283,6 +284,35 @@ describe("generate_media", () => {
         message: "massgen makes images only with type openai (the OpenAI images API); type claude has none here",
         suggestion: "remove enable_image_generation, or give the agent type openai",
       },
+    ])
+  })
+})
+
+describe("files with the question", () => {
+  test("@path words: media files only, quoted with spaces, not an e-mail address or an escaped @, without a sentence's full stop or :w", () => {
+    expect(
+      mediaReferences('See @shot.png and @"my plot.jpg", mail me@x.png, \\@not.png, @notes.txt, @a.wav:w and @b.pdf. Done @shot.png'),
+    ).toEqual(["shot.png", "my plot.jpg", "a.wav", "b.pdf"])
+  })
+
+  test("a served or batch question's @path words are not read; its config's upload_files are, each to its agent", async () => {
+    const config = Either.getOrThrow(
+      decodeConfig(
+        {
+          agents: [
+            { id: "a", backend: { type: "scripted", upload_files: [{ image_path: "a.png" }] } },
+            { id: "b", backend: { type: "scripted" } },
+          ],
+        },
+        {},
+      ),
+    )
+    const media = await Effect.runPromise(questionMedia("Look at @b.jpg", [], config, workspace, "c.yaml", false))
+    expect(media.map((m) => [m.name, m.agent, m.bytes])).toEqual([["a.png", "a", 5]])
+    const all = await Effect.runPromise(questionMedia("Look at @b.jpg", [], config, workspace, "c.yaml"))
+    expect(all.map((m) => [m.name, m.agent ?? null])).toEqual([
+      ["b.jpg", null],
+      ["a.png", "a"],
     ])
   })
 })

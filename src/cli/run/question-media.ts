@@ -15,7 +15,9 @@
  * A file that is not there or cannot be read, over `MEDIA_MAX_BYTES`, of no
  * media type, or of a kind an agent's provider does not take
  * (`mediaRefusal`), stops the run with one line naming it and the agent
- * (exit 1). `uploadProblems(config, cwd)` are the local `upload_files` that
+ * (exit 1). A served request and a batch item's question have their
+ * `upload_files` read, not their `@path` words: a file of this machine is sent
+ * only when its user names it on the command line. `uploadProblems(config, cwd)` are the local `upload_files` that
  * are not there, which `--validate` says as warnings.
  */
 import { createHash } from "node:crypto"
@@ -90,13 +92,15 @@ export const questionMedia = (
   config: Config,
   cwd: string,
   where: string,
+  /** Whether the question's `@path` words are read: not for a question that comes over the network (`serve`), or a batch's. */
+  references = true,
 ): Effect.Effect<ReadonlyArray<QuestionMedia>, UsageError | ConfigError> =>
   Effect.suspend((): Effect.Effect<ReadonlyArray<QuestionMedia>, UsageError | ConfigError> => {
     const out: Array<QuestionMedia> = []
     const failures: Array<Failure> = []
     const given = [
       ...images.map((p) => ({ flag: `--image ${p}`, path: p })),
-      ...mediaReferences(question).map((p) => ({ flag: `@${p}`, path: p })),
+      ...(references ? mediaReferences(question) : []).map((p) => ({ flag: `@${p}`, path: p })),
     ]
     const seen = new Set<string>()
     for (const { flag, path } of given) {
