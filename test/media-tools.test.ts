@@ -9,7 +9,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as nodePath from "node:path"
 import { Effect, Either } from "effect"
-import { mediaReferences, questionMedia } from "../src/cli/run/question-media.ts"
+import { mediaReferences, questionMedia, uploadProblems } from "../src/cli/run/question-media.ts"
 import { analyzeConfig, decodeConfig } from "../src/domain/config/index.ts"
 import type { LlmRequest } from "../src/domain/llm.ts"
 import { initialState } from "../src/domain/state/index.ts"
@@ -309,6 +309,25 @@ describe("files with the question", () => {
     )
     const media = await Effect.runPromise(questionMedia("Look at @b.jpg", [], config, workspace, "c.yaml", false))
     expect(media.map((m) => [m.name, m.agent, m.bytes])).toEqual([["a.png", "a", 5]])
+    expect(uploadProblems(config, workspace)).toEqual([])
+    const video = Either.getOrThrow(
+      decodeConfig(
+        {
+          agent: {
+            id: "v",
+            backend: { type: "claude", api_key: "k", upload_files: [{ video_path: "path-here" }, { image_path: "gone.png" }] },
+          },
+        },
+        {},
+      ),
+    )
+    expect(uploadProblems(video, workspace)).toEqual([
+      {
+        path: "agents[0].backend.upload_files[0]",
+        message: "agent v: type claude (the Messages API) takes no video: path-here cannot be sent",
+      },
+      { path: "agents[0].backend.upload_files[1]", message: "agent v: file not found: gone.png (a run stops here)", kind: "warning" },
+    ])
     const all = await Effect.runPromise(questionMedia("Look at @b.jpg", [], config, workspace, "c.yaml"))
     expect(all.map((m) => [m.name, m.agent ?? null])).toEqual([
       ["b.jpg", null],

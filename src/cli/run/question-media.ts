@@ -131,19 +131,25 @@ export const questionMedia = (
     return Effect.succeed(out)
   })
 
-/** The local files of `upload_files` that are not there (a run stops on them), for `--validate`. */
+/**
+ * For `--validate`: each `upload_files` entry the agent's protocol cannot take (by its key's kind and its
+ * extension: an error, as a run stops on it), and each local file that is not there (a warning).
+ */
 export const uploadProblems = (config: Config, cwd: string): ReadonlyArray<ConfigProblem> =>
   config.agents.flatMap((agent, i) =>
-    uploadsOf(agent.backend).flatMap(
-      (u, j): ReadonlyArray<ConfigProblem> =>
-        u.isUrl || existsSync(nodePath.resolve(cwd, u.where))
-          ? []
-          : [
-              {
-                path: `agents[${i}].backend.upload_files[${j}]`,
-                message: `agent ${agent.id}: file not found: ${u.where} (a run stops here)`,
-                kind: "warning",
-              },
-            ],
-    ),
+    uploadsOf(agent.backend).flatMap((u, j): ReadonlyArray<ConfigProblem> => {
+      const path = `agents[${i}].backend.upload_files[${j}]`
+      const media = mediaOf(u.isUrl ? u.where.replace(/[?#].*$/, "") : u.where)
+      const shape: QuestionMedia = {
+        kind: media?.kind ?? u.kind,
+        media_type: media?.mediaType ?? "",
+        name: nodePath.basename(u.where),
+        ...(u.isUrl ? { url: u.where } : {}),
+      }
+      const refused = refusalFor(config, agent.id, shape)
+      if (refused !== null) return [{ path, message: refused }]
+      return u.isUrl || existsSync(nodePath.resolve(cwd, u.where))
+        ? []
+        : [{ path, message: `agent ${agent.id}: file not found: ${u.where} (a run stops here)`, kind: "warning" }]
+    }),
   )

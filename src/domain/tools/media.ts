@@ -75,7 +75,7 @@ const PROTOCOL: Readonly<Record<ApiFamily | "scripted", string>> = {
   scripted: "the scripted backend",
 }
 
-/** Why backend `type` (of wire protocol `family`) cannot take `media`, in one line; null when it can. */
+/** Why backend `type` (of wire protocol `family`) cannot take `media`, in one line; null when it can (a `mediaType` of `""`: a file of that kind). */
 export const mediaRefusal = (
   type: string,
   family: ApiFamily | "scripted",
@@ -85,7 +85,8 @@ export const mediaRefusal = (
   const what = media.kind === "file" ? "documents" : media.kind
   if (media.url !== undefined && !LINKS_TAKEN[family].includes(media.kind))
     return `type ${type} (${PROTOCOL[family]}) takes ${what} only as data, not as a link: ${media.name} cannot be sent`
-  if (media.url !== undefined && taken !== undefined) return null
+  // A link, or a file whose type is not known yet (`""`: a config's path without an extension), is judged by its kind.
+  if ((media.url !== undefined || media.mediaType === "") && taken !== undefined) return null
   if (taken?.includes(media.mediaType) === true) return null
   return taken === undefined
     ? `type ${type} (${PROTOCOL[family]}) takes no ${what}: ${media.name} cannot be sent`
