@@ -95,10 +95,13 @@ describe("unsupported MassGen features, by feature, in one pass", () => {
       result.errors.map((e: { location: string; message: string; suggestion: string | null }) => [e.location, e]),
     )
     expect(byLocation.memory).toEqual({ location: "memory", message: "memory: not supported", suggestion: "remove the memory section" })
-    expect(byLocation["orchestrator.coordination.enable_planning_mode"].message).toBe("planning mode is not supported yet (issue 27)")
+    expect(byLocation["orchestrator.coordination.enable_subagents"].message).toBe("starting subagents is not supported yet (issue 27)")
     expect(byLocation["orchestrator.coordination.max_orchestration_restarts"].suggestion).toBe("set it to 0 to run without restarts")
-    expect(byLocation["agents[0].backend.upload_files"].message).toBe("file upload: not supported")
-    expect(byLocation["agents[0].backend.enable_image_generation"].message).toBe("image, audio, video and file generation: not supported")
+    // upload_files is read: its files go with the question.
+    expect(locations(result.errors).some((l: string) => l.startsWith("agents[0].backend.upload_files"))).toBe(false)
+    expect(byLocation["agents[0].backend.enable_audio_generation"].message).toBe("audio, video and file generation: not supported")
+    // enable_image_generation is read (generate_media on type openai): the fixture's agent is of that type.
+    expect(locations(result.errors).some((l: string) => l.startsWith("agents[0].backend.enable_image_generation"))).toBe(false)
     expect(byLocation["agents[1].backend.type"].message).toContain("use type claude")
     expect(byLocation["agents[2].backend.type"].message).toContain(
       "type ag2 (AG2/AutoGen agents) is not supported: use an LLM backend type",

@@ -63,21 +63,25 @@ describe("reading MassGen's custom_tools entries", () => {
     ])
   })
 
-  test("MassGen's own tools: two_num_tool is provided, multimodal ones and others are refused naming them, a function MassGen lacks is left out", () => {
+  test("MassGen's own tools: two_num_tool and the media tools are provided, the other generation tools and others are refused naming them, a function MassGen lacks is left out", () => {
     const two = { name: ["two_num_tool"], category: "math", path: "massgen/tool/_basic/_two_num_tool.py", function: ["two_num_tool"] }
-    expect(problemsOf(doc([two]))).toEqual([])
-    expect(toolsOf(doc([two])).map((t) => [t.name, t.builtin])).toEqual([["custom_tool__two_num_tool", "two_num_tool"]])
+    const image = { name: ["understand_image"], path: "massgen/tool/_multimodal_tools/understand_image.py", function: ["understand_image"] }
+    expect(problemsOf(doc([two, image]))).toEqual([])
+    expect(toolsOf(doc([two, image])).map((t) => [t.name, t.builtin])).toEqual([
+      ["custom_tool__two_num_tool", "two_num_tool"],
+      ["custom_tool__understand_image", "understand_image"],
+    ])
     expect(
       problemsOf(
         doc([
-          { path: "massgen/tool/_multimodal_tools/understand_image.py", function: ["understand_image"] },
+          { path: "massgen/tool/_multimodal_tools/text_to_file_generation.py", function: ["text_to_file_generation"] },
           { path: "massgen/tool/_web_tools/crawl4ai_tool.py", function: "crawl4ai_md" },
           { name: "two_num_tool", function: "wrong_two_num_tool" },
           { path: "massgen/tool/_basic/_two_num_tool.py", function: "wrong_two_num_tool", default_params: { a: 1 } },
         ]),
       ),
     ).toEqual([
-      "agents[0].backend.custom_tools[0].path: MassGen's multimodal tool understand_image (massgen/tool/_multimodal_tools/understand_image.py) is not supported: image, audio, video and file understanding and generation are not provided yet",
+      "agents[0].backend.custom_tools[0].path: MassGen's multimodal tool text_to_file_generation (massgen/tool/_multimodal_tools/text_to_file_generation.py) is not supported: massgen makes images only, with generate_media on type openai",
       "agents[0].backend.custom_tools[1].path: MassGen's own tool crawl4ai_md (massgen/tool/_web_tools/crawl4ai_tool.py) is not provided by massgen: use a Python file of your own, a command tool or an MCP server",
       "agents[0].backend.custom_tools[2].function: MassGen has no built-in function wrong_two_num_tool: the tool is left out (warning)",
       "agents[0].backend.custom_tools[3].default_params: MassGen does not read default_params: ignored (warning)",

@@ -86,6 +86,7 @@ Options:
       --no-display              plain lines instead of the live terminal view
       --orchestrator-timeout S  overrides timeout_settings.orchestrator_timeout_seconds
       --question-file FILE      read the question from FILE
+      --image FILE              send FILE (an image, audio, a PDF) with the question; repeatable (@path does the same)
       --max-question-bytes N    refuse a longer question (UTF-8 bytes; 1048576), before anything is written
       --session-id ID           the run is the next turn of session ID (.massgen/sessions/ID/)
       --continue                the run is the next turn of the most recent session

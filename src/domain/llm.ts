@@ -23,8 +23,29 @@ export interface ToolSpec {
   }
 }
 
+/** What a media part is: `file` is a document (a PDF). */
+export type MediaKind = "image" | "audio" | "video" | "file"
+
+/**
+ * A file sent to the model beside a user message's text: `data` is its bytes in base64 (or, for a
+ * file given as a link, `url` its http(s) URL), `mediaType` its MIME type (`image/png`), `name` the
+ * file's name as the user or the agent gave it.
+ */
+export interface MediaPart {
+  readonly kind: MediaKind
+  readonly mediaType: string
+  readonly name: string
+  readonly data?: string
+  readonly url?: string
+}
+
 export type LlmMessage =
-  | { readonly role: "user"; readonly content: string }
+  | {
+      readonly role: "user"
+      readonly content: string
+      /** Files sent with the text (images, audio, documents), in order, after it. */
+      readonly media?: ReadonlyArray<MediaPart>
+    }
   | {
       readonly role: "assistant"
       readonly content: string

@@ -58,16 +58,18 @@ const kindOf = (stat: fs.Stats): string =>
 /** "4 MiB", "1048576 bytes": a limit as the user would write it. */
 export const formatBytes = (n: number): string => (n % MIB === 0 ? `${n / MIB} MiB` : `${n} bytes`)
 
-const refused = (reason: InputReason, problem: string): InputRead => ({ _tag: "refused", reason, problem })
+type Refused = Extract<InputRead, { _tag: "refused" }>
 
-const notRegular = (stat: fs.Stats, noun: string): InputRead | null => {
+const refused = (reason: InputReason, problem: string): Refused => ({ _tag: "refused", reason, problem })
+
+const notRegular = (stat: fs.Stats, noun: string): Refused | null => {
   if (stat.isFile()) return null
   if (stat.isDirectory()) return refused("not_regular", `is a directory, not a ${noun}`)
   const kind = kindOf(stat)
   return refused("not_regular", kind === "not a regular file" ? `is ${kind}` : `is ${kind}, not a regular file`)
 }
 
-const overLimit = (maxBytes: number, limitName: string): InputRead =>
+const overLimit = (maxBytes: number, limitName: string): Refused =>
   refused("too_large", `is over the limit of ${formatBytes(maxBytes)} ${limitName}`)
 
 /**
@@ -76,6 +78,17 @@ const overLimit = (maxBytes: number, limitName: string): InputRead =>
  * ("for a config file", "(--max-question-bytes)").
  */
 export const readInputFile = (path: string, maxBytes: number, noun: string, limitName: string): InputRead => {
+  const read = readInputBytes(path, maxBytes, noun, limitName)
+  return read._tag === "read" ? { _tag: "read", text: read.bytes.toString("utf8") } : read
+}
+
+/** The bytes of `path`, or why it is refused, as `readInputFile` reads it (an image given with the question). */
+export const readInputBytes = (
+  path: string,
+  maxBytes: number,
+  noun: string,
+  limitName: string,
+): { readonly _tag: "read"; readonly bytes: Buffer } | Refused => {
   let stat: fs.Stats
   try {
     stat = fs.statSync(path)
@@ -95,7 +108,7 @@ export const readInputFile = (path: string, maxBytes: number, noun: string, limi
     const after = notRegular(fs.fstatSync(fd), noun)
     if (after !== null) return after
     const read = readFdUpTo(fd, maxBytes)
-    return read.over ? overLimit(maxBytes, limitName) : { _tag: "read", text: read.bytes.toString("utf8") }
+    return read.over ? overLimit(maxBytes, limitName) : { _tag: "read", bytes: read.bytes }
   } catch (e) {
     return refused("unreadable", readProblem(e))
   } finally {

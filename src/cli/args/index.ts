@@ -52,6 +52,8 @@ const options = {
   "no-display": { type: "boolean" },
   "orchestrator-timeout": { type: "string" },
   "question-file": { type: "string" },
+  // Repeatable: each `--image FILE` is one file sent with the question.
+  image: { type: "string", multiple: true },
   "max-question-bytes": { type: "string" },
   "session-id": { type: "string" },
   continue: { type: "boolean" },
@@ -177,6 +179,7 @@ export const parseInvocation = (argv: ReadonlyArray<string>): Either.Either<Invo
     session: sessionId !== undefined ? { _tag: "id", id: sessionId } : v.continue ? { _tag: "continue" } : null,
     quick: v.quick === true,
     ...(v["eval-criteria"] !== undefined ? { evalCriteria: v["eval-criteria"] } : {}),
+    images: v.image ?? [],
     maxQuestionBytes: maxQuestionBytes.right,
   })
 }

@@ -60,6 +60,8 @@ export interface RunArgs {
   readonly quick: boolean
   /** `--eval-criteria FILE`: MassGen's checklist criteria from a JSON file, over `checklist_criteria_inline`. */
   readonly evalCriteria?: string | null
+  /** `--image FILE`, each: files sent with the question (`cli/run/question-media.ts`); absent: none. */
+  readonly images?: ReadonlyArray<string>
 }
 
 export interface ViewerArgs {

@@ -30,6 +30,7 @@ import type { Observer } from "../../services/orchestrator/index.ts"
 import { SharedRunFiles } from "../../services/run-files/index.ts"
 import type { CliContext } from "../context.ts"
 import { writeRunMetadata } from "../run/new-run.ts"
+import { questionMedia } from "../run/question-media.ts"
 import { RunDirError, recordedBlob, recordedToolResult, refuseNewer, runDirConfig } from "../run/run-dir.ts"
 import { EXIT_CODES, runSession } from "../run/session.ts"
 import { makeAgentTools, makeBackends, type RunConfig } from "../run/setup.ts"
@@ -121,11 +122,13 @@ export const runItem = (item: BatchItem, loaded: RunConfig, observer: Observer, 
     } else {
       fs.mkdirSync(logDir, { recursive: true, mode: PRIVATE_DIR_MODE })
       const backends = yield* makeBackends(loaded.config, loaded.env, loaded.where)
+      const media = yield* questionMedia(item.question, [], loaded.config, ctx.cwd, loaded.where, false)
       yield* writeRunMetadata(logDir, item.question, loaded, ctx)
       if (shared !== null) yield* shared.put(logDir, METADATA_FILE, fs.readFileSync(join(logDir, METADATA_FILE), "utf8"))
       yield* runSession({
         ...session,
         ...turnOf(item, logDir, ctx),
+        ...(media.length > 0 ? { media } : {}),
         config: loaded.config,
         backends,
         env: loaded.env,

@@ -20,6 +20,7 @@ import { automationHeader } from "../run/automation-output.ts"
 import { runDisplay, showsTerminalView } from "../run/display.ts"
 import { newRunDir } from "../run/new-run.ts"
 import { canAskAtTerminal, terminalAsker } from "../run/permission-prompt.ts"
+import { questionMedia } from "../run/question-media.ts"
 import { runSession } from "../run/session.ts"
 import { makeAgentTools, makeBackends, resolveRunConfig, unpricedUnderBudget } from "../run/setup.ts"
 import { addTurn, conversationOf, latestSession, previousTurnDir, sessionsDir, turnsOf } from "../sessions/session-store.ts"
@@ -44,6 +45,7 @@ export const runCommand = (args: RunArgs, ctx: CliContext) =>
     // On stderr: stdout is the automation lines' alone.
     for (const w of unknownKeys(loaded.raw)) ctx.printError(`massgen: warning: config ${loaded.where}: ${formatProblem(w)}`)
     const backends = yield* makeBackends(loaded.config, loaded.env, loaded.where)
+    const media = yield* questionMedia(args.question, args.images ?? [], loaded.config, ctx.cwd, loaded.where)
     const unpriced = unpricedUnderBudget(loaded.config, backends)
     if (unpriced.length > 0) {
       ctx.printError(
@@ -67,6 +69,7 @@ export const runCommand = (args: RunArgs, ctx: CliContext) =>
       question: args.question,
       ...(session !== null ? { conversation: session.conversation } : {}),
       ...(session?.previousTurn !== undefined ? { previousTurn: session.previousTurn } : {}),
+      ...(media.length > 0 ? { media } : {}),
       version: ctx.version,
       interrupt: ctx.interrupt,
       automation: args.automation,

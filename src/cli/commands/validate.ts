@@ -24,6 +24,7 @@ import { loadDotEnv } from "../../services/backends/index.ts"
 import { pythonToolStartProblems } from "../../services/tools/python-tools.ts"
 import type { ValidateArgs } from "../args/index.ts"
 import { parseConfigText, readConfigText } from "../run/load-config.ts"
+import { uploadProblems } from "../run/question-media.ts"
 import { missingKeys } from "../run/setup.ts"
 
 /** The errors and warnings of a config file; nothing is run or written. */
@@ -49,7 +50,8 @@ export const validateConfig = (options: Omit<ValidateArgs, "_tag" | "json">, env
         : pythonToolStartProblems(absolutePythonTools(config, cwd), env)
             .filter((p) => p.message.includes("Python file not found"))
             .map((p) => ({ ...p, message: `${p.message} (a run stops here)`, kind: "warning" as const }))
-    const all = [...problems, ...keys, ...files]
+    const uploads = config === null ? [] : uploadProblems(config, cwd)
+    const all = [...problems, ...keys, ...files, ...uploads]
     const isError = (p: ConfigProblem) =>
       p.kind === undefined || options.strict || ((p.kind === "env" || p.kind === "key") && options.checkKeys)
     return { errors: all.filter(isError), warnings: all.filter((p) => !isError(p)) }

@@ -37,6 +37,7 @@ import { preview } from "../run/automation-output.ts"
 import { runDisplay, showsTerminalView } from "../run/display.ts"
 import { newRunDir } from "../run/new-run.ts"
 import { canAskAtTerminal, terminalAsker } from "../run/permission-prompt.ts"
+import { questionMedia } from "../run/question-media.ts"
 import { runSession } from "../run/session.ts"
 import { makeAgentTools, makeBackends, resolveRunConfig } from "../run/setup.ts"
 import {
@@ -127,6 +128,7 @@ export const interactiveCommand = (args: Omit<RunArgs, "question"> & { readonly 
         const logDir = yield* newRunDir(loaded, question, ctx)
         addTurn(dir, session, logDir)
         const backends = yield* makeBackends(loaded.config, loaded.env, loaded.where)
+        const media = yield* questionMedia(question, [], loaded.config, ctx.cwd, loaded.where)
         const stopped = new Promise<string>((resolve) => (stopTurn = resolve))
         turnSignals = 0
         return yield* runSession({
@@ -137,6 +139,7 @@ export const interactiveCommand = (args: Omit<RunArgs, "question"> & { readonly 
           question,
           conversation,
           ...(previousTurn !== undefined ? { previousTurn } : {}),
+          ...(media.length > 0 ? { media } : {}),
           version: ctx.version,
           interrupt: Effect.promise(() => stopped),
           automation: false,

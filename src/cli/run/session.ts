@@ -24,7 +24,7 @@ import { existsSync } from "node:fs"
 import { join } from "node:path"
 import { Context, Duration, Effect, Fiber, Layer, Option, type Scope } from "effect"
 import type { Config } from "../../domain/config/index.ts"
-import type { ConversationMessage, FinishReason } from "../../domain/events/index.ts"
+import type { ConversationMessage, FinishReason, QuestionMedia } from "../../domain/events/index.ts"
 import { failureText } from "../../domain/projections/status.ts"
 import { resumeHint } from "../../domain/run-paths.ts"
 import { isResumable, type State } from "../../domain/state/index.ts"
@@ -73,6 +73,8 @@ export interface SessionInput {
   readonly conversation?: ReadonlyArray<ConversationMessage>
   /** The log directory of the session's previous turn with a final answer, whose memory a turn in memory filesystem mode starts with. */
   readonly previousTurn?: string
+  /** The files sent with the question. */
+  readonly media?: ReadonlyArray<QuestionMedia>
   readonly version: string
   readonly interrupt: Effect.Effect<string>
   readonly automation: boolean
@@ -199,6 +201,7 @@ export const runSessionOutcome = (input: SessionInput) =>
         config: input.config,
         question: input.question,
         ...(input.conversation ? { conversation: input.conversation } : {}),
+        ...(input.media ? { media: input.media } : {}),
         logDir,
         runId: logDir.split(/[/\\]/).pop() ?? logDir,
         version: input.version,

@@ -22,6 +22,7 @@ import type { State } from "../../domain/state/index.ts"
 import { EventStore } from "../../services/event-store/index.ts"
 import type { RunOutcome } from "../../services/orchestrator/index.ts"
 import { newRunDir } from "../run/new-run.ts"
+import { questionMedia } from "../run/question-media.ts"
 import { runSessionOutcome } from "../run/session.ts"
 import { makeAgentTools, makeBackends, type RunConfig } from "../run/setup.ts"
 import type { ChatRequest } from "./openai-wire.ts"
@@ -94,11 +95,12 @@ export const openServedRun = async (
       backends: Effect.flatMap(makeBackends(loaded.config, loaded.env, loaded.where), (backends) =>
         presenterBackends(backends, loaded.config, loaded.env, loaded.where, request.fields ?? NO_FIELDS),
       ),
+      media: questionMedia(request.question, [], loaded.config, ctx.cwd, loaded.where, false),
       logDir: newRunDir(loaded, request.question, ctx, servedMetadata(request.fields ?? NO_FIELDS)),
     }),
   )
   if (Exit.isFailure(opened)) return { failed: messageOf(opened) }
-  const { backends, logDir } = opened.value
+  const { backends, media, logDir } = opened.value
   const runId = logDir.split(/[/\\]/).pop() ?? logDir
   return {
     logDir,
@@ -112,6 +114,7 @@ export const openServedRun = async (
           tools: (servers) => makeAgentTools(loaded.config, loaded.env, logDir, loaded.where, servers),
           question: request.question,
           conversation: request.conversation,
+          ...(media.length > 0 ? { media } : {}),
           ...servedSession(ctx, stop, onEvent, onText),
           env: loaded.env,
         }).pipe(Effect.provide(EventStore.file())),

@@ -23,6 +23,7 @@ import { documentProblems, field, unsupportedAgentsOf } from "./document.ts"
 import { expandEnv, isWholeReference, scalarOf, shownMessage } from "./env.ts"
 import { ConfigFile } from "./file.ts"
 import { mcpProblems } from "./mcp.ts"
+import { withMultimodalTools } from "./media.ts"
 import { presetFor } from "./presets.ts"
 import { takePythonTools, withDiscoveredServers } from "./python-tools.ts"
 import { type ConfigProblem, deleteAt, formatPath, setAt, valueAt } from "./schema.ts"
@@ -104,7 +105,10 @@ export const analyzeConfig = (raw: unknown, env: Readonly<Record<string, string 
   const doc = raw as Record<string, unknown>
   const problems: Array<ConfigProblem> = []
   const unset: Array<ConfigProblem> = []
-  const { doc: expanded, tools: pythonTools } = takePythonTools(withDiscoveredServers(expandEnv(raw, env, unset), env), problems)
+  const { doc: expanded, tools: pythonTools } = takePythonTools(
+    withMultimodalTools(withDiscoveredServers(expandEnv(raw, env, unset), env), problems),
+    problems,
+  )
   problems.push(...unset.map((p) => ({ ...p, kind: "env" as const })))
   const unsetPaths = unset.map((p) => p.path)
   const unsupportedAgents = unsupportedAgentsOf(doc)

@@ -81,15 +81,10 @@ export const UNSUPPORTED_FEATURES: ReadonlyArray<Feature> = [
     instead: "use an LLM backend type (openai, claude, chatcompletion, ...)",
   },
   {
-    name: "file upload",
-    keys: backend("upload_files"),
+    name: "audio, video and file generation",
+    keys: backend("enable_audio_generation", "enable_video_generation", "enable_file_generation"),
     refused: true,
-    instead: "put the files' text in the question, or serve them through an MCP server",
-  },
-  {
-    name: "image, audio, video and file generation",
-    keys: backend("enable_image_generation", "enable_audio_generation", "enable_video_generation", "enable_file_generation"),
-    refused: true,
+    instead: "remove it: massgen makes images only (enable_image_generation on type openai); docs/backends.md",
   },
   { name: "Anthropic beta headers (betas)", keys: backend("betas"), refused: true },
   {

@@ -17,6 +17,7 @@ import { Schema } from "effect"
 import { hasMaskedCredential } from "../../lib/safe-url.ts"
 import { SafeName } from "../run-paths.ts"
 import { CoordinationConfig, VotingOrchestratorFields } from "./coordination.ts"
+import { MediaBackendFields, MediaOrchestratorFields } from "./media.ts"
 import { PermissionsConfig } from "./permissions.ts"
 import { BACKEND_TYPES } from "./presets.ts"
 import { FiniteNumber, found, NonNegativeInt, oneOf, opt, PositiveInt, PositiveNumber } from "./schema.ts"
@@ -100,6 +101,7 @@ export const BackendConfig = Schema.Struct({
   permissions: opt(PermissionsConfig),
   ...CommandLineFields,
   ...WorkspaceBackendFields,
+  ...MediaBackendFields,
 }).annotations({ identifier: "a backend mapping" })
 export type BackendConfig = typeof BackendConfig.Type
 
@@ -135,6 +137,7 @@ const OrchestratorConfig = Schema.Struct({
   max_new_answers_global: opt(Schema.NullOr(PositiveInt)),
   answer_novelty_requirement: opt(oneOf(...STRICTNESS)),
   ...VotingOrchestratorFields,
+  ...MediaOrchestratorFields,
   coordination: opt(CoordinationConfig),
 }).annotations({ identifier: "an orchestrator mapping" })
 

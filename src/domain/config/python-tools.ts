@@ -19,6 +19,7 @@
  */
 import * as nodePath from "node:path"
 import { Either, ParseResult, Schema } from "effect"
+import { MEDIA_TOOLS, type MediaTool } from "../tools/media-tools.ts"
 import { type ConfigProblem, formatPath, opt, setAt, valueAt } from "./schema.ts"
 
 /** MassGen's prefix of a custom tool's name. */
@@ -27,8 +28,14 @@ export const PYTHON_TOOL_PREFIX = "custom_tool__"
 /** MassGen's tools that massgen provides itself, by the file of MassGen's package they are in and their function. */
 export const BUILTIN_TOOLS: Readonly<Record<string, ReadonlyArray<string>>> = {
   "massgen/tool/_basic/_two_num_tool.py": ["two_num_tool"],
+  ...Object.fromEntries(MEDIA_TOOLS.map((t) => [`massgen/tool/_multimodal_tools/${t}.py`, [t]])),
+  "massgen/tool/_multimodal_tools/generation/generate_media.py": ["generate_media"],
 }
-export type BuiltinTool = "two_num_tool"
+/**
+ * A built-in tool: MassGen's sample math tool, one of its media understanding tools
+ * (`domain/tools/media-tools.ts`), or its image generation (`domain/tools/media-generation.ts`).
+ */
+export type BuiltinTool = "two_num_tool" | MediaTool | "generate_media"
 
 export interface PythonTool {
   /** The name the model calls: `custom_tool__<name>`. */
@@ -84,7 +91,9 @@ const packageProblem = (path: string, fn: string): { readonly message: string; r
     return { message: `${path} has no function ${fn} (it has ${provided.join(", ")}): the tool is left out`, refused: false }
   if (path.startsWith("massgen/tool/_multimodal_tools/"))
     return {
-      message: `MassGen's multimodal tool ${fn} (${path}) is not supported: image, audio, video and file understanding and generation are not provided yet`,
+      message: /generat/.test(path)
+        ? `MassGen's multimodal tool ${fn} (${path}) is not supported: massgen makes images only, with generate_media on type openai`
+        : `MassGen's multimodal tool ${fn} (${path}) is not supported: massgen provides understand_image, understand_audio, understand_video, understand_file, read_media and generate_media`,
       refused: true,
     }
   return {

@@ -6,10 +6,13 @@
  * (`domain/replay/index.ts`) builds the same request at the same point to compare it with
  * the recorded one. Pure: the same state gives the same request. An agent's
  * own tools (`tools`: command tools, MCP tools) are offered after the workflow
- * tools, in every round and in the presentation.
+ * tools, in every round and in the presentation. The files sent with the
+ * question (`run_started.media`) go with the question's message, each to the
+ * agents it is for.
  */
 import type { Agent } from "../config/index.ts"
-import type { LlmRequest, ShownAnswer, ToolSpec } from "../llm.ts"
+import type { QuestionMedia } from "../events/index.ts"
+import type { LlmRequest, MediaPart, ShownAnswer, ToolSpec } from "../llm.ts"
 import { MEMORY_PRESENTER_NOTE, memorySection, skillsSection } from "../skills/sections.ts"
 import { memoryKey, type State } from "../state/index.ts"
 import { withChecklist } from "./checklist.ts"
@@ -56,6 +59,37 @@ const roundSections = (state: State, agent: Agent, round: number): ReadonlyArray
   ]
 }
 
+/** The files of the question sent to `agentId`, as media parts (the same array for the same files, so rounds share it). */
+const mediaOf = new WeakMap<ReadonlyArray<QuestionMedia>, Map<string, ReadonlyArray<MediaPart>>>()
+const questionMedia = (media: ReadonlyArray<QuestionMedia>, agentId: string): ReadonlyArray<MediaPart> => {
+  if (media.length === 0) return []
+  let byAgent = mediaOf.get(media)
+  if (byAgent === undefined) mediaOf.set(media, (byAgent = new Map()))
+  const known = byAgent.get(agentId)
+  if (known !== undefined) return known
+  const parts = media
+    .filter((m) => m.agent === undefined || m.agent === agentId)
+    .map(
+      (m): MediaPart => ({
+        kind: m.kind,
+        mediaType: m.media_type,
+        name: m.name,
+        ...(m.data !== undefined ? { data: m.data } : {}),
+        ...(m.url !== undefined ? { url: m.url } : {}),
+      }),
+    )
+  byAgent.set(agentId, parts)
+  return parts
+}
+
+/** `request` with the question's files sent with its first message (the question). */
+const withQuestionMedia = (request: LlmRequest, state: State, agentId: string): LlmRequest => {
+  const media = questionMedia(state.run?.media ?? [], agentId)
+  const [first, ...rest] = request.messages
+  if (media.length === 0 || first === undefined || first.role !== "user") return request
+  return { ...request, messages: [{ ...first, media }, ...rest] }
+}
+
 /** The request of `agent`'s round in flight; null when it has none. */
 export const requestForRound = (state: State, agent: Agent, tools: ReadonlyArray<ToolSpec> = []): LlmRequest | null => {
   const a = state.agents.find((b) => b.info.id === agent.id)
@@ -79,7 +113,7 @@ export const requestForRound = (state: State, agent: Agent, tools: ReadonlyArray
     sections: roundSections(state, agent, inFlight.round),
   })
   const request = withChecklist(base, state.run.settings.checklist, a, state.run.settings.max_new_answers_per_agent)
-  return withAgentTools(request, tools, inFlight.voteOnly ? "call vote" : "call new_answer or vote")
+  return withAgentTools(withQuestionMedia(request, state, agent.id), tools, inFlight.voteOnly ? "call vote" : "call new_answer or vote")
 }
 
 /** The request of the winner's presentation; null unless `agent` is presenting. */
@@ -107,5 +141,5 @@ export const requestForPresentation = (state: State, agent: Agent, tools: Readon
         ? [memorySection(state.memory[memoryKey(agent.id, "present")] ?? []), MEMORY_PRESENTER_NOTE]
         : [],
   })
-  return withAgentTools(request, tools, "reply with the final answer itself")
+  return withAgentTools(withQuestionMedia(request, state, agent.id), tools, "reply with the final answer itself")
 }

@@ -86,6 +86,23 @@ export const ConversationMessage = Schema.Struct({
 })
 export type ConversationMessage = typeof ConversationMessage.Type
 
+/**
+ * A file sent with the question (`--image`, `@path`, `upload_files`): to every agent, or (`agent`) to one.
+ * `data` is its bytes in base64, kept in the blob store and referenced from the log line
+ * (`domain/log/long-texts.ts`); `sha256` is of the bytes. A URL of `upload_files` is `url`, sent as a link.
+ */
+export const QuestionMedia = Schema.Struct({
+  kind: Schema.Literal("image", "audio", "video", "file"),
+  media_type: Schema.String,
+  name: Schema.String,
+  agent: Schema.optional(AgentId),
+  sha256: Schema.optional(Schema.String),
+  bytes: Schema.optional(Count),
+  data: Schema.optional(Schema.String),
+  url: Schema.optional(Schema.String),
+})
+export type QuestionMedia = typeof QuestionMedia.Type
+
 export const RunStarted = defineEvent("run_started", {
   run_id: Schema.String,
   question: Schema.String,
@@ -93,6 +110,8 @@ export const RunStarted = defineEvent("run_started", {
   settings: RunSettings,
   /** The conversation before `question`, oldest first (a turn of a session, a `serve` request); absent: none. */
   conversation: Schema.optional(Schema.Array(ConversationMessage)),
+  /** The files sent with the question, in order; absent: none. */
+  media: Schema.optional(Schema.Array(QuestionMedia)),
 })
 
 /**

@@ -4,7 +4,8 @@
  * (`blobs/<sha256>.txt`) and its line holds the reference `{"$blob": "<sha256>"}`.
  *
  * Contract: only the fields `LONG_TEXT_FIELDS` names are long-text fields
- * (`run_started.question` and each `conversation[].content`,
+ * (`run_started.question` and each `conversation[].content`, each `media[].data`
+ * (a file's base64, referenced however short: a file is never inline in the log),
  * `answer_submitted.content`, `final_answer.content`, `call_end.reply.text`).
  * `referenceLongTexts(wire, store)` puts a reference in each that holds a long
  * text (`store` keeps the text and gives its hash), in place, and says
@@ -35,8 +36,8 @@ const HASH = /^[0-9a-f]{64}$/
 /** Whether `text` is a long text. */
 export const isLongText = (text: string): boolean => text.length >= LONG_TEXT_CHARS
 
-/** What a long-text field holds on the wire, mapped: a text, or a reference. */
-type MapText = (value: unknown) => unknown
+/** What a long-text field holds on the wire, mapped: a text, or a reference. `always`: the field is referenced however short (a file's data). */
+type MapText = (value: unknown, always?: boolean) => unknown
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
 
@@ -46,6 +47,8 @@ const LONG_TEXT_FIELDS: Readonly<Record<string, (wire: Record<string, unknown>, 
     wire.question = f(wire.question)
     const conversation = wire.conversation
     if (Array.isArray(conversation)) wire.conversation = conversation.map((m) => (isRecord(m) ? { ...m, content: f(m.content) } : m))
+    const media = wire.media
+    if (Array.isArray(media)) wire.media = media.map((m) => (isRecord(m) && "data" in m ? { ...m, data: f(m.data, true) } : m))
   },
   answer_submitted: (wire, f) => {
     wire.content = f(wire.content)
@@ -74,8 +77,8 @@ export const referenceLongTexts = (type: string, wire: Record<string, unknown>, 
   const fields = LONG_TEXT_FIELDS[type]
   if (fields === undefined) return false
   let made = false
-  fields(wire, (v) => {
-    if (typeof v !== "string" || !isLongText(v)) return v
+  fields(wire, (v, always) => {
+    if (typeof v !== "string" || (always !== true && !isLongText(v))) return v
     made = true
     return { $blob: store(v) }
   })

@@ -168,6 +168,7 @@ const applyEvent = (state: State, event: Event, t: number, own: Owned | null): S
           runId: event.run_id,
           question: event.question,
           conversation: event.conversation ?? [],
+          media: event.media ?? [],
           settings: event.settings,
           startTime: t,
           pausedMs: 0,

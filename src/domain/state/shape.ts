@@ -18,6 +18,7 @@ import type {
   FinishReason,
   MemoryFile,
   OfferedSkill,
+  QuestionMedia,
   RunSettings,
   TaskPlan,
   ToolKind,
@@ -136,6 +137,8 @@ export interface RunInfo {
   readonly question: string
   /** The conversation before the question, oldest first; empty for a run of one question. */
   readonly conversation: ReadonlyArray<ConversationMessage>
+  /** The files sent with the question (`run_started.media`); empty for none. */
+  readonly media: ReadonlyArray<QuestionMedia>
   readonly settings: RunSettings
   readonly startTime: number
   /** Time no process ran the run: from a stopped process's last event to each resume. */

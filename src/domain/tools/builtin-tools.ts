@@ -11,6 +11,10 @@
  */
 import type { BuiltinTool } from "../config/index.ts"
 import type { ToolSpec } from "../llm.ts"
+import type { MediaTool } from "./media-tools.ts"
+
+/** The built-in tools run here; the media ones need files and a model (`services/tools/media-tools.ts`, `media-generation.ts`). */
+export type PlainBuiltin = Exclude<BuiltinTool, MediaTool | "generate_media">
 
 interface Builtin {
   readonly description: string
@@ -23,7 +27,7 @@ interface Builtin {
 /** A number as Python's `str` writes it: a float keeps its `.0`. */
 const pythonNumber = (n: number, float: boolean): string => (float && Number.isInteger(n) ? `${n}.0` : String(n))
 
-const BUILTINS: Readonly<Record<BuiltinTool, Builtin>> = {
+const BUILTINS: Readonly<Record<PlainBuiltin, Builtin>> = {
   two_num_tool: {
     description: "Add two numbers together.",
     parameters: {
@@ -41,12 +45,12 @@ const BUILTINS: Readonly<Record<BuiltinTool, Builtin>> = {
 }
 
 /** The parameters a built-in tool takes and its own description. */
-export const builtinSchema = (tool: BuiltinTool): { readonly description: string; readonly parameters: ToolSpec["parameters"] } =>
+export const builtinSchema = (tool: PlainBuiltin): { readonly description: string; readonly parameters: ToolSpec["parameters"] } =>
   BUILTINS[tool]
 
 /** One call of a built-in tool with its arguments (the preset ones under the model's); a name it does not take fails it, as in MassGen. */
 export const runBuiltin = (
-  tool: BuiltinTool,
+  tool: PlainBuiltin,
   args: Readonly<Record<string, unknown>>,
 ): { readonly ok: true; readonly text: string } | { readonly ok: false; readonly error: string } => {
   const builtin = BUILTINS[tool]

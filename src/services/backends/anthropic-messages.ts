@@ -22,7 +22,7 @@
  */
 import Anthropic from "@anthropic-ai/sdk"
 import { Effect } from "effect"
-import type { HostedToolUse, LlmChunk, LlmMessage, LlmReply, LlmRequest, TokenUsage } from "../../domain/llm.ts"
+import type { HostedToolUse, LlmChunk, LlmMessage, LlmReply, LlmRequest, MediaPart, TokenUsage } from "../../domain/llm.ts"
 import type { Backend, OnChunk } from "./backend.ts"
 import {
   type Assembly,
@@ -65,10 +65,28 @@ const parseInput = (args: string): unknown => {
   }
 }
 
+/** A file as a content block: an image, or a document (a PDF), base64; the API reads them before the text. */
+const mediaBlock = (m: MediaPart): Block => {
+  if (m.kind === "file")
+    return {
+      type: "document",
+      source: m.url !== undefined ? { type: "url", url: m.url } : { type: "base64", media_type: "application/pdf", data: m.data ?? "" },
+      title: m.name,
+    }
+  const mediaType = m.mediaType as "image/png" | "image/jpeg" | "image/gif" | "image/webp"
+  return {
+    type: "image",
+    source: m.url !== undefined ? { type: "url", url: m.url } : { type: "base64", media_type: mediaType, data: m.data ?? "" },
+  }
+}
+
 const toTurn = (m: LlmMessage): { role: "user" | "assistant"; blocks: Array<Block> } => {
   switch (m.role) {
     case "user":
-      return { role: "user", blocks: m.content === "" ? [] : [{ type: "text", text: m.content }] }
+      return {
+        role: "user",
+        blocks: [...(m.media ?? []).map(mediaBlock), ...(m.content === "" ? [] : [{ type: "text" as const, text: m.content }])],
+      }
     case "assistant":
       return {
         role: "assistant",

@@ -58,6 +58,11 @@ export interface Backend {
   /** Seconds one call may take before it fails with reason `timeout`; null for none. */
   readonly callTimeoutSeconds: number | null
   readonly call: (request: LlmRequest, onChunk: OnChunk) => Effect.Effect<LlmReply, BackendError>
+  /** Makes one image from `prompt` with the provider's images API (`openai` only): the PNG's bytes in base64, and the model that made it. */
+  readonly generateImage?: (
+    prompt: string,
+    size: string | null,
+  ) => Effect.Effect<{ readonly data: string; readonly model: string }, BackendError>
 }
 
 export class Backends extends Context.Tag("massgen/Backends")<Backends, { readonly forAgent: (agentId: string) => Backend }>() {}

@@ -22,8 +22,9 @@
 import { Effect } from "effect"
 import OpenAI, { AzureOpenAI } from "openai"
 import { AZURE_API_VERSION } from "../../domain/config/index.ts"
-import type { LlmChunk, LlmMessage, LlmReply, LlmRequest, TokenUsage } from "../../domain/llm.ts"
+import type { LlmChunk, LlmMessage, LlmReply, LlmRequest, MediaPart, TokenUsage } from "../../domain/llm.ts"
 import { noUsage } from "../../domain/llm.ts"
+import { dataUrl } from "../../domain/tools/media.ts"
 import type { Backend, BackendError, OnChunk } from "./backend.ts"
 import {
   type Assembly,
@@ -70,10 +71,21 @@ const isToolCallExtraPart = (part: unknown): part is ToolCallExtraPart =>
   typeof (part as { tool_call_id?: unknown }).tool_call_id === "string" &&
   "extra_content" in part
 
+/** A user message's text and files as content parts: images as data URLs, audio as `input_audio`, documents as `file`. */
+const withMedia = (text: string, media: ReadonlyArray<MediaPart>): Array<OpenAI.Chat.ChatCompletionContentPart> => [
+  ...(text === "" ? [] : [{ type: "text" as const, text }]),
+  ...media.map((m): OpenAI.Chat.ChatCompletionContentPart => {
+    if (m.kind === "audio")
+      return { type: "input_audio", input_audio: { data: m.data ?? "", format: m.mediaType === "audio/wav" ? "wav" : "mp3" } }
+    if (m.kind === "file") return { type: "file", file: { filename: m.name, file_data: dataUrl(m) } }
+    return { type: "image_url", image_url: { url: dataUrl(m) } }
+  }),
+]
+
 const toMessage = (m: LlmMessage): OpenAI.Chat.ChatCompletionMessageParam => {
   switch (m.role) {
     case "user":
-      return { role: "user", content: m.content }
+      return { role: "user", content: m.media === undefined || m.media.length === 0 ? m.content : withMedia(m.content, m.media) }
     case "assistant": {
       const parts = m.parts ?? []
       const extraOf = (id: string) => parts.find((p): p is ToolCallExtraPart => isToolCallExtraPart(p) && p.tool_call_id === id)

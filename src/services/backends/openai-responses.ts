@@ -16,11 +16,14 @@
  * The terminal event is `response.completed` or `response.incomplete`; a stream
  * without one is a `stream_cut`, and `response.failed` fails with the provider's code.
  */
+import { Effect } from "effect"
 import OpenAI from "openai"
-import type { HostedToolUse, LlmChunk, LlmMessage, LlmReply, LlmRequest, TokenUsage } from "../../domain/llm.ts"
+import type { HostedToolUse, LlmChunk, LlmMessage, LlmReply, LlmRequest, MediaPart, TokenUsage } from "../../domain/llm.ts"
 import { noUsage } from "../../domain/llm.ts"
-import type { Backend } from "./backend.ts"
+import { dataUrl } from "../../domain/tools/media.ts"
+import { type Backend, BackendError } from "./backend.ts"
 import { openAiClient } from "./chat-completions.ts"
+import { toBackendError } from "./errors.ts"
 import {
   type Assembly,
   backendFields,
@@ -39,10 +42,23 @@ type Params = OpenAI.Responses.ResponseCreateParamsStreaming
 type Event = OpenAI.Responses.ResponseStreamEvent
 type Response = OpenAI.Responses.Response
 
+/** A user message's text and files as input parts: images as `input_image`, documents as `input_file`, both as data URLs. */
+const withMedia = (text: string, media: ReadonlyArray<MediaPart>): OpenAI.Responses.ResponseInputMessageContentList => [
+  ...(text === "" ? [] : [{ type: "input_text" as const, text }]),
+  ...media.map(
+    (m): OpenAI.Responses.ResponseInputContent =>
+      m.kind === "file"
+        ? m.url !== undefined
+          ? { type: "input_file", file_url: m.url }
+          : { type: "input_file", filename: m.name, file_data: dataUrl(m) }
+        : { type: "input_image", image_url: dataUrl(m), detail: "auto" },
+  ),
+]
+
 const toItems = (m: LlmMessage): Array<OpenAI.Responses.ResponseInputItem> => {
   switch (m.role) {
     case "user":
-      return [{ role: "user", content: m.content }]
+      return [{ role: "user", content: m.media === undefined || m.media.length === 0 ? m.content : withMedia(m.content, m.media) }]
     case "assistant":
       return [
         ...((m.parts ?? []) as Array<OpenAI.Responses.ResponseInputItem>),
@@ -252,5 +268,31 @@ export const makeOpenAiResponsesBackend = (opts: SdkBackendOptions): Backend => 
         site,
         sdk: OpenAI,
       })(onChunk),
+    ...(opts.type === "openai" ? { generateImage: imageGenerator(client, site) } : {}),
   }
 }
+
+/** The images model `generate_media` uses (MassGen's default for OpenAI). */
+export const IMAGE_MODEL = "gpt-image-1"
+
+/** One image from the images API (`POST /images/generations`), base64. */
+const imageGenerator = (client: OpenAI, site: ReturnType<typeof callSite>) => (prompt: string, size: string | null) =>
+  Effect.tryPromise({
+    try: (signal) =>
+      client.images.generate({ model: IMAGE_MODEL, prompt, n: 1, ...(size !== null ? { size: size as "1024x1024" } : {}) }, { signal }),
+    catch: (e) => toBackendError(e, "open", site.secrets, site.endpoint, OpenAI),
+  }).pipe(
+    Effect.flatMap((r) => {
+      const data = r.data?.[0]?.b64_json
+      return data === undefined
+        ? Effect.fail(
+            new BackendError({
+              reason: "bad_reply",
+              detail: "the images API gave no image data",
+              retryable: false,
+              retryAfterSeconds: null,
+            }),
+          )
+        : Effect.succeed({ data, model: IMAGE_MODEL })
+    }),
+  )

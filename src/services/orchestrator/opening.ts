@@ -29,6 +29,7 @@ export const openNewRun = ({ input, settings }: RunContext, { emit }: Emitter) =
       run_id: input.runId,
       question: input.question,
       ...(input.conversation !== undefined && input.conversation.length > 0 ? { conversation: input.conversation } : {}),
+      ...(input.media !== undefined && input.media.length > 0 ? { media: input.media } : {}),
       agents: input.config.agents.map((a) => ({
         id: a.id,
         anon_id: a.anonId,

@@ -16,7 +16,7 @@ import { Effect, Queue, type Scope } from "effect"
 import type { Config } from "../../domain/config/index.ts"
 import type { Reply } from "../../domain/coordination/decide.ts"
 import { workKey } from "../../domain/coordination/work-key.ts"
-import type { ConversationMessage, Event, FinishReason, RunSettings } from "../../domain/events/index.ts"
+import type { ConversationMessage, Event, FinishReason, QuestionMedia, RunSettings } from "../../domain/events/index.ts"
 import type { LlmRequest, TokenUsage } from "../../domain/llm.ts"
 import type { ReplayStart } from "../../domain/replay/index.ts"
 import { initialState, type State } from "../../domain/state/index.ts"
@@ -30,6 +30,8 @@ export interface RunInput {
   readonly question: string
   /** The conversation the question continues, oldest first; recorded on `run_started` when not empty. */
   readonly conversation?: ReadonlyArray<ConversationMessage>
+  /** The files sent with the question (`--image`, `@path`, `upload_files`); recorded on `run_started` when not empty. */
+  readonly media?: ReadonlyArray<QuestionMedia>
   readonly logDir: string
   readonly runId: string
   readonly version: string

@@ -16,16 +16,23 @@
  * The tool runner records every call as events, as it records every tool's.
  */
 import { existsSync } from "node:fs"
+import { join } from "node:path"
 import { Effect } from "effect"
 import { type Agent, absolutePythonTools, type Config, type ConfigProblem, type PythonTool } from "../../domain/config/index.ts"
 import type { ToolSpec } from "../../domain/llm.ts"
 import { builtinSchema, runBuiltin } from "../../domain/tools/builtin-tools.ts"
 import { DEFAULT_TOOL_TIMEOUT_SECONDS } from "../../domain/tools/calls.ts"
-import type { Env } from "../backends/index.ts"
+import { GENERATE_MEDIA, generateMediaSchema } from "../../domain/tools/media-generation.ts"
+import { isMediaTool, mediaToolSchema } from "../../domain/tools/media-tools.ts"
+import { snapshotDir } from "../../domain/workspaces/facts.ts"
+import { type Backend, type Env, makeBackend } from "../backends/index.ts"
 import { cleanToolEnvironment, workspaceOf } from "./agent-tools.ts"
 import { runCommand } from "./command-tools.ts"
+import { runGenerateMedia } from "./media-generation.ts"
+import { type MediaToolsInput, runMediaTool } from "./media-tools.ts"
 import { ERROR_MARK, PYTHON_RUNNER } from "./python-runner.ts"
 import { type ToolProvider, ToolRunError } from "./tool-provider.ts"
+import { agentWorkspace } from "./workspace.ts"
 
 interface Described {
   readonly description: string
@@ -99,6 +106,7 @@ const agentProvider = (
   runner: Omit<Runner, "python"> & { readonly python: string | null },
   startDir: string,
   timeoutSeconds: number,
+  media: MediaToolsInput,
 ): Effect.Effect<{ readonly provider: ToolProvider | null; readonly problems: ReadonlyArray<ConfigProblem> }> =>
   Effect.gen(function* () {
     const problems: Array<ConfigProblem> = []
@@ -106,7 +114,13 @@ const agentProvider = (
     const python = runner.python
     for (const tool of tools) {
       if (tool.builtin !== null) {
-        specs.set(tool.name, { spec: specOf(tool, builtinSchema(tool.builtin)), tool })
+        const own =
+          tool.builtin === GENERATE_MEDIA
+            ? generateMediaSchema
+            : isMediaTool(tool.builtin)
+              ? mediaToolSchema(tool.builtin)
+              : builtinSchema(tool.builtin)
+        specs.set(tool.name, { spec: specOf(tool, own), tool })
         continue
       }
       if (python === null) continue
@@ -136,10 +150,13 @@ const agentProvider = (
     if (problems.length > 0 || specs.size === 0) return { provider: null, problems }
     const provider: ToolProvider = {
       tools: [...specs.values()].map(({ spec }) => ({ spec, server: null })),
-      run: (name, args) => {
+      run: (name, args, context) => {
         const found = specs.get(name)
         if (found === undefined) return Effect.fail(new ToolRunError({ reason: "unknown_tool", detail: `no Python tool named ${name}` }))
         const { tool } = found
+        if (tool.builtin === GENERATE_MEDIA) return runGenerateMedia(media, { ...tool.presetArgs, ...args }, context)
+        if (tool.builtin !== null && isMediaTool(tool.builtin))
+          return runMediaTool(media, tool.builtin, { ...tool.presetArgs, ...args }, context)
         if (tool.builtin !== null) {
           const result = runBuiltin(tool.builtin, { ...tool.presetArgs, ...args })
           return result.ok ? Effect.succeed(result.text) : Effect.fail(new ToolRunError({ reason: "failed", detail: result.error }))
@@ -149,6 +166,27 @@ const agentProvider = (
     }
     return { provider, problems }
   })
+
+/** What an agent's media tools read and ask: its reach as its file tools have it, and its own backend, made on first use. */
+const mediaInput = (config: Config, agent: Agent, env: Env, cwd: string): MediaToolsInput => {
+  let made: Backend | undefined
+  return {
+    agent,
+    files: {
+      workspace: agentWorkspace(cwd, agent),
+      snapshotPath: (label) => join(cwd, snapshotDir(label)),
+      contextPaths: config.settings.context_paths ?? [],
+    },
+    backend: Effect.suspend(() =>
+      made !== undefined
+        ? Effect.succeed(made)
+        : makeBackend(agent, env).pipe(
+            Effect.map((b) => (made = b)),
+            Effect.mapError((e) => e.message),
+          ),
+    ),
+  }
+}
 
 /**
  * Every agent's Python tools, by agent id, run in its working directory (given
@@ -173,7 +211,9 @@ export const pythonToolProviders = (
     for (const agent of agents) {
       const workspace = workspaceOf(agent, cwd)
       const runner = { python, cwd: workspace, env: clean, context: { agent_cwd: workspace, agent_id: agent.id } }
-      const made = yield* agentProvider(agent, agent.pythonTools!, runner, cwd, config.toolTimeoutSeconds ?? DEFAULT_TOOL_TIMEOUT_SECONDS)
+      const media = mediaInput(config, agent, env, cwd)
+      const timeout = config.toolTimeoutSeconds ?? DEFAULT_TOOL_TIMEOUT_SECONDS
+      const made = yield* agentProvider(agent, agent.pythonTools!, runner, cwd, timeout, media)
       problems.push(...made.problems)
       if (made.provider !== null) providers.set(agent.id, made.provider)
     }
