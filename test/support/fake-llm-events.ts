@@ -9,7 +9,8 @@
  * pieces. Provider-side tool uses (`hosted`: a web search, code run by the
  * provider) come before the text, as the Responses API streams its
  * `web_search_call`/`code_interpreter_call` items and the Messages API its
- * `server_tool_use` blocks and their results (shapes from the providers' API
+ * `server_tool_use` blocks and their results, a Responses reply that searched citing
+ * what it found (`url_citation`) (shapes from the providers' API
  * references); Gemini `streamGenerateContent` chunks (`data:` lines of
  * `GenerateContentResponse`s, as `@google/genai` reads them) ending in one with a
  * `finishReason` and the usage: thoughts as `thought: true` parts, a
@@ -197,7 +198,16 @@ const responsesFrames = (spec: ReplySpec): Array<string> => {
         id: "msg_1",
         role: "assistant",
         status: "completed",
-        content: [{ type: "output_text", text, annotations: [] }],
+        // A reply that searched cites what it found.
+        content: [
+          {
+            type: "output_text",
+            text,
+            annotations: (spec.hosted ?? []).some((u) => u.tool === "web_search")
+              ? [{ type: "url_citation", url: "https://example.com/", title: "Example", start_index: 0, end_index: text.length }]
+              : [],
+          },
+        ],
       },
       frames: () =>
         r.text.map((delta) => ev("response.output_text.delta", { item_id: "msg_1", output_index: index, content_index: 0, delta })),

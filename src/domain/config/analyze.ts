@@ -39,7 +39,7 @@ export const providerProblems = (agent: Agent, i: number): ReadonlyArray<ConfigP
   const b = agent.backend
   const problems: Array<ConfigProblem> = [...geminiProblems(b, agent.id, i)]
   if (b.type === "scripted") return problems
-  const family = presetOf({ type: b.type, api: b.api }).family
+  const family = presetOf({ ...b, type: b.type }).family
   const at = (key: string) => `agents[${i}].backend.${key}`
   if (family === "chat") {
     const tools: ReadonlyArray<readonly [string, boolean | undefined, string]> = [

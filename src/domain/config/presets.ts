@@ -9,7 +9,8 @@
  * Pure data and functions.
  *
  * `presetOf(backend)` is the preset an agent's backend uses: `type: gemini` speaks
- * Gemini's own API unless `api: chat_completions` asks for its OpenAI-compatible endpoint.
+ * Gemini's own API unless `api: chat_completions` asks for its OpenAI-compatible endpoint;
+ * `type: grok` speaks xAI's Responses endpoint when it turns on a provider tool.
  *
  * Words: the *family* is the wire protocol (`responses`, `chat`, `anthropic`, `gemini`);
  * a *keyless* preset sends no real key (local servers).
@@ -98,11 +99,27 @@ export const GEMINI_OPENAI_BASE_URL = "https://generativelanguage.googleapis.com
 /** The values of `api`: which of its provider's wire protocols a backend speaks (only `type: gemini` has a choice). */
 export const GEMINI_APIS = ["native", "chat_completions"] as const
 
-/** The preset an agent's backend uses: its type's, but for a gemini agent that asks for the OpenAI-compatible endpoint. */
-export const presetOf = (backend: { readonly type: SdkBackendType; readonly api?: string | undefined }): Preset =>
-  backend.type === "gemini" && backend.api === "chat_completions"
-    ? { ...PRESETS.gemini, family: "chat", baseURL: GEMINI_OPENAI_BASE_URL }
-    : PRESETS[backend.type]
+/** What of an agent's backend chooses its wire protocol beside its type. */
+export interface ProtocolKeys {
+  readonly type: SdkBackendType
+  readonly api?: string | undefined
+  readonly enable_web_search?: boolean | undefined
+  readonly enable_code_execution?: boolean | undefined
+  readonly enable_code_interpreter?: boolean | undefined
+}
+
+/**
+ * The preset an agent's backend uses: its type's, but Chat for a gemini agent that asks for the
+ * OpenAI-compatible endpoint, and Responses (at the same URL) for a grok agent that turns on a
+ * provider tool: xAI serves web search and code execution on its Responses endpoint only.
+ */
+export const presetOf = (backend: ProtocolKeys): Preset => {
+  if (backend.type === "gemini" && backend.api === "chat_completions")
+    return { ...PRESETS.gemini, family: "chat", baseURL: GEMINI_OPENAI_BASE_URL }
+  const tools = backend.enable_web_search === true || backend.enable_code_execution === true || backend.enable_code_interpreter === true
+  if (backend.type === "grok" && tools) return { ...PRESETS.grok, family: "responses" }
+  return PRESETS[backend.type]
+}
 
 /** Host suffix → key variables, for `chatcompletion` endpoints (MassGen's list, for the providers we know). */
 const HOST_KEYS: ReadonlyArray<readonly [string, ReadonlyArray<string>]> = [

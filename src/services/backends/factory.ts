@@ -3,7 +3,8 @@
  *
  * `makeBackend(agent, env)` makes the scripted backend for `scripted`, and for every
  * other type an SDK backend of its preset's family (`responses`, `chat`,
- * `anthropic`, `gemini`: `presetOf`, where `api: chat_completions` puts a gemini agent on Chat Completions) with the config's `base_url` over the preset's, the config's `model`
+ * `anthropic`, `gemini`: `presetOf`, where `api: chat_completions` puts a gemini agent on
+ * Chat Completions and a provider tool a grok agent on Responses) with the config's `base_url` over the preset's, the config's `model`
  * over the preset's default, and the key from `resolveApiKey`; a key that is
  * needed and missing is a `MissingKeyError`. The provider tools and pass-through
  * settings (`enable_web_search`, `reasoning`, `extra_body`, ...) go to the backend as
@@ -39,7 +40,7 @@ const BUILDERS: { readonly [F in ApiFamily]: () => Promise<Builder> } = {
 export const makeBackend = (agent: Agent, env: Env, history: ReadonlyArray<Event> = []): Effect.Effect<Backend, MissingKeyError> => {
   const b = agent.backend
   if (b.type === "scripted") return Effect.succeed(makeScriptedBackend(agent, history))
-  const preset = presetOf({ type: b.type, api: b.api })
+  const preset = presetOf({ ...b, type: b.type })
   return Effect.flatMap(resolveApiKey(agent, env), (apiKey) => {
     const opts: GeminiOptions = {
       type: b.type,
