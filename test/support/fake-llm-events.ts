@@ -52,7 +52,7 @@ export interface ReplySpec {
   readonly toolCalls?: ReadonlyArray<FakeToolCall>
   readonly usage?: FakeUsage
   readonly truncated?: boolean
-  /** Responses and Anthropic only: provider-side tool uses, streamed before the text. */
+  /** Provider-side tool uses, streamed before the text (Responses, Anthropic, Gemini; Chat: a web search's citations only). */
   readonly hosted?: ReadonlyArray<FakeHostedUse>
   /** Anthropic only: the turn stops with `pause_turn` (the server tools' loop paused). */
   readonly paused?: boolean
@@ -100,6 +100,19 @@ const chatFrames = (spec: ReplySpec): Array<string> => {
     chunk({ role: "assistant", content: "" }),
     ...r.reasoning.map((t) => chunk({ reasoning_content: t })),
     ...r.text.map((t) => chunk({ content: t })),
+    // A reply that searched (OpenRouter's web plugin) cites what it found in a delta's annotations.
+    ...((spec.hosted ?? []).some((u) => u.tool === "web_search")
+      ? [
+          chunk({
+            annotations: [
+              {
+                type: "url_citation",
+                url_citation: { url: "https://example.com/", title: "Example", content: "", start_index: 0, end_index: 1 },
+              },
+            ],
+          }),
+        ]
+      : []),
     ...r.calls.flatMap((c, index) => [
       chunk({ tool_calls: [{ index, id: c.id, type: "function", function: { name: c.name, arguments: "" } }] }),
       ...c.pieces.map((piece) => chunk({ tool_calls: [{ index, function: { arguments: piece } }] })),

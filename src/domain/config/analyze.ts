@@ -48,7 +48,8 @@ export const providerProblems = (agent: Agent, i: number): ReadonlyArray<ConfigP
       ["enable_code_execution", b.enable_code_execution, "code execution"],
     ]
     for (const [key, on, what] of tools) {
-      if (on === true) {
+      // OpenRouter searches with its web plugin (`plugins: [{id: "web"}]`).
+      if (on === true && !(b.type === "openrouter" && key === "enable_web_search")) {
         problems.push({
           path: at(key),
           message: `agent ${agent.id}: type ${b.type} speaks Chat Completions, which has no provider-side ${what}: remove ${key}, or use type openai or claude`,

@@ -1,8 +1,9 @@
 /**
- * Grok's provider tools: a `type: grok` agent that turns on web search (or code execution)
- * speaks xAI's Responses endpoint at its base URL, with the `web_search` tool, and the
- * pages its reply cites are the search's sources on its `hosted_tool_used`; without a
- * provider tool it stays on Chat Completions.
+ * Web search on Grok and OpenRouter. A `type: grok` agent that turns on web search (or code
+ * execution) speaks xAI's Responses endpoint at its base URL, with the `web_search` tool, and
+ * the pages its reply cites are the search's sources; without a provider tool it stays on Chat
+ * Completions. A `type: openrouter` agent searches with OpenRouter's web plugin
+ * (`plugins: [{id: "web"}]` on Chat Completions), its `url_citation` annotations the sources.
  */
 import { describe, expect, test } from "bun:test"
 import { Effect, Either } from "effect"
@@ -53,6 +54,48 @@ describe("grok search", () => {
       fake.enqueue("chat", reply({ text: "hi" }))
       await collect(await Effect.runPromise(makeBackend(agentOf({ type: "grok", base_url: fake.openAiBaseUrl }), ENV)))
       expect(fake.requests[0]?.path).toBe("/v1/chat/completions")
+    } finally {
+      fake.stop()
+    }
+  })
+})
+
+describe("openrouter search", () => {
+  const KEYS = { OPENROUTER_API_KEY: "sk-or-test-0123456789" }
+  const openrouter = (backend: Record<string, unknown>) =>
+    Either.getOrThrow(decodeConfig({ agents: [{ id: "or", backend: { type: "openrouter", ...backend } }] }, KEYS)).agents[0]!
+
+  test("enable_web_search validates on type openrouter; code execution is still refused", () => {
+    expect(Either.isRight(decodeConfig({ agents: [{ id: "o", backend: { type: "openrouter", enable_web_search: true } }] }, KEYS))).toBe(
+      true,
+    )
+    const refused = decodeConfig({ agents: [{ id: "o", backend: { type: "openrouter", enable_code_execution: true } }] }, KEYS)
+    expect(Either.isLeft(refused) && refused.left.map((p) => p.message)).toEqual([
+      "agent o: type openrouter speaks Chat Completions, which has no provider-side code execution: remove enable_code_execution, or use type openai or claude",
+    ])
+  })
+
+  test("the web plugin goes with the request; the annotations are one web_search use with its sources", async () => {
+    const fake = await startFakeLlm()
+    try {
+      fake.enqueue(
+        "chat",
+        reply({
+          hosted: [{ tool: "web_search", query: "q" }],
+          text: "Found.",
+          toolCalls: [{ name: "new_answer", args: { content: "x" } }],
+        }),
+      )
+      fake.enqueue("chat", reply({ text: "plain" }))
+      const backend = await Effect.runPromise(makeBackend(openrouter({ base_url: fake.openAiBaseUrl, enable_web_search: true }), KEYS))
+      const r = replyOf(await collect(backend))
+      expect(fake.requests[0]?.body.plugins).toEqual([{ id: "web" }])
+      expect(r.hostedToolUses).toEqual([{ tool: "web_search", detail: "", sources: [{ url: "https://example.com/", title: "Example" }] }])
+      expect(replyOf(await collect(backend)).hostedToolUses).toBeUndefined()
+      const quiet = await Effect.runPromise(makeBackend(openrouter({ base_url: fake.openAiBaseUrl }), KEYS))
+      fake.enqueue("chat", reply({ text: "no search" }))
+      await collect(quiet)
+      expect(fake.requests[2]?.body.plugins).toBeUndefined()
     } finally {
       fake.stop()
     }
