@@ -138,7 +138,7 @@ export const chatParams = (request: LlmRequest, opts: SdkBackendOptions, forceTo
       ...(opts.maxTokens !== undefined ? { max_tokens: opts.maxTokens } : {}),
       ...settings(opts),
       // OpenRouter's web search is a plugin of the request (`decodeConfig` refuses the key on the other Chat types).
-      ...(opts.type === "openrouter" && opts.provider?.webSearch === true ? { plugins: [{ id: "web" }] } : {}),
+      ...(searches(opts) ? { plugins: [{ id: "web" }] } : {}),
     },
     opts,
   )
@@ -164,7 +164,11 @@ const toUsage = (u: OpenAI.CompletionUsage | null | undefined): TokenUsage =>
       }
 
 /** Accumulates the chunks of one streamed chat completion, counting what it keeps on `meter`. */
-export const chatAssembly = (meter: ReplyMeter = unmetered): Assembly<Chunk> => {
+/** Whether a backend made with `opts` asks for a web search (OpenRouter's plugin), whose citations its replies record. */
+const searches = (opts: SdkBackendOptions): boolean => opts.type === "openrouter" && opts.provider?.webSearch === true
+
+/** `cited`: record the `url_citation` annotations of the deltas (the call asked for a search). */
+export const chatAssembly = (meter: ReplyMeter = unmetered, cited = false): Assembly<Chunk> => {
   let id = ""
   let model = ""
   let text = ""
@@ -228,7 +232,7 @@ export const chatAssembly = (meter: ReplyMeter = unmetered): Assembly<Chunk> => 
           call.extra = extra
         }
       }
-      for (const a of ((delta as { annotations?: unknown }).annotations ?? []) as ReadonlyArray<Annotation>) {
+      for (const a of (cited ? ((delta as { annotations?: unknown }).annotations ?? []) : []) as ReadonlyArray<Annotation>) {
         const cited = a?.type === "url_citation" ? a.url_citation : undefined
         if (typeof cited?.url !== "string" || sources.has(cited.url)) continue
         meter.add(`${cited.url}${cited.title ?? ""}`)
@@ -335,7 +339,7 @@ export const makeChatCompletionsBackend = (opts: SdkBackendOptions): Backend => 
   const callWith = (request: LlmRequest, onChunk: OnChunk, force: boolean) =>
     sdkCall({
       open: (signal) => client.chat.completions.create(chatParams(request, opts, force), { signal }),
-      assemble: chatAssembly,
+      assemble: (meter) => chatAssembly(meter, searches(opts)),
       meter: meterFor(opts),
       site,
       sdk: OpenAI,
