@@ -1,7 +1,7 @@
 /**
  * Files sent with a user message reach each provider in its own wire shape, through the real SDKs and the loopback fake:
  * Chat Completions `image_url` / `input_audio` / `file` parts, Responses `input_image` / `input_file`, Messages
- * `image` / `document` blocks (base64, or a link where the provider fetches one); and `mediaRefusal` says in one
+ * `image` / `document` blocks (base64, or a link where the provider fetches one), Gemini `inlineData` parts; and `mediaRefusal` says in one
  * line what a protocol does not take.
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test"
@@ -9,6 +9,7 @@ import type { LlmMessage, MediaPart } from "../src/domain/llm.ts"
 import { mediaOf, mediaRefusal } from "../src/domain/tools/media.ts"
 import { makeAnthropicMessagesBackend } from "../src/services/backends/anthropic-messages.ts"
 import { makeChatCompletionsBackend } from "../src/services/backends/chat-completions.ts"
+import { makeGeminiBackend } from "../src/services/backends/gemini.ts"
 import { makeOpenAiResponsesBackend } from "../src/services/backends/openai-responses.ts"
 import { collect, TEST_KEY } from "./support/backend-suite.ts"
 import { type FakeLlm, reply, startFakeLlm } from "./support/fake-llm.ts"
@@ -74,6 +75,25 @@ describe("media parts on the wire", () => {
         { type: "text", text: "What is this?" },
       ],
     })
+  })
+
+  test("Gemini: inlineData parts (image, audio, video, PDF) before the text; a link is refused before any call", async () => {
+    fake.enqueue("gemini", reply({ text: "ok" }))
+    const backend = makeGeminiBackend({ type: "gemini", model: "gemini-x", baseURL: fake.url, apiKey: TEST_KEY })
+    const video: MediaPart = { kind: "video", mediaType: "video/mp4", name: "clip.mp4", data: "AAAAGGZ0eXA=" }
+    await collect(backend, roundRequest(asked([image, audio, video, pdf])))
+    expect(fake.requests[0]?.body.contents[0]).toEqual({
+      role: "user",
+      parts: [
+        { inlineData: { mimeType: "image/png", data: PNG } },
+        { inlineData: { mimeType: "audio/wav", data: "UklGRg==" } },
+        { inlineData: { mimeType: "video/mp4", data: "AAAAGGZ0eXA=" } },
+        { inlineData: { mimeType: "application/pdf", data: "JVBERi0=" } },
+        { text: "What is this?" },
+      ],
+    })
+    expect(mediaRefusal("gemini", "gemini", video)).toBeNull()
+    expect(mediaRefusal("gemini", "gemini", linkedImage)).toContain("not as a link")
   })
 
   test("a message without files is sent as plain text, as before", async () => {

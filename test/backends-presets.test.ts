@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test"
 import { Effect, Either } from "effect"
 import { type Agent, BACKEND_TYPES, type BackendConfig } from "../src/domain/config/index.ts"
-import { inferBackendType, keyEnvForBaseUrl, PRESETS, presetFor } from "../src/domain/config/presets.ts"
+import { GEMINI_OPENAI_BASE_URL, inferBackendType, keyEnvForBaseUrl, PRESETS, presetFor, presetOf } from "../src/domain/config/presets.ts"
 import { makeBackend } from "../src/services/backends/factory.ts"
 import { resolveApiKey } from "../src/services/backends/keys.ts"
 
@@ -16,7 +16,13 @@ describe("presets", () => {
     expect(presetFor("openai")).toMatchObject({ family: "responses", baseURL: "https://api.openai.com/v1", keyEnv: ["OPENAI_API_KEY"] })
     expect(presetFor("claude")).toMatchObject({ family: "anthropic", baseURL: "https://api.anthropic.com", keyEnv: ["ANTHROPIC_API_KEY"] })
     expect(presetFor("grok")).toMatchObject({ family: "chat", baseURL: "https://api.x.ai/v1", keyEnv: ["XAI_API_KEY"] })
-    expect(presetFor("gemini")).toMatchObject({ family: "chat", keyEnv: ["GEMINI_API_KEY", "GOOGLE_API_KEY"] })
+    expect(presetFor("gemini")).toMatchObject({
+      family: "gemini",
+      baseURL: "https://generativelanguage.googleapis.com",
+      keyEnv: ["GOOGLE_API_KEY", "GEMINI_API_KEY"],
+    })
+    expect(presetOf({ type: "gemini", api: "chat_completions" })).toMatchObject({ family: "chat", baseURL: GEMINI_OPENAI_BASE_URL })
+    expect(presetOf({ type: "gemini", api: "native" })).toEqual(presetFor("gemini"))
     expect(presetFor("fireworks").baseURL).toBe("https://api.fireworks.ai/inference/v1")
     expect(presetFor("chatcompletion")).toMatchObject({ family: "chat", baseURL: null, keyless: false })
     for (const t of ["ollama", "lmstudio", "vllm", "sglang"] as const)
@@ -84,7 +90,9 @@ describe("API keys", () => {
   test("the preset's variables are tried in order", () => {
     expect(key({ type: "openai" }, { OPENAI_API_KEY: "k1" })).toEqual(Either.right("k1"))
     expect(key({ type: "gemini" }, { GOOGLE_API_KEY: "g" })).toEqual(Either.right("g"))
-    expect(key({ type: "gemini" }, { GEMINI_API_KEY: "first", GOOGLE_API_KEY: "g" })).toEqual(Either.right("first"))
+    // MassGen's order, and the SDK's: GOOGLE_API_KEY first.
+    expect(key({ type: "gemini" }, { GEMINI_API_KEY: "second", GOOGLE_API_KEY: "first" })).toEqual(Either.right("first"))
+    expect(key({ type: "gemini" }, { GEMINI_API_KEY: "gem" })).toEqual(Either.right("gem"))
   })
 
   test("a missing key names the variable, the agent and the backend", () => {
@@ -96,7 +104,7 @@ describe("API keys", () => {
     }
     const gemini = key({ type: "gemini" })
     expect(Either.isLeft(gemini) && gemini.left.message).toBe(
-      "missing API key: set GEMINI_API_KEY or GOOGLE_API_KEY (agent agent_a, backend gemini)",
+      "missing API key: set GOOGLE_API_KEY or GEMINI_API_KEY (agent agent_a, backend gemini)",
     )
   })
 

@@ -110,11 +110,11 @@ describe("responses: wire format", () => {
     expect(presentation.tool_choice).toBeUndefined()
   })
 
-  test("web searches and code runs in the stream are the reply's hosted tool uses, and go back with the next call", async () => {
+  test("web searches and code runs in the stream are the reply's hosted tool uses, the text's citations the search's sources", async () => {
     const b = backend({ provider: { webSearch: true, codeExecution: true } })
     const { first, sent } = await hostedToolStep(b, fake, "responses")
     expect(first.hostedToolUses).toEqual([
-      { tool: "web_search", detail: "capital of France" },
+      { tool: "web_search", detail: "capital of France", sources: [{ url: "https://example.com/", title: "Example" }] },
       { tool: "code_interpreter", detail: "python3 -c 'print(2+2)'" },
     ])
     expect(first.text).toBe("Paris")

@@ -742,7 +742,7 @@ describe.concurrent("quick start and keys", () => {
           // The quick start names the variable of the inferred backend.
           for (const [model, variable] of [
             ["claude-sonnet-4-5", "ANTHROPIC_API_KEY"],
-            ["gemini-2.5-flash", "GEMINI_API_KEY or GOOGLE_API_KEY"],
+            ["gemini-2.5-flash", "GOOGLE_API_KEY or GEMINI_API_KEY"],
           ] as const) {
             const quick = await runCli(mode, ["--model", model, QUESTION], { cwd, env: { ...CLEAN_ENV, MASSGEN_LOG_BASE_DIR: logBase } })
             expectExit(quick, 1)

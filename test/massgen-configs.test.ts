@@ -23,7 +23,7 @@ import { type Behaviour, type FakeLlm, type FakeRequest, NO_PROXY_ENV, reply, st
 import { everythingStdio } from "./support/mcp.ts"
 
 const CONFIGS = process.env.MASSGEN_CONFIGS_DIR ?? nodePath.resolve(ROOT, "..", "shared", "massgen-configs", "v0.1.91")
-const VALID = 133
+const VALID = 151
 const TIMEOUT_MS = 120_000
 
 /** The sample: configs that validate and reach nothing but their models, run whole against the fake. */
@@ -71,6 +71,9 @@ const SAMPLE: ReadonlyArray<string> = [
   "debug/code_execution/command_filtering_whitelist.yaml",
   "tools/filesystem/fs_permissions_test.yaml",
   "tools/planning/gpt5_mini_case_study_mcp_planning_mode.yaml",
+  // Gemini on its own API (web search, code execution) beside OpenAI and Claude.
+  "basic/multi/gemini_gpt5_claude.yaml",
+  "basic/multi/geminicode_gpt5nano_claude.yaml",
 ]
 
 const configFiles = (): ReadonlyArray<string> => {
@@ -96,7 +99,9 @@ const rewrite = (file: string, fake: FakeLlm, dir: string): unknown => {
   for (const agent of agents) {
     const backend = isObject(agent) && isObject(agent.backend) ? agent.backend : undefined
     if (backend === undefined) continue
-    backend.base_url = backend.type === "claude" || backend.type === "azure_openai" ? fake.url : fake.openAiBaseUrl
+    const hostOnly =
+      backend.type === "claude" || backend.type === "azure_openai" || (backend.type === "gemini" && backend.api !== "chat_completions")
+    backend.base_url = hostOnly ? fake.url : fake.openAiBaseUrl
     if (Array.isArray(backend.mcp_servers))
       backend.mcp_servers = backend.mcp_servers.map((server) => everythingStdio(isObject(server) ? { name: server.name } : {}))
   }
@@ -111,13 +116,16 @@ const rewrite = (file: string, fake: FakeLlm, dir: string): unknown => {
 }
 
 /** All the text of a request, whatever its wire. */
-const textOf = (request: FakeRequest): string => JSON.stringify(request.body?.messages ?? request.body?.input ?? "")
+const textOf = (request: FakeRequest): string =>
+  JSON.stringify(request.body?.messages ?? request.body?.input ?? request.body?.contents ?? "")
 const toolsOf = (request: FakeRequest): ReadonlyArray<{ name: string; enum?: ReadonlyArray<string> }> =>
-  (request.body?.tools ?? []).map((t: Record<string, any>) => {
-    const fn = t.function ?? t
-    const schema = fn.parameters ?? fn.input_schema ?? {}
-    return { name: fn.name, enum: schema.properties?.agent_id?.enum }
-  })
+  (request.body?.tools ?? [])
+    .flatMap((t: Record<string, any>) => t.functionDeclarations ?? [t])
+    .map((t: Record<string, any>) => {
+      const fn = t.function ?? t
+      const schema = fn.parameters ?? fn.input_schema ?? fn.parametersJsonSchema ?? {}
+      return { name: fn.name, enum: schema.properties?.agent_id?.enum }
+    })
 
 /** A council member: votes for the first answer shown, else answers, else (a presentation) writes the final text. */
 const council = (request: FakeRequest): Behaviour => {

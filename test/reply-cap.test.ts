@@ -13,6 +13,7 @@ import fc from "fast-check"
 import { decodeConfig } from "../src/domain/config/index.ts"
 import { makeAnthropicMessagesBackend } from "../src/services/backends/anthropic-messages.ts"
 import { makeChatCompletionsBackend } from "../src/services/backends/chat-completions.ts"
+import { makeGeminiBackend } from "../src/services/backends/gemini.ts"
 import type { Backend } from "../src/services/backends/index.ts"
 import { BackendError } from "../src/services/backends/index.ts"
 import { makeOpenAiResponsesBackend } from "../src/services/backends/openai-responses.ts"
@@ -36,6 +37,7 @@ const BACKENDS: ReadonlyArray<readonly [Protocol, (fake: FakeLlm, opts: Partial<
     (fake, opts) => makeOpenAiResponsesBackend({ type: "openai", model: "m", baseURL: fake.openAiBaseUrl, apiKey: TEST_KEY, ...opts }),
   ],
   ["anthropic", (fake, opts) => makeAnthropicMessagesBackend({ type: "claude", model: "m", baseURL: fake.url, apiKey: TEST_KEY, ...opts })],
+  ["gemini", (fake, opts) => makeGeminiBackend({ type: "gemini", model: "m", baseURL: fake.url, apiKey: TEST_KEY, ...opts })],
 ]
 
 /** What streams without end: text deltas, reasoning deltas, or the arguments of one tool call. */
@@ -119,6 +121,7 @@ const EMPTY_ENTRIES: Readonly<Record<Protocol, (n: number) => string>> = {
     `event: response.function_call_arguments.delta\ndata: ${JSON.stringify({ type: "response.function_call_arguments.delta", item_id: `fc_${n}`, output_index: n, delta: "", sequence_number: n })}\n\n`,
   anthropic: (n) =>
     `event: content_block_start\ndata: ${JSON.stringify({ type: "content_block_start", index: n, content_block: { type: "text", text: "" } })}\n\n`,
+  gemini: () => `data: ${JSON.stringify({ candidates: [{ content: { role: "model", parts: [{ functionCall: { name: "" } }] } }] })}\n\n`,
 }
 
 for (const [protocol, make] of BACKENDS) {

@@ -21,7 +21,10 @@ import { PATHS, type Protocol } from "./support/fake-llm.ts"
 
 const FIXTURES = nodePath.join(import.meta.dir, "fixtures", "sse")
 
-const MAKE: Readonly<Record<Protocol, (opts: SdkBackendOptions) => Backend>> = {
+/** The protocols with streams recorded by their SDKs' repositories (none found for Gemini: its fake's frames are in `fake-llm-events.ts`). */
+type Recorded = Exclude<Protocol, "gemini">
+
+const MAKE: Readonly<Record<Recorded, (opts: SdkBackendOptions) => Backend>> = {
   chat: makeChatCompletionsBackend,
   responses: makeOpenAiResponsesBackend,
   anthropic: makeAnthropicMessagesBackend,
@@ -41,7 +44,7 @@ interface Replayed {
 }
 
 /** One call of `protocol`'s backend against a server that answers with the fixture's bytes. */
-const replay = async (protocol: Protocol, fixture: string): Promise<Replayed> => {
+const replay = async (protocol: Recorded, fixture: string): Promise<Replayed> => {
   const requests: Array<string> = []
   const server = Bun.serve({
     hostname: "127.0.0.1",

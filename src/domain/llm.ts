@@ -137,6 +137,8 @@ export interface HostedToolUse {
   readonly tool: string
   /** A short description of what it did (the query, the code's first line), as the provider reports it. */
   readonly detail: string
+  /** The pages a search grounded the reply on, as the provider reports them (Gemini's grounding chunks). */
+  readonly sources?: ReadonlyArray<{ readonly url: string; readonly title: string | null }>
 }
 
 export type LlmChunk = { readonly _tag: "text"; readonly text: string } | { readonly _tag: "reasoning"; readonly text: string }

@@ -122,7 +122,16 @@ const BAD_SSE: Readonly<Record<Protocol, string>> = {
   chat: 'data: {"id":"chatcmpl-1","choices":[{"index":0,"delta":{"content":"hi"}}]}\n\ndata: {not json\n\n',
   responses: 'event: response.output_text.delta\ndata: {"type":"response.output_text.delta","delta":"hi"\n\n',
   anthropic: 'event: message_start\ndata: {"type":"message_start", nope\n\n',
+  gemini: 'data: {"candidates":[{"content":{"role":"model","parts":[{"text":"hi"}]},"index":0}]}\n\ndata: {"candidates": nope\n\n',
 }
+
+/** The base URL a protocol's client takes: the OpenAI SDKs' ends in `/v1`, the others add their own version. */
+export const baseUrlOf = (fake: { readonly url: string; readonly openAiBaseUrl: string }, protocol: Protocol): string =>
+  protocol === "anthropic" || protocol === "gemini" ? fake.url : fake.openAiBaseUrl
+
+/** The header that carries the key, as the protocol's SDK sends it. */
+const keyHeader = (protocol: Protocol, headers: Readonly<Record<string, string>>): string | undefined =>
+  protocol === "gemini" ? headers["x-goog-api-key"] : headers.authorization?.replace(/^Bearer /, "")
 
 export const backendSuite = (protocol: Protocol, make: (opts: SdkBackendOptions) => Backend) =>
   describe(`${protocol}: shared backend behaviour`, () => {
@@ -136,7 +145,7 @@ export const backendSuite = (protocol: Protocol, make: (opts: SdkBackendOptions)
       make({
         type: "test",
         model: "fake-model",
-        baseURL: protocol === "anthropic" ? fake.url : fake.openAiBaseUrl,
+        baseURL: baseUrlOf(fake, protocol),
         apiKey: TEST_KEY,
         ...over,
       })
@@ -247,24 +256,32 @@ export const backendSuite = (protocol: Protocol, make: (opts: SdkBackendOptions)
       fake.enqueue(protocol, reply({ text: "hi" }))
       await collect(backend())
       const sent = fake.requests[0]
-      expect(sent?.headers.authorization).toBe(`Bearer ${TEST_KEY}`)
+      expect(keyHeader(protocol, sent?.headers ?? {})).toBe(TEST_KEY)
       expect(JSON.stringify(sent?.body)).not.toContain(TEST_KEY)
     })
 
     test("a refused connection gives network, retryable", async () => {
       const gone = await startFakeLlm()
       gone.stop()
-      const e = await failureOf(backend({ baseURL: protocol === "anthropic" ? gone.url : gone.openAiBaseUrl }))
+      const e = await failureOf(backend({ baseURL: baseUrlOf(gone, protocol) }))
       expect(e).toMatchObject({ reason: "network", retryable: true })
     })
 
+    // Gemini sends each function call whole: its reply is four frames, the last one terminal.
+    const before = protocol === "gemini" ? 3 : 4
     test("a stream that ends cleanly before its terminal event gives stream_cut", async () => {
-      fake.enqueue(protocol, cut({ text: ["a", "b"], toolCalls: [{ name: "new_answer", args: { content: "x" }, chunks: 4 }] }, 4, "close"))
+      fake.enqueue(
+        protocol,
+        cut({ text: ["a", "b"], toolCalls: [{ name: "new_answer", args: { content: "x" }, chunks: 4 }] }, before, "close"),
+      )
       expect(await failureOf(backend())).toMatchObject({ reason: "stream_cut", retryable: true })
     })
 
     test("a connection broken in the middle of the stream gives stream_cut", async () => {
-      fake.enqueue(protocol, cut({ text: ["a", "b"], toolCalls: [{ name: "new_answer", args: { content: "x" }, chunks: 4 }] }, 4, "error"))
+      fake.enqueue(
+        protocol,
+        cut({ text: ["a", "b"], toolCalls: [{ name: "new_answer", args: { content: "x" }, chunks: 4 }] }, before, "error"),
+      )
       expect(await failureOf(backend())).toMatchObject({ reason: "stream_cut", retryable: true })
     })
 

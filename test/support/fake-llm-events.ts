@@ -9,13 +9,20 @@
  * pieces. Provider-side tool uses (`hosted`: a web search, code run by the
  * provider) come before the text, as the Responses API streams its
  * `web_search_call`/`code_interpreter_call` items and the Messages API its
- * `server_tool_use` blocks and their results (shapes from the providers' API
- * references). Used by `fake-llm.ts`; cutting a stream short is slicing this list.
+ * `server_tool_use` blocks and their results, a Responses reply that searched citing
+ * what it found (`url_citation`) (shapes from the providers' API
+ * references); Gemini `streamGenerateContent` chunks (`data:` lines of
+ * `GenerateContentResponse`s, as `@google/genai` reads them) ending in one with a
+ * `finishReason` and the usage: thoughts as `thought: true` parts, a
+ * `thoughtSignature` on the first function call (else on the last text part, else on
+ * the last thought), each function call whole in one chunk, code run by the provider
+ * as `executableCode` and `codeExecutionResult` parts, a web search as the final
+ * chunk's `groundingMetadata`. Used by `fake-llm.ts`; cutting a stream short is slicing this list.
  *
  * Words: a *frame* is one SSE event including its blank-line terminator.
  */
 
-export type Protocol = "chat" | "responses" | "anthropic"
+export type Protocol = "chat" | "responses" | "anthropic" | "gemini"
 
 export interface FakeToolCall {
   readonly name: string
@@ -45,7 +52,7 @@ export interface ReplySpec {
   readonly toolCalls?: ReadonlyArray<FakeToolCall>
   readonly usage?: FakeUsage
   readonly truncated?: boolean
-  /** Responses and Anthropic only: provider-side tool uses, streamed before the text. */
+  /** Provider-side tool uses, streamed before the text (Responses, Anthropic, Gemini; Chat: a web search's citations only). */
   readonly hosted?: ReadonlyArray<FakeHostedUse>
   /** Anthropic only: the turn stops with `pause_turn` (the server tools' loop paused). */
   readonly paused?: boolean
@@ -93,6 +100,19 @@ const chatFrames = (spec: ReplySpec): Array<string> => {
     chunk({ role: "assistant", content: "" }),
     ...r.reasoning.map((t) => chunk({ reasoning_content: t })),
     ...r.text.map((t) => chunk({ content: t })),
+    // A reply that searched (OpenRouter's web plugin) cites what it found in a delta's annotations.
+    ...((spec.hosted ?? []).some((u) => u.tool === "web_search")
+      ? [
+          chunk({
+            annotations: [
+              {
+                type: "url_citation",
+                url_citation: { url: "https://example.com/", title: "Example", content: "", start_index: 0, end_index: 1 },
+              },
+            ],
+          }),
+        ]
+      : []),
     ...r.calls.flatMap((c, index) => [
       chunk({ tool_calls: [{ index, id: c.id, type: "function", function: { name: c.name, arguments: "" } }] }),
       ...c.pieces.map((piece) => chunk({ tool_calls: [{ index, function: { arguments: piece } }] })),
@@ -191,7 +211,16 @@ const responsesFrames = (spec: ReplySpec): Array<string> => {
         id: "msg_1",
         role: "assistant",
         status: "completed",
-        content: [{ type: "output_text", text, annotations: [] }],
+        // A reply that searched cites what it found.
+        content: [
+          {
+            type: "output_text",
+            text,
+            annotations: (spec.hosted ?? []).some((u) => u.tool === "web_search")
+              ? [{ type: "url_citation", url: "https://example.com/", title: "Example", start_index: 0, end_index: text.length }]
+              : [],
+          },
+        ],
       },
       frames: () =>
         r.text.map((delta) => ev("response.output_text.delta", { item_id: "msg_1", output_index: index, content_index: 0, delta })),
@@ -315,5 +344,81 @@ const anthropicFrames = (spec: ReplySpec): Array<string> => {
   ]
 }
 
-export const renderFrames = (protocol: Protocol, spec: ReplySpec): Array<string> =>
-  protocol === "chat" ? chatFrames(spec) : protocol === "responses" ? responsesFrames(spec) : anthropicFrames(spec)
+/** The signature the fake puts on a Gemini reply's signed part. */
+export const GEMINI_SIGNATURE = "c2lnbmVkLXRob3VnaHQtZml4dHVyZQ=="
+
+const geminiFrames = (spec: ReplySpec): Array<string> => {
+  const r = normalise(spec, "")
+  const chunk = (parts: ReadonlyArray<object>, extra: object = {}) =>
+    frame({
+      candidates: [{ content: { role: "model", parts }, index: 0, ...extra }],
+      modelVersion: "fake",
+      responseId: "gem-1",
+      usageMetadata: { promptTokenCount: r.usage.input },
+    })
+  const reasoning: Array<Record<string, unknown>> = r.reasoning.map((text) => ({ text, thought: true }))
+  const text: Array<Record<string, unknown>> = r.text.map((t) => ({ text: t }))
+  const calls: Array<Record<string, unknown>> = r.calls.map((c) => {
+    // Gemini's arguments are an object: text that is not JSON goes inside one.
+    let args: unknown = { text: c.args }
+    try {
+      args = JSON.parse(c.args)
+    } catch {}
+    return { functionCall: { ...((spec.toolCalls ?? [])[r.calls.indexOf(c)]?.id === undefined ? {} : { id: c.id }), name: c.name, args } }
+  })
+  const signed = calls[0] ?? text[text.length - 1] ?? reasoning[reasoning.length - 1]
+  if (signed !== undefined && r.reasoning.length > 0) signed.thoughtSignature = GEMINI_SIGNATURE
+  const hosted = (spec.hosted ?? []).flatMap((use) =>
+    use.tool === "code"
+      ? [
+          chunk([{ executableCode: { language: "PYTHON", code: use.code } }]),
+          chunk([{ codeExecutionResult: { outcome: "OUTCOME_OK", output: "4\n" } }]),
+        ]
+      : [],
+  )
+  const searches = (spec.hosted ?? []).flatMap((use) => (use.tool === "web_search" ? [use.query] : []))
+  const cached = r.usage.cached ?? 0
+  const thoughts = r.usage.reasoning ?? 0
+  return [
+    ...reasoning.map((p) => chunk([p])),
+    ...hosted,
+    ...text.map((p) => chunk([p])),
+    ...(calls.length > 0 ? [chunk(calls)] : []),
+    frame({
+      candidates: [
+        {
+          content: { role: "model", parts: [] },
+          finishReason: r.truncated ? "MAX_TOKENS" : "STOP",
+          index: 0,
+          ...(searches.length === 0
+            ? {}
+            : {
+                groundingMetadata: {
+                  webSearchQueries: searches,
+                  groundingChunks: [{ web: { uri: "https://example.com/", title: "Example" } }],
+                  searchEntryPoint: { renderedContent: "<div></div>" },
+                },
+              }),
+        },
+      ],
+      modelVersion: "fake",
+      responseId: "gem-1",
+      usageMetadata: {
+        promptTokenCount: r.usage.input,
+        ...(cached > 0 ? { cachedContentTokenCount: cached } : {}),
+        candidatesTokenCount: r.usage.output - thoughts,
+        ...(thoughts > 0 ? { thoughtsTokenCount: thoughts } : {}),
+        totalTokenCount: r.usage.input + r.usage.output,
+      },
+    }),
+  ]
+}
+
+const RENDERERS: Readonly<Record<Protocol, (spec: ReplySpec) => Array<string>>> = {
+  chat: chatFrames,
+  responses: responsesFrames,
+  anthropic: anthropicFrames,
+  gemini: geminiFrames,
+}
+
+export const renderFrames = (protocol: Protocol, spec: ReplySpec): Array<string> => RENDERERS[protocol](spec)

@@ -1,8 +1,8 @@
 /**
  * A loopback fake of the three LLM HTTP APIs, for tests of the real SDK clients.
  *
- * `await startFakeLlm({ respond })` serves `/v1/chat/completions`, `/v1/responses` and
- * `/v1/messages` on 127.0.0.1 (port 0; node:http, so a cut can break the socket). Each request takes the next behaviour queued
+ * `await startFakeLlm({ respond })` serves `/v1/chat/completions`, `/v1/responses`,
+ * `/v1/messages` and Gemini's `/v1beta/models/<model>:streamGenerateContent` on 127.0.0.1 (port 0; node:http, so a cut can break the socket). Each request takes the next behaviour queued
  * for its protocol (`enqueue`), else asks `respond(request)`, else gets a 500. A
  * behaviour replies with a scripted stream (`reply`), an HTTP status (`status`,
  * `rateLimited`), nothing at all (`hang`: no headers until the client aborts), part
@@ -73,16 +73,18 @@ export interface FakeRequest {
 
 export type Responder = (request: FakeRequest) => Behaviour | Promise<Behaviour>
 
-export const PATHS: Readonly<Record<Protocol, string>> = {
+export const PATHS: Readonly<Record<Exclude<Protocol, "gemini">, string>> = {
   chat: "/v1/chat/completions",
   responses: "/v1/responses",
   anthropic: "/v1/messages",
 }
 
+const GEMINI_PATH = /^\/v1beta\/models\/[^/]+:streamGenerateContent$/
+
 /** Azure's deployment-scoped Chat Completions path (`/openai/deployments/<name>/chat/completions`) is Chat Completions too. */
 const protocolOf = (path: string): Protocol | null =>
   (Object.entries(PATHS) as Array<[Protocol, string]>).find(([, p]) => p === path)?.[0] ??
-  (/^\/openai\/deployments\/[^/]+\/chat\/completions$/.test(path) ? "chat" : null)
+  (/^\/openai\/deployments\/[^/]+\/chat\/completions$/.test(path) ? "chat" : GEMINI_PATH.test(path) ? "gemini" : null)
 
 const errorBody = (code: number) => ({ error: { type: code === 429 ? "rate_limit_error" : "api_error", message: `fake status ${code}` } })
 
@@ -234,7 +236,7 @@ export const startFakeLlm = async (opts: { readonly respond?: Responder } = {}):
 /** All prompt text of a recorded request (system and messages), for responders that act on the prompt. */
 export const promptText = (request: FakeRequest): string => {
   const b = request.body ?? {}
-  const parts: Array<unknown> = [b.system, b.instructions, b.messages, b.input]
+  const parts: Array<unknown> = [b.system, b.instructions, b.messages, b.input, b.systemInstruction, b.contents]
   return parts
     .filter((p) => p !== undefined)
     .map((p) => (typeof p === "string" ? p : JSON.stringify(p)))
@@ -243,7 +245,10 @@ export const promptText = (request: FakeRequest): string => {
 
 /** Names of the tools a recorded request offers, whatever its protocol. */
 export const offeredTools = (request: FakeRequest): Array<string> =>
-  ((request.body?.tools ?? []) as Array<{ name?: string; function?: { name: string } }>).map((t) => t.function?.name ?? t.name ?? "")
+  ((request.body?.tools ?? []) as Array<{ name?: string; function?: { name: string }; functionDeclarations?: Array<{ name: string }> }>)
+    .flatMap((t) => (t.functionDeclarations === undefined ? [t] : t.functionDeclarations))
+    .map((t) => ("function" in t ? t.function?.name : undefined) ?? t.name ?? "")
+    .filter((name) => name !== "")
 
 /**
  * A one-agent council's replies, as a function of the request: its first round

@@ -22,9 +22,10 @@ import { coordinationProblems } from "./coordination.ts"
 import { documentProblems, field, unsupportedAgentsOf } from "./document.ts"
 import { expandEnv, isWholeReference, scalarOf, shownMessage } from "./env.ts"
 import { ConfigFile } from "./file.ts"
+import { geminiProblems } from "./gemini.ts"
 import { mcpProblems } from "./mcp.ts"
 import { withMultimodalTools } from "./media.ts"
-import { presetFor } from "./presets.ts"
+import { presetFor, presetOf } from "./presets.ts"
 import { takePythonTools, withDiscoveredServers } from "./python-tools.ts"
 import { type ConfigProblem, deleteAt, formatPath, setAt, valueAt } from "./schema.ts"
 import { type Agent, type Config, configOf } from "./settings.ts"
@@ -37,10 +38,10 @@ const decodeFile = Schema.decodeUnknownEither(ConfigFile, { errors: "all", onExc
 /** An agent's provider tools and settings its protocol cannot honour, as problems naming the agent and the key. */
 export const providerProblems = (agent: Agent, i: number): ReadonlyArray<ConfigProblem> => {
   const b = agent.backend
-  if (b.type === "scripted") return []
-  const family = presetFor(b.type).family
+  const problems: Array<ConfigProblem> = [...geminiProblems(b, agent.id, i)]
+  if (b.type === "scripted") return problems
+  const family = presetOf({ ...b, type: b.type }).family
   const at = (key: string) => `agents[${i}].backend.${key}`
-  const problems: Array<ConfigProblem> = []
   if (family === "chat") {
     const tools: ReadonlyArray<readonly [string, boolean | undefined, string]> = [
       ["enable_web_search", b.enable_web_search, "web search"],
@@ -48,7 +49,8 @@ export const providerProblems = (agent: Agent, i: number): ReadonlyArray<ConfigP
       ["enable_code_execution", b.enable_code_execution, "code execution"],
     ]
     for (const [key, on, what] of tools) {
-      if (on === true) {
+      // OpenRouter searches with its web plugin (`plugins: [{id: "web"}]`).
+      if (on === true && !(b.type === "openrouter" && key === "enable_web_search")) {
         problems.push({
           path: at(key),
           message: `agent ${agent.id}: type ${b.type} speaks Chat Completions, which has no provider-side ${what}: remove ${key}, or use type openai or claude`,

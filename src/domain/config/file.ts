@@ -4,7 +4,7 @@
  * `ConfigFile` is the document as a whole (`agents` or `agent`, `orchestrator`,
  * `timeout_settings`, `pricing`, `ui`/`display`, `batch`, `permissions`); `BackendConfig` an
  * agent's `backend:` mapping, made of its own keys and those of
- * `tools.ts`, `workspaces.ts` and `permissions.ts`. Each check fails with a
+ * `tools.ts`, `gemini.ts`, `workspaces.ts` and `permissions.ts`. Each check fails with a
  * one-line message that names what was expected and what was found
  * (`schema.ts`). `index.ts` decodes with these; they say nothing of
  * `${VAR}` references or of how problems are shown. Pure.
@@ -17,6 +17,7 @@ import { Schema } from "effect"
 import { hasMaskedCredential } from "../../lib/safe-url.ts"
 import { SafeName } from "../run-paths.ts"
 import { CoordinationConfig, VotingOrchestratorFields } from "./coordination.ts"
+import { GeminiFields } from "./gemini.ts"
 import { MediaBackendFields, MediaOrchestratorFields } from "./media.ts"
 import { PermissionsConfig } from "./permissions.ts"
 import { BACKEND_TYPES } from "./presets.ts"
@@ -74,6 +75,7 @@ export const BackendConfig = Schema.Struct({
   /** The most one call's reply may hold, in bytes (text, reasoning, tool calls); `backends/sdk-stream.ts` has the default. */
   max_reply_bytes: opt(PositiveInt),
   ...ProviderFields,
+  ...GeminiFields,
   // scripted backend
   answer: opt(Schema.String),
   vote: opt(Schema.String.pipe(Schema.pattern(/^agent\d+$/, { message: () => "Expected agentN" }))),

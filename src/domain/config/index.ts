@@ -13,7 +13,7 @@
  * the schema (`file.ts`), references and masking (`env.ts`), the
  * settings a config makes (`settings.ts`), the problems of the document
  * as written (`document.ts`), and the keys of tools, workspaces and
- * MassGen's unsupported features (`tools.ts`, `workspaces.ts`,
+ * MassGen's unsupported features (`tools.ts`, `gemini.ts`, `workspaces.ts`,
  * `compat.ts`).
  */
 export * from "./analyze.ts"
@@ -21,6 +21,7 @@ export { COORDINATION_KEYS, criteriaOf, type KeySpec, VOTING_KEYS, verdictOf } f
 export { unknownKeys } from "./document.ts"
 export { expandEnv, maskSecrets } from "./env.ts"
 export { AgentConfig, BackendConfig, DISPLAY_TYPES, Price, ScriptStep } from "./file.ts"
+export { type ThinkingConfig, thinkingOf } from "./gemini.ts"
 export * from "./mcp.ts"
 export { MediaBackendFields, type Upload, UploadFile, uploadsOf } from "./media.ts"
 export * from "./presets.ts"

@@ -8,11 +8,15 @@
  * `inferBackendType(model)` picks a type from a model name for the quick start.
  * Pure data and functions.
  *
- * Words: the *family* is the wire protocol (`responses`, `chat`, `anthropic`);
+ * `presetOf(backend)` is the preset an agent's backend uses: `type: gemini` speaks
+ * Gemini's own API unless `api: chat_completions` asks for its OpenAI-compatible endpoint;
+ * `type: grok` speaks xAI's Responses endpoint when it turns on a provider tool.
+ *
+ * Words: the *family* is the wire protocol (`responses`, `chat`, `anthropic`, `gemini`);
  * a *keyless* preset sends no real key (local servers).
  */
 
-export type ApiFamily = "responses" | "chat" | "anthropic"
+export type ApiFamily = "responses" | "chat" | "anthropic" | "gemini"
 
 export interface Preset {
   readonly family: ApiFamily
@@ -73,12 +77,8 @@ export const PRESETS: Readonly<Record<SdkBackendType, Preset>> = {
     ["FIREWORKS_API_KEY"],
     "accounts/fireworks/models/llama-v3p3-70b-instruct",
   ),
-  gemini: cloud(
-    "chat",
-    "https://generativelanguage.googleapis.com/v1beta/openai/",
-    ["GEMINI_API_KEY", "GOOGLE_API_KEY"],
-    "gemini-3.8-flash",
-  ),
+  // MassGen reads GOOGLE_API_KEY first, as Google's SDKs do.
+  gemini: cloud("gemini", "https://generativelanguage.googleapis.com", ["GOOGLE_API_KEY", "GEMINI_API_KEY"], "gemini-3.8-flash"),
   ollama: local("http://localhost:11434/v1", "llama3.2"),
   lmstudio: local("http://localhost:1234/v1", "default"),
   vllm: local("http://localhost:8000/v1", "default"),
@@ -93,6 +93,34 @@ export const AZURE_API_VERSION = "2024-10-21"
 
 export const presetFor = (type: SdkBackendType): Preset => PRESETS[type]
 
+/** Gemini's OpenAI-compatible endpoint, for `type: gemini` with `api: chat_completions`. */
+export const GEMINI_OPENAI_BASE_URL = "https://generativelanguage.googleapis.com/v1beta/openai/"
+
+/** The values of `api`: which of its provider's wire protocols a backend speaks (only `type: gemini` has a choice). */
+export const GEMINI_APIS = ["native", "chat_completions"] as const
+
+/** What of an agent's backend chooses its wire protocol beside its type. */
+export interface ProtocolKeys {
+  readonly type: SdkBackendType
+  readonly api?: string | undefined
+  readonly enable_web_search?: boolean | undefined
+  readonly enable_code_execution?: boolean | undefined
+  readonly enable_code_interpreter?: boolean | undefined
+}
+
+/**
+ * The preset an agent's backend uses: its type's, but Chat for a gemini agent that asks for the
+ * OpenAI-compatible endpoint, and Responses (at the same URL) for a grok agent that turns on a
+ * provider tool: xAI serves web search and code execution on its Responses endpoint only.
+ */
+export const presetOf = (backend: ProtocolKeys): Preset => {
+  if (backend.type === "gemini" && backend.api === "chat_completions")
+    return { ...PRESETS.gemini, family: "chat", baseURL: GEMINI_OPENAI_BASE_URL }
+  const tools = backend.enable_web_search === true || backend.enable_code_execution === true || backend.enable_code_interpreter === true
+  if (backend.type === "grok" && tools) return { ...PRESETS.grok, family: "responses" }
+  return PRESETS[backend.type]
+}
+
 /** Host suffix → key variables, for `chatcompletion` endpoints (MassGen's list, for the providers we know). */
 const HOST_KEYS: ReadonlyArray<readonly [string, ReadonlyArray<string>]> = [
   ["api.openai.com", ["OPENAI_API_KEY"]],
@@ -103,7 +131,7 @@ const HOST_KEYS: ReadonlyArray<readonly [string, ReadonlyArray<string>]> = [
   ["openrouter.ai", ["OPENROUTER_API_KEY"]],
   ["cerebras.ai", ["CEREBRAS_API_KEY"]],
   ["fireworks.ai", ["FIREWORKS_API_KEY"]],
-  ["generativelanguage.googleapis.com", ["GEMINI_API_KEY", "GOOGLE_API_KEY"]],
+  ["generativelanguage.googleapis.com", ["GOOGLE_API_KEY", "GEMINI_API_KEY"]],
   ["nebius.com", ["NEBIUS_API_KEY"]],
   ["moonshot.ai", ["MOONSHOT_API_KEY", "KIMI_API_KEY"]],
   ["moonshot.cn", ["MOONSHOT_API_KEY", "KIMI_API_KEY"]],

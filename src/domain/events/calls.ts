@@ -185,4 +185,6 @@ export const HostedToolUsed = defineEvent("hosted_tool_used", {
   role: CallRole,
   tool: Schema.String,
   detail: Schema.String,
+  /** The pages a search grounded the reply on (Gemini's grounding sources); absent when the provider names none. */
+  sources: Schema.optional(Schema.Array(Schema.Struct({ url: Schema.String, title: Schema.NullOr(Schema.String) }))),
 })

@@ -53,6 +53,13 @@ export const MEDIA_TAKEN: Readonly<Record<ApiFamily | "scripted", Partial<Record
   chat: { image: ["image/png", "image/jpeg", "image/gif", "image/webp"], audio: ["audio/wav", "audio/mpeg"], file: ["application/pdf"] },
   responses: { image: ["image/png", "image/jpeg", "image/gif", "image/webp"], file: ["application/pdf"] },
   anthropic: { image: ["image/png", "image/jpeg", "image/gif", "image/webp"], file: ["application/pdf"] },
+  // Gemini's inline data: its documented image, audio, video and document types.
+  gemini: {
+    image: ["image/png", "image/jpeg", "image/webp"],
+    audio: ["audio/wav", "audio/mpeg"],
+    video: ["video/mp4", "video/quicktime", "video/x-msvideo", "video/webm"],
+    file: ["application/pdf"],
+  },
   scripted: {
     image: ["image/png", "image/jpeg", "image/gif", "image/webp"],
     audio: ["audio/wav", "audio/mpeg"],
@@ -65,6 +72,7 @@ const LINKS_TAKEN: Readonly<Record<ApiFamily | "scripted", ReadonlyArray<MediaKi
   chat: ["image"],
   responses: ["image", "file"],
   anthropic: ["image", "file"],
+  gemini: [],
   scripted: ["image", "audio", "file"],
 }
 
@@ -72,6 +80,7 @@ const PROTOCOL: Readonly<Record<ApiFamily | "scripted", string>> = {
   chat: "Chat Completions",
   responses: "the Responses API",
   anthropic: "the Messages API",
+  gemini: "Gemini's generateContent",
   scripted: "the scripted backend",
 }
 

@@ -6,7 +6,9 @@
  * `tool_choice: "required"` (no tools at all when the request has none); tool results
  * go back as `role: tool` messages after the assistant message with its `tool_calls`.
  * `reasoning.effort` is sent as `reasoning_effort`, and `verbosity`, `top_p` and
- * `extra_body` pass through (provider tools are refused by `decodeConfig`). Reasoning
+ * `extra_body` pass through (provider tools are refused by `decodeConfig`, but for
+ * OpenRouter's web search: `plugins: [{id: "web"}]`, and the `url_citation` annotations
+ * its deltas carry are one `web_search` hosted tool use with those pages as its sources). Reasoning
  * streamed as `reasoning_content` is the reply's opaque part and goes back on its
  * assistant message (DeepSeek requires it beside tool calls), and so does a tool
  * call's `extra_content` on its entry (Gemini 3's signature). A server
@@ -147,9 +149,14 @@ export const chatParams = (request: LlmRequest, opts: SdkBackendOptions, forceTo
       ...(opts.temperature !== undefined ? { temperature: opts.temperature } : {}),
       ...(opts.maxTokens !== undefined ? { max_tokens: opts.maxTokens } : {}),
       ...settings(opts),
+      // OpenRouter's web search is a plugin of the request (`decodeConfig` refuses the key on the other Chat types).
+      ...(searches(opts) ? { plugins: [{ id: "web" }] } : {}),
     },
     opts,
   )
+
+/** A citation of the reply's text, as OpenRouter's web plugin streams it in a delta's `annotations`. */
+type Annotation = { readonly type?: string; readonly url_citation?: { readonly url?: unknown; readonly title?: unknown } } | null
 
 interface PartialCall {
   id: string | undefined
@@ -169,12 +176,18 @@ const toUsage = (u: OpenAI.CompletionUsage | null | undefined): TokenUsage =>
       }
 
 /** Accumulates the chunks of one streamed chat completion, counting what it keeps on `meter`. */
-export const chatAssembly = (meter: ReplyMeter = unmetered): Assembly<Chunk> => {
+/** Whether a backend made with `opts` asks for a web search (OpenRouter's plugin), whose citations its replies record. */
+const searches = (opts: SdkBackendOptions): boolean => opts.type === "openrouter" && opts.provider?.webSearch === true
+
+/** `cited`: record the `url_citation` annotations of the deltas (the call asked for a search). */
+export const chatAssembly = (meter: ReplyMeter = unmetered, cited = false): Assembly<Chunk> => {
   let id = ""
   let model = ""
   let text = ""
   let reasoning = ""
   let finishReason: string | null = null
+  /** Pages the text cites (OpenRouter's web plugin), by URL, each once. */
+  const sources = new Map<string, string | null>()
   let usage: OpenAI.CompletionUsage | null = null
   /** Whether the reasoning came as `reasoning_content`, which goes back with the round's later calls. */
   let reasoningContent = false
@@ -231,6 +244,12 @@ export const chatAssembly = (meter: ReplyMeter = unmetered): Assembly<Chunk> => 
           call.extra = extra
         }
       }
+      for (const a of (cited ? ((delta as { annotations?: unknown }).annotations ?? []) : []) as ReadonlyArray<Annotation>) {
+        const cited = a?.type === "url_citation" ? a.url_citation : undefined
+        if (typeof cited?.url !== "string" || sources.has(cited.url)) continue
+        meter.add(`${cited.url}${cited.title ?? ""}`)
+        sources.set(cited.url, typeof cited.title === "string" ? cited.title : null)
+      }
       if (choice.finish_reason) finishReason = choice.finish_reason
       return out
     },
@@ -251,8 +270,10 @@ export const chatAssembly = (meter: ReplyMeter = unmetered): Assembly<Chunk> => 
         ),
       ]
       const toolCalls = entries.map(({ id, name, arguments: args }) => ({ id, name, arguments: args }))
+      const cited = [...sources].map(([url, title]) => ({ url, title }))
       return {
         ...(parts.length > 0 ? { parts } : {}),
+        ...(cited.length > 0 ? { hostedToolUses: [{ tool: "web_search", detail: "", sources: cited }] } : {}),
         text,
         reasoning,
         toolCalls,
@@ -330,7 +351,7 @@ export const makeChatCompletionsBackend = (opts: SdkBackendOptions): Backend => 
   const callWith = (request: LlmRequest, onChunk: OnChunk, force: boolean) =>
     sdkCall({
       open: (signal) => client.chat.completions.create(chatParams(request, opts, force), { signal }),
-      assemble: chatAssembly,
+      assemble: (meter) => chatAssembly(meter, searches(opts)),
       meter: meterFor(opts),
       site,
       sdk: OpenAI,

@@ -23,9 +23,16 @@ export type Phase = "open" | "read"
 
 type ErrorClass<E = unknown> = abstract new (...args: never) => E
 
+/** What `toBackendError` reads of an SDK's HTTP error: its status, the response's headers, the error body of a stream. */
+type HttpErrorShape = Pick<OpenAiApiError | AnthropicApiError, "message"> & {
+  readonly status?: number | undefined
+  readonly headers?: Headers | undefined
+  readonly error?: unknown
+}
+
 /** The error classes of one SDK; its client class (`OpenAI`, `Anthropic`) carries them. */
 export interface SdkErrors {
-  readonly APIError: ErrorClass<OpenAiApiError | AnthropicApiError>
+  readonly APIError: ErrorClass<HttpErrorShape>
   readonly APIUserAbortError: ErrorClass
   readonly APIConnectionError: ErrorClass
   readonly APIConnectionTimeoutError: ErrorClass

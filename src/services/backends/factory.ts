@@ -3,7 +3,8 @@
  *
  * `makeBackend(agent, env)` makes the scripted backend for `scripted`, and for every
  * other type an SDK backend of its preset's family (`responses`, `chat`,
- * `anthropic`) with the config's `base_url` over the preset's, the config's `model`
+ * `anthropic`, `gemini`: `presetOf`, where `api: chat_completions` puts a gemini agent on
+ * Chat Completions and a provider tool a grok agent on Responses) with the config's `base_url` over the preset's, the config's `model`
  * over the preset's default, and the key from `resolveApiKey`; a key that is
  * needed and missing is a `MissingKeyError`. The provider tools and pass-through
  * settings (`enable_web_search`, `reasoning`, `extra_body`, ...) go to the backend as
@@ -13,14 +14,14 @@
  */
 import { Effect } from "effect"
 import type { Agent } from "../../domain/config/index.ts"
-import { type ApiFamily, presetFor } from "../../domain/config/index.ts"
+import { type ApiFamily, presetOf, thinkingOf } from "../../domain/config/index.ts"
 import type { Event } from "../../domain/events/index.ts"
 import type { Backend } from "./backend.ts"
+import type { GeminiOptions } from "./gemini-request.ts"
 import { type Env, type MissingKeyError, resolveApiKey } from "./keys.ts"
 import { makeScriptedBackend } from "./scripted.ts"
-import type { SdkBackendOptions } from "./sdk-stream.ts"
 
-type Builder = (opts: SdkBackendOptions) => Backend
+type Builder = (opts: GeminiOptions) => Backend
 
 /** An `azure_openai` agent's endpoint: `endpoint`, else `base_url`, else AZURE_OPENAI_ENDPOINT; null when none says. */
 export const azureEndpoint = (agent: Agent, env: Env): string | null => {
@@ -32,15 +33,16 @@ const BUILDERS: { readonly [F in ApiFamily]: () => Promise<Builder> } = {
   responses: () => import("./openai-responses.ts").then((m) => m.makeOpenAiResponsesBackend),
   chat: () => import("./chat-completions.ts").then((m) => m.makeChatCompletionsBackend),
   anthropic: () => import("./anthropic-messages.ts").then((m) => m.makeAnthropicMessagesBackend),
+  gemini: () => import("./gemini.ts").then((m) => m.makeGeminiBackend),
 }
 
 /** `history`: a resumed run's events, where a scripted backend takes up its script. */
 export const makeBackend = (agent: Agent, env: Env, history: ReadonlyArray<Event> = []): Effect.Effect<Backend, MissingKeyError> => {
   const b = agent.backend
   if (b.type === "scripted") return Effect.succeed(makeScriptedBackend(agent, history))
-  const preset = presetFor(b.type)
+  const preset = presetOf({ ...b, type: b.type })
   return Effect.flatMap(resolveApiKey(agent, env), (apiKey) => {
-    const opts: SdkBackendOptions = {
+    const opts: GeminiOptions = {
       type: b.type,
       model: b.model ?? preset.defaultModel,
       // `decodeConfig` rejects a chatcompletion agent without base_url; `missingKeys` an azure_openai agent without an endpoint.
@@ -61,6 +63,12 @@ export const makeBackend = (agent: Agent, env: Env, history: ReadonlyArray<Event
         topP: b.top_p,
         extraBody: b.extra_body,
       },
+      ...(preset.family === "gemini"
+        ? {
+            thinking: thinkingOf({ ...b, model: b.model ?? preset.defaultModel }),
+            functionCallingMode: b.function_calling_mode?.toUpperCase() as "AUTO" | undefined,
+          }
+        : {}),
     }
     return Effect.map(Effect.promise(BUILDERS[preset.family]), (build) => build(opts))
   })

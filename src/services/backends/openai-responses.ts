@@ -1,5 +1,5 @@
 /**
- * The OpenAI Responses backend: type `openai`.
+ * The OpenAI Responses backend: type `openai`, and `grok` when it turns on a provider tool (xAI's Responses endpoint).
  *
  * `makeOpenAiResponsesBackend(opts)` streams `POST {baseURL}/responses` with the
  * system prompt as `instructions`, the conversation as input items (tool results as
@@ -8,7 +8,8 @@
  * "required"` (none when the request has none). The provider's own tools the config
  * turns on (`web_search`, `code_interpreter`) come first; `reasoning`, `text`,
  * `top_p` and `extra_body` pass through. Its `web_search_call` and
- * `code_interpreter_call` output items are the reply's hosted tool uses, and go
+ * `code_interpreter_call` output items are the reply's hosted tool uses (the pages its
+ * text cites, `url_citation` annotations, the last search's sources), and go
  * back with the reasoning items as its opaque parts. `response.output_text.delta`
  * becomes `text` chunks and `response.reasoning_summary_text.delta` /
  * `response.reasoning_text.delta` `reasoning` chunks. Function-call arguments are joined from their deltas, and the
@@ -151,6 +152,28 @@ const hostedUse = (item: Response["output"][number]): HostedToolUse | null => {
   return { tool: "web_search", detail: firstLine(detail) }
 }
 
+/** The pages the reply's text cites (`url_citation` annotations of its message items), each once. */
+const citations = (output: Response["output"]): ReadonlyArray<{ url: string; title: string | null }> => {
+  const seen = new Map<string, string | null>()
+  for (const item of output) {
+    if (item.type !== "message") continue
+    for (const part of item.content ?? []) {
+      if (part.type !== "output_text") continue
+      for (const a of part.annotations ?? []) if (a.type === "url_citation" && !seen.has(a.url)) seen.set(a.url, a.title ?? null)
+    }
+  }
+  return [...seen].map(([url, title]) => ({ url, title }))
+}
+
+/** The reply's hosted tool uses, its citations on its last web search (or on a search of their own when it reports none). */
+const withCitations = (uses: ReadonlyArray<HostedToolUse>, output: Response["output"]): ReadonlyArray<HostedToolUse> => {
+  const sources = citations(output)
+  if (sources.length === 0) return uses
+  const last = uses.map((u) => u.tool).lastIndexOf("web_search")
+  if (last < 0) return [...uses, { tool: "web_search", detail: "", sources }]
+  return uses.map((u, i) => (i === last ? { ...u, sources } : u))
+}
+
 /** Output items a later call of the round must get back: reasoning, and the hosted tool calls that may follow it. */
 const OPAQUE_ITEMS: ReadonlySet<string> = new Set(["reasoning", "web_search_call", "code_interpreter_call"])
 
@@ -239,7 +262,10 @@ export const responsesAssembly = (meter: ReplyMeter = unmetered): Assembly<Event
           arguments: c.args,
         }))
       const output = response.output ?? []
-      const hostedToolUses = output.flatMap((item) => hostedUse(item) ?? [])
+      const hostedToolUses = withCitations(
+        output.flatMap((item) => hostedUse(item) ?? []),
+        output,
+      )
       return {
         // Reasoning items (and the hosted tool calls after them) go back with a later call that continues from this reply.
         parts: output.filter((item) => OPAQUE_ITEMS.has(item.type)),

@@ -240,7 +240,17 @@ const callWithRetries = (
       // Both, once the reply is in: a round cancelled meanwhile still records the reply it had.
       yield* Effect.uninterruptible(Effect.zipRight(logged(reply, error), callEnd(reply, error)))
       for (const use of reply?.hostedToolUses ?? []) {
-        yield* deps.emit({ _tag: "hosted_tool_used", time: yield* deps.now, call, agent, round, role, tool: use.tool, detail: use.detail })
+        yield* deps.emit({
+          _tag: "hosted_tool_used",
+          time: yield* deps.now,
+          call,
+          agent,
+          round,
+          role,
+          tool: use.tool,
+          detail: use.detail,
+          ...(use.sources === undefined || use.sources.length === 0 ? {} : { sources: use.sources }),
+        })
       }
       yield* record(reply !== null ? toolCallsText(reply) : `\n[error] ${error}\n`)
       if (result._tag === "Right") return { _tag: "reply", reply: result.right } as const
