@@ -28,6 +28,8 @@ type Rule =
     }
   | { readonly kind: "setting"; readonly of: string }
   | { readonly kind: "ignored"; readonly why: string }
+  /** Implemented: `what` says what it does, in words for the verdict. */
+  | { readonly kind: "supported"; readonly what: string }
 
 export interface KeySpec {
   readonly type: Schema.Schema.AnyNoContext
@@ -87,12 +89,13 @@ export const COORDINATION_KEYS: Readonly<Record<string, KeySpec>> = {
   ),
   plan_target_steps: setting(NullPositive, "task planning (--plan)"),
   plan_target_chunks: setting(NullPositive, "task planning (--plan)"),
-  max_orchestration_restarts: unless(
-    Count,
-    0,
-    "restarting the orchestration after the presenter judges the answer incomplete",
-    "set it to 0 to run without restarts",
-  ),
+  max_orchestration_restarts: {
+    type: Count,
+    rule: {
+      kind: "supported",
+      what: "the presenter may restart the orchestration this many times after judging the final answer incomplete (docs/coordination.md)",
+    },
+  },
   enable_agent_task_planning: flag("giving agents task planning tools"),
   max_tasks_per_plan: setting(PositiveInt, TASK_PLANNING),
   task_planning_filesystem_mode: setting(Bool, TASK_PLANNING),
@@ -245,7 +248,7 @@ const keyProblems = (at: string, section: unknown, keys: Readonly<Record<string,
   if (section === null || typeof section !== "object") return []
   return Object.entries(section as Record<string, unknown>).flatMap(([key, value]): ReadonlyArray<ConfigProblem> => {
     const rule = keys[key]?.rule
-    if (rule === undefined || rule.kind === "setting") return []
+    if (rule === undefined || rule.kind === "setting" || rule.kind === "supported") return []
     if (rule.kind === "ignored") return [{ path: `${at}.${key}`, message: `ignored: ${rule.why}`, kind: "warning" }]
     return rule.off(value) ? [] : [{ path: `${at}.${key}`, message: `${rule.feature} ${ISSUE}`, suggestion: rule.suggestion }]
   })
@@ -270,5 +273,7 @@ export const verdictOf = (spec: KeySpec): string => {
       return `accepted: a setting of ${rule.of}, no effect while that is off`
     case "ignored":
       return `accepted, ignored (warning): ${rule.why}`
+    case "supported":
+      return `supported: ${rule.what}`
   }
 }

@@ -36,6 +36,7 @@
  */
 import type { Event, FinalAnswerStrategy, FinishReason, RunSettings } from "../events/index.ts"
 import { type AgentState, agentByAnonId, agentIndex, isLive, latestLabels, type State, sameLabels, showsLatest } from "../state/index.ts"
+import { afterFinal, judgeEvaluation, type Verdict } from "./restarts.ts"
 
 export type Command =
   | {
@@ -58,6 +59,8 @@ export type Command =
     }
   | { readonly _tag: "UseStoredAnswer"; readonly agent: string; readonly label: string; readonly content: string }
   | { readonly _tag: "FinishRun"; readonly reason: FinishReason; readonly winner: string | null; readonly message: string }
+  /** The presenter evaluates the final answer of attempt `attempt` (orchestration restarts, `restarts.ts`). */
+  | { readonly _tag: "StartEvaluation"; readonly agent: string; readonly attempt: number }
   /** The run stops before it is decided (the budget is spent): the final answer is salvaged, then the run finishes. */
   | { readonly _tag: "StopRun"; readonly reason: "budget"; readonly message: string }
 
@@ -74,6 +77,8 @@ export type Reply =
     }
   | { readonly _tag: "presented"; readonly agent: string; readonly content: string }
   | { readonly _tag: "presentation_failed"; readonly agent: string; readonly message: string }
+  /** What the presenter's evaluation of the final answer decided (`restarts.ts`). */
+  | ({ readonly _tag: "evaluated"; readonly agent: string } & Verdict)
 
 export interface Tally {
   readonly winner: string
@@ -159,9 +164,8 @@ export const updateFor = (state: State, agent: string, round: number): ReadonlyA
 export const decide = (state: State): ReadonlyArray<Command> => {
   const run = state.run
   if (run === null || state.finished !== null) return []
-  if (state.final !== null) {
-    return [{ _tag: "FinishRun", reason: "completed", winner: state.final.agent, message: "every live agent voted" }]
-  }
+  // The final answer ends the attempt: its evaluation while attempts remain (`restarts.ts`), else the run.
+  if (state.final !== null) return afterFinal(state)
   // The agents' tools did not start: no model is called.
   if (state.toolsFailed !== null) return [{ _tag: "FinishRun", reason: "error", winner: null, message: state.toolsFailed.message }]
   if (budgetSpent(state)) return [{ _tag: "StopRun", reason: "budget", message: `budget of $${run.settings.budget_usd} spent` }]
@@ -243,6 +247,8 @@ export const judgeReply = (state: State, reply: Reply, time: string): ReadonlyAr
   const agent = state.agents[i]
   if (agent === undefined || !isLive(agent)) return []
   switch (reply._tag) {
+    case "evaluated":
+      return judgeEvaluation(state, reply.agent, reply, time)
     case "presented":
     case "presentation_failed": {
       const p = state.presentation
@@ -277,7 +283,7 @@ export const judgeReply = (state: State, reply: Reply, time: string): ReadonlyAr
           time,
           agent: agent.info.id,
           round,
-          label: `${agent.info.anon_id}.${agent.answers.length + 1}`,
+          label: `${agent.info.anon_id}.${(agent.priorAnswers ?? 0) + agent.answers.length + 1}`,
           content: reply.content,
         },
       ]
@@ -365,6 +371,8 @@ export const commandEvent = (command: Exclude<Command, { readonly _tag: "StopRun
         strategy: command.strategy,
         calls_model: command.callsModel,
       }
+    case "StartEvaluation":
+      return { _tag: "evaluation_started", time, agent: command.agent, attempt: command.attempt }
     case "UseStoredAnswer":
       return { _tag: "final_answer", time, agent: command.agent, label: command.label, source: "stored_answer", content: command.content }
     case "FinishRun":

@@ -26,10 +26,11 @@
  *
  * The definitions are grouped by concern: `run.ts` (the run's life, its
  * settings, `EventMeta`), `rounds.ts` (coordination), `calls.ts`
- * (model and tool calls), `permissions.ts` (the permission ledger), `files.ts` (snapshots, final files, context
+ * (model and tool calls), `attempts.ts` (orchestration restarts), `permissions.ts` (the permission ledger), `files.ts` (snapshots, final files, context
  * writes), on the field types of `fields.ts`. This file holds the union.
  */
 import { Schema } from "effect"
+import { AnswerConfirmed, EvaluationStarted, OrchestrationRestarted } from "./attempts.ts"
 import { CallEnded, CallRetried, CallStarted, HostedToolUsed, ToolCallFinished, ToolCallStarted } from "./calls.ts"
 import { ContextPathWritten, ContextWriteIntended, WorkspaceFinalized, WorkspaceSnapshotted } from "./files.ts"
 import { PermissionAsked, PermissionDecided } from "./permissions.ts"
@@ -48,13 +49,14 @@ import {
 } from "./rounds.ts"
 import { RunFinished, RunResumed, RunStarted, ToolStartFailed } from "./run.ts"
 
+export * from "./attempts.ts"
 export * from "./calls.ts"
 export { Time } from "./fields.ts"
 export * from "./files.ts"
 export * from "./permissions.ts"
 export * from "./rounds.ts"
 export * from "./run.ts"
-export { ignoredVoteText, resumedText } from "./text.ts"
+export { attemptText, ignoredVoteText, resumedText } from "./text.ts"
 
 /**
  * The version of the events file's format: it changes when an event loses or changes a field.
@@ -92,6 +94,9 @@ export const Event = Schema.Union(
   WorkspaceFinalized,
   ContextWriteIntended,
   ContextPathWritten,
+  EvaluationStarted,
+  AnswerConfirmed,
+  OrchestrationRestarted,
 )
 export type Event = typeof Event.Type
 

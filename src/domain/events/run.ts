@@ -50,6 +50,8 @@ export const RunSettings = Schema.Struct({
   initial_round_timeout_seconds: Schema.optionalWith(Schema.NullOr(Amount), { exact: true }),
   subsequent_round_timeout_seconds: Schema.optionalWith(Schema.NullOr(Amount), { exact: true }),
   round_timeout_grace_seconds: Schema.optionalWith(Amount, { exact: true }),
+  /** MassGen's `max_orchestration_restarts`: attempts after the first the presenter may ask for (`attempts.ts`); absent: 0. */
+  max_orchestration_restarts: Schema.optionalWith(Count, { exact: true }),
 })
 export type RunSettings = typeof RunSettings.Type
 

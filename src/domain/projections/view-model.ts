@@ -32,7 +32,7 @@
 
 import { count, oneLine } from "../../lib/text.ts"
 import { onlyHeaders } from "../agent-output.ts"
-import { type Event, type FinalSource, type FinishReason, ignoredVoteText, resumedText } from "../events/index.ts"
+import { attemptText, type Event, type FinalSource, type FinishReason, ignoredVoteText, resumedText } from "../events/index.ts"
 import { activeMs, advanceInPlace, initialState, type State } from "../state/index.ts"
 import { permissionLine, toolCallLine } from "../tools/calls.ts"
 import { changedFiles, workspaceLine } from "../workspaces/facts.ts"
@@ -189,6 +189,10 @@ export const timelineText = (event: Event): string | null => {
     case "workspace_finalized":
     case "context_path_written":
       return workspaceLine(event)
+    case "evaluation_started":
+    case "answer_confirmed":
+    case "orchestration_restarted":
+      return attemptText(event)
     case "context_write_intended":
       return null
     case "call_start":
