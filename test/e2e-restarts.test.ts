@@ -3,11 +3,15 @@
  * loopback fake chat server answers, votes and presents; its post-evaluation calls `restart_orchestration`
  * once, so coordination starts again as attempt 2 with the presenter's instructions in the round's prompt,
  * and the second evaluation calls `submit`. The automation lines, the exit code, events.jsonl, status.json,
- * `status --json` and `replay --check` are read.
+ * `status --json` and `replay --check` are read. A run killed (SIGKILL) in attempt 2's first round, and a log cut
+ * right after `orchestration_restarted` (what a kill before attempt 2's first round leaves), resume without asking
+ * for an evaluation or an answer twice.
  */
 import { afterAll, describe, expect, test } from "bun:test"
-import { cleanupSandboxes, runCli, sandbox, writeConfig } from "./support/cli.ts"
-import { type Behaviour, type FakeRequest, NO_PROXY_ENV, offeredTools, promptText, reply, startFakeLlm } from "./support/fake-llm.ts"
+import * as fs from "node:fs"
+import * as nodePath from "node:path"
+import { cleanupSandboxes, runCli, sandbox, startCli, writeConfig } from "./support/cli.ts"
+import { type Behaviour, type FakeRequest, hang, NO_PROXY_ENV, offeredTools, promptText, reply, startFakeLlm } from "./support/fake-llm.ts"
 import { eventsOf, logDirOf, shown, statusOf } from "./support/run-output.ts"
 
 afterAll(() => cleanupSandboxes())
@@ -32,6 +36,30 @@ const council = (req: FakeRequest): Behaviour => {
   }
   const label = prompt.match(/<(agent1\.\d+)>/)?.[1]
   return reply({ toolCalls: [{ name: "vote", args: { agent_id: "agent1", reason: `good ${label}` } }] })
+}
+
+const configFor = (cwd: string, baseUrl: string) =>
+  writeConfig(cwd, {
+    agents: [{ id: "agent_a", backend: { type: "chatcompletion", model: "m", base_url: baseUrl } }],
+    orchestrator: { coordination: { max_orchestration_restarts: 2 } },
+  })
+
+/** The calls of each role the log records as sent, in order. */
+const rolesOf = (dir: string) =>
+  eventsOf(dir)
+    .filter((e) => e.type === "call_start")
+    .map((e) => e.role)
+
+/** What a resumed run must hold: both attempts' answers once each, two evaluations, the second answer final, replay SAME. */
+const expectCompletedOnce = async (dir: string, cwd: string) => {
+  const events = eventsOf(dir)
+  expect(events.filter((e) => e.type === "answer_submitted").map((e) => e.label)).toEqual(["agent1.1", "agent1.2"])
+  expect(events.filter((e) => e.type === "orchestration_restarted")).toHaveLength(1)
+  expect(events.filter((e) => e.type === "evaluation_started").map((e) => e.attempt)).toEqual([1, 2])
+  expect(events.at(-1)).toMatchObject({ type: "run_finished", reason: "completed" })
+  expect(fs.readFileSync(nodePath.join(dir, "final", "agent_a", "answer.txt"), "utf8")).toBe("It is 8848 metres high.")
+  const check = await runCli("source", ["replay", dir, "--check"], { cwd, env: ENV, timeoutMs: TIMEOUT_MS })
+  expect({ code: check.exitCode, out: check.stdout }).toEqual({ code: 0, out: expect.stringContaining("SAME") })
 }
 
 describe("orchestration restarts", () => {
@@ -83,6 +111,75 @@ describe("orchestration restarts", () => {
         expect({ code: check.exitCode, out: check.stdout }).toEqual({ code: 0, out: expect.stringContaining("SAME") })
         const st = await runCli("source", ["status", dir, "--json"], { cwd, env: ENV, timeoutMs: TIMEOUT_MS })
         expect(JSON.parse(st.stdout).attempts.current).toBe(2)
+      } finally {
+        fake.stop()
+      }
+    },
+    TIMEOUT_MS,
+  )
+
+  test(
+    "killed (SIGKILL) in attempt 2's first round: resume goes on in attempt 2, attempt 1 and its evaluation are not asked again",
+    async () => {
+      const phase: { respond: (req: FakeRequest) => Behaviour } = {
+        respond: (req) => (promptText(req).includes("PREVIOUS ATTEMPT FEEDBACK") ? hang() : council(req)),
+      }
+      const fake = await startFakeLlm({ respond: (req) => phase.respond(req) })
+      try {
+        const cwd = sandbox()
+        const config = configFor(cwd, fake.openAiBaseUrl)
+        const first = await startCli("source", ["--automation", "--config", config, "How high is Everest?"], {
+          cwd,
+          env: ENV,
+          timeoutMs: TIMEOUT_MS,
+        })
+        const dir = (await first.waitForLine("LOG_DIR: ")).slice("LOG_DIR: ".length)
+        // Requests: round, vote, presentation, evaluation, then attempt 2's first round (held).
+        await fake.waitForRequest(5)
+        first.proc.kill("SIGKILL")
+        expect((await first.done).signal).toBe("SIGKILL")
+        expect(rolesOf(dir)).toEqual(["round", "round", "presentation", "evaluation", "round"])
+
+        phase.respond = council
+        const resumed = await runCli("source", ["resume", "--automation", dir], { cwd, env: ENV, timeoutMs: TIMEOUT_MS })
+        expect({ code: resumed.exitCode, out: shown(resumed) }).toEqual({ code: 0, out: expect.any(String) })
+        expect(resumed.lines).toContain("ANSWER_PREVIEW: It is 8848 metres high.")
+        // After the resume: attempt 2's round again (cut off), its vote, presentation and evaluation; nothing of attempt 1.
+        expect(fake.requests.slice(5).map((q) => offeredTools(q).includes("restart_orchestration"))).toEqual([false, false, false, true])
+        await expectCompletedOnce(dir, cwd)
+      } finally {
+        fake.stop()
+      }
+    },
+    TIMEOUT_MS,
+  )
+
+  test(
+    "a log cut right after orchestration_restarted resumes into attempt 2's first round, the restart not asked again",
+    async () => {
+      const fake = await startFakeLlm({ respond: council })
+      try {
+        const cwd = sandbox()
+        const config = configFor(cwd, fake.openAiBaseUrl)
+        const done = await runCli("source", ["--automation", "--config", config, "How high is Everest?"], {
+          cwd,
+          env: ENV,
+          timeoutMs: TIMEOUT_MS,
+        })
+        expect(done.exitCode).toBe(0)
+        const dir = logDirOf(done)
+        const path = nodePath.join(dir, "events.jsonl")
+        const lines = fs.readFileSync(path, "utf8").trimEnd().split("\n")
+        const cut = lines.findIndex((l) => JSON.parse(l).type === "orchestration_restarted")
+        fs.writeFileSync(path, `${lines.slice(0, cut + 1).join("\n")}\n`)
+        const before = fake.requests.length
+
+        const resumed = await runCli("source", ["resume", "--automation", dir], { cwd, env: ENV, timeoutMs: TIMEOUT_MS })
+        expect({ code: resumed.exitCode, out: shown(resumed) }).toEqual({ code: 0, out: expect.any(String) })
+        const after = fake.requests.slice(before)
+        expect(after.map((q) => promptText(q).includes("PREVIOUS ATTEMPT FEEDBACK"))[0]).toBe(true)
+        expect(after.filter((q) => offeredTools(q).includes("restart_orchestration"))).toHaveLength(1)
+        await expectCompletedOnce(dir, cwd)
       } finally {
         fake.stop()
       }
