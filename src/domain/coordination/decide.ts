@@ -106,10 +106,13 @@ export const tally = (state: State): Tally | null => {
 
 const latestLabel = (a: AgentState): string | undefined => a.answers[a.answers.length - 1]
 
-/** The answers of all agents reached `max_new_answers_global`. */
+/** The answers of all agents reached `max_new_answers_global` (in this attempt: a restart gives every agent a fresh start). */
 export const globalCapReached = (state: State): boolean => {
   const cap = state.run?.settings.max_new_answers_global ?? null
-  return cap !== null && Object.keys(state.answers).length >= cap
+  if (cap === null) return false
+  let answers = 0
+  for (const a of state.agents) answers += a.answers.length
+  return answers >= cap
 }
 
 const atCap = (state: State, a: AgentState): boolean => {
@@ -164,8 +167,13 @@ export const updateFor = (state: State, agent: string, round: number): ReadonlyA
 export const decide = (state: State): ReadonlyArray<Command> => {
   const run = state.run
   if (run === null || state.finished !== null) return []
-  // The final answer ends the attempt: its evaluation while attempts remain (`restarts.ts`), else the run.
-  if (state.final !== null) return afterFinal(state)
+  // The final answer ends the attempt: its evaluation while attempts remain (`restarts.ts`), else the run;
+  // a budget spent before the evaluation decides stops the run with the final answer it has.
+  if (state.final !== null) {
+    const after = afterFinal(state)
+    if (after[0]?._tag === "FinishRun" || !budgetSpent(state)) return after
+    return [{ _tag: "StopRun", reason: "budget", message: `budget of $${run.settings.budget_usd} spent` }]
+  }
   // The agents' tools did not start: no model is called.
   if (state.toolsFailed !== null) return [{ _tag: "FinishRun", reason: "error", winner: null, message: state.toolsFailed.message }]
   if (budgetSpent(state)) return [{ _tag: "StopRun", reason: "budget", message: `budget of $${run.settings.budget_usd} spent` }]
@@ -243,12 +251,12 @@ export const decide = (state: State): ReadonlyArray<Command> => {
 /** The events caused by a reply, judged against the state it arrives in. */
 export const judgeReply = (state: State, reply: Reply, time: string): ReadonlyArray<Event> => {
   if (state.run === null || state.finished !== null) return []
+  // The presenter evaluates its final answer even when it is out (a stored answer of a failed winner).
+  if (reply._tag === "evaluated") return judgeEvaluation(state, reply.agent, reply, time)
   const i = agentIndex(state, reply.agent)
   const agent = state.agents[i]
   if (agent === undefined || !isLive(agent)) return []
   switch (reply._tag) {
-    case "evaluated":
-      return judgeEvaluation(state, reply.agent, reply, time)
     case "presented":
     case "presentation_failed": {
       const p = state.presentation
