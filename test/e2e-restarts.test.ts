@@ -111,6 +111,9 @@ describe("orchestration restarts", () => {
         expect({ code: check.exitCode, out: check.stdout }).toEqual({ code: 0, out: expect.stringContaining("SAME") })
         const st = await runCli("source", ["status", dir, "--json"], { cwd, env: ENV, timeoutMs: TIMEOUT_MS })
         expect(JSON.parse(st.stdout).attempts.current).toBe(2)
+        const summary = await runCli("source", ["status", dir], { cwd, env: ENV, timeoutMs: TIMEOUT_MS })
+        expect(summary.lines).toContain("Attempt: 2 of 3")
+        expect(summary.lines).toContain("  restarted by agent_a for attempt 2: No unit given.")
       } finally {
         fake.stop()
       }

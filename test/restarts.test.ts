@@ -5,12 +5,14 @@
  * One agent `a` (agent1) answers, votes for itself and presents; its evaluation decides.
  */
 import { describe, expect, test } from "bun:test"
+import { headerLines } from "../src/cli/terminal-view/render.ts"
 import { decide, type Reply } from "../src/domain/coordination/decide.ts"
 import { requestForEvaluation, requestForRound } from "../src/domain/coordination/requests.ts"
 import { evaluationVerdict } from "../src/domain/coordination/restarts.ts"
 import { onCallFailed, onModelReply, startRound } from "../src/domain/coordination/round-machine.ts"
 import type { Event } from "../src/domain/events/index.ts"
 import { noUsage } from "../src/domain/llm.ts"
+import { foldView, viewOf } from "../src/domain/projections/view-model.ts"
 import { attemptsOf, foldEvents } from "../src/domain/state/index.ts"
 import { answer, finalAnswer, given, presentationStarted, roundStarted, runFinished, runStarted, stamp, vote } from "./support/given.ts"
 
@@ -175,5 +177,22 @@ describe("the evaluation's call", () => {
       reply: { verdict: "submit" },
     })
     expect(onCallFailed(machine, "boom").step).toMatchObject({ reply: { _tag: "evaluated", verdict: "none" } })
+  })
+})
+
+describe("what the views show", () => {
+  const events = stamp([withRestarts(2), ...attempt(1, "A"), evaluationStarted(1), restarted(2, "no units", "say metres")])
+
+  test("the terminal view's header says the attempt, and its timeline the restart with its reason", () => {
+    const view = viewOf(foldView(events), Date.parse("2025-06-01T13:00:00.000Z"))
+    expect(view.attempt).toEqual({ current: 2, max: 3 })
+    expect(headerLines(view, 120, false)[0]).toContain("attempt 2/3")
+    expect(view.timeline.map((e) => e.text)).toContain("restarts the orchestration: attempt 2 starts (no units)")
+  })
+
+  test("a run without restarts shows no attempt", () => {
+    const view = viewOf(foldView(stamp([runStarted(["a"]), ...attempt(1, "A")])), Date.parse("2025-06-01T13:00:00.000Z"))
+    expect(view.attempt).toBeNull()
+    expect(headerLines(view, 120, false)[0]).not.toContain("attempt")
   })
 })

@@ -117,6 +117,8 @@ export interface View {
   readonly processGone: boolean
   readonly question: string
   readonly phase: Phase
+  /** Orchestration restarts: the attempt under way and the attempts the run may have; null in a run without restarts. */
+  readonly attempt: { readonly current: number; readonly max: number } | null
   readonly completion: number
   readonly elapsedSeconds: number
   readonly inputTokens: number
@@ -295,6 +297,7 @@ export const viewOf = (model: ViewModel, now: number): View => {
     processGone: model.processGone,
     question: state.run?.question ?? "",
     phase: status.coordination.phase,
+    attempt: status.attempts === undefined ? null : { current: status.attempts.current, max: status.attempts.max },
     completion: status.coordination.completion_percentage,
     elapsedSeconds: status.meta.elapsed_seconds,
     inputTokens: state.usage.inputTokens,
