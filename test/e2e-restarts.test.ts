@@ -189,4 +189,32 @@ describe("orchestration restarts", () => {
     },
     TIMEOUT_MS,
   )
+
+  test(
+    "with a workspace: each attempt's winner is copied to final/, the last copy stands, replay --check says SAME",
+    async () => {
+      const fake = await startFakeLlm({ respond: council })
+      try {
+        const cwd = sandbox()
+        const config = writeConfig(cwd, {
+          agents: [{ id: "agent_a", backend: { type: "chatcompletion", model: "m", base_url: fake.openAiBaseUrl, cwd: "workspace" } }],
+          orchestrator: { coordination: { max_orchestration_restarts: 1 } },
+        })
+        const r = await runCli("source", ["--automation", "--config", config, "How high is Everest?"], {
+          cwd,
+          env: ENV,
+          timeoutMs: TIMEOUT_MS,
+        })
+        expect({ code: r.exitCode, out: shown(r) }).toEqual({ code: 0, out: expect.any(String) })
+        const dir = logDirOf(r)
+        expect(eventsOf(dir).filter((e) => e.type === "workspace_finalized")).toHaveLength(2)
+        expect(statusOf(dir).workspaces).toBeDefined()
+        const check = await runCli("source", ["replay", dir, "--check"], { cwd, env: ENV, timeoutMs: TIMEOUT_MS })
+        expect({ code: check.exitCode, out: check.stdout }).toEqual({ code: 0, out: expect.stringContaining("SAME") })
+      } finally {
+        fake.stop()
+      }
+    },
+    TIMEOUT_MS,
+  )
 })

@@ -5,7 +5,7 @@
  * `orchestration_restarted`; an event that does not fit changes nothing (the caller counts it skipped): an
  * evaluation with no final answer, of another agent than the final answer's, or a second one; a decision with
  * no evaluation in flight, or for another attempt. A restart sets the attempt's answers, votes, failures,
- * presentation and final answer aside, as MassGen's `handle_restart` gives every agent a fresh state; round
+ * presentation, final answer and final copy aside, as MassGen's `handle_restart` gives every agent a fresh state; round
  * numbers and answer labels go on (`priorAnswers`), so no two attempts share a label or a round. Pure.
  */
 import type { Event } from "../events/index.ts"
@@ -51,6 +51,8 @@ export const evolveAttempts = (state: State, event: AttemptEvent, t: number): St
         })),
         presentation: null,
         final: null,
+        // The final copy of the attempt set aside goes too: the next attempt's winner is copied again (as after a salvage).
+        workspaces: state.workspaces.final === null ? state.workspaces : { ...state.workspaces, final: null },
         attempts: { attempt: event.attempt, evaluating: null, confirmed: false, restarts: [...at.restarts, restart] },
       }
     }
