@@ -4,7 +4,7 @@
  *
  * It knows only the meaning of events that fit (the simulator makes no others):
  * who answered what, who votes for whom, who is out, what is in flight, the
- * presentation, the final answer, how the run finished, restarts and the summed
+ * presentation, the final answer, how the run finished, restarts (of rounds, and of the orchestration) and the summed
  * usage. `observe(state)` reads the same facts off a `State`, so a test can
  * compare the two after every event.
  */
@@ -101,6 +101,18 @@ export const reference = (events: ReadonlyArray<Event>): Observed => {
       case "call_end":
         inputTokens += e.input_tokens ?? 0
         if (e.cost !== null) cost = (cost ?? 0) + e.cost
+        break
+      case "orchestration_restarted":
+        // MassGen's handle_restart: every agent starts the next attempt fresh (restarts counted on).
+        if (final === null) break
+        for (const id of ids) {
+          answers.set(id, [])
+          votes.set(id, null)
+          inFlight.set(id, null)
+        }
+        out.clear()
+        presenter = null
+        final = null
         break
       case "call_start":
       case "call_retried":

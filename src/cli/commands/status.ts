@@ -52,6 +52,12 @@ export const statusSummary = (status: StatusJson, live: boolean, stop: Stop | nu
   // A run that finished without completing says why, with the errors of its agents that are out.
   if (status.error !== null && stop === null) lines.push(`Failed: ${status.error.reason}: ${foldedText(status.error.message)}`)
   lines.push(`Question: ${preview(status.meta.question, 100)}`)
+  // Orchestration restarts: the attempt, and why each restart was asked for.
+  if (status.attempts !== undefined) {
+    const at = status.attempts
+    lines.push(`Attempt: ${at.current} of ${at.max}${at.evaluating !== null ? `, ${at.evaluating} evaluating the final answer` : ""}`)
+    for (const r of at.restarts) lines.push(`  restarted by ${r.agent} for attempt ${r.attempt}: ${preview(r.reason, 100)}`)
+  }
   for (const [id, a] of Object.entries(status.agents)) {
     const vote = a.vote_cast ? `, votes for ${a.vote_cast.voted_for_agent} (${a.vote_cast.voted_for_label})` : ""
     const error = a.error ? `, ${a.error.type}: ${foldedText(a.error.message)}` : ""

@@ -20,7 +20,7 @@
  * gives the tokens and the cost (`$—` when no call was priced).
  */
 import { join } from "node:path"
-import { checklistText, type Event, ignoredVoteText, resumedText } from "../../domain/events/index.ts"
+import { attemptText, checklistText, type Event, ignoredVoteText, resumedText } from "../../domain/events/index.ts"
 import { failureText } from "../../domain/projections/status.ts"
 import { agentFile } from "../../domain/run-paths.ts"
 import { skillEventLine } from "../../domain/skills/lines.ts"
@@ -137,6 +137,11 @@ const eventLine = (event: Event, state: State, logDir: string): string | null =>
       return `[${event.agent}] ${workspaceLine(event)}`
     case "context_path_written":
       return `[${event.agent}] ${workspaceLine({ ...event, path: oneLine(event.path) })}`
+    case "evaluation_started":
+    case "answer_confirmed":
+      return `[${event.agent}] ${attemptText(event)}`
+    case "orchestration_restarted":
+      return `[${event.agent}] ${attemptText(event)}\nInstructions: ${event.instructions}`
     case "context_write_intended":
       return null
     case "task_plan_updated":

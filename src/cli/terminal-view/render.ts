@@ -69,7 +69,8 @@ export const resumeLine = (view: View, logDir: string): string | null =>
   isResumable(view.finished) ? `resume with: ${resumeHint(logDir)}` : null
 
 export const headerLines = (view: View, columns: number, color: boolean): Array<string> => {
-  const state = view.finished === null ? view.phase.replace("_", " ") : view.finished.reason
+  const phase = view.finished === null ? view.phase.replace("_", " ") : view.finished.reason
+  const state = view.attempt === null ? phase : `${phase} · attempt ${view.attempt.current}/${view.attempt.max}`
   const barWidth = 10
   const filled = Math.round((view.completion / 100) * barWidth)
   const tokens = view.inputTokens + view.outputTokens

@@ -94,11 +94,9 @@ export const COORDINATION_KEYS: Readonly<Record<string, KeySpec>> = {
   ),
   plan_target_steps: setting(NullPositive, "task planning (--plan)"),
   plan_target_chunks: setting(NullPositive, "task planning (--plan)"),
-  max_orchestration_restarts: unless(
+  max_orchestration_restarts: supported(
     Count,
-    0,
-    "restarting the orchestration after the presenter judges the answer incomplete",
-    "set it to 0 to run without restarts",
+    "the presenter may restart the orchestration this many times after judging the final answer incomplete (docs/coordination.md)",
   ),
   enable_agent_task_planning: supported(Bool, "task planning tools (create_task_plan, add_task, ...)"),
   max_tasks_per_plan: setting(PositiveInt, TASK_PLANNING),

@@ -64,6 +64,12 @@ export const DEFAULT_SETTINGS: RunSettings = {
   disable_injection: false,
 }
 
+/** `orchestrator.coordination.max_orchestration_restarts`, 0 when unset. */
+const restartsOf = (coordination: unknown): number => {
+  const n = (coordination as { max_orchestration_restarts?: unknown } | undefined)?.max_orchestration_restarts
+  return typeof n === "number" ? n : 0
+}
+
 /** The `Config` of a checked file and its agents. */
 export const configOf = (file: ConfigFile, agents: ReadonlyArray<Agent>): Config => {
   const o = file.orchestrator ?? {}
@@ -88,6 +94,7 @@ export const configOf = (file: ConfigFile, agents: ReadonlyArray<Agent>): Config
     ...(t.initial_round_timeout_seconds !== undefined ? { initial_round_timeout_seconds: t.initial_round_timeout_seconds } : {}),
     ...(t.subsequent_round_timeout_seconds !== undefined ? { subsequent_round_timeout_seconds: t.subsequent_round_timeout_seconds } : {}),
     ...(t.round_timeout_grace_seconds !== undefined ? { round_timeout_grace_seconds: t.round_timeout_grace_seconds } : {}),
+    ...(restartsOf(o.coordination) > 0 ? { max_orchestration_restarts: restartsOf(o.coordination) } : {}),
   }
   const planning = planningOf(o.coordination as Readonly<Record<string, unknown>> | undefined)
   const instruction = planning.planningMode?.instruction

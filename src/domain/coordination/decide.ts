@@ -39,6 +39,7 @@
 import type { Event, FinalAnswerStrategy, FinishReason, RunSettings } from "../events/index.ts"
 import { type AgentState, agentByAnonId, agentIndex, isLive, latestLabels, type State, sameLabels, showsLatest } from "../state/index.ts"
 import { fairnessPaused, injectionFor } from "./fairness.ts"
+import { afterFinal, judgeEvaluation, type Verdict } from "./restarts.ts"
 
 export type Command =
   | {
@@ -61,6 +62,8 @@ export type Command =
     }
   | { readonly _tag: "UseStoredAnswer"; readonly agent: string; readonly label: string; readonly content: string }
   | { readonly _tag: "FinishRun"; readonly reason: FinishReason; readonly winner: string | null; readonly message: string }
+  /** The presenter evaluates the final answer of attempt `attempt` (orchestration restarts, `restarts.ts`). */
+  | { readonly _tag: "StartEvaluation"; readonly agent: string; readonly attempt: number }
   /** The run stops before it is decided (the budget is spent): the final answer is salvaged, then the run finishes. */
   | { readonly _tag: "StopRun"; readonly reason: "budget"; readonly message: string }
 
@@ -77,6 +80,8 @@ export type Reply =
     }
   | { readonly _tag: "presented"; readonly agent: string; readonly content: string }
   | { readonly _tag: "presentation_failed"; readonly agent: string; readonly message: string }
+  /** What the presenter's evaluation of the final answer decided (`restarts.ts`). */
+  | ({ readonly _tag: "evaluated"; readonly agent: string } & Verdict)
 
 export interface Tally {
   readonly winner: string
@@ -104,10 +109,13 @@ export const tally = (state: State): Tally | null => {
 
 const latestLabel = (a: AgentState): string | undefined => a.answers[a.answers.length - 1]
 
-/** The answers of all agents reached `max_new_answers_global`. */
+/** The answers of all agents reached `max_new_answers_global` (in this attempt: a restart gives every agent a fresh start). */
 export const globalCapReached = (state: State): boolean => {
   const cap = state.run?.settings.max_new_answers_global ?? null
-  return cap !== null && Object.keys(state.answers).length >= cap
+  if (cap === null) return false
+  let answers = 0
+  for (const a of state.agents) answers += a.answers.length
+  return answers >= cap
 }
 
 const atCap = (state: State, a: AgentState): boolean => {
@@ -162,8 +170,12 @@ export const updateFor = (state: State, agent: string, round: number): ReadonlyA
 export const decide = (state: State): ReadonlyArray<Command> => {
   const run = state.run
   if (run === null || state.finished !== null) return []
+  // The final answer ends the attempt: its evaluation while attempts remain (`restarts.ts`), else the run;
+  // a budget spent before the evaluation decides stops the run with the final answer it has.
   if (state.final !== null) {
-    return [{ _tag: "FinishRun", reason: "completed", winner: state.final.agent, message: "every live agent voted" }]
+    const after = afterFinal(state)
+    if (after[0]?._tag === "FinishRun" || !budgetSpent(state)) return after
+    return [{ _tag: "StopRun", reason: "budget", message: `budget of $${run.settings.budget_usd} spent` }]
   }
   // The agents' tools did not start: no model is called.
   if (state.toolsFailed !== null) return [{ _tag: "FinishRun", reason: "error", winner: null, message: state.toolsFailed.message }]
@@ -246,6 +258,8 @@ export const decide = (state: State): ReadonlyArray<Command> => {
 /** The events caused by a reply, judged against the state it arrives in. */
 export const judgeReply = (state: State, reply: Reply, time: string): ReadonlyArray<Event> => {
   if (state.run === null || state.finished !== null) return []
+  // The presenter evaluates its final answer even when it is out (a stored answer of a failed winner).
+  if (reply._tag === "evaluated") return judgeEvaluation(state, reply.agent, reply, time)
   const i = agentIndex(state, reply.agent)
   const agent = state.agents[i]
   if (agent === undefined || !isLive(agent)) return []
@@ -284,7 +298,7 @@ export const judgeReply = (state: State, reply: Reply, time: string): ReadonlyAr
           time,
           agent: agent.info.id,
           round,
-          label: `${agent.info.anon_id}.${agent.answers.length + 1}`,
+          label: `${agent.info.anon_id}.${(agent.priorAnswers ?? 0) + agent.answers.length + 1}`,
           content: reply.content,
         },
       ]
@@ -372,6 +386,8 @@ export const commandEvent = (command: Exclude<Command, { readonly _tag: "StopRun
         strategy: command.strategy,
         calls_model: command.callsModel,
       }
+    case "StartEvaluation":
+      return { _tag: "evaluation_started", time, agent: command.agent, attempt: command.attempt }
     case "UseStoredAnswer":
       return { _tag: "final_answer", time, agent: command.agent, label: command.label, source: "stored_answer", content: command.content }
     case "FinishRun":

@@ -18,6 +18,7 @@ import { memoryKey, type State } from "../state/index.ts"
 import { withChecklist } from "./checklist.ts"
 import { noVoteRun, votingDeferred } from "./decide.ts"
 import { presentationRequest, roundRequest } from "./prompts.ts"
+import { EVALUATION_TOOLS, evaluationRequest, restartContext } from "./restarts.ts"
 
 /** Shown answers by the answers record and the labels array they were read from: answers of a label never change. */
 const shownOf = new WeakMap<object, WeakMap<ReadonlyArray<string>, ReadonlyArray<ShownAnswer>>>()
@@ -113,7 +114,26 @@ export const requestForRound = (state: State, agent: Agent, tools: ReadonlyArray
     sections: roundSections(state, agent, inFlight.round),
   })
   const request = withChecklist(base, state.run.settings.checklist, a, state.run.settings.max_new_answers_per_agent)
-  return withAgentTools(withQuestionMedia(request, state, agent.id), tools, inFlight.voteOnly ? "call vote" : "call new_answer or vote")
+  return withAgentTools(
+    withRestartContext(state, withQuestionMedia(request, state, agent.id)),
+    tools,
+    inFlight.voteOnly ? "call vote" : "call new_answer or vote",
+  )
+}
+
+/** A round of a later attempt opens with why the attempt before was restarted (MassGen's restart context, before the task). */
+const withRestartContext = (state: State, request: LlmRequest): LlmRequest => {
+  const context = restartContext(state)
+  const [first, ...rest] = request.messages
+  if (context === null || first === undefined || first.role !== "user") return request
+  return { ...request, messages: [{ ...first, content: `${context}\n\n${first.content}` }, ...rest] }
+}
+
+/** The request of the presenter's evaluation of the final answer (`restarts.ts`); null unless `agent` is evaluating. */
+export const requestForEvaluation = (state: State, agent: Agent, tools: ReadonlyArray<ToolSpec> = []): LlmRequest | null => {
+  const request = evaluationRequest(state, agent)
+  const own = tools.filter((t) => !EVALUATION_TOOLS.some((e) => e.name === t.name))
+  return request === null ? null : withAgentTools(request, own, "call submit or restart_orchestration")
 }
 
 /** The request of the winner's presentation; null unless `agent` is presenting. */

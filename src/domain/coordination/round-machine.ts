@@ -47,6 +47,7 @@ import {
   votableIds,
   voteTool,
 } from "./prompts.ts"
+import { evaluationVerdict } from "./restarts.ts"
 
 /** Attempts a round has at a valid reply. */
 export const MAX_ATTEMPTS = 3
@@ -185,7 +186,7 @@ export const startRound = (input: StartInput): Transition => {
     toolSteps: 0,
     pendingTools: [],
     recordedTools: [],
-    maxAttempts: input.role === "presentation" ? 1 : (input.maxAttempts ?? MAX_ATTEMPTS),
+    maxAttempts: input.role !== "round" ? 1 : (input.maxAttempts ?? MAX_ATTEMPTS),
     maxToolSteps: input.maxToolSteps ?? MAX_TOOL_STEPS,
   }
   return { machine, events: [], step: callModel(machine) }
@@ -200,6 +201,15 @@ const done = (machine: RoundMachine, reply: Reply, events: ReadonlyArray<Event> 
 /** The model replied to the current call. */
 export const onModelReply = (machine: RoundMachine, reply: LlmReply, time: string): Transition => {
   const { agent, round } = machine
+  // The presenter's evaluation (`restarts.ts`): submit or restart_orchestration decides; other offered tools are a step.
+  if (machine.role === "evaluation") {
+    const verdict = evaluationVerdict(reply)
+    if (verdict !== null) return done(machine, { _tag: "evaluated", agent, ...verdict })
+    const offered = new Set(machine.request.tools.map((t) => t.name))
+    const usesTools = reply.toolCalls.length > 0 && reply.toolCalls.every((c) => offered.has(c.name))
+    if (!usesTools || machine.toolSteps >= machine.maxToolSteps) return done(machine, { _tag: "evaluated", agent, verdict: "none" })
+    return toolStep(machine, reply, reply.toolCalls)
+  }
   if (machine.role === "presentation") {
     const offered = new Set(machine.request.tools.map((t) => t.name))
     const usesTools = reply.toolCalls.length > 0 && reply.toolCalls.every((c) => offered.has(c.name))
@@ -295,9 +305,11 @@ const toolStep = (machine: RoundMachine, reply: LlmReply, calls: ReadonlyArray<T
 
 /** The current call failed for good (its retries, if any, are spent). */
 export const onCallFailed = (machine: RoundMachine, message: string): Transition =>
-  machine.role === "presentation"
-    ? done(machine, { _tag: "presentation_failed", agent: machine.agent, message })
-    : done(machine, { _tag: "failed", agent: machine.agent, round: machine.round, kind: "error", message })
+  machine.role === "evaluation"
+    ? done(machine, { _tag: "evaluated", agent: machine.agent, verdict: "none" })
+    : machine.role === "presentation"
+      ? done(machine, { _tag: "presentation_failed", agent: machine.agent, message })
+      : done(machine, { _tag: "failed", agent: machine.agent, round: machine.round, kind: "error", message })
 
 /**
  * The pending tool calls without a recorded result came back: every result joins

@@ -10,7 +10,8 @@ import { Schema } from "effect"
 import { jsonStringBody } from "../../lib/text.ts"
 import { AgentId, Amount, Count, defineEvent } from "./fields.ts"
 
-export const CallRole = Schema.Literal("round", "presentation")
+/** `evaluation`: the presenter's post-evaluation of a final answer (`attempts.ts`). */
+export const CallRole = Schema.Literal("round", "presentation", "evaluation")
 export type CallRole = typeof CallRole.Type
 
 /** An LLM call was sent. `call` numbers the calls of a run from 1. */

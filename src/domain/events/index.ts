@@ -26,10 +26,11 @@
  *
  * The definitions are grouped by concern: `run.ts` (the run's life, its
  * settings, `EventMeta`), `rounds.ts` (coordination), `calls.ts`
- * (model and tool calls), `permissions.ts` (the permission ledger), `files.ts` (snapshots, final files, context
- * writes), `plans.ts` (task plans), on the field types of `fields.ts`. This file holds the union.
+ * (model and tool calls), `attempts.ts` (orchestration restarts), `permissions.ts` (the permission ledger), `files.ts`
+ * (snapshots, final files, context writes), `plans.ts` (task plans), on the field types of `fields.ts`. This file holds the union.
  */
 import { Schema } from "effect"
+import { AnswerConfirmed, EvaluationStarted, OrchestrationRestarted } from "./attempts.ts"
 import { CallEnded, CallRetried, CallStarted, HostedToolUsed, ToolCallFinished, ToolCallStarted } from "./calls.ts"
 import { ChecklistSubmitted } from "./checklist.ts"
 import { ContextPathWritten, ContextWriteIntended, WorkspaceFinalized, WorkspaceSnapshotted } from "./files.ts"
@@ -51,6 +52,7 @@ import {
 import { RunFinished, RunResumed, RunStarted, ToolStartFailed } from "./run.ts"
 import { MemoryLoaded, MemoryRestored, SkillsOffered } from "./skills.ts"
 
+export * from "./attempts.ts"
 export * from "./calls.ts"
 export * from "./checklist.ts"
 export { Time } from "./fields.ts"
@@ -60,7 +62,7 @@ export * from "./plans.ts"
 export * from "./rounds.ts"
 export * from "./run.ts"
 export * from "./skills.ts"
-export { ignoredVoteText, resumedText } from "./text.ts"
+export { attemptText, ignoredVoteText, resumedText } from "./text.ts"
 
 /**
  * The version of the events file's format: it changes when an event loses or changes a field.
@@ -103,6 +105,9 @@ export const Event = Schema.Union(
   MemoryLoaded,
   MemoryRestored,
   ChecklistSubmitted,
+  EvaluationStarted,
+  AnswerConfirmed,
+  OrchestrationRestarted,
 )
 export type Event = typeof Event.Type
 

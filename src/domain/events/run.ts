@@ -68,6 +68,8 @@ export const RunSettings = Schema.Struct({
   defer_peer_updates_until_restart: Schema.optionalWith(Schema.Boolean, { exact: true }),
   /** `voting_sensitivity: checklist_gated`: a vote counts only after the agent scored the shown answers (`domain/coordination/checklist.ts`). */
   checklist: Schema.optionalWith(ChecklistSettings, { exact: true }),
+  /** MassGen's `max_orchestration_restarts`: attempts after the first the presenter may ask for (`attempts.ts`); absent: 0. */
+  max_orchestration_restarts: Schema.optionalWith(Count, { exact: true }),
 })
 export type RunSettings = typeof RunSettings.Type
 

@@ -9,6 +9,7 @@
  * needs only the events.
  */
 import { count } from "../../lib/text.ts"
+import type { AnswerConfirmed, EvaluationStarted, OrchestrationRestarted } from "./attempts.ts"
 import type { VoteIgnored } from "./rounds.ts"
 import type { RunResumed } from "./run.ts"
 
@@ -30,4 +31,18 @@ export const resumedText = (event: typeof RunResumed.Type): string => {
   if (event.restarted_rounds.length === 0 && !event.presentation_restarted) return on
   const again = said(event.restarted_rounds.length, event.presentation_restarted, ["starts again", "start again"])
   return (event.continued_rounds?.length ?? 0) === 0 && event.presentation_continued !== true ? again : `${on}, ${again}`
+}
+
+/** What an orchestration-restart event says, for people: "attempt 2 starts: <reason>". */
+export const attemptText = (
+  event: typeof EvaluationStarted.Type | typeof AnswerConfirmed.Type | typeof OrchestrationRestarted.Type,
+): string => {
+  switch (event._tag) {
+    case "evaluation_started":
+      return `evaluates the final answer of attempt ${event.attempt}`
+    case "answer_confirmed":
+      return `confirms the final answer of attempt ${event.attempt}${event.how === "no_decision" ? " (no decision: it stands)" : ""}`
+    case "orchestration_restarted":
+      return `restarts the orchestration: attempt ${event.attempt} starts (${event.reason})`
+  }
 }

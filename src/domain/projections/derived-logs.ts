@@ -63,6 +63,12 @@ const entry = (event: Event): CoordinationEvent | null => {
           vote_only: event.vote_only,
         },
       )
+    case "evaluation_started":
+      return e("post_evaluation_started", event.agent, `Evaluates attempt ${event.attempt}`, { attempt: event.attempt })
+    case "answer_confirmed":
+      return e("answer_confirmed", event.agent, `Confirmed attempt ${event.attempt}`, { attempt: event.attempt, how: event.how })
+    case "orchestration_restarted":
+      return e("orchestration_restart", event.agent, event.reason, { attempt: event.attempt, instructions: event.instructions })
     case "round_cancelled":
       return e("restart_triggered", event.agent, `Round ${event.round} stopped by a new answer`)
     case "round_time_warned":

@@ -33,9 +33,10 @@
 
 import { truncate } from "../../lib/text.ts"
 import { tally } from "../coordination/decide.ts"
+import { maxAttempts } from "../coordination/restarts.ts"
 import type { FinishReason } from "../events/index.ts"
 import { shownLongText } from "../log/index.ts"
-import { type AgentState, activeMs, type Checklist, isLive, latestLabels, type State } from "../state/index.ts"
+import { type AgentState, activeMs, attemptsOf, type Checklist, isLive, latestLabels, type State } from "../state/index.ts"
 import { type WorkspacesJson, workspacesJson } from "../workspaces/facts.ts"
 
 export type AgentStatus = "waiting" | "streaming" | "answered" | "voted" | "restarting" | "error" | "timeout" | "completed" | "stopped"
@@ -106,6 +107,45 @@ export interface StatusJson {
   }
   /** Where the agents' files are (`docs/workspaces.md`); only in a run with workspaces or context paths. */
   readonly workspaces?: WorkspacesJson
+  /** Orchestration restarts (`docs/coordination.md`); only in a run with `max_orchestration_restarts` above 0. */
+  readonly attempts?: AttemptsJson
+}
+
+export interface AttemptsJson {
+  /** The attempt under way (or the last one), from 1; MassGen's `attempt_N`. */
+  readonly current: number
+  /** `1 + max_orchestration_restarts`. */
+  readonly max: number
+  /** The presenter evaluating the current attempt's final answer, else null. */
+  readonly evaluating: string | null
+  /** The restarts so far: the attempt each began, who asked, why and what to do, when (Unix seconds). */
+  readonly restarts: ReadonlyArray<{
+    readonly attempt: number
+    readonly agent: string
+    readonly reason: string
+    readonly instructions: string
+    readonly timestamp: number
+  }>
+}
+
+const attemptsJson = (state: State): { readonly attempts?: AttemptsJson } => {
+  const settings = state.run?.settings
+  if (settings === undefined || (settings.max_orchestration_restarts ?? 0) === 0) return {}
+  const at = attemptsOf(state)
+  return {
+    attempts: {
+      current: at.attempt,
+      max: maxAttempts(settings),
+      evaluating: at.evaluating?.agent ?? null,
+      restarts: at.restarts.map((r) => ({
+        attempt: r.attempt,
+        agent: r.agent,
+        reason: truncate(r.reason, 500),
+        instructions: truncate(r.instructions, 500),
+        timestamp: seconds(r.time),
+      })),
+    },
+  }
 }
 
 const seconds = (ms: number): number => Math.round(ms) / 1000
@@ -237,5 +277,6 @@ export const project = (state: State, at: number, logDir = "", facts: LiveFacts 
       total_output_tokens: state.usage.outputTokens,
     },
     ...workspacesJson(state.workspaces, state.run?.settings.context_paths ?? [], logDir),
+    ...attemptsJson(state),
   }
 }

@@ -32,7 +32,15 @@
 
 import { count, oneLine } from "../../lib/text.ts"
 import { onlyHeaders } from "../agent-output.ts"
-import { checklistText, type Event, type FinalSource, type FinishReason, ignoredVoteText, resumedText } from "../events/index.ts"
+import {
+  attemptText,
+  checklistText,
+  type Event,
+  type FinalSource,
+  type FinishReason,
+  ignoredVoteText,
+  resumedText,
+} from "../events/index.ts"
 import { skillEventLine } from "../skills/lines.ts"
 import { activeMs, advanceInPlace, initialState, type State } from "../state/index.ts"
 import { permissionLine, toolCallLine } from "../tools/calls.ts"
@@ -119,6 +127,8 @@ export interface View {
   readonly processGone: boolean
   readonly question: string
   readonly phase: Phase
+  /** Orchestration restarts: the attempt under way and the attempts the run may have; null in a run without restarts. */
+  readonly attempt: { readonly current: number; readonly max: number } | null
   readonly completion: number
   readonly elapsedSeconds: number
   readonly inputTokens: number
@@ -193,6 +203,10 @@ export const timelineText = (event: Event): string | null => {
     case "workspace_finalized":
     case "context_path_written":
       return workspaceLine(event)
+    case "evaluation_started":
+    case "answer_confirmed":
+    case "orchestration_restarted":
+      return attemptText(event)
     case "context_write_intended":
       return null
     case "task_plan_updated":
@@ -301,6 +315,7 @@ export const viewOf = (model: ViewModel, now: number): View => {
     processGone: model.processGone,
     question: state.run?.question ?? "",
     phase: status.coordination.phase,
+    attempt: status.attempts === undefined ? null : { current: status.attempts.current, max: status.attempts.max },
     completion: status.coordination.completion_percentage,
     elapsedSeconds: status.meta.elapsed_seconds,
     inputTokens: state.usage.inputTokens,

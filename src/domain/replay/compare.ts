@@ -13,7 +13,7 @@ import { sameJsonWithout } from "../../lib/json-equal.ts"
 import type { Agent } from "../config/index.ts"
 import { CHECKLIST_TOOL } from "../coordination/checklist.ts"
 import { type Command, commandEvents, decide } from "../coordination/decide.ts"
-import { requestForPresentation, requestForRound } from "../coordination/requests.ts"
+import { requestForEvaluation, requestForPresentation, requestForRound } from "../coordination/requests.ts"
 import { WORKFLOW_TOOLS } from "../coordination/round-machine.ts"
 import type { Event } from "../events/index.ts"
 import { type LlmRequest, type ToolSpec, withoutErrorFlags } from "../llm.ts"
@@ -42,11 +42,12 @@ export const baseRequest = (
   state: State,
   agents: ReadonlyArray<Agent>,
   agentId: string,
-  role: "round" | "presentation",
+  role: "round" | "presentation" | "evaluation",
   tools: ReadonlyArray<ToolSpec>,
 ): LlmRequest | null => {
   const agent = agents.find((a) => a.id === agentId)
   if (agent === undefined) return null
+  if (role === "evaluation") return requestForEvaluation(state, agent, tools)
   return role === "round" ? requestForRound(state, agent, tools) : requestForPresentation(state, agent, tools)
 }
 

@@ -229,6 +229,26 @@ const fileFact = (
   return why === null ? made(rec) : none(why)
 }
 
+/** The presenter's evaluation began: the decider's, at this point of the run (`restarts.ts`). */
+const evaluationStarted: StepOf<"evaluation_started"> = (w, rec) => {
+  const event = decided(w.state, rec.time, rec)[0] ?? null
+  w.machines.delete(rec.agent)
+  w.expected.delete(rec.agent)
+  return made(event)
+}
+
+/** The evaluation's decision: the judgement of its result (a timed-out evaluation, which recorded none, confirms). */
+const evaluationDecided = (w: Walk, rec: Of<"answer_confirmed"> | Of<"orchestration_restarted">): Step => {
+  const waiting = w.pending.get(rec.agent)
+  const reply: Reply | undefined =
+    waiting ??
+    (rec._tag === "answer_confirmed" && rec.how === "no_decision" ? { _tag: "evaluated", agent: rec.agent, verdict: "none" } : undefined)
+  if (reply === undefined) return stop(null, `no evaluation of ${rec.agent} is waiting to be judged here`)
+  w.pending.delete(rec.agent)
+  w.machines.delete(rec.agent)
+  return made(judgeReply(w.state, reply, rec.time)[0] ?? null)
+}
+
 const runFinished: StepOf<"run_finished"> = (w, rec) =>
   made(
     rec.reason === "completed" || rec.reason === "error" || rec.reason === "budget"
@@ -280,6 +300,9 @@ export const STEPS: { readonly [T in Event["_tag"]]: StepOf<T> } = {
   memory_loaded: (_w, rec) => made(rec),
   memory_restored: (w, rec) => made(w.state.memoryRestored ? null : rec),
   run_finished: runFinished,
+  evaluation_started: evaluationStarted,
+  answer_confirmed: evaluationDecided,
+  orchestration_restarted: evaluationDecided,
 }
 
 /** The step of `rec`'s kind. */

@@ -20,6 +20,7 @@
 import { instantMs } from "../../lib/instant.ts"
 import type { Event } from "../events/index.ts"
 import { evolveWorkspaces } from "../workspaces/facts.ts"
+import { evolveAttempts } from "./attempts.ts"
 import {
   type AgentState,
   type Answer,
@@ -91,6 +92,8 @@ const resumed = (state: State, event: Extract<Event, { _tag: "run_resumed" }>, t
       return a.inFlight === null ? a : { ...a, inFlight: null }
     }),
     presentation,
+    // An evaluation in flight is asked again: it is one call, and nothing of it is on record but its call.
+    ...(state.attempts?.evaluating ? { attempts: { ...state.attempts, evaluating: null } } : {}),
     finished: null,
     openCalls: 0,
   }
@@ -226,7 +229,7 @@ const applyEvent = (state: State, event: Event, t: number, own: Owned | null): S
       const i = agentIndex(state, event.agent)
       const author = state.agents[i]
       if (!inRound(author, event.round) || author.inFlight.voteOnly) return state
-      if (event.label !== `${author.info.anon_id}.${author.answers.length + 1}`) return state
+      if (event.label !== `${author.info.anon_id}.${(author.priorAnswers ?? 0) + author.answers.length + 1}`) return state
       const answer: Answer = { label: event.label, agent: event.agent, round: event.round, content: event.content, time: t }
       // A new answer clears every vote: everyone must look again.
       const agents = state.agents.map((a, j): AgentState => {
@@ -350,6 +353,10 @@ const applyEvent = (state: State, event: Event, t: number, own: Owned | null): S
       if (agentIndex(state, event.agent) < 0 || key in state.memory) return state
       return { ...state, memory: { ...state.memory, [key]: event.files } }
     }
+    case "evaluation_started":
+    case "answer_confirmed":
+    case "orchestration_restarted":
+      return evolveAttempts(state, event, t)
     case "tool_start_failed":
       if (state.toolsFailed !== null) return state
       return { ...state, toolsFailed: { kind: event.kind, name: event.name, message: event.message } }

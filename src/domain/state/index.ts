@@ -22,6 +22,7 @@
  * `shape.ts`, `evolve` in `evolve.ts`, the fast fold in `folding.ts`.
  */
 
+export { attemptsOf } from "./attempts.ts"
 export { evolve } from "./evolve.ts"
 export { advanceInPlace, foldEvents, foldingInPlace } from "./folding.ts"
 export * from "./shape.ts"

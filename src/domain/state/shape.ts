@@ -74,6 +74,8 @@ export interface AgentState {
   /** A new answer from another agent undid this agent's work; its next round is a restart. */
   readonly restartPending: boolean
   readonly timesRestarted: number
+  /** Answers of this agent in the attempts before the current one: its next label is `anonId.(priorAnswers + answers + 1)`. */
+  readonly priorAnswers?: number
   readonly lastActivity: number
   readonly usage: Usage
   /** The agent's tool calls that finished, those of them that gave an error result, and its replies' uses of provider tools. */
@@ -176,10 +178,34 @@ export interface State {
   readonly memory: Readonly<Record<string, ReadonlyArray<MemoryFile>>>
   /** The previous turn's memory files were copied into the workspaces (`memory_restored`). */
   readonly memoryRestored: boolean
+  /** Orchestration restarts (`attempts.ts`); absent: attempt 1, nothing evaluated. */
+  readonly attempts?: Attempts
 }
 
 /** The key of an agent's round (or its presentation) in `State.memory`. */
 export const memoryKey = (agent: string, round: number | "present"): string => `${agent}/${round}`
+
+/** A restart the presenter asked for: the attempt it began, why, what to do, and the final answer it set aside. */
+export interface Restart {
+  readonly attempt: number
+  readonly agent: string
+  readonly reason: string
+  readonly instructions: string
+  readonly previousAnswer: string
+  readonly time: number
+}
+
+export interface Attempts {
+  /** The current attempt, from 1. */
+  readonly attempt: number
+  /** The presenter evaluating the current attempt's final answer. */
+  readonly evaluating: { readonly agent: string; readonly time: number } | null
+  /** The current attempt's final answer stands (`answer_confirmed`). */
+  readonly confirmed: boolean
+  readonly restarts: ReadonlyArray<Restart>
+}
+
+export const firstAttempt: Attempts = { attempt: 1, evaluating: null, confirmed: false, restarts: [] }
 
 export const initialState: State = {
   run: null,

@@ -109,8 +109,10 @@ export interface RoundInput {
 }
 
 /** The reply of work that ran past `agent_timeout_seconds`: a round's (`round`) or the presentation's. */
-export const timeoutReply = (agent: string, round: number | "present", seconds: number): Reply => {
+export const timeoutReply = (agent: string, round: number | "present" | "evaluate", seconds: number): Reply => {
   const message = `Agent timeout after ${seconds}s`
+  // A timed-out evaluation confirms the answer, as MassGen's auto-submit.
+  if (round === "evaluate") return { _tag: "evaluated", agent, verdict: "none" }
   return round === "present" ? { _tag: "presentation_failed", agent, message } : { _tag: "failed", agent, round, kind: "timeout", message }
 }
 
@@ -363,4 +365,12 @@ export const runPresentation = (deps: RoundDeps, input: RoundInput): Effect.Effe
     input,
     (deadline, start) => interpret(deps, input, "presentation", deadline, start),
     timeoutReply(input.agent, "present", input.agentTimeoutSeconds),
+  )
+
+/** The presenter's evaluation of the final answer (`restarts.ts`): calls until `submit` or `restart_orchestration`, or a reply without tools. */
+export const runEvaluation = (deps: RoundDeps, input: RoundInput): Effect.Effect<Reply> =>
+  withTimeout(
+    input,
+    (deadline, start) => interpret(deps, input, "evaluation", deadline, start),
+    timeoutReply(input.agent, "evaluate", input.agentTimeoutSeconds),
   )

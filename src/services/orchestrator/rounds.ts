@@ -20,7 +20,7 @@
  */
 import { Clock, Effect, Option, Queue, Ref } from "effect"
 import { budgetSpent, type Command } from "../../domain/coordination/decide.ts"
-import { requestForPresentation, requestForRound } from "../../domain/coordination/requests.ts"
+import { requestForEvaluation, requestForPresentation, requestForRound } from "../../domain/coordination/requests.ts"
 import type { Transition } from "../../domain/coordination/round-machine.ts"
 import { workKey } from "../../domain/coordination/work-key.ts"
 import { ARGUMENTS_BLOB_MIN_CHARS, type ArgumentsText } from "../../domain/events/index.ts"
@@ -36,7 +36,7 @@ import { AgentTools } from "../tools/agent-tools.ts"
 import { makePermissionGate, PermissionAsker, recordedDecisions } from "../tools/permission-gate.ts"
 import { noTools } from "../tools/tool-provider.ts"
 import { makeToolRunner } from "../tools/tool-runner.ts"
-import { type RoundDeps, runPresentation, runRound, timeoutReply } from "./agent-round.ts"
+import { type RoundDeps, runEvaluation, runPresentation, runRound, timeoutReply } from "./agent-round.ts"
 import { announcesEffect, type Emitter } from "./emit.ts"
 import { isoNow, type RunContext } from "./types.ts"
 import type { Work } from "./work.ts"
@@ -121,7 +121,11 @@ export const makeRounds = (run: RunContext, emitter: Emitter, work: Work) =>
             awaiting.add(event.agent)
             return Effect.map(
               Clock.currentTimeMillis,
-              (ms) => void callSentAt.set(workKey(event.agent, event.role === "presentation" ? "present" : event.round), ms),
+              (ms) =>
+                void callSentAt.set(
+                  workKey(event.agent, event.role === "presentation" ? "present" : event.role === "evaluation" ? "evaluate" : event.round),
+                  ms,
+                ),
             )
           }
           if (event._tag === "call_end" && budgetSpent(state.current)) return Queue.offer(inbox, { _tag: "wake" })
@@ -260,6 +264,29 @@ export const makeRounds = (run: RunContext, emitter: Emitter, work: Work) =>
         )
       })
 
+    /** Starts the presenter's evaluation of the final answer (orchestration restarts: `restarts.ts`). */
+    const startEvaluation = (state: State, agentId: string) =>
+      Effect.suspend(() => {
+        const agent = agentById.get(agentId)!
+        const request = requestForEvaluation(state, agent, toolSpecs(agent.id))
+        if (request === null) return Effect.void
+        const key = workKey(agent.id, "evaluate")
+        contexts.set(key, request)
+        const round = state.agents.find((a) => a.info.id === agent.id)?.rounds ?? 0
+        return work.spawn(
+          key,
+          runEvaluation(deps, {
+            agent: agent.id,
+            round,
+            backend: backends.forAgent(agent.id),
+            request,
+            agentTimeoutSeconds: settings.agent_timeout_seconds,
+            timedByCaller: true,
+          }),
+          timeoutReply(agent.id, "evaluate", settings.agent_timeout_seconds),
+        )
+      })
+
     /** Starts the work a command asks for, from the state after its event. */
     const start = (state: State, command: Command) =>
       Effect.gen(function* () {
@@ -268,6 +295,8 @@ export const makeRounds = (run: RunContext, emitter: Emitter, work: Work) =>
             return yield* startRound(state, command.agent, command.round)
           case "StartPresentation":
             return command.callsModel ? yield* startPresentation(state, command.agent) : undefined
+          case "StartEvaluation":
+            return yield* startEvaluation(state, command.agent)
           case "CancelRound":
           case "UseStoredAnswer":
           case "FinishRun":

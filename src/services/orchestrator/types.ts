@@ -94,7 +94,8 @@ export type Input =
   /** The state changed in a way the decider must see (a call spent the budget). */
   | { readonly _tag: "wake" }
 
-export const replyKey = (reply: Reply): string => workKey(reply.agent, "round" in reply ? reply.round : "present")
+export const replyKey = (reply: Reply): string =>
+  workKey(reply.agent, "round" in reply ? reply.round : reply._tag === "evaluated" ? "evaluate" : "present")
 
 export const isoNow = Effect.clockWith((c) => c.currentTimeMillis).pipe(Effect.map(instantText))
 
