@@ -16,6 +16,7 @@
 import { Schema } from "effect"
 import { hasMaskedCredential } from "../../lib/safe-url.ts"
 import { SafeName } from "../run-paths.ts"
+import { CliAgentFields } from "./cli-agents.ts"
 import { CoordinationConfig, VotingOrchestratorFields } from "./coordination.ts"
 import { PermissionsConfig } from "./permissions.ts"
 import { BACKEND_TYPES } from "./presets.ts"
@@ -73,6 +74,7 @@ export const BackendConfig = Schema.Struct({
   /** The most one call's reply may hold, in bytes (text, reasoning, tool calls); `backends/sdk-stream.ts` has the default. */
   max_reply_bytes: opt(PositiveInt),
   ...ProviderFields,
+  ...CliAgentFields,
   // scripted backend
   answer: opt(Schema.String),
   vote: opt(Schema.String.pipe(Schema.pattern(/^agent\d+$/, { message: () => "Expected agentN" }))),

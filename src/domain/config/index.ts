@@ -31,3 +31,4 @@ export { type Agent, type Config, DEFAULT_SETTINGS, quickSettings } from "./sett
 export * from "./tools.ts"
 export { CLAUDE_EFFORTS, CommandToolConfig, McpServerEntry, McpServers, REASONING_EFFORTS } from "./tools.ts"
 export * from "./workspaces.ts"
+export * from "./cli-agents.ts"

@@ -58,6 +58,8 @@ export interface Backend {
   /** Seconds one call may take before it fails with reason `timeout`; null for none. */
   readonly callTimeoutSeconds: number | null
   readonly call: (request: LlmRequest, onChunk: OnChunk) => Effect.Effect<LlmReply, BackendError>
+  /** The backend as it runs in the run whose log directory is `logDir` (a CLI agent works in its workspace there); absent: as it is. */
+  readonly inRun?: (logDir: string) => Backend
 }
 
 export class Backends extends Context.Tag("massgen/Backends")<Backends, { readonly forAgent: (agentId: string) => Backend }>() {}
