@@ -24,12 +24,14 @@
  * Interrupting the call aborts the CLI. `inRun(logDir)` places the backend in
  * its run: the CLI's working directory is the agent's workspace there.
  */
+import { spawn } from "node:child_process"
 import { join } from "node:path"
 import type { Options, SDKMessage } from "@anthropic-ai/claude-agent-sdk"
 import { Effect } from "effect"
 import type { BackendConfig } from "../../domain/config/index.ts"
 import type { HostedToolUse, LlmReply, LlmRequest } from "../../domain/llm.ts"
 import { workspaceDir } from "../../domain/workspaces/facts.ts"
+import { deathBoundCommand } from "../tools/child-process.ts"
 import { type Backend, BackendError, type OnChunk } from "./backend.ts"
 import { claudeNotFound, cliEnv } from "./claude-code-env.ts"
 import { MCP_PREFIX, promptOf, workflowServer } from "./claude-code-tools.ts"
@@ -65,7 +67,14 @@ const cliError = (detail: string, retryable: boolean, secrets: ReadonlyArray<str
   })
 
 /** The SDK's options of one call. */
-const optionsOf = (opts: ClaudeCodeOptions, request: LlmRequest, cwd: string, executable: string, abort: AbortController) => {
+const optionsOf = (
+  opts: ClaudeCodeOptions,
+  request: LlmRequest,
+  cwd: string,
+  executable: string,
+  abort: AbortController,
+  stderr: (text: string) => void,
+) => {
   const b = opts.config
   const server = workflowServer(request)
   const massgenPrompt = [request.system, b.append_system_prompt].filter((t) => t !== undefined && t !== "").join("\n\n")
@@ -90,6 +99,13 @@ const optionsOf = (opts: ClaudeCodeOptions, request: LlmRequest, cwd: string, ex
     // No user or project settings, no session files: a call is its request alone.
     settingSources: [],
     persistSession: false,
+    // The CLI dies with massgen, even by SIGKILL (`deathBoundCommand`): a killed run leaves no CLI behind.
+    spawnClaudeCodeProcess: (o) => {
+      const [command, ...args] = deathBoundCommand(o.command, o.args)
+      const child = spawn(command as string, args, { cwd: o.cwd, env: o.env, stdio: ["pipe", "pipe", "pipe"], signal: o.signal })
+      child.stderr.on("data", (d: Buffer) => stderr(d.toString("utf8")))
+      return child
+    },
   }
   return { options, server }
 }
@@ -165,18 +181,17 @@ export const makeClaudeCodeBackend = (opts: ClaudeCodeOptions): Backend => {
       if (opts.cwd === null) return yield* cliError(`agent ${opts.agentId}: a claude_code agent runs only in a run's workspace`, false, [])
       const cwd = opts.cwd
       const sdk = yield* Effect.promise(opts.sdk)
-      const stderr: Array<string> = []
-      const { options, server } = optionsOf(opts, request, cwd, executable, abort)
-      const session = sdk.query({ prompt: promptOf(request), options: { ...options, stderr: (d) => void stderr.push(d) } })
+      // The end of what the CLI printed on stderr, for the message of a failed call.
+      let stderr = ""
+      const { options, server } = optionsOf(opts, request, cwd, executable, abort, (d) => {
+        stderr = (stderr + d).slice(-500)
+      })
+      const session = sdk.query({ prompt: promptOf(request), options })
       const reading = assemble(b.max_reply_bytes ?? 4 * 1024 * 1024)
       const failed = (e: unknown) =>
         e instanceof BackendError
           ? e
-          : cliError(
-              `the Claude Code CLI failed: ${e instanceof Error ? e.message : String(e)} ${stderr.join("").slice(-500)}`,
-              true,
-              secrets,
-            )
+          : cliError(`the Claude Code CLI failed: ${e instanceof Error ? e.message : String(e)} ${stderr}`, true, secrets)
       const it = session[Symbol.asyncIterator]()
       for (;;) {
         const next = yield* Effect.tryPromise({ try: () => it.next(), catch: failed })
