@@ -99,7 +99,7 @@ describe("unsupported MassGen features, by feature, in one pass", () => {
     expect(byLocation["orchestrator.coordination.max_orchestration_restarts"].suggestion).toBe("set it to 0 to run without restarts")
     expect(byLocation["agents[0].backend.upload_files"].message).toBe("file upload: not supported")
     expect(byLocation["agents[0].backend.enable_image_generation"].message).toBe("image, audio, video and file generation: not supported")
-    expect(byLocation["agents[1].backend.type"].message).toContain("use type claude")
+    expect(byLocation["agents[1].backend.type"].message).toContain("use type openai")
     expect(byLocation["agents[2].backend.type"].message).toContain(
       "type ag2 (AG2/AutoGen agents) is not supported: use an LLM backend type",
     )

@@ -16,7 +16,6 @@
 import { Schema } from "effect"
 import type { ConfigProblem } from "./schema.ts"
 import { oneOf, opt, PositiveInt } from "./schema.ts"
-import type { Agent } from "./settings.ts"
 
 /** Backend types run as a CLI agent. */
 export const CLI_AGENT_TYPES: ReadonlyArray<string> = ["claude_code"]
@@ -56,13 +55,16 @@ const REFUSED_ON_CLI: ReadonlyArray<readonly [string, string]> = [
 ]
 
 /** A CLI agent's keys that it cannot honour, and CLI-agent keys on another type: one problem each. */
-export const cliAgentProblems = (agent: Agent, i: number): ReadonlyArray<ConfigProblem> => {
+export const cliAgentProblems = (
+  agent: { readonly id: string; readonly backend: { readonly type: string } },
+  i: number,
+): ReadonlyArray<ConfigProblem> => {
   const b = agent.backend as Readonly<Record<string, unknown>> & { readonly type: string }
   const at = (key: string) => `agents[${i}].backend.${key}`
   if (!isCliAgent(b.type)) {
     return CLI_KEYS.filter((k) => b[k] !== undefined).map((k) => ({
       path: at(k),
-      message: `agent ${agent.id}: ${k} is a key of type claude_code, not of type ${b.type}`,
+      message: `agent ${agent.id}: ${k} is a key of type claude_code, not of type ${b.type}${k.endsWith("allowed_tools") ? " (for MCP tools, set it on each MCP server entry)" : ""}`,
     }))
   }
   const problems: Array<ConfigProblem> = REFUSED_ON_CLI.filter(([k]) => b[k] !== undefined).map(([k, why]) => ({

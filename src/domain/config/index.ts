@@ -17,6 +17,7 @@
  * `compat.ts`).
  */
 export * from "./analyze.ts"
+export * from "./cli-agents.ts"
 export { COORDINATION_KEYS, type KeySpec, VOTING_KEYS, verdictOf } from "./coordination.ts"
 export { unknownKeys } from "./document.ts"
 export { expandEnv, maskSecrets } from "./env.ts"
@@ -31,4 +32,3 @@ export { type Agent, type Config, DEFAULT_SETTINGS, quickSettings } from "./sett
 export * from "./tools.ts"
 export { CLAUDE_EFFORTS, CommandToolConfig, McpServerEntry, McpServers, REASONING_EFFORTS } from "./tools.ts"
 export * from "./workspaces.ts"
-export * from "./cli-agents.ts"

@@ -92,11 +92,11 @@ export const PRESETS: Readonly<Record<SdkBackendType, Preset>> = {
   // Azure's URL is the resource's endpoint (`endpoint`, `base_url` or AZURE_OPENAI_ENDPOINT); the model names the deployment.
   azure_openai: { family: "chat", baseURL: null, keyEnv: ["AZURE_OPENAI_API_KEY"], keyless: false, defaultModel: "gpt-4.1" },
   zai: cloud("chat", "https://api.z.ai/api/paas/v4", ["ZAI_API_KEY"], "glm-4.5"),
-  // Keyless: without a key the CLI uses its own login; a key it has goes to it through its environment only.
+  // Keyless: without a key the CLI uses its own login. Its key (`api_key`, else ANTHROPIC_API_KEY) is the factory's to find.
   claude_code: {
     family: "claude_code",
     baseURL: "https://api.anthropic.com",
-    keyEnv: ["ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"],
+    keyEnv: [],
     keyless: true,
     defaultModel: "claude-sonnet-5-5",
   },

@@ -95,10 +95,12 @@ const onPath = (env: Env, program: string): string | null => {
 
 /** Where the CLI is, and how it was found; null when it is nowhere massgen looks. */
 export const findClaudeExecutable = (configured: string | undefined, env: Env): string | null => {
-  if (configured !== undefined) return configured
+  if (configured !== undefined) return isExecutable(configured) ? configured : null
   return sdkNativeCli() ?? onPath(env, "claude")
 }
 
 /** The one line said when the CLI is not found. */
-export const claudeNotFound = (agentId: string): string =>
-  `agent ${agentId}: the Claude Code CLI was not found (not in @anthropic-ai/claude-agent-sdk's native package, not as claude on PATH): install it (npm install -g @anthropic-ai/claude-code) or set path_to_claude_code_executable`
+export const claudeNotFound = (agentId: string, configured: string | undefined): string =>
+  configured !== undefined
+    ? `agent ${agentId}: the Claude Code CLI was not found: path_to_claude_code_executable ${JSON.stringify(configured)} is not an executable file`
+    : `agent ${agentId}: the Claude Code CLI was not found (not in @anthropic-ai/claude-agent-sdk's native package, not as claude on PATH): install it (npm install -g @anthropic-ai/claude-code) or set path_to_claude_code_executable`

@@ -177,7 +177,7 @@ export const makeClaudeCodeBackend = (opts: ClaudeCodeOptions): Backend => {
     // The CLI ends with the call, however it ends: an interrupt kills it.
     return Effect.gen(function* () {
       const executable = opts.executable
-      if (executable === null) return yield* cliError(claudeNotFound(opts.agentId), false, secrets)
+      if (executable === null) return yield* cliError(claudeNotFound(opts.agentId, b.path_to_claude_code_executable), false, secrets)
       if (opts.cwd === null) return yield* cliError(`agent ${opts.agentId}: a claude_code agent runs only in a run's workspace`, false, [])
       const cwd = opts.cwd
       const sdk = yield* Effect.promise(opts.sdk)
