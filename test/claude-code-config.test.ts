@@ -5,14 +5,19 @@
  * the ones it cannot honour are refused one by one with their reason, as is a CLI
  * key on another type and a `claude_code` agent without `cwd`. The CLI's
  * environment is built from an allow-list: another provider's key never reaches
- * it, the key goes in `ANTHROPIC_API_KEY` only. A CLI that is not found fails the
- * call with one line, and is not tried again.
+ * it, the key goes in `ANTHROPIC_API_KEY` only. A CLI that is not found stops a run
+ * before it starts, with one line (and fails a call made anyway, not tried again).
  */
-import { describe, expect, test } from "bun:test"
+import { afterAll, describe, expect, test } from "bun:test"
+import * as fs from "node:fs"
+import * as nodePath from "node:path"
 import { Effect, Either } from "effect"
 import { analyzeConfig, decodeConfig } from "../src/domain/config/index.ts"
 import { findClaudeExecutable } from "../src/services/backends/claude-code-env.ts"
 import { makeBackend } from "../src/services/backends/index.ts"
+import { cleanupSandboxes, runCli, sandbox, writeConfig } from "./support/cli.ts"
+
+afterAll(() => cleanupSandboxes())
 
 const agentWith = (backend: Record<string, unknown>) => ({
   agents: [{ id: "coder", backend: { type: "claude_code", cwd: "ws", ...backend } }],
@@ -113,4 +118,17 @@ describe("the CLI's environment", () => {
       CLAUDE_AGENT_SDK_CLIENT_APP: "massgen",
     })
   })
+})
+
+describe("a run whose CLI is not found", () => {
+  test("stops before it starts, exit 1, with one line naming the agent and the key", async () => {
+    const cwd = sandbox()
+    const config = writeConfig(cwd, agentWith({ path_to_claude_code_executable: "/nonexistent/claude" }))
+    const r = await runCli("source", ["--automation", "--config", config, "q"], { cwd, env: { MASSGEN_LOG_BASE_DIR: undefined } })
+    expect(r.exitCode).toBe(1)
+    expect(r.stderr).toContain(
+      'agents[0].backend.type: agent coder: the Claude Code CLI was not found: path_to_claude_code_executable "/nonexistent/claude" is not an executable file',
+    )
+    expect(fs.existsSync(nodePath.join(cwd, ".massgen"))).toBe(false)
+  }, 60_000)
 })

@@ -10,11 +10,14 @@
  * CLI is: `path_to_claude_code_executable`, else the SDK's own native package
  * (`@anthropic-ai/claude-agent-sdk-<platform>`), else `claude` on PATH; null
  * when none is there. The compiled `dist/massgen` does not hold the CLI (it is
- * hundreds of MB): there it is found on PATH or by the key.
+ * hundreds of MB): there it is found on PATH or by the key. A run whose CLI is
+ * not found stops before it starts (`cliNotFoundProblems`); `--validate`, which
+ * checks a config's shape and not the machine, does not look.
  */
 import { accessSync, constants, existsSync } from "node:fs"
 import { createRequire } from "node:module"
 import { delimiter, dirname, join } from "node:path"
+import type { ConfigProblem } from "../../domain/config/index.ts"
 import type { Env } from "./keys.ts"
 
 /** Variables the CLI takes from massgen's environment, as they are. */
@@ -104,3 +107,17 @@ export const claudeNotFound = (agentId: string, configured: string | undefined):
   configured !== undefined
     ? `agent ${agentId}: the Claude Code CLI was not found: path_to_claude_code_executable ${JSON.stringify(configured)} is not an executable file`
     : `agent ${agentId}: the Claude Code CLI was not found (not in @anthropic-ai/claude-agent-sdk's native package, not as claude on PATH): install it (npm install -g @anthropic-ai/claude-code) or set path_to_claude_code_executable`
+
+/** A problem for each `claude_code` agent whose CLI is not found: a run stops on them before it starts. */
+export const cliNotFoundProblems = (
+  agents: ReadonlyArray<{
+    readonly id: string
+    readonly backend: { readonly type: string; readonly path_to_claude_code_executable?: string }
+  }>,
+  env: Env,
+): ReadonlyArray<ConfigProblem> =>
+  agents.flatMap((a, i) =>
+    a.backend.type === "claude_code" && findClaudeExecutable(a.backend.path_to_claude_code_executable, env) === null
+      ? [{ path: `agents[${i}].backend.type`, message: claudeNotFound(a.id, a.backend.path_to_claude_code_executable) }]
+      : [],
+  )
