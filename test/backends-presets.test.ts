@@ -35,6 +35,7 @@ describe("presets", () => {
       openai: "gpt-6-luna",
       chatcompletion: "default",
       claude: "claude-sonnet-5-5",
+      claude_code: "claude-sonnet-5-5",
       grok: "grok-4.7",
       groq: "openai/gpt-oss-120b",
       together: "meta-llama/Llama-3.3-70B-Instruct-Turbo",

@@ -103,7 +103,7 @@ describe("unsupported MassGen features, by feature, in one pass", () => {
     expect(byLocation["agents[0].backend.enable_audio_generation"].message).toBe("audio, video and file generation: not supported")
     // enable_image_generation is read (generate_media on type openai): the fixture's agent is of that type.
     expect(locations(result.errors).some((l: string) => l.startsWith("agents[0].backend.enable_image_generation"))).toBe(false)
-    expect(byLocation["agents[1].backend.type"].message).toContain("use type claude")
+    expect(byLocation["agents[1].backend.type"].message).toContain("use type openai")
     expect(byLocation["agents[2].backend.type"].message).toContain(
       "type ag2 (AG2/AutoGen agents) is not supported: use an LLM backend type",
     )

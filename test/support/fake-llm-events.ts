@@ -58,6 +58,8 @@ export interface ReplySpec {
   readonly paused?: boolean
   /** Responses only: send function-call arguments in deltas only, without the `*.done` events. */
   readonly deltasOnly?: boolean
+  /** Anthropic only: the message's id (default `msg_1`); Claude Code joins messages of one id into one. */
+  readonly messageId?: string
 }
 
 const DEFAULT_USAGE: FakeUsage = { input: 10, output: 5 }
@@ -322,7 +324,7 @@ const anthropicFrames = (spec: ReplySpec): Array<string> => {
   return [
     ev("message_start", {
       message: {
-        id: "msg_1",
+        id: spec.messageId ?? "msg_1",
         type: "message",
         role: "assistant",
         model: "fake",

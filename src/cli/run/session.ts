@@ -141,6 +141,7 @@ export const runSession = (input: SessionInput) =>
 export const runSessionOutcome = (input: SessionInput) =>
   Effect.gen(function* () {
     const { logDir } = input
+    const inRun = new Map([...input.backends].map(([id, b]) => [id, b.inRun?.(logDir) ?? b]))
     // A worker on Postgres keeps a shared copy of every whole file, for the worker that may take the run over.
     const shared = Option.getOrNull(yield* Effect.serviceOption(SharedRunFiles))
     const runFiles =
@@ -150,7 +151,7 @@ export const runSessionOutcome = (input: SessionInput) =>
     const layer = Layer.mergeAll(
       StatusWriter.live(join(logDir, "status.json")),
       runFiles,
-      Layer.succeed(Backends, { forAgent: (id: string) => input.backends.get(id)! }),
+      Layer.succeed(Backends, { forAgent: (id: string) => inRun.get(id)! }),
       Workspaces.live(logDir, input.config.agents, input.config.workspaceLimits),
     )
     const outcome = yield* Effect.gen(function* () {

@@ -28,7 +28,7 @@ import type { ChecklistSettings, Event } from "../../domain/events/index.ts"
 import type { TokenUsage } from "../../domain/llm.ts"
 import { snapshotDir } from "../../domain/workspaces/facts.ts"
 import type { Backend } from "../../services/backends/index.ts"
-import { azureEndpoint, type Env, loadDotEnv, makeBackend, resolveApiKey } from "../../services/backends/index.ts"
+import { azureEndpoint, cliNotFoundProblems, type Env, loadDotEnv, makeBackend, resolveApiKey } from "../../services/backends/index.ts"
 import { INPUT_LIMITS, readInputFile } from "../../services/input-file.ts"
 import { SKILLS_DIR } from "../../services/skills/offer.ts"
 import { combineProviders, commandLineProviders, commandToolProviders } from "../../services/tools/agent-tools.ts"
@@ -180,7 +180,7 @@ export const missingKeys = (config: Config, env: Env, fromFlag = false): Readonl
 /** Every agent's backend; a run with any key missing stops here, naming every missing variable. `path`: the config file or flag. */
 export const makeBackends = (config: Config, env: Env, path = "--models", history: ReadonlyArray<Event> = []) =>
   Effect.gen(function* () {
-    const missing = missingKeys(config, env, isFlag(path))
+    const missing = [...missingKeys(config, env, isFlag(path)), ...cliNotFoundProblems(config.agents, env)]
     if (missing.length > 0) return yield* new ConfigError({ reason: "invalid", path, problems: missing })
     const backends = new Map<string, Backend>()
     for (const agent of config.agents) backends.set(agent.id, yield* makeBackend(agent, env, history))

@@ -17,6 +17,7 @@
  * `compat.ts`).
  */
 import { Either, ParseResult, Schema } from "effect"
+import { cliAgentProblems } from "./cli-agents.ts"
 import { UNSUPPORTED_BACKENDS } from "./compat.ts"
 import { coordinationProblems } from "./coordination.ts"
 import { documentProblems, field, unsupportedAgentsOf } from "./document.ts"
@@ -181,6 +182,7 @@ export const analyzeConfig = (raw: unknown, env: Readonly<Record<string, string 
       })
     }
     problems.push(...providerProblems(agent, i))
+    problems.push(...cliAgentProblems(agent, i))
     problems.push(...mcpProblems(agent.backend.mcp_servers, `agents[${i}].backend.mcp_servers`))
     const toolNames = new Set<string>()
     agent.backend.custom_tools?.forEach((tool, j) => {

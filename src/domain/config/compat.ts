@@ -11,7 +11,7 @@
  * Every unknown key in a `permissions:` block is refused too, whatever it
  * is: a rule the config states must not go unread.
  * `UNSUPPORTED_BACKENDS` says what to use instead of MassGen's agent
- * frameworks (`claude_code`, `ag2`). Pure.
+ * frameworks (`ag2`, `codex`, ...). Pure.
  *
  * Words: a key's *shape* is its path with every index written `[]`
  * (`agents[].backend.upload_files`); `agent.` is read as `agents[].`.
@@ -129,8 +129,6 @@ export const UNSUPPORTED_FEATURES: ReadonlyArray<Feature> = [
 
 /** MassGen backend types massgen does not have, and what to use instead. */
 export const UNSUPPORTED_BACKENDS: Readonly<Record<string, string>> = {
-  claude_code:
-    "type claude_code (MassGen's Claude Code agent) is not supported: use type claude with the same model; give it tools with mcp_servers or custom_tools",
   ag2: "type ag2 (AG2/AutoGen agents) is not supported: use an LLM backend type (openai, claude, chatcompletion, ...); run code with an MCP server or a command tool",
   autogen:
     "type autogen (AG2/AutoGen agents) is not supported: use an LLM backend type (openai, claude, chatcompletion, ...); run code with an MCP server or a command tool",

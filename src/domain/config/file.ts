@@ -16,6 +16,7 @@
 import { Schema } from "effect"
 import { hasMaskedCredential } from "../../lib/safe-url.ts"
 import { SafeName } from "../run-paths.ts"
+import { CliAgentFields } from "./cli-agents.ts"
 import { CoordinationConfig, VotingOrchestratorFields } from "./coordination.ts"
 import { GeminiFields } from "./gemini.ts"
 import { MediaBackendFields, MediaOrchestratorFields } from "./media.ts"
@@ -76,6 +77,7 @@ export const BackendConfig = Schema.Struct({
   max_reply_bytes: opt(PositiveInt),
   ...ProviderFields,
   ...GeminiFields,
+  ...CliAgentFields,
   // scripted backend
   answer: opt(Schema.String),
   vote: opt(Schema.String.pipe(Schema.pattern(/^agent\d+$/, { message: () => "Expected agentN" }))),

@@ -17,6 +17,7 @@
  * `compat.ts`).
  */
 export * from "./analyze.ts"
+export * from "./cli-agents.ts"
 export { COORDINATION_KEYS, criteriaOf, type KeySpec, VOTING_KEYS, verdictOf } from "./coordination.ts"
 export { unknownKeys } from "./document.ts"
 export { expandEnv, maskSecrets } from "./env.ts"

@@ -16,7 +16,13 @@
  * a *keyless* preset sends no real key (local servers).
  */
 
-export type ApiFamily = "responses" | "chat" | "anthropic" | "gemini"
+export type ApiFamily =
+  | "responses"
+  | "chat"
+  | "anthropic"
+  | "gemini"
+  /** A CLI agent (`cli-agents.ts`): a program of its own, run as a child process. */
+  | "claude_code"
 
 export interface Preset {
   readonly family: ApiFamily
@@ -48,6 +54,7 @@ export const BACKEND_TYPES = [
   "sglang",
   "azure_openai",
   "zai",
+  "claude_code",
 ] as const
 export type BackendType = (typeof BACKEND_TYPES)[number]
 
@@ -86,6 +93,14 @@ export const PRESETS: Readonly<Record<SdkBackendType, Preset>> = {
   // Azure's URL is the resource's endpoint (`endpoint`, `base_url` or AZURE_OPENAI_ENDPOINT); the model names the deployment.
   azure_openai: { family: "chat", baseURL: null, keyEnv: ["AZURE_OPENAI_API_KEY"], keyless: false, defaultModel: "gpt-4.1" },
   zai: cloud("chat", "https://api.z.ai/api/paas/v4", ["ZAI_API_KEY"], "glm-4.5"),
+  // Keyless: without a key the CLI uses its own login. Its key (`api_key`, else ANTHROPIC_API_KEY) is the factory's to find.
+  claude_code: {
+    family: "claude_code",
+    baseURL: "https://api.anthropic.com",
+    keyEnv: [],
+    keyless: true,
+    defaultModel: "claude-sonnet-5-5",
+  },
 }
 
 /** The API version an `azure_openai` agent asks for when neither `api_version` nor AZURE_OPENAI_API_VERSION says. */

@@ -60,6 +60,8 @@ export const MEDIA_TAKEN: Readonly<Record<ApiFamily | "scripted", Partial<Record
     video: ["video/mp4", "video/quicktime", "video/x-msvideo", "video/webm"],
     file: ["application/pdf"],
   },
+  // The Claude Code CLI is given the question as text: files reach it through its workspace, not the request.
+  claude_code: {},
   scripted: {
     image: ["image/png", "image/jpeg", "image/gif", "image/webp"],
     audio: ["audio/wav", "audio/mpeg"],
@@ -73,6 +75,7 @@ const LINKS_TAKEN: Readonly<Record<ApiFamily | "scripted", ReadonlyArray<MediaKi
   responses: ["image", "file"],
   anthropic: ["image", "file"],
   gemini: [],
+  claude_code: [],
   scripted: ["image", "audio", "file"],
 }
 
@@ -81,6 +84,7 @@ const PROTOCOL: Readonly<Record<ApiFamily | "scripted", string>> = {
   responses: "the Responses API",
   anthropic: "the Messages API",
   gemini: "Gemini's generateContent",
+  claude_code: "the Claude Code CLI",
   scripted: "the scripted backend",
 }
 

@@ -63,6 +63,8 @@ export interface Backend {
     prompt: string,
     size: string | null,
   ) => Effect.Effect<{ readonly data: string; readonly model: string }, BackendError>
+  /** The backend as it runs in the run whose log directory is `logDir` (a CLI agent works in its workspace there); absent: as it is. */
+  readonly inRun?: (logDir: string) => Backend
 }
 
 export class Backends extends Context.Tag("massgen/Backends")<Backends, { readonly forAgent: (agentId: string) => Backend }>() {}

@@ -11,10 +11,11 @@
  * `provider`, each protocol sending them its own way. Nothing is sent until `call` runs.
  * A family's module, and with it its provider's SDK, is imported only when an
  * agent of that family is made: a run of scripted agents loads no SDK.
+ * A `claude_code` agent is a CLI agent (`claude-code.ts`), made from its whole config.
  */
 import { Effect } from "effect"
 import type { Agent } from "../../domain/config/index.ts"
-import { type ApiFamily, presetOf, thinkingOf } from "../../domain/config/index.ts"
+import { type ApiFamily, presetFor, presetOf, thinkingOf } from "../../domain/config/index.ts"
 import type { Event } from "../../domain/events/index.ts"
 import type { Backend } from "./backend.ts"
 import type { GeminiOptions } from "./gemini-request.ts"
@@ -29,17 +30,43 @@ export const azureEndpoint = (agent: Agent, env: Env): string | null => {
   return agent.backend.endpoint ?? agent.backend.base_url ?? (fromEnv !== undefined && fromEnv !== "" ? fromEnv : null)
 }
 
-const BUILDERS: { readonly [F in ApiFamily]: () => Promise<Builder> } = {
+/** The families made from `SdkBackendOptions`; a CLI agent's is made apart (`claudeCodeBackend`). */
+type SdkFamily = Exclude<ApiFamily, "claude_code">
+
+const BUILDERS: { readonly [F in SdkFamily]: () => Promise<Builder> } = {
   responses: () => import("./openai-responses.ts").then((m) => m.makeOpenAiResponsesBackend),
   chat: () => import("./chat-completions.ts").then((m) => m.makeChatCompletionsBackend),
   anthropic: () => import("./anthropic-messages.ts").then((m) => m.makeAnthropicMessagesBackend),
   gemini: () => import("./gemini.ts").then((m) => m.makeGeminiBackend),
 }
 
+/** A `claude_code` agent's backend (`claude-code.ts`); its key, when it has one, from `api_key` or the environment. */
+const claudeCodeBackend = async (agent: Agent, env: Env): Promise<Backend> => {
+  const [{ makeClaudeCodeBackend }, { findClaudeExecutable }] = await Promise.all([
+    import("./claude-code.ts"),
+    import("./claude-code-env.ts"),
+  ])
+  const b = agent.backend
+  const apiKey = b.api_key ?? env.ANTHROPIC_API_KEY
+  return makeClaudeCodeBackend({
+    agentId: agent.id,
+    anonId: agent.anonId,
+    model: b.model ?? presetFor("claude_code").defaultModel,
+    config: b,
+    env,
+    // None: the CLI uses its own login (CLAUDE_CODE_OAUTH_TOKEN reaches it as itself, `cliEnv`).
+    apiKey: apiKey === undefined || apiKey === "" ? null : apiKey,
+    executable: findClaudeExecutable(b.path_to_claude_code_executable, env),
+    cwd: null,
+    sdk: () => import("@anthropic-ai/claude-agent-sdk"),
+  })
+}
+
 /** `history`: a resumed run's events, where a scripted backend takes up its script. */
 export const makeBackend = (agent: Agent, env: Env, history: ReadonlyArray<Event> = []): Effect.Effect<Backend, MissingKeyError> => {
   const b = agent.backend
   if (b.type === "scripted") return Effect.succeed(makeScriptedBackend(agent, history))
+  if (b.type === "claude_code") return Effect.promise(() => claudeCodeBackend(agent, env))
   const preset = presetOf({ ...b, type: b.type })
   return Effect.flatMap(resolveApiKey(agent, env), (apiKey) => {
     const opts: GeminiOptions = {
@@ -70,6 +97,6 @@ export const makeBackend = (agent: Agent, env: Env, history: ReadonlyArray<Event
           }
         : {}),
     }
-    return Effect.map(Effect.promise(BUILDERS[preset.family]), (build) => build(opts))
+    return Effect.map(Effect.promise(BUILDERS[preset.family as SdkFamily]), (build) => build(opts))
   })
 }

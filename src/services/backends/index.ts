@@ -16,5 +16,6 @@
  * swap the whole set.
  */
 export * from "./backend.ts"
+export { cliNotFoundProblems } from "./claude-code-env.ts"
 export * from "./factory.ts"
 export * from "./keys.ts"
