@@ -39,6 +39,8 @@ describe("--validate reads each coordination sub-key and voting key on its own",
       fairness_lead_cap_answers: 2,
       max_midstream_injections_per_round: 2,
       defer_peer_updates_until_restart: true,
+      // A context path the presenter writes: write_mode would isolate those writes, so it is refused.
+      context_paths: [{ path: ROOT, permission: "write" }],
       coordination: {
         enable_planning_mode: true,
         planning_mode_instruction: "Plan only.",
@@ -79,6 +81,17 @@ describe("--validate reads each coordination sub-key and voting key on its own",
     })
     // Every reason is its own.
     expect(new Set(errors.map((e) => e.message)).size).toBe(errors.length)
+  }, 60_000)
+
+  test("write_mode with no context path written: a warning (nothing to isolate), not an error", async () => {
+    const { code, valid, errors, warnings } = await validateJson({
+      context_paths: [{ path: ROOT, permission: "read" }],
+      coordination: { write_mode: "auto" },
+    })
+    expect({ code, valid, errors }).toEqual({ code: 0, valid: true, errors: [] })
+    expect(warnings.find((w) => w.location === "orchestrator.coordination.write_mode")?.message).toStartWith(
+      "ignored: no context path is written, so there is nothing to isolate",
+    )
   }, 60_000)
 
   test("a wrongly typed value is one line naming the key", async () => {

@@ -23,7 +23,7 @@ import { type Behaviour, type FakeLlm, type FakeRequest, NO_PROXY_ENV, reply, st
 import { everythingStdio } from "./support/mcp.ts"
 
 const CONFIGS = process.env.MASSGEN_CONFIGS_DIR ?? nodePath.resolve(ROOT, "..", "shared", "massgen-configs", "v0.1.91")
-const VALID = 163
+const VALID = 164
 const TIMEOUT_MS = 120_000
 
 /** The sample: configs that validate and reach nothing but their models, run whole against the fake. */
@@ -73,6 +73,8 @@ const SAMPLE: ReadonlyArray<string> = [
   "tools/planning/gpt5_mini_case_study_mcp_planning_mode.yaml",
   // Gemini on its own API (web search, code execution) beside OpenAI and Claude.
   "basic/multi/gemini_gpt5_claude.yaml",
+  // MassGen's headline config: Gemini, GPT and Grok with web search, restarts, task planning.
+  "basic/multi/three_agents_default.yaml",
   "basic/multi/geminicode_gpt5nano_claude.yaml",
 ]
 

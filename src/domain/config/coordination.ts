@@ -280,13 +280,32 @@ const keyProblems = (at: string, section: unknown, keys: Readonly<Record<string,
   })
 }
 
-/** One problem per refused or ignored key of a decoded `orchestrator:` mapping: its voting keys, then its `coordination`. */
+const WRITE_MODE_AT = "orchestrator.coordination.write_mode"
+
+/** Whether the orchestrator names a context path the presenter may write (`permission: write`). */
+const writesContext = (orchestrator: Record<string, unknown>): boolean =>
+  Array.isArray(orchestrator.context_paths) &&
+  orchestrator.context_paths.some((c) => c !== null && typeof c === "object" && (c as Record<string, unknown>).permission === "write")
+
+/**
+ * One problem per refused or ignored key of a decoded `orchestrator:` mapping: its voting keys, then its `coordination`.
+ * `write_mode` isolates writes to context paths; with none written, it is a warning, not an error: each agent already
+ * writes only its own workspace, and MassGen's per-round git branches inside that workspace are not made.
+ */
 export const coordinationProblems = (orchestrator: unknown): ReadonlyArray<ConfigProblem> => {
   if (orchestrator === null || typeof orchestrator !== "object") return []
-  return [
-    ...keyProblems("orchestrator", orchestrator, VOTING_KEYS),
-    ...keyProblems("orchestrator.coordination", (orchestrator as Record<string, unknown>).coordination, COORDINATION_KEYS),
-  ]
+  const o = orchestrator as Record<string, unknown>
+  return [...keyProblems("orchestrator", o, VOTING_KEYS), ...keyProblems("orchestrator.coordination", o.coordination, COORDINATION_KEYS)].map(
+    (problem): ConfigProblem =>
+      problem.path === WRITE_MODE_AT && problem.kind !== "warning" && !writesContext(o)
+        ? {
+            path: WRITE_MODE_AT,
+            message:
+              "ignored: no context path is written, so there is nothing to isolate (each agent writes only its own workspace; MassGen's per-round git branches in it are not made)",
+            kind: "warning",
+          }
+        : problem,
+  )
 }
 
 /** A key's rule in words: "supported", "refused unless false: planning mode is not supported yet (issue 27)", ... */
