@@ -295,7 +295,10 @@ const writesContext = (orchestrator: Record<string, unknown>): boolean =>
 export const coordinationProblems = (orchestrator: unknown): ReadonlyArray<ConfigProblem> => {
   if (orchestrator === null || typeof orchestrator !== "object") return []
   const o = orchestrator as Record<string, unknown>
-  return [...keyProblems("orchestrator", o, VOTING_KEYS), ...keyProblems("orchestrator.coordination", o.coordination, COORDINATION_KEYS)].map(
+  return [
+    ...keyProblems("orchestrator", o, VOTING_KEYS),
+    ...keyProblems("orchestrator.coordination", o.coordination, COORDINATION_KEYS),
+  ].map(
     (problem): ConfigProblem =>
       problem.path === WRITE_MODE_AT && problem.kind !== "warning" && !writesContext(o)
         ? {
