@@ -3,7 +3,8 @@
  *
  * MassGen's keys for Claude Code are taken (`permission_mode`, `append_system_prompt`, ...),
  * the ones it cannot honour are refused one by one with their reason, as is a CLI
- * key on another type and a `claude_code` agent without `cwd`. The CLI's
+ * key on another type and a `claude_code` agent without `cwd`. Its `mcp_servers`
+ * become the CLI's `mcpServers` (an environment of their own, filters as rules). The CLI's
  * environment is built from an allow-list: another provider's key never reaches
  * it, the key goes in `ANTHROPIC_API_KEY` only. A CLI that is not found stops a run
  * before it starts, with one line (and fails a call made anyway, not tried again).
@@ -14,6 +15,7 @@ import * as nodePath from "node:path"
 import { Effect, Either } from "effect"
 import { analyzeConfig, decodeConfig } from "../src/domain/config/index.ts"
 import { findClaudeExecutable } from "../src/services/backends/claude-code-env.ts"
+import { cliMcpServers } from "../src/services/backends/claude-code-mcp.ts"
 import { makeBackend } from "../src/services/backends/index.ts"
 import { cleanupSandboxes, runCli, sandbox, writeConfig } from "./support/cli.ts"
 
@@ -44,17 +46,54 @@ describe("claude_code config keys", () => {
   })
 
   test("what a CLI agent cannot honour is refused, one key at a time, with its reason", () => {
-    expect(errorsOf(agentWith({ mcp_servers: [{ name: "x", type: "stdio", command: "x" }], temperature: 0.5 }))).toEqual([
+    expect(errorsOf(agentWith({ custom_tools: [{ name: "x", path: "x.py", function: "x" }], temperature: 0.5 }))).toEqual([
       {
         path: "agents[0].backend.temperature",
         message: "agent coder: type claude_code does not take temperature: the CLI sets its own sampling",
       },
       {
-        path: "agents[0].backend.mcp_servers",
+        path: "agents[0].backend.custom_tools",
         message:
-          "agent coder: type claude_code does not take mcp_servers: massgen's tools other than new_answer and vote do not reach a CLI agent: it has its own",
+          "agent coder: type claude_code does not take custom_tools: massgen's tools other than new_answer and vote do not reach a CLI agent: it has its own",
       },
     ])
+  })
+
+  test("mcp_servers are taken, and checked as any agent's", () => {
+    expect(errorsOf(agentWith({ mcp_servers: [{ name: "x", type: "stdio", command: "x" }] }))).toEqual([])
+    expect(errorsOf(agentWith({ mcp_servers: { web: { type: "streamable-http", url: "ftp://x" } } }))).toEqual([
+      { path: "agents[0].backend.mcp_servers.web.url", message: 'Expected an http or https URL, found "ftp://x"' },
+    ])
+  })
+
+  test("the servers reach the CLI as its mcpServers: env only the entry's, filters as permission rules", () => {
+    const config = agentWith({
+      mcp_servers: [
+        { name: "fs", command: "npx srv --flag", env: { TOKEN: "${MY_TOKEN}" }, cwd: "sub", allowed_tools: ["read", "mcp__fs__list"] },
+        {
+          name: "web",
+          type: "streamable-http",
+          url: "https://h/mcp",
+          headers: { Authorization: "Bearer ${MY_TOKEN}" },
+          exclude_tools: ["del"],
+        },
+        { name: "old", type: "sse", url: "http://127.0.0.1:9/sse" },
+      ],
+    }).agents[0]!.backend as never
+    const env = { MY_TOKEN: "t-1", ANTHROPIC_API_KEY: "sk-ant-x", PATH: "/bin" }
+    const out = cliMcpServers(config, env, "/ws")
+    if (typeof out === "string") throw new Error(out)
+    const fs = out.servers.fs as { command: string; args: Array<string> }
+    expect(fs.command).toBe("/bin/sh")
+    expect(fs.args.slice(1, 3)).toEqual(['cd -- "$0" && exec /usr/bin/env -i "$@"', "/ws/sub"])
+    expect(fs.args).toContain("TOKEN=t-1")
+    expect(fs.args.slice(-3)).toEqual(["npx", "srv", "--flag"])
+    expect(fs.args.some((a) => a.includes("sk-ant-x"))).toBe(false)
+    expect(out.servers.web).toEqual({ type: "http", url: "https://h/mcp", headers: { Authorization: "Bearer t-1" }, alwaysLoad: true })
+    expect(out.servers.old).toEqual({ type: "sse", url: "http://127.0.0.1:9/sse", headers: {}, alwaysLoad: true })
+    expect(out.allowed).toEqual(["mcp__fs__read", "mcp__fs__list", "mcp__web", "mcp__old"])
+    expect(out.disallowed).toEqual(["mcp__web__del"])
+    expect(cliMcpServers(config, { PATH: "/bin" }, "/ws")).toBe("MCP server fs did not start: ${MY_TOKEN} is not set")
   })
 
   test("a claude_code agent needs cwd; a CLI key on another type is refused", () => {

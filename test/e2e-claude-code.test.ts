@@ -19,7 +19,17 @@ import { afterAll, describe, expect, test } from "bun:test"
 import * as fs from "node:fs"
 import * as nodePath from "node:path"
 import { cleanupSandboxes, runCli, sandbox, startCli, writeConfig } from "./support/cli.ts"
-import { type Behaviour, type FakeLlm, type FakeRequest, hang, offeredTools, promptText, reply, startFakeLlm } from "./support/fake-llm.ts"
+import {
+  type Behaviour,
+  type FakeLlm,
+  type FakeRequest,
+  hang,
+  lastToolResult,
+  offeredTools,
+  promptText,
+  reply,
+  startFakeLlm,
+} from "./support/fake-llm.ts"
 import { eventsPath, expectExit, QUESTION, readEvents } from "./support/run-dirs.ts"
 
 afterAll(() => cleanupSandboxes())
@@ -27,17 +37,7 @@ afterAll(() => cleanupSandboxes())
 const KEY = "sk-ant-SECRET-cli-1"
 const FINAL = "Final: 2+2 is 4."
 
-/** The name of the tool whose result ends the request's conversation; null when none does. */
-const lastToolName = (req: FakeRequest): string | null => {
-  const messages: Array<any> = req.body?.messages ?? []
-  const last = messages.at(-1)
-  if (last?.role !== "user" || !Array.isArray(last.content)) return null
-  const result = last.content.findLast((c: any) => c.type === "tool_result")
-  if (result === undefined) return null
-  for (const m of [...messages].reverse())
-    for (const c of Array.isArray(m.content) ? m.content : []) if (c.type === "tool_use" && c.id === result.tool_use_id) return c.name
-  return null
-}
+const lastToolName = (req: FakeRequest): string | null => lastToolResult(req)?.name ?? null
 
 /** Claude Code joins messages of one id, and tool uses are matched by id: each reply gets its own. */
 const tool = (req: FakeRequest, name: string, args: object): Behaviour =>

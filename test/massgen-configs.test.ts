@@ -23,7 +23,7 @@ import { type Behaviour, type FakeLlm, type FakeRequest, NO_PROXY_ENV, reply, st
 import { everythingStdio } from "./support/mcp.ts"
 
 const CONFIGS = process.env.MASSGEN_CONFIGS_DIR ?? nodePath.resolve(ROOT, "..", "shared", "massgen-configs", "v0.1.91")
-const VALID = 164
+const VALID = 173
 const TIMEOUT_MS = 120_000
 
 /** The sample: configs that validate and reach nothing but their models, run whole against the fake. */

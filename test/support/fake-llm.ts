@@ -244,6 +244,19 @@ export const promptText = (request: FakeRequest): string => {
 }
 
 /** Names of the tools a recorded request offers, whatever its protocol. */
+/** The tool result ending an Anthropic request's conversation (its content as JSON) and the name of the tool it answers; null when none does. */
+export const lastToolResult = (request: FakeRequest): { readonly name: string; readonly text: string } | null => {
+  const messages: Array<any> = request.body?.messages ?? []
+  const last = messages.at(-1)
+  if (last?.role !== "user" || !Array.isArray(last.content)) return null
+  const result = last.content.findLast((c: any) => c.type === "tool_result")
+  if (result === undefined) return null
+  for (const m of [...messages].reverse())
+    for (const c of Array.isArray(m.content) ? m.content : [])
+      if (c.type === "tool_use" && c.id === result.tool_use_id) return { name: c.name, text: JSON.stringify(result.content) }
+  return null
+}
+
 export const offeredTools = (request: FakeRequest): Array<string> =>
   ((request.body?.tools ?? []) as Array<{ name?: string; function?: { name: string }; functionDeclarations?: Array<{ name: string }> }>)
     .flatMap((t) => (t.functionDeclarations === undefined ? [t] : t.functionDeclarations))

@@ -23,7 +23,7 @@
 import { existsSync } from "node:fs"
 import { join } from "node:path"
 import { Context, Duration, Effect, Fiber, Layer, Option, type Scope } from "effect"
-import type { Config } from "../../domain/config/index.ts"
+import { type Config, isCliAgent } from "../../domain/config/index.ts"
 import type { ConversationMessage, FinishReason, QuestionMedia } from "../../domain/events/index.ts"
 import { failureText } from "../../domain/projections/status.ts"
 import { resumeHint } from "../../domain/run-paths.ts"
@@ -168,13 +168,15 @@ export const runSessionOutcome = (input: SessionInput) =>
         )
       // Started by the run once it is on record, before any call; the servers stop when this scope closes.
       const startTools = Effect.gen(function* () {
-        const servers: ReadonlyMap<string, ToolProvider> = input.config.agents.some((a) => a.backend.mcp_servers !== undefined)
-          ? yield* Effect.flatMap(
-              Effect.promise(() => import("../../services/tools/mcp-servers.ts")),
-              (m) =>
-                m.startMcpServers(input.config.agents, { cwd: logDir, cwdOf: (agent) => agentWorkspace(logDir, agent), env: input.env }),
-            )
-          : new Map()
+        // A CLI agent's servers are the CLI's to start (`claude-code-mcp.ts`), not massgen's.
+        const withServers = input.config.agents.filter((a) => a.backend.mcp_servers !== undefined && !isCliAgent(a.backend.type))
+        const servers: ReadonlyMap<string, ToolProvider> =
+          withServers.length > 0
+            ? yield* Effect.flatMap(
+                Effect.promise(() => import("../../services/tools/mcp-servers.ts")),
+                (m) => m.startMcpServers(withServers, { cwd: logDir, cwdOf: (agent) => agentWorkspace(logDir, agent), env: input.env }),
+              )
+            : new Map()
         return input.tools
           ? yield* input.tools(new Map([...servers].map(([agent, provider]) => [agent, [provider]])))
           : (servers as ReadonlyMap<string, ToolProvider>)

@@ -8,7 +8,8 @@
  * `disallowed_tools`, `max_thinking_tokens`, `max_turns`, and massgen's own
  * `path_to_claude_code_executable` (where the CLI is, when the SDK's package
  * and PATH do not have it). `cliAgentProblems` refuses what a CLI agent cannot
- * honour, one key at a time with its reason, and these keys on other types. Pure.
+ * honour, one key at a time with its reason, and these keys on other types.
+ * Its `mcp_servers` are the CLI's own to start and call. Pure.
  *
  * Words: a *CLI agent* is an agent whose backend is such a program; its *own
  * tools* (Read, Write, Bash, ...) are the CLI's, not massgen's.
@@ -50,7 +51,6 @@ const REFUSED_ON_CLI: ReadonlyArray<readonly [string, string]> = [
   ["enable_code_execution", "the CLI runs code with its own Bash tool"],
   ["enable_code_interpreter", "the CLI runs code with its own Bash tool"],
   ["custom_tools", "massgen's tools other than new_answer and vote do not reach a CLI agent: it has its own"],
-  ["mcp_servers", "massgen's tools other than new_answer and vote do not reach a CLI agent: it has its own"],
   ["script", "a scripted backend's key"],
 ]
 

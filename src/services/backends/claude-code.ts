@@ -6,10 +6,11 @@
  * workspace, with the request's system prompt after Claude Code's own (or after
  * `system_prompt`), the request's conversation as its prompt
  * (`claude-code-tools.ts`), massgen's workflow tools as the in-process MCP
- * server `massgen`, and the config's CLI keys as its options. The CLI works
+ * server `massgen`, the agent's own `mcp_servers` beside it (started by the
+ * CLI, `claude-code-mcp.ts`), and the config's CLI keys as its options. The CLI works
  * with its own tools until it ends its turn; the call's reply is its last text,
  * the workflow call it made (at most one, `accepted`), its usage summed over
- * the session, and each of its own tool calls (Read, Write, Bash, ...) as a
+ * the session, and each of its own tool calls (Read, Write, Bash, its MCP servers' tools, ...) as a
  * hosted tool use with its outcome: the orchestrator records them as
  * `hosted_tool_used` events once the call's `call_end` is in. Text and thinking
  * stream to `onChunk` as the CLI reports them. The CLI's session id is the
@@ -34,6 +35,7 @@ import { workspaceDir } from "../../domain/workspaces/facts.ts"
 import { deathBoundCommand } from "../tools/child-process.ts"
 import { type Backend, BackendError, type OnChunk } from "./backend.ts"
 import { claudeNotFound, cliEnv } from "./claude-code-env.ts"
+import { type CliMcpServers, cliMcpServers } from "./claude-code-mcp.ts"
 import { MCP_PREFIX, promptOf, workflowServer } from "./claude-code-tools.ts"
 import { scrubSecrets } from "./errors.ts"
 import type { Env } from "./keys.ts"
@@ -73,6 +75,7 @@ const optionsOf = (
   cwd: string,
   executable: string,
   abort: AbortController,
+  own: CliMcpServers,
   stderr: (text: string) => void,
 ) => {
   const b = opts.config
@@ -85,9 +88,10 @@ const optionsOf = (
     pathToClaudeCodeExecutable: executable,
     abortController: abort,
     model: opts.model,
-    mcpServers: { [server.config.name]: server.config },
-    allowedTools: [...(b.allowed_tools ?? [...DEFAULT_ALLOWED, ...(web ? WEB_TOOLS : [])]), ...server.toolNames],
-    disallowedTools: [...(b.disallowed_tools ?? []), ...(web ? [] : WEB_TOOLS)],
+    // massgen's own server last: an entry of the config named `massgen` does not replace it.
+    mcpServers: { ...own.servers, [server.config.name]: server.config },
+    allowedTools: [...(b.allowed_tools ?? [...DEFAULT_ALLOWED, ...(web ? WEB_TOOLS : [])]), ...own.allowed, ...server.toolNames],
+    disallowedTools: [...(b.disallowed_tools ?? []), ...(web ? [] : WEB_TOOLS), ...own.disallowed],
     permissionMode: b.permission_mode ?? "acceptEdits",
     ...(b.permission_mode === "bypassPermissions" ? { allowDangerouslySkipPermissions: true } : {}),
     systemPrompt:
@@ -183,7 +187,9 @@ export const makeClaudeCodeBackend = (opts: ClaudeCodeOptions): Backend => {
       const sdk = yield* Effect.promise(opts.sdk)
       // The end of what the CLI printed on stderr, for the message of a failed call.
       let stderr = ""
-      const { options, server } = optionsOf(opts, request, cwd, executable, abort, (d) => {
+      const own = cliMcpServers(b, opts.env, cwd)
+      if (typeof own === "string") return yield* cliError(`agent ${opts.agentId}: ${own}`, false, [])
+      const { options, server } = optionsOf(opts, request, cwd, executable, abort, own, (d) => {
         stderr = (stderr + d).slice(-500)
       })
       const session = sdk.query({ prompt: promptOf(request), options })
