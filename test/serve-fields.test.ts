@@ -157,6 +157,23 @@ describe("what a served config cannot honour", () => {
     expect(refusedSampling(fields({ temperature: 1.5 }), config("claude"))?.param).toBe("temperature")
     expect(refusedSampling(fields({ temperature: 1.5, stop: "x", seed: 1 }), config("chatcompletion"))).toBeNull()
   })
+
+  test("by the protocol the agent speaks: stop with a native Gemini agent, not on its Chat path; any sampling with a CLI agent", () => {
+    const fields = (body: Record<string, unknown>) => ok(readRequestFields(body, "chat"))
+    const gemini = (backend: Record<string, unknown>) =>
+      Either.getOrThrow(decodeConfig({ agents: [{ id: "g", backend: { type: "gemini", model: "m", ...backend } }] }, {}))
+    expect(refusedSampling(fields({ stop: "x" }), gemini({}))?.param).toBe("stop")
+    expect(refusedSampling(fields({ temperature: 0.2, top_p: 0.5 }), gemini({}))).toBeNull()
+    expect(refusedSampling(fields({ stop: "x" }), gemini({ api: "chat_completions" }))).toBeNull()
+    const cli = Either.getOrThrow(
+      decodeConfig({ agents: [{ id: "c", backend: { type: "claude_code", model: "claude-sonnet-4-5", cwd: "workspace" } }] }, {}),
+    )
+    expect(refusedSampling(fields({ temperature: 0.2 }), cli)?.message).toBe(
+      "temperature: agent c could present the answer, and its backend (claude_code, a CLI agent) takes no sampling settings",
+    )
+    expect(refusedSampling(fields({ max_tokens: 10 }), cli)?.param).toBe("max_tokens")
+    expect(refusedSampling(fields({}), cli)).toBeNull()
+  })
 })
 
 describe("answerFeed", () => {

@@ -3,8 +3,9 @@
  *
  * Contract: `refusedSampling(fields, config)` is a 400 naming the first field
  * an agent of the served config could not honour as presenter (`stop` and
- * `seed` on an OpenAI Responses agent, `seed` and a `temperature` above 1 on an
- * Anthropic agent; a scripted agent samples nothing and takes every field), or
+ * `seed` on an OpenAI Responses agent, `stop` and `seed` on a native Gemini agent,
+ * `seed` and a `temperature` above 1 on an Anthropic agent, every sampling field
+ * on a CLI agent; a scripted agent samples nothing and takes every field), or
  * null. `presenterBackends(backends, config, env, where, fields)` gives the
  * backends a served run uses: with no sampling and no format, `backends` as
  * they are; else each agent's presentation calls go to a second backend of the
@@ -20,7 +21,7 @@
  */
 import { Effect } from "effect"
 import type { Config } from "../../domain/config/index.ts"
-import { presetFor } from "../../domain/config/index.ts"
+import { presetOf } from "../../domain/config/index.ts"
 import type { LlmReply, LlmRequest, TokenUsage } from "../../domain/llm.ts"
 import type { Backend, OnChunk } from "../../services/backends/index.ts"
 import { makeBackends } from "../run/setup.ts"
@@ -36,9 +37,17 @@ export const refusedSampling = (fields: RequestFields, config: Config): WireErro
   for (const agent of config.agents) {
     const type = agent.backend.type
     if (type === "scripted") continue
-    const family = presetFor(type).family
+    const family = presetOf({ ...agent.backend, type }).family
+    if (family === "claude_code") {
+      const given = (["temperature", "topP", "maxTokens", "stop", "seed"] as const).find((f) => sampling[f] !== undefined)
+      const field = { temperature: "temperature", topP: "top_p", maxTokens: "max_tokens", stop: "stop", seed: "seed" } as const
+      if (given !== undefined) return unsupported(field[given], agent.id, `its backend (${type}, a CLI agent) takes no sampling settings`)
+      continue
+    }
     if (family === "responses" && sampling.stop !== undefined)
       return unsupported("stop", agent.id, `its backend (${type}, OpenAI Responses) has no stop sequences`)
+    if (family === "gemini" && sampling.stop !== undefined)
+      return unsupported("stop", agent.id, `its backend (${type}, Gemini's generateContent) takes no stop sequences from a request`)
     if (family !== "chat" && sampling.seed !== undefined) return unsupported("seed", agent.id, `its backend (${type}) takes no seed`)
     if (family === "anthropic" && sampling.temperature !== undefined && sampling.temperature > 1)
       return unsupported("temperature", agent.id, `its backend (${type}) takes a temperature of at most 1`)
@@ -63,7 +72,9 @@ const presenterConfig = (config: Config, fields: RequestFields): Config => ({
     const b = agent.backend
     if (b.type === "scripted") return agent
     const { sampling, format } = fields
-    const family = presetFor(b.type).family
+    const family = presetOf({ ...b, type: b.type }).family
+    // A CLI agent takes no sampling (refused above) and has no native JSON mode: the instruction alone asks.
+    if (family === "claude_code") return agent
     const extra: Record<string, unknown> = {
       ...(sampling.stop !== undefined ? (family === "anthropic" ? { stop_sequences: sampling.stop } : { stop: sampling.stop }) : {}),
       ...(sampling.seed !== undefined ? { seed: sampling.seed } : {}),
