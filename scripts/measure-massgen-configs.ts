@@ -13,28 +13,19 @@
  * configs whose value of it is refused; then any sub-key it does not know.
  */
 
-import { readdirSync, readFileSync, statSync } from "node:fs"
-import { join, relative } from "node:path"
+import { readFileSync } from "node:fs"
+import { relative } from "node:path"
 import { Effect } from "effect"
 import { parse as parseYaml } from "yaml"
 import { validateConfig } from "../src/cli/commands/validate.ts"
 import { COORDINATION_KEYS, type KeySpec, VOTING_KEYS, verdictOf } from "../src/domain/config/index.ts"
+import { massgenConfigFiles } from "./massgen-config-files.ts"
 
 const args = process.argv.slice(2)
 const keysOnly = args.includes("--keys")
 const root = args.find((a) => a !== "--keys")
 if (root === undefined) throw new Error("usage: bun scripts/measure-massgen-configs.ts [--keys] MASSGEN_CONFIGS_DIR")
-const files: Array<string> = []
-const walk = (dir: string): void => {
-  for (const name of readdirSync(dir)) {
-    const path = join(dir, name)
-    if (statSync(path).isDirectory()) {
-      if (name !== "rate_limits") walk(path)
-    } else if (/\.ya?ml$/.test(name)) files.push(path)
-  }
-}
-walk(root)
-files.sort()
+const files = massgenConfigFiles(root)
 
 /** One table row per key: `| key | verdict | set in | refused in |`, most used first. */
 const keyRows = (keys: Readonly<Record<string, KeySpec>>, sectionOf: (doc: unknown) => unknown): ReadonlyArray<string> => {

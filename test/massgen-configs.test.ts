@@ -17,6 +17,7 @@ import * as fs from "node:fs"
 import * as nodePath from "node:path"
 import { Effect } from "effect"
 import { parse as parseYaml } from "yaml"
+import { massgenConfigFiles } from "../scripts/massgen-config-files.ts"
 import { validateConfig } from "../src/cli/commands/validate.ts"
 import { ROOT, runCli, sandbox, writeConfig } from "./support/cli.ts"
 import { type Behaviour, type FakeLlm, type FakeRequest, NO_PROXY_ENV, reply, startFakeLlm, toolCall } from "./support/fake-llm.ts"
@@ -77,20 +78,6 @@ const SAMPLE: ReadonlyArray<string> = [
   "basic/multi/three_agents_default.yaml",
   "basic/multi/geminicode_gpt5nano_claude.yaml",
 ]
-
-const configFiles = (): ReadonlyArray<string> => {
-  const files: Array<string> = []
-  const walk = (dir: string): void => {
-    for (const name of fs.readdirSync(dir).sort()) {
-      const path = nodePath.join(dir, name)
-      if (fs.statSync(path).isDirectory()) {
-        if (name !== "rate_limits") walk(path)
-      } else if (/\.ya?ml$/.test(name)) files.push(path)
-    }
-  }
-  walk(CONFIGS)
-  return files
-}
 
 const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === "object" && !Array.isArray(v)
 
@@ -157,7 +144,7 @@ describe("MassGen's shipped configs", () => {
     `${VALID} validate with no keys set, and every refused one names its reasons`,
     async () => {
       let valid = 0
-      for (const file of configFiles()) {
+      for (const file of massgenConfigFiles(CONFIGS)) {
         const { errors } = await Effect.runPromise(validateConfig({ path: file, strict: false, checkKeys: false }, {}))
         if (errors.length === 0) valid++
         for (const e of errors) expect(e.message.length).toBeGreaterThan(0)
